@@ -1,0 +1,45 @@
+# swift-ble-host: every target installs what it needs on a fresh Debian machine.
+SHELL := /bin/bash
+SWIFT ?= swift
+SWIFTFLAGS := -Xswiftc -warnings-as-errors
+VENV := .venv
+PY := $(VENV)/bin/python
+APT_PACKAGES := libbluetooth-dev pkg-config tshark bluez
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: all deps apt venv build test demo bench fuzz soak clean
+
+all: build
+
+# Debian packages (only what is missing) and the Python venv for the Bumble peer.
+deps: apt venv
+
+apt:
+	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+venv: $(VENV)/.stamp
+
+$(VENV)/.stamp: Fixtures/peers/requirements.txt
+	python3 -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check -r Fixtures/peers/requirements.txt
+	touch $@
+
+build: apt
+	$(SWIFT) build $(SWIFTFLAGS)
+
+# The whole suite: unit, replay, in-process virtual controller, Bumble virtual radio.
+test: deps
+	$(SWIFT) build --build-tests $(SWIFTFLAGS)
+	BLE_PYTHON=$(abspath $(PY)) $(SWIFT) test --skip-build
+
+# The main job on the bundled virtual radio (no hardware needed).
+demo: deps build
+	BLE_PYTHON=$(abspath $(PY)) scripts/demo
+
+clean:
+	rm -rf .build $(VENV)

@@ -1,0 +1,39 @@
+import Dispatch
+
+/// The one serial executor of an adapter. Every actor of the stack for that adapter (its
+/// host, central, connections, ATT bearers, peripherals) runs here, and the transport's reads
+/// fire on the same `queue`, so a packet is decoded, routed and delivered without a hop.
+///
+///     let executor = AdapterExecutor(label: "hci0")
+///     actor Host { nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() } }
+public final class AdapterExecutor: SerialExecutor {
+    /// The serial queue that backs the executor (Linux has no DispatchSerialQueue).
+    public let queue: DispatchQueue
+    private let key = DispatchSpecificKey<ObjectIdentifier>()
+
+    public init(label: String) {
+        queue = DispatchQueue(label: "ble.adapter.\(label)")
+        queue.setSpecific(key: key, value: ObjectIdentifier(self))
+    }
+
+    public func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        let executor = asUnownedSerialExecutor()
+        queue.async { job.runSynchronously(on: executor) }
+    }
+
+    public func asUnownedSerialExecutor() -> UnownedSerialExecutor {
+        UnownedSerialExecutor(complexEquality: self)
+    }
+
+    public func isSameExclusiveExecutionContext(other: AdapterExecutor) -> Bool { other === self }
+
+    /// True when the caller runs on `queue`: lets `assumeIsolated` work from queue callbacks.
+    public var isOnQueue: Bool { DispatchQueue.getSpecific(key: key) == ObjectIdentifier(self) }
+
+    public func checkIsolated() {
+        dispatchPrecondition(condition: .onQueue(queue))
+    }
+
+    public func isIsolatingCurrentContext() -> Bool? { isOnQueue }
+}

@@ -1,0 +1,105 @@
+#ifndef CHCI_SHIM_H
+#define CHCI_SHIM_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <termios.h>
+#include <unistd.h>
+#include <bluetooth/bluetooth.h>
+#include <bluetooth/hci.h>
+#include <bluetooth/hci_lib.h>
+#include <bluetooth/l2cap.h>
+
+/* Function-like ioctl request macros cannot be imported into Swift. */
+static inline unsigned long chci_ioctl_hcidevup(void) { return HCIDEVUP; }
+static inline unsigned long chci_ioctl_hcidevdown(void) { return HCIDEVDOWN; }
+static inline unsigned long chci_ioctl_hcigetdevlist(void) { return HCIGETDEVLIST; }
+static inline unsigned long chci_ioctl_hcigetdevinfo(void) { return HCIGETDEVINFO; }
+
+/* Opens and binds an HCI socket on a channel (HCI_CHANNEL_USER or HCI_CHANNEL_RAW).
+   Returns the fd, or -1 with errno set (the fd is closed on failure). */
+static inline int chci_open_hci_socket(unsigned short dev, unsigned short channel) {
+    int fd = socket(AF_BLUETOOTH, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, BTPROTO_HCI);
+    if (fd < 0) return -1;
+    struct sockaddr_hci addr;
+    memset(&addr, 0, sizeof(addr));
+    addr.hci_family = AF_BLUETOOTH;
+    addr.hci_dev = dev;
+    addr.hci_channel = channel;
+    if (bind(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
+        int saved = errno;
+        close(fd);
+        errno = saved;
+        return -1;
+    }
+    return fd;
+}
+
+/* Installs a filter on a raw-channel HCI socket that passes every packet type and event. */
+static inline int chci_set_filter_all(int fd) {
+    struct hci_filter f;
+    hci_filter_clear(&f);
+    hci_filter_all_ptypes(&f);
+    hci_filter_all_events(&f);
+    return setsockopt(fd, SOL_HCI, HCI_FILTER, &f, sizeof(f));
+}
+
+/* Fills a sockaddr_l2 for an LE fixed channel (cid) or PSM; address bytes are little-endian. */
+static inline void chci_fill_sockaddr_l2(struct sockaddr_l2 *addr, const uint8_t bdaddr[6],
+                                         uint8_t bdaddr_type, uint16_t psm, uint16_t cid) {
+    memset(addr, 0, sizeof(*addr));
+    addr->l2_family = AF_BLUETOOTH;
+    memcpy(addr->l2_bdaddr.b, bdaddr, 6);
+    addr->l2_bdaddr_type = bdaddr_type;
+    addr->l2_psm = htobs(psm);
+    addr->l2_cid = htobs(cid);
+}
+
+static inline int chci_bind_l2(int fd, const struct sockaddr_l2 *addr) {
+    return bind(fd, (const struct sockaddr *)addr, sizeof(*addr));
+}
+
+static inline int chci_connect_l2(int fd, const struct sockaddr_l2 *addr) {
+    return connect(fd, (const struct sockaddr *)addr, sizeof(*addr));
+}
+
+/* Fills a hci_dev_list_req for HCIGETDEVLIST with room for HCI_MAX_DEV entries. */
+struct chci_dev_list {
+    uint16_t dev_num;
+    struct hci_dev_req dev_req[HCI_MAX_DEV];
+};
+
+static inline int chci_get_dev_list(int ctl, struct chci_dev_list *list) {
+    memset(list, 0, sizeof(*list));
+    list->dev_num = HCI_MAX_DEV;
+    return ioctl(ctl, HCIGETDEVLIST, (void *)list);
+}
+
+static inline int chci_get_dev_info(int ctl, uint16_t dev, struct hci_dev_info *info) {
+    memset(info, 0, sizeof(*info));
+    info->dev_id = dev;
+    return ioctl(ctl, HCIGETDEVINFO, (void *)info);
+}
+
+static inline int chci_dev_up(int ctl, int dev) { return ioctl(ctl, HCIDEVUP, dev); }
+static inline int chci_dev_down(int ctl, int dev) { return ioctl(ctl, HCIDEVDOWN, dev); }
+static inline int chci_dev_is_up(const struct hci_dev_info *info) { return (info->flags & (1 << HCI_UP)) != 0; }
+
+/* termios raw mode for H4 over a UART. */
+static inline int chci_serial_configure(int fd, speed_t speed, int rtscts) {
+    struct termios t;
+    if (tcgetattr(fd, &t) < 0) return -1;
+    cfmakeraw(&t);
+    t.c_cflag |= (CLOCAL | CREAD);
+    if (rtscts) t.c_cflag |= CRTSCTS; else t.c_cflag &= ~CRTSCTS;
+    t.c_cc[VMIN] = 1;
+    t.c_cc[VTIME] = 0;
+    if (cfsetispeed(&t, speed) < 0 || cfsetospeed(&t, speed) < 0) return -1;
+    if (tcsetattr(fd, TCSANOW, &t) < 0) return -1;
+    return tcflush(fd, TCIOFLUSH);
+}
+
+#endif

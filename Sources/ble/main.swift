@@ -1,0 +1,2 @@
+import BLECore
+print("ble 0.1.0")
