@@ -1,0 +1,39 @@
+/// Why a link (and every channel on it) went away, or why an operation on it failed.
+public enum LinkError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// Disconnection Complete arrived for the link; `reason` is the HCI reason.
+    case disconnected(peer: String, reason: HCIStatus)
+    /// The transport to the controller was lost.
+    case transportLost(String)
+    /// The channel was closed by this host.
+    case closed(peer: String)
+    /// The SDU is larger than the channel can carry.
+    case tooLarge(size: Int, maximum: Int)
+
+    public var description: String {
+        switch self {
+        case .disconnected(let peer, let reason): return "\(peer) disconnected: \(reason)"
+        case .transportLost(let why): return "link lost with the transport: \(why)"
+        case .closed(let peer): return "the channel to \(peer) was closed by this host"
+        case .tooLarge(let size, let max): return "\(size)-byte SDU exceeds the channel's maximum of \(max) bytes"
+        }
+    }
+}
+
+/// One L2CAP channel of one link carrying whole SDUs for an upper protocol: the ATT fixed
+/// channel (CID 0x0004) over our own ACL path, or a kernel L2CAP socket. All calls happen
+/// on the adapter's executor, and so do the handlers.
+///
+///     channel.setHandlers(receive: { sdu in bearer.assumeIsolated { $0.receive(sdu) } },
+///                         close: { error in bearer.assumeIsolated { $0.close(error) } })
+public protocol L2CAPChannel: AnyObject, Sendable {
+    /// The executor every call and handler runs on.
+    var executor: AdapterExecutor { get }
+    /// A name for the peer in messages ("F0:F1:F2:F3:F4:F5").
+    var peerDescription: String { get }
+    /// Queues one SDU and returns once it has been handed to the controller (or socket):
+    /// the back-pressure that flow-controls Write Commands. Never drops.
+    func send(_ sdu: [UInt8]) async throws(LinkError)
+    /// Installs the handlers: `receive` for every inbound SDU in order, `close` once when the
+    /// channel ends. Handlers run on `executor`'s queue.
+    func setHandlers(receive: @escaping @Sendable ([UInt8]) -> Void, close: @escaping @Sendable (LinkError) -> Void)
+}
