@@ -22,7 +22,7 @@ let package = Package(
         .target(name: "BLETestSupport", dependencies: ["BLECore", "ATT", "GATTClient"]),
         .executableTarget(name: "ble", dependencies: ["BLECore", "ATT", "GATTClient"]),
         .testTarget(name: "BLECoreTests", dependencies: ["BLECore", "BLETestSupport"]),
-        .testTarget(name: "ATTTests", dependencies: ["ATT", "BLECore"]),
+        .testTarget(name: "ATTTests", dependencies: ["ATT", "BLECore", "BLETestSupport"]),
         .testTarget(name: "GATTClientTests", dependencies: ["GATTClient", "ATT", "BLECore", "BLETestSupport"]),
         .testTarget(name: "IntegrationTests", dependencies: ["GATTClient", "ATT", "BLECore", "BLETestSupport"]),
     ],
