@@ -76,9 +76,7 @@ extension ADStructure {
             return bad("Advertising Interval - long: payload is \(n) bytes, expected 3 or 4")
         case ADType.leBluetoothDeviceAddress:
             guard n == 7 else { return bad("LE Bluetooth Device Address: payload is \(n) bytes, expected 7") }
-            let flag = p[p.startIndex + 6]
-            guard flag <= 1 else { return bad("LE Bluetooth Device Address: reserved bits set in 0x\(String(flag, radix: 16))") }
-            return .leBluetoothDeviceAddress(p.address(p.startIndex), isRandom: flag == 1)
+            return .leBluetoothDeviceAddress(p.address(p.startIndex), typeOctet: p[p.startIndex + 6])
         case ADType.leRole:
             guard n == 1, let r = p.first else { return bad("LE Role: payload is \(n) bytes, expected 1") }
             return .leRole(r)

@@ -54,8 +54,9 @@ public enum ADStructure: Hashable, Sendable {
     /// 0x2F Advertising Interval - long, 4-octet form, in 0.625 ms units (1.15).
     /// The 3-octet form decodes as `.raw` so it re-encodes unchanged.
     case longAdvertisingInterval(UInt32)
-    /// 0x1B LE Bluetooth Device Address (1.16): the address and whether it is random.
-    case leBluetoothDeviceAddress(BluetoothAddress, isRandom: Bool)
+    /// 0x1B LE Bluetooth Device Address (1.16): the address and the type octet, whose bit 0 is
+    /// set for a random address (other bits are reserved, kept so the structure re-encodes).
+    case leBluetoothDeviceAddress(BluetoothAddress, typeOctet: UInt8)
     /// 0x1C LE Role (1.17): 0 peripheral only, 1 central only, 2 peripheral preferred,
     /// 3 central preferred.
     case leRole(UInt8)
@@ -137,7 +138,7 @@ public enum ADStructure: Hashable, Sendable {
         case .publicTargetAddress(let l), .randomTargetAddress(let l): for a in l { out.appendLE(a) }
         case .advertisingInterval(let i): out.appendLE(i)
         case .longAdvertisingInterval(let i): out.appendLE(i)
-        case .leBluetoothDeviceAddress(let a, let isRandom): out.appendLE(a); out.append(isRandom ? 1 : 0)
+        case .leBluetoothDeviceAddress(let a, let t): out.appendLE(a); out.append(t)
         case .leRole(let r): out.append(r)
         case .leSupportedFeatures(let f): out = f
         case .raw(_, let data), .malformed(_, let data, _): out = data
