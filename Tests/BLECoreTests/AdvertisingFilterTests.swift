@@ -88,4 +88,19 @@ import Testing
         // The name's length runs past the end: it is not a name.
         #expect(!ScanFilter(nameContains: "ab").matches(advertisingData: [0x05, 0x09, 0x61, 0x62], rssi: 0))
     }
+
+    /// The whole H4 packet of phlash__blefun.btsnoop record 131, an LE Advertising Report
+    /// (Vol 4, Part E, 7.7.65.2): the filter reads the Data field in place by range.
+    @Test func matchesInsideAnEventBuffer() throws {
+        let h4 = try #require([UInt8](hex: "043e270201000045fd93f519001b0201061106615577678b3d32b4e04e8e53744d446105fff902fd459e"))
+        let dataRange = 14..<(14 + Int(h4[13]))
+        let rssi = Int8(bitPattern: h4[dataRange.upperBound])
+        #expect(rssi == -98)
+        h4.withUnsafeBytes { raw in
+            #expect(ScanFilter(manufacturerID: 0x02F9).matches(advertisingData: raw, range: dataRange, rssi: rssi))
+            #expect(ScanFilter(services: [BluetoothUUID("61444D74-538E-4EE0-B432-3D8B67775561")!])
+                .matches(advertisingData: raw, range: dataRange, rssi: rssi))
+            #expect(!ScanFilter(minimumRSSI: -90, manufacturerID: 0x02F9).matches(advertisingData: raw, range: dataRange, rssi: rssi))
+        }
+    }
 }

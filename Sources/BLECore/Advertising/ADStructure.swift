@@ -147,8 +147,8 @@ public enum ADStructure: Hashable, Sendable {
     }
 
     /// The structure on the wire: length octet (type + payload), type octet, payload.
-    /// A payload longer than 254 bytes cannot be expressed; its length octet is truncated to 255
-    /// and the encoder of `AdvertisingData` never produces one from decoded input.
+    /// A length octet can express at most 254 payload bytes: a longer payload (only possible in a
+    /// structure built by hand, never in a decoded one) is cut to 254.
     public var encoded: [UInt8] {
         var out: [UInt8] = []
         encode(into: &out)
@@ -157,8 +157,8 @@ public enum ADStructure: Hashable, Sendable {
 
     /// Appends the encoded structure to `out`.
     public func encode(into out: inout [UInt8]) {
-        let p = payload
-        out.append(UInt8(truncatingIfNeeded: min(p.count + 1, 255)))
+        let p = payload.prefix(254)
+        out.append(UInt8(truncatingIfNeeded: p.count + 1))
         out.append(type)
         out.append(contentsOf: p)
     }
