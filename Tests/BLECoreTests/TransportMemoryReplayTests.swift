@@ -50,9 +50,17 @@ private let yeelock = "captures/real/cnrd__yeelock.btsnoop"
         #expect(controllerEvents.isEmpty)
     }
 
-    @Test func endsNeverStartedAreReleased() throws {
-        let (host, _) = MemoryTransport.pair()
-        _ = host
+    /// A packet waiting in the inbox of an end that never started does not keep it alive.
+    @Test func endsNeverStartedAreReleased() async throws {
+        weak var weakHost: MemoryTransport?
+        let controllerLog = TransportEventLog(label: "controller")
+        do {
+            let (host, controller) = MemoryTransport.pair()
+            weakHost = host
+            try controller.start(on: controllerLog.queue, handler: controllerLog.handler)
+            try controllerLog.onQueue { try controller.send(try HCIPacket(h4: SpecPackets.resetComplete)) }
+        }
+        #expect(weakHost == nil)
     }
 }
 

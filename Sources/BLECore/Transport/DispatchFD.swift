@@ -86,7 +86,7 @@ final class DispatchFD: @unchecked Sendable { // state touched only on `queue`
             if n >= 0 { return .wrote(n) }
             let err = errno
             if err == EINTR { continue }
-            if err == EAGAIN || err == EWOULDBLOCK || err == ENOBUFS { return .wouldBlock }
+            if err == EAGAIN || err == EWOULDBLOCK { return .wouldBlock }
             return .failed(err)
         }
     }
@@ -97,8 +97,12 @@ final class DispatchFD: @unchecked Sendable { // state touched only on `queue`
             outgoingHead = 0
             headOffset = offset
         }
+        if outgoingHead >= 1024 && outgoingHead * 2 >= outgoing.count {
+            outgoing.removeFirst(outgoingHead)
+            outgoingHead = 0
+        }
         outgoing.append(bytes)
-        pendingBytes += bytes.count - (outgoing.count == 1 ? offset : 0)
+        pendingBytes += bytes.count - (outgoing.count - outgoingHead == 1 ? offset : 0)
         armWriter()
     }
 

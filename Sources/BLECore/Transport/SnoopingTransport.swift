@@ -4,7 +4,7 @@ import Dispatch
 /// ways, to a btsnoop capture (opens in `btmon -r` and Wireshark).
 ///
 ///     let t = try SnoopingTransport(wrapping: TransportSpec.parse("hci0").open(), path: "/tmp/session.btsnoop")
-public final class SnoopingTransport: HCITransport, @unchecked Sendable { // state touched only on the start queue
+public final class SnoopingTransport: HCITransport {
     public let inner: any HCITransport
     public let writer: BTSnoopWriter
     public var name: String { inner.name }
