@@ -3,7 +3,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <termios.h>
@@ -100,6 +102,66 @@ static inline int chci_serial_configure(int fd, speed_t speed, int rtscts) {
     if (cfsetispeed(&t, speed) < 0 || cfsetospeed(&t, speed) < 0) return -1;
     if (tcsetattr(fd, TCSANOW, &t) < 0) return -1;
     return tcflush(fd, TCIOFLUSH);
+}
+
+/* Asks a raw-channel HCI socket to report each packet's direction (HCI_CMSG_DIR). */
+static inline int chci_enable_direction(int fd) {
+    int one = 1;
+    return setsockopt(fd, SOL_HCI, HCI_DATA_DIR, &one, sizeof(one));
+}
+
+/* Reads one packet from an HCI socket. *incoming is 1 for controller-to-host, 0 for a copy of
+   host-to-controller traffic, -1 when the socket does not report it. Returns the byte count
+   or -1 with errno set. */
+static inline ssize_t chci_recv_packet(int fd, void *buf, size_t len, int *incoming) {
+    char control[64];
+    struct iovec iov = { buf, len };
+    struct msghdr msg;
+    memset(&msg, 0, sizeof(msg));
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof(control);
+    *incoming = -1;
+    ssize_t n = recvmsg(fd, &msg, MSG_DONTWAIT);
+    if (n < 0) return -1;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c != NULL; c = CMSG_NXTHDR(&msg, c)) {
+        if (c->cmsg_level == SOL_HCI && c->cmsg_type == HCI_CMSG_DIR && c->cmsg_len >= CMSG_LEN(sizeof(int))) {
+            int dir;
+            memcpy(&dir, CMSG_DATA(c), sizeof(dir));
+            *incoming = dir ? 1 : 0;
+        }
+    }
+    return n;
+}
+
+/* Opens a pseudo-terminal pair (/dev/ptmx): returns the master fd and fills slave_path and
+   *slave_fd with the slave end, set to raw mode. Returns -1 with errno set on failure. */
+static inline int chci_open_pty(char *slave_path, size_t len, int *slave_fd) {
+    int m = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (m < 0) return -1;
+    int unlock = 0;
+    unsigned int number = 0;
+    if (ioctl(m, TIOCSPTLCK, &unlock) < 0 || ioctl(m, TIOCGPTN, &number) < 0) {
+        int saved = errno; close(m); errno = saved; return -1;
+    }
+    snprintf(slave_path, len, "/dev/pts/%u", number);
+    int s = open(slave_path, O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (s < 0) { int saved = errno; close(m); errno = saved; return -1; }
+    struct termios t;
+    if (tcgetattr(s, &t) == 0) {
+        cfmakeraw(&t);
+        tcsetattr(s, TCSANOW, &t);
+    }
+    *slave_fd = s;
+    return m;
+}
+
+/* Sets O_NONBLOCK. Returns 0, or -1 with errno set. */
+static inline int chci_set_nonblocking(int fd) {
+    int flags = fcntl(fd, F_GETFL);
+    if (flags < 0) return -1;
+    return fcntl(fd, F_SETFL, flags | O_NONBLOCK);
 }
 
 #endif

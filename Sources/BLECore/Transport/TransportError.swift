@@ -22,6 +22,8 @@ public enum TransportError: Error, Sendable, Equatable, CustomStringConvertible 
     case unreachable(endpoint: String, detail: String)
     /// The serial device path does not exist.
     case noSuchSerialDevice(path: String)
+    /// EACCES/EPERM opening a serial device.
+    case serialAccessDenied(path: String, errno: Int32)
     /// Another system call failed.
     case system(operation: String, endpoint: String, errno: Int32)
     /// The stream ended or failed while open (EOF, EIO, a packet cut in the middle).
@@ -52,6 +54,8 @@ public enum TransportError: Error, Sendable, Equatable, CustomStringConvertible 
             return "cannot reach \(ep): \(detail)"
         case .noSuchSerialDevice(let path):
             return "serial device \(path) does not exist; check the path (ls /dev/ttyUSB* /dev/ttyACM* /dev/ttyAMA*) and that the adapter is plugged in"
+        case .serialAccessDenied(let path, let err):
+            return "cannot open serial device \(path) (\(errnoName(err))): add your user to the 'dialout' group ('sudo usermod -aG dialout $USER', then log in again) or run as root"
         case .system(let op, let ep, let err):
             return "\(op) failed on \(ep): \(errnoName(err))"
         case .lost(let ep, let reason):

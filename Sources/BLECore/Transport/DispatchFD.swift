@@ -1,0 +1,181 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Dispatch
+import CHCI
+
+/// A non-blocking file descriptor served on one serial queue: a read source that calls back
+/// when bytes are ready, and an outgoing queue drained by a write source that is armed only
+/// while bytes wait (a full socket or UART never blocks the queue and never drops a packet).
+///
+/// Used only on `queue`. The fd is closed once both sources have been cancelled.
+final class DispatchFD: @unchecked Sendable { // state touched only on `queue`
+    let fd: Int32
+    let queue: DispatchQueue
+    /// Packet sockets: each write carries one whole packet. Streams: partial writes continue.
+    private let packetMode: Bool
+    /// Sockets are written with send(MSG_NOSIGNAL) so a dead peer gives EPIPE, not SIGPIPE.
+    private let isSocket: Bool
+    private var readSource: DispatchSourceRead?
+    private var writeSource: DispatchSourceWrite?
+    private var writeArmed = false
+    private var outgoing: [[UInt8]] = []
+    private var outgoingHead = 0
+    private var headOffset = 0
+    private var liveSources = 0
+    private var cancelled = false
+    /// Called on `queue` when a queued write fails with `errno`.
+    private var onWriteError: (@Sendable (Int32) -> Void)?
+
+    /// Bytes accepted by `write` and not yet handed to the kernel.
+    private(set) var pendingBytes = 0
+
+    init(fd: Int32, queue: DispatchQueue, packetMode: Bool, isSocket: Bool) {
+        self.fd = fd
+        self.queue = queue
+        self.packetMode = packetMode
+        self.isSocket = isSocket
+    }
+
+    /// Sets O_NONBLOCK; returns errno on failure.
+    static func setNonBlocking(_ fd: Int32) -> Int32? {
+        chci_set_nonblocking(fd) < 0 ? errno : nil
+    }
+
+    func start(onReadable: @escaping @Sendable () -> Void, onWriteError: @escaping @Sendable (Int32) -> Void) {
+        self.onWriteError = onWriteError
+        let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
+        source.setEventHandler(handler: onReadable)
+        source.setCancelHandler { [self] in sourceCancelled() }
+        liveSources += 1
+        readSource = source
+        source.resume()
+    }
+
+    /// Queues `bytes` (one packet) and writes as much as the kernel takes now.
+    /// Returns errno when the descriptor failed; the bytes are then not sent.
+    func write(_ bytes: [UInt8]) -> Int32? {
+        guard !cancelled else { return EBADF }
+        if outgoingHead == outgoing.count {
+            // Nothing queued: try the fast path straight from `bytes`.
+            switch writeOnce(bytes, from: 0) {
+            case .wrote(let n) where n == bytes.count || packetMode:
+                return nil
+            case .wrote(let n):
+                enqueue(bytes, offset: n)
+            case .wouldBlock:
+                enqueue(bytes, offset: 0)
+            case .failed(let err):
+                return err
+            }
+            return nil
+        }
+        enqueue(bytes, offset: 0)
+        return nil
+    }
+
+    private enum WriteResult { case wrote(Int), wouldBlock, failed(Int32) }
+
+    private func writeOnce(_ bytes: [UInt8], from offset: Int) -> WriteResult {
+        while true {
+            let n = bytes.withUnsafeBytes { buf -> Int in
+                guard let base = buf.baseAddress else { return 0 }
+                if isSocket { return send(fd, base + offset, buf.count - offset, Int32(MSG_NOSIGNAL)) }
+                return Glibc.write(fd, base + offset, buf.count - offset)
+            }
+            if n >= 0 { return .wrote(n) }
+            let err = errno
+            if err == EINTR { continue }
+            if err == EAGAIN || err == EWOULDBLOCK { return .wouldBlock }
+            return .failed(err)
+        }
+    }
+
+    private func enqueue(_ bytes: [UInt8], offset: Int) {
+        if outgoingHead == outgoing.count {
+            outgoing.removeAll(keepingCapacity: true)
+            outgoingHead = 0
+            headOffset = offset
+        }
+        if outgoingHead >= 1024 && outgoingHead * 2 >= outgoing.count {
+            outgoing.removeFirst(outgoingHead)
+            outgoingHead = 0
+        }
+        outgoing.append(bytes)
+        pendingBytes += bytes.count - (outgoing.count - outgoingHead == 1 ? offset : 0)
+        armWriter()
+    }
+
+    private func armWriter() {
+        guard !writeArmed else { return }
+        if writeSource == nil {
+            let source = DispatchSource.makeWriteSource(fileDescriptor: fd, queue: queue)
+            source.setEventHandler { [self] in drain() }
+            source.setCancelHandler { [self] in sourceCancelled() }
+            liveSources += 1
+            writeSource = source
+        }
+        writeArmed = true
+        writeSource?.resume()
+    }
+
+    /// Writes queued packets while the kernel accepts them; disarms when empty.
+    private func drain() {
+        while outgoingHead < outgoing.count {
+            let bytes = outgoing[outgoingHead]
+            switch writeOnce(bytes, from: headOffset) {
+            case .wrote(let n):
+                pendingBytes -= n
+                if packetMode || headOffset + n == bytes.count {
+                    if packetMode { pendingBytes -= bytes.count - n }
+                    outgoing[outgoingHead] = []
+                    outgoingHead += 1
+                    headOffset = 0
+                } else {
+                    headOffset += n
+                }
+            case .wouldBlock:
+                return
+            case .failed(let err):
+                disarm()
+                onWriteError?(err)
+                return
+            }
+        }
+        outgoing.removeAll(keepingCapacity: true)
+        outgoingHead = 0
+        disarm()
+    }
+
+    private func disarm() {
+        guard writeArmed else { return }
+        writeArmed = false
+        writeSource?.suspend()
+    }
+
+    /// Stops both sources; the fd is closed when their cancel handlers have run. Idempotent.
+    func cancel() {
+        guard !cancelled else { return }
+        cancelled = true
+        onWriteError = nil
+        outgoing = []
+        outgoingHead = 0
+        pendingBytes = 0
+        if let readSource { readSource.cancel() }
+        if let writeSource {
+            writeSource.cancel()
+            // A suspended source never runs its cancel handler; resume it so it can.
+            if !writeArmed { writeArmed = true; writeSource.resume() }
+        }
+        if liveSources == 0 { _ = Glibc.close(fd) }
+    }
+
+    private func sourceCancelled() {
+        liveSources -= 1
+        if liveSources == 0 {
+            _ = Glibc.close(fd)
+            readSource = nil
+            writeSource = nil
+        }
+    }
+}

@@ -1,0 +1,41 @@
+import Dispatch
+
+/// A tee: passes everything through to another transport and records every packet, both
+/// ways, to a btsnoop capture (opens in `btmon -r` and Wireshark).
+///
+///     let t = try SnoopingTransport(wrapping: TransportSpec.parse("hci0").open(), path: "/tmp/session.btsnoop")
+public final class SnoopingTransport: HCITransport {
+    public let inner: any HCITransport
+    public let writer: BTSnoopWriter
+    public var name: String { inner.name }
+
+    /// Records to `writer`, which this transport owns and closes on `close()`.
+    public init(wrapping inner: any HCITransport, writer: BTSnoopWriter) {
+        self.inner = inner
+        self.writer = writer
+    }
+
+    /// Creates (truncates) the capture at `path`.
+    public convenience init(wrapping inner: any HCITransport, path: String) throws(TransportError) {
+        self.init(wrapping: inner, writer: try BTSnoopWriter(path: path))
+    }
+
+    public func start(on queue: DispatchQueue, handler: @escaping @Sendable (TransportEvent) -> Void) throws(TransportError) {
+        let writer = self.writer
+        try inner.start(on: queue) { event in
+            if case .packet(let packet) = event { writer.write(packet, direction: .received) }
+            handler(event)
+        }
+    }
+
+    /// Records the packet once the inner transport accepted it.
+    public func send(_ packet: HCIPacket) throws(TransportError) {
+        try inner.send(packet)
+        writer.write(packet, direction: .sent)
+    }
+
+    public func close() {
+        inner.close()
+        writer.close()
+    }
+}
