@@ -91,6 +91,12 @@ public actor ATTBearer {
         droppedPDUHandler = handler
     }
 
+    /// Requests waiting behind the one in flight.
+    public var queuedRequestCount: Int { queue.count }
+    /// True while a request has been sent and its response has not arrived (even when its
+    /// caller was cancelled).
+    public var hasRequestInFlight: Bool { inFlight != nil }
+
     /// The longest value a Write Request or Write Command can carry: ATT_MTU - 3.
     public func maximumWriteValueLength(withResponse: Bool) -> Int { Int(mtu) - 3 }
 
