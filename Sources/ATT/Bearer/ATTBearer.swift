@@ -1,0 +1,368 @@
+/// The ATT bearer of one link, client side (Core Spec 5.4, Vol 3, Part F, 3.3): sends
+/// requests one at a time (others queue behind in FIFO order), matches responses, enforces
+/// the 30-second transaction timeout, delivers notifications and indications (confirming
+/// indications), answers the peer's requests, and fails everything at once when the link
+/// closes. Runs on the adapter's executor, so the channel's handlers enter it without a hop.
+///
+///     let bearer = ATTBearer(channel: channel, scheduler: DispatchTimerScheduler(queue: channel.executor.queue))
+///     await bearer.setValueHandler { event in print(event) }
+///     _ = try await bearer.exchangeMTU()
+///     let rsp = try await bearer.request(.readRequest(handle: 0x0003))   // .readResponse(value: ...)
+public actor ATTBearer {
+    /// ATT_MTU before an exchange (the LE default, Vol 3, Part F, 3.2.8).
+    public static let defaultMTU: UInt16 = 23
+
+    /// The channel carrying the bearer (CID 0x0004 on LE).
+    public nonisolated let channel: any L2CAPChannel
+    /// Where the transaction timers come from.
+    public nonisolated let scheduler: any TimerScheduler
+    /// The largest ATT PDU this side can receive (our Rx MTU), at least 23.
+    public nonisolated let clientMTU: UInt16
+    /// How long a request may wait for its response (30 s in the specification).
+    public nonisolated let transactionTimeout: Duration
+
+    public nonisolated var unownedExecutor: UnownedSerialExecutor {
+        channel.executor.asUnownedSerialExecutor()
+    }
+
+    /// The effective ATT_MTU: min(our Rx MTU, the peer's), at least 23; 23 until exchanged.
+    public private(set) var mtu: UInt16 = ATTBearer.defaultMTU
+    /// Why the bearer can no longer be used (transaction timeout or link closed), or nil.
+    public private(set) var failure: ATTError?
+    /// Inbound PDUs dropped because they were malformed or unsolicited.
+    public private(set) var droppedPDUCount = 0
+
+    /// Read by the channel's receive handler for notifications without entering the actor.
+    private nonisolated let route = ValueRoute()
+    private var valueHandler: (@Sendable (ATTValueEvent) -> Void)? { route.handler }
+    private var droppedPDUHandler: (@Sendable ([UInt8], DecodeError) -> Void)?
+
+    private typealias Reply = CheckedContinuation<Result<ATTPDU, ATTError>, Never>
+    private struct Queued {
+        let id: UInt64
+        let opcode: ATTOpcode
+        let bytes: [UInt8]
+        let reply: Reply
+    }
+    private struct InFlight {
+        let id: UInt64
+        let opcode: ATTOpcode
+        /// Nil once the caller was cancelled: the transaction still runs to its end.
+        var reply: Reply?
+        let timer: any ScheduledTimer
+    }
+    private var queue: [Queued] = []
+    private var inFlight: InFlight?
+    private var lastID: UInt64 = 0
+
+    private var mtuKnown = false
+    private var mtuWaiters: [CheckedContinuation<Result<UInt16, ATTError>, Never>]?
+
+    /// A bearer over `channel`. Create it on the adapter executor (from an actor sharing it)
+    /// so no SDU arrives before its handlers are installed; elsewhere they are installed by
+    /// the next job on the adapter queue.
+    public init(channel: any L2CAPChannel, scheduler: any TimerScheduler,
+                clientMTU: UInt16 = 517, transactionTimeout: Duration = .seconds(30)) {
+        self.channel = channel
+        self.scheduler = scheduler
+        self.clientMTU = max(clientMTU, ATTBearer.defaultMTU)
+        self.transactionTimeout = transactionTimeout
+        let install = ATTBearer.handlerInstaller(channel: channel, bearer: self, route: route)
+        if channel.executor.isOnQueue { install() } else { channel.executor.queue.async(execute: install) }
+    }
+
+    /// The channel handlers. Handle Value Notifications, the hot path, go from the handler
+    /// straight to the value handler: entering the actor with `assumeIsolated` costs several
+    /// hundred nanoseconds per call, more than the rest of the route together.
+    private static func handlerInstaller(channel: any L2CAPChannel, bearer: ATTBearer, route: ValueRoute) -> @Sendable () -> Void {
+        { [weak bearer] in
+            channel.setHandlers(
+                receive: { [weak bearer] sdu in
+                    if sdu.count >= 3, sdu[0] == ATTOpcode.handleValueNotification.rawValue {
+                        route.deliverNotification(sdu)
+                    } else {
+                        bearer?.assumeIsolated { $0.receive(sdu) }
+                    }
+                },
+                close: { [weak bearer] error in bearer?.assumeIsolated { $0.linkClosed(error) } })
+        }
+    }
+
+    // MARK: Configuration
+
+    /// Sets the receiver of notifications and indications. It runs on the adapter queue and
+    /// should return quickly; an indication is confirmed once it returns.
+    public func setValueHandler(_ handler: @escaping @Sendable (ATTValueEvent) -> Void) {
+        route.handler = handler
+    }
+
+    /// Sets an observer of inbound PDUs that were dropped (malformed, or a response with no
+    /// request pending), for logging.
+    public func setDroppedPDUHandler(_ handler: @escaping @Sendable ([UInt8], DecodeError) -> Void) {
+        droppedPDUHandler = handler
+    }
+
+    /// Requests waiting behind the one in flight.
+    public var queuedRequestCount: Int { queue.count }
+    /// True while a request has been sent and its response has not arrived (even when its
+    /// caller was cancelled).
+    public var hasRequestInFlight: Bool { inFlight != nil }
+
+    /// The longest value a Write Request or Write Command can carry: ATT_MTU - 3.
+    public func maximumWriteValueLength(withResponse: Bool) -> Int { Int(mtu) - 3 }
+
+    /// The longest value a Signed Write Command can carry: ATT_MTU - 15.
+    public var maximumSignedWriteValueLength: Int { Int(mtu) - 15 }
+
+    // MARK: Requests
+
+    /// Sends `pdu` (a request) once the requests before it are answered and returns the
+    /// matching response. An Error Response fails with `.errorResponse`; no response within
+    /// `transactionTimeout` fails this and every later call with `.transactionTimeout`.
+    /// Cancelling the calling task removes a queued request; a request already sent keeps
+    /// the bearer waiting for its response, but the caller gets `.cancelled` at once.
+    ///
+    ///     guard case .readResponse(let value) = try await bearer.request(.readRequest(handle: 3)) else { ... }
+    public func request(_ pdu: ATTPDU) async throws(ATTError) -> ATTPDU {
+        let opcode = pdu.opcode
+        guard opcode.kind == .request else { throw .notARequest(opcode) }
+        if let failure { throw failure }
+        let bytes = pdu.bytes
+        guard bytes.count <= Int(mtu) else { throw .pduTooLarge(opcode, size: bytes.count, mtu: mtu) }
+        if Task.isCancelled { throw .cancelled(opcode) }
+        lastID &+= 1
+        let id = lastID
+        let adapterQueue = channel.executor.queue
+        let result = await withTaskCancellationHandler {
+            await withCheckedContinuation { (reply: Reply) in
+                queue.append(Queued(id: id, opcode: opcode, bytes: bytes, reply: reply))
+                startNext()
+            }
+        } onCancel: { [weak self] in
+            adapterQueue.async { [weak self] in self?.assumeIsolated { $0.cancel(id) } }
+        }
+        return try result.get()
+    }
+
+    /// Sends a Write Command or Signed Write Command. It never waits behind a pending
+    /// request; it returns once the channel has taken the SDU (the flow control).
+    ///
+    ///     try await bearer.send(command: .writeCommand(handle: 0x0012, value: [0x01]))
+    public func send(command pdu: ATTPDU) async throws(ATTError) {
+        let opcode = pdu.opcode
+        guard opcode.isCommand else { throw .notACommand(opcode) }
+        if let failure { throw failure }
+        let bytes = pdu.bytes
+        guard bytes.count <= Int(mtu) else { throw .pduTooLarge(opcode, size: bytes.count, mtu: mtu) }
+        do throws(LinkError) {
+            try await channel.send(bytes)
+        } catch {
+            throw .linkClosed(error)
+        }
+    }
+
+    /// Exchanges MTUs with the server (Vol 3, Part F, 3.4.2) once per bearer and returns the
+    /// effective ATT_MTU. Later calls, and calls after the peer exchanged, return the known
+    /// value. A server that rejects the exchange leaves 23 (the error is thrown once).
+    public func exchangeMTU() async throws(ATTError) -> UInt16 {
+        if mtuKnown { return mtu }
+        if mtuWaiters != nil {
+            let result = await withCheckedContinuation { (c: CheckedContinuation<Result<UInt16, ATTError>, Never>) in
+                mtuWaiters?.append(c)
+            }
+            return try result.get()
+        }
+        mtuWaiters = []
+        let result: Result<UInt16, ATTError>
+        do throws(ATTError) {
+            _ = try await request(.exchangeMTURequest(clientRxMTU: clientMTU))
+            result = .success(mtu)
+        } catch {
+            if case .errorResponse = error { mtuKnown = true }
+            result = .failure(error)
+        }
+        let waiters = mtuWaiters ?? []
+        mtuWaiters = nil
+        for w in waiters { w.resume(returning: result) }
+        return try result.get()
+    }
+
+    // MARK: Transactions
+
+    private func startNext() {
+        guard inFlight == nil, failure == nil, !queue.isEmpty else { return }
+        let next = queue.removeFirst()
+        let id = next.id
+        let timer = scheduler.schedule(after: transactionTimeout) { [weak self] in
+            self?.assumeIsolated { $0.transactionTimedOut(id) }
+        }
+        inFlight = InFlight(id: id, opcode: next.opcode, reply: next.reply, timer: timer)
+        let bytes = next.bytes
+        Task { await self.transmit(bytes, transaction: id) }
+    }
+
+    private func transmit(_ bytes: [UInt8], transaction id: UInt64) async {
+        do throws(LinkError) {
+            try await channel.send(bytes)
+        } catch {
+            if inFlight?.id == id { finish(.failure(.linkClosed(error))) }
+        }
+    }
+
+    /// Ends the transaction in flight with `result` and starts the next one.
+    private func finish(_ result: Result<ATTPDU, ATTError>) {
+        guard let current = inFlight else { return }
+        inFlight = nil
+        current.timer.cancel()
+        current.reply?.resume(returning: result)
+        startNext()
+    }
+
+    private func cancel(_ id: UInt64) {
+        if let i = queue.firstIndex(where: { $0.id == id }) {
+            let q = queue.remove(at: i)
+            q.reply.resume(returning: .failure(.cancelled(q.opcode)))
+        } else if let current = inFlight, current.id == id, let reply = current.reply {
+            inFlight?.reply = nil
+            reply.resume(returning: .failure(.cancelled(current.opcode)))
+        }
+    }
+
+    private func transactionTimedOut(_ id: UInt64) {
+        guard let current = inFlight, current.id == id else { return }
+        failAll(.transactionTimeout(current.opcode))
+    }
+
+    private func linkClosed(_ error: LinkError) {
+        failAll(.linkClosed(error))
+    }
+
+    /// Makes the bearer unusable and fails every pending and queued call with `error`.
+    private func failAll(_ error: ATTError) {
+        failure = error
+        if let current = inFlight {
+            inFlight = nil
+            current.timer.cancel()
+            current.reply?.resume(returning: .failure(error))
+        }
+        let waiting = queue
+        queue.removeAll()
+        for q in waiting { q.reply.resume(returning: .failure(error)) }
+    }
+
+    private func applyMTU(peerRxMTU: UInt16) {
+        mtu = max(ATTBearer.defaultMTU, min(clientMTU, peerRxMTU))
+        mtuKnown = true
+    }
+
+    // MARK: Inbound
+
+    /// One inbound SDU, on the adapter queue.
+    private func receive(_ sdu: [UInt8]) {
+        if sdu.count >= 3, sdu[0] == ATTOpcode.handleValueNotification.rawValue {
+            route.deliverNotification(sdu)
+            return
+        }
+        guard let first = sdu.first else {
+            drop(sdu, .truncated(what: "ATT PDU", needed: 1))
+            return
+        }
+        let opcode = ATTOpcode(first)
+        switch opcode.kind {
+        case .response: receiveResponse(sdu, opcode)
+        case .request, .unknown: receiveRequest(sdu, opcode)
+        case .notification, .indication: receiveValue(sdu)
+        case .command, .confirmation: break   // this client supports no inbound command; it sends no indication
+        }
+    }
+
+    private func receiveResponse(_ sdu: [UInt8], _ opcode: ATTOpcode) {
+        guard let current = inFlight else {
+            drop(sdu, .malformed(what: opcode.name, detail: "no request is pending"))
+            return
+        }
+        let pdu: ATTPDU
+        do throws(DecodeError) {
+            pdu = try ATTPDU(bytes: sdu)
+        } catch {
+            finish(.failure(.malformedResponse(request: current.opcode, error)))
+            return
+        }
+        if case .errorResponse(let request, let handle, let code) = pdu {
+            finish(.failure(request == current.opcode
+                ? .errorResponse(code: code, handle: handle, request: request)
+                : .unexpectedResponse(request: current.opcode, response: opcode)))
+            return
+        }
+        guard opcode == current.opcode.responseOpcode else {
+            finish(.failure(.unexpectedResponse(request: current.opcode, response: opcode)))
+            return
+        }
+        if case .exchangeMTUResponse(let serverRxMTU) = pdu { applyMTU(peerRxMTU: serverRxMTU) }
+        finish(.success(pdu))
+    }
+
+    /// The peer's requests: Exchange MTU is answered, everything else is not supported.
+    private func receiveRequest(_ sdu: [UInt8], _ opcode: ATTOpcode) {
+        if opcode == .exchangeMTURequest {
+            do throws(DecodeError) {
+                if case .exchangeMTURequest(let clientRxMTU) = try ATTPDU(bytes: sdu) {
+                    reply(.exchangeMTUResponse(serverRxMTU: clientMTU))
+                    applyMTU(peerRxMTU: clientRxMTU)
+                }
+            } catch {
+                drop(sdu, error)
+                reply(.errorResponse(request: opcode, handle: 0, error: .invalidPDU))
+            }
+        } else {
+            reply(.errorResponse(request: opcode, handle: 0, error: .requestNotSupported))
+        }
+    }
+
+    private func receiveValue(_ sdu: [UInt8]) {
+        let pdu: ATTPDU
+        do throws(DecodeError) {
+            pdu = try ATTPDU(bytes: sdu)
+        } catch {
+            drop(sdu, error)
+            return
+        }
+        switch pdu {
+        case .handleValueNotification(let handle, let value):
+            valueHandler?(ATTValueEvent(handle: handle, value: value, isIndication: false))
+        case .multipleHandleValueNotification(let values):
+            for v in values { valueHandler?(ATTValueEvent(handle: v.handle, value: v.value, isIndication: false)) }
+        case .handleValueIndication(let handle, let value):
+            valueHandler?(ATTValueEvent(handle: handle, value: value, isIndication: true))
+            reply(.handleValueConfirmation)
+        default:
+            break
+        }
+    }
+
+    /// Sends a response or confirmation, unless the bearer is no longer usable.
+    private func reply(_ pdu: ATTPDU) {
+        guard failure == nil else { return }
+        let bytes = pdu.bytes
+        let channel = channel
+        // A send failure means the link is gone; the channel's close handler reports it.
+        Task { try? await channel.send(bytes) }
+    }
+
+    private func drop(_ sdu: [UInt8], _ error: DecodeError) {
+        droppedPDUCount += 1
+        droppedPDUHandler?(sdu, error)
+    }
+}
+
+/// The value handler, shared by the actor and the channel's receive handler.
+final class ValueRoute: @unchecked Sendable { // only read and written on the adapter queue: by the bearer's isolated code and by the channel's handlers, which both run there
+    var handler: (@Sendable (ATTValueEvent) -> Void)?
+
+    /// A Handle Value Notification (at least 3 octets, opcode 0x1B), undecoded.
+    @inline(__always)
+    func deliverNotification(_ sdu: [UInt8]) {
+        handler?(ATTValueEvent(handle: UInt16(sdu[1]) | UInt16(sdu[2]) << 8,
+                               sdu: sdu, valueRange: 3..<sdu.count, isIndication: false))
+    }
+}

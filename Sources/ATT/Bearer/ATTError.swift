@@ -1,0 +1,52 @@
+/// Why an ATT operation failed. The text names the opcode, the handle and the error, e.g.
+/// "Read Request on handle 0x0003 failed: Insufficient Authentication (0x05); pair or encrypt
+/// the link, then retry".
+///
+///     do { _ = try await bearer.request(.readRequest(handle: 3)) }
+///     catch .errorResponse(let code, _, _) where code == .insufficientAuthentication { ... }
+public enum ATTError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The peer answered `request` with an Error Response (Vol 3, Part F, 3.4.1.1).
+    case errorResponse(code: ATTErrorCode, handle: UInt16, request: ATTOpcode)
+    /// No response to `request` within the transaction timeout (Vol 3, Part F, 3.3.3): the
+    /// bearer is unusable from then on.
+    case transactionTimeout(ATTOpcode)
+    /// The link or channel under the bearer went away.
+    case linkClosed(LinkError)
+    /// The calling task was cancelled while its `request` waited.
+    case cancelled(ATTOpcode)
+    /// The response to `request` could not be decoded.
+    case malformedResponse(request: ATTOpcode, DecodeError)
+    /// The peer answered `request` with a PDU of another opcode.
+    case unexpectedResponse(request: ATTOpcode, response: ATTOpcode)
+    /// `request(_:)` was given a PDU that is not a request.
+    case notARequest(ATTOpcode)
+    /// `send(command:)` was given a PDU that is not a command.
+    case notACommand(ATTOpcode)
+    /// The encoded PDU is longer than the bearer's ATT_MTU.
+    case pduTooLarge(ATTOpcode, size: Int, mtu: UInt16)
+
+    public var description: String {
+        switch self {
+        case .errorResponse(let code, let handle, let request):
+            let on = handle == 0 ? "" : " on handle 0x\(hex4(handle))"
+            let hint = code.hint.map { "; \($0)" } ?? ""
+            return "\(request.name)\(on) failed: \(code)\(hint)"
+        case .transactionTimeout(let request):
+            return "\(request.name) got no response within the ATT transaction timeout; the ATT bearer is unusable until the link is reconnected"
+        case .linkClosed(let why):
+            return "ATT bearer closed: \(why)"
+        case .cancelled(let request):
+            return "\(request.name) was cancelled by its caller"
+        case .malformedResponse(let request, let why):
+            return "the response to \(request.name) is malformed: \(why)"
+        case .unexpectedResponse(let request, let response):
+            return "\(request.name) was answered with \(response) (protocol error by the peer)"
+        case .notARequest(let opcode):
+            return "\(opcode) is not an ATT request; use send(command:) for commands"
+        case .notACommand(let opcode):
+            return "\(opcode) is not an ATT command; use request(_:) for requests"
+        case .pduTooLarge(let opcode, let size, let mtu):
+            return "\(opcode.name) of \(size) octets exceeds the ATT_MTU of \(mtu); shorten the value or use a long procedure"
+        }
+    }
+}

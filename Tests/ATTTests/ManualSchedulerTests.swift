@@ -1,0 +1,38 @@
+import Testing
+import Synchronization
+import BLETestSupport
+import ATT
+
+@Suite(.timeLimit(.minutes(1)))
+struct ManualSchedulerTests {
+    @Test func runsDueWorkInDeadlineOrderOnItsQueue() async {
+        let executor = AdapterExecutor(label: "manual-scheduler-test")
+        let scheduler = ManualScheduler(queue: executor.queue)
+        let log = Mutex<[String]>([])
+        _ = scheduler.schedule(after: .seconds(3)) { log.withLock { $0.append("3s on queue: \(executor.isOnQueue)") } }
+        _ = scheduler.schedule(after: .seconds(1)) { log.withLock { $0.append("1s at \(scheduler.now())") } }
+        let cancelled = scheduler.schedule(after: .seconds(2)) { log.withLock { $0.append("cancelled") } }
+        cancelled.cancel()
+        _ = scheduler.schedule(after: .seconds(10)) { log.withLock { $0.append("10s") } }
+
+        await scheduler.advance(by: .milliseconds(999))
+        #expect(log.withLock { $0 }.isEmpty)
+        #expect(scheduler.now() == 999_000_000)
+        await scheduler.advance(by: .seconds(3))
+        #expect(log.withLock { $0 } == ["1s at 1000000000", "3s on queue: true"])
+        #expect(await scheduler.pendingCount() == 1)
+    }
+
+    @Test func workScheduledByDueWorkRunsInTheSameAdvance() async {
+        let executor = AdapterExecutor(label: "manual-scheduler-test")
+        let scheduler = ManualScheduler(queue: executor.queue)
+        let fired = Mutex(0)
+        _ = scheduler.schedule(after: .seconds(1)) {
+            fired.withLock { $0 += 1 }
+            _ = scheduler.schedule(after: .seconds(1)) { fired.withLock { $0 += 10 } }
+        }
+        await scheduler.advance(by: .seconds(2))
+        #expect(fired.withLock { $0 } == 11)
+        #expect(scheduler.now() == 2_000_000_000)
+    }
+}

@@ -1,0 +1,80 @@
+import Dispatch
+import ATT
+
+/// An in-memory L2CAP channel: records the SDUs the bearer sends and lets a test inject
+/// inbound SDUs and a close, all on the executor's queue as a real channel would.
+final class FakeChannel: L2CAPChannel, @unchecked Sendable { // mutable state is only touched on executor.queue
+    let executor = AdapterExecutor(label: "att-test")
+    let peerDescription = "F0:F1:F2:F3:F4:F5"
+
+    private var sent: [[UInt8]] = []
+    private var sentWaiters: [(count: Int, continuation: CheckedContinuation<[[UInt8]], Never>)] = []
+    private var receiveHandler: (@Sendable ([UInt8]) -> Void)?
+    private var closeHandler: (@Sendable (LinkError) -> Void)?
+    private var sendError: LinkError?
+
+    func send(_ sdu: [UInt8]) async throws(LinkError) {
+        let failure: LinkError? = await onQueue {
+            if let e = self.sendError { return e }
+            self.sent.append(sdu)
+            self.wakeSentWaiters()
+            return nil
+        }
+        if let failure { throw failure }
+    }
+
+    func setHandlers(receive: @escaping @Sendable ([UInt8]) -> Void, close: @escaping @Sendable (LinkError) -> Void) {
+        receiveHandler = receive
+        closeHandler = close
+    }
+
+    /// Delivers `sdu` to the bearer on the queue.
+    func inject(_ sdu: [UInt8]) async { await onQueue { self.receiveHandler?(sdu) } }
+
+    /// Closes the channel under the bearer.
+    func close(_ error: LinkError) async { await onQueue { self.closeHandler?(error) } }
+
+    /// Makes every later send fail with `error`.
+    func failSends(with error: LinkError) async { await onQueue { self.sendError = error } }
+
+    /// What was sent so far.
+    func sentSDUs() async -> [[UInt8]] { await onQueue { self.sent } }
+
+    /// Number of SDUs sent, read from the queue itself (for handlers running there).
+    var sentCountOnQueue: Int { sent.count }
+
+    /// Waits until at least `count` SDUs were sent and returns them all.
+    func waitForSent(count: Int) async -> [[UInt8]] {
+        await withCheckedContinuation { c in
+            executor.queue.async {
+                self.sentWaiters.append((count, c))
+                self.wakeSentWaiters()
+            }
+        }
+    }
+
+    private func wakeSentWaiters() {
+        let ready = sentWaiters.filter { $0.count <= sent.count }
+        sentWaiters.removeAll { $0.count <= sent.count }
+        for w in ready { w.continuation.resume(returning: sent) }
+    }
+
+    private func onQueue<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+        await withCheckedContinuation { c in executor.queue.async { c.resume(returning: body()) } }
+    }
+}
+
+extension ATTBearer {
+    /// Starts one task per request from inside the bearer's isolation, so they enter the
+    /// request queue in this order.
+    func spawn(_ pdus: [ATTPDU]) -> [Task<Result<ATTPDU, ATTError>, Never>] {
+        pdus.map { pdu in
+            Task {
+                do throws(ATTError) { return .success(try await self.request(pdu)) } catch { return .failure(error) }
+            }
+        }
+    }
+
+    /// Returns once every job enqueued on the bearer's executor before it has run.
+    func sync() {}
+}
