@@ -106,9 +106,3 @@ public struct LEConnectionParameters: Hashable, Sendable {
         out.appendLE(supervisionTimeout); out.appendLE(minCELength); out.appendLE(maxCELength)
     }
 }
-
-/// An LE PHY as the extended commands number it: bit positions of the *_PHYs bitfields
-/// (Vol 4, Part E, 7.8.64 and 7.8.66).
-public enum LEPHYBit: Int, Hashable, Sendable, CaseIterable {
-    case le1M = 0, le2M = 1, leCoded = 2
-}

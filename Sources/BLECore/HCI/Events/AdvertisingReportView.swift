@@ -67,6 +67,8 @@ extension HCIEvent {
     /// Advertising Report (0x0D), reading in place. `parameters` are the LE Meta event's
     /// parameters (Subevent_Code first). Other subevents have no reports: returns 0.
     /// Reports before a malformed one have already been delivered when the error is thrown.
+    /// Extended reports whose data status says "incomplete" are delivered as they come;
+    /// joining the fragments is the caller's job.
     ///
     ///     let n = try HCIEvent.forEachAdvertisingReport(in: raw) { print($0.address) }
     @inlinable @discardableResult

@@ -1,6 +1,7 @@
 /// A decoded HCI event (Vol 4, Part E, 7.7). Events and LE subevents this codec does not
 /// model are kept raw in `.unknown` / `.leUnknown`; `packet` re-encodes every case to the
-/// exact bytes it was decoded from.
+/// exact bytes it was decoded from. Building an event whose parameters exceed 255 octets is
+/// the caller's mistake: the length field cannot carry it.
 ///
 ///     switch try HCIEvent(eventPacket) {
 ///     case .commandComplete(let c): print(c.opcode)
