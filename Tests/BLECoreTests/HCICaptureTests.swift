@@ -131,4 +131,50 @@ import Testing
         #expect(t.events["0x0c"] == 2)
         #expect(t.events["unknown 255"] == 23)
     }
+
+    /// The first packet of `kind` in a capture, decoded.
+    static func first<T>(_ file: String, _ pick: (HCIPacket) throws -> T?) throws -> T? {
+        let capture = try BTSnoopReader(bytes: try fixtureBytes("captures/" + file))
+        for record in capture.records { if let v = try pick(record.packet) { return v } }
+        return nil
+    }
+
+    // Field values as `tshark -V` prints the first packet matching
+    //   -Y "bthci_evt.le_meta_subevent == 0x0d" (crossnite), "... == 0x02", "... == 0x01" and
+    //   "bthci_cmd.opcode == 0x200d" (phlash).
+    @Test func decodedFieldsMatchTshark() throws {
+        let ext = try Self.first("real/crossnite__NovaX-Escooter.btsnoop") { p -> HCIEvent.LEExtendedAdvertisingReport? in
+            guard case .event(let e) = p, case .leExtendedAdvertisingReport(let r) = try HCIEvent(e) else { return nil }
+            return r.first
+        }
+        #expect(ext?.eventType == [.connectable, .scannable, .legacy] && ext?.eventType.dataStatus == .complete)
+        #expect(ext?.addressType == 1 && ext?.address == BluetoothAddress("22:ED:DC:BD:A4:75"))
+        #expect(ext?.primaryPHY == 1 && ext?.secondaryPHY == 0 && ext?.advertisingSID == 0xFF)
+        #expect(ext?.txPower == 127 && ext?.rssi == -93 && ext?.periodicAdvertisingInterval == 0)
+        #expect(ext?.directAddressType == 0 && ext?.directAddress == .zero && ext?.data.count == 29)
+        #expect(ext.map { Array($0.data.prefix(7)) } == [0x02, 0x01, 0x02, 0x19, 0x16, 0xF1, 0xFC])
+
+        let f = "real/phlash__blefun.btsnoop"
+        let adv = try Self.first(f) { p -> HCIEvent.LEAdvertisingReport? in
+            guard case .event(let e) = p, case .leAdvertisingReport(let r) = try HCIEvent(e) else { return nil }
+            return r.first
+        }
+        #expect(adv?.eventType == 0 && adv?.addressType == 0 && adv?.address == BluetoothAddress("00:19:F5:93:FD:45"))
+        #expect(adv?.data.count == 27 && adv?.rssi == -98)
+
+        let conn = try Self.first(f) { p -> HCIEvent.LEConnectionComplete? in
+            guard case .event(let e) = p, case .leConnectionComplete(let c) = try HCIEvent(e) else { return nil }
+            return c
+        }
+        #expect(conn == .init(status: .success, handle: 0x0002, role: 0, peerAddressType: 1, peerAddress: BluetoothAddress("EA:76:52:B8:3B:E4")!,
+                              connectionInterval: 39, peripheralLatency: 0, supervisionTimeout: 500, centralClockAccuracy: 5))
+
+        let create = try Self.first(f) { p -> HCICommand.LECreateConnection? in
+            guard case .command(let c) = p, case .leCreateConnection(let cc) = try HCICommandDecoded(c) else { return nil }
+            return cc
+        }
+        #expect(create == .init(scanInterval: 96, scanWindow: 48, initiatorFilterPolicy: 0,
+                                peer: LEAddress(BluetoothAddress("EA:76:52:B8:3B:E4")!, type: .random), ownAddressType: 1,
+                                connection: .init(intervalMin: 24, intervalMax: 40, maxLatency: 0, supervisionTimeout: 500)))
+    }
 }
