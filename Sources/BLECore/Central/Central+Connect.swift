@@ -1,0 +1,257 @@
+/// Connecting: one LE Create Connection at a time, timeout and cancellation done properly
+/// (LE Create Connection Cancel, then the completion with status 0x02), and reconnection.
+extension Central {
+    struct PendingConnect {
+        let peer: LEAddress
+        var continuation: CheckedContinuation<Result<(UInt16, ConnectionParameters), ConnectionError>, Never>?
+        var timer: (any ScheduledTimer)?
+        /// Set once the attempt is being cancelled: the error to report when it ends.
+        var abortError: ConnectionError?
+    }
+
+    /// Connects to `peer`. One attempt is pending at the controller at a time; others queue.
+    /// On timeout or Task cancellation the attempt is cancelled at the controller.
+    /// With a reconnect policy, an unexpected drop is followed by new attempts and the returned
+    /// `Connection` carries on.
+    ///
+    ///     let link = try await central.connect(peer, timeout: .seconds(10), reconnect: .always(maxAttempts: 5))
+    public func connect(
+        _ peer: LEAddress,
+        timeout: Duration = .seconds(15),
+        reconnect: ReconnectPolicy = .never,
+        parameters: ConnectionRequestParameters = .default
+    ) async throws(ConnectionError) -> Connection {
+        guard state == .poweredOn else { throw .adapterNotReady(state) }
+        if let existing = connectionsByPeer[peer], existing.enter(on: executor, { $0.isConnected }) { return existing }
+        connectionEventStream.yield(PeerConnectionEvent(peer: peer, event: .connecting(attempt: 1)))
+        let (handle, params) = try await establish(peer, timeout: timeout, parameters: parameters)
+        let connection = Connection(central: self, host: host, peer: peer, handle: handle, parameters: params, policy: reconnect)
+        connectionsByPeer[peer] = connection
+        connectionsByHandle[handle] = connection
+        connection.enter(on: executor) { $0.emit(.connected(handle: handle, parameters: params)) }
+        startLinkSetup(connection, handle: handle, parameters: parameters)
+        return connection
+    }
+
+    /// Creates the link and waits for LE (Enhanced) Connection Complete.
+    func establish(_ peer: LEAddress, timeout: Duration, parameters: ConnectionRequestParameters) async throws(ConnectionError) -> (UInt16, ConnectionParameters) {
+        await acquireConnectTurn()
+        defer { releaseConnectTurn() }
+        if Task.isCancelled { throw .cancelled(peer: peer) }
+        var pausedScan = false
+        defer {
+            if pausedScan {
+                options.logger.log(.info, "resuming the scan paused for the connection to \(peer)")
+                let scanner = self.scanner
+                Task { await scanner.resume() }
+            }
+        }
+        var sent = false
+        while !sent {
+            do throws(HCIError) {
+                try await host.send(createConnectionCommand(peer, parameters))
+                sent = true
+            } catch {
+                if case .commandFailed(_, .commandDisallowed) = error, !pausedScan, scanner.enter(on: executor, { $0.isScanning }) {
+                    options.logger.log(.info, "the controller cannot scan and initiate at once: pausing the scan to connect to \(peer)")
+                    await scanner.pause()
+                    pausedScan = true
+                    continue
+                }
+                if case .commandFailed(_, let status) = error { throw .failed(peer: peer, status: status) }
+                throw .command(peer: peer, error)
+            }
+        }
+        let result = await withTaskCancellationHandler {
+            await withCheckedContinuation { (c: CheckedContinuation<Result<(UInt16, ConnectionParameters), ConnectionError>, Never>) in
+                pendingConnect = PendingConnect(peer: peer, continuation: c)
+                if Task.isCancelled {
+                    abortPendingConnect(.cancelled(peer: peer))
+                    return
+                }
+                let ms = Int(timeout.nanoseconds / 1_000_000)
+                pendingConnect?.timer = scheduler.schedule(after: timeout) { [weak self, executor] in
+                    self?.enter(on: executor) { $0.abortPendingConnect(.timeout(peer: peer, milliseconds: ms)) }
+                }
+            }
+        } onCancel: {
+            executor.queue.async { [weak self, executor] in
+                self?.enter(on: executor) { $0.abortPendingConnect(.cancelled(peer: peer)) }
+            }
+        }
+        return try result.get()
+    }
+
+    func createConnectionCommand(_ peer: LEAddress, _ p: ConnectionRequestParameters) -> HCICommandPacket {
+        let useExtended = controllerInfo?.supportsExtendedCreateConnection ?? false
+        if useExtended {
+            return HCICommand.leExtendedCreateConnection(HCICommand.LEExtendedCreateConnection(peer: peer, request: p))
+        }
+        return HCICommand.leCreateConnection(HCICommand.LECreateConnection(peer: peer, request: p))
+    }
+
+    /// Timeout or cancellation: LE Create Connection Cancel, then wait (bounded) for the
+    /// completion with Unknown Connection Identifier (0x02).
+    func abortPendingConnect(_ error: ConnectionError) {
+        guard var pending = pendingConnect, pending.continuation != nil, pending.abortError == nil else { return }
+        pending.timer?.cancel()
+        pending.abortError = error
+        let peer = pending.peer
+        let waitLimit = options.connectCancelTimeout
+        pending.timer = scheduler.schedule(after: waitLimit) { [weak self, executor] in
+            self?.enter(on: executor) { central in
+                central.options.logger.log(.warning, "the controller never completed the cancelled connection attempt to \(peer) within \(Int(waitLimit.nanoseconds / 1_000_000)) ms; giving up on it")
+                central.finishPendingConnect(.failure(error))
+            }
+        }
+        pendingConnect = pending
+        let host = self.host
+        Task { [weak self] in
+            do {
+                try await host.send(HCICommand.leCreateConnectionCancel())
+            } catch {
+                // Command Disallowed: no attempt is pending any more (the completion is on its way).
+                self?.options.logger.log(.info, "LE Create Connection Cancel: \(error)")
+            }
+        }
+    }
+
+    func finishPendingConnect(_ result: Result<(UInt16, ConnectionParameters), ConnectionError>) {
+        guard let pending = pendingConnect, let c = pending.continuation else { return }
+        pending.timer?.cancel()
+        pendingConnect = nil
+        c.resume(returning: result)
+    }
+
+    func failPendingConnect(_ error: ConnectionError) {
+        finishPendingConnect(.failure(error))
+    }
+
+    func acquireConnectTurn() async {
+        if !connectBusy {
+            connectBusy = true
+            return
+        }
+        await withCheckedContinuation { connectTurnWaiters.append($0) }
+    }
+
+    func releaseConnectTurn() {
+        if connectTurnWaiters.isEmpty {
+            connectBusy = false
+        } else {
+            connectTurnWaiters.removeFirst().resume()
+        }
+    }
+
+    // MARK: - Link events
+
+    /// LE Connection Complete / Enhanced Connection Complete (v1, v2).
+    func connectionCompleted(status: HCIStatus, handle: UInt16, role: UInt8, peer: LEAddress?, parameters: ConnectionParameters) {
+        guard status == .success else {
+            if let pending = pendingConnect {
+                finishPendingConnect(.failure(pending.abortError ?? .failed(peer: pending.peer, status: status)))
+            }
+            return
+        }
+        let peerAddress = peer ?? LEAddress(.zero, type: .public)
+        // Register the link before anything else so its first ACL packet finds it.
+        host.enter(on: executor) { $0.addLink(handle: handle, peer: peerAddress) }
+        guard role == 0x00, let pending = pendingConnect, pending.abortError == nil else {
+            // A connection nobody waits for (an attempt that completed while being cancelled,
+            // or one we did not initiate): end it.
+            if let pending = pendingConnect, let abort = pending.abortError {
+                finishPendingConnect(.failure(abort))
+            }
+            options.logger.log(.info, "disconnecting unexpected connection 0x\(String(handle, radix: 16)) to \(peerAddress)")
+            let host = self.host
+            Task { try? await host.send(HCICommand.disconnect(handle: handle, reason: .remoteUserTerminatedConnection)) }
+            return
+        }
+        finishPendingConnect(.success((handle, parameters)))
+    }
+
+    func disconnected(handle: UInt16, reason: HCIStatus) {
+        guard let connection = connectionsByHandle.removeValue(forKey: handle) else { return }
+        let (peer, local, policy) = connection.enter(on: executor) { ($0.peer, $0.locallyClosed, $0.reconnectPolicy) }
+        let delay = local || state != .poweredOn ? nil : policy.delay(reason: reason, attempt: 1)
+        connection.enter(on: executor) { $0.detached(reason: reason, willReconnect: delay != nil) }
+        if let delay {
+            scheduleReconnect(connection, attempt: 1, delay: delay, lastError: "\(reason)")
+        } else if connectionsByPeer[peer] === connection {
+            connectionsByPeer[peer] = nil
+        }
+    }
+
+    func scheduleReconnect(_ connection: Connection, attempt: Int, delay: Duration, lastError: String) {
+        let peer = connection.peer
+        connection.enter(on: executor) { $0.emit(.reconnecting(attempt: attempt, delay: delay)) }
+        reconnectTimers[peer] = scheduler.schedule(after: delay) { [weak self, executor] in
+            self?.enter(on: executor) { central in
+                central.reconnectTimers[peer] = nil
+                Task { await central.reconnect(connection, attempt: attempt) }
+            }
+        }
+    }
+
+    func reconnect(_ connection: Connection, attempt: Int) async {
+        let peer = connection.peer
+        guard !connection.enter(on: executor, { $0.locallyClosed }), state == .poweredOn else { return }
+        connection.enter(on: executor) { $0.emit(.connecting(attempt: attempt + 1)) }
+        do {
+            let (handle, params) = try await establish(peer, timeout: .seconds(10), parameters: .default)
+            connectionsByHandle[handle] = connection
+            connection.enter(on: executor) { $0.attached(handle: handle, parameters: params) }
+            startLinkSetup(connection, handle: handle, parameters: .default)
+            await connection.runReconnectHooks()
+        } catch {
+            let (policy, reason) = connection.enter(on: executor) { ($0.reconnectPolicy, $0.lastDisconnectReason ?? .connectionFailedToBeEstablished) }
+            if let delay = policy.delay(reason: reason, attempt: attempt + 1), !connection.enter(on: executor, { $0.locallyClosed }) {
+                scheduleReconnect(connection, attempt: attempt + 1, delay: delay, lastError: "\(error)")
+            } else {
+                connection.enter(on: executor) { $0.emit(.reconnectFailed(attempts: attempt, lastError: "\(error)")) }
+                if connectionsByPeer[peer] === connection { connectionsByPeer[peer] = nil }
+            }
+        }
+    }
+
+    func cancelReconnect(_ connection: Connection) {
+        if let timer = reconnectTimers.removeValue(forKey: connection.peer) { timer.cancel() }
+    }
+
+    /// After connecting: read the peer's features, then ask for data length extension and the
+    /// 2M PHY where both sides support them. Refusals are ignored.
+    func startLinkSetup(_ connection: Connection, handle: UInt16, parameters: ConnectionRequestParameters) {
+        guard let info = controllerInfo else { return }
+        let host = self.host
+        let logger = options.logger
+        Task {
+            do {
+                try await host.send(HCICommand.leReadRemoteFeatures(handle: handle))
+            } catch {
+                logger.log(.debug, "LE Read Remote Features on 0x\(String(handle, radix: 16)): \(error)")
+            }
+            if parameters.requestDataLengthExtension, info.leFeatures.contains(.leDataPacketLengthExtension) {
+                do {
+                    try await host.send(HCICommand.leSetDataLength(handle: handle, txOctets: 251, txTime: 2120))
+                } catch {
+                    logger.log(.debug, "LE Set Data Length on 0x\(String(handle, radix: 16)) refused: \(error)")
+                }
+            }
+        }
+    }
+
+    func remoteFeaturesRead(handle: UInt16, features: LEFeatures) {
+        guard let connection = connectionsByHandle[handle], let info = controllerInfo else { return }
+        connection.enter(on: executor) { $0.remoteFeatures = features.rawValue }
+        guard info.leFeatures.contains(.le2MPHY), features.contains(.le2MPHY), info.supports(.leSetPHY) else { return }
+        let host = self.host
+        let logger = options.logger
+        Task {
+            do {
+                try await host.send(HCICommand.leSetPHY(HCICommand.LESetPHY(handle: handle, allPHYs: 0, txPHYs: 0b010, rxPHYs: 0b010, phyOptions: 0)))
+            } catch {
+                logger.log(.debug, "LE Set PHY on 0x\(String(handle, radix: 16)) refused: \(error)")
+            }
+        }
+    }
+}

@@ -1,0 +1,65 @@
+/// Routing of link-related HCI events to connections.
+extension Central {
+    func handleConnectionEvent(_ event: HCIEvent) {
+        switch event {
+        case .leConnectionComplete(let e):
+            connectionCompleted(status: e.status, handle: e.handle, role: e.role, peer: e.peer,
+                                parameters: ConnectionParameters(interval: e.connectionInterval, peripheralLatency: e.peripheralLatency, supervisionTimeout: e.supervisionTimeout))
+        case .leEnhancedConnectionComplete(let e):
+            connectionCompleted(status: e.status, handle: e.handle, role: e.role, peer: e.peer,
+                                parameters: ConnectionParameters(interval: e.connectionInterval, peripheralLatency: e.peripheralLatency, supervisionTimeout: e.supervisionTimeout))
+        case .disconnectionComplete(let e):
+            if e.status == .success { disconnected(handle: e.handle, reason: e.reason) }
+        case .leConnectionUpdateComplete(let e):
+            guard e.status == .success, let c = connectionsByHandle[e.handle] else { return }
+            let p = ConnectionParameters(interval: e.connectionInterval, peripheralLatency: e.peripheralLatency, supervisionTimeout: e.supervisionTimeout)
+            c.enter(on: executor) { $0.parameters = p; $0.emit(.parametersUpdated(p)) }
+        case .leDataLengthChange(let e):
+            guard let c = connectionsByHandle[e.handle] else { return }
+            let d = DataLength(maxTxOctets: e.maxTxOctets, maxTxTime: e.maxTxTime, maxRxOctets: e.maxRxOctets, maxRxTime: e.maxRxTime)
+            c.enter(on: executor) { $0.dataLength = d; $0.emit(.dataLengthChanged(d)) }
+        case .lePHYUpdateComplete(let e):
+            guard e.status == .success, let c = connectionsByHandle[e.handle] else { return }
+            let tx = LEPHY(rawValue: e.txPHY) ?? .le1M, rx = LEPHY(rawValue: e.rxPHY) ?? .le1M
+            c.enter(on: executor) { $0.phy = (tx, rx); $0.emit(.phyChanged(tx: tx, rx: rx)) }
+        case .leReadRemoteFeaturesComplete(let e):
+            if e.status == .success { remoteFeaturesRead(handle: e.handle, features: e.features) }
+        case .leRemoteConnectionParameterRequest(let e):
+            // Vol 4, Part E, 7.7.65.6: accept valid requests (subject to the policy) with the
+            // requested values, reject the rest.
+            let range = ConnectionParameterRange(minimumInterval: e.intervalMin, maximumInterval: e.intervalMax, peripheralLatency: e.maxLatency, supervisionTimeout: e.timeout)
+            let accept = range.isValid && (options.parameterUpdatePolicy?(e.handle, range) ?? true)
+            let command = accept
+                ? HCICommand.leRemoteConnectionParameterRequestReply(handle: e.handle, range.hciParameters)
+                : HCICommand.leRemoteConnectionParameterRequestNegativeReply(handle: e.handle, reason: HCIStatus(rawValue: 0x3B))
+            let host = self.host
+            Task { try? await host.send(command) }
+        case .leLongTermKeyRequest(let e):
+            // No keys without pairing: tell the controller so the peer's encryption attempt fails cleanly.
+            let host = self.host
+            Task { try? await host.send(HCICommand.leLongTermKeyRequestNegativeReply(handle: e.handle)) }
+        case .unknown(let code, let parameters):
+            options.logger.log(.debug, "unhandled event 0x\(String(code, radix: 16)) [\(parameters.hexString())]")
+        case .leUnknown(let subevent, let parameters):
+            options.logger.log(.debug, "unhandled LE subevent 0x\(String(subevent, radix: 16)) [\(parameters.hexString())]")
+        default:
+            break
+        }
+    }
+}
+
+extension HCICommand.LECreateConnection {
+    /// LE Create Connection to `peer` with the application's parameters (own address public).
+    init(peer: LEAddress, request p: ConnectionRequestParameters) {
+        self.init(scanInterval: p.scanInterval, scanWindow: p.scanWindow, peer: peer,
+                  connection: LEConnectionParameters(intervalMin: p.minimumInterval, intervalMax: p.maximumInterval, maxLatency: p.peripheralLatency, supervisionTimeout: p.supervisionTimeout))
+    }
+}
+
+extension HCICommand.LEExtendedCreateConnection {
+    /// LE Extended Create Connection to `peer` on the 1M PHY with the application's parameters.
+    init(peer: LEAddress, request p: ConnectionRequestParameters) {
+        let conn = LEConnectionParameters(intervalMin: p.minimumInterval, intervalMax: p.maximumInterval, maxLatency: p.peripheralLatency, supervisionTimeout: p.supervisionTimeout)
+        self.init(peer: peer, le1M: HCICommand.LEInitiatingPHYParameters(scanInterval: p.scanInterval, scanWindow: p.scanWindow, connection: conn))
+    }
+}

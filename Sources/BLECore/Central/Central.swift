@@ -1,0 +1,167 @@
+/// The adapter as the application uses it: state, scanning, connections. One per controller,
+/// on the adapter's serial executor, opened from a transport string.
+///
+///     let central = try await Central.open("tcp:127.0.0.1:9000")
+///     for await state in await central.stateEvents() where state == .poweredOn { break }
+///     let link = try await central.connect(LEAddress("F0:F1:F2:F3:F4:F5", type: .random)!)
+public actor Central {
+    /// How the central opens and drives its controller.
+    public struct Options: Sendable {
+        /// Send HCI_Reset and configure the controller (true for user-channel and H4 transports;
+        /// false for hci-raw, where the kernel owns the controller).
+        public var resetController: Bool? = nil
+        public var commandTimeout: Duration = .seconds(2)
+        /// How long to wait for the completion of a cancelled connection attempt.
+        public var connectCancelTimeout: Duration = .seconds(2)
+        public var logger = Logger()
+        /// Tests pass a manual scheduler to advance time without waiting.
+        public var scheduler: (any TimerScheduler)? = nil
+        /// Label of the executor's queue.
+        public var label = "adapter"
+        /// Limits for a peripheral's Connection Parameter Update Request; nil accepts every
+        /// valid request.
+        public var parameterUpdatePolicy: (@Sendable (UInt16, ConnectionParameterRange) -> Bool)? = nil
+        public init() {}
+    }
+
+    public nonisolated let executor: AdapterExecutor
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+    public nonisolated let host: HCIHost
+    public nonisolated let options: Options
+    nonisolated let scheduler: any TimerScheduler
+    nonisolated let spec: String
+
+    public internal(set) var state: AdapterState = .unknown
+    var stateReason: String?
+    let stateStream: Broadcaster<AdapterState>
+    let connectionEventStream: Broadcaster<PeerConnectionEvent>
+    /// What the controller said about itself during bring-up.
+    public internal(set) var controllerInfo: ControllerInfo?
+    var started = false
+
+    /// Live connections by handle, and every connection object (also those reconnecting) by peer.
+    var connectionsByHandle: [UInt16: Connection] = [:]
+    var connectionsByPeer: [LEAddress: Connection] = [:]
+    var pendingConnect: PendingConnect?
+    var connectBusy = false
+    var connectTurnWaiters: [CheckedContinuation<Void, Never>] = []
+    var reconnectTimers: [LEAddress: any ScheduledTimer] = [:]
+    let scanner: Scanner
+
+    /// Opens the transport named by `spec` (see `TransportSpec`) and brings the controller up.
+    public static func open(_ spec: String, options: Options = Options()) async throws -> Central {
+        let parsed = try TransportSpec.parse(spec)
+        var options = options
+        if options.resetController == nil, case .hciRaw = parsed { options.resetController = false }
+        let central = Central(transport: try parsed.open(), options: options)
+        try await central.powerOn()
+        return central
+    }
+
+    /// A central over an already opened transport; call `powerOn()` next.
+    public init(transport: any HCITransport, options: Options = Options()) {
+        let executor = AdapterExecutor(label: options.label)
+        self.executor = executor
+        self.scheduler = options.scheduler ?? DispatchTimerScheduler(queue: executor.queue)
+        self.host = HCIHost(transport: transport, executor: executor, scheduler: scheduler, logger: options.logger)
+        self.options = options
+        self.spec = transport.name
+        self.stateStream = Broadcaster(executor: executor, replay: .latest)
+        self.connectionEventStream = Broadcaster(executor: executor)
+        self.scanner = Scanner(host: host, scheduler: scheduler, logger: options.logger)
+    }
+
+    // MARK: - State
+
+    /// The adapter state now and from now on (a new subscriber first gets the current state).
+    public func stateEvents() -> AsyncStream<AdapterState> {
+        if stateStream.latestValue == nil { stateStream.yield(state) }
+        return stateStream.subscribe()
+    }
+
+    /// A snapshot for UI code.
+    public var snapshot: AdapterSnapshot {
+        AdapterSnapshot(state: state, isScanning: scanner.enter(on: executor) { $0.isScanning }, connectionCount: connectionsByHandle.count, reason: stateReason)
+    }
+
+    func setState(_ new: AdapterState, reason: String? = nil) {
+        stateReason = reason
+        guard new != state else { return }
+        state = new
+        stateStream.yield(new)
+    }
+
+    /// Lifecycle events of every link of this central.
+    public func connectionEvents() -> AsyncStream<PeerConnectionEvent> {
+        connectionEventStream.subscribe()
+    }
+
+    /// Starts the transport and brings the controller up (reset, read its capabilities, set the
+    /// event masks). Sets the state to powered on, or throws and sets the state that explains why.
+    @discardableResult
+    public func powerOn() async throws -> ControllerInfo {
+        if !started {
+            started = true
+            await host.setParameterUpdatePolicyIfAny(options.parameterUpdatePolicy)
+            await host.addEventHandler { [weak self, executor] event in
+                self?.enter(on: executor) { $0.handle(event) }
+            }
+            do {
+                try await host.start()
+            } catch {
+                if case .permissionDenied = error { setState(.unauthorized, reason: "\(error)") } else { setState(.transportLost, reason: "\(error)") }
+                throw error
+            }
+        }
+        setState(.resetting)
+        do {
+            let info = try await host.initializeController(reset: options.resetController ?? true)
+            controllerInfo = info
+            guard info.supportsLE else {
+                setState(.unsupported, reason: "the controller does not support LE")
+                throw HCIError.commandFailed(opcode: HCIOpcode(rawValue: 0x2003), status: HCIStatus(rawValue: 0x11))
+            }
+            scanner.enter(on: executor) { $0.configure(info: info) }
+            setState(.poweredOn)
+            return info
+        } catch let error as HCIError {
+            if state == .resetting { setState(.transportLost, reason: "\(error)") }
+            throw error
+        }
+    }
+
+    /// Disconnects every link, stops scanning and closes the transport.
+    public func close() async {
+        reconnectTimers.values.forEach { $0.cancel() }
+        reconnectTimers.removeAll()
+        for connection in Array(connectionsByPeer.values) {
+            try? await connection.disconnect(reason: .remoteUserTerminatedConnection, timeout: .seconds(1))
+        }
+        await scanner.stopAll(error: nil)
+        await host.close()
+        setState(.poweredOff)
+        stateStream.finish()
+        connectionEventStream.finish()
+    }
+
+    // MARK: - Events
+
+    func handle(_ event: HostEvent) {
+        switch event {
+        case .transportLost(let why):
+            scanner.enter(on: executor) { $0.transportLost(why) }
+            failPendingConnect(.command(peer: pendingConnect?.peer ?? LEAddress(.zero, type: .public), .transportLost(why)))
+            for connection in connectionsByPeer.values {
+                connection.enter(on: executor) { $0.locallyClosed = true }
+            }
+            setState(.transportLost, reason: why)
+        case .event(let e):
+            handle(e)
+        }
+    }
+
+    func handle(_ event: HCIEvent) {
+        if scanner.enter(on: executor, { $0.handle(event) }) { return }
+        handleConnectionEvent(event)
+    }
+}

@@ -1,0 +1,140 @@
+/// One LE link to a peer, on the adapter's executor. It outlives drops when a reconnect
+/// policy restores it: `handle` changes, `events()` keeps flowing, and hooks registered with
+/// `onReconnect` (the GATT layer's re-subscriptions) run again.
+///
+///     let link = try await central.connect(peer)
+///     for await event in await link.events() { print(event) }
+public actor Connection {
+    public nonisolated let executor: AdapterExecutor
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+    public nonisolated let peer: LEAddress
+    let host: HCIHost
+    weak var central: Central?
+
+    /// Connection_Handle while connected.
+    public internal(set) var handle: UInt16?
+    public internal(set) var parameters: ConnectionParameters
+    public internal(set) var dataLength = DataLength()
+    public internal(set) var phy: (tx: LEPHY, rx: LEPHY) = (.le1M, .le1M)
+    /// The peer's LE features (bit mask of Vol 6, Part B, 4.6) once read.
+    public internal(set) var remoteFeatures: UInt64?
+    public internal(set) var reconnectPolicy: ReconnectPolicy
+    /// Set when the application asked for the disconnect: never reconnect then.
+    var locallyClosed = false
+    /// The reason of the last drop, when not connected.
+    public internal(set) var lastDisconnectReason: HCIStatus?
+    let eventStream: Broadcaster<ConnectionEvent>
+    var reconnectHooks: [@Sendable (Connection) async -> Void] = []
+    var disconnectWaiters: [CheckedContinuation<Void, Never>] = []
+
+    init(central: Central, host: HCIHost, peer: LEAddress, handle: UInt16, parameters: ConnectionParameters, policy: ReconnectPolicy) {
+        self.executor = host.executor
+        self.host = host
+        self.central = central
+        self.peer = peer
+        self.handle = handle
+        self.parameters = parameters
+        self.reconnectPolicy = policy
+        self.eventStream = Broadcaster(executor: host.executor)
+    }
+
+    public var isConnected: Bool { handle != nil }
+
+    /// The lifecycle of this link from now on.
+    public func events(bufferingPolicy: AsyncStream<ConnectionEvent>.Continuation.BufferingPolicy = .unbounded) -> AsyncStream<ConnectionEvent> {
+        eventStream.subscribe(bufferingPolicy: bufferingPolicy)
+    }
+
+    /// The ATT fixed channel (CID 0x0004) of the current link.
+    public func attChannel() throws(ConnectionError) -> any L2CAPChannel {
+        guard let handle else { throw .disconnected(peer: peer, reason: lastDisconnectReason ?? .connectionTerminatedByLocalHost) }
+        guard let channel = host.enter(on: executor, { $0.fixedChannel(handle: handle, channelID: L2CAPChannelID.att) }) else {
+            throw .disconnected(peer: peer, reason: lastDisconnectReason ?? .connectionTerminatedByLocalHost)
+        }
+        return channel
+    }
+
+    /// Registers work to redo each time the policy restores the link (the GATT layer
+    /// re-subscribes its characteristics here).
+    public func onReconnect(_ hook: @escaping @Sendable (Connection) async -> Void) {
+        reconnectHooks.append(hook)
+    }
+
+    /// Ends the link; the reconnect policy does not apply. Returns once Disconnection Complete
+    /// arrived (or the link was already gone).
+    public func disconnect(reason: HCIStatus = .remoteUserTerminatedConnection, timeout: Duration = .seconds(5)) async throws(ConnectionError) {
+        locallyClosed = true
+        central?.enter(on: executor) { $0.cancelReconnect(self) }
+        guard let handle else { return }
+        do throws(HCIError) {
+            try await host.send(HCICommand.disconnect(handle: handle, reason: reason))
+        } catch {
+            if case .commandFailed(_, .unknownConnectionIdentifier) = error { return }
+            throw .command(peer: peer, error)
+        }
+        if self.handle == nil { return }
+        let timer = host.scheduler.schedule(after: timeout) { [weak self, executor] in
+            self?.enter(on: executor) { $0.resumeDisconnectWaiters() }
+        }
+        await withCheckedContinuation { disconnectWaiters.append($0) }
+        timer.cancel()
+    }
+
+    func resumeDisconnectWaiters() {
+        let waiters = disconnectWaiters
+        disconnectWaiters.removeAll()
+        for w in waiters { w.resume() }
+    }
+
+    /// Reads the RSSI of the link (HCI_Read_RSSI), in dBm.
+    public func readRSSI() async throws(ConnectionError) -> Int8 {
+        guard let handle else { throw .disconnected(peer: peer, reason: lastDisconnectReason ?? .connectionTerminatedByLocalHost) }
+        do throws(HCIError) {
+            return try await host.read(HCIReturn.ReadRSSI.self, HCICommand.readRSSI(handle: handle)).rssi
+        } catch {
+            throw .command(peer: peer, error)
+        }
+    }
+
+    /// Asks the controller for new connection parameters (HCI_LE_Connection_Update).
+    public func updateParameters(_ range: ConnectionParameterRange) async throws(ConnectionError) {
+        guard let handle else { throw .disconnected(peer: peer, reason: lastDisconnectReason ?? .connectionTerminatedByLocalHost) }
+        do throws(HCIError) {
+            try await host.send(HCICommand.leConnectionUpdate(handle: handle, range.hciParameters))
+        } catch {
+            throw .command(peer: peer, error)
+        }
+    }
+
+    // MARK: - Driven by the central on the executor
+
+    func emit(_ event: ConnectionEvent) {
+        eventStream.yield(event)
+        central?.enter(on: executor) { $0.connectionEventStream.yield(PeerConnectionEvent(peer: peer, event: event)) }
+    }
+
+    func attached(handle: UInt16, parameters: ConnectionParameters) {
+        self.handle = handle
+        self.parameters = parameters
+        lastDisconnectReason = nil
+        emit(.connected(handle: handle, parameters: parameters))
+    }
+
+    func detached(reason: HCIStatus, willReconnect: Bool) {
+        handle = nil
+        lastDisconnectReason = reason
+        emit(.disconnected(reason: reason, willReconnect: willReconnect))
+        resumeDisconnectWaiters()
+    }
+
+    func runReconnectHooks() async {
+        for hook in reconnectHooks { await hook(self) }
+    }
+}
+
+/// A connection event together with the peer it concerns (`central.connectionEvents()`).
+public struct PeerConnectionEvent: Sendable, Hashable, CustomStringConvertible {
+    public var peer: LEAddress
+    public var event: ConnectionEvent
+    public var description: String { "\(peer): \(event)" }
+}

@@ -1,0 +1,36 @@
+/// Why connecting failed or a link operation could not complete. Texts name the peer.
+public enum ConnectionError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// No connection within the timeout; the attempt was cancelled.
+    case timeout(peer: LEAddress, milliseconds: Int)
+    /// The caller's task was cancelled; the attempt was cancelled at the controller.
+    case cancelled(peer: LEAddress)
+    /// The controller reported a failed connection (e.g. 0x3E Connection Failed to be Established).
+    case failed(peer: LEAddress, status: HCIStatus)
+    /// A command for the link failed.
+    case command(peer: LEAddress, HCIError)
+    /// The link is gone.
+    case disconnected(peer: LEAddress, reason: HCIStatus)
+    /// The adapter is not powered on.
+    case adapterNotReady(AdapterState)
+
+    public var description: String {
+        switch self {
+        case .timeout(let peer, let ms):
+            return "no connection to \(peer) within \(ms) ms: is it advertising connectably and in range?"
+        case .cancelled(let peer):
+            return "connecting to \(peer) was cancelled"
+        case .failed(let peer, let status):
+            var hint = ""
+            if status == .connectionFailedToBeEstablished { hint = ": the peer did not answer after the connect request (out of range or busy?); try again" }
+            if status == .commandDisallowed { hint = ": the controller refuses to initiate now (another attempt pending?)" }
+            if status == .memoryCapacityExceeded { hint = ": the controller cannot hold another connection" }
+            return "connecting to \(peer) failed: \(status)\(hint)"
+        case .command(let peer, let error):
+            return "\(peer): \(error)"
+        case .disconnected(let peer, let reason):
+            return "\(peer) disconnected: \(reason)"
+        case .adapterNotReady(let state):
+            return "the adapter is \(state), not powered on"
+        }
+    }
+}

@@ -1,0 +1,41 @@
+/// Why an HCI command failed. The text names the command and the HCI error code.
+///
+///     catch let error as HCIError { print(error) }   // "LE Create Connection (0x200D) failed: Command Disallowed (0x0C)"
+public enum HCIError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The controller answered with a non-zero status.
+    case commandFailed(opcode: HCIOpcode, status: HCIStatus)
+    /// No Command Complete or Command Status arrived in time.
+    case commandTimeout(opcode: HCIOpcode, milliseconds: Int)
+    /// The transport to the controller is gone; the text says why.
+    case transportLost(String)
+    /// The caller's task was cancelled before the command was sent.
+    case cancelled(opcode: HCIOpcode)
+    /// The return parameters could not be decoded.
+    case invalidReturnParameters(opcode: HCIOpcode, DecodeError)
+    /// The controller reported a hardware error; it must be reset.
+    case hardwareError(code: UInt8)
+
+    public var description: String {
+        switch self {
+        case .commandFailed(let opcode, let status):
+            var hint = ""
+            switch status {
+            case .commandDisallowed: hint = "; the controller is in a state that forbids it (a scan or connection attempt already running?)"
+            case .unknownConnectionIdentifier: hint = "; the connection handle is not (or no longer) known to the controller"
+            case .memoryCapacityExceeded: hint = "; the controller has no room left (too many connections or list entries)"
+            default: break
+            }
+            return "\(opcode) failed: \(status)\(hint)"
+        case .commandTimeout(let opcode, let ms):
+            return "\(opcode) got no Command Complete or Command Status within \(ms) ms; the controller may be hung: reset it or check the transport"
+        case .transportLost(let why):
+            return "the controller transport is lost (\(why)); reopen the adapter"
+        case .cancelled(let opcode):
+            return "\(opcode) was cancelled before it was sent"
+        case .invalidReturnParameters(let opcode, let error):
+            return "\(opcode) returned parameters that do not decode: \(error)"
+        case .hardwareError(let code):
+            return "the controller reported Hardware Error 0x\(String(code, radix: 16)); reset or power-cycle it"
+        }
+    }
+}

@@ -1,0 +1,252 @@
+/// What the host passes up to the central.
+public enum HostEvent: Sendable {
+    case event(HCIEvent)
+    /// The transport closed or failed; nothing more will arrive.
+    case transportLost(String)
+}
+
+/// The host side of HCI for one controller: command flow control, event routing, ACL credits,
+/// fragmentation and reassembly, and the L2CAP fixed channels. Runs on the adapter executor;
+/// the transport delivers every packet on that executor's queue and it is handled right there.
+///
+///     let host = HCIHost(transport: try TransportSpec.parse("tcp:127.0.0.1:9000").open(), executor: AdapterExecutor(label: "tcp"))
+///     try await host.start()
+///     let params = try await host.send(HCICommand.reset())
+public actor HCIHost {
+    public nonisolated let executor: AdapterExecutor
+    public nonisolated let transport: any HCITransport
+    public nonisolated let scheduler: any TimerScheduler
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+
+    public var logger: Logger
+    /// Timeout for a command when the caller gives none.
+    public var defaultCommandTimeout: Duration = .seconds(2)
+
+    // MARK: Command flow control (Vol 4, Part E, 4.4)
+    struct PendingCommand {
+        let id: UInt64
+        let packet: HCICommandPacket
+        let timeout: Duration
+        let continuation: CheckedContinuation<Result<[UInt8], HCIError>, Never>
+        var timer: (any ScheduledTimer)?
+    }
+    /// Num_HCI_Command_Packets: how many commands the controller accepts now.
+    public internal(set) var commandCredits = 1
+    var waitingCommands: [PendingCommand] = []
+    var sentCommands: [PendingCommand] = []
+    var nextCommandID: UInt64 = 0
+
+    // MARK: Events
+    /// Receives every event the host does not consume itself, in order, on the executor.
+    var eventHandlers: [@Sendable (HostEvent) -> Void] = []
+    /// Receives raw event packets that failed to decode (also logged).
+    public internal(set) var undecodableEvents = 0
+
+    // MARK: ACL
+    /// LE_ACL_Data_Packet_Length: the largest ACL payload the controller takes.
+    public internal(set) var aclPacketLength = 27
+    /// Total_Num_LE_ACL_Data_Packets.
+    public internal(set) var aclPacketCount = 0
+    /// Controller buffers free right now.
+    public internal(set) var aclCredits = 0
+    var links: [UInt16: Link] = [:]
+    /// Links with queued fragments, in round-robin order.
+    var readyLinks: [UInt16] = []
+
+    /// Set once the transport is gone; every later call fails with it.
+    public internal(set) var lostReason: String?
+    /// Decides on a peripheral's Connection Parameter Update Request (handle, requested range);
+    /// nil accepts every valid request.
+    var parameterUpdatePolicy: (@Sendable (UInt16, ConnectionParameterRange) -> Bool)?
+
+    public init(transport: any HCITransport, executor: AdapterExecutor, scheduler: (any TimerScheduler)? = nil, logger: Logger = Logger()) {
+        self.transport = transport
+        self.executor = executor
+        self.scheduler = scheduler ?? DispatchTimerScheduler(queue: executor.queue)
+        self.logger = logger
+    }
+
+    /// Starts reading from the transport. Packets are handled on the adapter queue as they arrive.
+    public func start() throws(TransportError) {
+        try transport.start(on: executor.queue) { [weak self] event in
+            guard let self else { return }
+            self.enter(on: executor) { $0.handleTransport(event) }
+        }
+    }
+
+    /// Adds an observer of events the host does not consume (all but Command Complete/Status
+    /// for its own commands and Number Of Completed Packets). Called on the executor.
+    public func addEventHandler(_ handler: @escaping @Sendable (HostEvent) -> Void) {
+        eventHandlers.append(handler)
+    }
+
+    public func setLogger(_ logger: Logger) { self.logger = logger }
+
+    /// Closes the transport and fails everything pending.
+    public func close() {
+        transport.close()
+        transportLost("closed by the host")
+    }
+
+    // MARK: - Transport input
+
+    func handleTransport(_ event: TransportEvent) {
+        switch event {
+        case .packet(let packet):
+            handle(packet)
+        case .closed(let error):
+            transportLost(error.map { "\($0)" } ?? "closed")
+        }
+    }
+
+    func handle(_ packet: HCIPacket) {
+        switch packet {
+        case .event(let raw):
+            let event: HCIEvent
+            do {
+                event = try HCIEvent(raw)
+            } catch {
+                undecodableEvents += 1
+                logger.log(.warning, "dropping undecodable event 0x\(String(raw.code, radix: 16)) [\(raw.parameters.hexString())]: \(error)")
+                return
+            }
+            handle(event)
+        case .acl(let acl):
+            receiveACL(acl)
+        case .command, .sco, .iso:
+            logger.log(.debug, "ignoring \(packet.type) packet from the controller (\(packet.body.count) bytes)")
+        }
+    }
+
+    func handle(_ event: HCIEvent) {
+        switch event {
+        case .commandComplete(let e):
+            updateCommandCredits(e.numHCICommandPackets)
+            if e.opcode.rawValue != 0 { completeCommand(e.opcode, .success(e.returnParameters)) }
+            pumpCommands()
+        case .commandStatus(let e):
+            updateCommandCredits(e.numHCICommandPackets)
+            if e.opcode.rawValue != 0 {
+                completeCommand(e.opcode, e.status == .success ? .success([]) : .failure(.commandFailed(opcode: e.opcode, status: e.status)))
+            }
+            pumpCommands()
+        case .numberOfCompletedPackets(let entries):
+            for entry in entries { returnCredits(handle: entry.handle, count: Int(entry.count)) }
+            pumpACL()
+        case .disconnectionComplete(let e):
+            if e.status == .success { linkDisconnected(handle: e.handle, reason: e.reason) }
+            deliver(event)
+        case .hardwareError(let code):
+            logger.log(.error, "controller hardware error 0x\(String(code, radix: 16))")
+            failAllCommands(.hardwareError(code: code))
+            deliver(event)
+        default:
+            deliver(event)
+        }
+    }
+
+    func deliver(_ event: HCIEvent) {
+        for handler in eventHandlers { handler(.event(event)) }
+    }
+
+    // MARK: - Commands
+
+    /// Sends a command and waits for its Command Complete (returning the return parameters,
+    /// status byte first) or Command Status (returning []). A non-zero status throws
+    /// `HCIError.commandFailed` naming the opcode and the error code.
+    ///
+    ///     let rp = try await host.send(HCICommand.readBDADDR())
+    @discardableResult
+    public func send(_ command: HCICommandPacket, timeout: Duration? = nil) async throws(HCIError) -> [UInt8] {
+        if let lostReason { throw .transportLost(lostReason) }
+        let id = nextCommandID
+        nextCommandID += 1
+        let result = await withTaskCancellationHandler {
+            await withCheckedContinuation { (c: CheckedContinuation<Result<[UInt8], HCIError>, Never>) in
+                if Task.isCancelled {
+                    c.resume(returning: .failure(.cancelled(opcode: command.opcode)))
+                    return
+                }
+                waitingCommands.append(PendingCommand(id: id, packet: command, timeout: timeout ?? defaultCommandTimeout, continuation: c))
+                pumpCommands()
+            }
+        } onCancel: {
+            executor.queue.async { [weak self, executor] in self?.enter(on: executor) { $0.cancelWaiting(id) } }
+        }
+        return try result.get()
+    }
+
+    func cancelWaiting(_ id: UInt64) {
+        guard let index = waitingCommands.firstIndex(where: { $0.id == id }) else { return }
+        let c = waitingCommands.remove(at: index)
+        c.continuation.resume(returning: .failure(.cancelled(opcode: c.packet.opcode)))
+    }
+
+    func updateCommandCredits(_ credits: UInt8) {
+        commandCredits = Int(credits)
+    }
+
+    func pumpCommands() {
+        while commandCredits > 0, !waitingCommands.isEmpty, lostReason == nil {
+            var command = waitingCommands.removeFirst()
+            do {
+                try transport.send(.command(command.packet))
+            } catch {
+                command.continuation.resume(returning: .failure(.transportLost("\(error)")))
+                continue
+            }
+            commandCredits -= 1
+            let id = command.id
+            command.timer = scheduler.schedule(after: command.timeout) { [weak self, executor] in
+                self?.enter(on: executor) { $0.commandTimedOut(id) }
+            }
+            sentCommands.append(command)
+        }
+    }
+
+    func completeCommand(_ opcode: HCIOpcode, _ result: Result<[UInt8], HCIError>) {
+        guard let index = sentCommands.firstIndex(where: { $0.packet.opcode == opcode }) else {
+            logger.log(.debug, "completion for \(opcode) that no caller is waiting for")
+            return
+        }
+        let command = sentCommands.remove(at: index)
+        command.timer?.cancel()
+        if case .success(let rp) = result, let status = rp.first, status != 0 {
+            command.continuation.resume(returning: .failure(.commandFailed(opcode: opcode, status: HCIStatus(rawValue: status))))
+        } else {
+            command.continuation.resume(returning: result)
+        }
+    }
+
+    func commandTimedOut(_ id: UInt64) {
+        guard let index = sentCommands.firstIndex(where: { $0.id == id }) else { return }
+        let command = sentCommands.remove(at: index)
+        let ms = Int(command.timeout.nanoseconds / 1_000_000)
+        logger.log(.warning, "\(command.packet.opcode) timed out after \(ms) ms")
+        command.continuation.resume(returning: .failure(.commandTimeout(opcode: command.packet.opcode, milliseconds: ms)))
+        // The controller's credit for that command will never come back: assume one is free
+        // again so a single unanswered command cannot wedge the host.
+        commandCredits = max(commandCredits, 1)
+        pumpCommands()
+    }
+
+    func failAllCommands(_ error: HCIError) {
+        let all = sentCommands + waitingCommands
+        sentCommands.removeAll()
+        waitingCommands.removeAll()
+        for c in all {
+            c.timer?.cancel()
+            c.continuation.resume(returning: .failure(error))
+        }
+        commandCredits = 1
+    }
+
+    func transportLost(_ why: String) {
+        guard lostReason == nil else { return }
+        lostReason = why
+        logger.log(.error, "transport \(transport.name) lost: \(why)")
+        failAllCommands(.transportLost(why))
+        for handle in Array(links.keys) { linkLost(handle: handle, error: .transportLost(why)) }
+        for handler in eventHandlers { handler(.transportLost(why)) }
+    }
+}

@@ -1,0 +1,54 @@
+/// An L2CAP fixed channel of one link over the host's own ACL path (the ATT channel 0x0004).
+/// Lives on the adapter executor: the host calls `deliver` and `closed` there, and the
+/// handlers run there.
+public final class FixedChannel: L2CAPChannel, @unchecked Sendable { // state touched only on the adapter executor
+    public nonisolated let executor: AdapterExecutor
+    public let handle: UInt16
+    public let channelID: UInt16
+    public let peer: LEAddress
+    private weak var host: HCIHost?
+    private var receive: (@Sendable ([UInt8]) -> Void)?
+    private var close: (@Sendable (LinkError) -> Void)?
+    /// Inbound SDUs that arrived before handlers were installed (bounded).
+    private var early: [[UInt8]] = []
+    private var closedError: LinkError?
+
+    init(host: HCIHost, handle: UInt16, channelID: UInt16, peer: LEAddress) {
+        self.host = host
+        self.executor = host.executor
+        self.handle = handle
+        self.channelID = channelID
+        self.peer = peer
+    }
+
+    public var peerDescription: String { "\(peer.address)" }
+
+    public func send(_ sdu: [UInt8]) async throws(LinkError) {
+        if let closedError { throw closedError }
+        guard let host else { throw .closed(peer: peerDescription) }
+        try await host.sendL2CAP(handle: handle, channelID: channelID, payload: sdu)
+    }
+
+    public func setHandlers(receive: @escaping @Sendable ([UInt8]) -> Void, close: @escaping @Sendable (LinkError) -> Void) {
+        self.receive = receive
+        self.close = close
+        let pending = early
+        early.removeAll()
+        for sdu in pending { receive(sdu) }
+        if let closedError { close(closedError) }
+    }
+
+    func deliver(_ sdu: [UInt8]) {
+        if let receive {
+            receive(sdu)
+        } else if early.count < 64 {
+            early.append(sdu)
+        }
+    }
+
+    func closed(_ error: LinkError) {
+        guard closedError == nil else { return }
+        closedError = error
+        close?(error)
+    }
+}

@@ -1,0 +1,144 @@
+/// Fixed channel identifiers on an LE-U logical link (Core Spec Vol 3, Part A, 2.1).
+public enum L2CAPChannelID {
+    public static let att: UInt16 = 0x0004
+    public static let leSignaling: UInt16 = 0x0005
+    public static let securityManager: UInt16 = 0x0006
+}
+
+/// Connection parameters as the LE signaling channel and HCI carry them
+/// (intervals in 1.25 ms units, timeout in 10 ms units).
+public struct ConnectionParameterRange: Hashable, Sendable {
+    public var minimumInterval: UInt16
+    public var maximumInterval: UInt16
+    public var peripheralLatency: UInt16
+    public var supervisionTimeout: UInt16
+
+    public init(minimumInterval: UInt16, maximumInterval: UInt16, peripheralLatency: UInt16, supervisionTimeout: UInt16) {
+        self.minimumInterval = minimumInterval
+        self.maximumInterval = maximumInterval
+        self.peripheralLatency = peripheralLatency
+        self.supervisionTimeout = supervisionTimeout
+    }
+
+    /// True when the values respect the ranges of Vol 3, Part A, 4.20 and Vol 6, Part B, 4.5.2:
+    /// interval 7.5 ms to 4 s, min <= max, latency < 500, timeout 100 ms to 32 s and longer than
+    /// (1 + latency) * max interval * 2.
+    public var isValid: Bool {
+        guard (6...3200).contains(minimumInterval), (6...3200).contains(maximumInterval), minimumInterval <= maximumInterval,
+              peripheralLatency <= 499, (10...3200).contains(supervisionTimeout) else { return false }
+        // timeout (10 ms units) * 10 > (1 + latency) * max (1.25 ms units) * 1.25 * 2
+        return Int(supervisionTimeout) * 40 > (1 + Int(peripheralLatency)) * Int(maximumInterval) * 10
+    }
+}
+
+/// One command on the LE signaling channel (Vol 3, Part A, 4).
+///
+///     let cmd = try L2CAPSignalingCommand(bytes: sdu)   // e.g. a Connection Parameter Update Request
+public struct L2CAPSignalingCommand: Hashable, Sendable {
+    public enum Code: UInt8, Sendable {
+        case commandReject = 0x01
+        case disconnectionRequest = 0x06
+        case disconnectionResponse = 0x07
+        case connectionParameterUpdateRequest = 0x12
+        case connectionParameterUpdateResponse = 0x13
+        case leCreditBasedConnectionRequest = 0x14
+        case leCreditBasedConnectionResponse = 0x15
+        case flowControlCreditIndication = 0x16
+        case creditBasedConnectionRequest = 0x17
+        case creditBasedConnectionResponse = 0x18
+        case creditBasedReconfigureRequest = 0x19
+        case creditBasedReconfigureResponse = 0x1A
+    }
+
+    /// What the command says, for the commands a central has to act on.
+    public enum Body: Hashable, Sendable {
+        /// Reason 0x0000 not understood, 0x0001 signaling MTU exceeded, 0x0002 invalid CID.
+        case commandReject(reason: UInt16, data: [UInt8])
+        case connectionParameterUpdateRequest(ConnectionParameterRange)
+        /// Result 0x0000 accepted, 0x0001 rejected.
+        case connectionParameterUpdateResponse(result: UInt16)
+        case disconnectionRequest(destinationCID: UInt16, sourceCID: UInt16)
+        case disconnectionResponse(destinationCID: UInt16, sourceCID: UInt16)
+        /// Any other code (including the credit-based ones not used yet), kept raw.
+        case other(code: UInt8, data: [UInt8])
+    }
+
+    public var identifier: UInt8
+    public var body: Body
+
+    public init(identifier: UInt8, body: Body) {
+        self.identifier = identifier
+        self.body = body
+    }
+
+    public var code: UInt8 {
+        switch body {
+        case .commandReject: return Code.commandReject.rawValue
+        case .connectionParameterUpdateRequest: return Code.connectionParameterUpdateRequest.rawValue
+        case .connectionParameterUpdateResponse: return Code.connectionParameterUpdateResponse.rawValue
+        case .disconnectionRequest: return Code.disconnectionRequest.rawValue
+        case .disconnectionResponse: return Code.disconnectionResponse.rawValue
+        case .other(let code, _): return code
+        }
+    }
+
+    /// Decodes one command from a signaling SDU. LE allows one command per C-frame.
+    public init(bytes: [UInt8]) throws(DecodeError) {
+        var r = ByteReader(bytes, context: "L2CAP signaling command")
+        let code = try r.u8()
+        identifier = try r.u8()
+        let length = Int(try r.u16())
+        guard r.remaining == length else {
+            throw .malformed(what: "L2CAP signaling command", detail: "length field \(length) but \(r.remaining) data bytes")
+        }
+        var d = ByteReader(r.rest(), context: "L2CAP signaling command data")
+        switch Code(rawValue: code) {
+        case .commandReject:
+            body = .commandReject(reason: try d.u16(), data: d.rest())
+        case .connectionParameterUpdateRequest:
+            body = .connectionParameterUpdateRequest(ConnectionParameterRange(
+                minimumInterval: try d.u16(), maximumInterval: try d.u16(),
+                peripheralLatency: try d.u16(), supervisionTimeout: try d.u16()))
+            try d.expectEnd()
+        case .connectionParameterUpdateResponse:
+            body = .connectionParameterUpdateResponse(result: try d.u16())
+            try d.expectEnd()
+        case .disconnectionRequest:
+            body = .disconnectionRequest(destinationCID: try d.u16(), sourceCID: try d.u16())
+            try d.expectEnd()
+        case .disconnectionResponse:
+            body = .disconnectionResponse(destinationCID: try d.u16(), sourceCID: try d.u16())
+            try d.expectEnd()
+        default:
+            body = .other(code: code, data: d.rest())
+        }
+    }
+
+    public var bytes: [UInt8] {
+        var data: [UInt8] = []
+        switch body {
+        case .commandReject(let reason, let rest):
+            data.appendLE(reason); data.append(contentsOf: rest)
+        case .connectionParameterUpdateRequest(let p):
+            data.appendLE(p.minimumInterval); data.appendLE(p.maximumInterval)
+            data.appendLE(p.peripheralLatency); data.appendLE(p.supervisionTimeout)
+        case .connectionParameterUpdateResponse(let result):
+            data.appendLE(result)
+        case .disconnectionRequest(let d, let s), .disconnectionResponse(let d, let s):
+            data.appendLE(d); data.appendLE(s)
+        case .other(_, let raw):
+            data = raw
+        }
+        var out: [UInt8] = [code, identifier]
+        out.appendLE(UInt16(truncatingIfNeeded: data.count))
+        out.append(contentsOf: data)
+        return out
+    }
+}
+
+extension ConnectionParameterRange {
+    /// The same values as HCI LE Connection Update parameters (CE lengths 0).
+    public var hciParameters: LEConnectionParameters {
+        LEConnectionParameters(intervalMin: minimumInterval, intervalMax: maximumInterval, maxLatency: peripheralLatency, supervisionTimeout: supervisionTimeout)
+    }
+}

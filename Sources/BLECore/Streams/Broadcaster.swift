@@ -1,0 +1,125 @@
+/// The one multicast primitive of the stack: any number of subscribers, each with its own
+/// stream buffer. State, lifecycle, scan results and notifications all use it.
+///
+/// All calls happen on the adapter's executor (the owning actor calls it). A subscriber that
+/// stops iterating is removed through `onTermination`, which may fire on any thread, so the
+/// removal is dispatched onto the adapter queue instead of taking a lock.
+///
+///     let states = Broadcaster<AdapterState>(executor: executor, replay: .latest)
+///     let stream = states.subscribe()      // a late subscriber first sees the current value
+///     states.yield(.poweredOn)
+public final class Broadcaster<Element: Sendable>: @unchecked Sendable { // mutated only on the adapter queue
+    public enum Replay: Sendable {
+        /// Subscribers see only what is yielded after they subscribe.
+        case none
+        /// A new subscriber first receives the latest value (for state streams).
+        case latest
+    }
+
+    private enum Sink {
+        case plain(AsyncStream<Element>.Continuation)
+        case throwing(AsyncThrowingStream<Element, any Error>.Continuation)
+
+        func yield(_ value: Element) {
+            switch self {
+            case .plain(let c): c.yield(value)
+            case .throwing(let c): c.yield(value)
+            }
+        }
+
+        func finish(_ error: (any Error)?) {
+            switch self {
+            case .plain(let c): c.finish()
+            case .throwing(let c): c.finish(throwing: error)
+            }
+        }
+    }
+
+    let executor: AdapterExecutor
+    let replay: Replay
+    private var sinks: [UInt64: Sink] = [:]
+    private var nextID: UInt64 = 0
+    private var latest: Element?
+    private var ended: (any Error)??
+    /// Called on the adapter queue when the number of subscribers changes (e.g. to stop a scan
+    /// or clear a CCCD when the last subscriber leaves).
+    public var onSubscriberCountChange: (@Sendable (Int) -> Void)?
+
+    public init(executor: AdapterExecutor, replay: Replay = .none) {
+        self.executor = executor
+        self.replay = replay
+    }
+
+    public var subscriberCount: Int { sinks.count }
+    public var latestValue: Element? { latest }
+
+    /// A new stream of the values yielded from now on (preceded by the latest one with `.latest`).
+    public func subscribe(
+        bufferingPolicy: AsyncStream<Element>.Continuation.BufferingPolicy = .unbounded
+    ) -> AsyncStream<Element> {
+        let (stream, c) = AsyncStream<Element>.makeStream(bufferingPolicy: bufferingPolicy)
+        c.onTermination = terminationHandler(add(.plain(c)))
+        return stream
+    }
+
+    /// Like `subscribe`, for streams that end with an error (a disconnect, a lost transport).
+    public func subscribeThrowing(
+        bufferingPolicy: AsyncThrowingStream<Element, any Error>.Continuation.BufferingPolicy = .unbounded
+    ) -> AsyncThrowingStream<Element, any Error> {
+        let (stream, c) = AsyncThrowingStream<Element, any Error>.makeStream(bufferingPolicy: bufferingPolicy)
+        c.onTermination = terminationHandler(add(.throwing(c)))
+        return stream
+    }
+
+    private func add(_ sink: Sink) -> UInt64? {
+        if replay == .latest, let latest { sink.yield(latest) }
+        if let ended {
+            sink.finish(ended)
+            return nil
+        }
+        let id = nextID
+        nextID += 1
+        sinks[id] = sink
+        onSubscriberCountChange?(sinks.count)
+        return id
+    }
+
+    private func terminationHandler(_ id: UInt64?) -> (@Sendable (Any) -> Void) {
+        guard let id else { return { _ in } }
+        let queue = executor.queue
+        return { [weak self] _ in
+            guard let self else { return }
+            queue.async { self.remove(id) }
+        }
+    }
+
+    private func remove(_ id: UInt64) {
+        guard sinks.removeValue(forKey: id) != nil else { return }
+        onSubscriberCountChange?(sinks.count)
+    }
+
+    /// Delivers `value` to every subscriber.
+    @inlinable public func yield(_ value: Element) { deliver(value) }
+
+    @usableFromInline func deliver(_ value: Element) {
+        if replay == .latest { latest = value }
+        for sink in sinks.values { sink.yield(value) }
+    }
+
+    /// Ends every stream (throwing streams with `error`); later subscribers get an ended stream.
+    public func finish(throwing error: (any Error)? = nil) {
+        ended = .some(error)
+        let all = sinks
+        sinks.removeAll()
+        for sink in all.values { sink.finish(error) }
+        if !all.isEmpty { onSubscriberCountChange?(0) }
+    }
+
+    /// Ends the current streams but accepts new subscribers afterwards (a link that will reconnect).
+    public func finishCurrent(throwing error: (any Error)? = nil) {
+        let all = sinks
+        sinks.removeAll()
+        for sink in all.values { sink.finish(error) }
+        if !all.isEmpty { onSubscriberCountChange?(0) }
+    }
+}
