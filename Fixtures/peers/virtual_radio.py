@@ -530,6 +530,9 @@ def advertising_payloads(spec: DeviceSpec, adv: dict[str, Any]) -> tuple[bytes, 
 async def run(args: argparse.Namespace) -> int:
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
+    # A parent may spawn us with these signals blocked (the mask is inherited through
+    # posix_spawn); unblock them so SIGTERM and SIGINT always end the radio.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     if args.exit_on_stdin_eof:
