@@ -38,7 +38,7 @@ public final class VirtualRadio: Sendable {
     /// Process id of the radio.
     public let processIdentifier: Int32
 
-    private let process: ProcessBox
+    private let process: Process
     private let output: VirtualRadioOutput
     private let exited: DispatchGroup
     private let stdinPipe: Pipe
@@ -47,13 +47,13 @@ public final class VirtualRadio: Sendable {
     public var recentLog: String { output.stderrTail }
 
     private init(
-        ready: VirtualRadioReadyLine, process: ProcessBox, output: VirtualRadioOutput,
+        ready: VirtualRadioReadyLine, process: Process, output: VirtualRadioOutput,
         exited: DispatchGroup, stdinPipe: Pipe
     ) {
         port = ready.port
         devices = ready.devices
         hostAddress = ready.hostAddress
-        processIdentifier = process.value.processIdentifier
+        processIdentifier = process.processIdentifier
         self.process = process
         self.output = output
         self.exited = exited
@@ -116,15 +116,14 @@ public final class VirtualRadio: Sendable {
         try? stderrPipe.fileHandleForWriting.close()
         try? stdinPipe.fileHandleForReading.close()
 
-        let box = ProcessBox(process)
         DispatchQueue.global().asyncAfter(deadline: .now() + timeout.timeInterval) {
             output.timeOut(after: timeout)
         }
         do {
             let ready = try await output.ready()
-            return VirtualRadio(ready: ready, process: box, output: output, exited: exited, stdinPipe: stdinPipe)
+            return VirtualRadio(ready: ready, process: process, output: output, exited: exited, stdinPipe: stdinPipe)
         } catch {
-            terminate(box.value, exited: exited)
+            terminate(process, exited: exited)
             try? stdinPipe.fileHandleForWriting.close()
             throw error
         }
@@ -152,7 +151,7 @@ public final class VirtualRadio: Sendable {
     /// Stops the radio: SIGTERM, up to 2 s for it to exit, then SIGKILL. Returns once the
     /// process is gone. Safe to call more than once.
     public func stop() {
-        Self.terminate(process.value, exited: exited)
+        Self.terminate(process, exited: exited)
         try? stdinPipe.fileHandleForWriting.close()
     }
 
@@ -175,12 +174,6 @@ public final class VirtualRadio: Sendable {
             _ = exited.wait(timeout: .now() + 2)
         }
     }
-}
-
-/// Holds the Foundation `Process`, which is not declared Sendable.
-private final class ProcessBox: @unchecked Sendable { // immutable after init; Process is only read (pid) here
-    let value: Process
-    init(_ value: Process) { self.value = value }
 }
 
 extension Duration {
