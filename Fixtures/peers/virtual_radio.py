@@ -1,0 +1,619 @@
+#!/usr/bin/env python3
+"""Virtual LE radio for integration tests.
+
+One Bumble virtual controller is exposed to an outside host stack as H4 over TCP;
+simulated peripherals (Bumble devices, each with its own virtual controller) share the
+same virtual link, advertise, accept connections and serve GATT databases described by a
+JSON scenario file.
+
+Usage:
+    virtual_radio.py --scenario scenarios/heart-rate.json [--port 0] [--exit-on-stdin-eof]
+
+Exactly one line is written to stdout, once everything is up:
+    {"ready": true, "port": 40123, "devices": [{"id": ..., "name": ..., "address": ...,
+     "addressType": "random"}]}
+Everything else goes to stderr. SIGTERM, SIGINT (and stdin EOF with --exit-on-stdin-eof)
+end the process with exit status 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import signal
+import socket
+import struct
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator
+
+from bumble import att, hci
+from bumble.controller import Controller
+from bumble.device import Connection, Device, DeviceConfiguration
+from bumble.gatt import Characteristic, Descriptor, Service
+from bumble.host import Host
+from bumble.link import LocalLink
+from bumble.profiles.gap import GenericAccessService
+from bumble.transport.common import AsyncPipeSink
+from bumble.transport.tcp_server import open_tcp_server_transport_with_socket
+
+log = logging.getLogger("virtual_radio")
+
+# Public address of the controller the outside host stack talks to. 00-00-5E-00-53-xx is
+# the IANA range reserved for documentation (RFC 7042), so it never names a real device.
+HOST_CONTROLLER_ADDRESS = "00:00:5E:00:53:01"
+
+
+class ScenarioError(Exception):
+    """The scenario file is not valid; the message names the device and field."""
+
+
+# ---------------------------------------------------------------------------------------
+# Scenario model
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class DeviceSpec:
+    id: str
+    name: str
+    address: str
+    raw: dict[str, Any]
+
+
+def static_random_address(index: int) -> str:
+    """Deterministic random static address (Core Vol 6 Part B 1.3.2.1: top two bits 11)."""
+    n = index + 1
+    return f"F0:5E:B1:00:{(n >> 8) & 0xFF:02X}:{n & 0xFF:02X}"
+
+
+def check_static_random(address: str, where: str) -> str:
+    parts = address.split(":")
+    if len(parts) != 6 or not all(len(p) == 2 for p in parts):
+        raise ScenarioError(f"{where}: address {address!r} is not XX:XX:XX:XX:XX:XX")
+    try:
+        octets = [int(p, 16) for p in parts]
+    except ValueError:
+        raise ScenarioError(f"{where}: address {address!r} is not hexadecimal") from None
+    if octets[0] & 0xC0 != 0xC0:
+        raise ScenarioError(
+            f"{where}: address {address} is not a random static address "
+            "(the two most significant bits must be 11)"
+        )
+    return address.upper()
+
+
+def expand_devices(scenario: Any) -> list[DeviceSpec]:
+    devices = scenario.get("devices") if isinstance(scenario, dict) else scenario
+    if not isinstance(devices, list) or not devices:
+        raise ScenarioError("scenario must be a non-empty list of devices (or {\"devices\": [...]})")
+    result: list[DeviceSpec] = []
+    for entry in devices:
+        if not isinstance(entry, dict) or "id" not in entry or "name" not in entry:
+            raise ScenarioError(f"device entry {entry!r} needs at least 'id' and 'name'")
+        copies = int(entry.get("copies", 1))
+        if copies < 1:
+            raise ScenarioError(f"device {entry['id']}: copies must be >= 1")
+        for copy in range(copies):
+            index = len(result)
+            if copies == 1:
+                dev_id, name = entry["id"], entry["name"]
+                address = entry.get("address")
+            else:
+                dev_id = f"{entry['id']}-{copy + 1}"
+                name = f"{entry['name']}-{copy + 1}"
+                address = None
+                if "address" in entry:
+                    raise ScenarioError(f"device {entry['id']}: 'address' cannot be combined with 'copies'")
+            address = (
+                check_static_random(address, f"device {dev_id}")
+                if address
+                else static_random_address(index)
+            )
+            result.append(DeviceSpec(dev_id, name, address, entry))
+    ids = [d.id for d in result]
+    addresses = [d.address for d in result]
+    if len(set(ids)) != len(ids):
+        raise ScenarioError(f"device ids are not unique: {ids}")
+    if len(set(addresses)) != len(addresses):
+        raise ScenarioError(f"device addresses are not unique: {addresses}")
+    return result
+
+
+# ---------------------------------------------------------------------------------------
+# Values and generators
+# ---------------------------------------------------------------------------------------
+
+
+def parse_value(spec: Any, where: str) -> bytes:
+    """Initial attribute value: {"hex": ".."}, {"utf8": ".."}, {"pattern": "index",
+    "length": N} (byte i = i & 0xFF), {"zeros": N}; a bare string is UTF-8."""
+    if spec is None:
+        return b""
+    if isinstance(spec, str):
+        return spec.encode("utf-8")
+    if not isinstance(spec, dict):
+        raise ScenarioError(f"{where}: value {spec!r} is not a string or object")
+    if "hex" in spec:
+        try:
+            return bytes.fromhex(spec["hex"])
+        except ValueError:
+            raise ScenarioError(f"{where}: {spec['hex']!r} is not hex") from None
+    if "utf8" in spec:
+        return str(spec["utf8"]).encode("utf-8")
+    if "string" in spec:
+        return str(spec["string"]).encode("utf-8")
+    if spec.get("pattern") == "index":
+        return bytes(i & 0xFF for i in range(int(spec.get("length", 0))))
+    if "zeros" in spec:
+        return bytes(int(spec["zeros"]))
+    raise ScenarioError(f"{where}: unknown value form {spec!r}")
+
+
+def heart_rate_values() -> Iterator[bytes]:
+    """Heart Rate Measurement values (Heart Rate Service 1.0, 3.1.1): the flags byte
+    cycles through uint8 / uint16 formats, with and without RR-Interval, while the rate
+    sweeps 60..180..60 bpm in steps of 3."""
+    bpm, step, n = 60, 3, 0
+    while True:
+        rr = round(60 * 1024 / bpm)  # RR-Interval in 1/1024 s
+        variant = n % 4
+        if variant == 0:  # uint8 format, sensor contact supported + detected
+            yield bytes([0x06, bpm])
+        elif variant == 1:  # uint8 format + one RR-Interval
+            yield bytes([0x16, bpm]) + struct.pack("<H", rr)
+        elif variant == 2:  # uint16 format
+            yield bytes([0x07]) + struct.pack("<H", bpm)
+        else:  # uint16 format + two RR-Intervals
+            yield bytes([0x17]) + struct.pack("<HHH", bpm, rr, rr)
+        n += 1
+        bpm += step
+        if bpm >= 180 or bpm <= 60:
+            step = -step
+
+
+def battery_values() -> Iterator[bytes]:
+    """Battery Level (0x2A19), percent: 100 down to 1, then again."""
+    level = 100
+    while True:
+        yield bytes([level])
+        level = 100 if level <= 1 else level - 1
+
+
+def counter_values() -> Iterator[bytes]:
+    """uint32 little-endian counter starting at 1."""
+    n = 1
+    while True:
+        yield struct.pack("<I", n & 0xFFFFFFFF)
+        n += 1
+
+
+GENERATORS: dict[str, Callable[[], Iterator[bytes]]] = {
+    "heart_rate": heart_rate_values,
+    "battery": battery_values,
+    "counter": counter_values,
+}
+
+PROPERTIES = {
+    "broadcast": Characteristic.Properties.BROADCAST,
+    "read": Characteristic.Properties.READ,
+    "writeWithoutResponse": Characteristic.Properties.WRITE_WITHOUT_RESPONSE,
+    "write": Characteristic.Properties.WRITE,
+    "notify": Characteristic.Properties.NOTIFY,
+    "indicate": Characteristic.Properties.INDICATE,
+    "authenticatedSignedWrites": Characteristic.Properties.AUTHENTICATED_SIGNED_WRITES,
+}
+
+PERMISSIONS = {
+    "read": att.Attribute.Permissions.READABLE,
+    "write": att.Attribute.Permissions.WRITEABLE,
+    "readEncrypted": att.Attribute.Permissions.READ_REQUIRES_ENCRYPTION,
+    "writeEncrypted": att.Attribute.Permissions.WRITE_REQUIRES_ENCRYPTION,
+    "readAuthenticated": att.Attribute.Permissions.READ_REQUIRES_AUTHENTICATION,
+    "writeAuthenticated": att.Attribute.Permissions.WRITE_REQUIRES_AUTHENTICATION,
+}
+
+
+def parse_flags(names: Any, table: dict[str, Any], zero: Any, where: str) -> Any:
+    if not isinstance(names, list):
+        raise ScenarioError(f"{where}: expected a list of names, got {names!r}")
+    flags = zero
+    for name in names:
+        if name not in table:
+            raise ScenarioError(f"{where}: unknown flag {name!r}; known: {sorted(table)}")
+        flags |= table[name]
+    return flags
+
+
+def default_permissions(properties: Characteristic.Properties) -> att.Attribute.Permissions:
+    perms = att.Attribute.Permissions(0)
+    if properties & Characteristic.Properties.READ:
+        perms |= att.Attribute.Permissions.READABLE
+    if properties & (Characteristic.Properties.WRITE | Characteristic.Properties.WRITE_WITHOUT_RESPONSE):
+        perms |= att.Attribute.Permissions.WRITEABLE
+    return perms
+
+
+# ---------------------------------------------------------------------------------------
+# A simulated peripheral
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class Updater:
+    characteristic: Characteristic
+    make_values: Callable[[], Iterator[bytes]]
+    interval: float
+
+
+@dataclass
+class Peripheral:
+    spec: DeviceSpec
+    link: LocalLink
+    device: Device = field(init=False)
+    updaters: list[Updater] = field(default_factory=list)
+    tasks: dict[tuple[int, int], asyncio.Task] = field(default_factory=dict)
+    att_requests: dict[int, int] = field(default_factory=dict)
+    connected_at: dict[int, float] = field(default_factory=dict)
+
+    def build(self) -> None:
+        raw = self.spec.raw
+        controller = Controller(f"peer-{self.spec.id}", link=self.link)
+        config = DeviceConfiguration()
+        config.name = self.spec.name
+        config.address = hci.Address(self.spec.address, hci.Address.RANDOM_DEVICE_ADDRESS)
+        config.irk = bytes(hci.Address(self.spec.address)) * 3
+        config.irk = config.irk[:16]
+        adv = raw.get("advertising", {})
+        interval = float(adv.get("intervalMs", 100))
+        config.advertising_interval_min = interval
+        config.advertising_interval_max = interval
+        config.advertising_data, config.scan_response_data = advertising_payloads(
+            self.spec, adv
+        )
+        appearance = adv.get("appearance")
+        if appearance is not None:
+            # Replace the default GAP service so the Appearance characteristic (0x2A01)
+            # matches the advertised appearance, keeping GAP first and GATT second.
+            config.gap_service_enabled = False
+            config.gatt_service_enabled = False
+        self.device = Device(
+            config=config, host=Host(controller, AsyncPipeSink(controller))
+        )
+        if appearance is not None:
+            self.device.add_service(GenericAccessService(self.spec.name, int(appearance)))
+            self.device.add_default_services(add_gap_service=False, add_gatt_service=True)
+        self.device.add_services(self.build_services(raw.get("services", [])))
+        self.device.on(self.device.EVENT_CONNECTION, self.on_connection)
+        self.install_att_gate(raw.get("stopAnsweringATTAfter"))
+
+    def build_services(self, services: list[dict[str, Any]]) -> list[Service]:
+        result = []
+        for s_index, s in enumerate(services):
+            where = f"device {self.spec.id} service {s.get('uuid', s_index)}"
+            if "uuid" not in s:
+                raise ScenarioError(f"{where}: missing 'uuid'")
+            chars = [
+                self.build_characteristic(c, f"{where} characteristic {c.get('uuid', i)}")
+                for i, c in enumerate(s.get("characteristics", []))
+            ]
+            result.append(Service(s["uuid"], chars, primary=s.get("primary", True)))
+        return result
+
+    def build_characteristic(self, c: dict[str, Any], where: str) -> Characteristic:
+        if "uuid" not in c:
+            raise ScenarioError(f"{where}: missing 'uuid'")
+        properties = parse_flags(
+            c.get("properties", ["read"]), PROPERTIES, Characteristic.Properties(0), where
+        )
+        permissions = (
+            parse_flags(c["permissions"], PERMISSIONS, att.Attribute.Permissions(0), where)
+            if "permissions" in c
+            else default_permissions(properties)
+        )
+        value: Any = parse_value(c.get("value"), where)
+        if "controlPoint" in c:
+            value = control_point_value(c["controlPoint"], where)
+        descriptors = []
+        for d in c.get("descriptors", []):
+            d_where = f"{where} descriptor {d.get('uuid')}"
+            if "uuid" not in d:
+                raise ScenarioError(f"{d_where}: missing 'uuid'")
+            d_perms = parse_flags(
+                d.get("permissions", ["read"]), PERMISSIONS, att.Attribute.Permissions(0), d_where
+            )
+            descriptors.append(Descriptor(d["uuid"], d_perms, parse_value(d.get("value"), d_where)))
+        characteristic = Characteristic(c["uuid"], properties, permissions, value, descriptors)
+        source = c.get("notify") or c.get("indicate")
+        if source is not None:
+            generator = source.get("generator")
+            if generator not in GENERATORS:
+                raise ScenarioError(
+                    f"{where}: unknown generator {generator!r}; known: {sorted(GENERATORS)}"
+                )
+            if not properties & (Characteristic.Properties.NOTIFY | Characteristic.Properties.INDICATE):
+                raise ScenarioError(f"{where}: a value source needs the notify or indicate property")
+            interval = float(source.get("intervalMs", 1000)) / 1000.0
+            if interval <= 0:
+                raise ScenarioError(f"{where}: intervalMs must be > 0")
+            self.updaters.append(Updater(characteristic, GENERATORS[generator], interval))
+            characteristic.on(
+                characteristic.EVENT_SUBSCRIPTION,
+                lambda bearer, notify, indicate, ch=characteristic: self.on_subscription(
+                    bearer, ch, notify, indicate
+                ),
+            )
+        return characteristic
+
+    # -- subscriptions ---------------------------------------------------------------
+
+    def on_subscription(self, bearer: Any, characteristic: Characteristic, notify: bool, indicate: bool) -> None:
+        connection = bearer.connection if att.is_enhanced_bearer(bearer) else bearer
+        key = (connection.handle, characteristic.handle)
+        task = self.tasks.pop(key, None)
+        if task is not None:
+            task.cancel()
+        if not (notify or indicate):
+            log.info("%s: unsubscribed from 0x%04X", self.spec.id, characteristic.handle)
+            return
+        updater = next(u for u in self.updaters if u.characteristic is characteristic)
+        log.info(
+            "%s: %s on 0x%04X every %.3f s",
+            self.spec.id, "notifications" if notify else "indications",
+            characteristic.handle, updater.interval,
+        )
+        self.tasks[key] = asyncio.get_running_loop().create_task(
+            self.send_updates(connection, updater, use_indications=not notify)
+        )
+
+    async def send_updates(self, connection: Connection, updater: Updater, use_indications: bool) -> None:
+        values = updater.make_values()
+        try:
+            while True:
+                await asyncio.sleep(updater.interval)
+                value = next(values)
+                updater.characteristic.value = value
+                if use_indications:
+                    await self.device.indicate_subscriber(connection, updater.characteristic, value)
+                else:
+                    await self.device.notify_subscriber(connection, updater.characteristic, value)
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:  # the link went away under us
+            log.info("%s: updates stopped: %s", self.spec.id, error)
+
+    # -- connections -----------------------------------------------------------------
+
+    def on_connection(self, connection: Connection) -> None:
+        handle = connection.handle
+        log.info("%s: connected to %s (handle 0x%04X)", self.spec.id, connection.peer_address, handle)
+        loop = asyncio.get_running_loop()
+        self.att_requests[handle] = 0
+        self.connected_at[handle] = loop.time()
+        connection.on(connection.EVENT_DISCONNECTION, lambda reason: self.on_disconnection(handle, reason))
+        after = self.spec.raw.get("disconnectAfter")
+        if after is not None:
+            async def drop() -> None:
+                await asyncio.sleep(float(after))
+                log.info("%s: dropping the link after %s s", self.spec.id, after)
+                try:
+                    await connection.disconnect(hci.HCI_REMOTE_USER_TERMINATED_CONNECTION_ERROR)
+                except Exception as error:
+                    log.info("%s: disconnect failed: %s", self.spec.id, error)
+            self.tasks[(handle, -1)] = loop.create_task(drop())
+
+    def on_disconnection(self, handle: int, reason: int) -> None:
+        log.info("%s: disconnected (handle 0x%04X, reason 0x%02X)", self.spec.id, handle, reason)
+        for key in [k for k in self.tasks if k[0] == handle]:
+            self.tasks.pop(key).cancel()
+        self.att_requests.pop(handle, None)
+        self.connected_at.pop(handle, None)
+
+    def install_att_gate(self, limit: Any) -> None:
+        """stopAnsweringATTAfter: {"requests": N} answers the first N ATT requests of
+        each connection; {"seconds": S} (or a bare number) answers for S seconds after
+        the connection is made. Later requests are dropped without a response."""
+        if limit is None:
+            return
+        if isinstance(limit, (int, float)):
+            limit = {"seconds": limit}
+        max_requests = limit.get("requests")
+        max_seconds = limit.get("seconds")
+        if max_requests is None and max_seconds is None:
+            raise ScenarioError(f"device {self.spec.id}: stopAnsweringATTAfter needs 'requests' or 'seconds'")
+        server = self.device.gatt_server
+        original = server.on_gatt_pdu
+
+        def gated(bearer: Any, pdu: att.ATT_PDU) -> None:
+            if pdu.op_code in att.ATT_REQUESTS:
+                connection = bearer.connection if att.is_enhanced_bearer(bearer) else bearer
+                handle = connection.handle
+                count = self.att_requests.get(handle, 0) + 1
+                self.att_requests[handle] = count
+                elapsed = asyncio.get_running_loop().time() - self.connected_at.get(handle, 0.0)
+                if (max_requests is not None and count > int(max_requests)) or (
+                    max_seconds is not None and elapsed > float(max_seconds)
+                ):
+                    log.info("%s: not answering ATT request #%d %s", self.spec.id, count, pdu.name)
+                    return
+            original(bearer, pdu)
+
+        server.on_gatt_pdu = gated  # type: ignore[method-assign]
+
+    async def start(self) -> None:
+        await self.device.power_on()
+        connectable = self.spec.raw.get("advertising", {}).get("connectable", True)
+        from bumble.device import AdvertisingType
+
+        await self.device.start_advertising(
+            advertising_type=(
+                AdvertisingType.UNDIRECTED_CONNECTABLE_SCANNABLE
+                if connectable
+                else AdvertisingType.UNDIRECTED_SCANNABLE
+            ),
+            auto_restart=True,
+        )
+
+
+def control_point_value(spec: dict[str, Any], where: str) -> att.AttributeValue:
+    """A write-only control point: writes whose hex is listed in 'accept' succeed, any
+    other value fails with ATT error 'errorCode' (default 0x80, e.g. Heart Rate Service
+    'Control Point Value Not Supported')."""
+    accepted = {bytes.fromhex(h) for h in spec.get("accept", [])}
+    error_code = int(spec.get("errorCode", 0x80))
+
+    def write(connection: Connection, value: bytes) -> None:
+        if bytes(value) not in accepted:
+            log.info("%s: control point value %s rejected", where, bytes(value).hex())
+            raise att.ATT_Error(error_code)
+        log.info("%s: control point value %s accepted", where, bytes(value).hex())
+
+    def read(connection: Connection) -> bytes:
+        raise att.ATT_Error(att.ATT_READ_NOT_PERMITTED_ERROR)
+
+    return att.AttributeValue(read=read, write=write)
+
+
+def ad_structure(ad_type: int, data: bytes) -> bytes:
+    """One AD structure: length, type, data (Core Supplement Part A, Core Vol 3 Part C 11)."""
+    return bytes([len(data) + 1, ad_type]) + data
+
+
+def uuid_bytes(text: str) -> bytes:
+    from bumble.core import UUID
+
+    return bytes(UUID(text))  # little-endian, as on the air
+
+
+def advertising_payloads(spec: DeviceSpec, adv: dict[str, Any]) -> tuple[bytes, bytes]:
+    """Legacy advertising data and scan response (each at most 31 bytes). The name goes
+    into the advertising data when it fits, into the scan response otherwise."""
+    fields = [ad_structure(0x01, bytes([0x06]))]  # Flags: LE General Discoverable, BR/EDR not supported
+    uuids16 = [u for u in adv.get("serviceUUIDs", []) if len(u) == 4]
+    uuids128 = [u for u in adv.get("serviceUUIDs", []) if len(u) != 4]
+    if uuids16:
+        fields.append(ad_structure(0x03, b"".join(uuid_bytes(u) for u in uuids16)))
+    if uuids128:
+        fields.append(ad_structure(0x07, b"".join(uuid_bytes(u) for u in uuids128)))
+    if "appearance" in adv:
+        fields.append(ad_structure(0x19, struct.pack("<H", int(adv["appearance"]))))
+    if "txPower" in adv:
+        fields.append(ad_structure(0x0A, struct.pack("<b", int(adv["txPower"]))))
+    if "manufacturerData" in adv:
+        m = adv["manufacturerData"]
+        fields.append(
+            ad_structure(0xFF, struct.pack("<H", int(m["companyId"])) + bytes.fromhex(m.get("data", "")))
+        )
+    data = b"".join(fields)
+    name = ad_structure(0x09, spec.name.encode("utf-8"))
+    if len(data) + len(name) <= 31:
+        data += name
+        scan_response = b""
+    else:
+        scan_response = name
+    if len(data) > 31 or len(scan_response) > 31:
+        raise ScenarioError(
+            f"device {spec.id}: advertising data ({len(data)} bytes) or scan response "
+            f"({len(scan_response)} bytes) exceeds 31 bytes"
+        )
+    return data, scan_response
+
+
+# ---------------------------------------------------------------------------------------
+# Main
+# ---------------------------------------------------------------------------------------
+
+
+async def run(args: argparse.Namespace) -> int:
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    # A parent may spawn us with these signals blocked (the mask is inherited through
+    # posix_spawn); unblock them so SIGTERM and SIGINT always end the radio.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    if args.exit_on_stdin_eof:
+        fd = sys.stdin.fileno()
+
+        def on_stdin() -> None:
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:
+                chunk = b""
+            if not chunk:
+                log.info("stdin closed")
+                loop.remove_reader(fd)
+                stop.set()
+
+        loop.add_reader(fd, on_stdin)
+
+    with open(args.scenario, encoding="utf-8") as f:
+        scenario = json.load(f)
+    specs = expand_devices(scenario)
+
+    link = LocalLink()
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", args.port))
+    port = sock.getsockname()[1]
+    transport = await open_tcp_server_transport_with_socket(sock)
+    Controller(
+        "host",
+        host_source=transport.source,
+        host_sink=transport.sink,
+        link=link,
+        public_address=args.host_address,
+    )
+
+    peripherals = [Peripheral(spec, link) for spec in specs]
+    for p in peripherals:
+        p.build()
+    for p in peripherals:
+        await p.start()
+        log.info("%s (%s) advertising as %s", p.spec.id, p.spec.name, p.spec.address)
+
+    ready = {
+        "ready": True,
+        "port": port,
+        "hostAddress": args.host_address,
+        "devices": [
+            {"id": p.spec.id, "name": p.spec.name, "address": p.spec.address, "addressType": "random"}
+            for p in peripherals
+        ],
+    }
+    sys.stdout.write(json.dumps(ready) + "\n")
+    sys.stdout.flush()
+
+    await stop.wait()
+    log.info("stopping")
+    return 0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="Bumble virtual LE radio with simulated peripherals")
+    parser.add_argument("--scenario", required=True, help="scenario JSON file")
+    parser.add_argument("--port", type=int, default=0, help="TCP port on 127.0.0.1 (0 = any free port)")
+    parser.add_argument("--host-address", default=HOST_CONTROLLER_ADDRESS, help="public address of the host-facing controller")
+    parser.add_argument("--exit-on-stdin-eof", action="store_true", help="exit when stdin is closed")
+    parser.add_argument("--log-level", default=os.environ.get("VIRTUAL_RADIO_LOG", "INFO"))
+    args = parser.parse_args()
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=args.log_level.upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        status = asyncio.run(run(args))
+    except (ScenarioError, OSError, json.JSONDecodeError) as error:
+        log.error("%s", error)
+        status = 2
+    sys.stderr.flush()
+    # Leave at once: Bumble may still hold timers and tasks that would delay a normal exit.
+    os._exit(status)
+
+
+if __name__ == "__main__":
+    main()
