@@ -560,13 +560,18 @@ async def run(args: argparse.Namespace) -> int:
     sock.bind(("127.0.0.1", args.port))
     port = sock.getsockname()[1]
     transport = await open_tcp_server_transport_with_socket(sock)
-    Controller(
+    host_controller = Controller(
         "host",
         host_source=transport.source,
         host_sink=transport.sink,
         link=link,
         public_address=args.host_address,
     )
+    # Bumble's LocalLink labels ACL data with the sender's *random* address whatever own
+    # address type the host connected with; a host that connects with its public address
+    # would see its data dropped ("no connection for 00:00:00:00:00:00"). Give the
+    # host-facing controller the same value as its random address so both kinds route.
+    host_controller.random_address = host_controller.public_address
 
     peripherals = [Peripheral(spec, link) for spec in specs]
     for p in peripherals:

@@ -85,7 +85,7 @@ public actor HCIHost {
     /// Closes the transport and fails everything pending.
     public func close() {
         transport.close()
-        transportLost("closed by the host")
+        transportLost("closed by the host", level: .info)
     }
 
     // MARK: - Transport input
@@ -241,10 +241,10 @@ public actor HCIHost {
         commandCredits = 1
     }
 
-    func transportLost(_ why: String) {
+    func transportLost(_ why: String, level: LogLevel = .error) {
         guard lostReason == nil else { return }
         lostReason = why
-        logger.log(.error, "transport \(transport.name) lost: \(why)")
+        logger.log(level, "transport \(transport.name) lost: \(why)")
         failAllCommands(.transportLost(why))
         for handle in Array(links.keys) { linkLost(handle: handle, error: .transportLost(why)) }
         for handler in eventHandlers { handler(.transportLost(why)) }
