@@ -21,6 +21,7 @@ let package = Package(
         .target(name: "GATTClient", dependencies: ["ATT", "BLECore"]),
         .target(name: "BLETestSupport", dependencies: ["BLECore", "ATT", "GATTClient"]),
         .executableTarget(name: "ble", dependencies: ["BLECore", "ATT", "GATTClient"]),
+        .executableTarget(name: "Benchmarks", dependencies: ["BLECore", "ATT", "GATTClient", "BLETestSupport"], path: "Benchmarks"),
         .testTarget(name: "BLECoreTests", dependencies: ["BLECore", "BLETestSupport"]),
         .testTarget(name: "ATTTests", dependencies: ["ATT", "BLECore", "BLETestSupport"]),
         .testTarget(name: "GATTClientTests", dependencies: ["GATTClient", "ATT", "BLECore", "BLETestSupport"]),

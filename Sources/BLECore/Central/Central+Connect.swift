@@ -25,7 +25,7 @@ extension Central {
         if let existing = connectionsByPeer[peer], existing.enter(on: executor, { $0.isConnected }) { return existing }
         connectionEventStream.yield(PeerConnectionEvent(peer: peer, event: .connecting(attempt: 1)))
         let (handle, params) = try await establish(peer, timeout: timeout, parameters: parameters)
-        let connection = Connection(central: self, host: host, peer: peer, handle: handle, parameters: params, policy: reconnect)
+        let connection = Connection(central: self, host: host, peer: peer, handle: handle, parameters: params, policy: reconnect, request: parameters)
         connectionsByPeer[peer] = connection
         connectionsByHandle[handle] = connection
         connection.enter(on: executor) { $0.emit(.connected(handle: handle, parameters: params)) }
@@ -198,10 +198,11 @@ extension Central {
         guard !connection.enter(on: executor, { $0.locallyClosed }), state == .poweredOn else { return }
         connection.enter(on: executor) { $0.emit(.connecting(attempt: attempt + 1)) }
         do {
-            let (handle, params) = try await establish(peer, timeout: .seconds(10), parameters: .default)
+            let request = connection.enter(on: executor) { $0.requestParameters }
+            let (handle, params) = try await establish(peer, timeout: .seconds(10), parameters: request)
             connectionsByHandle[handle] = connection
             connection.enter(on: executor) { $0.attached(handle: handle, parameters: params) }
-            startLinkSetup(connection, handle: handle, parameters: .default)
+            startLinkSetup(connection, handle: handle, parameters: request)
             await connection.runReconnectHooks()
         } catch {
             let (policy, reason) = connection.enter(on: executor) { ($0.reconnectPolicy, $0.lastDisconnectReason ?? .connectionFailedToBeEstablished) }
@@ -226,13 +227,13 @@ extension Central {
         let logger = options.logger
         Task {
             do {
-                try await host.send(HCICommand.leReadRemoteFeatures(handle: handle))
+                try await host.send(HCICommand.leReadRemoteFeatures(handle: handle), timeout: .seconds(1))
             } catch {
                 logger.log(.debug, "LE Read Remote Features on 0x\(String(handle, radix: 16)): \(error)")
             }
             if parameters.requestDataLengthExtension, info.leFeatures.contains(.leDataPacketLengthExtension) {
                 do {
-                    try await host.send(HCICommand.leSetDataLength(handle: handle, txOctets: 251, txTime: 2120))
+                    try await host.send(HCICommand.leSetDataLength(handle: handle, txOctets: 251, txTime: 2120), timeout: .seconds(1))
                 } catch {
                     logger.log(.debug, "LE Set Data Length on 0x\(String(handle, radix: 16)) refused: \(error)")
                 }
@@ -242,13 +243,16 @@ extension Central {
 
     func remoteFeaturesRead(handle: UInt16, features: LEFeatures) {
         guard let connection = connectionsByHandle[handle], let info = controllerInfo else { return }
-        connection.enter(on: executor) { $0.remoteFeatures = features.rawValue }
-        guard info.leFeatures.contains(.le2MPHY), features.contains(.le2MPHY), info.supports(.leSetPHY) else { return }
+        let wants2M = connection.enter(on: executor) { c in
+            c.remoteFeatures = features.rawValue
+            return c.requestParameters.request2MPHY
+        }
+        guard wants2M, info.leFeatures.contains(.le2MPHY), features.contains(.le2MPHY), info.supports(.leSetPHY) else { return }
         let host = self.host
         let logger = options.logger
         Task {
             do {
-                try await host.send(HCICommand.leSetPHY(HCICommand.LESetPHY(handle: handle, allPHYs: 0, txPHYs: 0b010, rxPHYs: 0b010, phyOptions: 0)))
+                try await host.send(HCICommand.leSetPHY(HCICommand.LESetPHY(handle: handle, allPHYs: 0, txPHYs: 0b010, rxPHYs: 0b010, phyOptions: 0)), timeout: .seconds(1))
             } catch {
                 logger.log(.debug, "LE Set PHY on 0x\(String(handle, radix: 16)) refused: \(error)")
             }

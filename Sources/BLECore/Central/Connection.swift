@@ -19,6 +19,8 @@ public actor Connection {
     /// The peer's LE features (bit mask of Vol 6, Part B, 4.6) once read.
     public internal(set) var remoteFeatures: UInt64?
     public internal(set) var reconnectPolicy: ReconnectPolicy
+    /// What the application asked for when connecting (reused on reconnect).
+    public internal(set) var requestParameters: ConnectionRequestParameters
     /// Set when the application asked for the disconnect: never reconnect then.
     var locallyClosed = false
     /// The reason of the last drop, when not connected.
@@ -27,7 +29,8 @@ public actor Connection {
     var reconnectHooks: [@Sendable (Connection) async -> Void] = []
     var disconnectWaiters: [CheckedContinuation<Void, Never>] = []
 
-    init(central: Central, host: HCIHost, peer: LEAddress, handle: UInt16, parameters: ConnectionParameters, policy: ReconnectPolicy) {
+    init(central: Central, host: HCIHost, peer: LEAddress, handle: UInt16, parameters: ConnectionParameters, policy: ReconnectPolicy, request: ConnectionRequestParameters) {
+        self.requestParameters = request
         self.executor = host.executor
         self.host = host
         self.central = central
