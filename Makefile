@@ -49,3 +49,8 @@ demo: deps build
 
 clean:
 	rm -rf .build $(VENV)
+
+# Benchmarks (release build), side by side with Bumble on the same bytes; prints JSON.
+bench: deps
+	$(SWIFT) build -c release --product Benchmarks $(SWIFTFLAGS)
+	.build/release/Benchmarks --python $(abspath $(PY))
