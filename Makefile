@@ -41,7 +41,7 @@ test: deps test-swift
 
 test-swift: deps
 	$(SWIFT) build --build-tests $(SWIFTFLAGS)
-	BLE_PYTHON=$(abspath $(PY)) $(SWIFT) test --skip-build
+	BLE_PYTHON=$(abspath $(PY)) BLE_KERNEL_VM=1 $(SWIFT) test --skip-build
 
 # The main job on the bundled virtual radio (no hardware needed).
 demo: deps build
