@@ -32,24 +32,19 @@ extension GATTProcedures {
         return value
     }
 
-    /// Read Using Characteristic UUID (4.8.2): Read By Type over `range`; every attribute of
-    /// that type with its value.
+    /// Read Using Characteristic UUID (4.8.2): one Read By Type Request over `range`; the
+    /// attributes of that type the response holds (empty on Attribute Not Found).
     public func read(type: BluetoothUUID, in range: ATTHandleRange = .all) async throws(GATTProcedureError) -> [ATTHandleValue] {
-        var found: [ATTHandleValue] = []
-        var next = range.start
-        while next <= range.end && next != 0 {
-            guard let rsp = try await requestUnlessNotFound(.readByTypeRequest(range: ATTHandleRange(start: next, end: range.end), type: type)) else { break }
-            guard case .readByTypeResponse(let list) = rsp, !list.isEmpty else { throw .invalidResponse("Read By Type Response with no entries") }
-            for e in list {
-                guard e.handle >= next, e.handle <= range.end else {
-                    throw .invalidResponse("attribute 0x\(hex4(e.handle)) does not follow 0x\(hex4(next &- 1)): handles must increase")
-                }
-                found.append(e)
-                if e.handle == 0xFFFF { return found }
-                next = e.handle + 1
+        guard let rsp = try await requestUnlessNotFound(.readByTypeRequest(range: range, type: type)) else { return [] }
+        guard case .readByTypeResponse(let list) = rsp else { throw .invalidResponse("expected a Read By Type Response") }
+        var previous: UInt16 = 0
+        for e in list {
+            guard e.handle > previous, e.handle >= range.start, e.handle <= range.end else {
+                throw .invalidResponse("attribute 0x\(hex4(e.handle)) is outside \(range) or out of order")
             }
+            previous = e.handle
         }
-        return found
+        return list
     }
 
     /// Read Multiple Characteristic Values (4.8.4): the values concatenated.
