@@ -40,7 +40,7 @@ final class NotificationRoutes: @unchecked Sendable { // read and written only o
 
 /// Passes an L2CAP channel through and tells its owner when it closes (the bearer takes the
 /// channel's handlers; this keeps the close visible to the Peripheral too).
-final class ObservedChannel: L2CAPChannel, @unchecked Sendable { // `onClose` is set once before the channel is handed to a bearer and only read on the adapter queue afterwards
+final class ObservedChannel: L2CAPChannel, @unchecked Sendable { // `onClose` is set once right after init and read only when the channel closes, on the adapter queue
     let base: any L2CAPChannel
     var onClose: (@Sendable (ObservedChannel, LinkError) -> Void)?
     init(_ base: any L2CAPChannel) { self.base = base }
@@ -48,10 +48,9 @@ final class ObservedChannel: L2CAPChannel, @unchecked Sendable { // `onClose` is
     var peerDescription: String { base.peerDescription }
     func send(_ sdu: [UInt8]) async throws(LinkError) { try await base.send(sdu) }
     func setHandlers(receive: @escaping @Sendable ([UInt8]) -> Void, close: @escaping @Sendable (LinkError) -> Void) {
-        let onClose = self.onClose
         base.setHandlers(receive: receive, close: { [weak self] error in
             close(error)
-            if let self { onClose?(self, error) }
+            if let self { self.onClose?(self, error) }
         })
     }
 }
