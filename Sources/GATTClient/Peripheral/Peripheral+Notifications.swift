@@ -90,10 +90,10 @@ extension Peripheral {
                     once.resume(.failure(.cancelled(operation: "awaiting a notification from", target: target)))
                 }
             }
-            _ = scheduler.schedule(after: timeout) {
+            once.setTimer(scheduler.schedule(after: timeout) {
                 once.resume(.failure(.timeout(operation: "awaiting a notification from", target: target, peer: peerName)))
                 consumer.cancel()
-            }
+            })
         }
         return try result.get()
     }
@@ -190,14 +190,36 @@ final class LazySubscription: @unchecked Sendable { // used by the stream's sing
     }
 }
 
-/// Resumes a continuation once, whichever of a result or a timeout comes first.
+/// Resumes a continuation once, whichever of a result or a timeout comes first, and
+/// cancels the timer then.
 final class ResumeOnce: Sendable {
-    private let state = Mutex<CheckedContinuation<Result<[UInt8], GATTError>, Never>?>(nil)
-    func set(_ c: CheckedContinuation<Result<[UInt8], GATTError>, Never>) { state.withLock { $0 = c } }
-    func resume(_ result: Result<[UInt8], GATTError>) {
-        let c = state.withLock { s -> CheckedContinuation<Result<[UInt8], GATTError>, Never>? in
-            let c = s; s = nil; return c
+    typealias Reply = CheckedContinuation<Result<[UInt8], GATTError>, Never>
+    private struct State {
+        var reply: Reply?
+        var timer: (any ScheduledTimer)?
+        var done = false
+    }
+    private let state = Mutex(State())
+
+    func set(_ c: Reply) { state.withLock { $0.reply = c } }
+
+    func setTimer(_ timer: any ScheduledTimer) {
+        let alreadyDone = state.withLock { s -> Bool in
+            if s.done { return true }
+            s.timer = timer
+            return false
         }
-        c?.resume(returning: result)
+        if alreadyDone { timer.cancel() }
+    }
+
+    func resume(_ result: Result<[UInt8], GATTError>) {
+        let (reply, timer) = state.withLock { s -> (Reply?, (any ScheduledTimer)?) in
+            if s.done { return (nil, nil) }
+            s.done = true
+            defer { s.reply = nil; s.timer = nil }
+            return (s.reply, s.timer)
+        }
+        timer?.cancel()
+        reply?.resume(returning: result)
     }
 }
