@@ -33,6 +33,9 @@ public enum GATTError: Error, Sendable, Equatable, CustomStringConvertible {
     case cancelled(operation: String, target: String)
     /// Connecting failed.
     case connection(ConnectionError)
+    /// A Service Changed indication covered the subscribed characteristic: its handles may
+    /// have moved, so the stream ended.
+    case serviceChanged(range: ATTHandleRange, peer: String)
 
     /// The ATT error code, when the peer answered with an Error Response.
     public var attErrorCode: ATTErrorCode? {
@@ -69,6 +72,8 @@ public enum GATTError: Error, Sendable, Equatable, CustomStringConvertible {
             return "\(op) \(target) was cancelled"
         case .connection(let error):
             return "\(error)"
+        case .serviceChanged(let range, let peer):
+            return "the attributes \(range) of \(peer) changed (Service Changed); discover and subscribe again"
         }
     }
 

@@ -54,4 +54,23 @@ import BLETestSupport
         #expect(await bed.server.receivedOpcodes().dropFirst(before).filter { $0 == .readByGroupTypeRequest }.count == 2)
         #expect(await cache.snapshot(for: Self.peer)?.services?.count == 4)
     }
+
+    @Test func serviceChangedEndsStreamsInTheRange() async throws {
+        let bed = TestBed()
+        _ = try await bed.peripheral.services()
+        let stream = try await bed.peripheral.subscribe(to: Lab.notifyCounter)
+        #expect(await bed.server.sendServiceChanged(range: ATTHandleRange(start: 12, end: 0xFFFF)) == 1)
+        var it = stream.makeAsyncIterator()
+        do {
+            _ = try await it.next()
+            Issue.record("the stream should end")
+        } catch let error as GATTError {
+            #expect(error == .serviceChanged(range: ATTHandleRange(start: 12, end: 0xFFFF), peer: "F0:F1:F2:F3:F4:F5"))
+        }
+        // Subscribing again re-discovers and works.
+        let again = try await bed.peripheral.subscribe(to: Lab.notifyCounter)
+        await bed.server.notify(characteristic: Lab.uuid(6), value: [9, 0, 0, 0])
+        var it2 = again.makeAsyncIterator()
+        #expect(try await it2.next() == [9, 0, 0, 0])
+    }
 }

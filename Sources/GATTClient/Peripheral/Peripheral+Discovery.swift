@@ -125,12 +125,20 @@ extension Peripheral {
     }
 
     /// A Service Changed indication: the affected range is forgotten now and re-discovered
-    /// on the next use.
+    /// on the next use; streams of characteristics in it end with `.serviceChanged`.
     func serviceChanged(_ value: [UInt8]) {
         guard value.count == 4 else { return }
         let range = ATTHandleRange(start: UInt16(value[0]) | UInt16(value[1]) << 8, end: UInt16(value[2]) | UInt16(value[3]) << 8)
         database.invalidate(range)
         database.databaseHash = nil
+        let affected = routes.routes.keys.filter { $0 >= range.start && $0 <= range.end }
+        for h in affected {
+            subscriptions[h] = nil
+            guard let route = routes.routes.removeValue(forKey: h) else { continue }
+            let error = GATTError.serviceChanged(range: range, peer: peerDescription)
+            route.notifications.finish(throwing: error)
+            route.indications.finish(throwing: error)
+        }
         if let cache, let peer {
             let snapshot = database
             Task { await cache.store(snapshot, for: peer) }
