@@ -109,19 +109,30 @@ extension Peripheral {
 
     // MARK: Service Changed (Vol 3, Part G, 7.1)
 
-    /// Enables Service Changed indications when the peer has the characteristic.
+    /// Enables Service Changed indications when the peer has the characteristic. Uses `p`
+    /// directly (it also runs while the bearer is being prepared).
     func configureServiceChanged(_ p: GATTProcedures) async throws(GATTError) {
         guard let gatt = database.services?.first(where: { $0.uuid == GATTAttributeType.genericAttributeService }) else { return }
-        let chars = try await characteristics(of: gatt)
-        guard let sc = chars.first(where: { $0.uuid == GATTAttributeType.serviceChanged }), sc.properties.contains(.indicate) else { return }
-        let descs = try await descriptors(of: sc)
-        routes.serviceChangedHandle = sc.valueHandle
-        guard let cccd = descs.first(where: { $0.uuid == GATTAttributeType.clientCharacteristicConfiguration }) else { return }
+        let target = GATTAttributeType.serviceChanged.gattDisplayName
         do throws(GATTProcedureError) {
+            var chars = database.characteristics[gatt.handle] ?? []
+            if database.characteristics[gatt.handle] == nil {
+                chars = try await p.discoverCharacteristics(of: gatt)
+                database.characteristics[gatt.handle] = chars
+            }
+            guard let sc = chars.first(where: { $0.uuid == GATTAttributeType.serviceChanged }), sc.properties.contains(.indicate) else { return }
+            var descs = database.descriptors[sc.valueHandle] ?? []
+            if database.descriptors[sc.valueHandle] == nil {
+                descs = try await p.discoverDescriptors(of: sc)
+                database.descriptors[sc.valueHandle] = descs
+            }
+            routes.serviceChangedHandle = sc.valueHandle
+            guard let cccd = descs.first(where: { $0.uuid == GATTAttributeType.clientCharacteristicConfiguration }) else { return }
             try await p.writeClientConfiguration(handle: cccd.handle, value: 0x0002)
         } catch {
-            throw gattError(error, "enabling indications of", sc.uuid.gattDisplayName)
+            throw gattError(error, "enabling indications of", target)
         }
+        await storeInCache()
     }
 
     /// A Service Changed indication: the affected range is forgotten now and re-discovered

@@ -138,14 +138,17 @@ public actor Peripheral {
             if case .errorResponse = error {} else { throw gattError(.att(error), "exchanging the MTU", "with the server") }
         }
         let procedures = GATTProcedures(bearer: bearer)
-        guard let cache, let peer else { return }
-        let hash = try await readDatabaseHash(procedures)
-        if database.services == nil, let cached = await cache.snapshot(for: peer), cached.databaseHash == hash {
-            database = cached
-        } else if database.databaseHash != hash {
-            database = GATTDatabaseSnapshot()
+        if let cache, let peer {
+            let hash = try await readDatabaseHash(procedures)
+            if database.services == nil, let cached = await cache.snapshot(for: peer), cached.databaseHash == hash {
+                database = cached
+            } else if database.databaseHash != hash {
+                database = GATTDatabaseSnapshot()
+            }
+            database.databaseHash = hash
         }
-        database.databaseHash = hash
+        // A database known from the cache or an earlier link: Service Changed indications
+        // are enabled again on this bearer.
         if database.services != nil { try await configureServiceChanged(procedures) }
     }
 
