@@ -221,3 +221,13 @@ actor Scanner {
         }
     }
 }
+
+extension Scanner {
+    /// Changes the device table bound (tests use a small one).
+    func setDeviceLimit(_ limit: Int) { deviceLimit = max(1, limit) }
+}
+
+extension Scanner {
+    /// Devices in the table now.
+    func knownCount() -> Int { devices.count }
+}
