@@ -181,6 +181,8 @@ actor Scanner {
             do throws(HCIError) {
                 try await setParameters(want)
                 try await setEnable(true)
+                // The transport may have gone while the command was answered.
+                guard lostReason == nil else { break }
                 applied = want
                 logger.log(.debug, "scanning: \(want)")
             } catch {
@@ -194,6 +196,7 @@ actor Scanner {
                 finishAll(error: error)
             }
         }
+        if lostReason != nil { applied = nil }
         reconciling = false
         let waiters = settledWaiters
         settledWaiters.removeAll()
