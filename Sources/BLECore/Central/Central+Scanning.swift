@@ -4,7 +4,10 @@ extension Central {
     /// and stops when the last one stops iterating (or its `options.timeout` passes); every
     /// subscriber has its own filter, de-duplication and lost timeout. The stream fails with
     /// `ScanError` when the adapter is not powered on or the transport is lost, and with the
-    /// controller's `HCIError` when it refuses to start the scan.
+    /// controller's `HCIError` when it refuses to start the scan. At most 1000 devices are
+    /// tracked at once; beyond that the one heard least recently is dropped and reported `.lost`.
+    /// The stream ends when the last reference to it goes, so iterate it directly (as below)
+    /// for breaking out of the loop to end the subscription.
     ///
     ///     for try await event in await central.scan(filter: ScanFilter(nameContains: "Polar")) {
     ///         if case .discovered(let p) = event { print(p); break }

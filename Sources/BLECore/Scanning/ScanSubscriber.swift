@@ -1,5 +1,7 @@
 /// One subscriber of the shared scan: its filter, options, stream and what it has been told.
-struct ScanSubscriber {
+/// A class, so the per-report update of `known` mutates in place instead of copying the
+/// table out of the subscribers dictionary. Only touched on the adapter executor.
+final class ScanSubscriber {
     enum Sink {
         case events(Broadcaster<ScanEvent>)
         /// Snapshot lists for UIs, emitted at most every `interval`.
@@ -74,6 +76,9 @@ struct DeviceRecord {
     /// The latest raw advertisement and scan response data, to skip decoding repeats.
     var lastAdvertisement: [UInt8]?
     var lastScanResponse: [UInt8]?
+    /// `peripheral.advertisingData` encoded, for filters that need the merged data; built on
+    /// first use after each change.
+    var mergedBytes: [UInt8]?
 }
 
 /// An extended advertisement arriving in several reports (data status "incomplete, more data

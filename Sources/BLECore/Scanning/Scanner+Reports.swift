@@ -125,7 +125,7 @@ extension Scanner {
             if isScanResponse { record.lastScanResponse = data } else { record.lastAdvertisement = data }
             if !data.isEmpty {
                 let merged = p.advertisingData.merging(AdvertisingData(bytes: data))
-                if merged != p.advertisingData { p.advertisingData = merged; changed = true }
+                if merged != p.advertisingData { p.advertisingData = merged; record.mergedBytes = nil; changed = true }
             }
         }
         let tx = txPower ?? p.advertisingData.txPowerLevel
@@ -137,21 +137,25 @@ extension Scanner {
     }
 
     private func deliver(_ key: DeviceKey, _ record: DeviceRecord, rawData: [UInt8], rssi: Int8) {
-        var mergedBytes: [UInt8]?
-        for (id, sub) in subscribers {
+        var mergedBytes = record.mergedBytes
+        for sub in subscribers.values {
+            let id = sub.id
             if let m = sub.filter.minimumRSSI, rssi != 127, rssi < m { continue }
             let delivered = sub.known[key]
             if delivered == nil {
                 var pass = rawData.withUnsafeBytes { sub.filter.matches(advertisingData: $0, rssi: rssi) }
                 if !pass, sub.needsMergedCheck {
-                    if mergedBytes == nil { mergedBytes = record.peripheral.advertisingData.bytes }
+                    if mergedBytes == nil {
+                        mergedBytes = record.peripheral.advertisingData.bytes
+                        devices[key]?.mergedBytes = mergedBytes
+                    }
                     pass = mergedBytes.map { sub.filter.matches(advertisingData: $0, rssi: rssi) } ?? false
                 }
                 guard pass else { continue }
             } else if !sub.options.allowDuplicates, delivered == record.version {
                 continue
             }
-            subscribers[id]?.known[key] = record.version
+            sub.known[key] = record.version
             switch sub.sink {
             case .events(let b):
                 b.yield(delivered == nil ? .discovered(record.peripheral) : .updated(record.peripheral))
@@ -167,11 +171,11 @@ extension Scanner {
         guard let (key, record) = devices.min(by: { $0.value.peripheral.lastSeen < $1.value.peripheral.lastSeen }) else { return }
         devices[key] = nil
         logger.log(.debug, "device table full (\(deviceLimit)): dropping \(record.peripheral.address)")
-        for (id, sub) in subscribers where sub.known[key] != nil {
-            subscribers[id]?.known[key] = nil
+        for sub in subscribers.values where sub.known[key] != nil {
+            sub.known[key] = nil
             switch sub.sink {
             case .events(let b): b.yield(.lost(record.peripheral))
-            case .snapshots: snapshotChanged(id)
+            case .snapshots: snapshotChanged(sub.id)
             }
         }
     }
@@ -179,15 +183,15 @@ extension Scanner {
     // MARK: - Lost devices
 
     private func scheduleLostCheck(_ id: UInt64, after delay: Duration? = nil) {
-        guard let timeout = subscribers[id]?.options.lostTimeout else { return }
-        subscribers[id]?.lostTimer = scheduler.schedule(after: delay ?? timeout) { [weak self, executor] in
+        guard let sub = subscribers[id], let timeout = sub.options.lostTimeout else { return }
+        sub.lostTimer = scheduler.schedule(after: delay ?? timeout) { [weak self, executor] in
             self?.enter(on: executor) { $0.checkLost(id) }
         }
     }
 
     /// Reports every known device not heard for the lost timeout; re-arms for the next one due.
     func checkLost(_ id: UInt64) {
-        guard var sub = subscribers[id], let timeout = sub.options.lostTimeout else { return }
+        guard let sub = subscribers[id], let timeout = sub.options.lostTimeout else { return }
         sub.lostTimer = nil
         let now = scheduler.now()
         let limit = timeout.nanoseconds
@@ -203,7 +207,6 @@ extension Scanner {
                 nextDue = min(nextDue ?? .max, limit - age)
             }
         }
-        subscribers[id] = sub
         if !lost.isEmpty {
             switch sub.sink {
             case .events(let b): for p in lost { b.yield(.lost(p)) }
@@ -216,7 +219,7 @@ extension Scanner {
     // MARK: - Snapshots
 
     private func snapshotChanged(_ id: UInt64) {
-        guard var sub = subscribers[id], case .snapshots(_, let interval) = sub.sink else { return }
+        guard let sub = subscribers[id], case .snapshots(_, let interval) = sub.sink else { return }
         sub.snapshotDirty = true
         if sub.snapshotTimer == nil {
             let now = scheduler.now()
@@ -226,16 +229,14 @@ extension Scanner {
                 self?.enter(on: executor) { $0.emitSnapshot(id) }
             }
         }
-        subscribers[id] = sub
     }
 
     func emitSnapshot(_ id: UInt64) {
-        guard var sub = subscribers[id], case .snapshots(let b, _) = sub.sink else { return }
+        guard let sub = subscribers[id], case .snapshots(let b, _) = sub.sink else { return }
         sub.snapshotTimer = nil
-        guard sub.snapshotDirty else { subscribers[id] = sub; return }
+        guard sub.snapshotDirty else { return }
         sub.snapshotDirty = false
         sub.lastSnapshot = scheduler.now()
-        subscribers[id] = sub
         b.yield(snapshot(of: sub))
     }
 

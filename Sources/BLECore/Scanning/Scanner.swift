@@ -78,7 +78,7 @@ actor Scanner {
                      watch: (@escaping @Sendable (Int) -> Void) -> Void) {
         let id = nextSubscriberID
         nextSubscriberID += 1
-        var sub = ScanSubscriber(id: id, filter: filter, options: options, sink: sink)
+        let sub = ScanSubscriber(id: id, filter: filter, options: options, sink: sink)
         if let lostReason {
             sub.sink.finish(ScanError.transportLost(lostReason))
             return
