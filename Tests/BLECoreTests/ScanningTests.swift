@@ -395,7 +395,7 @@ struct ScanningTests {
     @Test("The controller refusing to start the scan fails the stream with its HCIError")
     func rejectedStart() async throws {
         // Command Disallowed (0x0C) for every LE Set Scan Enable that enables.
-        let bed = try await ScanBed.make(reject: { c in c.opcode.rawValue == 0x200C && c.parameters.first == 1 ? 0x0C : nil })
+        let bed = try await ScanBed.make(reject: { c, _ in c.opcode.rawValue == 0x200C && c.parameters.first == 1 ? 0x0C : nil })
         let sub = Collected(await bed.central.scan())
         let end = await sub.end()
         #expect(end.ended)
@@ -506,6 +506,48 @@ struct ScanningTests {
             Issue.record("got \(events)")
         }
         #expect(await bed.central.scanner.knownCount() == 2)
+        sub.cancel()
+        await bed.central.close()
+    }
+
+    @Test("Connecting on a controller that cannot scan and initiate at once pauses the scan and resumes it after")
+    func connectPausesScan() async throws {
+        // LE Create Connection (0x200D) gets Command Disallowed (0x0C) while LE Set Scan Enable
+        // last enabled the scan.
+        let bed = try await ScanBed.make(reject: { c, earlier in
+            guard c.opcode.rawValue == 0x200D else { return nil }
+            let lastEnable = earlier.last { $0.opcode.rawValue == 0x200C }
+            return lastEnable?.parameters.first == 1 ? 0x0C : nil
+        })
+        let sub = Collected(await bed.central.scan())
+        _ = await bed.controller.scanCommands { $0.count >= 2 }
+        await bed.central.scanner.settled()
+        let peer = LEAddress(BluetoothAddress(rawValue: 0xF05EB1000001), type: .random)
+        let central = bed.central
+        async let link = central.connect(peer, timeout: .seconds(30))
+        _ = await bed.controller.commands { $0.filter { $0.opcode.rawValue == 0x200D }.count >= 2 }
+        // The completion may only come once the central waits for it (a real controller
+        // takes a connection event at least); check a bounded number of times.
+        for _ in 0..<1000 where await central.pendingConnect == nil {
+            try await Task.sleep(for: .milliseconds(2))
+        }
+        #expect(await central.pendingConnect != nil)
+        // HCI_LE_Connection_Complete (7.7.65.1): Subevent 0x01, Status 0, handle 0x0040, role
+        // Central, peer random F0:5E:B1:00:00:01, interval 0x0018, latency 0, timeout 0x0048,
+        // clock accuracy 0.
+        bed.controller.sendLEMeta([0x01, 0x00, 0x40, 0x00, 0x00, 0x01] + Spec.address(Self.hrm) + [0x18, 0x00, 0x00, 0x00, 0x48, 0x00, 0x00])
+        _ = try await link
+        let all = await bed.controller.commands { cmds in
+            let relevant = cmds.filter { [0x200B, 0x200C, 0x200D].contains($0.opcode.rawValue) }
+            return relevant.count >= 7
+        }
+        let relevant = all.filter { [0x200B, 0x200C, 0x200D].contains($0.opcode.rawValue) }
+        #expect(relevant.map(\.opcode.rawValue) == [0x200B, 0x200C, 0x200D, 0x200C, 0x200D, 0x200B, 0x200C])
+        if relevant.count == 7 {
+            #expect(relevant[3] == Spec.setScanEnable(false))
+            #expect(relevant[6] == Spec.setScanEnable(true))
+        }
+        #expect(await sub.log.ended == false)
         sub.cancel()
         await bed.central.close()
     }

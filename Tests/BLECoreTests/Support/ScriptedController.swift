@@ -11,28 +11,28 @@ final class ScriptedController: @unchecked Sendable { // `commands`, `waiters` a
     let queue = DispatchQueue(label: "scripted-controller")
     let transport: MemoryTransport
     let extendedScanning: Bool
-    /// A non-zero status to answer `command` with; nil answers Success.
-    let reject: @Sendable (HCICommandPacket) -> UInt8?
+    /// A non-zero status to answer a command with (given the commands before it); nil answers Success.
+    let reject: @Sendable (HCICommandPacket, _ earlier: [HCICommandPacket]) -> UInt8?
     private var commands: [HCICommandPacket] = []
     private var waiters: [(condition: @Sendable ([HCICommandPacket]) -> Bool, continuation: CheckedContinuation<[HCICommandPacket], Never>)] = []
 
     /// Public address the controller reports (Read BD_ADDR).
     static let address: [UInt8] = [0x01, 0x53, 0x00, 0x5E, 0x00, 0x00]
 
-    init(transport: MemoryTransport, extendedScanning: Bool, reject: @escaping @Sendable (HCICommandPacket) -> UInt8? = { _ in nil }) throws {
+    init(transport: MemoryTransport, extendedScanning: Bool, reject: @escaping @Sendable (HCICommandPacket, [HCICommandPacket]) -> UInt8? = { _, _ in nil }) throws {
         self.transport = transport
         self.extendedScanning = extendedScanning
         self.reject = reject
         try transport.start(on: queue) { [self] event in
             guard case .packet(.command(let command)) = event else { return }
-            commands.append(command)
             answer(command)
+            commands.append(command)
             check()
         }
     }
 
     private func answer(_ c: HCICommandPacket) {
-        var rp: [UInt8] = [reject(c) ?? 0x00]
+        var rp: [UInt8] = [reject(c, commands) ?? 0x00]
         if rp[0] == 0 {
             switch c.opcode.rawValue {
             case 0x1001:
@@ -59,6 +59,11 @@ final class ScriptedController: @unchecked Sendable { // `commands`, `waiters` a
         // Command Complete (7.7.14): Num_HCI_Command_Packets 1, opcode, return parameters.
         let params: [UInt8] = [0x01, UInt8(c.opcode.rawValue & 0xFF), UInt8(c.opcode.rawValue >> 8)] + rp
         try? transport.send(.event(HCIEventPacket(code: 0x0E, parameters: params)))
+        if c.opcode.rawValue == 0x0406, rp[0] == 0, c.parameters.count == 3 {
+            // Disconnect (7.1.6) done: Disconnection Complete (7.7.5) with Status 0, the handle
+            // and the reason the host gave.
+            try? transport.send(.event(HCIEventPacket(code: 0x05, parameters: [0x00] + c.parameters)))
+        }
     }
 
     /// Supported_Commands (6.27): the bring-up and scan commands; the extended scan pair
@@ -147,7 +152,7 @@ struct ScanBed {
     let controller: ScriptedController
     let clock: LateManualScheduler
 
-    static func make(extended: Bool = false, reject: @escaping @Sendable (HCICommandPacket) -> UInt8? = { _ in nil }) async throws -> ScanBed {
+    static func make(extended: Bool = false, reject: @escaping @Sendable (HCICommandPacket, [HCICommandPacket]) -> UInt8? = { _, _ in nil }) async throws -> ScanBed {
         let (host, controllerEnd) = MemoryTransport.pair(name: "scan")
         let controller = try ScriptedController(transport: controllerEnd, extendedScanning: extended, reject: reject)
         let clock = LateManualScheduler()
