@@ -7,6 +7,9 @@ extension Central {
         var timer: (any ScheduledTimer)?
         /// Set once the attempt is being cancelled: the error to report when it ends.
         var abortError: ConnectionError?
+        /// The outcome when the completion event arrived before the caller started waiting
+        /// (Command Status and Connection Complete can come back to back).
+        var early: Result<(UInt16, ConnectionParameters), ConnectionError>?
     }
 
     /// Connects to `peer`. One attempt is pending at the controller at a time; others queue.
@@ -49,9 +52,12 @@ extension Central {
         var sent = false
         while !sent {
             do throws(HCIError) {
+                // Registered before sending: the completion may be handled before `send` returns.
+                pendingConnect = PendingConnect(peer: peer, continuation: nil)
                 try await host.send(createConnectionCommand(peer, parameters))
                 sent = true
             } catch {
+                pendingConnect = nil
                 if case .commandFailed(_, .commandDisallowed) = error, !pausedScan, scanner.enter(on: executor, { $0.isScanning }) {
                     options.logger.log(.info, "the controller cannot scan and initiate at once: pausing the scan to connect to \(peer)")
                     await scanner.pause()
@@ -64,6 +70,11 @@ extension Central {
         }
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { (c: CheckedContinuation<Result<(UInt16, ConnectionParameters), ConnectionError>, Never>) in
+                if let early = pendingConnect?.early {
+                    pendingConnect = nil
+                    c.resume(returning: early)
+                    return
+                }
                 pendingConnect = PendingConnect(peer: peer, continuation: c)
                 if Task.isCancelled {
                     abortPendingConnect(.cancelled(peer: peer))
@@ -117,7 +128,11 @@ extension Central {
     }
 
     func finishPendingConnect(_ result: Result<(UInt16, ConnectionParameters), ConnectionError>) {
-        guard let pending = pendingConnect, let c = pending.continuation else { return }
+        guard let pending = pendingConnect else { return }
+        guard let c = pending.continuation else {
+            if pending.early == nil { pendingConnect?.early = result }
+            return
+        }
         pending.timer?.cancel()
         pendingConnect = nil
         c.resume(returning: result)

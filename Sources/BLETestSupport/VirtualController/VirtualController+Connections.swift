@@ -8,6 +8,8 @@ extension VirtualController {
         let peer: LEAddress
         let parameters: LEConnectionParameters
         var timer: (any ScheduledTimer)?
+        /// The completion is on its way.
+        var scheduled = false
     }
 
     /// Controller-side state of one connection.
@@ -78,7 +80,9 @@ extension VirtualController {
         pending = PendingConnection(opcode: opcode, peer: peer, parameters: parameters)
         if !connectionFailures.isEmpty {
             let failure = connectionFailures.removeFirst()
-            pending?.timer = after(options.connectionDelay) { $0.finishPending(status: failure) }
+            pending?.scheduled = true
+            let timer = after(options.connectionDelay) { $0.finishPending(status: failure) } // may run at once: assign after
+            pending?.timer = timer
         } else {
             tryConnectPending()
         }
@@ -87,8 +91,10 @@ extension VirtualController {
     /// Completes the pending attempt when its peer is present and connectable; otherwise the
     /// attempt stays pending (the initiator keeps listening) until cancelled or the peer appears.
     func tryConnectPending() {
-        guard let p = pending, p.timer == nil, let device = peripheral(p.peer), device.isConnectable else { return }
-        pending?.timer = after(options.connectionDelay) { $0.finishPending(status: .success) }
+        guard let p = pending, p.timer == nil, !p.scheduled, let device = peripheral(p.peer), device.isConnectable else { return }
+        pending?.scheduled = true
+        let timer = after(options.connectionDelay) { $0.finishPending(status: .success) } // may run at once: assign after
+        pending?.timer = timer
     }
 
     func cancelConnection(_ opcode: HCIOpcode) {

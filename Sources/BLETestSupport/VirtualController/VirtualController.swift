@@ -84,6 +84,7 @@ public final class VirtualController: @unchecked Sendable { // mutable state is 
 
     /// The host end of a fresh in-memory HCI link; the controller consumes the other end.
     /// A new transport replaces the previous one (a replugged controller: links and scan are gone).
+    /// The controller stays alive while the transport is open.
     ///
     ///     let central = Central(transport: vc.makeTransport(), options: vc.centralOptions())
     public func makeTransport() -> any HCITransport {
@@ -94,7 +95,9 @@ public final class VirtualController: @unchecked Sendable { // mutable state is 
             hostCommandAllowance = 1
             transport = controller
             do {
-                try controller.start(on: queue) { [weak self] event in self?.handleTransport(event) }
+                // Strong on purpose: the controller lives while its link is open, even when the
+                // test keeps only the transport; closing either end breaks the cycle.
+                try controller.start(on: queue) { event in self.handleTransport(event) }
             } catch {
                 transport = nil // a fresh pair always starts; nothing to recover
             }
