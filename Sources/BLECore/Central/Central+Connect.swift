@@ -132,7 +132,7 @@ extension Central {
     func finishPendingConnect(_ result: Result<(UInt16, ConnectionParameters), ConnectionError>) {
         guard let pending = pendingConnect else { return }
         guard let c = pending.continuation else {
-            pendingConnect?.early = result
+            if pending.early == nil { pendingConnect?.early = result }
             return
         }
         pending.timer?.cancel()
