@@ -155,8 +155,15 @@ public actor Central {
         case .transportLost(let why):
             scanner.enter(on: executor) { $0.transportLost(why) }
             failPendingConnect(.command(peer: pendingConnect?.peer ?? LEAddress(.zero, type: .public), .transportLost(why)))
-            for connection in connectionsByPeer.values {
-                connection.enter(on: executor) { $0.locallyClosed = true }
+            // No link survives its controller: every connection ends now (no reconnect, the
+            // adapter is gone), so its events, disconnect waiters and GATT users learn it.
+            reconnectTimers.values.forEach { $0.cancel() }
+            reconnectTimers.removeAll()
+            let connections = Array(connectionsByPeer.values)
+            connectionsByPeer.removeAll()
+            connectionsByHandle.removeAll()
+            for connection in connections {
+                connection.enter(on: executor) { $0.transportLost(why) }
             }
             setState(.transportLost, reason: why)
         case .event(let e):

@@ -130,6 +130,17 @@ public actor Connection {
         resumeDisconnectWaiters()
     }
 
+    /// The transport is gone: the link ends for good.
+    func transportLost(_ why: String) {
+        locallyClosed = true
+        if handle != nil {
+            detached(reason: .connectionTerminatedByLocalHost, willReconnect: false)
+        } else {
+            emit(.reconnectFailed(attempts: 0, lastError: "transport lost: \(why)"))
+            resumeDisconnectWaiters()
+        }
+    }
+
     func runReconnectHooks() async {
         for hook in reconnectHooks { await hook(self) }
     }

@@ -188,7 +188,9 @@ public actor Peripheral {
         guard closed === channel else { return }
         readiness = .idle
         for h in subscriptions.keys { subscriptions[h]?.written = 0 }
+        // Without a connection to restore it, or with the transport gone, nothing comes back.
         if connection == nil { terminate(.disconnected(peer: peerDescription, reason: "\(error)")) }
+        if case .transportLost = error { terminate(.disconnected(peer: peerDescription, reason: "\(error)")) }
     }
 
     func terminate(_ error: GATTError) {

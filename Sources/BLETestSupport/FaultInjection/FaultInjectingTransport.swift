@@ -1,0 +1,329 @@
+import Dispatch
+import Synchronization
+import BLECore
+
+/// An HCI transport that wraps another and misbehaves on purpose, by a script of rules or a
+/// seeded pseudo-random plan: it drops, duplicates, delays (on its scheduler: put the
+/// virtual controller's clock here and delays happen inside `advance(by:)`), truncates or
+/// corrupts packets in either direction, and cuts the stream (the stack then sees
+/// `.closed(.lost(...))`). The same seed gives the same faults on the same traffic.
+///
+/// Packets that pass are handed on synchronously on the start queue, as the inner transport
+/// delivered them, so the wrapper adds no hop and no reordering of its own.
+///
+///     let faulty = FaultInjectingTransport(wrapping: vc.makeTransport(), scheduler: vc.clock,
+///                                          plan: .random(.init(seed: 1, match: .acl(.toHost), drop: 0.05)))
+///     let central = Central(transport: faulty, options: vc.centralOptions())
+///     ...
+///     faulty.cut(reason: "USB unplugged")
+public final class FaultInjectingTransport: HCITransport, @unchecked Sendable { // all state below `control` is touched only on the start queue; controls hop there
+    public let inner: any HCITransport
+    public var name: String { "fault(\(inner.name))" }
+
+    /// The start queue, once started; read by the controls to hop there.
+    private let control = Mutex<DispatchQueue?>(nil)
+    private let onQueueKey = DispatchSpecificKey<ObjectIdentifier>()
+    private let givenScheduler: (any TimerScheduler)?
+    private var scheduler: (any TimerScheduler)?
+    private var handler: (@Sendable (TransportEvent) -> Void)?
+    private var plan: FaultPlan
+    private var ruleUses: [Int] = []
+    private var rng: SplitMix64
+    private var stats: [FaultDirection: FaultStatistics] = [.toController: FaultStatistics(), .toHost: FaultStatistics()]
+    private var log: [AppliedFault] = []
+    private var pendingDelays: [UInt64: any ScheduledTimer] = [:]
+    private var nextDelayID: UInt64 = 0
+    private var state = State.idle
+    private var cutReason: String?
+
+    private enum State { case idle, open, closed }
+
+    /// At most this many applied faults are kept in `appliedFaults` (soak runs stay bounded).
+    public static let logLimit = 10_000
+
+    /// Wraps `inner`. `scheduler` times `.delay` faults (a dispatch timer on the start queue
+    /// when nil); its work must run on the start queue.
+    public init(wrapping inner: any HCITransport, scheduler: (any TimerScheduler)? = nil, plan: FaultPlan = .none) {
+        self.inner = inner
+        self.givenScheduler = scheduler
+        self.plan = plan
+        self.rng = SplitMix64(seed: 0)
+        resetPlanState()
+    }
+
+    // MARK: HCITransport
+
+    public func start(on queue: DispatchQueue, handler: @escaping @Sendable (TransportEvent) -> Void) throws(TransportError) {
+        guard state == .idle else { throw .closed(endpoint: name) }
+        queue.setSpecific(key: onQueueKey, value: ObjectIdentifier(self))
+        control.withLock { $0 = queue }
+        scheduler = givenScheduler ?? DispatchTimerScheduler(queue: queue)
+        self.handler = handler
+        state = .open
+        do {
+            try inner.start(on: queue) { [weak self] event in self?.fromController(event) }
+        } catch {
+            state = .closed
+            self.handler = nil
+            throw error
+        }
+    }
+
+    public func send(_ packet: HCIPacket) throws(TransportError) {
+        guard state == .open else {
+            if let cutReason { throw .lost(endpoint: name, reason: cutReason) }
+            throw .closed(endpoint: name)
+        }
+        switch outcome(of: packet, .toController) {
+        case .deliver(let packets):
+            for p in packets { try inner.send(p) }
+        case .later(let p, let delay):
+            schedule(after: delay) { transport in try? transport.inner.send(p) }
+        case .nothing:
+            break
+        case .cut:
+            let reason = "cut by the fault plan while sending \(packet.type)"
+            performCut(reason)
+            throw .lost(endpoint: name, reason: reason)
+        }
+    }
+
+    public func close() {
+        guard state != .closed else { return }
+        state = .closed
+        handler = nil
+        cancelDelays()
+        inner.close()
+    }
+
+    // MARK: Controls (any task)
+
+    /// Replaces the plan; rule counters and the random sequence start over (from the new seed).
+    public func setPlan(_ plan: FaultPlan) {
+        onQueue {
+            self.plan = plan
+            self.resetPlanState()
+        }
+    }
+
+    /// Cuts the stream now: the inner transport closes, later sends throw `.lost`, and the
+    /// stack receives `.closed(.lost(reason))` on its queue.
+    public func cut(reason: String = "the stream was cut") {
+        onQueue { self.performCut(reason) }
+    }
+
+    /// What was done to the packets travelling `direction` so far.
+    public func statistics(_ direction: FaultDirection) -> FaultStatistics {
+        onQueue { self.stats[direction] ?? FaultStatistics() }
+    }
+
+    /// The faults applied so far, in order (the first `logLimit`).
+    public var appliedFaults: [AppliedFault] { onQueue { self.log } }
+
+    /// Packets held back by `.delay` faults and not yet delivered.
+    public var delayedPacketCount: Int { onQueue { self.pendingDelays.count } }
+
+    // MARK: Internals (start queue)
+
+    private func onQueue<T>(_ body: () -> T) -> T {
+        if DispatchQueue.getSpecific(key: onQueueKey) == ObjectIdentifier(self) { return body() }
+        guard let queue = control.withLock({ $0 }) else { return body() } // not started: nothing else runs yet
+        return queue.sync(execute: body)
+    }
+
+    private func resetPlanState() {
+        if case .script(let rules) = plan { ruleUses = Array(repeating: 0, count: rules.count) } else { ruleUses = [] }
+        if case .random(let r) = plan { rng = SplitMix64(seed: r.seed) }
+    }
+
+    private func fromController(_ event: TransportEvent) {
+        guard state == .open else { return }
+        switch event {
+        case .closed(let error):
+            state = .closed
+            cancelDelays()
+            let h = handler
+            handler = nil
+            h?(.closed(error))
+        case .packet(let packet):
+            switch outcome(of: packet, .toHost) {
+            case .deliver(let packets):
+                for p in packets where state == .open { handler?(.packet(p)) }
+            case .later(let p, let delay):
+                schedule(after: delay) { transport in transport.handler?(.packet(p)) }
+            case .nothing:
+                break
+            case .cut:
+                performCut("cut by the fault plan on a \(packet.type) packet from the controller")
+            }
+        }
+    }
+
+    private func performCut(_ reason: String) {
+        guard state == .open else { return }
+        state = .closed
+        cutReason = reason
+        cancelDelays()
+        inner.close()
+        let h = handler
+        handler = nil
+        let endpoint = name
+        // Reported on a later turn: the stack may be inside `send` right now.
+        control.withLock { $0 }?.async { h?(.closed(.lost(endpoint: endpoint, reason: reason))) }
+    }
+
+    private func schedule(after delay: Duration, _ work: @escaping @Sendable (FaultInjectingTransport) -> Void) {
+        guard let scheduler else { return }
+        let id = nextDelayID
+        nextDelayID += 1
+        pendingDelays[id] = scheduler.schedule(after: delay) { [weak self] in
+            guard let self else { return }
+            // Timer work runs on the start queue (the scheduler's contract).
+            guard self.pendingDelays.removeValue(forKey: id) != nil, self.state == .open else { return }
+            work(self)
+        }
+    }
+
+    private func cancelDelays() {
+        pendingDelays.values.forEach { $0.cancel() }
+        pendingDelays.removeAll()
+    }
+
+    private enum Outcome {
+        case deliver([HCIPacket])
+        case later(HCIPacket, Duration)
+        case nothing
+        case cut
+    }
+
+    private func outcome(of packet: HCIPacket, _ direction: FaultDirection) -> Outcome {
+        let index = stats[direction, default: FaultStatistics()].packets
+        stats[direction, default: FaultStatistics()].packets += 1
+        guard let fault = chooseFault(packet, direction) else {
+            stats[direction, default: FaultStatistics()].passed += 1
+            return .deliver([packet])
+        }
+        if log.count < Self.logLimit {
+            log.append(AppliedFault(direction: direction, packetIndex: index, packetType: packet.type, fault: fault))
+        }
+        switch fault {
+        case .drop:
+            stats[direction, default: FaultStatistics()].dropped += 1
+            return .nothing
+        case .duplicate:
+            stats[direction, default: FaultStatistics()].duplicated += 1
+            return .deliver([packet, packet])
+        case .delay(let d):
+            stats[direction, default: FaultStatistics()].delayed += 1
+            return .later(packet, d)
+        case .truncate(let n):
+            stats[direction, default: FaultStatistics()].truncated += 1
+            return .deliver([Self.truncated(packet, keeping: n)])
+        case .corrupt(let offset, let mask):
+            stats[direction, default: FaultStatistics()].corrupted += 1
+            var body = packet.body
+            guard offset >= 0, offset < body.count else { return .deliver([packet]) }
+            body[offset] ^= mask
+            guard let changed = try? HCIPacket(type: packet.type, body: body) else {
+                stats[direction, default: FaultStatistics()].unparseable += 1
+                return .nothing
+            }
+            return .deliver([changed])
+        case .cut:
+            return .cut
+        }
+    }
+
+    private func chooseFault(_ packet: HCIPacket, _ direction: FaultDirection) -> PacketFault? {
+        switch plan {
+        case .none:
+            return nil
+        case .script(let rules):
+            // Every rule counts every packet it matches; the first whose window holds this one applies.
+            var chosen: PacketFault?
+            for (i, rule) in rules.enumerated() where rule.match.matches(packet, direction) {
+                let seen = ruleUses[i]
+                ruleUses[i] += 1
+                guard chosen == nil, seen >= rule.after else { continue }
+                if let count = rule.count, seen >= rule.after + count { continue }
+                chosen = rule.fault
+            }
+            return chosen
+        case .random(let r):
+            guard r.match.matches(packet, direction) else { return nil }
+            var roll = rng.nextUnit()
+            if roll < r.drop { return .drop }
+            roll -= r.drop
+            if roll < r.duplicate { return .duplicate }
+            roll -= r.duplicate
+            if roll < r.delay {
+                let ns = r.maximumDelay.nanoseconds
+                return .delay(.nanoseconds(Int64(clamping: ns == 0 ? 0 : rng.next() % (ns + 1))))
+            }
+            roll -= r.delay
+            if roll < r.truncate {
+                let length = Self.payloadLength(packet)
+                guard length > 0 else { return nil }
+                return .truncate(keeping: Int(rng.next() % UInt64(length)))
+            }
+            roll -= r.truncate
+            if roll < r.corrupt {
+                let range = Self.region(r.corruptRegion, of: packet)
+                guard !range.isEmpty else { return nil }
+                let offset = range.lowerBound + Int(rng.next() % UInt64(range.count))
+                let mask = UInt8(truncatingIfNeeded: rng.next() % 255 + 1)
+                return .corrupt(offset: offset, mask: mask)
+            }
+            return nil
+        }
+    }
+
+    // MARK: Packet surgery
+
+    static func payloadLength(_ packet: HCIPacket) -> Int {
+        switch packet {
+        case .acl(let a): return a.data.count
+        case .event(let e): return e.parameters.count
+        case .command(let c): return c.parameters.count
+        case .sco, .iso: return 0
+        }
+    }
+
+    static func truncated(_ packet: HCIPacket, keeping n: Int) -> HCIPacket {
+        let keep = max(0, n)
+        switch packet {
+        case .acl(var a): a.data = Array(a.data.prefix(keep)); return .acl(a)
+        case .event(var e): e.parameters = Array(e.parameters.prefix(keep)); return .event(e)
+        case .command(var c): c.parameters = Array(c.parameters.prefix(keep)); return .command(c)
+        case .sco, .iso: return packet
+        }
+    }
+
+    /// Offsets into `packet.body` of a region.
+    static func region(_ region: RandomFaults.Region, of packet: HCIPacket) -> Range<Int> {
+        let bodyCount: Int
+        let hciHeader: Int
+        var l2capHeader = 0
+        switch packet {
+        case .acl(let a):
+            hciHeader = 4
+            bodyCount = 4 + a.data.count
+            if a.boundary != .continuing, a.data.count >= 4 { l2capHeader = 4 }
+        case .event(let e):
+            hciHeader = 2
+            bodyCount = 2 + e.parameters.count
+        case .command(let c):
+            hciHeader = 3
+            bodyCount = 3 + c.parameters.count
+        case .sco(let raw), .iso(let raw):
+            return 0..<raw.count
+        }
+        switch region {
+        case .anywhere: return 0..<bodyCount
+        case .hciHeader: return 0..<hciHeader
+        case .l2capHeader: return hciHeader..<(hciHeader + l2capHeader)
+        case .headers: return 0..<(hciHeader + l2capHeader)
+        case .payload: return (hciHeader + l2capHeader)..<bodyCount
+        }
+    }
+}

@@ -1,0 +1,58 @@
+import Foundation
+import BLETestSupport
+
+/// What this process holds, from /proc/self (proc(5)): open file descriptors, threads and
+/// resident memory.
+struct ProcessResources: CustomStringConvertible {
+    var openFDs: Int
+    var threads: Int
+    /// Resident set size in bytes (/proc/self/statm field 2 x page size).
+    var residentBytes: Int
+
+    static func now() -> ProcessResources {
+        let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? -1
+        var threads = -1
+        if let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) {
+            for line in status.split(separator: "\n") where line.hasPrefix("Threads:") {
+                threads = Int(line.dropFirst("Threads:".count).trimmingCharacters(in: .whitespaces)) ?? -1
+            }
+        }
+        var resident = -1
+        if let statm = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) {
+            let fields = statm.split(separator: " ")
+            if fields.count > 1, let pages = Int(fields[1]) { resident = pages * Int(sysconf(Int32(_SC_PAGESIZE))) }
+        }
+        return ProcessResources(openFDs: fds, threads: threads, residentBytes: resident)
+    }
+
+    var description: String {
+        "fds \(openFDs), threads \(threads), RSS \(String(format: "%.1f", Double(residentBytes) / 1_048_576)) MiB"
+    }
+}
+
+enum Soak {
+    /// A cycle count from the environment, or `fallback`.
+    static func cycles(_ variable: String, default fallback: Int) -> Int {
+        ProcessInfo.processInfo.environment[variable].flatMap { Int($0) }.map { max(1, $0) } ?? fallback
+    }
+
+    /// uint32 little-endian (the lab counter's format).
+    static func counter(_ n: UInt32) -> [UInt8] { [UInt8(n & 0xFF), UInt8(n >> 8 & 0xFF), UInt8(n >> 16 & 0xFF), UInt8(n >> 24)] }
+
+    /// The lab service and its notifying counter (Fixtures/peers/scenarios/lab.json).
+    static let labService = ServiceIdentifier(uuid: BluetoothUUID("6E400001-B5A3-F393-E0A9-E50E24DCCA9E")!)
+    static let labCounter = CharacteristicIdentifier(uuid: BluetoothUUID("6E400006-B5A3-F393-E0A9-E50E24DCCA9E")!, service: labService)
+
+    /// Whether the Bumble radio can run here (a Python with Bumble is configured or in .venv).
+    static var radioAvailable: Bool {
+        if let p = ProcessInfo.processInfo.environment["BLE_PYTHON"], !p.isEmpty { return FileManager.default.isExecutableFile(atPath: p) }
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        return FileManager.default.isExecutableFile(atPath: root.appendingPathComponent(".venv/bin/python").path)
+    }
+
+    /// Resident memory may grow by at most this much over a run (allocator and runtime noise:
+    /// arenas, dispatch caches, test-framework records).
+    static let residentBand = 8 * 1_048_576
+    /// Threads may differ by this many (dispatch's worker pool grows and shrinks on its own).
+    static let threadBand = 2
+}
