@@ -25,6 +25,17 @@ struct ProcessResources: CustomStringConvertible {
         return ProcessResources(openFDs: fds, threads: threads, residentBytes: resident)
     }
 
+    /// Open sockets (the stack's transports; a radio's own descriptors are pipes).
+    static func openSockets() -> Int { openFDTargets().filter { $0.contains("socket:") }.count }
+
+    /// What each open descriptor refers to (for messages when counts differ).
+    static func openFDTargets() -> [String] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+        return names.sorted { (Int($0) ?? 0) < (Int($1) ?? 0) }.map { name in
+            "\(name)->" + ((try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(name)")) ?? "?")
+        }
+    }
+
     var description: String {
         "fds \(openFDs), threads \(threads), RSS \(String(format: "%.1f", Double(residentBytes) / 1_048_576)) MiB"
     }
