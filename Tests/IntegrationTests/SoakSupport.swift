@@ -63,7 +63,7 @@ enum Soak {
 
     /// Resident memory may grow by at most this much over a run (allocator and runtime noise:
     /// arenas, dispatch caches, test-framework records).
-    static let residentBand = 8 * 1_048_576
+    static let residentBand = 4 * 1_048_576
     /// Threads may differ by this many (dispatch's worker pool grows and shrinks on its own).
     static let threadBand = 2
 }

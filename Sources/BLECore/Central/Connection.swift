@@ -41,6 +41,10 @@ public actor Connection {
         self.eventStream = Broadcaster(executor: host.executor)
     }
 
+    /// The central's timer source: timeouts of work on this link (the GATT layer's ATT
+    /// transaction timer) run on it, so a manual clock in tests covers them too.
+    public nonisolated var scheduler: any TimerScheduler { host.scheduler }
+
     public var isConnected: Bool { handle != nil }
 
     /// The lifecycle of this link from now on.

@@ -62,7 +62,7 @@ public actor Peripheral {
         let channel: any L2CAPChannel
         do { channel = try await connection.attChannel() } catch { throw .connection(error) }
         self.init(channel: channel, connection: connection, peer: connection.peer, cache: cache, clientMTU: clientMTU,
-                  scheduler: DispatchTimerScheduler(queue: connection.executor.queue), transactionTimeout: .seconds(30))
+                  scheduler: connection.scheduler, transactionTimeout: .seconds(30))
     }
 
     init(channel: any L2CAPChannel, connection: Connection?, peer: LEAddress?, cache: GATTCache?, clientMTU: UInt16,
