@@ -64,7 +64,7 @@ struct PacketDescriber {
 
     static func command(_ c: HCICommandPacket) -> (String, [(String, JSON)]) {
         var fields: [(String, JSON)] = [("opcode", .int(Int(c.opcode.rawValue))), ("plen", .int(c.parameters.count))]
-        var s = "\(c.opcode) plen \(c.parameters.count)"
+        var s = "\(opcodeName(c.opcode)) plen \(c.parameters.count)"
         guard let decoded = try? HCICommandDecoded(c) else { return (s, fields) }
         switch decoded {
         case .disconnect(let d):
@@ -94,6 +94,12 @@ struct PacketDescriber {
         return (s, fields)
     }
 
+    /// Opcode 0x0000 is the No Operation opcode (Vol 4, Part E, 7.7.14): a controller sends
+    /// it to give the host command credits.
+    static func opcodeName(_ o: HCIOpcode) -> String {
+        o.rawValue == 0 ? "HCI_NOP (0x0000)" : "\(o)"
+    }
+
     // MARK: Events
 
     static func event(_ e: HCIEventPacket) -> (String, [(String, JSON)]) {
@@ -112,13 +118,13 @@ struct PacketDescriber {
         var s: String
         switch decoded {
         case .commandComplete(let c):
-            s = "Command Complete: \(c.opcode)"
+            s = "Command Complete: \(opcodeName(c.opcode))"
             if let st = c.status { s += " status \(st)" }
             s += " ncmd \(c.numHCICommandPackets)"
             fields.append(("opcode", .int(Int(c.opcode.rawValue))))
             if let st = c.status { fields.append(("status", .int(Int(st.rawValue)))) }
         case .commandStatus(let c):
-            s = "Command Status: \(c.opcode) status \(c.status) ncmd \(c.numHCICommandPackets)"
+            s = "Command Status: \(opcodeName(c.opcode)) status \(c.status) ncmd \(c.numHCICommandPackets)"
             fields.append(("opcode", .int(Int(c.opcode.rawValue))))
             fields.append(("status", .int(Int(c.status.rawValue))))
         case .disconnectionComplete(let d):
@@ -128,6 +134,9 @@ struct PacketDescriber {
             s = "Number Of Completed Packets: " + list.map { "handle 0x\(hex($0.handle, width: 4)) count \($0.count)" }.joined(separator: ", ")
         case .encryptionChange(let c):
             s = "Encryption Change: status \(c.status) handle 0x\(hex(c.handle, width: 4)) encryption \(c.encryptionEnabled)"
+        case .readRemoteVersionInformationComplete(let r):
+            s = "Read Remote Version Information Complete: status \(r.status) handle 0x\(hex(r.handle, width: 4)) version \(r.version.name) company \(AssignedNumbers.companyName(r.companyIdentifier) ?? "0x\(hex(r.companyIdentifier, width: 4))") subversion 0x\(hex(r.subversion, width: 4))"
+            fields.append(("handle", .int(Int(r.handle))))
         case .hardwareError(let code):
             s = "Hardware Error: code 0x\(hex(code, width: 2))"
         case .leConnectionComplete(let c):
