@@ -126,6 +126,16 @@ import Testing
             #expect(run.status == 1)
             let last = try #require(run.stderrLines.last)
             #expect(last.hasPrefix("ble: the device has no characteristic Heart Rate Measurement (2A37)"))
+
+            // 6E400005 needs an encrypted link (scenario lab.json: permissions readEncrypted).
+            let encrypted = try await BLETool.run(["-d", radio.transportSpec, "read", lab, "-c", "6E400005-B5A3-F393-E0A9-E50E24DCCA9E"])
+            #expect(encrypted.status == 1)
+            #expect(encrypted.stderrLines.last?.hasPrefix("ble: Insufficient Encryption (0x0F) reading 6E400005-B5A3-F393-E0A9-E50E24DCCA9E") == true)
+
+            // Nobody advertises this address: the connect attempt times out after --timeout.
+            let absent = try await BLETool.run(["-d", radio.transportSpec, "--timeout", "1", "connect", "F0:5E:B1:00:00:99"])
+            #expect(absent.status == 1)
+            #expect(absent.stderrLines.last?.hasPrefix("ble: no connection to F0:5E:B1:00:00:99") == true)
         }
     }
 
@@ -146,37 +156,29 @@ import Testing
 
     @Test func connectHoldsTheLinkUntilInterrupted() async throws {
         try await VirtualRadio.with(scenario: "lab") { radio in
-            let process = Process()
-            process.executableURL = BLETool.executable
-            process.arguments = ["-d", radio.transportSpec, "connect", "Lab sim"]
-            let out = Pipe(), err = Pipe()
-            process.standardOutput = out
-            process.standardError = err
-            let (chunks, feed) = AsyncStream<Data>.makeStream()
-            out.fileHandleForReading.readabilityHandler = { h in
-                let d = h.availableData
-                if d.isEmpty { feed.finish() } else { feed.yield(d) }
+            let run = try await BLETool.interrupt(["-d", radio.transportSpec, "connect", "Lab sim"]) {
+                $0.contains("connected (handle")
             }
-            let (exits, exitFeed) = AsyncStream<Int32>.makeStream()
-            process.terminationHandler = { exitFeed.yield($0.terminationStatus); exitFeed.finish() }
-            try process.run()
-            // The tool bounds its own connect (--timeout, 15 s), so this ends either way.
-            var text = ""
-            var iterator = chunks.makeAsyncIterator()
-            while let chunk = await iterator.next() {
-                text += String(decoding: chunk, as: UTF8.self)
-                if text.contains("connected (handle") { break }
+            #expect(run.status == 130)
+            #expect(run.stdout.contains("connecting (attempt 1)"))
+            #expect(run.stdout.contains("connected (handle"))
+            #expect(run.stderr.contains("disconnected"), "\(run.stderr)")
+        }
+    }
+
+    @Test func connectReconnectsAfterADrop() async throws {
+        // "Dropper sim" ends every link 3 s after it is made (scenario flaky.json).
+        try await VirtualRadio.with(scenario: "flaky") { radio in
+            let dropper = try #require(radio.device("dropper")).address
+            let run = try await BLETool.interrupt(["-d", radio.transportSpec, "connect", dropper, "--reconnect", "3", "--json"]) {
+                $0.components(separatedBy: "connected (handle").count > 2
             }
-            kill(process.processIdentifier, SIGINT)
-            while let chunk = await iterator.next() { text += String(decoding: chunk, as: UTF8.self) }
-            var exitIterator = exits.makeAsyncIterator()
-            let status = await exitIterator.next()
-            out.fileHandleForReading.readabilityHandler = nil
-            #expect(status == 130)
-            #expect(text.contains("connecting (attempt 1)"))
-            #expect(text.contains("connected (handle"))
-            let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            #expect(stderr.contains("disconnected"), "\(stderr)")
+            #expect(run.status == 130)
+            let events = try BLETool.jsonLines(run).compactMap { $0["event"] as? String }
+            #expect(events.first == "connecting (attempt 1)")
+            #expect(events.contains { $0.hasPrefix("disconnected: Remote User Terminated Connection (0x13), will reconnect") }, "\(events)")
+            #expect(events.contains { $0.hasPrefix("reconnecting: attempt 1") }, "\(events)")
+            #expect(events.filter { $0.hasPrefix("connected (handle") }.count == 2)
         }
     }
 }

@@ -66,6 +66,41 @@ enum BLETool {
                    stderr: (try? String(contentsOf: err, encoding: .utf8)) ?? "")
     }
 
+    /// Runs `ble arguments` and sends it SIGINT (Ctrl-C) once its stdout satisfies `ready`.
+    /// Bounded by the tool itself: its connect and scan steps time out, ending the output.
+    static func interrupt(_ arguments: [String], when ready: @escaping (String) -> Bool) async throws -> Run {
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        var env = ProcessInfo.processInfo.environment
+        env["NO_COLOR"] = "1"
+        process.environment = env
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        let (chunks, feed) = AsyncStream<Data>.makeStream()
+        out.fileHandleForReading.readabilityHandler = { h in
+            let d = h.availableData
+            if d.isEmpty { feed.finish() } else { feed.yield(d) }
+        }
+        let (exits, exitFeed) = AsyncStream<Int32>.makeStream()
+        process.terminationHandler = { exitFeed.yield($0.terminationStatus); exitFeed.finish() }
+        try process.run()
+        var text = ""
+        var iterator = chunks.makeAsyncIterator()
+        while let chunk = await iterator.next() {
+            text += String(decoding: chunk, as: UTF8.self)
+            if ready(text) { break }
+        }
+        kill(process.processIdentifier, SIGINT)
+        while let chunk = await iterator.next() { text += String(decoding: chunk, as: UTF8.self) }
+        var exitIterator = exits.makeAsyncIterator()
+        let status = await exitIterator.next() ?? -1
+        out.fileHandleForReading.readabilityHandler = nil
+        let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        return Run(status: status, stdout: text, stderr: stderr)
+    }
+
     /// Each stdout line parsed as a JSON object.
     static func jsonLines(_ run: Run) throws -> [[String: Any]] {
         try run.stdoutLines.map { line in
