@@ -4,14 +4,17 @@ SWIFT ?= swift
 SWIFTFLAGS := -Xswiftc -warnings-as-errors
 VENV := .venv
 PY := $(VENV)/bin/python
-APT_PACKAGES := libbluetooth-dev pkg-config tshark bluez
+APT_PACKAGES := libbluetooth-dev pkg-config tshark bluez tmux
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+# Seconds each fuzz target runs in `make test` (make fuzz runs longer).
+FUZZ_SMOKE_SECONDS ?= 15
+FUZZ_SECONDS ?= 300
 
-.PHONY: all deps apt venv build test demo bench fuzz soak clean
+.PHONY: all deps apt venv build test test-swift test-fuzz test-vm demo bench fuzz soak clean
 
 all: build
 
-# Debian packages (only what is missing) and the Python venv for the Bumble peer.
+# Debian packages (only those missing) and the Python venv with the Bumble peer.
 deps: apt venv
 
 apt:
@@ -32,10 +35,13 @@ $(VENV)/.stamp: Fixtures/peers/requirements.txt
 build: apt
 	$(SWIFT) build $(SWIFTFLAGS)
 
-# The whole suite: unit, replay, in-process virtual controller, Bumble virtual radio.
-test: deps
+# The whole suite: byte fixtures, replay, in-process virtual controller, Bumble virtual radio,
+# the CLI, fuzz smoke runs and the real-kernel tier under qemu.
+test: deps test-swift
+
+test-swift: deps
 	$(SWIFT) build --build-tests $(SWIFTFLAGS)
-	BLE_PYTHON=$(abspath $(PY)) $(SWIFT) test --skip-build
+	BLE_PYTHON=$(abspath $(PY)) BLE_KERNEL_VM=1 $(SWIFT) test --skip-build
 
 # The main job on the bundled virtual radio (no hardware needed).
 demo: deps build
@@ -43,3 +49,8 @@ demo: deps build
 
 clean:
 	rm -rf .build $(VENV)
+
+# Benchmarks (release build), side by side with Bumble on the same bytes; prints JSON.
+bench: deps
+	$(SWIFT) build -c release --product Benchmarks $(SWIFTFLAGS)
+	.build/release/Benchmarks --python $(abspath $(PY))

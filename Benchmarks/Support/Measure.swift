@@ -1,0 +1,50 @@
+import Foundation
+
+/// One measured workload: operations per second, best of several runs.
+struct Measurement: Codable {
+    var name: String
+    var operations: Int
+    var seconds: Double
+    var operationsPerSecond: Double
+    var extra: [String: Double] = [:]
+}
+
+/// Runs `body` (which performs `operations` operations) `runs` times; keeps the fastest run.
+func measure(_ name: String, operations: Int, runs: Int = 5, _ body: () throws -> Void) rethrows -> Measurement {
+    var best = Double.infinity
+    for _ in 0..<runs {
+        let start = DispatchTime.now().uptimeNanoseconds
+        try body()
+        let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        best = min(best, elapsed)
+    }
+    return Measurement(name: name, operations: operations, seconds: best, operationsPerSecond: Double(operations) / best)
+}
+
+/// The CPU model and core count, for the report.
+func machineDescription() -> [String: String] {
+    var model = "unknown"
+    if let info = try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8),
+       let line = info.split(separator: "\n").first(where: { $0.hasPrefix("model name") }),
+       let value = line.split(separator: ":", maxSplits: 1).last {
+        model = value.trimmingCharacters(in: .whitespaces)
+    }
+    return ["cpu": model, "cores": "\(ProcessInfo.processInfo.activeProcessorCount)", "os": ProcessInfo.processInfo.operatingSystemVersionString]
+}
+
+/// Runs the Bumble side of a workload on the same bytes and returns its operations per second.
+func runBumble(python: String, workload: String, input: URL, iterations: Int) -> Double? {
+    let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("bumble_bench.py")
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: python)
+    p.arguments = [script.path, workload, input.path, String(iterations)]
+    let out = Pipe()
+    p.standardOutput = out
+    do { try p.run() } catch { return nil }
+    let data = out.fileHandleForReading.readDataToEndOfFile()
+    p.waitUntilExit()
+    guard p.terminationStatus == 0,
+          let json = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+          let rate = json["operationsPerSecond"] as? Double else { return nil }
+    return rate
+}

@@ -1,0 +1,97 @@
+"""A Bumble controller behind the Linux kernel's virtual HCI driver, with one peripheral.
+
+Opens /dev/vhci (module hci_vhci), so the kernel gets a new adapter hciN ("Bus: Virtual")
+whose controller is a bumble.controller.Controller. A second controller on the same
+LocalLink is driven by a Bumble Device that advertises as a heart-rate monitor:
+
+    name "HRM", random static address F0:00:00:00:48:52, connectable,
+    advertising data 02 01 06 | 04 09 48 52 4D | 03 03 0D 18
+    (Flags LE General Discoverable + BR/EDR Not Supported; Complete Local Name "HRM";
+    Complete List of 16-bit Service UUIDs 0x180D), and a GATT Heart Rate service
+    (0x180D) with Heart Rate Measurement (0x2A37, notify) and Body Sensor Location
+    (0x2A38, read, 0x01 = chest).
+
+Usage (inside a kernel that has hci_vhci loaded, as root):
+
+    python vhci_controller.py [--vhci /dev/vhci] [--address C0:00:00:00:00:01]
+
+Prints "ready" on stdout once the peripheral advertises; runs until killed.
+"""
+
+import argparse
+import asyncio
+import logging
+import signal
+
+from bumble import gatt
+from bumble.controller import Controller
+from bumble.device import Device
+from bumble.hci import Address
+from bumble.link import LocalLink
+from bumble.transport import open_transport
+
+PERIPHERAL_ADDRESS = "F0:00:00:00:48:52"
+ADVERTISING_DATA = bytes.fromhex("020106" "0409" "48524d" "0303" "0d18")
+
+
+def heart_rate_service() -> gatt.Service:
+    measurement = gatt.Characteristic(
+        gatt.GATT_HEART_RATE_MEASUREMENT_CHARACTERISTIC,
+        gatt.Characteristic.Properties.NOTIFY,
+        gatt.Characteristic.READABLE,
+        bytes([0x00, 72]),  # Flags 0 (UINT8 format), 72 bpm
+    )
+    location = gatt.Characteristic(
+        gatt.GATT_BODY_SENSOR_LOCATION_CHARACTERISTIC,
+        gatt.Characteristic.Properties.READ,
+        gatt.Characteristic.READABLE,
+        bytes([0x01]),  # Chest
+    )
+    return gatt.Service(gatt.GATT_HEART_RATE_SERVICE, [measurement, location])
+
+
+async def run(vhci_path: str, address: str) -> None:
+    link = LocalLink()
+    async with await open_transport(f"vhci:{vhci_path}") as transport:
+        # The controller the kernel talks to through /dev/vhci.
+        Controller(
+            "kernel",
+            host_source=transport.source,
+            host_sink=transport.sink,
+            link=link,
+            public_address=address,
+        )
+
+        # The simulated peripheral on the same link.
+        peripheral_controller = Controller("hrm", link=link)
+        device = Device.with_hci(
+            "HRM", Address(PERIPHERAL_ADDRESS), peripheral_controller, peripheral_controller
+        )
+        device.add_service(heart_rate_service())
+        await device.power_on()
+        await device.start_advertising(
+            advertising_data=ADVERTISING_DATA, auto_restart=True
+        )
+        print("ready", flush=True)
+
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        await stop.wait()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--vhci", default="/dev/vhci", help="virtual HCI device node")
+    parser.add_argument(
+        "--address", default="C0:00:00:00:00:01", help="public address of the kernel's controller"
+    )
+    parser.add_argument("--verbose", action="store_true")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING)
+    asyncio.run(run(args.vhci, args.address))
+
+
+if __name__ == "__main__":
+    main()
