@@ -64,6 +64,19 @@ import Testing
         if let expectedATTFrames { #expect(attFrames == expectedATTFrames) }
     }
 
+    @Test func closedStdoutEndsTheTool() async throws {
+        // 690 lines are more than a pipe buffer holds: the tool meets EPIPE once head exits.
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/bin/bash")
+        p.arguments = ["-c", "\"$0\" decode \"$1\" | head -1 >/dev/null; echo ${PIPESTATUS[0]}", BLETool.executable.path, Self.capture]
+        let out = Pipe()
+        p.standardOutput = out
+        try p.run()
+        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        p.waitUntilExit()
+        #expect(text == "141\n")
+    }
+
     @Test func notACaptureIsARuntimeError() async throws {
         let run = try await BLETool.run(["decode", BLETool.fixture("cli/payloads/all-types.json").path])
         #expect(run.status == 1)

@@ -39,6 +39,9 @@ struct Console: Sendable {
                 let n = Glibc.write(fd, base + offset, buf.count - offset)
                 if n < 0 {
                     if errno == EINTR { continue }
+                    // The reader of stdout went away (`ble scan | head -3`): stop like a tool
+                    // killed by SIGPIPE would (status 128 + 13), instead of scanning on unread.
+                    if errno == EPIPE && fd == 1 { exit(141) }
                     return
                 }
                 offset += n
