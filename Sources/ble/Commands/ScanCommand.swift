@@ -64,13 +64,14 @@ enum ScanCommand {
 
     static func liveTable(_ ctx: CommandContext, central: Central, filter: ScanFilter, options: ScanOptions, duration: Double?) async throws {
         let console = ctx.console
+        let environment = ctx.environment
         let scheduler = central.host.scheduler
         console.raw("\u{1B}[?25l\u{1B}[2J\u{1B}[H")
         defer { console.raw("\u{1B}[?25h") }
         let stream = await central.discoveredPeripherals(filter: filter, options: options, interval: .milliseconds(250))
         let draw: @Sendable () async -> Void = {
             for await list in stream {
-                console.raw(ScanFormat.table(list, now: scheduler.now(), console: console))
+                console.raw(ScanFormat.table(list, now: scheduler.now(), console: console, width: console.terminalWidth(environment: environment)))
             }
         }
         if let duration {

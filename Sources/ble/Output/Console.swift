@@ -25,6 +25,13 @@ struct Console: Sendable {
     /// An error line: "ble: <text>".
     func error(_ text: String) { Console.write(2, "ble: \(text)\n") }
 
+    /// Columns of the terminal on stdout (TIOCGWINSZ), else $COLUMNS, else 120.
+    func terminalWidth(environment: [String: String]) -> Int {
+        var size = winsize()
+        if ioctl(1, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 { return Int(size.ws_col) }
+        return environment["COLUMNS"].flatMap { Int($0) }.flatMap { $0 > 0 ? $0 : nil } ?? 120
+    }
+
     /// Wraps `text` in an SGR colour when colour is on.
     func paint(_ text: String, _ sgr: String) -> String {
         colour ? "\u{1B}[\(sgr)m\(text)\u{1B}[0m" : text

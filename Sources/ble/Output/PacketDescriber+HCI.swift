@@ -97,6 +97,15 @@ extension PacketDescriber {
                 if let name = AdvertisingData(bytes: r.data).localName { t += " name \"\(name)\"" }
                 return t
             }.joined(separator: "; ")
+        case .leExtendedAdvertisingReport(let reports):
+            s = "LE Extended Advertising Report: " + reports.map { r in
+                let type = LEAddressType(rawValue: r.addressType).map { "\(LEAddress(r.address, type: $0))" } ?? "\(r.address) (type 0x\(hex(r.addressType, width: 2)))"
+                var t = "\(type) rssi \(r.rssi)"
+                if r.eventType.contains(.scanResponse) { t += " scan response" }
+                if r.eventType.contains(.legacy) { t += " legacy" }
+                if let name = AdvertisingData(bytes: r.data).localName { t += " name \"\(name)\"" }
+                return t
+            }.joined(separator: "; ")
         case .leDataLengthChange(let d):
             s = "LE Data Length Change: handle 0x\(hex(d.handle, width: 4)) tx \(d.maxTxOctets) rx \(d.maxRxOctets) octets"
         case .leReadRemoteFeaturesComplete(let f):

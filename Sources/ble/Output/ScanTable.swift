@@ -49,18 +49,19 @@ enum ScanFormat {
     }
 
     /// The live table, strongest first, as ANSI text that redraws the screen from the top.
-    static func table(_ list: [DiscoveredPeripheral], now: UInt64, console: Console, width: Int = 120) -> String {
+    /// Lines are cut to the terminal's `width` so none wraps and the redraw stays in place.
+    static func table(_ list: [DiscoveredPeripheral], now: UInt64, console: Console, width: Int) -> String {
         let sorted = list.sorted { $0.smoothedRSSI > $1.smoothedRSSI }
-        let header = row(["ADDRESS", "NAME", "RSSI", "SERVICES", "MANUFACTURER", "SEEN"])
-        var lines = [console.paint(header, "1")]
+        func cut(_ s: String) -> String { s.count > width ? String(s.prefix(max(1, width - 1))) : s }
+        var lines = [console.paint(cut(row(["ADDRESS", "NAME", "RSSI", "SERVICES", "MANUFACTURER", "SEEN"])), "1")]
         for p in sorted {
             let age = now >= p.lastSeen ? Double(now - p.lastSeen) / 1e9 : 0
             let seen = age < 1 ? "now" : "\(Int(age)) s ago"
-            lines.append(row([address(p), p.name ?? "-", rssi(p), services(p).joined(separator: ", "), manufacturer(p) ?? "-", seen]))
+            lines.append(cut(row([address(p), p.name ?? "-", rssi(p), services(p).joined(separator: ", "), manufacturer(p) ?? "-", seen])))
         }
-        lines.append(console.paint("\(sorted.count) device\(sorted.count == 1 ? "" : "s") - Ctrl-C to stop", "2"))
+        lines.append(console.paint(cut("\(sorted.count) device\(sorted.count == 1 ? "" : "s") - Ctrl-C to stop"), "2"))
         var out = "\u{1B}[H"
-        for l in lines { out += String(l.prefix(width + 20)) + "\u{1B}[K\n" }
+        for l in lines { out += l + "\u{1B}[K\n" }
         return out + "\u{1B}[J"
     }
 
