@@ -32,6 +32,23 @@ import Testing
         }
     }
 
+    @Test func scanLinesFiltersAndPassiveMode() async throws {
+        try await VirtualRadio.with(scenario: "all") { radio in
+            let file = FileManager.default.temporaryDirectory.appendingPathComponent("scan-\(UUID().uuidString).btsnoop")
+            defer { try? FileManager.default.removeItem(at: file) }
+            let run = try await BLETool.run(["-d", radio.transportSpec, "--btsnoop", file.path, "scan", "--passive",
+                                             "--name", "lab", "--duration=2"])
+            #expect(run.status == 0, "\(run.stderr)")
+            // Piped without --json: one line per new or changed device, only the one named like "lab".
+            #expect(run.stdoutLines.first?.hasPrefix("discovered  F0:5E:B1:00:00:02/random  -") == true, "\(run.stdout)")
+            #expect(run.stdoutLines.allSatisfy { $0.contains("F0:5E:B1:00:00:02/random") && $0.contains("\"Lab sim\"") })
+            // The controller was asked for a passive scan (LE_Scan_Type 0x00, Vol 4, Part E, 7.8.10).
+            let decoded = try await BLETool.run(["decode", file.path])
+            #expect(decoded.stdout.contains("< CMD HCI_LE_Set_Scan_Parameters (0x200B) plen 7: passive"))
+            #expect(decoded.stdout.contains("< CMD HCI_LE_Set_Scan_Enable (0x200C) plen 2: enable"))
+        }
+    }
+
     @Test func inspectJSONMatchesTheLabScenario() async throws {
         try await VirtualRadio.with(scenario: "lab") { radio in
             let lab = try #require(radio.device("lab"))
