@@ -106,6 +106,15 @@ import Testing
             let text = try await BLETool.run(["-d", radio.transportSpec, "read", hrm.address, "-c", "2A37", "--notify", "-n2"])
             #expect(text.stdoutLines.count == 2)
             #expect(text.stdoutLines.allSatisfy { $0.contains(" bpm") })
+
+            // Write the Heart Rate Control Point (0x01: reset Energy Expended, Heart Rate
+            // Service 1.0, 3.3) and print the next measurement notified.
+            let reply = try await BLETool.run(["-d", radio.transportSpec, "write", hrm.address, "-c", "2A39", "-x01",
+                                               "--expect-reply-on", "2A37", "--json"])
+            #expect(reply.status == 0, "\(reply.stderr)")
+            let answer = try #require(try BLETool.jsonLines(reply).first)
+            #expect(answer["characteristic"] as? String == "2A37")
+            #expect((answer["decoded"] as? String)?.contains(" bpm") == true)
         }
     }
 
