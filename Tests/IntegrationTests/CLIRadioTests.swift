@@ -145,6 +145,23 @@ import Testing
         }
     }
 
+    @Test func indicationsStreamAndWrongModeIsRefused() async throws {
+        try await VirtualRadio.with(scenario: "lab") { radio in
+            let lab = try #require(radio.device("lab")).address
+            let counter = "6E400004-B5A3-F393-E0A9-E50E24DCCA9E"   // indicate-only counter, lab.json
+            let run = try await BLETool.run(["-d", radio.transportSpec, "read", lab, "-c", counter, "--indicate", "--count", "3", "--json"])
+            #expect(run.status == 0, "\(run.stderr)")
+            let values = try BLETool.jsonLines(run).compactMap { $0["hex"] as? String }
+            #expect(values.count == 3)
+            #expect(Set(values).count == 3, "the counter does not count: \(values)")
+
+            let wrong = try await BLETool.run(["-d", radio.transportSpec, "read", lab, "-c", counter, "--notify", "-n", "1"])
+            #expect(wrong.status == 1)
+            #expect(wrong.stderrLines.last?.contains("does not support notifications") == true)
+            #expect(wrong.stderrLines.last?.contains("use --indicate") == true)
+        }
+    }
+
     @Test func missingCharacteristicIsOneLineFailure() async throws {
         try await VirtualRadio.with(scenario: "lab") { radio in
             let lab = try #require(radio.device("lab")).address
