@@ -37,7 +37,7 @@ build: apt
 
 # The whole suite: byte fixtures, replay, in-process virtual controller, Bumble virtual radio,
 # the CLI, fuzz smoke runs and the real-kernel tier under qemu.
-test: deps test-swift test-fuzz
+test: deps test-fuzz test-swift
 
 test-swift: deps
 	$(SWIFT) build --build-tests $(SWIFTFLAGS)

@@ -28,4 +28,22 @@ import BLETestSupport
         #expect(remaining == 0)
         await central.close()
     }
+
+    @Test(.timeLimit(.minutes(1)))
+    func labSessionReplaysExactly() async throws {
+        let transport = try ReplayTransport(path: HeartRateSession.capturePath("lab-session.btsnoop"))
+        let central = Central(transport: transport)
+        try await central.powerOn()
+        let result = try await LabSession.run(central)
+        // Expected from the scenario (Fixtures/peers/scenarios/lab.json): the lab device at
+        // F0:5E:B1:00:00:02, a 600-byte value whose byte i is i & 0xFF, the written value read back.
+        #expect(result.found == LEAddress("F0:5E:B1:00:00:02", type: .random))
+        #expect(result.longValue == (0..<600).map { UInt8($0 & 0xFF) })
+        #expect(result.writtenBack == LabSession.written)
+        #expect(result.indications == 3)
+        let (mismatches, remaining) = central.executor.queue.sync { (transport.mismatches, transport.expectedRemaining) }
+        #expect(mismatches.isEmpty, "\(mismatches.prefix(3))")
+        #expect(remaining == 0)
+        await central.close()
+    }
 }
