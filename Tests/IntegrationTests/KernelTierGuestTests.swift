@@ -313,12 +313,25 @@ enum KernelTierGuest {
         }
     }
 
-    /// LE advertising reports seen by `central`'s host from now on.
-    static func reports(_ central: Central) async -> AsyncStream<HCIEvent.LEAdvertisingReport> {
-        let (stream, sink) = AsyncStream.makeStream(of: HCIEvent.LEAdvertisingReport.self)
+    /// One advertisement seen, from a legacy or an extended advertising report.
+    struct Seen: Sendable {
+        var address: BluetoothAddress
+        var data: [UInt8]
+    }
+
+    /// Advertisements seen by `central`'s host from now on. Bumble's controller answers a
+    /// legacy scan with LE Extended Advertising Reports when it supports extended
+    /// advertising, so both kinds count.
+    static func reports(_ central: Central) async -> AsyncStream<Seen> {
+        let (stream, sink) = AsyncStream.makeStream(of: Seen.self)
         await central.host.addEventHandler { event in
-            if case .event(.leAdvertisingReport(let reports)) = event {
-                for report in reports { sink.yield(report) }
+            switch event {
+            case .event(.leAdvertisingReport(let reports)):
+                for report in reports { sink.yield(Seen(address: report.address, data: report.data)) }
+            case .event(.leExtendedAdvertisingReport(let reports)):
+                for report in reports { sink.yield(Seen(address: report.address, data: report.data)) }
+            default:
+                break
             }
         }
         return stream
@@ -330,7 +343,7 @@ enum KernelTierGuest {
     }
 
     /// Passive legacy scan (Vol 4, Part E, 7.8.10) until HRM's advertisement arrives.
-    static func scanForHRM(_ central: Central, timeout: Duration) async throws -> HCIEvent.LEAdvertisingReport {
+    static func scanForHRM(_ central: Central, timeout: Duration) async throws -> Seen {
         let stream = await reports(central)
         _ = try await central.host.send(HCICommand.leSetScanParameters(HCICommand.LESetScanParameters(scanType: 0, scanInterval: 0x0060, scanWindow: 0x0030)))
         try await setScan(central, enabled: true)
