@@ -102,10 +102,46 @@ struct KernelTierGuestTests {
         try HCIAdapters.bringUp(index: 0)
         let executor = AdapterExecutor(label: "kernel-mode")
         do {
-            let channel = try await L2CAPSocketChannel.connect(adapterIndex: 0, peer: KernelTierGuest.hrm, executor: executor, timeout: .seconds(40))
-            let bearer = ATTBearer(channel: channel, scheduler: DispatchTimerScheduler(queue: executor.queue))
-            try await KernelTierGuest.heartRateSession(bearer, notifications: true)
-            channel.close()
+            // A raw-channel monitor learns the handle of the link the kernel creates. A bare
+            // HCIHost, not a Central: a Central ends connections it did not ask for.
+            let monitor = HCIHost(transport: try HCISocketTransport(index: 0, channel: .raw), executor: AdapterExecutor(label: "monitor"))
+            try await monitor.start()
+            let (handles, handleSink) = AsyncStream.makeStream(of: UInt16.self)
+            let (disconnections, disconnectionSink) = AsyncStream.makeStream(of: UInt16.self)
+            await monitor.addEventHandler { event in
+                switch event {
+                case .event(.leConnectionComplete(let c)) where c.status == .success: handleSink.yield(c.handle)
+                case .event(.leEnhancedConnectionComplete(let c)) where c.status == .success: handleSink.yield(c.handle)
+                case .event(.disconnectionComplete(let d)): disconnectionSink.yield(d.handle)
+                default: break
+                }
+            }
+            do {
+                let channel = try await L2CAPSocketChannel.connect(adapterIndex: 0, peer: KernelTierGuest.hrm, executor: executor, timeout: .seconds(40))
+                let bearer = ATTBearer(channel: channel, scheduler: DispatchTimerScheduler(queue: executor.queue))
+                try await KernelTierGuest.heartRateSession(bearer, notifications: true)
+
+                // The link ends under the socket (HCI_Disconnect through the raw channel, as
+                // another program could): the channel reports it, the bearer fails requests.
+                let handle = try #require(await KernelTierGuest.first(of: handles, within: .seconds(5)), "no LE Connection Complete seen on the raw channel")
+                _ = try await monitor.send(HCICommand.disconnect(handle: handle, reason: .remoteUserTerminatedConnection))
+                try #require(await KernelTierGuest.first(of: disconnections.filter { $0 == handle }, within: .seconds(10)) != nil, "no Disconnection Complete for 0x\(String(handle, radix: 16))")
+                do {
+                    _ = try await bearer.request(.readRequest(handle: 0x0001))
+                    Issue.record("a request succeeded after the link was disconnected")
+                } catch {
+                    guard case .linkClosed(let why) = error else {
+                        Issue.record("expected .linkClosed, got \(error)")
+                        throw error
+                    }
+                    print("kernel mode, link disconnected under the socket: \(why)")
+                }
+                channel.close()
+            } catch {
+                await monitor.close()
+                throw error
+            }
+            await monitor.close()
         } catch {
             try? HCIAdapters.bringDown(index: 0)
             throw error
@@ -113,6 +149,26 @@ struct KernelTierGuestTests {
         try HCIAdapters.bringDown(index: 0)
         try #require(try HCIAdapters.list().first { $0.index == 0 }?.isUp == false)
         KernelTierGuest.pass("kernelModeGATT")
+    }
+
+    @Test("Kernel mode: a peer that never answers gives .timeout after the limit")
+    func kernelModeTimeout() async throws {
+        try HCIAdapters.bringUp(index: 0)
+        let executor = AdapterExecutor(label: "kernel-mode-timeout")
+        let absent = LEAddress(BluetoothAddress(rawValue: 0xF0_00_00_00_99_99), type: .random)
+        do {
+            let channel = try await L2CAPSocketChannel.connect(adapterIndex: 0, peer: absent, executor: executor, timeout: .seconds(3))
+            channel.close()
+            Issue.record("connected to \(absent), which does not exist")
+        } catch {
+            if case .timeout(_, let ms) = error {
+                #expect(ms == 3000)
+            } else {
+                Issue.record("expected .timeout, got \(error)")
+            }
+        }
+        try HCIAdapters.bringDown(index: 0)
+        KernelTierGuest.pass("kernelModeTimeout")
     }
 
     @Test("Kernel mode: L2CAPSocketChannel.connect with hci0 down fails with a typed error")
@@ -345,6 +401,11 @@ enum KernelTierGuest {
     /// Passive legacy scan (Vol 4, Part E, 7.8.10) until HRM's advertisement arrives.
     static func scanForHRM(_ central: Central, timeout: Duration) async throws -> Seen {
         let stream = await reports(central)
+        // LE Set Scan Parameters is disallowed while scanning. A scan can be left running by
+        // the kernel: a cancelled kernel-mode connect stops its background scan from a work
+        // queue, which HCIDEVDOWN drains without running, and Bumble's controller keeps
+        // scanning across HCI_Reset. Disabling first is allowed in any state.
+        try await setScan(central, enabled: false)
         _ = try await central.host.send(HCICommand.leSetScanParameters(HCICommand.LESetScanParameters(scanType: 0, scanInterval: 0x0060, scanWindow: 0x0030)))
         try await setScan(central, enabled: true)
         let hrmAddress = hrm.address
