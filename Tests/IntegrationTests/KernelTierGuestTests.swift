@@ -428,8 +428,8 @@ enum KernelTierGuest {
     /// Runs this test binary again with `BLE_KERNEL_TIER_CHILD=role` (optionally as user
     /// nobody through setpriv); with `interruptAfterLine`, sends SIGINT once the child printed
     /// that line. The child is killed if it has not exited within 120 s. (posix_spawn and a
-    /// reader thread: Foundation's Process needs a CFSocket wakeup pair that the guest's
-    /// read-only root does not give it.)
+    /// reader thread: inside the guest, Foundation's Process logged that it could not create
+    /// its CFSocket wakeup socket pair and never reported the child's exit.)
     static func runChild(role: String, asNobody: Bool, interruptAfterLine: String?) async throws -> Child {
         var pathBuffer = [CChar](repeating: 0, count: 4096)
         let length = readlink("/proc/self/exe", &pathBuffer, pathBuffer.count - 1)

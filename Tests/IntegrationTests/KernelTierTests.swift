@@ -1,3 +1,5 @@
+import BLECore
+import CHCI
 import Foundation
 import Testing
 
@@ -126,5 +128,30 @@ enum KernelTierVM {
         }
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         return Run(status: status, stdout: stdout, stderr: stderr, seconds: seconds)
+    }
+}
+
+/// On a host kernel without Bluetooth (most build machines): the kernel-mode channel fails
+/// with the typed error that says so, before any VM is involved.
+@Suite("L2CAPSocketChannel on a kernel without Bluetooth")
+struct L2CAPSocketChannelNoBluetoothTests {
+    static var kernelHasBluetooth: Bool {
+        let fd = socket(AF_BLUETOOTH, Int32(SOCK_SEQPACKET.rawValue), BTPROTO_L2CAP)
+        if fd >= 0 { close(fd) }
+        return fd >= 0 || errno != EAFNOSUPPORT
+    }
+
+    @Test("connect throws .bluetoothUnsupported when socket(AF_BLUETOOTH) gives EAFNOSUPPORT",
+          .enabled(if: !kernelHasBluetooth))
+    func unsupported() async throws {
+        let peer = LEAddress(BluetoothAddress(rawValue: 0xF0_00_00_00_48_52), type: .random)
+        do {
+            let channel = try await L2CAPSocketChannel.connect(peer: peer, executor: AdapterExecutor(label: "no-bluetooth"), timeout: .seconds(1))
+            channel.close()
+            Issue.record("connected without Bluetooth in the kernel")
+        } catch {
+            #expect(error == .bluetoothUnsupported)
+            #expect("\(error)".contains("EAFNOSUPPORT"))
+        }
     }
 }
