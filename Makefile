@@ -37,11 +37,18 @@ build: apt
 
 # The whole suite: byte fixtures, replay, in-process virtual controller, Bumble virtual radio,
 # the CLI, fuzz smoke runs and the real-kernel tier under qemu.
-test: deps test-swift
+test: deps test-swift test-fuzz
 
 test-swift: deps
 	$(SWIFT) build --build-tests $(SWIFTFLAGS)
 	BLE_PYTHON=$(abspath $(PY)) BLE_KERNEL_VM=1 $(SWIFT) test --skip-build
+
+# Every libFuzzer target for a short smoke run (make fuzz runs longer).
+test-fuzz: apt
+	scripts/fuzz run --seconds $(FUZZ_SMOKE_SECONDS)
+
+fuzz: apt
+	scripts/fuzz run --seconds $(FUZZ_SECONDS)
 
 # The main job on the bundled virtual radio (no hardware needed).
 demo: deps build

@@ -7,6 +7,9 @@ extension Central {
         var timer: (any ScheduledTimer)?
         /// Set once the attempt is being cancelled: the error to report when it ends.
         var abortError: ConnectionError?
+        /// The completion, when it arrived before the caller started waiting (a fast
+        /// controller can send it right behind the Command Status).
+        var early: Result<(UInt16, ConnectionParameters), ConnectionError>?
     }
 
     /// Connects to `peer`. One attempt is pending at the controller at a time; others queue.
@@ -48,10 +51,14 @@ extension Central {
         }
         var sent = false
         while !sent {
+            // Registered before the command goes out so that a completion arriving in the same
+            // read as the Command Status finds its attempt.
+            pendingConnect = PendingConnect(peer: peer)
             do throws(HCIError) {
                 try await host.send(createConnectionCommand(peer, parameters))
                 sent = true
             } catch {
+                pendingConnect = nil
                 if case .commandFailed(_, .commandDisallowed) = error, !pausedScan, scanner.enter(on: executor, { $0.isScanning }) {
                     options.logger.log(.info, "the controller cannot scan and initiate at once: pausing the scan to connect to \(peer)")
                     await scanner.pause()
@@ -64,7 +71,13 @@ extension Central {
         }
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { (c: CheckedContinuation<Result<(UInt16, ConnectionParameters), ConnectionError>, Never>) in
-                pendingConnect = PendingConnect(peer: peer, continuation: c)
+                if let early = pendingConnect?.early {
+                    pendingConnect = nil
+                    c.resume(returning: early)
+                    return
+                }
+                if pendingConnect == nil { pendingConnect = PendingConnect(peer: peer) }
+                pendingConnect?.continuation = c
                 if Task.isCancelled {
                     abortPendingConnect(.cancelled(peer: peer))
                     return
@@ -93,7 +106,7 @@ extension Central {
     /// Timeout or cancellation: LE Create Connection Cancel, then wait (bounded) for the
     /// completion with Unknown Connection Identifier (0x02).
     func abortPendingConnect(_ error: ConnectionError) {
-        guard var pending = pendingConnect, pending.continuation != nil, pending.abortError == nil else { return }
+        guard var pending = pendingConnect, pending.continuation != nil, pending.abortError == nil, pending.early == nil else { return }
         pending.timer?.cancel()
         pending.abortError = error
         let peer = pending.peer
@@ -117,7 +130,11 @@ extension Central {
     }
 
     func finishPendingConnect(_ result: Result<(UInt16, ConnectionParameters), ConnectionError>) {
-        guard let pending = pendingConnect, let c = pending.continuation else { return }
+        guard let pending = pendingConnect else { return }
+        guard let c = pending.continuation else {
+            if pending.early == nil { pendingConnect?.early = result }
+            return
+        }
         pending.timer?.cancel()
         pendingConnect = nil
         c.resume(returning: result)

@@ -14,8 +14,12 @@ public actor Central {
         /// How long to wait for the completion of a cancelled connection attempt.
         public var connectCancelTimeout: Duration = .seconds(2)
         public var logger = Logger()
-        /// Tests pass a manual scheduler to advance time without waiting.
+        /// Tests pass a manual scheduler to advance time without waiting. Its work must run on
+        /// the adapter queue: pass that queue's `executor` too.
         public var scheduler: (any TimerScheduler)? = nil
+        /// The adapter executor to run on; nil creates one. A `scheduler` built on a queue must
+        /// be given that queue's executor here, since timer work enters the central on it.
+        public var executor: AdapterExecutor? = nil
         /// Label of the executor's queue.
         public var label = "adapter"
         /// Limits for a peripheral's Connection Parameter Update Request; nil accepts every
@@ -60,7 +64,7 @@ public actor Central {
 
     /// A central over an already opened transport; call `powerOn()` next.
     public init(transport: any HCITransport, options: Options = Options()) {
-        let executor = AdapterExecutor(label: options.label)
+        let executor = options.executor ?? AdapterExecutor(label: options.label)
         self.executor = executor
         self.scheduler = options.scheduler ?? DispatchTimerScheduler(queue: executor.queue)
         self.host = HCIHost(transport: transport, executor: executor, scheduler: scheduler, logger: options.logger)

@@ -95,7 +95,7 @@ public actor HCIHost {
         case .packet(let packet):
             handle(packet)
         case .closed(let error):
-            transportLost(error.map { "\($0)" } ?? "closed")
+            if let error { transportLost("\(error)") } else { transportLost("the transport reached its end", level: .info) }
         }
     }
 

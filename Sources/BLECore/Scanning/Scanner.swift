@@ -1,11 +1,48 @@
-/// Drives the controller's scan for every subscriber of `Central.scan` (placeholder).
+/// Drives the controller's scan for every subscriber of `Central.scan` and
+/// `Central.discoveredPeripherals`, on the adapter executor.
+///
+/// One controller scan is shared: it starts with the first subscriber, runs with the union
+/// of the subscribers' parameters (restarted when a new subscriber changes the union), and
+/// stops when the last one leaves. Changes are applied by one reconciliation loop at a time
+/// (`reconcile`), which keeps sending commands until the controller's state matches what the
+/// current subscribers (and a pause for connecting) want, so concurrent subscribes and
+/// unsubscribes can never leave the controller scanning for nobody or idle for somebody.
+///
+/// Devices are kept in a table bounded at `deviceLimit` entries (1000): when it is full, the
+/// device heard least recently is dropped (its subscribers get `.lost`). Reports are filtered
+/// on their raw bytes before any advertising data is decoded, and a report whose bytes repeat
+/// the previous one is not decoded again.
 actor Scanner {
     nonisolated let executor: AdapterExecutor
     nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
     let host: HCIHost
     let scheduler: any TimerScheduler
     let logger: Logger
-    var isScanning = false
+
+    /// Most devices kept at once; the least recently heard is evicted beyond it.
+    var deviceLimit = 1000
+    /// Most extended advertisements being reassembled at once.
+    let fragmentLimit = 32
+    /// Extended advertising data is at most 1650 octets (Vol 4, Part E, 7.8.54).
+    static let maximumAdvertisingDataLength = 1650
+
+    var useExtended = false
+    var subscribers: [UInt64: ScanSubscriber] = [:]
+    var nextSubscriberID: UInt64 = 0
+    var devices: [DeviceKey: DeviceRecord] = [:]
+    var fragments: [FragmentKey: Fragment] = [:]
+    var fragmentSequence: UInt64 = 0
+
+    /// Connecting on a controller that cannot scan and initiate at once.
+    var paused = false
+    /// What the controller runs now; nil when it is not scanning.
+    var applied: ControllerScanParameters?
+    var reconciling = false
+    var settledWaiters: [CheckedContinuation<Void, Never>] = []
+    var lostReason: String?
+
+    /// Whether the controller is scanning now.
+    var isScanning: Bool { applied != nil }
 
     init(host: HCIHost, scheduler: any TimerScheduler, logger: Logger) {
         self.executor = host.executor
@@ -14,10 +51,186 @@ actor Scanner {
         self.logger = logger
     }
 
-    func configure(info: ControllerInfo) {}
-    func handle(_ event: HCIEvent) -> Bool { false }
-    func pause() async {}
-    func resume() async {}
-    func stopAll(error: (any Error)?) async {}
-    func transportLost(_ why: String) {}
+    /// Chooses legacy or extended scanning commands from the controller's capabilities.
+    func configure(info: ControllerInfo) {
+        useExtended = info.supportsExtendedScanning
+        lostReason = nil
+    }
+
+    // MARK: - Subscribers
+
+    func subscribe(filter: ScanFilter, options: ScanOptions) -> AsyncThrowingStream<ScanEvent, any Error> {
+        let broadcaster = Broadcaster<ScanEvent>(executor: executor)
+        let stream = broadcaster.subscribeThrowing(bufferingPolicy: options.bufferingPolicy.throwing)
+        add(filter: filter, options: options, sink: .events(broadcaster)) { broadcaster.onSubscriberCountChange = $0 }
+        return stream
+    }
+
+    func subscribeSnapshots(filter: ScanFilter, options: ScanOptions, interval: Duration) -> AsyncStream<[DiscoveredPeripheral]> {
+        let broadcaster = Broadcaster<[DiscoveredPeripheral]>(executor: executor)
+        let stream = broadcaster.subscribe(bufferingPolicy: .bufferingNewest(1))
+        add(filter: filter, options: options, sink: .snapshots(broadcaster, interval: interval)) { broadcaster.onSubscriberCountChange = $0 }
+        broadcaster.yield([])
+        return stream
+    }
+
+    private func add(filter: ScanFilter, options: ScanOptions, sink: ScanSubscriber.Sink,
+                     watch: (@escaping @Sendable (Int) -> Void) -> Void) {
+        let id = nextSubscriberID
+        nextSubscriberID += 1
+        let sub = ScanSubscriber(id: id, filter: filter, options: options, sink: sink)
+        if let lostReason {
+            sub.sink.finish(ScanError.transportLost(lostReason))
+            return
+        }
+        // The consumer stopped iterating: Broadcaster dispatches this onto the adapter queue.
+        watch { [weak self, executor] count in
+            if count == 0 { self?.enter(on: executor) { $0.finish(id, error: nil) } }
+        }
+        if let timeout = options.timeout {
+            sub.timeoutTimer = scheduler.schedule(after: timeout) { [weak self, executor] in
+                self?.enter(on: executor) { $0.finish(id, error: nil) }
+            }
+        }
+        subscribers[id] = sub
+        logger.log(.debug, "scan subscriber \(id) joined (\(subscribers.count) now): \(sub.parameters)")
+        reconcile()
+    }
+
+    /// Ends one subscriber's stream and lets the scan follow.
+    func finish(_ id: UInt64, error: (any Error)?) {
+        guard let sub = subscribers.removeValue(forKey: id) else { return }
+        sub.cancelTimers()
+        sub.sink.finish(error)
+        logger.log(.debug, "scan subscriber \(id) left (\(subscribers.count) remain)")
+        if subscribers.isEmpty {
+            devices.removeAll()
+            fragments.removeAll()
+        }
+        reconcile()
+    }
+
+    private func finishAll(error: (any Error)?) {
+        for id in Array(subscribers.keys) { finish(id, error: error) }
+    }
+
+    /// Ends every stream (with `error` when not nil) and waits until the scan is stopped.
+    func stopAll(error: (any Error)?) async {
+        finishAll(error: error)
+        await settled()
+    }
+
+    /// The transport is gone: streams end with an error saying so; nothing is sent any more.
+    func transportLost(_ why: String) {
+        lostReason = why
+        applied = nil
+        finishAll(error: ScanError.transportLost(why))
+    }
+
+    /// Stops the controller scan (for a connection attempt) and waits until it is stopped.
+    func pause() async {
+        paused = true
+        reconcile()
+        await settled()
+    }
+
+    /// Lets the scan run again after `pause()`.
+    func resume() async {
+        paused = false
+        reconcile()
+        await settled()
+    }
+
+    // MARK: - Controller state
+
+    /// What the controller should run now: the union of the subscribers' wishes, or nothing.
+    var target: ControllerScanParameters? {
+        guard !paused, lostReason == nil else { return nil }
+        return ControllerScanParameters.union(subscribers.values.lazy.map(\.parameters))
+    }
+
+    /// Starts the reconciliation loop unless it is running (it re-reads `target` after every
+    /// command, so it picks up this change too).
+    func reconcile() {
+        guard !reconciling else { return }
+        guard applied != target else { return }
+        reconciling = true
+        Task { await self.runReconciliation() }
+    }
+
+    /// Returns once no reconciliation is running.
+    func settled() async {
+        guard reconciling else { return }
+        await withCheckedContinuation { settledWaiters.append($0) }
+    }
+
+    private func runReconciliation() async {
+        var retriedAfterDisallowed = false
+        while lostReason == nil, applied != target {
+            if let current = applied {
+                do throws(HCIError) {
+                    try await setEnable(false)
+                } catch {
+                    // Command Disallowed here means it was not scanning any more.
+                    logger.log(.info, "stopping the scan (\(current)): \(error)")
+                }
+                applied = nil
+                continue
+            }
+            guard let want = target else { break }
+            do throws(HCIError) {
+                try await setParameters(want)
+                try await setEnable(true)
+                // The transport may have gone while the command was answered.
+                guard lostReason == nil else { break }
+                applied = want
+                logger.log(.debug, "scanning: \(want)")
+            } catch {
+                if case .commandFailed(_, .commandDisallowed) = error, !retriedAfterDisallowed {
+                    // A kernel-owned or previously used controller may still be scanning: stop it once and retry.
+                    retriedAfterDisallowed = true
+                    try? await setEnable(false)
+                    continue
+                }
+                logger.log(.warning, "the controller refused to start the scan (\(want)): \(error)")
+                finishAll(error: error)
+            }
+        }
+        if lostReason != nil { applied = nil }
+        reconciling = false
+        let waiters = settledWaiters
+        settledWaiters.removeAll()
+        for w in waiters { w.resume() }
+    }
+
+    private func setParameters(_ p: ControllerScanParameters) async throws(HCIError) {
+        let type: UInt8 = p.active ? 0x01 : 0x00
+        if useExtended {
+            try await host.send(HCICommand.leSetExtendedScanParameters(HCICommand.LESetExtendedScanParameters(
+                le1M: HCICommand.LEScanPHYParameters(scanType: type, scanInterval: p.interval, scanWindow: p.window))))
+        } else {
+            try await host.send(HCICommand.leSetScanParameters(HCICommand.LESetScanParameters(
+                scanType: type, scanInterval: p.interval, scanWindow: p.window)))
+        }
+    }
+
+    private func setEnable(_ on: Bool) async throws(HCIError) {
+        // Duplicate filtering stays off: subscribers de-duplicate themselves, and a filtering
+        // controller would hide RSSI changes and the returns of lost devices.
+        if useExtended {
+            try await host.send(HCICommand.leSetExtendedScanEnable(HCICommand.LESetExtendedScanEnable(enable: on)))
+        } else {
+            try await host.send(HCICommand.leSetScanEnable(HCICommand.LESetScanEnable(enable: on)))
+        }
+    }
+}
+
+extension Scanner {
+    /// Changes the device table bound (tests use a small one).
+    func setDeviceLimit(_ limit: Int) { deviceLimit = max(1, limit) }
+}
+
+extension Scanner {
+    /// Devices in the table now.
+    func knownCount() -> Int { devices.count }
 }

@@ -1,5 +1,7 @@
 /// A command packet decoded into the commands a controller has to interpret; anything else is
-/// kept as `.other`. Encoding with `packet` gives back the original bytes.
+/// kept as `.other`. Encoding with `packet` gives back the original bytes, with one exception:
+/// the octets of LE Set Advertising Data / Scan Response Data past Data_Length carry no
+/// meaning (Vol 4, Part E, 7.8.7, 7.8.8) and are written back as zeros.
 ///
 ///     switch try HCICommandDecoded(packet) {
 ///     case .leSetScanEnable(let p): scanning = p.enable

@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""Writes the seed corpora in Fuzz/corpus/<target>/ from the real captures.
+
+Every seed is cut from Fixtures/captures/real/*.btsnoop (H4, datalink 1002) or from
+Fixtures/advertising/real-payloads.tsv (itself taken from those captures), re-framed into
+the input layout of its fuzz target (see the target's doc comment). Run from the repository
+root; it replaces the seed directories.
+"""
+import glob, hashlib, os, shutil, struct
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OUT = os.path.join(ROOT, "Fuzz", "corpus")
+
+def records(path):
+    data = open(path, "rb").read()
+    assert data[:8] == b"btsnoop\0" and struct.unpack(">I", data[12:16])[0] == 1002
+    at = 16
+    while at + 24 <= len(data):
+        _, incl, flags, _, _ = struct.unpack(">IIIIq", data[at:at + 24])
+        yield data[at:at + 24 + incl], data[at + 24:at + 24 + incl]
+        at += 24 + incl
+
+seeds = {}
+def seed(target, blob, limit=40):
+    s = seeds.setdefault(target, {})
+    if len(s) < limit:
+        s.setdefault(hashlib.sha1(blob).hexdigest()[:16], blob)
+
+captures = sorted(glob.glob(os.path.join(ROOT, "Fixtures/captures/real/*.btsnoop")))
+seen_event, seen_cmd, seen_att, seen_sig = set(), set(), set(), set()
+return_selector = {0x1001: 0, 0x1009: 1, 0x1005: 2, 0x2002: 3, 0x2060: 4, 0x1002: 5,
+                   0x1003: 6, 0x2003: 7, 0x1405: 8, 0x2030: 9, 0x2023: 10}
+acl_fragments = []
+for path in captures:
+    stream, snoop = b"", b""
+    header = open(path, "rb").read()[:16]
+    for raw_record, pkt in records(path):
+        if not pkt:
+            continue
+        kind = pkt[0]
+        if len(stream) + len(pkt) <= 4096:
+            stream += pkt
+        if len(snoop) + len(raw_record) <= 8000:
+            snoop += raw_record
+        if kind == 0x04 and len(pkt) >= 3:
+            code, params = pkt[1], pkt[3:]
+            key = (code, params[0] if code == 0x3E and params else None)
+            if key not in seen_event or (code == 0x3E and len(seen_event) < 200 and key[1] in (2, 0x0D) and len(seeds.get("HCIEvent", {})) < 30):
+                seen_event.add(key)
+                seed("HCIEvent", bytes([code]) + params)
+            if code == 0x0E and len(params) >= 3:
+                op = params[1] | params[2] << 8
+                if op in return_selector:
+                    seed("ReturnParameters", bytes([return_selector[op]]) + params[3:])
+        elif kind == 0x01 and len(pkt) >= 4:
+            op = pkt[1] | pkt[2] << 8
+            if op not in seen_cmd:
+                seen_cmd.add(op)
+                seed("HCICommand", pkt[1:3] + pkt[4:], limit=60)
+        elif kind == 0x02 and len(pkt) >= 5:
+            hf = pkt[1] | pkt[2] << 8
+            data = pkt[5:]
+            acl_fragments.append(((hf >> 12) & 3, data))
+            if (hf >> 12) & 3 in (0, 2) and len(data) >= 4:
+                length, cid = struct.unpack("<HH", data[:4])
+                sdu = data[4:]
+                if length != len(sdu) or not sdu:
+                    continue
+                if cid == 4 and (sdu[0], len(sdu) > 3) not in seen_att:
+                    seen_att.add((sdu[0], len(sdu) > 3))
+                    seed("ATTPDU", sdu, limit=60)
+                if cid == 5 and sdu[0] not in seen_sig:
+                    seen_sig.add(sdu[0])
+                    seed("L2CAPSignaling", sdu)
+    seed("H4Framer", stream)
+    seed("BTSnoop", bytes([2]) + header + snoop)
+    seed("BTSnoop", bytes([0]) + snoop[:2000])
+
+# ACL: selector, fragment count, fragments (header: boundary << 6 | length), then a payload.
+small = [(pb, d) for pb, d in acl_fragments if len(d) <= 63]
+for i in range(0, min(len(small), 12 * 6), 6):
+    group = small[i:i + 6]
+    blob = bytes([5, len(group)])
+    for pb, d in group:
+        blob += bytes([pb << 6 | len(d)]) + d
+    tail = group[-1][1][4:] if len(group[-1][1]) > 4 else b"\x0b\x01\x02"
+    blob += bytes([20]) + struct.pack("<H", 4) + tail
+    seed("ACLReassembly", blob)
+
+# Advertising data: selector byte, then the data field.
+for n, line in enumerate(open(os.path.join(ROOT, "Fixtures/advertising/real-payloads.tsv"))):
+    if line.startswith("#"):
+        continue
+    hexdata = line.rstrip("\n").split("\t")[6]
+    seed("AdvertisingData", bytes([n * 37 & 0x7F]) + bytes.fromhex(hexdata), limit=60)
+
+for target, blobs in seeds.items():
+    d = os.path.join(OUT, target)
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    for name, blob in blobs.items():
+        open(os.path.join(d, name), "wb").write(blob)
+    print(f"{target}: {len(blobs)} seeds, {sum(map(len, blobs.values()))} bytes")

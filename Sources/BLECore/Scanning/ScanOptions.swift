@@ -1,0 +1,95 @@
+/// How one `Central.scan` subscriber wants to scan.
+///
+/// Several subscribers share one controller scan; the controller runs with the union of
+/// their wishes: active if any subscriber asks for active scanning, the smallest interval,
+/// and the largest window that fits in that interval (Vol 4, Part E, 7.8.10).
+///
+///     var options = ScanOptions(mode: .passive, lostTimeout: .seconds(10))
+///     options.timeout = .seconds(30)
+///     for try await event in await central.scan(options: options) { print(event) }
+public struct ScanOptions: Sendable, Hashable {
+    /// Passive scanning only listens; active scanning also sends SCAN_REQ and receives the
+    /// scan response (often where the name is).
+    public enum Mode: Sendable, Hashable { case passive, active }
+
+    /// How many events a slow consumer's stream keeps before dropping.
+    public enum BufferingPolicy: Sendable, Hashable {
+        case unbounded
+        /// Keeps the newest `n` events, dropping older ones.
+        case bufferingNewest(Int)
+        /// Keeps the oldest `n` events, dropping newer ones.
+        case bufferingOldest(Int)
+    }
+
+    public var mode: Mode
+    /// LE_Scan_Interval in 0.625 ms units (0x0004...0x4000; clamped).
+    public var interval: UInt16
+    /// LE_Scan_Window in 0.625 ms units (0x0004...interval; clamped).
+    public var window: UInt16
+    /// False: a device is delivered when first discovered and again only when its RSSI or
+    /// data changed. True: every report is delivered. The controller's own duplicate
+    /// filtering is always off; this de-duplication happens per subscriber.
+    public var allowDuplicates: Bool
+    /// A device not heard for this long is reported `.lost`; nil: never.
+    public var lostTimeout: Duration?
+    /// The stream finishes (without error) after this long; nil: only when the consumer stops.
+    public var timeout: Duration?
+    public var bufferingPolicy: BufferingPolicy
+
+    /// Defaults: active, interval 60 ms (0x0060), window 30 ms (0x0030), no duplicates, no
+    /// lost events, no timeout, newest 256 events kept.
+    public init(mode: Mode = .active, interval: UInt16 = 0x0060, window: UInt16 = 0x0030,
+                allowDuplicates: Bool = false, lostTimeout: Duration? = nil, timeout: Duration? = nil,
+                bufferingPolicy: BufferingPolicy = .bufferingNewest(256)) {
+        self.mode = mode
+        self.interval = interval
+        self.window = window
+        self.allowDuplicates = allowDuplicates
+        self.lostTimeout = lostTimeout
+        self.timeout = timeout
+        self.bufferingPolicy = bufferingPolicy
+    }
+
+    /// The controller parameters this subscriber asks for, clamped to the ranges of 7.8.10.
+    var controllerParameters: ControllerScanParameters {
+        let i = min(max(interval, 0x0004), 0x4000)
+        let w = min(max(window, 0x0004), i)
+        return ControllerScanParameters(active: mode == .active, interval: i, window: w)
+    }
+}
+
+/// The scan the controller actually runs.
+struct ControllerScanParameters: Hashable, Sendable, CustomStringConvertible {
+    var active: Bool
+    /// 0.625 ms units.
+    var interval: UInt16
+    var window: UInt16
+
+    /// Active if any is, the smallest interval, the largest window not above that interval.
+    static func union<S: Sequence>(_ all: S) -> ControllerScanParameters? where S.Element == ControllerScanParameters {
+        var result: ControllerScanParameters?
+        for p in all {
+            guard var r = result else { result = p; continue }
+            r.active = r.active || p.active
+            r.interval = min(r.interval, p.interval)
+            r.window = max(r.window, p.window)
+            result = r
+        }
+        if var r = result { r.window = min(r.window, r.interval); result = r }
+        return result
+    }
+
+    var description: String {
+        "\(active ? "active" : "passive"), interval \(Double(interval) * 0.625) ms, window \(Double(window) * 0.625) ms"
+    }
+}
+
+extension ScanOptions.BufferingPolicy {
+    var throwing: AsyncThrowingStream<ScanEvent, any Error>.Continuation.BufferingPolicy {
+        switch self {
+        case .unbounded: return .unbounded
+        case .bufferingNewest(let n): return .bufferingNewest(max(1, n))
+        case .bufferingOldest(let n): return .bufferingOldest(max(1, n))
+        }
+    }
+}

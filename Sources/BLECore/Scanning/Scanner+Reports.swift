@@ -1,0 +1,249 @@
+/// Advertising reports: reassembly of extended fragments, the device table, and delivery to
+/// each subscriber with its own filter and de-duplication.
+extension Scanner {
+    /// Takes the advertising report events (legacy, extended, directed); true when consumed.
+    func handle(_ event: HCIEvent) -> Bool {
+        switch event {
+        case .leAdvertisingReport(let reports):
+            guard !subscribers.isEmpty else { return true }
+            for r in reports {
+                let type = Self.extendedType(legacy: r.eventType)
+                ingest(address: r.address, addressType: r.addressType, eventType: type, rssi: r.rssi,
+                       data: r.data, txPower: nil, sid: nil, truncated: false, direct: nil)
+            }
+            return true
+        case .leExtendedAdvertisingReport(let reports):
+            guard !subscribers.isEmpty else { return true }
+            for r in reports { extendedReport(r) }
+            return true
+        case .leDirectedAdvertisingReport(let reports):
+            guard !subscribers.isEmpty else { return true }
+            for r in reports {
+                // ADV_DIRECT_IND: connectable and directed, no data (Vol 4, Part E, 7.7.65.11).
+                let direct = LEAddress(r.directAddress, type: LEAddressType(rawValue: r.directAddressType) ?? .random)
+                ingest(address: r.address, addressType: r.addressType, eventType: Self.extendedType(legacy: 0x01), rssi: r.rssi,
+                       data: [], txPower: nil, sid: nil, truncated: false, direct: direct)
+            }
+            return true
+        default:
+            return false
+        }
+    }
+
+    /// Legacy Event_Type as the extended bitfield (Vol 4, Part E, 7.7.65.13, table of legacy PDUs).
+    static func extendedType(legacy: UInt8) -> ExtendedAdvertisingEventType {
+        switch legacy {
+        case 0x00: return ExtendedAdvertisingEventType(rawValue: 0x13)   // ADV_IND
+        case 0x01: return ExtendedAdvertisingEventType(rawValue: 0x15)   // ADV_DIRECT_IND
+        case 0x02: return ExtendedAdvertisingEventType(rawValue: 0x12)   // ADV_SCAN_IND
+        case 0x04: return ExtendedAdvertisingEventType(rawValue: 0x1B)   // SCAN_RSP
+        default: return ExtendedAdvertisingEventType(rawValue: 0x10)     // ADV_NONCONN_IND
+        }
+    }
+
+    /// Joins fragments ("incomplete, more data to come") per address and SID, then ingests.
+    func extendedReport(_ r: HCIEvent.LEExtendedAdvertisingReport) {
+        let status = r.eventType.dataStatus
+        let direct = r.eventType.contains(.directed)
+            ? LEAddress(r.directAddress, type: LEAddressType(rawValue: r.directAddressType) ?? .random) : nil
+        let sid: UInt8? = r.advertisingSID == 0xFF ? nil : r.advertisingSID
+        let txPower: Int8? = r.txPower == 127 ? nil : r.txPower
+        let key = FragmentKey(address: r.address.rawValue, addressType: r.addressType, sid: r.advertisingSID)
+        if status == .incompleteMoreToCome {
+            var f = fragments.removeValue(forKey: key) ?? Fragment(data: [], sequence: 0)
+            fragmentSequence += 1
+            f.sequence = fragmentSequence
+            append(r.data, to: &f)
+            if fragments.count >= fragmentLimit, let oldest = fragments.min(by: { $0.value.sequence < $1.value.sequence })?.key {
+                logger.log(.debug, "dropping an unfinished extended advertisement: more than \(fragmentLimit) being reassembled")
+                fragments[oldest] = nil
+            }
+            fragments[key] = f
+            return
+        }
+        var data = r.data
+        var truncated = status == .incompleteTruncated || status == .reserved
+        if var f = fragments.removeValue(forKey: key) {
+            append(r.data, to: &f)
+            data = f.data
+            truncated = truncated || f.overflowed
+        }
+        ingest(address: r.address, addressType: r.addressType, eventType: r.eventType, rssi: r.rssi,
+               data: data, txPower: txPower, sid: sid, truncated: truncated, direct: direct)
+    }
+
+    private func append(_ bytes: [UInt8], to f: inout Fragment) {
+        let room = Self.maximumAdvertisingDataLength - f.data.count
+        if bytes.count > room { f.overflowed = true }
+        f.data.append(contentsOf: bytes.prefix(max(0, room)))
+    }
+
+    /// One complete report: filters on the raw bytes first, then updates the device and tells
+    /// each subscriber what is new to it.
+    func ingest(address: BluetoothAddress, addressType: UInt8, eventType: ExtendedAdvertisingEventType, rssi: Int8,
+                data: [UInt8], txPower: Int8?, sid: UInt8?, truncated: Bool, direct: LEAddress?) {
+        let key = DeviceKey(address: address, addressType: addressType, sid: sid ?? 0xFF)
+        let now = scheduler.now()
+        var record: DeviceRecord
+        var changed = false
+        if let existing = devices[key] {
+            record = existing
+        } else {
+            // The cheap gate: a device nobody could want is dropped before anything is decoded.
+            let admitted = data.withUnsafeBytes { raw in
+                subscribers.values.contains { sub in sub.admission.contains { $0.matches(advertisingData: raw, rssi: rssi) } }
+            }
+            guard admitted else { return }
+            if devices.count >= deviceLimit { evictOldest() }
+            let type: LEAddressType = LEAddressType(rawValue: addressType) ?? .random
+            record = DeviceRecord(peripheral: DiscoveredPeripheral(
+                address: LEAddress(address, type: type), advertisingData: AdvertisingData(), rssi: rssi,
+                smoothedRSSI: Double(rssi), lastSeen: now, eventType: eventType, isConnectable: eventType.contains(.connectable),
+                isAnonymous: addressType == 0xFF, isDataTruncated: false, directAddress: direct, txPower: nil,
+                advertisingSID: sid))
+            changed = true
+        }
+        var p = record.peripheral
+        p.lastSeen = now
+        if rssi != 127 {
+            if p.rssi != rssi { changed = true }
+            p.rssi = rssi
+            p.smoothedRSSI = p.smoothedRSSI == 127 ? Double(rssi) : p.smoothedRSSI + (Double(rssi) - p.smoothedRSSI) / 4
+        }
+        let isScanResponse = eventType.contains(.scanResponse)
+        if !isScanResponse {
+            if p.eventType != eventType { changed = true }
+            p.eventType = eventType
+            p.isConnectable = eventType.contains(.connectable)
+            p.directAddress = direct
+        }
+        if let sid { p.advertisingSID = sid }
+        if p.isDataTruncated != truncated { changed = true; p.isDataTruncated = truncated }
+        // Decode only data that differs from the previous report of the same kind.
+        let previous = isScanResponse ? record.lastScanResponse : record.lastAdvertisement
+        if previous != data {
+            if isScanResponse { record.lastScanResponse = data } else { record.lastAdvertisement = data }
+            if !data.isEmpty {
+                let merged = p.advertisingData.merging(AdvertisingData(bytes: data))
+                if merged != p.advertisingData { p.advertisingData = merged; record.mergedBytes = nil; changed = true }
+            }
+        }
+        let tx = txPower ?? p.advertisingData.txPowerLevel
+        if tx != p.txPower { p.txPower = tx; changed = true }
+        record.peripheral = p
+        if changed { record.version &+= 1 }
+        devices[key] = record
+        deliver(key, record, rawData: data, rssi: rssi)
+    }
+
+    private func deliver(_ key: DeviceKey, _ record: DeviceRecord, rawData: [UInt8], rssi: Int8) {
+        var mergedBytes = record.mergedBytes
+        for sub in subscribers.values {
+            let id = sub.id
+            if let m = sub.filter.minimumRSSI, rssi != 127, rssi < m { continue }
+            let delivered = sub.known[key]
+            if delivered == nil {
+                var pass = rawData.withUnsafeBytes { sub.filter.matches(advertisingData: $0, rssi: rssi) }
+                if !pass, sub.needsMergedCheck {
+                    if mergedBytes == nil {
+                        mergedBytes = record.peripheral.advertisingData.bytes
+                        devices[key]?.mergedBytes = mergedBytes
+                    }
+                    pass = mergedBytes.map { sub.filter.matches(advertisingData: $0, rssi: rssi) } ?? false
+                }
+                guard pass else { continue }
+            } else if !sub.options.allowDuplicates, delivered == record.version {
+                continue
+            }
+            sub.known[key] = record.version
+            switch sub.sink {
+            case .events(let b):
+                b.yield(delivered == nil ? .discovered(record.peripheral) : .updated(record.peripheral))
+            case .snapshots:
+                snapshotChanged(id)
+            }
+            if delivered == nil, sub.options.lostTimeout != nil, sub.lostTimer == nil { scheduleLostCheck(id) }
+        }
+    }
+
+    /// The table is full: the device heard least recently goes, and its subscribers lose it.
+    private func evictOldest() {
+        guard let (key, record) = devices.min(by: { $0.value.peripheral.lastSeen < $1.value.peripheral.lastSeen }) else { return }
+        devices[key] = nil
+        logger.log(.debug, "device table full (\(deviceLimit)): dropping \(record.peripheral.address)")
+        for sub in subscribers.values where sub.known[key] != nil {
+            sub.known[key] = nil
+            switch sub.sink {
+            case .events(let b): b.yield(.lost(record.peripheral))
+            case .snapshots: snapshotChanged(sub.id)
+            }
+        }
+    }
+
+    // MARK: - Lost devices
+
+    private func scheduleLostCheck(_ id: UInt64, after delay: Duration? = nil) {
+        guard let sub = subscribers[id], let timeout = sub.options.lostTimeout else { return }
+        sub.lostTimer = scheduler.schedule(after: delay ?? timeout) { [weak self, executor] in
+            self?.enter(on: executor) { $0.checkLost(id) }
+        }
+    }
+
+    /// Reports every known device not heard for the lost timeout; re-arms for the next one due.
+    func checkLost(_ id: UInt64) {
+        guard let sub = subscribers[id], let timeout = sub.options.lostTimeout else { return }
+        sub.lostTimer = nil
+        let now = scheduler.now()
+        let limit = timeout.nanoseconds
+        var lost: [DiscoveredPeripheral] = []
+        var nextDue: UInt64?
+        for key in Array(sub.known.keys) {
+            guard let record = devices[key] else { sub.known[key] = nil; continue }
+            let age = now >= record.peripheral.lastSeen ? now - record.peripheral.lastSeen : 0
+            if age >= limit {
+                sub.known[key] = nil
+                lost.append(record.peripheral)
+            } else {
+                nextDue = min(nextDue ?? .max, limit - age)
+            }
+        }
+        if !lost.isEmpty {
+            switch sub.sink {
+            case .events(let b): for p in lost { b.yield(.lost(p)) }
+            case .snapshots: snapshotChanged(id)
+            }
+        }
+        if let nextDue { scheduleLostCheck(id, after: .nanoseconds(Int64(min(nextDue, UInt64(Int64.max))))) }
+    }
+
+    // MARK: - Snapshots
+
+    private func snapshotChanged(_ id: UInt64) {
+        guard let sub = subscribers[id], case .snapshots(_, let interval) = sub.sink else { return }
+        sub.snapshotDirty = true
+        if sub.snapshotTimer == nil {
+            let now = scheduler.now()
+            let spacing = interval.nanoseconds
+            let wait = sub.lastSnapshot.map { last in now >= last + spacing ? 0 : last + spacing - now } ?? 0
+            sub.snapshotTimer = scheduler.schedule(after: .nanoseconds(Int64(min(wait, UInt64(Int64.max))))) { [weak self, executor] in
+                self?.enter(on: executor) { $0.emitSnapshot(id) }
+            }
+        }
+    }
+
+    func emitSnapshot(_ id: UInt64) {
+        guard let sub = subscribers[id], case .snapshots(let b, _) = sub.sink else { return }
+        sub.snapshotTimer = nil
+        guard sub.snapshotDirty else { return }
+        sub.snapshotDirty = false
+        sub.lastSnapshot = scheduler.now()
+        b.yield(snapshot(of: sub))
+    }
+
+    /// The subscriber's devices, strongest (smoothed RSSI) first.
+    func snapshot(of sub: ScanSubscriber) -> [DiscoveredPeripheral] {
+        sub.known.keys.compactMap { devices[$0]?.peripheral }.sorted {
+            $0.smoothedRSSI != $1.smoothedRSSI ? $0.smoothedRSSI > $1.smoothedRSSI : $0.address.address < $1.address.address
+        }
+    }
+}

@@ -1,0 +1,110 @@
+import GATTClient
+
+/// The description of a simulated peripheral's attribute database, from which `GATTServer`
+/// lays out handles the way a real server does (Core Spec 5.4, Vol 3, Part G, 3): each
+/// service declaration, its include declarations, then each characteristic's declaration,
+/// value, CCCD (when it notifies or indicates) and other descriptors. With `deviceName`
+/// a Generic Access service comes first; with `includesGATTService` a Generic Attribute
+/// service follows with Service Changed and Database Hash.
+///
+///     let db = GATTDatabase(services: [.init(uuid: BluetoothUUID("180F")!, characteristics: [
+///         .init(uuid: BluetoothUUID("2A19")!, properties: [.read, .notify], value: [100])])])
+public struct GATTDatabase: Sendable {
+    /// Access rules of an attribute (Vol 3, Part F, 3.2.5).
+    public struct Permissions: OptionSet, Sendable, Hashable {
+        public let rawValue: UInt8
+        public init(rawValue: UInt8) { self.rawValue = rawValue }
+        public static let read = Permissions(rawValue: 0x01)
+        public static let write = Permissions(rawValue: 0x02)
+        /// Reading needs an encrypted link (else Insufficient Encryption).
+        public static let readEncrypted = Permissions(rawValue: 0x04)
+        public static let writeEncrypted = Permissions(rawValue: 0x08)
+        /// Reading needs an authenticated link (else Insufficient Authentication).
+        public static let readAuthenticated = Permissions(rawValue: 0x10)
+        public static let writeAuthenticated = Permissions(rawValue: 0x20)
+
+        var readable: Bool { !intersection([.read, .readEncrypted, .readAuthenticated]).isEmpty }
+        var writable: Bool { !intersection([.write, .writeEncrypted, .writeAuthenticated]).isEmpty }
+    }
+
+    public struct Descriptor: Sendable {
+        public var uuid: BluetoothUUID
+        public var value: [UInt8]
+        public var permissions: Permissions
+        public init(uuid: BluetoothUUID, value: [UInt8], permissions: Permissions = [.read]) {
+            self.uuid = uuid; self.value = value; self.permissions = permissions
+        }
+        /// A Characteristic User Description (0x2901).
+        public static func userDescription(_ text: String) -> Descriptor {
+            Descriptor(uuid: GATTAttributeType.userDescription, value: Array(text.utf8))
+        }
+    }
+
+    public struct Characteristic: Sendable {
+        public var uuid: BluetoothUUID
+        public var properties: GATTCharacteristicProperties
+        public var permissions: Permissions
+        public var value: [UInt8]
+        public var descriptors: [Descriptor]
+        /// The longest value a write may leave (Invalid Attribute Value Length beyond).
+        public var maximumLength: Int
+        /// When set, only these values may be written; others fail with `rejectWith`.
+        public var acceptedWrites: [[UInt8]]?
+        public var rejectWith: ATTErrorCode
+
+        /// Permissions default to what the properties imply (read, write).
+        public init(uuid: BluetoothUUID, properties: GATTCharacteristicProperties, permissions: Permissions? = nil,
+                    value: [UInt8] = [], descriptors: [Descriptor] = [], maximumLength: Int = 512,
+                    acceptedWrites: [[UInt8]]? = nil, rejectWith: ATTErrorCode = ATTErrorCode(0x80)) {
+            self.uuid = uuid; self.properties = properties
+            var implied: Permissions = []
+            if properties.contains(.read) { implied.insert(.read) }
+            if !properties.intersection([.write, .writeWithoutResponse, .authenticatedSignedWrites]).isEmpty { implied.insert(.write) }
+            self.permissions = permissions ?? implied
+            self.value = value; self.descriptors = descriptors; self.maximumLength = maximumLength
+            self.acceptedWrites = acceptedWrites; self.rejectWith = rejectWith
+        }
+    }
+
+    public struct Service: Sendable {
+        public var uuid: BluetoothUUID
+        public var isPrimary: Bool
+        /// UUIDs of services (in this database) that this one includes.
+        public var includes: [BluetoothUUID]
+        public var characteristics: [Characteristic]
+        public init(uuid: BluetoothUUID, isPrimary: Bool = true, includes: [BluetoothUUID] = [], characteristics: [Characteristic]) {
+            self.uuid = uuid; self.isPrimary = isPrimary; self.includes = includes; self.characteristics = characteristics
+        }
+    }
+
+    public var services: [Service]
+    /// Adds a Generic Access service (Device Name 0x2A00, Appearance 0x2A01) first.
+    public var deviceName: String?
+    public var appearance: UInt16
+    /// Adds a Generic Attribute service with Service Changed and Database Hash.
+    public var includesGATTService: Bool
+
+    public init(services: [Service], deviceName: String? = nil, appearance: UInt16 = 0, includesGATTService: Bool = true) {
+        self.services = services; self.deviceName = deviceName; self.appearance = appearance
+        self.includesGATTService = includesGATTService
+    }
+
+    /// The services in handle order, the GAP and GATT services included.
+    var allServices: [Service] {
+        var all: [Service] = []
+        if let deviceName {
+            all.append(Service(uuid: GATTAttributeType.genericAccessService, characteristics: [
+                Characteristic(uuid: BluetoothUUID(uuid16: 0x2A00), properties: [.read], value: Array(deviceName.utf8)),
+                Characteristic(uuid: BluetoothUUID(uuid16: 0x2A01), properties: [.read],
+                               value: [UInt8(truncatingIfNeeded: appearance), UInt8(truncatingIfNeeded: appearance >> 8)]),
+            ]))
+        }
+        if includesGATTService {
+            all.append(Service(uuid: GATTAttributeType.genericAttributeService, characteristics: [
+                Characteristic(uuid: GATTAttributeType.serviceChanged, properties: [.indicate], permissions: [], value: [0, 0, 0, 0]),
+                Characteristic(uuid: GATTAttributeType.databaseHash, properties: [.read], value: []),
+            ]))
+        }
+        return all + services
+    }
+}

@@ -1,0 +1,68 @@
+/// What a client knows of one peer's attribute database: the primary services once
+/// discovered, and per service its characteristics and per characteristic its descriptors
+/// once those were discovered, with the peer's Database Hash (0x2B2A) when it has one.
+public struct GATTDatabaseSnapshot: Sendable, Hashable {
+    /// The primary services, nil until discovered.
+    public internal(set) var services: [GATTService]?
+    /// Characteristics by service declaration handle.
+    public internal(set) var characteristics: [UInt16: [GATTCharacteristic]] = [:]
+    /// Descriptors by characteristic value handle.
+    public internal(set) var descriptors: [UInt16: [GATTDescriptor]] = [:]
+    /// Included services by service declaration handle.
+    public internal(set) var includedServices: [UInt16: [GATTIncludedService]] = [:]
+    /// The Database Hash read from the peer, when it has one (Vol 3, Part G, 7.3).
+    public internal(set) var databaseHash: [UInt8]?
+    /// Ranges a Service Changed indication invalidated and that are not re-discovered yet.
+    public internal(set) var staleRanges: [ATTHandleRange] = []
+
+    public init() {}
+
+    /// Forgets everything that overlaps `range` (Vol 3, Part G, 7.1: the client must
+    /// re-discover the affected attribute handles) and marks it for re-discovery.
+    public mutating func invalidate(_ range: ATTHandleRange) {
+        func overlaps(_ a: UInt16, _ b: UInt16) -> Bool { a <= range.end && b >= range.start }
+        guard let current = services else { return }
+        var kept: [GATTService] = []
+        for s in current {
+            if overlaps(s.handle, s.endHandle) {
+                for c in characteristics[s.handle] ?? [] { descriptors[c.valueHandle] = nil }
+                characteristics[s.handle] = nil
+                includedServices[s.handle] = nil
+            } else {
+                kept.append(s)
+            }
+        }
+        services = kept
+        staleRanges.append(range)
+    }
+
+    /// Inserts services re-discovered in a stale range, in handle order.
+    mutating func merge(_ found: [GATTService], rediscovered range: ATTHandleRange) {
+        var all = (services ?? []).filter { $0.endHandle < range.start || $0.handle > range.end }
+        all += found
+        all.sort { $0.handle < $1.handle }
+        services = all
+        staleRanges.removeAll { $0 == range }
+    }
+}
+
+/// The GATT cache an application shares across connections: one `GATTDatabaseSnapshot` per
+/// peer identity. A `Peripheral` given the cache discovers a peer once, reuses the result on
+/// reconnect after checking the peer's Database Hash, and keeps it current on Service Changed.
+///
+///     let cache = GATTCache()
+///     let p = try await Peripheral(connection: link, cache: cache)
+public actor GATTCache {
+    private var entries: [LEAddress: GATTDatabaseSnapshot] = [:]
+
+    public init() {}
+
+    /// What is cached for `peer`.
+    public func snapshot(for peer: LEAddress) -> GATTDatabaseSnapshot? { entries[peer] }
+    /// Replaces what is cached for `peer`.
+    public func store(_ snapshot: GATTDatabaseSnapshot, for peer: LEAddress) { entries[peer] = snapshot }
+    /// Forgets `peer`.
+    public func remove(_ peer: LEAddress) { entries[peer] = nil }
+    /// The peers with a cached database.
+    public var peers: [LEAddress] { Array(entries.keys) }
+}

@@ -1,0 +1,163 @@
+extension Peripheral {
+    /// The peer's primary services, discovered on first use (or taken from the cache).
+    ///
+    ///     for s in try await peripheral.services() { print(s) }
+    public func services() async throws(GATTError) -> [GATTService] {
+        let p = try await procedures()
+        if database.services == nil {
+            do throws(GATTProcedureError) {
+                database.services = try await p.discoverAllPrimaryServices()
+            } catch {
+                throw gattError(error, "discovering", "the primary services")
+            }
+            await storeInCache()
+            try await configureServiceChanged(p)
+        }
+        while let stale = database.staleRanges.first {
+            do throws(GATTProcedureError) {
+                database.merge(try await p.discoverAllPrimaryServices(in: stale), rediscovered: stale)
+            } catch {
+                throw gattError(error, "re-discovering", "the services in \(stale)")
+            }
+            await storeInCache()
+        }
+        return database.services ?? []
+    }
+
+    /// The characteristics of a service, discovered on first use.
+    public func characteristics(of service: ServiceIdentifier) async throws(GATTError) -> [GATTCharacteristic] {
+        try await characteristics(of: try await resolve(service))
+    }
+
+    /// The characteristics of a discovered service.
+    public func characteristics(of service: GATTService) async throws(GATTError) -> [GATTCharacteristic] {
+        if let known = database.characteristics[service.handle] { return known }
+        let p = try await procedures()
+        do throws(GATTProcedureError) {
+            let found = try await p.discoverCharacteristics(of: service)
+            database.characteristics[service.handle] = found
+            await storeInCache()
+            return found
+        } catch {
+            throw gattError(error, "discovering characteristics of", service.uuid.gattDisplayName)
+        }
+    }
+
+    /// The services `service` includes (Find Included Services).
+    public func includedServices(of service: ServiceIdentifier) async throws(GATTError) -> [GATTIncludedService] {
+        let s = try await resolve(service)
+        if let known = database.includedServices[s.handle] { return known }
+        let p = try await procedures()
+        do throws(GATTProcedureError) {
+            let found = try await p.findIncludedServices(of: s)
+            database.includedServices[s.handle] = found
+            await storeInCache()
+            return found
+        } catch {
+            throw gattError(error, "finding included services of", s.uuid.gattDisplayName)
+        }
+    }
+
+    /// The descriptors of a characteristic, discovered on first use.
+    public func descriptors(of characteristic: CharacteristicIdentifier) async throws(GATTError) -> [GATTDescriptor] {
+        try await descriptors(of: try await resolve(characteristic))
+    }
+
+    /// The descriptors of a discovered characteristic.
+    public func descriptors(of c: GATTCharacteristic) async throws(GATTError) -> [GATTDescriptor] {
+        if let known = database.descriptors[c.valueHandle] { return known }
+        let p = try await procedures()
+        do throws(GATTProcedureError) {
+            let found = try await p.discoverDescriptors(of: c)
+            database.descriptors[c.valueHandle] = found
+            await storeInCache()
+            return found
+        } catch {
+            throw gattError(error, "discovering descriptors of", c.uuid.gattDisplayName)
+        }
+    }
+
+    // MARK: Resolution
+
+    /// The discovered service for `id`, or `.serviceNotFound` listing what the peer has.
+    public func resolve(_ id: ServiceIdentifier) async throws(GATTError) -> GATTService {
+        let all = try await services()
+        guard let s = all.first(where: { $0.uuid == id.uuid }) else {
+            throw .serviceNotFound(id.uuid, peer: peerDescription, available: all.map(\.uuid))
+        }
+        return s
+    }
+
+    /// The discovered characteristic for `id`, or `.characteristicNotFound`.
+    public func resolve(_ id: CharacteristicIdentifier) async throws(GATTError) -> GATTCharacteristic {
+        let all = try await characteristics(of: try await resolve(id.service))
+        guard let c = all.first(where: { $0.uuid == id.uuid }) else {
+            throw .characteristicNotFound(id.uuid, service: id.service.uuid, peer: peerDescription, available: all.map(\.uuid))
+        }
+        return c
+    }
+
+    /// The discovered descriptor for `id`, or `.descriptorNotFound`.
+    public func resolve(_ id: DescriptorIdentifier) async throws(GATTError) -> GATTDescriptor {
+        let c = try await resolve(id.characteristic)
+        let all = try await descriptors(of: c)
+        guard let d = all.first(where: { $0.uuid == id.uuid }) else {
+            throw .descriptorNotFound(id.uuid, characteristic: c.uuid, peer: peerDescription, available: all.map(\.uuid))
+        }
+        return d
+    }
+
+    // MARK: Service Changed (Vol 3, Part G, 7.1)
+
+    /// Enables Service Changed indications when the peer has the characteristic. Uses `p`
+    /// directly (it also runs while the bearer is being prepared).
+    func configureServiceChanged(_ p: GATTProcedures) async throws(GATTError) {
+        guard let gatt = database.services?.first(where: { $0.uuid == GATTAttributeType.genericAttributeService }) else { return }
+        let target = GATTAttributeType.serviceChanged.gattDisplayName
+        do throws(GATTProcedureError) {
+            var chars = database.characteristics[gatt.handle] ?? []
+            if database.characteristics[gatt.handle] == nil {
+                chars = try await p.discoverCharacteristics(of: gatt)
+                database.characteristics[gatt.handle] = chars
+            }
+            guard let sc = chars.first(where: { $0.uuid == GATTAttributeType.serviceChanged }), sc.properties.contains(.indicate) else { return }
+            var descs = database.descriptors[sc.valueHandle] ?? []
+            if database.descriptors[sc.valueHandle] == nil {
+                descs = try await p.discoverDescriptors(of: sc)
+                database.descriptors[sc.valueHandle] = descs
+            }
+            routes.serviceChangedHandle = sc.valueHandle
+            guard let cccd = descs.first(where: { $0.uuid == GATTAttributeType.clientCharacteristicConfiguration }) else { return }
+            try await p.writeClientConfiguration(handle: cccd.handle, value: 0x0002)
+        } catch {
+            throw gattError(error, "enabling indications of", target)
+        }
+        await storeInCache()
+    }
+
+    /// A Service Changed indication: the affected range is forgotten now and re-discovered
+    /// on the next use; streams of characteristics in it end with `.serviceChanged`.
+    func serviceChanged(_ value: [UInt8]) {
+        guard value.count == 4 else { return }
+        let range = ATTHandleRange(start: UInt16(value[0]) | UInt16(value[1]) << 8, end: UInt16(value[2]) | UInt16(value[3]) << 8)
+        database.invalidate(range)
+        database.databaseHash = nil
+        let affected = routes.routes.keys.filter { $0 >= range.start && $0 <= range.end }
+        for h in affected {
+            subscriptions[h] = nil
+            guard let route = routes.routes.removeValue(forKey: h) else { continue }
+            let error = GATTError.serviceChanged(range: range, peer: peerDescription)
+            route.notifications.finish(throwing: error)
+            route.indications.finish(throwing: error)
+        }
+        if let cache, let peer {
+            let snapshot = database
+            Task { await cache.store(snapshot, for: peer) }
+        }
+    }
+
+    func storeInCache() async {
+        guard let cache, let peer else { return }
+        await cache.store(database, for: peer)
+    }
+}

@@ -1,0 +1,225 @@
+import Synchronization
+
+extension Peripheral {
+    /// Subscribes to a characteristic's notifications (or indications) and returns once the
+    /// peer's CCCD is set: nothing sent after this returns is missed. Any number of
+    /// subscribers share one CCCD write; it is cleared after the last one stops iterating.
+    /// The stream throws `GATTError.disconnected` when the link ends for good.
+    ///
+    ///     let values = try await peripheral.subscribe(to: measurement)
+    public func subscribe(
+        to characteristic: CharacteristicIdentifier, indications: Bool = false,
+        bufferingPolicy: AsyncThrowingStream<[UInt8], any Error>.Continuation.BufferingPolicy = .unbounded
+    ) async throws(GATTError) -> AsyncThrowingStream<[UInt8], any Error> {
+        if let terminalError { throw terminalError }
+        let c = try await resolve(characteristic)
+        let needed: GATTCharacteristicProperties = indications ? .indicate : .notify
+        guard c.properties.contains(needed) else {
+            throw .notSupported(operation: indications ? "indications" : "notifications", target: c.uuid.gattDisplayName,
+                                properties: c.properties, peer: peerDescription)
+        }
+        let handle = c.valueHandle
+        if subscriptions[handle] == nil {
+            let descs = try await descriptors(of: c)
+            guard let cccd = descs.first(where: { $0.uuid == GATTAttributeType.clientCharacteristicConfiguration }) else {
+                throw .descriptorNotFound(GATTAttributeType.clientCharacteristicConfiguration, characteristic: c.uuid,
+                                          peer: peerDescription, available: descs.map(\.uuid))
+            }
+            if subscriptions[handle] == nil { subscriptions[handle] = Subscription(cccdHandle: cccd.handle) }
+        }
+        let route = self.route(for: handle)
+        let stream = (indications ? route.indications : route.notifications).subscribeThrowing(bufferingPolicy: bufferingPolicy)
+        do throws(GATTError) {
+            try await reconcile(handle, target: c.uuid.gattDisplayName)
+        } catch {
+            // Dropping `stream` unsubscribes it; the CCCD follows the remaining subscribers.
+            throw error
+        }
+        return stream
+    }
+
+    /// A characteristic's notifications as a stream that subscribes when iteration starts;
+    /// errors (not found, CCCD refused, disconnect) end the iteration.
+    ///
+    ///     for try await value in peripheral.notifications(for: measurement) { ... }
+    public nonisolated func notifications(for characteristic: CharacteristicIdentifier) -> AsyncThrowingStream<[UInt8], any Error> {
+        lazyStream(characteristic, indications: false) { $0 }
+    }
+
+    /// Notifications decoded as `T`; a value that does not decode ends the stream with
+    /// `GATTError.invalidValue`.
+    ///
+    ///     let readings: AsyncThrowingStream<HeartRateMeasurement, Error> = peripheral.notifications(for: measurement)
+    public nonisolated func notifications<T: GATTDecodable & Sendable>(for characteristic: CharacteristicIdentifier, as type: T.Type = T.self) -> AsyncThrowingStream<T, any Error> {
+        lazyStream(characteristic, indications: false, decoder(characteristic))
+    }
+
+    /// A characteristic's indications (each confirmed once handed to the subscribers).
+    public nonisolated func indications(for characteristic: CharacteristicIdentifier) -> AsyncThrowingStream<[UInt8], any Error> {
+        lazyStream(characteristic, indications: true) { $0 }
+    }
+
+    /// Indications decoded as `T`.
+    public nonisolated func indications<T: GATTDecodable & Sendable>(for characteristic: CharacteristicIdentifier, as type: T.Type = T.self) -> AsyncThrowingStream<T, any Error> {
+        lazyStream(characteristic, indications: true, decoder(characteristic))
+    }
+
+    /// Subscribes to `response`'s notifications, then writes `value` to `characteristic`,
+    /// and returns the first notification (a request/response exchange over a control point).
+    ///
+    ///     let reply = try await peripheral.writeAndAwaitNotification([0x01], to: controlPoint, response: controlPoint)
+    public func writeAndAwaitNotification(
+        _ value: some GATTEncodable, to characteristic: CharacteristicIdentifier, type: GATTWriteType = .withResponse,
+        response: CharacteristicIdentifier, indication: Bool = false, timeout: Duration = .seconds(10)
+    ) async throws(GATTError) -> [UInt8] {
+        let stream = try await subscribe(to: response, indications: indication)
+        try await write(value, to: characteristic, type: type)
+        let once = ResumeOnce()
+        let target = response.uuid.gattDisplayName
+        let peerName = peerDescription
+        let result: Result<[UInt8], GATTError> = await withCheckedContinuation { c in
+            once.set(c)
+            let consumer = Task {
+                var it = stream.makeAsyncIterator()
+                do {
+                    if let v = try await it.next() { once.resume(.success(v)) }
+                    else { once.resume(.failure(.disconnected(peer: peerName, reason: "the stream ended"))) }
+                } catch let e as GATTError {
+                    once.resume(.failure(e))
+                } catch {
+                    once.resume(.failure(.cancelled(operation: "awaiting a notification from", target: target)))
+                }
+            }
+            once.setTimer(scheduler.schedule(after: timeout) {
+                once.resume(.failure(.timeout(operation: "awaiting a notification from", target: target, peer: peerName)))
+                consumer.cancel()
+            })
+        }
+        return try result.get()
+    }
+
+    // MARK: Internals
+
+    nonisolated func decoder<T: GATTDecodable & Sendable>(_ c: CharacteristicIdentifier) -> @Sendable ([UInt8]) throws -> T {
+        let peer = peerDescription
+        return { bytes in
+            do throws(GATTValueError) { return try T(gattValue: bytes) } catch {
+                throw GATTError.invalidValue(error, target: c.uuid.gattDisplayName, peer: peer)
+            }
+        }
+    }
+
+    nonisolated func lazyStream<T: Sendable>(_ c: CharacteristicIdentifier, indications: Bool,
+                                              _ transform: @escaping @Sendable ([UInt8]) throws -> T) -> AsyncThrowingStream<T, any Error> {
+        let source = LazySubscription(peripheral: self, characteristic: c, indications: indications)
+        return AsyncThrowingStream(unfolding: {
+            guard let bytes = try await source.next() else { return nil }
+            return try transform(bytes)
+        })
+    }
+
+    func route(for handle: UInt16) -> NotificationRoutes.Route {
+        if let r = routes.routes[handle] { return r }
+        let r = NotificationRoutes.Route(executor: executor)
+        let change: @Sendable (Int) -> Void = { [weak self, executor] _ in
+            self?.enter(on: executor) { $0.subscribersChanged(handle) }
+        }
+        r.notifications.onSubscriberCountChange = change
+        r.indications.onSubscriberCountChange = change
+        routes.routes[handle] = r
+        return r
+    }
+
+    func subscribersChanged(_ handle: UInt16) {
+        guard let sub = subscriptions[handle], !sub.writing, terminalError == nil,
+              sub.written != (routes.routes[handle]?.configuration ?? 0) else { return }
+        Task { try? await self.reconcile(handle, target: "handle 0x\(hex4(handle))") }
+    }
+
+    /// Writes the CCCD until it matches what the subscribers need; one write at a time.
+    func reconcile(_ handle: UInt16, target: String) async throws(GATTError) {
+        while let sub = subscriptions[handle] {
+            let wanted = routes.routes[handle]?.configuration ?? 0
+            if sub.writing {
+                await withCheckedContinuation { subscriptions[handle]?.waiters.append($0) }
+                continue
+            }
+            if sub.written == wanted { return }
+            let p = try await procedures()
+            subscriptions[handle]?.writing = true
+            var failure: GATTError?
+            do throws(GATTProcedureError) {
+                try await p.writeClientConfiguration(handle: sub.cccdHandle, value: wanted)
+                subscriptions[handle]?.written = wanted
+            } catch {
+                failure = gattError(error, wanted == 0 ? "disabling notifications of" : "subscribing to", target)
+            }
+            subscriptions[handle]?.writing = false
+            let waiters = subscriptions[handle]?.waiters ?? []
+            subscriptions[handle]?.waiters = []
+            for w in waiters { w.resume() }
+            if let failure { throw failure }
+        }
+    }
+
+    func reconcile(_ handle: UInt16) async throws(GATTError) {
+        try await reconcile(handle, target: "handle 0x\(hex4(handle))")
+    }
+}
+
+/// The subscription behind a lazily subscribing stream: subscribes on the first `next()`.
+final class LazySubscription: @unchecked Sendable { // used by the stream's single consumer, one `next()` at a time
+    let peripheral: Peripheral
+    let characteristic: CharacteristicIdentifier
+    let indications: Bool
+    var iterator: AsyncThrowingStream<[UInt8], any Error>.AsyncIterator?
+
+    init(peripheral: Peripheral, characteristic: CharacteristicIdentifier, indications: Bool) {
+        self.peripheral = peripheral; self.characteristic = characteristic; self.indications = indications
+    }
+
+    func next() async throws -> [UInt8]? {
+        var it: AsyncThrowingStream<[UInt8], any Error>.AsyncIterator
+        if let existing = iterator {
+            it = existing
+        } else {
+            it = try await peripheral.subscribe(to: characteristic, indications: indications).makeAsyncIterator()
+        }
+        defer { iterator = it }
+        return try await it.next()
+    }
+}
+
+/// Resumes a continuation once, whichever of a result or a timeout comes first, and
+/// cancels the timer then.
+final class ResumeOnce: Sendable {
+    typealias Reply = CheckedContinuation<Result<[UInt8], GATTError>, Never>
+    private struct State {
+        var reply: Reply?
+        var timer: (any ScheduledTimer)?
+        var done = false
+    }
+    private let state = Mutex(State())
+
+    func set(_ c: Reply) { state.withLock { $0.reply = c } }
+
+    func setTimer(_ timer: any ScheduledTimer) {
+        let alreadyDone = state.withLock { s -> Bool in
+            if s.done { return true }
+            s.timer = timer
+            return false
+        }
+        if alreadyDone { timer.cancel() }
+    }
+
+    func resume(_ result: Result<[UInt8], GATTError>) {
+        let (reply, timer) = state.withLock { s -> (Reply?, (any ScheduledTimer)?) in
+            if s.done { return (nil, nil) }
+            s.done = true
+            defer { s.reply = nil; s.timer = nil }
+            return (s.reply, s.timer)
+        }
+        timer?.cancel()
+        reply?.resume(returning: result)
+    }
+}

@@ -1,0 +1,14 @@
+/// Why a GATT procedure on a bearer failed: the ATT layer's error, or a response that breaks
+/// the procedure (the Peripheral turns both into a `GATTError` naming the attribute and peer).
+public enum GATTProcedureError: Error, Sendable, Equatable, CustomStringConvertible {
+    case att(ATTError)
+    /// The response is well-formed ATT but inconsistent with the procedure.
+    case invalidResponse(String)
+
+    public var description: String {
+        switch self {
+        case .att(let e): return "\(e)"
+        case .invalidResponse(let why): return why
+        }
+    }
+}
