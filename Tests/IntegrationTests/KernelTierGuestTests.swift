@@ -1,5 +1,6 @@
 import ATT
 import BLECore
+import GATTClient
 import Dispatch
 import Foundation
 import Testing
@@ -60,6 +61,47 @@ struct KernelTierGuestTests {
         }
         await central.close()
         KernelTierGuest.pass("userChannelGATT")
+    }
+
+    @Test("User channel: scan(services: [180D]) finds HRM; Peripheral reads Body Sensor Location and streams heart rate")
+    func userChannelScanAndPeripheral() async throws {
+        try HCIAdapters.bringDown(index: 0)
+        let central = try await Central.open("hci0")
+        do {
+            let found = try await KernelTierGuest.scanForHRMWithAPI(central)
+            try #require(found.address == KernelTierGuest.hrm && found.isConnectable, "\(found)")
+            let link = try await central.connect(found.address, timeout: .seconds(30))
+            let peripheral = try await Peripheral(connection: link)
+            try await KernelTierGuest.peripheralSession(peripheral)
+            try await link.disconnect()
+        } catch {
+            await central.close()
+            throw error
+        }
+        await central.close()
+        KernelTierGuest.pass("userChannelScanAndPeripheral")
+    }
+
+    @Test("Kernel mode: Peripheral over L2CAPSocketChannel reads Body Sensor Location and streams heart rate")
+    func kernelModePeripheral() async throws {
+        try HCIAdapters.bringUp(index: 0)
+        let executor = AdapterExecutor(label: "kernel-mode-peripheral")
+        do {
+            let channel = try await L2CAPSocketChannel.connect(adapterIndex: 0, peer: KernelTierGuest.hrm, executor: executor, timeout: .seconds(40))
+            let peripheral = Peripheral(channel: channel, peer: KernelTierGuest.hrm)
+            do {
+                try await KernelTierGuest.peripheralSession(peripheral)
+            } catch {
+                channel.close()
+                throw error
+            }
+            channel.close()
+        } catch {
+            try? HCIAdapters.bringDown(index: 0)
+            throw error
+        }
+        try HCIAdapters.bringDown(index: 0)
+        KernelTierGuest.pass("kernelModePeripheral")
     }
 
     @Test("User channel errors: busy while up (and the fix works), no such adapter, permission denied")
@@ -197,6 +239,9 @@ struct KernelTierGuestTests {
                 let report = try await KernelTierGuest.scanForHRM(central, timeout: .seconds(30))
                 #expect(report.data.containsSubsequence([0x03, 0x03, 0x0D, 0x18]), "\(report.data)")
                 try await KernelTierGuest.setScan(central, enabled: false)
+                // The scanning API over the raw channel too.
+                let found = try await KernelTierGuest.scanForHRMWithAPI(central)
+                #expect(found.address == KernelTierGuest.hrm)
             } catch {
                 await central.close()
                 throw error
@@ -338,6 +383,29 @@ enum KernelTierGuest {
         let event = await first(of: values.filter { $0.handle == measurementHandle }, within: .seconds(20))
         let notified = try #require(event, "no Heart Rate Measurement notification within 20 s")
         try #require(!notified.isIndication && notified.value == [0x00, 72], "\(notified)")
+    }
+
+    /// `Central.scan(services:)` until HRM shows up (bounded).
+    static func scanForHRMWithAPI(_ central: Central) async throws -> DiscoveredPeripheral {
+        let events = await central.scan(services: [BluetoothUUID(uuid16: 0x180D)])
+        let found = await first(of: events.compactMap { event -> DiscoveredPeripheral? in
+            if case .discovered(let p) = event, p.address == hrm { return p }
+            return nil
+        }, within: .seconds(30))
+        return try #require(found, "scan(services: [180D]) did not find \(hrm) within 30 s")
+    }
+
+    /// GATTClient: Body Sensor Location reads as chest, Heart Rate Measurement notifies 72 bpm.
+    static func peripheralSession(_ peripheral: Peripheral) async throws {
+        let heartRate = ServiceIdentifier(uuid: BluetoothUUID(uuid16: 0x180D))
+        let location = CharacteristicIdentifier(uuid: BluetoothUUID(uuid16: 0x2A38), service: heartRate)
+        let measurement = CharacteristicIdentifier(uuid: BluetoothUUID(uuid16: 0x2A37), service: heartRate)
+        let services = try await peripheral.services()
+        try #require(services.contains { $0.uuid == BluetoothUUID(uuid16: 0x180D) }, "\(services)")
+        try #require(try await peripheral.read(location, as: BodySensorLocation.self) == .chest)
+        let reading = await first(of: peripheral.notifications(for: measurement, as: HeartRateMeasurement.self), within: .seconds(20))
+        let value = try #require(reading, "no Heart Rate Measurement within 20 s")
+        try #require(value.beatsPerMinute == 72, "\(value)")
     }
 
     /// The response, or nil for an Error Response Attribute Not Found (the end of a discovery).

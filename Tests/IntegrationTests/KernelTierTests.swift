@@ -20,7 +20,7 @@ import Glibc
 struct KernelTierTests {
     /// The guest tests, each printing `KERNEL-TIER PASS <name>` when it got to its end.
     static let scenarios = [
-        "adapterList", "userChannelGATT", "userChannelErrors", "kernelModeGATT", "kernelModeAdapterDown", "kernelModeTimeout", "rawChannelScan",
+        "adapterList", "userChannelGATT", "userChannelScanAndPeripheral", "userChannelErrors", "kernelModeGATT", "kernelModePeripheral", "kernelModeAdapterDown", "kernelModeTimeout", "rawChannelScan",
     ]
 
     @Test("The guest run of KernelTierGuestTests exits 0")
