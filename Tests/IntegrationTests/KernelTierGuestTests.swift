@@ -30,11 +30,12 @@ import Glibc
 )
 struct KernelTierGuestTests {
     @Test("HCIAdapters lists hci0 with its address; bringUp/bringDown switch its state")
-    func adapterList() throws {
+    func adapterList() async throws {
+        try await KernelTierGuest.afterRelease { try HCIAdapters.bringDown(index: 0) }
         let before = try #require(try HCIAdapters.list().first { $0.index == 0 })
         #expect(before.address == KernelTierGuest.adapterAddress)
         #expect(before.bus == "Virtual")
-        try #require(!before.isUp, "hci0 should be down when the guest starts: \(before)")
+        try #require(!before.isUp, "hci0 should be down after HCIDEVDOWN: \(before)")
         try HCIAdapters.bringUp(index: 0)
         let up = try #require(try HCIAdapters.list().first { $0.index == 0 })
         try HCIAdapters.bringDown(index: 0)
@@ -45,8 +46,8 @@ struct KernelTierGuestTests {
 
     @Test("User channel: Central.open(\"hci0\"), connect to HRM, ATT over our own ACL path")
     func userChannelGATT() async throws {
-        try HCIAdapters.bringDown(index: 0)
-        let central = try await Central.open("hci0")
+        try await KernelTierGuest.afterRelease { try HCIAdapters.bringDown(index: 0) }
+        let central = try await KernelTierGuest.afterRelease { try await Central.open("hci0") }
         let info = try #require(await central.controllerInfo)
         try #require(info.address == KernelTierGuest.adapterAddress, "\(info)")
         do {
@@ -65,8 +66,8 @@ struct KernelTierGuestTests {
 
     @Test("User channel: scan(services: [180D]) finds HRM; Peripheral reads Body Sensor Location and streams heart rate")
     func userChannelScanAndPeripheral() async throws {
-        try HCIAdapters.bringDown(index: 0)
-        let central = try await Central.open("hci0")
+        try await KernelTierGuest.afterRelease { try HCIAdapters.bringDown(index: 0) }
+        let central = try await KernelTierGuest.afterRelease { try await Central.open("hci0") }
         do {
             let found = try await KernelTierGuest.scanForHRMWithAPI(central)
             try #require(found.address == KernelTierGuest.hrm && found.isConnectable, "\(found)")
@@ -84,7 +85,7 @@ struct KernelTierGuestTests {
 
     @Test("Kernel mode: Peripheral over L2CAPSocketChannel reads Body Sensor Location and streams heart rate")
     func kernelModePeripheral() async throws {
-        try HCIAdapters.bringUp(index: 0)
+        try await KernelTierGuest.afterRelease { try HCIAdapters.bringUp(index: 0) }
         let executor = AdapterExecutor(label: "kernel-mode-peripheral")
         do {
             let channel = try await L2CAPSocketChannel.connect(adapterIndex: 0, peer: KernelTierGuest.hrm, executor: executor, timeout: .seconds(40))
@@ -106,7 +107,7 @@ struct KernelTierGuestTests {
 
     @Test("User channel errors: busy while up (and the fix works), no such adapter, permission denied")
     func userChannelErrors() async throws {
-        try HCIAdapters.bringUp(index: 0)
+        try await KernelTierGuest.afterRelease { try HCIAdapters.bringUp(index: 0) }
         do {
             let central = try await Central.open("hci0")
             await central.close()
@@ -141,7 +142,7 @@ struct KernelTierGuestTests {
 
     @Test("Kernel mode: the kernel owns hci0; ATT over an L2CAP socket to HRM's CID 4")
     func kernelModeGATT() async throws {
-        try HCIAdapters.bringUp(index: 0)
+        try await KernelTierGuest.afterRelease { try HCIAdapters.bringUp(index: 0) }
         let executor = AdapterExecutor(label: "kernel-mode")
         do {
             // A raw-channel monitor learns the handle of the link the kernel creates. A bare
@@ -195,7 +196,7 @@ struct KernelTierGuestTests {
 
     @Test("Kernel mode: a peer that never answers gives .timeout after the limit")
     func kernelModeTimeout() async throws {
-        try HCIAdapters.bringUp(index: 0)
+        try await KernelTierGuest.afterRelease { try HCIAdapters.bringUp(index: 0) }
         let executor = AdapterExecutor(label: "kernel-mode-timeout")
         let absent = LEAddress(BluetoothAddress(rawValue: 0xF0_00_00_00_99_99), type: .random)
         do {
@@ -215,7 +216,7 @@ struct KernelTierGuestTests {
 
     @Test("Kernel mode: L2CAPSocketChannel.connect with hci0 down fails with a typed error")
     func kernelModeAdapterDown() async throws {
-        try HCIAdapters.bringDown(index: 0)
+        try await KernelTierGuest.afterRelease { try HCIAdapters.bringDown(index: 0) }
         let executor = AdapterExecutor(label: "kernel-mode-down")
         do {
             let channel = try await L2CAPSocketChannel.connect(adapterIndex: 0, peer: KernelTierGuest.hrm, executor: executor, timeout: .seconds(10))
@@ -232,7 +233,7 @@ struct KernelTierGuestTests {
 
     @Test("Raw channel with the adapter up: LE scan sees HRM; SIGINT leaves the scan disabled")
     func rawChannelScan() async throws {
-        try HCIAdapters.bringUp(index: 0)
+        try await KernelTierGuest.afterRelease { try HCIAdapters.bringUp(index: 0) }
         do {
             let central = try await Central.open("hci-raw:0")
             do {
@@ -322,6 +323,22 @@ enum KernelTierGuest {
     static func pass(_ name: String) {
         print("KERNEL-TIER PASS \(name)")
         fflush(nil)
+    }
+
+    /// Runs `operation`, retrying EBUSY on hci0 for up to 3 s. `Central.close()` returns
+    /// before the user-channel socket is closed (the transport closes the fd in its dispatch
+    /// sources' cancel handlers, later on the adapter queue), and until then the kernel
+    /// refuses HCIDEVUP, HCIDEVDOWN and another user channel on hci0 with EBUSY.
+    static func afterRelease<T>(_ operation: () async throws -> T) async throws -> T {
+        var attempts = 0
+        while true {
+            do {
+                return try await operation()
+            } catch let error as TransportError where error == .busy(device: "hci0") && attempts < 30 {
+                attempts += 1
+                try await Task.sleep(for: .milliseconds(100))
+            }
+        }
     }
 
     /// Discovers the Heart Rate service, reads Body Sensor Location and (optionally)

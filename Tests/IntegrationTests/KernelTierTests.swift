@@ -1,5 +1,4 @@
 import BLECore
-import CHCI
 import Foundation
 import Testing
 
@@ -136,7 +135,7 @@ enum KernelTierVM {
 @Suite("L2CAPSocketChannel on a kernel without Bluetooth")
 struct L2CAPSocketChannelNoBluetoothTests {
     static var kernelHasBluetooth: Bool {
-        let fd = socket(AF_BLUETOOTH, Int32(SOCK_SEQPACKET.rawValue), BTPROTO_L2CAP)
+        let fd = socket(AF_BLUETOOTH, Int32(SOCK_SEQPACKET.rawValue), 0)  // protocol 0: BTPROTO_L2CAP
         if fd >= 0 { close(fd) }
         return fd >= 0 || errno != EAFNOSUPPORT
     }
