@@ -29,7 +29,7 @@ public enum L2CAPSocketError: Error, Sendable, Equatable, CustomStringConvertibl
         case .bluetoothUnsupported:
             return "this kernel has no Bluetooth support (socket(AF_BLUETOOTH) failed: EAFNOSUPPORT); load it with 'modprobe bluetooth'"
         case .noAdapter(let peer, let err):
-            return "no powered adapter can reach \(peer) (\(errnoName(err))): bring one up with 'ble adapters --up hci0' (HCIAdapters.bringUp) — kernel L2CAP sockets need the kernel to own a powered adapter"
+            return "no powered adapter can reach \(peer) (\(errnoName(err))): power one on with 'sudo hciconfig hci0 up' or HCIAdapters.bringUp(index: 0); kernel L2CAP sockets need the kernel to own a powered adapter"
         case .noSuchAdapter(let index, let available):
             let list = available.isEmpty ? "the kernel knows no adapter" : "adapters present: " + available.map { "hci\($0)" }.joined(separator: ", ")
             return "no adapter hci\(index); \(list)"
