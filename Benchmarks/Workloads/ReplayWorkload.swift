@@ -1,0 +1,81 @@
+import BLECore
+import BLETestSupport
+import Dispatch
+import Foundation
+import GATTClient
+
+/// W3: recorded captures through the whole stack.
+enum ReplayWorkload {
+    static func fixture(_ relative: String) -> String {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Fixtures/captures").appendingPathComponent(relative).path
+    }
+
+    /// The recorded heart-rate session (connect, MTU, discovery, reads, 10 notifications, a
+    /// write, disconnect) replayed in script mode: whole sessions per second.
+    static func heartRateSessions(_ count: Int, runs: Int) async throws -> Measurement {
+        let path = fixture("recorded/heart-rate-session.btsnoop")
+        var best = Double.infinity
+        for _ in 0..<runs {
+            let start = DispatchTime.now().uptimeNanoseconds
+            for _ in 0..<count {
+                let transport = try ReplayTransport(path: path)
+                let central = Central(transport: transport)
+                try await central.powerOn()
+                let bpm = try await HeartRateSession.run(central)
+                guard bpm == [60, 63, 66, 69, 72, 75, 78, 81, 84, 87] else { throw BenchError("replay gave \(bpm)") }
+                await central.close()
+            }
+            best = min(best, Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9)
+        }
+        return Measurement(name: "W3 replay: heart-rate session through Central + Peripheral (sessions)", operations: count, seconds: best,
+                           operationsPerSecond: Double(count) / best)
+    }
+
+    /// A real capture free-running through Central's host: packets per second.
+    static func freeRunning(_ name: String, runs: Int) async throws -> Measurement {
+        let path = fixture("real/\(name)")
+        var best = Double.infinity
+        var packets = 0
+        for _ in 0..<runs {
+            let replay = try ReplayTransport(path: path, options: .freeRunning)
+            packets = replay.receivedTotal
+            let central = Central(transport: replay)
+            let states = await central.stateEvents()
+            let start = DispatchTime.now().uptimeNanoseconds
+            let power = Task { try? await central.powerOn() }
+            for await s in states where s == .transportLost { break }
+            let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+            _ = await power.value
+            let delivered = central.executor.queue.sync { replay.delivered }
+            guard delivered == packets else { throw BenchError("\(name): delivered \(delivered) of \(packets)") }
+            best = min(best, elapsed)
+            await central.close()
+        }
+        return Measurement(name: "W3 replay: \(name) free-running through Central's host (packets)", operations: packets, seconds: best,
+                           operationsPerSecond: Double(packets) / best)
+    }
+}
+
+/// The heart-rate session of the recorded capture (the same steps as when it was recorded).
+enum HeartRateSession {
+    static let peer = LEAddress("F0:5E:B1:00:00:01", type: .random)!
+
+    static func run(_ central: Central) async throws -> [UInt16] {
+        let link = try await central.connect(peer, timeout: .seconds(10))
+        let peripheral = try await Peripheral(connection: link)
+        let services = try await peripheral.services()
+        for s in services { _ = try await peripheral.characteristics(of: s) }
+        let heartRate = try ServiceIdentifier(uuid: "180D")
+        _ = try await peripheral.read(try CharacteristicIdentifier(uuid: "2A38", service: heartRate), as: BodySensorLocation.self)
+        _ = try await peripheral.read(try CharacteristicIdentifier(uuid: "2A29", service: try ServiceIdentifier(uuid: "180A")), as: String.self)
+        var bpm: [UInt16] = []
+        for try await reading in peripheral.notifications(for: try CharacteristicIdentifier(uuid: "2A37", service: heartRate), as: HeartRateMeasurement.self) {
+            bpm.append(reading.beatsPerMinute)
+            if bpm.count == 10 { break }
+        }
+        try await peripheral.write([0x01], to: try CharacteristicIdentifier(uuid: "2A39", service: heartRate), type: .withResponse)
+        try await link.disconnect()
+        return bpm
+    }
+}
