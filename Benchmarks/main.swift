@@ -69,7 +69,7 @@ func rate(_ m: Measurement, atLeast target: Double) -> Target {
     Target(description: ">= \(Int(target)) per second", met: m.operationsPerSecond >= target)
 }
 
-func selected(_ key: String) -> Bool { only.isEmpty || only.contains(key) }
+@MainActor func selected(_ key: String) -> Bool { only.isEmpty || only.contains(key) }
 
 // W1
 if selected("w1") {

@@ -20,10 +20,23 @@ enum ReplayWorkload {
             let start = DispatchTime.now().uptimeNanoseconds
             for _ in 0..<count {
                 let transport = try ReplayTransport(path: path)
-                let central = Central(transport: transport)
+                // Virtual time: the capture's controller never answered LE Set PHY, so the
+                // session waits out that command's 1 s timeout before it can disconnect.
+                var options = Central.Options()
+                let executor = AdapterExecutor(label: "replay")
+                let clock = ManualScheduler(queue: executor.queue)
+                options.executor = executor
+                options.scheduler = clock
+                let central = Central(transport: transport, options: options)
                 try await central.powerOn()
-                let bpm = try await HeartRateSession.run(central)
+                let bpm: [UInt16]
+                do { bpm = try await HeartRateSession.run(central, transport: transport, clock: clock) } catch {
+                    let mismatches = central.executor.queue.sync { transport.mismatches }
+                    throw BenchError("\(error); host packets not in the capture: \(mismatches.prefix(3))")
+                }
                 guard bpm == [60, 63, 66, 69, 72, 75, 78, 81, 84, 87] else { throw BenchError("replay gave \(bpm)") }
+                let mismatches = central.executor.queue.sync { transport.mismatches }
+                guard mismatches.isEmpty else { throw BenchError("host packets not in the capture: \(mismatches.prefix(3))") }
                 await central.close()
             }
             best = min(best, Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9)
@@ -61,7 +74,7 @@ enum ReplayWorkload {
 enum HeartRateSession {
     static let peer = LEAddress("F0:5E:B1:00:00:01", type: .random)!
 
-    static func run(_ central: Central) async throws -> [UInt16] {
+    static func run(_ central: Central, transport: ReplayTransport, clock: ManualScheduler) async throws -> [UInt16] {
         let link = try await central.connect(peer, timeout: .seconds(10))
         let peripheral = try await Peripheral(connection: link)
         let services = try await peripheral.services()
@@ -70,11 +83,20 @@ enum HeartRateSession {
         _ = try await peripheral.read(try CharacteristicIdentifier(uuid: "2A38", service: heartRate), as: BodySensorLocation.self)
         _ = try await peripheral.read(try CharacteristicIdentifier(uuid: "2A29", service: try ServiceIdentifier(uuid: "180A")), as: String.self)
         var bpm: [UInt16] = []
-        for try await reading in peripheral.notifications(for: try CharacteristicIdentifier(uuid: "2A37", service: heartRate), as: HeartRateMeasurement.self) {
-            bpm.append(reading.beatsPerMinute)
-            if bpm.count == 10 { break }
-        }
+        // The iterator is kept until the control point write is done, as when the capture was
+        // recorded: the CCCD is cleared after that write, not before.
+        var readings: AsyncThrowingStream<HeartRateMeasurement, any Error>.AsyncIterator? =
+            peripheral.notifications(for: try CharacteristicIdentifier(uuid: "2A37", service: heartRate), as: HeartRateMeasurement.self).makeAsyncIterator()
+        while bpm.count < 10, let reading = try await readings?.next() { bpm.append(reading.beatsPerMinute) }
         try await peripheral.write([0x01], to: try CharacteristicIdentifier(uuid: "2A39", service: heartRate), type: .withResponse)
+        let remaining = central.executor.queue.sync { transport.expectedRemaining }
+        readings = nil
+        // Wait (bounded) for the CCCD write that follows the last subscriber leaving.
+        let deadline = DispatchTime.now().uptimeNanoseconds + 2_000_000_000
+        while central.executor.queue.sync(execute: { transport.expectedRemaining }) == remaining, DispatchTime.now().uptimeNanoseconds < deadline {
+            await Task.yield()
+        }
+        await clock.advance(by: .seconds(1))
         try await link.disconnect()
         return bpm
     }
