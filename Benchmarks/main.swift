@@ -83,6 +83,15 @@ let w1x = ScanWorkload.run(name: "W1 scan (extended reports): H4 -> extended adv
 add(w1x, bumble: "scan", input: Array(extendedEvents.prefix(20_000).joined()), iterations: 20_000, target: rate(w1x, atLeast: 3_000_000))
 }
 
+// W2a alone, longer (for profiling)
+if only.contains("w2a") { do {
+    let stack = try await BenchStack.make(links: 1)
+    add(try await NotifyWorkload.route(stack, notifications: 5_000_000, runs: runs))
+    await stack.close()
+} catch {
+    log("W2a failed: \(error)")
+} }
+
 // W2
 if selected("w2") { do {
     let stack = try await BenchStack.make(links: 16)
