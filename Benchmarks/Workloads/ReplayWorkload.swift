@@ -15,6 +15,13 @@ enum ReplayWorkload {
     /// write, disconnect) replayed in script mode: whole sessions per second.
     static func heartRateSessions(_ count: Int, runs: Int) async throws -> Measurement {
         let path = fixture("recorded/heart-rate-session.btsnoop")
+        // How many host packets remain once the capture's first ACL packet (the MTU request)
+        // is next: the link setup commands before it are sent first, as when recorded.
+        let records = try BTSnoopReader(bytes: Array(try Data(contentsOf: URL(fileURLWithPath: path)))).records.filter { $0.direction == .sent }
+        guard let firstACL = records.firstIndex(where: { if case .acl = $0.packet { return true } else { return false } }) else {
+            throw BenchError("the capture has no ACL packet from the host")
+        }
+        let remainingAtFirstACL = records.count - firstACL
         var best = Double.infinity
         for _ in 0..<runs {
             let start = DispatchTime.now().uptimeNanoseconds
@@ -30,7 +37,7 @@ enum ReplayWorkload {
                 let central = Central(transport: transport, options: options)
                 try await central.powerOn()
                 let bpm: [UInt16]
-                do { bpm = try await HeartRateSession.run(central, transport: transport, clock: clock) } catch {
+                do { bpm = try await HeartRateSession.run(central, transport: transport, clock: clock, remainingAtFirstACL: remainingAtFirstACL) } catch {
                     let mismatches = central.executor.queue.sync { transport.mismatches }
                     throw BenchError("\(error); host packets not in the capture: \(mismatches.prefix(3))")
                 }
@@ -74,8 +81,10 @@ enum ReplayWorkload {
 enum HeartRateSession {
     static let peer = LEAddress("F0:5E:B1:00:00:01", type: .random)!
 
-    static func run(_ central: Central, transport: ReplayTransport, clock: ManualScheduler) async throws -> [UInt16] {
+    static func run(_ central: Central, transport: ReplayTransport, clock: ManualScheduler, remainingAtFirstACL: Int) async throws -> [UInt16] {
         let link = try await central.connect(peer, timeout: .seconds(10))
+        // The link setup commands go out before the first ATT request, as in the capture.
+        try await waitUntil(central, "the link setup commands were sent") { transport.expectedRemaining <= remainingAtFirstACL }
         let peripheral = try await Peripheral(connection: link)
         let services = try await peripheral.services()
         for s in services { _ = try await peripheral.characteristics(of: s) }
@@ -91,13 +100,18 @@ enum HeartRateSession {
         try await peripheral.write([0x01], to: try CharacteristicIdentifier(uuid: "2A39", service: heartRate), type: .withResponse)
         let remaining = central.executor.queue.sync { transport.expectedRemaining }
         readings = nil
-        // Wait (bounded) for the CCCD write that follows the last subscriber leaving.
-        let deadline = DispatchTime.now().uptimeNanoseconds + 2_000_000_000
-        while central.executor.queue.sync(execute: { transport.expectedRemaining }) == remaining, DispatchTime.now().uptimeNanoseconds < deadline {
-            await Task.yield()
-        }
+        try await waitUntil(central, "the CCCD was cleared") { transport.expectedRemaining < remaining }
         await clock.advance(by: .seconds(1))
         try await link.disconnect()
         return bpm
+    }
+}
+
+/// Waits (at most 2 s) until `condition`, read on the adapter queue, holds.
+func waitUntil(_ central: Central, _ what: String, _ condition: @escaping @Sendable () -> Bool) async throws {
+    let deadline = DispatchTime.now().uptimeNanoseconds + 2_000_000_000
+    while !central.executor.queue.sync(execute: condition) {
+        guard DispatchTime.now().uptimeNanoseconds < deadline else { throw BenchError("replay: timed out waiting until \(what)") }
+        await Task.yield()
     }
 }
