@@ -100,12 +100,18 @@ enum MemoryWorkload {
 
     /// Heap allocations per notification delivered to one subscriber (in this process, which
     /// must run with the counter preloaded). Counts every thread, so it is an upper bound.
-    static func allocationsPerNotification(_ counter: @convention(c) () -> Int, notifications n: Int) async throws -> Double {
+    /// Returns (routed with no subscriber, delivered to one subscriber).
+    static func allocationsPerNotification(_ counter: @convention(c) () -> Int, notifications n: Int) async throws -> (Double, Double) {
         let stack = try await BenchStack.make(links: 1)
         let link = stack.links[0]
-        let stream = try await link.peripheral.subscribe(to: link.measurement)
         let rounds = 1000
         let bytes = NotifyWorkload.batch([link], rounds: rounds)
+        _ = try await link.peripheral.subscribe(to: link.measurement) // dropped: the route stays, empty
+        stack.queue.sync {}
+        let routedBefore = counter()
+        stack.queue.sync { bytes.withUnsafeBytes { raw in for _ in 0..<(n / rounds) { stack.tap.feed(raw) } } }
+        let routed = Double(counter() - routedBefore) / Double(n)
+        let stream = try await link.peripheral.subscribe(to: link.measurement)
         let warmup = NotifyWorkload.batch([link], rounds: rounds, marker: 0x00)
         let tap = stack.tap
         let consumer = Task.detached { () -> Int in
@@ -125,6 +131,6 @@ enum MemoryWorkload {
         let after = counter()
         guard seen == n else { throw BenchError("allocations: delivered \(seen) of \(n)") }
         await stack.close()
-        return Double(after - before) / Double(n)
+        return (routed, Double(after - before) / Double(n))
     }
 }
