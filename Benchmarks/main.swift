@@ -9,6 +9,7 @@ var python: String? = ProcessInfo.processInfo.environment["BLE_PYTHON"]
 var runs = 5
 var quick = false
 var allocationsChild = false
+var perConnectionChild = false
 /// Workload keys to run (w1, w2, w3, w4, w5, memory); all when empty.
 var only: Set<String> = []
 var args = CommandLine.arguments.dropFirst()
@@ -17,6 +18,7 @@ while let a = args.popFirst() {
     case "--python": python = args.popFirst()
     case "--quick": runs = 1; quick = true
     case "--allocations": allocationsChild = true
+    case "--per-connection": perConnectionChild = true
     case "--only": only = Set((args.popFirst() ?? "").split(separator: ",").map(String.init))
     default: break
     }
@@ -31,6 +33,29 @@ if allocationsChild {
     let (routed, delivered) = try await MemoryWorkload.allocationsPerNotification(counter, notifications: 200_000)
     print(routed, delivered)
     exit(0)
+}
+
+/// Child mode: resident bytes per connection, measured in a fresh process (memory freed by
+/// earlier workloads would otherwise be reused and hide the cost).
+if perConnectionChild {
+    let m = try await MemoryWorkload.perConnection(links: quick ? 32 : 256)
+    print(m.extra["bytesPerConnection"] ?? 0, m.extra["attributes"] ?? 0)
+    exit(0)
+}
+
+/// Runs this executable again with `arguments` (and `environment` added); its stdout as numbers.
+func runChild(_ arguments: [String], environment: [String: String] = [:]) throws -> [Double]? {
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).standardizedFileURL
+    p.arguments = arguments
+    p.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+    let out = Pipe()
+    p.standardOutput = out
+    try p.run()
+    let data = out.fileHandleForReading.readDataToEndOfFile()
+    p.waitUntilExit()
+    guard p.terminationStatus == 0 else { return nil }
+    return String(decoding: data, as: UTF8.self).split(whereSeparator: \.isWhitespace).compactMap { Double($0) }
 }
 
 struct Target: Codable {
@@ -142,27 +167,21 @@ if selected("w5") { do {
 
 // Memory
 if selected("memory") { do {
-    add(try await MemoryWorkload.perConnection(links: quick ? 32 : 128))
+    if let v = try runChild(["--per-connection"] + (quick ? ["--quick"] : [])), v.count == 2 {
+        var m = Measurement(name: "memory: resident bytes per connection (discovered database)", operations: quick ? 31 : 255, seconds: 0, operationsPerSecond: 0)
+        m.extra = ["bytesPerConnection": v[0], "attributes": v[1]]
+        add(m)
+    } else {
+        log("resident bytes per connection: the child run failed")
+    }
     if let library = MemoryWorkload.buildCounter(in: tmp) {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).standardizedFileURL
-        p.arguments = ["--allocations"]
-        var env = ProcessInfo.processInfo.environment
-        env["LD_PRELOAD"] = library
-        p.environment = env
-        let out = Pipe()
-        p.standardOutput = out
-        try p.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        let values = String(decoding: data, as: UTF8.self).split(whereSeparator: \.isWhitespace).compactMap { Double($0) }
-        if p.terminationStatus == 0, values.count == 2 {
+        if let values = try runChild(["--allocations"], environment: ["LD_PRELOAD": library]), values.count == 2 {
             let value = values[1]
             var m = Measurement(name: "memory: heap allocations per delivered notification (1 subscriber)", operations: 200_000, seconds: 0, operationsPerSecond: 0)
             m.extra = ["allocationsPerNotification": value, "allocationsPerRoutedNotificationWithoutSubscriber": values[0]]
             add(m, target: Target(description: "<= 2 allocations per notification", met: value <= 2))
         } else {
-            log("allocation count failed (status \(p.terminationStatus))")
+            log("allocation count: the child run failed")
         }
     } else {
         log("no C compiler: allocations per notification not measured")
