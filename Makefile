@@ -36,12 +36,21 @@ build: apt
 	$(SWIFT) build $(SWIFTFLAGS)
 
 # The whole suite: byte fixtures, replay, in-process virtual controller, Bumble virtual radio,
-# the CLI, fuzz smoke runs and the real-kernel tier under qemu.
-test: deps test-swift
+# the CLI, fuzz smoke runs and the real-kernel tier under qemu. Tests run one at a time: on a
+# 2-core machine the cooperative thread pool has two threads, and the tests that wait on
+# subprocesses (Bumble, qemu, the ble binary) would otherwise starve the rest.
+test: deps test-fuzz test-swift
 
 test-swift: deps
 	$(SWIFT) build --build-tests $(SWIFTFLAGS)
-	BLE_PYTHON=$(abspath $(PY)) BLE_KERNEL_VM=1 $(SWIFT) test --skip-build
+	BLE_PYTHON=$(abspath $(PY)) BLE_KERNEL_VM=1 $(SWIFT) test --skip-build --no-parallel
+
+# Every libFuzzer target for a short smoke run (make fuzz runs longer).
+test-fuzz: apt
+	scripts/fuzz run --seconds $(FUZZ_SMOKE_SECONDS)
+
+fuzz: apt
+	scripts/fuzz run --seconds $(FUZZ_SECONDS)
 
 # The main job on the bundled virtual radio (no hardware needed).
 demo: deps build

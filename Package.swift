@@ -21,7 +21,7 @@ let package = Package(
         .target(name: "GATTClient", dependencies: ["ATT", "BLECore"]),
         .target(name: "BLETestSupport", dependencies: ["BLECore", "ATT", "GATTClient"]),
         .executableTarget(name: "ble", dependencies: ["BLECore", "ATT", "GATTClient"]),
-        .executableTarget(name: "Benchmarks", dependencies: ["BLECore", "ATT", "GATTClient", "BLETestSupport"], path: "Benchmarks", exclude: ["bumble_bench.py"]),
+        .executableTarget(name: "Benchmarks", dependencies: ["BLECore", "ATT", "GATTClient", "BLETestSupport"], path: "Benchmarks", exclude: ["bumble_bench.py", "README.md"]),
         .testTarget(name: "BLECoreTests", dependencies: ["BLECore", "BLETestSupport"]),
         .testTarget(name: "ATTTests", dependencies: ["ATT", "BLECore", "BLETestSupport"]),
         .testTarget(name: "GATTClientTests", dependencies: ["GATTClient", "ATT", "BLECore", "BLETestSupport"]),

@@ -6,7 +6,7 @@ import json
 import sys
 import time
 
-from bumble import hci
+from bumble import att, hci, l2cap
 from bumble.core import AdvertisingData
 
 
@@ -38,7 +38,30 @@ def scan(packets):
     return matched
 
 
-WORKLOADS = {"scan": scan}
+def notify(packets):
+    """H4 bytes -> ACL packet -> reassembly -> L2CAP PDU -> ATT PDU -> route by handle."""
+    routed = 0
+    routes = {}
+
+    def on_pdu(data):
+        nonlocal routed
+        pdu = l2cap.L2CAP_PDU.from_bytes(data)
+        if pdu.cid == 0x0004:
+            value = att.ATT_PDU.from_bytes(pdu.payload)
+            routes.get(value.attribute_handle)
+            routed += 1
+
+    assemblers = {}
+    for raw in packets:
+        packet = hci.HCI_Packet.from_bytes(raw)
+        assembler = assemblers.get(packet.connection_handle)
+        if assembler is None:
+            assembler = assemblers[packet.connection_handle] = hci.HCI_AclDataPacketAssembler(on_pdu)
+        assembler.feed_packet(packet)
+    return routed
+
+
+WORKLOADS = {"scan": scan, "notify": notify}
 
 
 def main():

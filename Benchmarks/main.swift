@@ -1,19 +1,66 @@
 import Foundation
 
-// Prints one JSON document: the machine, and for each workload our rate, Bumble's rate on the
-// same bytes (when a Python with bumble is given) and the ratio.
+// Prints one JSON document: the machine, and for each workload our figure, Bumble's rate on
+// the same bytes (when a Python with bumble is given), the ratio and the target.
 //
-//     swift run -c release Benchmarks --python .venv/bin/python
+//     swift run -c release Benchmarks --python .venv/bin/python [--quick]
 
 var python: String? = ProcessInfo.processInfo.environment["BLE_PYTHON"]
 var runs = 5
+var quick = false
+var allocationsChild = false
+var perConnectionChild = false
+/// Workload keys to run (w1, w2, w3, w4, w5, memory); all when empty.
+var only: Set<String> = []
 var args = CommandLine.arguments.dropFirst()
 while let a = args.popFirst() {
     switch a {
     case "--python": python = args.popFirst()
-    case "--quick": runs = 1
+    case "--quick": runs = 1; quick = true
+    case "--allocations": allocationsChild = true
+    case "--per-connection": perConnectionChild = true
+    case "--only": only = Set((args.popFirst() ?? "").split(separator: ",").map(String.init))
     default: break
     }
+}
+
+/// Child mode: this process runs with the malloc counter preloaded and prints one number.
+if allocationsChild {
+    guard let counter = MemoryWorkload.allocationCounter() else {
+        FileHandle.standardError.write(Data("the malloc counter is not preloaded\n".utf8))
+        exit(2)
+    }
+    let (routed, delivered) = try await MemoryWorkload.allocationsPerNotification(counter, notifications: 200_000)
+    print(routed, delivered)
+    exit(0)
+}
+
+/// Child mode: resident bytes per connection, measured in a fresh process (memory freed by
+/// earlier workloads would otherwise be reused and hide the cost).
+if perConnectionChild {
+    let m = try await MemoryWorkload.perConnection(links: quick ? 32 : 256)
+    print(m.extra["bytesPerConnection"] ?? 0, m.extra["attributes"] ?? 0)
+    exit(0)
+}
+
+/// Runs this executable again with `arguments` (and `environment` added); its stdout as numbers.
+func runChild(_ arguments: [String], environment: [String: String] = [:]) throws -> [Double]? {
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).standardizedFileURL
+    p.arguments = arguments
+    p.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+    let out = Pipe()
+    p.standardOutput = out
+    try p.run()
+    let data = out.fileHandleForReading.readDataToEndOfFile()
+    p.waitUntilExit()
+    guard p.terminationStatus == 0 else { return nil }
+    return String(decoding: data, as: UTF8.self).split(whereSeparator: \.isWhitespace).compactMap { Double($0) }
+}
+
+struct Target: Codable {
+    var description: String
+    var met: Bool
 }
 
 struct Row: Codable {
@@ -21,6 +68,7 @@ struct Row: Codable {
     var ours: Measurement
     var bumbleOperationsPerSecond: Double?
     var ratio: Double?
+    var target: Target?
 }
 
 var rows: [Row] = []
@@ -28,21 +76,119 @@ let tmp = FileManager.default.temporaryDirectory.appendingPathComponent("ble-ben
 try FileManager.default.createDirectory(at: tmp, withIntermediateDirectories: true)
 defer { try? FileManager.default.removeItem(at: tmp) }
 
-@MainActor func compare(_ m: Measurement, bumble workload: String, input: [UInt8], iterations: Int) {
-    var row = Row(workload: m.name, ours: m)
-    if let python {
+func log(_ s: String) { FileHandle.standardError.write(Data((s + "\n").utf8)) }
+
+@MainActor func add(_ m: Measurement, bumble workload: String? = nil, input: [UInt8] = [], iterations: Int = 0, target: Target? = nil) {
+    var row = Row(workload: m.name, ours: m, target: target)
+    if let python, let workload {
         let file = tmp.appendingPathComponent(workload + ".bin")
         _ = FileManager.default.createFile(atPath: file.path, contents: Data(input))
         row.bumbleOperationsPerSecond = runBumble(python: python, workload: workload, input: file, iterations: iterations)
         row.ratio = row.bumbleOperationsPerSecond.map { m.operationsPerSecond / $0 }
     }
+    log("\(m.name): \(Int(m.operationsPerSecond))/s \(m.extra)" + (row.bumbleOperationsPerSecond.map { " bumble \(Int($0))/s" } ?? ""))
     rows.append(row)
 }
 
+func rate(_ m: Measurement, atLeast target: Double) -> Target {
+    Target(description: ">= \(Int(target)) per second", met: m.operationsPerSecond >= target)
+}
+
+@MainActor func selected(_ key: String) -> Bool { only.isEmpty || only.contains(key) }
+
 // W1
-let scanEvents = ScanWorkload.events(count: 200_000)
-let scanStream = scanEvents.flatMap { $0 }
-compare(ScanWorkload.run(stream: scanStream, packets: scanEvents.count, runs: runs), bumble: "scan", input: Array(scanEvents.prefix(20_000).joined()), iterations: 20_000)
+if selected("w1") {
+let scanCount = quick ? 50_000 : 200_000
+let scanEvents = ScanWorkload.events(count: scanCount)
+let w1 = ScanWorkload.run(stream: Array(scanEvents.joined()), packets: scanEvents.count, runs: runs)
+add(w1, bumble: "scan", input: Array(scanEvents.prefix(20_000).joined()), iterations: 20_000, target: rate(w1, atLeast: 3_000_000))
+let extendedEvents = ScanWorkload.extendedEvents(count: scanCount)
+let w1x = ScanWorkload.run(name: "W1 scan (extended reports): H4 -> extended advertising report -> AD -> filter",
+                           stream: Array(extendedEvents.joined()), packets: extendedEvents.count, runs: runs)
+add(w1x, bumble: "scan", input: Array(extendedEvents.prefix(20_000).joined()), iterations: 20_000, target: rate(w1x, atLeast: 3_000_000))
+}
+
+// W2a alone, longer (for profiling)
+if only.contains("w2a") { do {
+    let stack = try await BenchStack.make(links: 1)
+    add(try await NotifyWorkload.route(stack, notifications: 5_000_000, runs: runs))
+    await stack.close()
+} catch {
+    log("W2a failed: \(error)")
+} }
+
+// W2
+if selected("w2") { do {
+    let stack = try await BenchStack.make(links: 16)
+    let w2a = try await NotifyWorkload.route(stack, notifications: quick ? 200_000 : 2_000_000, runs: runs)
+    let link = stack.links[0]
+    add(w2a, bumble: "notify", input: NotifyWorkload.batch([link], rounds: 20_000), iterations: 20_000, target: rate(w2a, atLeast: 5_000_000))
+    let perLink = quick ? 25_600 : 256_000
+    let deliverRuns = min(runs, 3)
+    let one = try await NotifyWorkload.deliver(stack, name: "W2b notify delivered: 1 subscriber (notifications(for:))",
+                                               links: 1, subscribers: 1, perLink: perLink, runs: deliverRuns)
+    add(one, target: rate(one, atLeast: 1_000_000))
+    let fanOut = try await NotifyWorkload.deliver(stack, name: "W2b notify delivered: 16 subscribers on one characteristic",
+                                                  links: 1, subscribers: 16, perLink: perLink / 16, runs: deliverRuns)
+    add(fanOut, target: rate(fanOut, atLeast: 1_000_000))
+    let multiLink = try await NotifyWorkload.deliver(stack, name: "W2b notify delivered: 16 links x 1 subscriber",
+                                                     links: 16, subscribers: 1, perLink: perLink / 16, runs: deliverRuns)
+    add(multiLink, target: rate(multiLink, atLeast: 1_000_000))
+    await stack.close()
+} catch {
+    log("W2 failed: \(error)")
+} }
+
+// W3
+if selected("w3") { do {
+    add(try await ReplayWorkload.heartRateSessions(quick ? 20 : 200, runs: min(runs, 3)))
+    add(try await ReplayWorkload.freeRunning("phlash__blefun.btsnoop", runs: runs))
+} catch {
+    log("W3 failed: \(error)")
+} }
+
+// W4
+if selected("w4") { do {
+    let w4 = try await ChurnWorkload.run(cycles: quick ? 1_000 : 10_000)
+    let steady = w4.extra["openFDsEnd"] == w4.extra["openFDsStart"]
+        && (w4.extra["residentBytesEnd"] ?? 0) - (w4.extra["residentBytesStart"] ?? 0) < 1_048_576
+    add(w4, target: Target(description: "open descriptors and resident memory at the end equal to the start (within 1 MiB)", met: steady))
+} catch {
+    log("W4 failed: \(error)")
+} }
+
+// W5
+if selected("w5") { do {
+    let w5 = try await LatencyWorkload.run(samples: quick ? 2_000 : 20_000, directory: tmp)
+    add(w5, target: Target(description: "p50 < 20 µs", met: (w5.extra["p50Microseconds"] ?? .infinity) < 20))
+} catch {
+    log("W5 failed: \(error)")
+} }
+
+// Memory
+if selected("memory") { do {
+    if let v = try runChild(["--per-connection"] + (quick ? ["--quick"] : [])), v.count == 2 {
+        var m = Measurement(name: "memory: resident bytes per connection (discovered database)", operations: quick ? 31 : 255, seconds: 0, operationsPerSecond: 0)
+        m.extra = ["bytesPerConnection": v[0], "attributes": v[1]]
+        add(m)
+    } else {
+        log("resident bytes per connection: the child run failed")
+    }
+    if let library = MemoryWorkload.buildCounter(in: tmp) {
+        if let values = try runChild(["--allocations"], environment: ["LD_PRELOAD": library]), values.count == 2 {
+            let value = values[1]
+            var m = Measurement(name: "memory: heap allocations per delivered notification (1 subscriber)", operations: 200_000, seconds: 0, operationsPerSecond: 0)
+            m.extra = ["allocationsPerNotification": value, "allocationsPerRoutedNotificationWithoutSubscriber": values[0]]
+            add(m, target: Target(description: "<= 2 allocations per notification", met: value <= 2))
+        } else {
+            log("allocation count: the child run failed")
+        }
+    } else {
+        log("no C compiler: allocations per notification not measured")
+    }
+} catch {
+    log("memory failed: \(error)")
+} }
 
 let encoder = JSONEncoder()
 encoder.outputFormatting = [.prettyPrinted, .sortedKeys]

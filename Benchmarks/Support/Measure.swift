@@ -29,7 +29,11 @@ func machineDescription() -> [String: String] {
        let value = line.split(separator: ":", maxSplits: 1).last {
         model = value.trimmingCharacters(in: .whitespaces)
     }
-    return ["cpu": model, "cores": "\(ProcessInfo.processInfo.activeProcessorCount)", "os": ProcessInfo.processInfo.operatingSystemVersionString]
+    var load = "unknown"
+    if let l = try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8) {
+        load = l.split(separator: " ").prefix(3).joined(separator: " ")
+    }
+    return ["loadAverage": load, "cpu": model, "cores": "\(ProcessInfo.processInfo.activeProcessorCount)", "os": ProcessInfo.processInfo.operatingSystemVersionString]
 }
 
 /// Runs the Bumble side of a workload on the same bytes and returns its operations per second.

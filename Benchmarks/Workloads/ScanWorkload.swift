@@ -23,10 +23,27 @@ enum ScanWorkload {
         }
     }
 
-    static func run(stream: [UInt8], packets: Int, runs: Int) -> Measurement {
+    /// The same reports as LE Extended Advertising Reports (Vol 4, Part E, 7.7.65.13):
+    /// connectable, scannable, complete data, 1M primary PHY.
+    static func extendedEvents(count: Int) -> [[UInt8]] {
+        events(count: count).map { legacy in
+            // Legacy parameters: subevent, count, event type, address type, address(6), length, data, RSSI.
+            let address = Array(legacy[7..<13])
+            let length = Int(legacy[13])
+            let data = Array(legacy[14..<(14 + length)])
+            var params: [UInt8] = [0x0D, 0x01, 0x03, 0x00, 0x01] + address
+            params += [0x01, 0x00, 0xFF, 0x7F, UInt8(bitPattern: -60), 0x00, 0x00, 0x00]
+            params += [UInt8](repeating: 0, count: 6)
+            params.append(UInt8(length))
+            params += data
+            return [0x04, 0x3E, UInt8(params.count)] + params
+        }
+    }
+
+    static func run(name: String = "W1 scan: H4 -> advertising report -> AD -> filter", stream: [UInt8], packets: Int, runs: Int) -> Measurement {
         let filter = ScanFilter(services: [BluetoothUUID(uuid16: 0x180D)])
         var matched = 0
-        let m = measure("W1 scan: H4 -> advertising report -> AD -> filter", operations: packets, runs: runs) {
+        let m = measure(name, operations: packets, runs: runs) {
             matched = 0
             var framer = H4Framer(endpoint: "bench")
             stream.withUnsafeBytes { raw in

@@ -8,7 +8,7 @@ LocalLink is driven by a Bumble Device that advertises as a heart-rate monitor:
     advertising data 02 01 06 | 04 09 48 52 4D | 03 03 0D 18
     (Flags LE General Discoverable + BR/EDR Not Supported; Complete Local Name "HRM";
     Complete List of 16-bit Service UUIDs 0x180D), and a GATT Heart Rate service
-    (0x180D) with Heart Rate Measurement (0x2A37, notify) and Body Sensor Location
+    (0x180D) with Heart Rate Measurement (0x2A37, notify, sent once a second to subscribers: 00 48) and Body Sensor Location
     (0x2A38, read, 0x01 = chest).
 
 Usage (inside a kernel that has hci_vhci loaded, as root):
@@ -50,24 +50,40 @@ def heart_rate_service() -> gatt.Service:
     return gatt.Service(gatt.GATT_HEART_RATE_SERVICE, [measurement, location])
 
 
+async def notify_heart_rate(device: Device, measurement: gatt.Characteristic) -> None:
+    """Sends the measurement once a second to every client that enabled notifications."""
+    while True:
+        await asyncio.sleep(1.0)
+        try:
+            await device.notify_subscribers(measurement, bytes([0x00, 72]))
+        except Exception as error:  # a link that drops mid-send
+            logging.warning("notification not sent: %s", error)
+
+
 async def run(vhci_path: str, address: str) -> None:
     link = LocalLink()
     async with await open_transport(f"vhci:{vhci_path}") as transport:
         # The controller the kernel talks to through /dev/vhci.
-        Controller(
+        kernel_controller = Controller(
             "kernel",
             host_source=transport.source,
             host_sink=transport.sink,
             link=link,
             public_address=address,
         )
+        # LocalLink labels LE ACL data with the sender's random address, whatever own address
+        # type the connection used; a host connecting with its public address would have its
+        # data dropped by the peer ("no connection for 00:00:00:00:00:00").
+        kernel_controller.random_address = kernel_controller.public_address
 
         # The simulated peripheral on the same link.
         peripheral_controller = Controller("hrm", link=link)
         device = Device.with_hci(
             "HRM", Address(PERIPHERAL_ADDRESS), peripheral_controller, peripheral_controller
         )
-        device.add_service(heart_rate_service())
+        service = heart_rate_service()
+        device.add_service(service)
+        notifier = asyncio.create_task(notify_heart_rate(device, service.characteristics[0]))
         await device.power_on()
         await device.start_advertising(
             advertising_data=ADVERTISING_DATA, auto_restart=True
@@ -79,6 +95,7 @@ async def run(vhci_path: str, address: str) -> None:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
         await stop.wait()
+        notifier.cancel()
 
 
 def main() -> None:

@@ -17,4 +17,16 @@ struct CaptureRecordingTests {
             await central.close()
         }
     }
+
+    @Test func recordLabSession() async throws {
+        try await VirtualRadio.with(scenario: "lab") { radio in
+            let transport = try SnoopingTransport(wrapping: try TransportSpec.parse(radio.transportSpec).open(),
+                                                  path: HeartRateSession.capturePath("lab-session.btsnoop"))
+            let central = Central(transport: transport)
+            try await central.powerOn()
+            let result = try await LabSession.run(central)
+            #expect(result.longValue.count == 600)
+            await central.close()
+        }
+    }
 }

@@ -343,10 +343,9 @@ public actor ATTBearer {
     /// Sends a response or confirmation, unless the bearer is no longer usable.
     private func reply(_ pdu: ATTPDU) {
         guard failure == nil else { return }
-        let bytes = pdu.bytes
-        let channel = channel
-        // A send failure means the link is gone; the channel's close handler reports it.
-        Task { try? await channel.send(bytes) }
+        // Queued at once so it leaves before anything the application does after seeing the
+        // value; a send failure means the link is gone and the close handler reports it.
+        channel.enqueue(pdu.bytes)
     }
 
     private func drop(_ sdu: [UInt8], _ error: DecodeError) {

@@ -178,6 +178,10 @@ extension Central {
             // or one we did not initiate): end it.
             if let pending = pendingConnect, let abort = pending.abortError {
                 finishPendingConnect(.failure(abort))
+            } else if options.resetController == false {
+                // On a kernel-owned adapter (hci-raw) the kernel makes its own links: not ours to end.
+                options.logger.log(.debug, "connection 0x\(String(handle, radix: 16)) to \(peerAddress) belongs to the kernel")
+                return
             }
             options.logger.log(.info, "disconnecting unexpected connection 0x\(String(handle, radix: 16)) to \(peerAddress)")
             let host = self.host

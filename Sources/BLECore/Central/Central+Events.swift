@@ -38,6 +38,11 @@ extension Central {
             // No keys without pairing: tell the controller so the peer's encryption attempt fails cleanly.
             let host = self.host
             Task { try? await host.send(HCICommand.leLongTermKeyRequestNegativeReply(handle: e.handle)) }
+        case .hardwareError(let code):
+            // Vol 4, Part E, 7.7.16: the controller needs a reset. Pending work has failed in
+            // the host already; say so in the state until the application powers on again.
+            failPendingConnect(.command(peer: pendingConnect?.peer ?? LEAddress(.zero, type: .public), .hardwareError(code: code)))
+            setState(.resetting, reason: "the controller reported Hardware Error 0x\(String(code, radix: 16)); call powerOn() to reset it")
         case .unknown(let code, let parameters):
             options.logger.log(.debug, "unhandled event 0x\(String(code, radix: 16)) [\(parameters.hexString())]")
         case .leUnknown(let subevent, let parameters):

@@ -56,6 +56,12 @@ extension HCIHost {
         try result.get()
     }
 
+    /// Queues a PDU without waiting when the link still exists.
+    func enqueueIfLinked(handle: UInt16, channelID: UInt16, payload: [UInt8]) {
+        guard lostReason == nil, let link = links[handle] else { return }
+        enqueue(link: link, channelID: channelID, payload: payload)
+    }
+
     /// Queues a PDU without waiting (the host's own signaling and SMP answers).
     func enqueue(link: Link, channelID: UInt16, payload: [UInt8], done: CheckedContinuation<Result<Void, LinkError>, Never>? = nil) {
         let fragments = ACLFragmenter.fragments(handle: link.handle, channelID: channelID, payload: payload, fragmentSize: aclPacketLength)

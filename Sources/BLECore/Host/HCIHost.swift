@@ -69,9 +69,17 @@ public actor HCIHost {
     /// Starts reading from the transport. Packets are handled on the adapter queue as they arrive.
     public func start() throws(TransportError) {
         try transport.start(on: executor.queue) { [weak self] event in
-            guard let self else { return }
-            self.enter(on: executor) { $0.handleTransport(event) }
+            self?.receiveOnQueue(event)
         }
+    }
+
+    /// The per-packet entry from the transport callback, on the adapter queue: the same check
+    /// as `enter(on:)`, but through a function value that captures nothing, so a packet costs
+    /// no heap allocation here (the capturing closure that `enter` converts cost two).
+    nonisolated func receiveOnQueue(_ event: TransportEvent) {
+        precondition(executor.isOnQueue, "entered an adapter actor off its queue")
+        let handle: (isolated HCIHost, TransportEvent) -> Void = { host, event in host.handleTransport(event) }
+        unsafeBitCast(handle, to: ((HCIHost, TransportEvent) -> Void).self)(self, event)
     }
 
     /// Adds an observer of events the host does not consume (all but Command Complete/Status

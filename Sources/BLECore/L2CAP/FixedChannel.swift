@@ -29,6 +29,13 @@ public final class FixedChannel: L2CAPChannel, @unchecked Sendable { // state to
         try await host.sendL2CAP(handle: handle, channelID: channelID, payload: sdu)
     }
 
+    /// Queues the SDU on the link at once, ahead of anything enqueued on the executor later.
+    public func enqueue(_ sdu: [UInt8]) {
+        guard closedError == nil, let host else { return }
+        let handle = self.handle, channelID = self.channelID
+        host.enter(on: executor) { $0.enqueueIfLinked(handle: handle, channelID: channelID, payload: sdu) }
+    }
+
     public func setHandlers(receive: @escaping @Sendable ([UInt8]) -> Void, close: @escaping @Sendable (LinkError) -> Void) {
         self.receive = receive
         self.close = close

@@ -33,7 +33,18 @@ public protocol L2CAPChannel: AnyObject, Sendable {
     /// Queues one SDU and returns once it has been handed to the controller (or socket):
     /// the back-pressure that flow-controls Write Commands. Never drops.
     func send(_ sdu: [UInt8]) async throws(LinkError)
+    /// Queues one SDU without waiting (see the extension's default).
+    func enqueue(_ sdu: [UInt8])
     /// Installs the handlers: `receive` for every inbound SDU in order, `close` once when the
     /// channel ends. Handlers run on `executor`'s queue.
     func setHandlers(receive: @escaping @Sendable ([UInt8]) -> Void, close: @escaping @Sendable (LinkError) -> Void)
+}
+
+extension L2CAPChannel {
+    /// Queues one SDU without waiting, in order with everything sent before it on this
+    /// executor: for the responses and confirmations a bearer sends on its own. Called on the
+    /// executor. Channels that can queue synchronously override it.
+    public func enqueue(_ sdu: [UInt8]) {
+        Task { try? await self.send(sdu) }
+    }
 }

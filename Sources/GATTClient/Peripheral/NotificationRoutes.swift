@@ -23,7 +23,9 @@ final class NotificationRoutes: @unchecked Sendable { // read and written only o
     @inline(__always)
     func deliver(_ event: ATTValueEvent) {
         if let route = routes[event.handle] {
-            (event.isIndication ? route.indications : route.notifications).yield(event.value)
+            let broadcaster = event.isIndication ? route.indications : route.notifications
+            // The value is copied out of the SDU only when someone listens.
+            if broadcaster.subscriberCount > 0 { broadcaster.yield(event.value) }
         } else if event.handle == serviceChangedHandle, event.isIndication {
             serviceChanged?(event.value)
         }

@@ -1,0 +1,355 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CHCI
+import Dispatch
+
+/// Why a kernel L2CAP socket could not be connected. Every message names the errno and says
+/// what to do.
+public enum L2CAPSocketError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// socket(AF_BLUETOOTH) failed with EAFNOSUPPORT.
+    case bluetoothUnsupported
+    /// No powered adapter can reach the peer (EHOSTUNREACH, ENETDOWN, EADDRNOTAVAIL).
+    case noAdapter(peer: String, errno: Int32)
+    /// The adapter index given does not exist.
+    case noSuchAdapter(index: Int, available: [Int])
+    /// The connection was not up within `milliseconds`; the attempt was cancelled.
+    case timeout(peer: String, milliseconds: Int)
+    /// The task waiting for the connection was cancelled; the attempt was cancelled too.
+    case cancelled(peer: String)
+    /// The kernel or the peer refused or ended the attempt (ECONNREFUSED, ECONNRESET...).
+    case refused(peer: String, errno: Int32)
+    /// EPERM/EACCES.
+    case permissionDenied(errno: Int32)
+    /// Another system call failed.
+    case system(operation: String, peer: String, errno: Int32)
+
+    public var description: String {
+        switch self {
+        case .bluetoothUnsupported:
+            return "this kernel has no Bluetooth support (socket(AF_BLUETOOTH) failed: EAFNOSUPPORT); load it with 'modprobe bluetooth'"
+        case .noAdapter(let peer, let err):
+            return "no powered adapter can reach \(peer) (\(errnoName(err))): power one on with 'sudo hciconfig hci0 up' or HCIAdapters.bringUp(index: 0); kernel L2CAP sockets need the kernel to own a powered adapter"
+        case .noSuchAdapter(let index, let available):
+            let list = available.isEmpty ? "the kernel knows no adapter" : "adapters present: " + available.map { "hci\($0)" }.joined(separator: ", ")
+            return "no adapter hci\(index); \(list)"
+        case .timeout(let peer, let ms):
+            return "no connection to \(peer) within \(ms) ms; the attempt was cancelled. Is the peer advertising connectable and in range?"
+        case .cancelled(let peer):
+            return "the connection attempt to \(peer) was cancelled"
+        case .refused(let peer, let err):
+            return "the connection to \(peer) failed: \(errnoName(err))"
+        case .permissionDenied(let err):
+            return "permission denied opening an L2CAP socket (\(errnoName(err))): run as root or grant 'sudo setcap cap_net_admin,cap_net_raw+eip' to the program"
+        case .system(let op, let peer, let err):
+            return "\(op) failed for \(peer): \(errnoName(err))"
+        }
+    }
+}
+
+/// An L2CAP channel made by the kernel: a SOCK_SEQPACKET BTPROTO_L2CAP socket connected to a
+/// peer's ATT fixed channel (CID 0x0004, Core Spec Vol 3, Part A, 2.1). The kernel owns the
+/// adapter (it must be up) and creates the LE link; each read is one SDU. `ATTBearer` runs
+/// over it exactly as over the host's own `FixedChannel`.
+///
+///     let channel = try await L2CAPSocketChannel.connect(peer: LEAddress("F0:00:00:00:48:52", type: .random)!, executor: executor)
+///     let bearer = ATTBearer(channel: channel, scheduler: DispatchTimerScheduler(queue: executor.queue))
+public final class L2CAPSocketChannel: L2CAPChannel, @unchecked Sendable { // state touched only on the executor's queue
+    public nonisolated let executor: AdapterExecutor
+    /// The peer the socket is connected to.
+    public let peer: LEAddress
+    private let fd: Int32
+    private var io: DispatchFD?
+    private var receive: (@Sendable ([UInt8]) -> Void)?
+    private var closeHandler: (@Sendable (LinkError) -> Void)?
+    /// Inbound SDUs that arrived before handlers were installed (bounded).
+    private var early: [[UInt8]] = []
+    private var closedError: LinkError?
+    private var readBuffer: UnsafeMutableRawBufferPointer
+
+    /// The L2CAP SDU length field is 16 bits (Vol 3, Part A, 3.3.1): no SDU is longer.
+    static let readBufferSize = 65_535
+
+    /// The ATT fixed channel (Vol 3, Part A, 2.1).
+    static let attChannelID: UInt16 = 0x0004
+
+    private init(fd: Int32, peer: LEAddress, executor: AdapterExecutor) {
+        self.fd = fd
+        self.peer = peer
+        self.executor = executor
+        readBuffer = .allocate(byteCount: Self.readBufferSize, alignment: 8)
+    }
+
+    deinit {
+        readBuffer.deallocate()
+        if let io { io.queue.async { io.cancel() } }
+    }
+
+    public var peerDescription: String { "\(peer.address)" }
+
+    /// Connects the ATT channel to `peer` through the adapter with address `adapter` (nil: the
+    /// kernel picks a powered LE adapter). Throws on failure or after `timeout`, cancelling the
+    /// kernel's attempt (closing the socket does).
+    ///
+    ///     let channel = try await L2CAPSocketChannel.connect(peer: hrm, executor: executor, timeout: .seconds(20))
+    public static func connect(
+        adapter: BluetoothAddress? = nil,
+        peer: LEAddress,
+        executor: AdapterExecutor,
+        timeout: Duration = .seconds(20)
+    ) async throws(L2CAPSocketError) -> L2CAPSocketChannel {
+        let name = "\(peer)"
+        let fd = try openBound(adapter: adapter, peerName: name)
+        var remote = sockaddr_l2()
+        chci_fill_sockaddr_l2(&remote, peer.address.littleEndianBytes, addressType(peer.type), 0, attChannelID)
+        if chci_connect_l2(fd, &remote) < 0 {
+            let err = errno
+            guard err == EINPROGRESS else {
+                _ = Glibc.close(fd)
+                throw connectError(err, peerName: name)
+            }
+            let wait = ConnectWait(fd: fd, queue: executor.queue, peerName: name)
+            let ms = Int(timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
+            let result = await withTaskCancellationHandler {
+                await withCheckedContinuation { (c: CheckedContinuation<Result<Void, L2CAPSocketError>, Never>) in
+                    executor.queue.async { wait.start(c, timeout: timeout, milliseconds: ms) }
+                }
+            } onCancel: {
+                executor.queue.async { wait.finish(.failure(.cancelled(peer: name))) }
+            }
+            try result.get()
+        }
+        let channel = L2CAPSocketChannel(fd: fd, peer: peer, executor: executor)
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            executor.queue.async {
+                channel.startReading()
+                c.resume()
+            }
+        }
+        return channel
+    }
+
+    /// Connects through adapter hciN (its address from the kernel's list).
+    ///
+    ///     let channel = try await L2CAPSocketChannel.connect(adapterIndex: 0, peer: hrm, executor: executor)
+    public static func connect(
+        adapterIndex: Int,
+        peer: LEAddress,
+        executor: AdapterExecutor,
+        timeout: Duration = .seconds(20)
+    ) async throws(L2CAPSocketError) -> L2CAPSocketChannel {
+        let adapters: [AdapterInfo]
+        do {
+            adapters = try HCIAdapters.list()
+        } catch {
+            if case .bluetoothUnsupported = error { throw .bluetoothUnsupported }
+            throw .system(operation: "listing adapters (\(error))", peer: "\(peer)", errno: 0)
+        }
+        guard let adapter = adapters.first(where: { $0.index == adapterIndex }) else {
+            throw .noSuchAdapter(index: adapterIndex, available: adapters.map(\.index))
+        }
+        return try await connect(adapter: adapter.address, peer: peer, executor: executor, timeout: timeout)
+    }
+
+    /// BDADDR_LE_PUBLIC or BDADDR_LE_RANDOM, as sockaddr_l2 wants the peer's address type.
+    static func addressType(_ type: LEAddressType) -> UInt8 {
+        type.isRandom ? UInt8(BDADDR_LE_RANDOM) : UInt8(BDADDR_LE_PUBLIC)
+    }
+
+    /// A non-blocking L2CAP socket bound to the local ATT channel, LE address type.
+    private static func openBound(adapter: BluetoothAddress?, peerName: String) throws(L2CAPSocketError) -> Int32 {
+        let type = Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
+        let fd = socket(AF_BLUETOOTH, type, BTPROTO_L2CAP)
+        if fd < 0 {
+            let err = errno
+            if err == EAFNOSUPPORT { throw .bluetoothUnsupported }
+            if err == EPERM || err == EACCES { throw .permissionDenied(errno: err) }
+            throw .system(operation: "socket(AF_BLUETOOTH, SOCK_SEQPACKET, BTPROTO_L2CAP)", peer: peerName, errno: err)
+        }
+        // Binding the ATT CID keeps the channel a fixed channel; without it the kernel would
+        // open an LE credit-based channel.
+        var local = sockaddr_l2()
+        chci_fill_sockaddr_l2(&local, (adapter ?? .zero).littleEndianBytes, UInt8(BDADDR_LE_PUBLIC), 0, attChannelID)
+        if chci_bind_l2(fd, &local) < 0 {
+            let err = errno
+            _ = Glibc.close(fd)
+            if err == EADDRNOTAVAIL { throw .noAdapter(peer: peerName, errno: err) }
+            throw .system(operation: "bind(L2CAP, ATT channel, adapter \(adapter.map { "\($0)" } ?? "any"))", peer: peerName, errno: err)
+        }
+        return fd
+    }
+
+    static func connectError(_ err: Int32, peerName: String) -> L2CAPSocketError {
+        switch err {
+        case EHOSTUNREACH, ENETDOWN, EADDRNOTAVAIL, ENODEV:
+            return .noAdapter(peer: peerName, errno: err)
+        case EPERM, EACCES:
+            return .permissionDenied(errno: err)
+        case ETIMEDOUT:
+            return .timeout(peer: peerName, milliseconds: 0)
+        case ECONNREFUSED, ECONNRESET, ECONNABORTED, EHOSTDOWN:
+            return .refused(peer: peerName, errno: err)
+        default:
+            return .system(operation: "connect(L2CAP, ATT channel)", peer: peerName, errno: err)
+        }
+    }
+
+    // MARK: - L2CAPChannel
+
+    /// Hands the SDU to the kernel (queued while the socket is full, never dropped).
+    public func send(_ sdu: [UInt8]) async throws(LinkError) {
+        if let closedError { throw closedError }
+        guard let io else { throw .closed(peer: peerDescription) }
+        if let err = io.write(sdu) {
+            if err == EMSGSIZE { throw .tooLarge(size: sdu.count, maximum: outgoingMTU() ?? 0) }
+            let error = linkError(err)
+            fail(error)
+            throw error
+        }
+    }
+
+    public func setHandlers(receive: @escaping @Sendable ([UInt8]) -> Void, close: @escaping @Sendable (LinkError) -> Void) {
+        self.receive = receive
+        self.closeHandler = close
+        let pending = early
+        early.removeAll()
+        for sdu in pending { receive(sdu) }
+        if let closedError { close(closedError) }
+    }
+
+    /// Closes the socket (the kernel then ends the link if nothing else uses it). The close
+    /// handler gets `.closed`. Safe from any thread.
+    public func close() {
+        if executor.isOnQueue { closeOnQueue() } else { executor.queue.async { self.closeOnQueue() } }
+    }
+
+    private func closeOnQueue() { fail(.closed(peer: peerDescription)) }
+
+    // MARK: - I/O on the executor's queue
+
+    private func startReading() {
+        let io = DispatchFD(fd: fd, queue: executor.queue, packetMode: true, isSocket: true)
+        self.io = io
+        io.start(
+            onReadable: { [weak self] in self?.readAvailable() },
+            onWriteError: { [weak self] err in
+                guard let self else { return }
+                self.fail(self.linkError(err))
+            })
+    }
+
+    private func readAvailable() {
+        while closedError == nil {
+            let n = recv(fd, readBuffer.baseAddress, readBuffer.count, Int32(MSG_DONTWAIT))
+            if n < 0 {
+                let err = errno
+                if err == EINTR { continue }
+                if err == EAGAIN || err == EWOULDBLOCK { return }
+                fail(linkError(err))
+                return
+            }
+            if n == 0 {
+                let err = socketError(fd)
+                fail(err != 0 ? linkError(err) : .transportLost("the kernel ended the L2CAP channel to \(peerDescription) (end of stream)"))
+                return
+            }
+            let sdu = [UInt8](UnsafeRawBufferPointer(rebasing: readBuffer[..<n]))
+            if let receive {
+                receive(sdu)
+            } else if early.count < 64 {
+                early.append(sdu)
+            }
+        }
+    }
+
+    /// The kernel turns the HCI disconnect reason into an errno (bt_to_errno); map back the
+    /// common ones.
+    func linkError(_ err: Int32) -> LinkError {
+        switch err {
+        case ECONNRESET: return .disconnected(peer: peerDescription, reason: .remoteUserTerminatedConnection)
+        case ETIMEDOUT: return .disconnected(peer: peerDescription, reason: .connectionTimeout)
+        case ECONNABORTED: return .disconnected(peer: peerDescription, reason: .connectionTerminatedByLocalHost)
+        default: return .transportLost("L2CAP socket to \(peerDescription): \(errnoName(err))")
+        }
+    }
+
+    private func outgoingMTU() -> Int? {
+        var options = l2cap_options()
+        var length = socklen_t(MemoryLayout<l2cap_options>.size)
+        guard getsockopt(fd, SOL_L2CAP, L2CAP_OPTIONS, &options, &length) == 0 else { return nil }
+        return Int(options.omtu)
+    }
+
+    private func fail(_ error: LinkError) {
+        guard closedError == nil else { return }
+        closedError = error
+        let handler = closeHandler
+        closeHandler = nil
+        receive = nil
+        if let io { io.cancel() } else { _ = Glibc.close(fd) }
+        handler?(error)
+    }
+}
+
+/// SO_ERROR of a socket: the pending error, 0 when none (or when it cannot be read).
+private func socketError(_ fd: Int32) -> Int32 {
+    var value: Int32 = 0
+    var length = socklen_t(MemoryLayout<Int32>.size)
+    guard getsockopt(fd, SOL_SOCKET, SO_ERROR, &value, &length) == 0 else { return errno }
+    return value
+}
+
+/// One non-blocking connect() in progress: completes on write readiness (SO_ERROR says how),
+/// on the timeout, or on cancellation, exactly once. The fd is closed here on failure.
+private final class ConnectWait: @unchecked Sendable { // state touched only on `queue`
+    let fd: Int32
+    let queue: DispatchQueue
+    let peerName: String
+    private var continuation: CheckedContinuation<Result<Void, L2CAPSocketError>, Never>?
+    private var source: DispatchSourceWrite?
+    private var timer: (any ScheduledTimer)?
+    private var outcome: Result<Void, L2CAPSocketError>?
+
+    init(fd: Int32, queue: DispatchQueue, peerName: String) {
+        self.fd = fd
+        self.queue = queue
+        self.peerName = peerName
+    }
+
+    func start(_ c: CheckedContinuation<Result<Void, L2CAPSocketError>, Never>, timeout: Duration, milliseconds: Int) {
+        if let outcome {
+            // Cancelled before the wait began.
+            c.resume(returning: outcome)
+            return
+        }
+        continuation = c
+        let source = DispatchSource.makeWriteSource(fileDescriptor: fd, queue: queue)
+        source.setEventHandler { [self] in
+            let err = socketError(fd)
+            finish(err == 0 ? .success(()) : .failure(L2CAPSocketChannel.connectError(err, peerName: peerName)))
+        }
+        self.source = source
+        timer = DispatchTimerScheduler(queue: queue).schedule(after: timeout) { [self] in
+            queue.async { self.finish(.failure(.timeout(peer: self.peerName, milliseconds: milliseconds))) }
+        }
+        source.resume()
+    }
+
+    func finish(_ result: Result<Void, L2CAPSocketError>) {
+        guard outcome == nil else { return }
+        outcome = result
+        timer?.cancel()
+        let fd = self.fd
+        let failed: Bool
+        if case .failure = result { failed = true } else { failed = false }
+        if let source {
+            // The fd is closed only after the source is gone.
+            if failed { source.setCancelHandler { _ = Glibc.close(fd) } }
+            source.cancel()
+        } else if failed {
+            _ = Glibc.close(fd)
+        }
+        continuation?.resume(returning: result)
+        continuation = nil
+    }
+}

@@ -1,0 +1,35 @@
+import BLECore
+
+/// Everything a subcommand needs: its parsed arguments, the global options, the console.
+struct CommandContext: Sendable {
+    var spec: CommandSpec
+    var args: ParsedArguments
+    var globals: GlobalOptions
+    var console: Console
+    var environment: [String: String]
+
+    var logger: Logger {
+        let console = self.console
+        return Logger(minimumLevel: globals.logLevel) { level, text in
+            console.status("ble[\(level)]: \(text)")
+        }
+    }
+
+    /// Exactly `count` positional arguments named by `names`, or a usage error.
+    func positionals(_ names: [String]) throws(UsageError) -> [String] {
+        guard args.positionals.count == names.count else {
+            if args.positionals.count < names.count {
+                throw UsageError("'ble \(spec.name)' needs \(names[args.positionals.count]); usage: ble \(spec.usage[0])")
+            }
+            throw UsageError("'ble \(spec.name)' takes \(names.isEmpty ? "no arguments" : names.joined(separator: " ")) but got \"\(args.positionals[names.count])\" too; usage: ble \(spec.usage[0])")
+        }
+        return args.positionals
+    }
+}
+
+/// A runtime failure: exit status 1, one line that says what to do.
+struct CLIFailure: Error, CustomStringConvertible {
+    var message: String
+    init(_ message: String) { self.message = message }
+    var description: String { message }
+}

@@ -1,0 +1,55 @@
+import BLECore
+import GATTClient
+
+/// Connects to DEVICE (resolving a name by scanning), opens its GATT client, runs `body`,
+/// then disconnects and closes the central whatever happened.
+func withPeripheral<T: Sendable>(_ ctx: CommandContext, _ body: (Peripheral) async throws -> T) async throws -> T {
+    let target = try DeviceResolver.parse(try ctx.positionals(["DEVICE"])[0])
+    let scanTimeout = try DeviceArgument.scanTimeout(ctx)
+    return try await withCentral(ctx) { central in
+        let peer = try await DeviceResolver.resolve(target, central: central, scanTimeout: scanTimeout, console: ctx.console)
+        ctx.logger.log(.info, "connecting to \(peer)")
+        let link = try await central.connect(peer, timeout: ctx.globals.timeoutDuration)
+        do {
+            let peripheral = try await withTimeout(ctx.globals.timeoutDuration, "setting up GATT with \(peer)") {
+                try await Peripheral(connection: link)
+            }
+            let result = try await body(peripheral)
+            try? await link.disconnect(timeout: .seconds(2))
+            return result
+        } catch {
+            try? await link.disconnect(timeout: .seconds(2))
+            throw error
+        }
+    }
+}
+
+/// Finding characteristics by UUID, in one service or across all of them.
+enum GATTLookup {
+    /// The characteristic `uuid` (in `service` when given, else the first service that has it).
+    static func characteristic(_ peripheral: Peripheral, uuid: BluetoothUUID, service: BluetoothUUID?) async throws -> (CharacteristicIdentifier, GATTCharacteristic) {
+        let services = try await peripheral.services()
+        var searched: [GATTService] = []
+        for s in services where service == nil || s.uuid == service {
+            searched.append(s)
+            for c in try await peripheral.characteristics(of: s) where c.uuid == uuid {
+                return (CharacteristicIdentifier(uuid: c.uuid, service: ServiceIdentifier(uuid: s.uuid)), c)
+            }
+        }
+        if let service, searched.isEmpty {
+            let list = services.map { "\($0.uuid)" }.joined(separator: ", ")
+            throw CLIFailure("the device has no service \(service); it has \(list.isEmpty ? "none" : list) (see 'ble inspect')")
+        }
+        throw CLIFailure("the device has no characteristic \(uuid.gattDisplayName)\(service.map { " in service \($0)" } ?? ""); list them with 'ble inspect'")
+    }
+
+    /// JSON-and-scenario style property names ("read", "writeWithoutResponse").
+    static func propertyNames(_ p: GATTCharacteristicProperties) -> [String] {
+        let all: [(GATTCharacteristicProperties, String)] = [
+            (.broadcast, "broadcast"), (.read, "read"), (.writeWithoutResponse, "writeWithoutResponse"), (.write, "write"),
+            (.notify, "notify"), (.indicate, "indicate"), (.authenticatedSignedWrites, "authenticatedSignedWrites"),
+            (.extendedProperties, "extendedProperties"),
+        ]
+        return all.filter { p.contains($0.0) }.map(\.1)
+    }
+}

@@ -1,0 +1,76 @@
+import BLECore
+import GATTClient
+
+/// `ble read DEVICE -c CHAR`: one read, or a stream of notifications or indications.
+enum ReadCommand {
+    static let spec = CommandSpec(
+        name: "read",
+        summary: "read a characteristic once, or stream its notifications or indications",
+        usage: ["read DEVICE -c CHAR [-s SERVICE] [--notify | --indicate] [--count N]"],
+        options: [
+            .value("characteristic", "c", "UUID", "the characteristic (required)"),
+            .value("service", "s", "UUID", "the service holding it (default: the first service that has it)"),
+            .flag("notify", nil, "subscribe and print each notification with a timestamp"),
+            .flag("indicate", nil, "subscribe and print each indication with a timestamp"),
+            .value("count", "n", "N", "stop after N notifications or indications (default: until Ctrl-C)"),
+            DeviceArgument.scanTimeoutOption,
+        ],
+        details: DeviceArgument.details,
+        examples: [
+            ("ble read F0:5E:B1:00:00:01 -c 2A19", "0x5A (1 byte, uint 90, \"Z\") -> 90 %"),
+            ("ble read \"HRM\" -c 2A37 --notify --count 10", "ten heart-rate measurements, one line each"),
+            ("ble read F0:5E:B1:00:00:02 -s 6E400001-B5A3-F393-E0A9-E50E24DCCA9E -c 6E400004-B5A3-F393-E0A9-E50E24DCCA9E --indicate --json", "indications as JSON lines"),
+        ],
+        run: run)
+
+    static func run(_ ctx: CommandContext) async throws {
+        let a = ctx.args
+        guard let c = a.value("characteristic") else {
+            throw UsageError("'ble read' needs -c CHAR, the characteristic UUID (e.g. -c 2A37); usage: ble \(spec.usage[0])")
+        }
+        let uuid = try Values.uuid(c, option: "-c")
+        let service = try a.value("service").map { v throws(UsageError) in try Values.uuid(v, option: "-s") }
+        if a.has("notify") && a.has("indicate") { throw UsageError("give --notify or --indicate, not both") }
+        let count = try a.value("count").map { v throws(UsageError) in try Values.integer(v, option: "--count", as: UInt32.self) }
+        if count != nil && !a.has("notify") && !a.has("indicate") { throw UsageError("--count applies to --notify or --indicate") }
+        let subscribe = a.has("notify") ? "notification" : a.has("indicate") ? "indication" : nil
+
+        try await withPeripheral(ctx) { peripheral in
+            let (id, characteristic) = try await withTimeout(ctx.globals.timeoutDuration, "discovering \(uuid.gattDisplayName)") {
+                try await GATTLookup.characteristic(peripheral, uuid: uuid, service: service)
+            }
+            guard let kind = subscribe else {
+                let value = try await withTimeout(ctx.globals.timeoutDuration, "reading \(uuid.gattDisplayName)") {
+                    try await peripheral.read(id)
+                }
+                ctx.console.out(ctx.globals.json ? line(value, uuid: uuid, time: nil).text : ValueFormatter.text(value, uuid: uuid))
+                return
+            }
+            let needed: GATTCharacteristicProperties = kind == "notification" ? .notify : .indicate
+            guard characteristic.properties.contains(needed) else {
+                throw CLIFailure("\(uuid.gattDisplayName) does not support \(kind)s (its properties: \(characteristic.properties)); use \(characteristic.properties.contains(.notify) ? "--notify" : characteristic.properties.contains(.indicate) ? "--indicate" : "a plain read")")
+            }
+            let stream = kind == "notification" ? peripheral.notifications(for: id) : peripheral.indications(for: id)
+            ctx.console.status("waiting for \(kind)s from \(uuid.gattDisplayName)\(count.map { " (\($0))" } ?? "; Ctrl-C to stop")")
+            var received: UInt32 = 0
+            if count == 0 { return }
+            do {
+                for try await value in stream {
+                    let time = Clock.timestamp()
+                    ctx.console.out(ctx.globals.json ? line(value, uuid: uuid, time: time).text : "\(time)  \(ValueFormatter.text(value, uuid: uuid))")
+                    received += 1
+                    if let count, received >= count { break }
+                }
+            } catch is CancellationError {
+            }
+        }
+    }
+
+    static func line(_ value: [UInt8], uuid: BluetoothUUID, time: String?) -> JSON {
+        var members: [(String, JSON)] = []
+        if let time { members.append(("time", .string(time))) }
+        members.append(("characteristic", .string("\(uuid)")))
+        if case .object(let v) = ValueFormatter.json(value, uuid: uuid) { members += v }
+        return .object(members)
+    }
+}

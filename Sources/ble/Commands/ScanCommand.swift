@@ -1,0 +1,88 @@
+import BLECore
+
+/// `ble scan`: advertising devices, as a live table on a terminal or lines/JSON when piped.
+enum ScanCommand {
+    static let spec = CommandSpec(
+        name: "scan",
+        summary: "scan for advertising devices: live table on a terminal, one line per change when piped",
+        usage: ["scan [--service UUID]... [--name SUBSTR] [--min-rssi N] [--manufacturer ID] [--passive] [--duplicates] [--duration SECONDS] [--json]"],
+        options: [
+            .value("service", nil, "UUID", "only devices advertising this service (repeatable; any one matches)"),
+            .value("name", nil, "SUBSTR", "only devices whose name contains SUBSTR (ignoring case)"),
+            .value("min-rssi", nil, "N", "only reports at least N dBm strong (e.g. -70)"),
+            .value("manufacturer", nil, "ID", "only devices with manufacturer data of company ID (e.g. 0x004C)"),
+            .flag("passive", nil, "listen only: send no scan requests (names in scan responses stay unknown)"),
+            .flag("duplicates", nil, "report every advertisement, not only new or changed devices"),
+            .value("duration", nil, "SECONDS", "stop after SECONDS (default: until Ctrl-C)"),
+        ],
+        details: ["On a terminal the table is redrawn in place, strongest signal first (smoothed RSSI). Piped or with --json, one line per new or changed device: 'discovered' or 'updated', and 'lost' for devices not heard for 10 s."],
+        examples: [
+            ("ble scan", "live table until Ctrl-C"),
+            ("ble scan --duration 5 --service 180D", "heart-rate sensors for 5 seconds"),
+            ("ble scan --json --min-rssi -70 | jq -r .name", "names of nearby devices"),
+        ],
+        run: run)
+
+    static func run(_ ctx: CommandContext) async throws {
+        _ = try ctx.positionals([])
+        let a = ctx.args
+        var services: [BluetoothUUID] = []
+        for s in a.all("service") { services.append(try Values.uuid(s, option: "--service")) }
+        let minRSSI = try a.value("min-rssi").map { v throws(UsageError) in try Values.integer(v, option: "--min-rssi", as: Int8.self) }
+        let manufacturer = try a.value("manufacturer").map { v throws(UsageError) in try Values.integer(v, option: "--manufacturer", as: UInt16.self) }
+        let duration = try a.value("duration").map { v throws(UsageError) in try Values.seconds(v, option: "--duration") }
+        let filter = ScanFilter(services: services, nameContains: a.value("name"), minimumRSSI: minRSSI, manufacturerID: manufacturer)
+        var options = ScanOptions(mode: a.has("passive") ? .passive : .active, allowDuplicates: a.has("duplicates"),
+                                  lostTimeout: .seconds(10))
+        options.timeout = duration.map { .milliseconds(Int64($0 * 1000)) }
+        let live = ctx.console.stdoutIsTTY && !ctx.globals.json
+
+        try await withCentral(ctx) { central in
+            if live {
+                try await liveTable(ctx, central: central, filter: filter, options: options, duration: duration)
+            } else {
+                try await lines(ctx, central: central, filter: filter, options: options)
+            }
+        }
+    }
+
+    static func lines(_ ctx: CommandContext, central: Central, filter: ScanFilter, options: ScanOptions) async throws {
+        ctx.console.status("scanning\(options.timeout.map { " for \(formatSeconds(Double($0.components.seconds) + Double($0.components.attoseconds) / 1e18)) s" } ?? " (Ctrl-C to stop)")")
+        do {
+            for try await event in await central.scan(filter: filter, options: options) {
+                let (name, p): (String, DiscoveredPeripheral)
+                switch event {
+                case .discovered(let d): (name, p) = ("discovered", d)
+                case .updated(let d): (name, p) = ("updated", d)
+                case .lost(let d): (name, p) = ("lost", d)
+                }
+                ctx.console.out(ctx.globals.json ? ScanFormat.json(name, p).text : ScanFormat.line(name, p))
+            }
+        } catch is CancellationError {
+        }
+    }
+
+    static func liveTable(_ ctx: CommandContext, central: Central, filter: ScanFilter, options: ScanOptions, duration: Double?) async throws {
+        let console = ctx.console
+        let environment = ctx.environment
+        let scheduler = central.host.scheduler
+        console.raw("\u{1B}[?25l\u{1B}[2J\u{1B}[H")
+        defer { console.raw("\u{1B}[?25h") }
+        let stream = await central.discoveredPeripherals(filter: filter, options: options, interval: .milliseconds(250))
+        let draw: @Sendable () async -> Void = {
+            for await list in stream {
+                console.raw(ScanFormat.table(list, now: scheduler.now(), console: console, width: console.terminalWidth(environment: environment)))
+            }
+        }
+        if let duration {
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { await draw() }
+                group.addTask { try? await Task.sleep(for: .milliseconds(Int64(duration * 1000))) }
+                await group.next()
+                group.cancelAll()
+            }
+        } else {
+            await draw()
+        }
+    }
+}

@@ -1,0 +1,116 @@
+import ATT
+import BLECore
+
+/// Turns the packets of a capture into one line each, decoded by the stack's own codecs:
+/// HCI commands and events with names and key fields, ACL with handle and packet boundary,
+/// L2CAP channel, ATT PDUs with handles and values, LE signaling. L2CAP PDUs split over several
+/// ACL fragments are reassembled per connection handle and direction (the line of the last
+/// fragment carries the decoded PDU).
+struct PacketDescriber {
+    /// One decoded packet.
+    struct Line: Sendable {
+        var index: Int
+        /// Seconds since the first packet.
+        var time: Double
+        var direction: PacketDirection
+        /// "CMD", "EVT", "ACL", "SCO", "ISO".
+        var kind: String
+        var summary: String
+        var fields: [(String, JSON)]
+
+        var text: String {
+            let arrow = direction == .sent ? "<" : ">"
+            let t = String(format6(time))
+            return "\(pad(String(index), 5)) \(pad(t, 12)) \(arrow) \(kind) \(summary)"
+        }
+
+        var json: JSON {
+            .object([("index", .int(index)), ("time", .double(time)),
+                     ("direction", .string(direction == .sent ? "sent" : "received")), ("type", .string(kind)),
+                     ("summary", .string(summary))] + fields)
+        }
+    }
+
+    private struct LinkKey: Hashable { var handle: UInt16; var sent: Bool }
+    private var reassemblers: [LinkKey: ACLReassembler] = [:]
+    private var firstTimestamp: Int64?
+    /// Describes the record numbered `index` (from 1) in the capture.
+    mutating func describe(_ record: BTSnoopRecord, index: Int) -> Line {
+        let first = firstTimestamp ?? record.timestamp
+        firstTimestamp = first
+        let time = Double(record.timestamp - first) / 1_000_000
+        var line = Line(index: index, time: time, direction: record.direction, kind: "", summary: "", fields: [])
+        switch record.packet {
+        case .command(let c):
+            line.kind = "CMD"
+            (line.summary, line.fields) = Self.command(c)
+        case .event(let e):
+            line.kind = "EVT"
+            (line.summary, line.fields) = Self.event(e)
+        case .acl(let a):
+            line.kind = "ACL"
+            (line.summary, line.fields) = acl(a, sent: record.direction == .sent)
+        case .sco(let b):
+            line.kind = "SCO"
+            line.summary = "\(b.count) bytes"
+        case .iso(let b):
+            line.kind = "ISO"
+            line.summary = "\(b.count) bytes"
+        }
+        return line
+    }
+
+    // MARK: ACL, L2CAP, ATT, signaling
+
+    mutating func acl(_ a: ACLDataPacket, sent: Bool) -> (String, [(String, JSON)]) {
+        let pb: String
+        switch a.boundary {
+        case .firstNonFlushable: pb = "start"
+        case .firstFlushable: pb = "start (flushable)"
+        case .continuing: pb = "continuation"
+        case .complete: pb = "complete"
+        }
+        var s = "handle 0x\(hex(a.handle, width: 4)) PB \(pb) len \(a.data.count)"
+        var fields: [(String, JSON)] = [("handle", .int(Int(a.handle))), ("boundary", .string(pb)), ("length", .int(a.data.count))]
+        let key = LinkKey(handle: a.handle, sent: sent)
+        var r = reassemblers[key] ?? ACLReassembler()
+        let outcome = r.push(a)
+        reassemblers[key] = r
+        switch outcome {
+        case .incomplete:
+            s += " | L2CAP fragment, PDU continues"
+        case .dropped(let why):
+            s += " | L2CAP dropped: \(why)"
+        case .complete(let cid, let payload):
+            fields.append(("cid", .int(Int(cid))))
+            s += " | L2CAP CID 0x\(hex(cid, width: 4))"
+            switch cid {
+            case L2CAPChannelID.att:
+                s += " ATT len \(payload.count) | " + Self.att(payload, fields: &fields)
+            case L2CAPChannelID.leSignaling:
+                s += " LE signaling len \(payload.count) | " + Self.signaling(payload)
+            case L2CAPChannelID.securityManager:
+                s += " SMP len \(payload.count) | code 0x\(payload.first.map { hex($0, width: 2) } ?? "--")"
+            default:
+                s += " len \(payload.count)"
+            }
+        }
+        return (s, fields)
+    }
+}
+
+/// "7.5" for 6 units of 1.25 ms.
+func ms(_ units: UInt16, _ unit: Double) -> String {
+    let v = Double(units) * unit
+    return v == v.rounded() ? String(Int(v)) : String(v)
+}
+
+func format6(_ t: Double) -> String {
+    let micros = Int((t * 1_000_000).rounded())
+    let frac = String(micros % 1_000_000)
+    return "\(micros / 1_000_000).\(String(repeating: "0", count: 6 - frac.count))\(frac)"
+}
+
+func pad(_ s: String, _ width: Int) -> String {
+    s.count >= width ? s : String(repeating: " ", count: width - s.count) + s
+}

@@ -1,0 +1,78 @@
+import BLECore
+
+/// Rows and lines for scan results: the live table on a terminal, one line per device when
+/// piped, JSON objects with `--json`.
+enum ScanFormat {
+    static func address(_ p: DiscoveredPeripheral) -> String {
+        "\(p.address.address)/\(p.address.type.isRandom ? "random" : "public")"
+    }
+
+    static func services(_ p: DiscoveredPeripheral) -> [String] {
+        p.advertisingData.serviceUUIDs.map { u in AssignedNumbers.serviceName(u).map { "\(u) \($0)" } ?? "\(u)" }
+    }
+
+    static func manufacturer(_ p: DiscoveredPeripheral) -> String? {
+        guard let m = p.advertisingData.manufacturerData.first else { return nil }
+        return AssignedNumbers.companyName(m.companyID) ?? "0x\(hex(m.companyID, width: 4))"
+    }
+
+    static func rssi(_ p: DiscoveredPeripheral) -> String {
+        p.rssi == 127 ? "?" : String(Int(p.smoothedRSSI.rounded()))
+    }
+
+    /// One line for a pipe: "F0:5E:B1:00:00:01/random  -42 dBm  "HRM sim"  180D Heart Rate  Apple, Inc.".
+    static func line(_ event: String, _ p: DiscoveredPeripheral) -> String {
+        var parts = [event, address(p), "\(rssi(p)) dBm"]
+        parts.append(p.name.map { "\"\($0)\"" } ?? "-")
+        let s = services(p)
+        if !s.isEmpty { parts.append("services " + s.joined(separator: ", ")) }
+        if let m = manufacturer(p) { parts.append("manufacturer \(m)") }
+        if !p.isConnectable { parts.append("non-connectable") }
+        return parts.joined(separator: "  ")
+    }
+
+    static func json(_ event: String, _ p: DiscoveredPeripheral) -> JSON {
+        .object([
+            ("event", .string(event)),
+            ("address", .string(p.address.address.description)),
+            ("addressType", .string(p.address.type.isRandom ? "random" : "public")),
+            ("name", .optional(p.name)),
+            ("rssi", .int(Int(p.rssi))),
+            ("smoothedRSSI", .double((p.smoothedRSSI * 10).rounded() / 10)),
+            ("connectable", .bool(p.isConnectable)),
+            ("services", .array(p.advertisingData.serviceUUIDs.map { .string("\($0)") })),
+            ("manufacturers", .array(p.advertisingData.manufacturerData.map { m in
+                .object([("id", .int(Int(m.companyID))), ("name", .optional(AssignedNumbers.companyName(m.companyID))), ("data", .string(hexString(m.data)))])
+            })),
+            ("txPower", p.txPower.map { .int(Int($0)) } ?? .null),
+        ])
+    }
+
+    /// The live table, strongest first, as ANSI text that redraws the screen from the top.
+    /// Lines are cut to the terminal's `width` so none wraps and the redraw stays in place.
+    static func table(_ list: [DiscoveredPeripheral], now: UInt64, console: Console, width: Int) -> String {
+        let sorted = list.sorted { $0.smoothedRSSI > $1.smoothedRSSI }
+        func cut(_ s: String) -> String { s.count > width ? String(s.prefix(max(1, width - 1))) : s }
+        var lines = [console.paint(cut(row(["ADDRESS", "NAME", "RSSI", "SERVICES", "MANUFACTURER", "SEEN"])), "1")]
+        for p in sorted {
+            let age = now >= p.lastSeen ? Double(now - p.lastSeen) / 1e9 : 0
+            let seen = age < 1 ? "now" : "\(Int(age)) s ago"
+            lines.append(cut(row([address(p), p.name ?? "-", rssi(p), services(p).joined(separator: ", "), manufacturer(p) ?? "-", seen])))
+        }
+        lines.append(console.paint(cut("\(sorted.count) device\(sorted.count == 1 ? "" : "s") - Ctrl-C to stop"), "2"))
+        var out = "\u{1B}[H"
+        for l in lines { out += l + "\u{1B}[K\n" }
+        return out + "\u{1B}[J"
+    }
+
+    static func row(_ cells: [String]) -> String {
+        let widths = [24, 20, 5, 30, 20, 8]
+        var s = ""
+        for (i, c) in cells.enumerated() {
+            let w = i < widths.count ? widths[i] : 10
+            let cell = c.count > w ? String(c.prefix(w - 1)) + "~" : c
+            s += cell + String(repeating: " ", count: max(1, w - cell.count + 1))
+        }
+        return s
+    }
+}

@@ -1,0 +1,111 @@
+import Foundation
+import Testing
+
+/// Runs the built `ble` executable as a user would, capturing its output and exit status.
+enum BLETool {
+    struct Run: Sendable {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+        var stdoutLines: [String] { stdout.split(separator: "\n", omittingEmptySubsequences: true).map(String.init) }
+        var stderrLines: [String] { stderr.split(separator: "\n", omittingEmptySubsequences: true).map(String.init) }
+    }
+
+    /// The package root, from this file's path (Tests/IntegrationTests/CLISupport.swift).
+    static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    /// `ble` next to the test bundle (same build configuration), else .build/debug/ble.
+    static var executable: URL {
+        let candidates = [
+            Bundle.main.bundleURL.appendingPathComponent("ble"),
+            Bundle.main.bundleURL.deletingLastPathComponent().appendingPathComponent("ble"),
+            packageRoot.appendingPathComponent(".build/debug/ble"),
+        ]
+        return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) } ?? candidates[2]
+    }
+
+    static func fixture(_ path: String) -> URL { packageRoot.appendingPathComponent("Fixtures").appendingPathComponent(path) }
+
+    /// Runs `ble arguments`, killing it after `timeout` seconds (status then 137 or 143).
+    static func run(_ arguments: [String], timeout: Double = 60, environment extra: [String: String] = [:]) async throws -> Run {
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        var env = ProcessInfo.processInfo.environment
+        env.removeValue(forKey: "BLE_DEVICE")
+        env.removeValue(forKey: "BLE_LOG")
+        env["NO_COLOR"] = "1"
+        for (k, v) in extra { env[k] = v }
+        process.environment = env
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("ble-cli-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let out = dir.appendingPathComponent("stdout"), err = dir.appendingPathComponent("stderr")
+        _ = FileManager.default.createFile(atPath: out.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: err.path, contents: nil)
+        let outHandle = try FileHandle(forWritingTo: out), errHandle = try FileHandle(forWritingTo: err)
+        process.standardOutput = outHandle
+        process.standardError = errHandle
+        process.standardInput = FileHandle.nullDevice
+        let status: Int32 = try await withCheckedThrowingContinuation { c in
+            process.terminationHandler = { p in c.resume(returning: p.terminationStatus) }
+            do {
+                try process.run()
+            } catch {
+                c.resume(throwing: error)
+                return
+            }
+            DispatchQueue.global().asyncAfter(deadline: .now() + timeout) {
+                if process.isRunning { process.terminate() }
+            }
+        }
+        try outHandle.close()
+        try errHandle.close()
+        return Run(status: status,
+                   stdout: (try? String(contentsOf: out, encoding: .utf8)) ?? "",
+                   stderr: (try? String(contentsOf: err, encoding: .utf8)) ?? "")
+    }
+
+    /// Runs `ble arguments` and sends it SIGINT (Ctrl-C) once its stdout satisfies `ready`.
+    /// Bounded by the tool itself: its connect and scan steps time out, ending the output.
+    static func interrupt(_ arguments: [String], when ready: @escaping (String) -> Bool) async throws -> Run {
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        var env = ProcessInfo.processInfo.environment
+        env["NO_COLOR"] = "1"
+        process.environment = env
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        let (chunks, feed) = AsyncStream<Data>.makeStream()
+        out.fileHandleForReading.readabilityHandler = { h in
+            let d = h.availableData
+            if d.isEmpty { feed.finish() } else { feed.yield(d) }
+        }
+        let (exits, exitFeed) = AsyncStream<Int32>.makeStream()
+        process.terminationHandler = { exitFeed.yield($0.terminationStatus); exitFeed.finish() }
+        try process.run()
+        var text = ""
+        var iterator = chunks.makeAsyncIterator()
+        while let chunk = await iterator.next() {
+            text += String(decoding: chunk, as: UTF8.self)
+            if ready(text) { break }
+        }
+        kill(process.processIdentifier, SIGINT)
+        while let chunk = await iterator.next() { text += String(decoding: chunk, as: UTF8.self) }
+        var exitIterator = exits.makeAsyncIterator()
+        let status = await exitIterator.next() ?? -1
+        out.fileHandleForReading.readabilityHandler = nil
+        let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        return Run(status: status, stdout: text, stderr: stderr)
+    }
+
+    /// Each stdout line parsed as a JSON object.
+    static func jsonLines(_ run: Run) throws -> [[String: Any]] {
+        try run.stdoutLines.map { line in
+            let object = try JSONSerialization.jsonObject(with: Data(line.utf8))
+            return try #require(object as? [String: Any], "not a JSON object: \(line)")
+        }
+    }
+}

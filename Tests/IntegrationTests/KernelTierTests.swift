@@ -1,0 +1,156 @@
+import BLECore
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The product's own real-kernel transports, proven inside the qemu guest: one VM boot
+/// (`scripts/kernel-vm --vhci`) runs THIS test binary with `--filter KernelTierGuestTests`
+/// (the guest-side suite, enabled there by `BLE_IN_VM=1`), and each scenario here checks
+/// that its guest test passed. Enabled only with `BLE_KERNEL_VM=1` (`make test` sets it).
+@Suite(
+    "Kernel tier (the library on a real kernel, inside the VM)",
+    .serialized,
+    .enabled(if: ProcessInfo.processInfo.environment["BLE_KERNEL_VM"] == "1"),
+    .timeLimit(.minutes(10))
+)
+struct KernelTierTests {
+    /// The guest tests, each printing `KERNEL-TIER PASS <name>` when it got to its end.
+    static let scenarios = [
+        "adapterList", "userChannelGATT", "userChannelScanAndPeripheral", "userChannelErrors", "kernelModeGATT", "kernelModePeripheral", "kernelModeAdapterDown", "kernelModeTimeout", "rawChannelScan",
+    ]
+
+    @Test("The guest run of KernelTierGuestTests exits 0")
+    func guestRunPasses() async throws {
+        let run = try await KernelTierVM.shared.value
+        print("kernel tier: one VM boot, guest suite, \(String(format: "%.1f", run.seconds)) s wall time")
+        #expect(run.status == 0, "\(run)")
+    }
+
+    @Test("Guest scenario passed", arguments: scenarios)
+    func scenarioPassed(_ name: String) async throws {
+        let run = try await KernelTierVM.shared.value
+        #expect(run.stdout.split(separator: "\n").contains { $0 == "KERNEL-TIER PASS \(name)" }, "\(run)")
+    }
+}
+
+/// One `scripts/kernel-vm --vhci` run of the guest suite, shared by every test above.
+enum KernelTierVM {
+    struct Run: Sendable, CustomStringConvertible {
+        let status: Int32
+        let stdout: String
+        let stderr: String
+        let seconds: Double
+
+        var description: String {
+            "exit status \(status) after \(String(format: "%.1f", seconds)) s\n--- stdout ---\n\(stdout)\n--- stderr ---\n\(stderr)"
+        }
+    }
+
+    enum Failure: Error, CustomStringConvertible {
+        case noTestBinary(Int32)
+        case killedAfter(seconds: Int, stderr: String)
+
+        var description: String {
+            switch self {
+            case .noTestBinary(let err): "cannot find the test binary (readlink /proc/self/exe: errno \(err))"
+            case .killedAfter(let s, let stderr): "scripts/kernel-vm did not exit within \(s) s and was killed (qemu dies with it)\n\(stderr)"
+            }
+        }
+    }
+
+    /// Whole-VM limit handed to the script (boot, Bumble start-up and every guest scenario
+    /// under software emulation); the script kills qemu when it passes.
+    static let vmTimeoutSeconds = 420
+    /// If the script itself hangs: SIGKILL it; qemu has a parent-death signal, so it goes too.
+    static let watchdogSeconds = vmTimeoutSeconds + 60
+
+    static let shared = Task { try await run() }
+
+    static var repositoryRoot: URL {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    }
+
+    static func run() async throws -> Run {
+        var buffer = [CChar](repeating: 0, count: 4096)
+        let n = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+        guard n > 0 else { throw Failure.noTestBinary(errno) }
+        let binary = String(decoding: buffer[..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+
+        let root = repositoryRoot
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("kernel-tier-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let stdoutURL = scratch.appendingPathComponent("stdout")
+        let stderrURL = scratch.appendingPathComponent("stderr")
+        _ = FileManager.default.createFile(atPath: stdoutURL.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: stderrURL.path, contents: nil)
+        let stdoutFile = try FileHandle(forWritingTo: stdoutURL)
+        let stderrFile = try FileHandle(forWritingTo: stderrURL)
+        defer {
+            try? stdoutFile.close()
+            try? stderrFile.close()
+        }
+
+        let process = Process()
+        process.executableURL = root.appendingPathComponent("scripts/kernel-vm")
+        process.arguments = [
+            "--timeout", "\(vmTimeoutSeconds)", "--vhci", "--",
+            binary, "--testing-library", "swift-testing", "--filter", "KernelTierGuestTests",
+        ]
+        process.currentDirectoryURL = root
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = stdoutFile
+        process.standardError = stderrFile
+        let (exits, exited) = AsyncStream.makeStream(of: Int32.self)
+        process.terminationHandler = { finished in
+            exited.yield(finished.terminationStatus)
+            exited.finish()
+        }
+        let start = ContinuousClock.now
+        try process.run()
+        let pid = process.processIdentifier
+        let watchdog = Task {
+            try await Task.sleep(for: .seconds(watchdogSeconds))
+            kill(pid, SIGKILL)
+        }
+        var status: Int32 = -1
+        for await code in exits { status = code }
+        watchdog.cancel()
+        let elapsed = ContinuousClock.now - start
+        let stdout = (try? String(contentsOf: stdoutURL, encoding: .utf8)) ?? ""
+        let stderr = (try? String(contentsOf: stderrURL, encoding: .utf8)) ?? ""
+        if status == SIGKILL, process.terminationReason == .uncaughtSignal {
+            throw Failure.killedAfter(seconds: watchdogSeconds, stderr: stderr)
+        }
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        return Run(status: status, stdout: stdout, stderr: stderr, seconds: seconds)
+    }
+}
+
+/// On a host kernel without Bluetooth (most build machines): the kernel-mode channel fails
+/// with the typed error that says so, before any VM is involved.
+@Suite("L2CAPSocketChannel on a kernel without Bluetooth")
+struct L2CAPSocketChannelNoBluetoothTests {
+    static var kernelHasBluetooth: Bool {
+        let fd = socket(AF_BLUETOOTH, Int32(SOCK_SEQPACKET.rawValue), 0)  // protocol 0: BTPROTO_L2CAP
+        if fd >= 0 { close(fd) }
+        return fd >= 0 || errno != EAFNOSUPPORT
+    }
+
+    @Test("connect throws .bluetoothUnsupported when socket(AF_BLUETOOTH) gives EAFNOSUPPORT",
+          .enabled(if: !kernelHasBluetooth))
+    func unsupported() async throws {
+        let peer = LEAddress(BluetoothAddress(rawValue: 0xF0_00_00_00_48_52), type: .random)
+        do {
+            let channel = try await L2CAPSocketChannel.connect(peer: peer, executor: AdapterExecutor(label: "no-bluetooth"), timeout: .seconds(1))
+            channel.close()
+            Issue.record("connected without Bluetooth in the kernel")
+        } catch {
+            #expect(error == .bluetoothUnsupported)
+            #expect("\(error)".contains("EAFNOSUPPORT"))
+        }
+    }
+}
