@@ -21,6 +21,18 @@ struct FaultControllerTests {
         return (vc, faulty, central)
     }
 
+    /// Connects, then waits until the link set-up that follows (LE Read Remote Features, run
+    /// in the background) is over, so no set-up command races the faults a test injects.
+    static func connect(_ central: Central, _ vc: VirtualController, reconnect: ReconnectPolicy = .never) async throws -> Connection {
+        var parameters = ConnectionRequestParameters()
+        parameters.requestDataLengthExtension = false
+        parameters.request2MPHY = false
+        let link = try await central.connect(VC.peer, reconnect: reconnect, parameters: parameters)
+        try await vc.waitForCommand(HCIOpcode(rawValue: 0x2016)) // HCI_LE_Read_Remote_Features
+        await vc.settle()
+        return link
+    }
+
     static func rssi(_ link: Connection) -> Task<Result<Int8, ConnectionError>, Never> {
         Task { () async -> Result<Int8, ConnectionError> in
             do throws(ConnectionError) { return .success(try await link.readRSSI()) } catch { return .failure(error) }
@@ -29,7 +41,7 @@ struct FaultControllerTests {
 
     @Test func unansweredCommandTimesOutNamingItsOpcode() async throws {
         let (vc, _, central) = try await Self.stack()
-        let link = try await central.connect(VC.peer)
+        let link = try await Self.connect(central, vc)
         vc.answer(Self.readRSSI, with: .none, times: 1)
         let pending = Self.rssi(link)
         try await vc.waitForCommand(Self.readRSSI)
@@ -50,7 +62,7 @@ struct FaultControllerTests {
 
     @Test func silentControllerThenCutTransportFailsAllPendingWork() async throws {
         let (vc, faulty, central) = try await Self.stack()
-        let link = try await central.connect(VC.peer)
+        let link = try await Self.connect(central, vc)
         var linkEvents = await link.events().makeAsyncIterator()
         var states = await central.stateEvents().makeAsyncIterator()
         #expect(await states.next() == .poweredOn)
@@ -58,17 +70,18 @@ struct FaultControllerTests {
         // The controller goes silent: no command reaches it any more.
         faulty.setPlan(.script([FaultRule(PacketMatch(direction: .toController, types: [.command]), .drop)]))
         let first = Self.rssi(link)
-        await vc.settle()
+        #expect(await faulty.waitForFaults(count: 1)) // the command met its drop
         await vc.advance(by: .seconds(2))
         #expect(await first.value == .failure(.command(peer: VC.peer, .commandTimeout(opcode: Self.readRSSI, milliseconds: 2000))))
 
         // Work pending when the stream is cut: a command in flight, a connection attempt.
         let second = Self.rssi(link)
+        #expect(await faulty.waitForFaults(count: 2))
         let absent = LEAddress(BluetoothAddress(rawValue: 0xC0_00_00_00_00_99), type: .random)
         let connecting = Task { () async -> ConnectionError? in
             do throws(ConnectionError) { _ = try await central.connect(absent); return nil } catch { return error }
         }
-        await vc.settle()
+        await central.waitUntilCommandWaits()
         #expect(await central.host.sentCommands.count == 1) // Read RSSI holds the one credit
         #expect(await central.host.waitingCommands.count == 1) // LE Create Connection waits behind it
         faulty.cut(reason: "controller unplugged")
@@ -103,7 +116,7 @@ struct FaultControllerTests {
     @Test func transportLossEndsEveryLinkWithoutReconnecting() async throws {
         let (vc, faulty, central) = try await Self.stack()
         let policy = ReconnectPolicy.always(backoff: .exponential(initial: .milliseconds(100), jitter: 0))
-        let link = try await central.connect(VC.peer, reconnect: policy)
+        let link = try await Self.connect(central, vc, reconnect: policy)
         let events = await central.connectionEvents()
         let creates = vc.commandsReceived.filter { $0.opcode == Self.leCreateConnection }.count
         faulty.cut(reason: "controller unplugged")
@@ -119,6 +132,14 @@ struct FaultControllerTests {
         #expect(!seen.contains { if case .reconnecting = $0 { true } else if case .connecting = $0 { true } else { false } })
         #expect(await !link.isConnected)
         #expect(await vc.clock!.pendingCount() == 0)
+    }
+}
+
+extension Central {
+    /// Returns once a command waits behind the one in flight (the connect attempt above);
+    /// bounded, since the attempt reaches the host through a task.
+    func waitUntilCommandWaits() async {
+        for _ in 0..<10_000 where await host.waitingCommands.isEmpty { await Task.yield() }
     }
 }
 

@@ -31,6 +31,16 @@ public final class FaultInjectingTransport: HCITransport, @unchecked Sendable { 
     private var rng: SplitMix64
     private var stats: [FaultDirection: FaultStatistics] = [.toController: FaultStatistics(), .toHost: FaultStatistics()]
     private var log: [AppliedFault] = []
+    private var faultCount = 0
+    private var faultWaiters: [FaultWaiter] = []
+    private var nextWaiterID: UInt64 = 0
+
+    private struct FaultWaiter {
+        let id: UInt64
+        let count: Int
+        let continuation: CheckedContinuation<Bool, Never>
+        let timeout: DispatchWorkItem
+    }
     private var pendingDelays: [UInt64: any ScheduledTimer] = [:]
     private var nextDelayID: UInt64 = 0
     private var state = State.idle
@@ -123,7 +133,43 @@ public final class FaultInjectingTransport: HCITransport, @unchecked Sendable { 
     /// Packets held back by `.delay` faults and not yet delivered.
     public var delayedPacketCount: Int { onQueue { self.pendingDelays.count } }
 
+    /// Waits until `count` faults have been applied in all (a test's way to know a packet met
+    /// its fault before moving virtual time). False when `timeout` of real time passes first.
+    ///
+    ///     let first = Task { try await link.readRSSI() }
+    ///     #expect(await faulty.waitForFaults(count: 1))
+    public func waitForFaults(count: Int, timeout: Duration = .seconds(5)) async -> Bool {
+        guard let queue = control.withLock({ $0 }) else { return false }
+        return await withCheckedContinuation { (c: CheckedContinuation<Bool, Never>) in
+            queue.async {
+                if self.faultCount >= count { return c.resume(returning: true) }
+                self.nextWaiterID += 1
+                let id = self.nextWaiterID
+                let item = DispatchWorkItem { [weak self] in
+                    guard let self, let i = self.faultWaiters.firstIndex(where: { $0.id == id }) else { return }
+                    self.faultWaiters.remove(at: i).continuation.resume(returning: false)
+                }
+                self.faultWaiters.append(FaultWaiter(id: id, count: count, continuation: c, timeout: item))
+                queue.asyncAfter(deadline: .now() + .nanoseconds(Int(timeout.components.seconds * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000)), execute: item)
+            }
+        }
+    }
+
     // MARK: Internals (start queue)
+
+    private func resumeFaultWaiters() {
+        guard !faultWaiters.isEmpty else { return }
+        var kept: [FaultWaiter] = []
+        for w in faultWaiters {
+            if faultCount >= w.count {
+                w.timeout.cancel()
+                w.continuation.resume(returning: true)
+            } else {
+                kept.append(w)
+            }
+        }
+        faultWaiters = kept
+    }
 
     private func onQueue<T>(_ body: () -> T) -> T {
         if DispatchQueue.getSpecific(key: onQueueKey) == ObjectIdentifier(self) { return body() }
@@ -206,6 +252,8 @@ public final class FaultInjectingTransport: HCITransport, @unchecked Sendable { 
         if log.count < Self.logLimit {
             log.append(AppliedFault(direction: direction, packetIndex: index, packetType: packet.type, fault: fault))
         }
+        faultCount += 1
+        resumeFaultWaiters()
         switch fault {
         case .drop:
             stats[direction, default: FaultStatistics()].dropped += 1
