@@ -52,6 +52,11 @@ test-fuzz: apt
 fuzz: apt
 	scripts/fuzz run --seconds $(FUZZ_SECONDS)
 
+# The long soak (100,000 in-process cycles, 1,000 against the Bumble radio); make test runs a
+# short one. Counts: make soak SOAK_ARGS="--vc 10000 --radio 100".
+soak: deps
+	BLE_PYTHON=$(abspath $(PY)) scripts/soak $(SOAK_ARGS)
+
 # The main job on the bundled virtual radio (no hardware needed).
 demo: deps build
 	BLE_PYTHON=$(abspath $(PY)) scripts/demo
