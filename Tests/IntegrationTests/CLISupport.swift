@@ -26,44 +26,15 @@ enum BLETool {
 
     static func fixture(_ path: String) -> URL { packageRoot.appendingPathComponent("Fixtures").appendingPathComponent(path) }
 
-    /// Runs `ble arguments`, killing it after `timeout` seconds (status then 137 or 143).
+    /// Runs `ble arguments`, killing it after `timeout` seconds (its status is then SIGKILL's number).
     static func run(_ arguments: [String], timeout: Double = 60, environment extra: [String: String] = [:]) async throws -> Run {
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
         var env = ProcessInfo.processInfo.environment
         env.removeValue(forKey: "BLE_DEVICE")
         env.removeValue(forKey: "BLE_LOG")
         env["NO_COLOR"] = "1"
         for (k, v) in extra { env[k] = v }
-        process.environment = env
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("ble-cli-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: dir) }
-        let out = dir.appendingPathComponent("stdout"), err = dir.appendingPathComponent("stderr")
-        _ = FileManager.default.createFile(atPath: out.path, contents: nil)
-        _ = FileManager.default.createFile(atPath: err.path, contents: nil)
-        let outHandle = try FileHandle(forWritingTo: out), errHandle = try FileHandle(forWritingTo: err)
-        process.standardOutput = outHandle
-        process.standardError = errHandle
-        process.standardInput = FileHandle.nullDevice
-        let status: Int32 = try await withCheckedThrowingContinuation { c in
-            process.terminationHandler = { p in c.resume(returning: p.terminationStatus) }
-            do {
-                try process.run()
-            } catch {
-                c.resume(throwing: error)
-                return
-            }
-            DispatchQueue.global().asyncAfter(deadline: .now() + timeout) {
-                if process.isRunning { process.terminate() }
-            }
-        }
-        try outHandle.close()
-        try errHandle.close()
-        return Run(status: status,
-                   stdout: (try? String(contentsOf: out, encoding: .utf8)) ?? "",
-                   stderr: (try? String(contentsOf: err, encoding: .utf8)) ?? "")
+        let run = try await Subprocess.run(executable, arguments, environment: env, killAfter: .milliseconds(Int64(timeout * 1000)))
+        return Run(status: run.status, stdout: run.stdout, stderr: run.stderr)
     }
 
     /// Runs `ble arguments` and sends it SIGINT (Ctrl-C) once its stdout satisfies `ready`.

@@ -80,53 +80,14 @@ enum KernelTierVM {
         let binary = String(decoding: buffer[..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
 
         let root = repositoryRoot
-        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("kernel-tier-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: scratch) }
-        let stdoutURL = scratch.appendingPathComponent("stdout")
-        let stderrURL = scratch.appendingPathComponent("stderr")
-        _ = FileManager.default.createFile(atPath: stdoutURL.path, contents: nil)
-        _ = FileManager.default.createFile(atPath: stderrURL.path, contents: nil)
-        let stdoutFile = try FileHandle(forWritingTo: stdoutURL)
-        let stderrFile = try FileHandle(forWritingTo: stderrURL)
-        defer {
-            try? stdoutFile.close()
-            try? stderrFile.close()
-        }
-
-        let process = Process()
-        process.executableURL = root.appendingPathComponent("scripts/kernel-vm")
-        process.arguments = [
-            "--timeout", "\(vmTimeoutSeconds)", "--vhci", "--",
-            binary, "--testing-library", "swift-testing", "--filter", "KernelTierGuestTests",
-        ]
-        process.currentDirectoryURL = root
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = stdoutFile
-        process.standardError = stderrFile
-        let (exits, exited) = AsyncStream.makeStream(of: Int32.self)
-        process.terminationHandler = { finished in
-            exited.yield(finished.terminationStatus)
-            exited.finish()
-        }
-        let start = ContinuousClock.now
-        try process.run()
-        let pid = process.processIdentifier
-        let watchdog = Task {
-            try await Task.sleep(for: .seconds(watchdogSeconds))
-            kill(pid, SIGKILL)
-        }
-        var status: Int32 = -1
-        for await code in exits { status = code }
-        watchdog.cancel()
-        let elapsed = ContinuousClock.now - start
-        let stdout = (try? String(contentsOf: stdoutURL, encoding: .utf8)) ?? ""
-        let stderr = (try? String(contentsOf: stderrURL, encoding: .utf8)) ?? ""
-        if status == SIGKILL, process.terminationReason == .uncaughtSignal {
-            throw Failure.killedAfter(seconds: watchdogSeconds, stderr: stderr)
-        }
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        return Run(status: status, stdout: stdout, stderr: stderr, seconds: seconds)
+        let run = try await Subprocess.run(
+            root.appendingPathComponent("scripts/kernel-vm"),
+            ["--timeout", "\(vmTimeoutSeconds)", "--vhci", "--",
+             binary, "--testing-library", "swift-testing", "--filter", "KernelTierGuestTests"],
+            in: root, killAfter: .seconds(watchdogSeconds))
+        if run.killed { throw Failure.killedAfter(seconds: watchdogSeconds, stderr: run.stderr) }
+        let seconds = Double(run.elapsed.components.seconds) + Double(run.elapsed.components.attoseconds) / 1e18
+        return Run(status: run.status, stdout: run.stdout, stderr: run.stderr, seconds: seconds)
     }
 }
 

@@ -85,54 +85,15 @@ private enum KernelVM {
 
     static func run(_ command: [String]) async throws -> Run {
         let root = repositoryRoot
-        let script = root.appendingPathComponent("scripts/kernel-vm").path
-        let scratch = FileManager.default.temporaryDirectory
-            .appendingPathComponent("kernel-vm-test-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: scratch) }
-        let stdoutURL = scratch.appendingPathComponent("stdout")
-        let stderrURL = scratch.appendingPathComponent("stderr")
-        _ = FileManager.default.createFile(atPath: stdoutURL.path, contents: nil)
-        _ = FileManager.default.createFile(atPath: stderrURL.path, contents: nil)
-        let stdoutFile = try FileHandle(forWritingTo: stdoutURL)
-        let stderrFile = try FileHandle(forWritingTo: stderrURL)
-        defer {
-            try? stdoutFile.close()
-            try? stderrFile.close()
-        }
-
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: script)
-        process.arguments = ["--timeout", "\(vmTimeoutSeconds)", "--vhci", "--"] + command
-        process.currentDirectoryURL = root
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = stdoutFile
-        process.standardError = stderrFile
-
-        let (exits, exited) = AsyncStream.makeStream(of: Int32.self)
-        process.terminationHandler = { finished in
-            exited.yield(finished.terminationStatus)
-            exited.finish()
-        }
+        let script = root.appendingPathComponent("scripts/kernel-vm")
+        let run: Subprocess.Result
         do {
-            try process.run()
+            run = try await Subprocess.run(script, ["--timeout", "\(vmTimeoutSeconds)", "--vhci", "--"] + command,
+                                           in: root, killAfter: .seconds(watchdogSeconds))
         } catch {
-            throw Failure.cannotStart(script, error)
+            throw Failure.cannotStart(script.path, error)
         }
-        let pid = process.processIdentifier
-        // The watchdog holds the pid only and is cancelled as soon as the script has exited.
-        let watchdog = Task {
-            try await Task.sleep(for: .seconds(watchdogSeconds))
-            kill(pid, SIGKILL)
-        }
-        var status: Int32 = -1
-        for await code in exits { status = code }
-        watchdog.cancel()
-        let stdout = (try? String(contentsOf: stdoutURL, encoding: .utf8)) ?? ""
-        let stderr = (try? String(contentsOf: stderrURL, encoding: .utf8)) ?? ""
-        if status == SIGKILL, process.terminationReason == .uncaughtSignal {
-            throw Failure.killedAfter(seconds: watchdogSeconds, stderr: stderr)
-        }
-        return Run(status: status, stdout: stdout, stderr: stderr)
+        if run.killed { throw Failure.killedAfter(seconds: watchdogSeconds, stderr: run.stderr) }
+        return Run(status: run.status, stdout: run.stdout, stderr: run.stderr)
     }
 }
