@@ -25,6 +25,19 @@ struct ProcessResources: CustomStringConvertible {
         return ProcessResources(openFDs: fds, threads: threads, residentBytes: resident)
     }
 
+    /// A reading taken once the process has gone idle: dispatch keeps worker threads that a
+    /// burst of work started for a few seconds before it lets them go, so this waits (at most
+    /// `limit`) until the thread count is back within `Soak.threadBand` of `baseline`.
+    static func settled(toward baseline: ProcessResources, limit: Duration = .seconds(20)) async -> ProcessResources {
+        let deadline = ContinuousClock.now + limit
+        var reading = now()
+        while abs(reading.threads - baseline.threads) > Soak.threadBand, ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(250))
+            reading = now()
+        }
+        return reading
+    }
+
     /// Open sockets (the stack's transports; a radio's own descriptors are pipes).
     static func openSockets() -> Int { openFDTargets().filter { $0.contains("socket:") }.count }
 

@@ -56,7 +56,7 @@ struct SoakTests {
             await server.clearRecords()
         }
         await vc.settle()
-        let end = ProcessResources.now()
+        let end = await ProcessResources.settled(toward: baseline)
         let elapsed = ContinuousClock.now - start
         print("soak virtual-controller: \(cycles) cycles in \(elapsed); after \(warmup) warm-up cycles: \(baseline); at the end: \(end)")
         #expect(await central.snapshot.connectionCount == 0)
@@ -95,7 +95,7 @@ struct SoakTests {
             #expect(received == (1...3).map { Soak.counter($0) }, "cycle \(cycle)")
             try await link.disconnect()
         }
-        let end = ProcessResources.now()
+        let end = await ProcessResources.settled(toward: baseline)
         let elapsed = ContinuousClock.now - start
         print("soak radio: \(cycles) cycles in \(elapsed); after \(warmup) warm-up cycles: \(baseline); at the end: \(end)")
         #expect(await central.snapshot.connectionCount == 0)
