@@ -1,4 +1,5 @@
 import Testing
+import Synchronization
 import ATT
 @testable import BLETestSupport
 @testable import BLECore
@@ -150,6 +151,43 @@ struct ResubscribeAfterReconnectTests {
         #expect(await bed.server.clientConfigurations(of: Lab.notifyCounter.uuid) == [0x0001])
         #expect(await bed.server.notify(characteristic: Lab.notifyCounter.uuid, value: [7, 0, 0, 0]) == 1)
         #expect(try await keptValues.next() == [7, 0, 0, 0])
+        await bed.central.close()
+    }
+
+    @Test func failedResubscriptionEndsTheStreamWithTheError() async throws {
+        let bed = try await Bed(policy: Self.always)
+        var events = await bed.link.events().makeAsyncIterator()
+        let stream = try await bed.peripheral.subscribe(to: Lab.notifyCounter)
+        // From now on the server answers no request: on the restored link the MTU exchange
+        // that precedes the CCCD write meets the ATT transaction timeout (30 s, Vol 3, Part F, 3.3.3).
+        let server = bed.server
+        let answered = await server.onQueue { server.answered }
+        await server.setFaults(GATTServer.Faults(stopAnsweringAfter: answered))
+        let secondHandle = try await bed.dropAndRestore(&events)
+        try await bed.vc.waitUntil("the Exchange MTU Request on the new link") { vc in
+            vc.l2capReceived.contains { $0.handle == secondHandle && $0.channelID == L2CAPChannelID.att && $0.payload.first == 0x02 }
+        }
+
+        let outcome = Mutex<Result<[UInt8]?, any Error>?>(nil)
+        let reader = Task {
+            var values = stream.makeAsyncIterator()
+            do { let v = try await values.next(); outcome.withLock { $0 = .success(v) } } catch { outcome.withLock { $0 = .failure(error) } }
+        }
+        await bed.vc.advance(by: .seconds(30))
+        await eventually("the stream ends", within: 2) { outcome.withLock { $0 != nil } }
+        let result = outcome.withLock { $0 }
+        reader.cancel()
+        await reader.value
+        guard case .failure(let error as GATTError)? = result else {
+            Issue.record("the stream must end with the re-subscription's error, got \(String(describing: result))")
+            return
+        }
+        guard case .timeout = error else {
+            Issue.record("expected GATTError.timeout, got \(error)")
+            return
+        }
+        #expect("\(error)".contains("exchanging the MTU"), "\(error)")
+        #expect(await bed.link.isConnected)
         await bed.central.close()
     }
 
