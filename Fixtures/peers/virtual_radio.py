@@ -247,6 +247,12 @@ class Updater:
     characteristic: Characteristic
     make_values: Callable[[], Iterator[bytes]]
     interval: float
+    # "continuous": one value sequence for the life of the device, carried on across
+    # subscriptions and links (otherwise each subscription starts the sequence afresh).
+    shared: Iterator[bytes] | None = None
+
+    def values(self) -> Iterator[bytes]:
+        return self.shared if self.shared is not None else self.make_values()
 
 
 @dataclass
@@ -258,6 +264,9 @@ class Peripheral:
     tasks: dict[tuple[int, int], asyncio.Task] = field(default_factory=dict)
     att_requests: dict[int, int] = field(default_factory=dict)
     connected_at: dict[int, float] = field(default_factory=dict)
+    notifications_sent: dict[int, int] = field(default_factory=dict)
+    links_dropped: int = 0
+    drops: set[asyncio.Task] = field(default_factory=set)
 
     def build(self) -> None:
         raw = self.spec.raw
@@ -289,6 +298,12 @@ class Peripheral:
         self.device.add_services(self.build_services(raw.get("services", [])))
         self.device.on(self.device.EVENT_CONNECTION, self.on_connection)
         self.install_att_gate(raw.get("stopAnsweringATTAfter"))
+        rule = raw.get("dropAfterNotifications")
+        if rule is not None:
+            if not isinstance(rule, dict) or not isinstance(rule.get("count"), int) or rule["count"] < 1:
+                raise ScenarioError(f"device {self.spec.id}: dropAfterNotifications needs {{\"count\": N}} with N >= 1")
+            if "links" in rule and (not isinstance(rule["links"], int) or rule["links"] < 1):
+                raise ScenarioError(f"device {self.spec.id}: dropAfterNotifications 'links' must be an integer >= 1")
 
     def build_services(self, services: list[dict[str, Any]]) -> list[Service]:
         result = []
@@ -339,7 +354,10 @@ class Peripheral:
             interval = float(source.get("intervalMs", 1000)) / 1000.0
             if interval <= 0:
                 raise ScenarioError(f"{where}: intervalMs must be > 0")
-            self.updaters.append(Updater(characteristic, GENERATORS[generator], interval))
+            updater = Updater(characteristic, GENERATORS[generator], interval)
+            if source.get("continuous", False):
+                updater.shared = updater.make_values()
+            self.updaters.append(updater)
             characteristic.on(
                 characteristic.EVENT_SUBSCRIPTION,
                 lambda bearer, notify, indicate, ch=characteristic: self.on_subscription(
@@ -370,7 +388,7 @@ class Peripheral:
         )
 
     async def send_updates(self, connection: Connection, updater: Updater, use_indications: bool) -> None:
-        values = updater.make_values()
+        values = updater.values()
         try:
             while True:
                 await asyncio.sleep(updater.interval)
@@ -380,6 +398,7 @@ class Peripheral:
                     await self.device.indicate_subscriber(connection, updater.characteristic, value)
                 else:
                     await self.device.notify_subscriber(connection, updater.characteristic, value)
+                    self.count_notification(connection)
         except asyncio.CancelledError:
             raise
         except Exception as error:  # the link went away under us
@@ -405,12 +424,41 @@ class Peripheral:
                     log.info("%s: disconnect failed: %s", self.spec.id, error)
             self.tasks[(handle, -1)] = loop.create_task(drop())
 
+    def count_notification(self, connection: Connection) -> None:
+        """dropAfterNotifications: {"count": N, "links": L}: the peripheral terminates the
+        link (reason 0x13) once it has sent N notifications on it, for its first L links
+        (every link when "links" is absent); later links stay up."""
+        rule = self.spec.raw.get("dropAfterNotifications")
+        handle = connection.handle
+        sent = self.notifications_sent.get(handle, 0) + 1
+        self.notifications_sent[handle] = sent
+        if rule is None or sent != int(rule["count"]):
+            return
+        limit = rule.get("links")
+        if limit is not None and self.links_dropped >= int(limit):
+            return
+        self.links_dropped += 1
+        log.info("%s: dropping the link after %d notifications", self.spec.id, sent)
+
+        async def drop() -> None:
+            try:
+                await connection.disconnect(hci.HCI_REMOTE_USER_TERMINATED_CONNECTION_ERROR)
+            except Exception as error:
+                log.info("%s: disconnect failed: %s", self.spec.id, error)
+
+        # Not one of the link's tasks: on_disconnection cancels those, and this one must
+        # outlive the link it ends (held here so it is not collected while it runs).
+        task = asyncio.get_running_loop().create_task(drop())
+        self.drops.add(task)
+        task.add_done_callback(self.drops.discard)
+
     def on_disconnection(self, handle: int, reason: int) -> None:
         log.info("%s: disconnected (handle 0x%04X, reason 0x%02X)", self.spec.id, handle, reason)
         for key in [k for k in self.tasks if k[0] == handle]:
             self.tasks.pop(key).cancel()
         self.att_requests.pop(handle, None)
         self.connected_at.pop(handle, None)
+        self.notifications_sent.pop(handle, None)
 
     def install_att_gate(self, limit: Any) -> None:
         """stopAnsweringATTAfter: {"requests": N} answers the first N ATT requests of

@@ -71,7 +71,7 @@ public final class VirtualRadio: Sendable {
     ///     defer { radio.stop() }
     ///
     /// - Parameters:
-    ///   - scenario: a bundled scenario name ("heart-rate", "lab", "many", "flaky", "all") or
+    ///   - scenario: a bundled scenario name ("heart-rate", "lab", "many", "links", "flaky", "all") or
     ///     a path to a scenario JSON file.
     ///   - port: TCP port on 127.0.0.1; 0 lets the radio pick a free one.
     ///   - timeout: how long to wait for the ready line.

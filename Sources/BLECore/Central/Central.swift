@@ -134,7 +134,9 @@ public actor Central {
         }
     }
 
-    /// Disconnects every link, stops scanning and closes the transport.
+    /// Disconnects every link, stops scanning and closes the transport. Returns once the
+    /// transport has released its endpoint (the socket or device file descriptor is closed),
+    /// so the same adapter can be opened again right away.
     public func close() async {
         reconnectTimers.values.forEach { $0.cancel() }
         reconnectTimers.removeAll()
@@ -143,6 +145,7 @@ public actor Central {
         }
         await scanner.stopAll(error: nil)
         await host.close()
+        await waitForTransportRelease(timeout: .seconds(2))
         setState(.poweredOff)
         stateStream.finish()
         connectionEventStream.finish()

@@ -26,6 +26,9 @@ final class DispatchFD: @unchecked Sendable { // state touched only on `queue`
     private var cancelled = false
     /// Called on `queue` when a queued write fails with `errno`.
     private var onWriteError: (@Sendable (Int32) -> Void)?
+    /// Set once the fd is closed; `releaseWaiters` run then.
+    private var released = false
+    private var releaseWaiters: [@Sendable () -> Void] = []
 
     /// Bytes accepted by `write` and not yet handed to the kernel.
     private(set) var pendingBytes = 0
@@ -167,15 +170,30 @@ final class DispatchFD: @unchecked Sendable { // state touched only on `queue`
             // A suspended source never runs its cancel handler; resume it so it can.
             if !writeArmed { writeArmed = true; writeSource.resume() }
         }
-        if liveSources == 0 { _ = Glibc.close(fd) }
+        if liveSources == 0 { closeDescriptor() }
+    }
+
+    /// Runs `body` on `queue` once the fd is closed (at once if it already is). The sources'
+    /// cancel handlers close it a turn of the queue after `cancel()`, not within it.
+    func whenClosed(_ body: @escaping @Sendable () -> Void) {
+        if released { body() } else { releaseWaiters.append(body) }
     }
 
     private func sourceCancelled() {
         liveSources -= 1
         if liveSources == 0 {
-            _ = Glibc.close(fd)
+            closeDescriptor()
             readSource = nil
             writeSource = nil
         }
+    }
+
+    private func closeDescriptor() {
+        guard !released else { return }
+        _ = Glibc.close(fd)
+        released = true
+        let waiters = releaseWaiters
+        releaseWaiters = []
+        for w in waiters { w() }
     }
 }

@@ -116,6 +116,10 @@ public final class HCISocketTransport: HCITransport, @unchecked Sendable { // st
         if let io { io.cancel() } else { _ = Glibc.close(fd) }
     }
 
+    public func whenReleased(_ completion: @escaping @Sendable () -> Void) {
+        if let io { io.whenClosed(completion) } else { completion() }
+    }
+
     private func readAvailable() {
         while state == .open {
             var incoming: Int32 = -1

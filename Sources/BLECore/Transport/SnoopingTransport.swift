@@ -38,4 +38,8 @@ public final class SnoopingTransport: HCITransport {
         inner.close()
         writer.close()
     }
+
+    public func whenReleased(_ completion: @escaping @Sendable () -> Void) {
+        inner.whenReleased(completion)
+    }
 }

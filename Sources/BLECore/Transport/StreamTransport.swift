@@ -85,6 +85,10 @@ public final class StreamTransport: HCITransport, @unchecked Sendable { // state
         if let io { io.cancel() } else { _ = Glibc.close(fd) }
     }
 
+    public func whenReleased(_ completion: @escaping @Sendable () -> Void) {
+        if let io { io.whenClosed(completion) } else { completion() }
+    }
+
     /// Reads until the kernel has nothing more (EAGAIN), framing packets as they complete.
     private func readAvailable() {
         while state == .open {

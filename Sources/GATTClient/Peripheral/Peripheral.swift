@@ -200,7 +200,9 @@ public actor Peripheral {
     }
 
     /// The link was restored: a new bearer over the new ATT channel, the MTU exchanged again,
-    /// every CCCD with subscribers written again.
+    /// every CCCD with subscribers written again. When that fails (the peer refuses the CCCD
+    /// write, or does not answer), the streams concerned end with the error instead of
+    /// waiting in silence; when the link drops again meanwhile, the next restore retries.
     func reattach(_ link: Connection) async {
         guard terminalError == nil, let newChannel = try? await link.attChannel() else { return }
         let observed = ObservedChannel(newChannel)
@@ -209,8 +211,25 @@ public actor Peripheral {
         bearer = ATTBearer(channel: observed, scheduler: scheduler, clientMTU: clientMTU, transactionTimeout: transactionTimeout)
         readiness = .idle
         for h in subscriptions.keys { subscriptions[h]?.written = 0 }
-        guard (try? await procedures()) != nil else { return }
-        for h in subscriptions.keys { try? await reconcile(h) }
+        do throws(GATTError) {
+            _ = try await procedures()
+        } catch {
+            for h in subscriptions.keys { resubscriptionFailed(h, error) }
+            return
+        }
+        for h in subscriptions.keys {
+            do throws(GATTError) { try await reconcile(h) } catch { resubscriptionFailed(h, error) }
+        }
+    }
+
+    /// Ends the current streams of the characteristic at `handle` with `error`, unless the
+    /// link went away again (then the next restore subscribes them). Later subscribers start
+    /// afresh.
+    private func resubscriptionFailed(_ handle: UInt16, _ error: GATTError) {
+        if case .disconnected = error { return }
+        guard let route = routes.routes[handle] else { return }
+        route.notifications.finishCurrent(throwing: error)
+        route.indications.finishCurrent(throwing: error)
     }
 
     // MARK: Errors
