@@ -106,6 +106,10 @@ public final class FaultInjectingTransport: HCITransport, @unchecked Sendable { 
         inner.close()
     }
 
+    public func whenReleased(_ completion: @escaping @Sendable () -> Void) {
+        inner.whenReleased(completion)
+    }
+
     // MARK: Controls (any task)
 
     /// Replaces the plan; rule counters and the random sequence start over (from the new seed).

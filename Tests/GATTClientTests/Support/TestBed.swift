@@ -36,8 +36,8 @@ enum Lab {
 }
 
 /// Waits (bounded) until `condition` holds; the server answers on the adapter queue, so a
-/// few turns of it are enough.
-func eventually(_ what: Comment, within seconds: Double = 5, _ condition: @Sendable () async -> Bool) async {
+/// few turns of it are enough (the bound is for a heavily loaded machine).
+func eventually(_ what: Comment, within seconds: Double = 30, _ condition: @Sendable () async -> Bool) async {
     let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(seconds * 1e9)
     while DispatchTime.now().uptimeNanoseconds < deadline {
         if await condition() { return }
