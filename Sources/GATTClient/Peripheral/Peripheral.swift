@@ -189,8 +189,8 @@ public actor Peripheral {
         readiness = .idle
         for h in subscriptions.keys { subscriptions[h]?.written = 0 }
         // Without a connection to restore it, or with the transport gone, nothing comes back.
-        if connection == nil { terminate(.disconnected(peer: peerDescription, reason: "\(error)")) }
-        if case .transportLost = error { terminate(.disconnected(peer: peerDescription, reason: "\(error)")) }
+        if connection == nil { terminate(.disconnected(peer: peerDescription, reason: Self.reason(of: error))) }
+        if case .transportLost = error { terminate(.disconnected(peer: peerDescription, reason: Self.reason(of: error))) }
     }
 
     func terminate(_ error: GATTError) {
@@ -234,6 +234,15 @@ public actor Peripheral {
 
     // MARK: Errors
 
+    /// Why a link closed, without the peer (the error names it once).
+    static func reason(of error: LinkError) -> String {
+        switch error {
+        case .disconnected(_, let reason): "\(reason)"
+        case .closed: "closed by this host"
+        case .transportLost, .tooLarge: "\(error)"
+        }
+    }
+
     func gattError(_ error: GATTProcedureError, _ operation: String, _ target: String) -> GATTError {
         switch error {
         case .invalidResponse(let why):
@@ -245,7 +254,7 @@ public actor Peripheral {
             case .transactionTimeout:
                 return .timeout(operation: operation, target: target, peer: peerDescription)
             case .linkClosed(let why):
-                return terminalError ?? .disconnected(peer: peerDescription, reason: "\(why)")
+                return terminalError ?? .disconnected(peer: peerDescription, reason: Self.reason(of: why))
             case .cancelled:
                 return .cancelled(operation: operation, target: target)
             case .pduTooLarge(_, let size, let mtu):
