@@ -50,6 +50,23 @@ struct ScanMemoryTests {
         await bed.central.close()
     }
 
+    @Test("A device heard once leaves the table after the lost timeout")
+    func singleDeviceExpires() async throws {
+        let bed = try await ScanBed.make()
+        let sub = Collected(await bed.central.scan(options: ScanOptions(lostTimeout: .seconds(2))))
+        _ = await bed.controller.scanCommands { $0.count >= 2 }
+        bed.controller.sendLEMeta(Self.report(Self.rotating))
+        #expect(await sub.first(1).count == 1)
+        #expect(await bed.central.scanStatistics().deviceCount == 1)
+        await bed.clock.advance(by: .milliseconds(1900))
+        #expect(await bed.central.scanStatistics().deviceCount == 1, "not before the timeout")
+        await bed.clock.advance(by: .milliseconds(100))
+        #expect(await sub.first(2).count == 2)
+        #expect(await bed.central.scanStatistics().deviceCount == 0)
+        sub.cancel()
+        await bed.central.close()
+    }
+
     @Test("A subscriber without a lost timeout keeps devices; once it leaves, the others' timeout empties the table")
     func expiryFollowsSubscribers() async throws {
         let bed = try await ScanBed.make()

@@ -86,6 +86,7 @@ extension Scanner {
         let now = scheduler.now()
         var record: DeviceRecord
         var changed = false
+        var isNew = false
         if let existing = devices[key] {
             record = existing
         } else {
@@ -95,7 +96,6 @@ extension Scanner {
             }
             guard admitted else { return }
             if devices.count >= deviceLimit { evictOldest() }
-            if expiryTimer == nil { scheduleExpiry() }
             let type: LEAddressType = LEAddressType(rawValue: addressType) ?? .random
             record = DeviceRecord(peripheral: DiscoveredPeripheral(
                 address: LEAddress(address, type: type), advertisingData: AdvertisingData(), rssi: rssi,
@@ -103,6 +103,7 @@ extension Scanner {
                 isAnonymous: addressType == 0xFF, isDataTruncated: false, directAddress: direct, txPower: nil,
                 advertisingSID: sid))
             changed = true
+            isNew = true
         }
         var p = record.peripheral
         p.lastSeen = now
@@ -141,6 +142,7 @@ extension Scanner {
         record.peripheral = p
         if changed { record.version &+= 1 }
         devices[key] = record
+        if isNew, expiryTimer == nil { scheduleExpiry() }
         deliver(key, record, rawData: data, rssi: rssi)
     }
 
