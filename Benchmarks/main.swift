@@ -165,6 +165,14 @@ if selected("w5") { do {
     log("W5 failed: \(error)")
 } }
 
+// Dense scene
+if selected("dense") { do {
+    let d = try await DenseWorkload.run(seconds: quick ? 10 : 60)
+    add(d, target: Target(description: "end RSS within 1 MiB of after warm-up; device table <= live advertisers + the rotating tenth", met: d.extra["flat"] == 1))
+} catch {
+    log("dense failed: \(error)")
+} }
+
 // Memory
 if selected("memory") { do {
     if let v = try runChild(["--per-connection"] + (quick ? ["--quick"] : [])), v.count == 2 {

@@ -113,7 +113,7 @@ public actor Central {
             do {
                 try await host.start()
             } catch {
-                if case .permissionDenied = error { setState(.unauthorized, reason: "\(error)") } else { setState(.transportLost, reason: "\(error)") }
+                setState(AdapterState(openError: error), reason: "\(error)")
                 throw error
             }
         }

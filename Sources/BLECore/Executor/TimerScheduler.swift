@@ -27,6 +27,11 @@ extension Duration {
 }
 
 /// Timers on a dispatch queue (the adapter's).
+///
+/// Each timer is a one-shot dispatch timer source, not `asyncAfter` with a work item: a
+/// cancelled work item stays queued with its closure until its deadline, so thousands of
+/// cancelled 30 s ATT timeouts per second (link churn) would hold memory for 30 s. A
+/// cancelled source releases its handler at once.
 public struct DispatchTimerScheduler: TimerScheduler {
     public let queue: DispatchQueue
     public init(queue: DispatchQueue) { self.queue = queue }
@@ -34,14 +39,21 @@ public struct DispatchTimerScheduler: TimerScheduler {
     public func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
 
     public func schedule(after delay: Duration, _ work: @escaping @Sendable () -> Void) -> any ScheduledTimer {
-        let item = DispatchWorkItem(block: work)
+        let source = DispatchSource.makeTimerSource(queue: queue)
         let ns = min(delay.nanoseconds, UInt64(Int.max))
-        queue.asyncAfter(deadline: .now() + .nanoseconds(Int(ns)), execute: item)
-        return DispatchTimer(item: item)
+        source.schedule(deadline: .now() + .nanoseconds(Int(ns)), leeway: .nanoseconds(0))
+        // The handler keeps the source alive until it fires or is cancelled; cancelling
+        // releases the handler and with it that reference.
+        source.setEventHandler {
+            source.cancel()
+            work()
+        }
+        source.resume()
+        return DispatchTimer(source: source)
     }
 
-    struct DispatchTimer: ScheduledTimer, @unchecked Sendable { // DispatchWorkItem.cancel() is thread-safe; the item is never mutated otherwise
-        let item: DispatchWorkItem
-        func cancel() { item.cancel() }
+    struct DispatchTimer: ScheduledTimer, @unchecked Sendable { // DispatchSource.cancel() is thread-safe; the source is never mutated otherwise
+        let source: any DispatchSourceTimer
+        func cancel() { source.cancel() }
     }
 }

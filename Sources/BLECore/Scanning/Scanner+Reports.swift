@@ -86,6 +86,7 @@ extension Scanner {
         let now = scheduler.now()
         var record: DeviceRecord
         var changed = false
+        var isNew = false
         if let existing = devices[key] {
             record = existing
         } else {
@@ -102,6 +103,7 @@ extension Scanner {
                 isAnonymous: addressType == 0xFF, isDataTruncated: false, directAddress: direct, txPower: nil,
                 advertisingSID: sid))
             changed = true
+            isNew = true
         }
         var p = record.peripheral
         p.lastSeen = now
@@ -124,7 +126,14 @@ extension Scanner {
         if previous != data {
             if isScanResponse { record.lastScanResponse = data } else { record.lastAdvertisement = data }
             if !data.isEmpty {
-                let merged = p.advertisingData.merging(AdvertisingData(bytes: data))
+                var merged = p.advertisingData.merging(AdvertisingData(bytes: data))
+                if merged.structures.count > Self.mergedStructureLimit {
+                    // Kinds the device stopped sending stay merged; past the bound the data is
+                    // rebuilt from the latest advertisement and scan response, so a device that
+                    // keeps changing company IDs or service data UUIDs cannot grow its record.
+                    merged = AdvertisingData(bytes: record.lastAdvertisement ?? [])
+                        .merging(AdvertisingData(bytes: record.lastScanResponse ?? []))
+                }
                 if merged != p.advertisingData { p.advertisingData = merged; record.mergedBytes = nil; changed = true }
             }
         }
@@ -133,6 +142,7 @@ extension Scanner {
         record.peripheral = p
         if changed { record.version &+= 1 }
         devices[key] = record
+        if isNew, expiryTimer == nil { scheduleExpiry() }
         deliver(key, record, rawData: data, rssi: rssi)
     }
 
@@ -171,13 +181,62 @@ extension Scanner {
         guard let (key, record) = devices.min(by: { $0.value.peripheral.lastSeen < $1.value.peripheral.lastSeen }) else { return }
         devices[key] = nil
         logger.log(.debug, "device table full (\(deviceLimit)): dropping \(record.peripheral.address)")
+        forget(key, record.peripheral)
+    }
+
+    /// A device left the table: the subscribers that know it lose it.
+    private func forget(_ key: DeviceKey, _ peripheral: DiscoveredPeripheral) {
         for sub in subscribers.values where sub.known[key] != nil {
             sub.known[key] = nil
             switch sub.sink {
-            case .events(let b): b.yield(.lost(record.peripheral))
+            case .events(let b): b.yield(.lost(peripheral))
             case .snapshots: snapshotChanged(sub.id)
             }
         }
+    }
+
+    // MARK: - Table expiry
+
+    /// How long the table keeps a device not heard: the longest lost timeout of the
+    /// subscribers. Nil while one of them has none (then only `deviceLimit` bounds the table).
+    var tableExpiry: UInt64? {
+        guard !subscribers.isEmpty else { return nil }
+        var longest: UInt64 = 0
+        for sub in subscribers.values {
+            guard let timeout = sub.options.lostTimeout else { return nil }
+            longest = max(longest, timeout.nanoseconds)
+        }
+        return longest
+    }
+
+    /// Arms the table check for when the oldest device may be due (at once: one expiry from now).
+    func scheduleExpiry(after delay: UInt64? = nil) {
+        guard let expiry = tableExpiry, !devices.isEmpty else { return }
+        expiryTimer?.cancel()
+        // Checks at most eight times per expiry: devices due close together go in one pass.
+        let wait = max(delay ?? expiry, expiry / 8)
+        expiryTimer = scheduler.schedule(after: .nanoseconds(Int64(min(wait, UInt64(Int64.max))))) { [weak self, executor] in
+            self?.enter(on: executor) { $0.expireDevices() }
+        }
+    }
+
+    /// Drops every device not heard for `tableExpiry` (its subscribers that still know it get
+    /// `.lost`); re-arms for the next one due.
+    func expireDevices() {
+        expiryTimer = nil
+        guard let expiry = tableExpiry else { return }
+        let now = scheduler.now()
+        var gone: [DeviceKey] = []
+        var nextDue: UInt64?
+        for (key, record) in devices {
+            let age = now >= record.peripheral.lastSeen ? now - record.peripheral.lastSeen : 0
+            if age >= expiry { gone.append(key) } else { nextDue = min(nextDue ?? .max, expiry - age) }
+        }
+        for key in gone {
+            guard let record = devices.removeValue(forKey: key) else { continue }
+            forget(key, record.peripheral)
+        }
+        if let nextDue { scheduleExpiry(after: nextDue) }
     }
 
     // MARK: - Lost devices

@@ -9,7 +9,9 @@
 /// unsubscribes can never leave the controller scanning for nobody or idle for somebody.
 ///
 /// Devices are kept in a table bounded at `deviceLimit` entries (1000): when it is full, the
-/// device heard least recently is dropped (its subscribers get `.lost`). Reports are filtered
+/// device heard least recently is dropped (its subscribers get `.lost`). While every
+/// subscriber has a lost timeout, a device not heard for the longest of them leaves the table
+/// too (`tableExpiry`), so rotating private addresses do not pile up. Reports are filtered
 /// on their raw bytes before any advertising data is decoded, and a report whose bytes repeat
 /// the previous one is not decoded again.
 actor Scanner {
@@ -25,6 +27,9 @@ actor Scanner {
     let fragmentLimit = 32
     /// Extended advertising data is at most 1650 octets (Vol 4, Part E, 7.8.54).
     static let maximumAdvertisingDataLength = 1650
+    /// Structures one device's merged data may hold before it is rebuilt from its latest
+    /// advertisement and scan response (two full legacy PDUs hold at most 30).
+    static let mergedStructureLimit = 32
 
     var useExtended = false
     var subscribers: [UInt64: ScanSubscriber] = [:]
@@ -32,6 +37,8 @@ actor Scanner {
     var devices: [DeviceKey: DeviceRecord] = [:]
     var fragments: [FragmentKey: Fragment] = [:]
     var fragmentSequence: UInt64 = 0
+    /// Fires when the oldest device may have passed `tableExpiry`.
+    var expiryTimer: (any ScheduledTimer)?
 
     /// Connecting on a controller that cannot scan and initiate at once.
     var paused = false
@@ -106,6 +113,11 @@ actor Scanner {
         if subscribers.isEmpty {
             devices.removeAll()
             fragments.removeAll()
+            expiryTimer?.cancel()
+            expiryTimer = nil
+        } else if expiryTimer == nil {
+            // The one subscriber without a lost timeout may have left.
+            scheduleExpiry()
         }
         reconcile()
     }
