@@ -4,8 +4,10 @@ extension Central {
     /// and stops when the last one stops iterating (or its `options.timeout` passes); every
     /// subscriber has its own filter, de-duplication and lost timeout. The stream fails with
     /// `ScanError` when the adapter is not powered on or the transport is lost, and with the
-    /// controller's `HCIError` when it refuses to start the scan. At most 1000 devices are
-    /// tracked at once; beyond that the one heard least recently is dropped and reported `.lost`.
+    /// controller's `HCIError` when it refuses to start the scan. While every subscriber has a
+    /// lost timeout, a device not heard for the longest of them leaves the device table (so
+    /// rotating private addresses do not pile up); in any case at most 1000 devices are tracked,
+    /// beyond that the one heard least recently is dropped and reported `.lost`.
     /// The stream ends when the last reference to it goes, so iterate it directly (as below)
     /// for breaking out of the loop to end the subscription.
     ///
