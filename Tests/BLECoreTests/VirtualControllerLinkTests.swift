@@ -11,7 +11,7 @@ struct VirtualControllerLinkTests {
         let connection = try await central.connect(VC.peer)
         var events = await connection.events().makeAsyncIterator()
         try vc.disconnect(VC.peer, reason: .remoteUserTerminatedConnection)
-        #expect(await events.next() == .disconnected(reason: .remoteUserTerminatedConnection, willReconnect: false))
+        #expect(await events.nextLifecycle() == .disconnected(reason: .remoteUserTerminatedConnection, willReconnect: false))
         #expect(await !connection.isConnected)
     }
 
@@ -21,11 +21,11 @@ struct VirtualControllerLinkTests {
         let connection = try await central.connect(VC.peer, reconnect: policy)
         var events = await connection.events().makeAsyncIterator()
         try vc.disconnect(VC.peer, reason: .connectionTimeout)
-        #expect(await events.next() == .disconnected(reason: .connectionTimeout, willReconnect: true))
-        #expect(await events.next() == .reconnecting(attempt: 1, delay: .seconds(1)))
+        #expect(await events.nextLifecycle() == .disconnected(reason: .connectionTimeout, willReconnect: true))
+        #expect(await events.nextLifecycle() == .reconnecting(attempt: 1, delay: .seconds(1)))
         await vc.advance(by: .seconds(1))
-        #expect(await events.next() == .connecting(attempt: 2))
-        #expect(await events.next() == .connected(handle: 0x0041, parameters: ConnectionParameters(interval: 0x0018, peripheralLatency: 0, supervisionTimeout: 0x01F4)))
+        #expect(await events.nextLifecycle() == .connecting(attempt: 2))
+        #expect(await events.nextLifecycle() == .connected(handle: 0x0041, parameters: ConnectionParameters(interval: 0x0018, peripheralLatency: 0, supervisionTimeout: 0x01F4)))
         #expect(vc.commandsReceived.filter { $0.opcode == .leCreateConnection }.count == 2)
     }
 

@@ -69,14 +69,14 @@ struct ResubscribeAfterReconnectTests {
         /// the backoff, then lets the policy restore the link and returns its new handle.
         func dropAndRestore(_ events: inout AsyncStream<ConnectionEvent>.AsyncIterator) async throws -> UInt16 {
             try vc.disconnect(ResubscribeAfterReconnectTests.peer, reason: .connectionTimeout)
-            #expect(await events.next() == .disconnected(reason: .connectionTimeout, willReconnect: true))
-            #expect(await events.next() == .reconnecting(attempt: 1, delay: ResubscribeAfterReconnectTests.backoff))
+            #expect(await events.nextLifecycle() == .disconnected(reason: .connectionTimeout, willReconnect: true))
+            #expect(await events.nextLifecycle() == .reconnecting(attempt: 1, delay: ResubscribeAfterReconnectTests.backoff))
             await vc.advance(by: ResubscribeAfterReconnectTests.backoff - .milliseconds(1))
             #expect(createConnectionCount == 1, "no attempt before the backoff ends")
             #expect(await !link.isConnected)
             await vc.advance(by: .milliseconds(1))
-            #expect(await events.next() == .connecting(attempt: 2))
-            guard case .connected(let handle, _)? = await events.next() else {
+            #expect(await events.nextLifecycle() == .connecting(attempt: 2))
+            guard case .connected(let handle, _)? = await events.nextLifecycle() else {
                 Issue.record("the link was not restored")
                 throw CancellationError()
             }
