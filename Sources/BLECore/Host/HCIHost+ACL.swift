@@ -12,6 +12,8 @@ extension HCIHost {
         /// Fragments handed to the controller and not yet reported by Number Of Completed Packets.
         var inFlight = 0
         var channels: [UInt16: FixedChannel] = [:]
+        /// `channels[0x0004]`, looked up on every inbound PDU.
+        var att: FixedChannel?
 
         init(handle: UInt16, peer: LEAddress) {
             self.handle = handle
@@ -33,6 +35,7 @@ extension HCIHost {
     public func addLink(handle: UInt16, peer: LEAddress) {
         if links[handle] != nil { linkLost(handle: handle, error: .closed(peer: "handle 0x\(String(handle, radix: 16))")) }
         links[handle] = Link(handle: handle, peer: peer)
+        lastReceiveLink = nil
     }
 
     public func hasLink(_ handle: UInt16) -> Bool { links[handle] != nil }
@@ -43,6 +46,7 @@ extension HCIHost {
         if let c = link.channels[channelID] { return c }
         let c = FixedChannel(host: self, handle: handle, channelID: channelID, peer: link.peer)
         link.channels[channelID] = c
+        if channelID == L2CAPChannelID.att { link.att = c }
         return c
     }
 
@@ -106,11 +110,22 @@ extension HCIHost {
     }
 
     func receiveACL(_ packet: ACLDataPacket) {
-        guard let link = links[packet.handle] else {
-            logger.log(.warning, "dropping ACL data for unknown handle 0x\(String(packet.handle, radix: 16)) (\(packet.data.count) bytes)")
+        let link: Link
+        if let last = lastReceiveLink, last.handle == packet.handle {
+            link = last
+        } else {
+            guard let found = links[packet.handle] else {
+                logger.log(.warning, "dropping ACL data for unknown handle 0x\(String(packet.handle, radix: 16)) (\(packet.data.count) bytes)")
+                return
+            }
+            link = found
+            lastReceiveLink = found
+        }
+        if let cid = link.reassembler.singleFragmentChannel(packet) {
+            routeL2CAP(link: link, channelID: cid, payload: packet.data[4...])
             return
         }
-        switch link.reassembler.push(packet) {
+        switch link.reassembler.receive(packet) {
         case .complete(let cid, let payload):
             routeL2CAP(link: link, channelID: cid, payload: payload)
         case .incomplete:
@@ -128,6 +143,7 @@ extension HCIHost {
 
     func linkLost(handle: UInt16, error: LinkError) {
         guard let link = links.removeValue(forKey: handle) else { return }
+        if lastReceiveLink === link { lastReceiveLink = nil }
         aclCredits += link.inFlight
         link.inFlight = 0
         readyLinks.removeAll { $0 == handle }
@@ -137,6 +153,7 @@ extension HCIHost {
         link.reassembler.reset()
         for channel in link.channels.values { channel.closed(error) }
         link.channels.removeAll()
+        link.att = nil
         pumpACL()
     }
 }

@@ -1,3 +1,5 @@
+import Dispatch
+
 /// What the host passes up to the central.
 public enum HostEvent: Sendable {
     case event(HCIEvent)
@@ -50,6 +52,8 @@ public actor HCIHost {
     /// Controller buffers free right now.
     public internal(set) var aclCredits = 0
     var links: [UInt16: Link] = [:]
+    /// The link of the last inbound ACL packet (data comes in runs on one link).
+    var lastReceiveLink: Link?
     /// Links with queued fragments, in round-robin order.
     var readyLinks: [UInt16] = []
 
@@ -76,8 +80,10 @@ public actor HCIHost {
     /// The per-packet entry from the transport callback, on the adapter queue: the same check
     /// as `enter(on:)`, but through a function value that captures nothing, so a packet costs
     /// no heap allocation here (the capturing closure that `enter` converts cost two).
+    /// The queue check is dispatch's own (an atomic load and a thread identity compare),
+    /// cheaper per packet than the queue-specific lookup behind `isOnQueue`.
     nonisolated func receiveOnQueue(_ event: TransportEvent) {
-        precondition(executor.isOnQueue, "entered an adapter actor off its queue")
+        dispatchPrecondition(condition: .onQueue(executor.queue))
         let handle: (isolated HCIHost, TransportEvent) -> Void = { host, event in host.handleTransport(event) }
         unsafeBitCast(handle, to: ((HCIHost, TransportEvent) -> Void).self)(self, event)
     }
