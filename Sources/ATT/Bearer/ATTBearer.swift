@@ -353,7 +353,8 @@ public actor ATTBearer {
 
 /// The value handler, shared by the actor and the channel's receive handler.
 final class ValueRoute: @unchecked Sendable { // only read and written on the adapter queue: by the bearer's isolated code and by the channel's handlers, which both run there
-    var handler: (@Sendable (ATTValueEvent) -> Void)?
+    // Unchecked: confined to the adapter queue (see above).
+    @exclusivity(unchecked) var handler: (@Sendable (ATTValueEvent) -> Void)?
 
     /// A Handle Value Notification (Vol 3, Part F, 3.4.7.1: opcode 0x1B, handle, value),
     /// at least 3 octets, undecoded: the value stays a view of the received bytes.

@@ -5,7 +5,8 @@ extension HCIHost {
     final class Link {
         let handle: UInt16
         let peer: LEAddress
-        var reassembler = ACLReassembler()
+        // Unchecked: a Link is touched only by its host, on the adapter executor.
+        @exclusivity(unchecked) var reassembler = ACLReassembler()
         /// Fragments waiting for a controller buffer; the last fragment of a PDU carries its waiter.
         var queue: [(packet: ACLDataPacket, done: CheckedContinuation<Result<Void, LinkError>, Never>?)] = []
         var queueHead = 0
@@ -13,7 +14,7 @@ extension HCIHost {
         var inFlight = 0
         var channels: [UInt16: FixedChannel] = [:]
         /// `channels[0x0004]`, looked up on every inbound PDU.
-        var att: FixedChannel?
+        @exclusivity(unchecked) var att: FixedChannel?
 
         init(handle: UInt16, peer: LEAddress) {
             self.handle = handle

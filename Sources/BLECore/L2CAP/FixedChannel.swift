@@ -7,7 +7,8 @@ public final class FixedChannel: L2CAPChannel, @unchecked Sendable { // state to
     public let channelID: UInt16
     public let peer: LEAddress
     private weak var host: HCIHost?
-    private var receive: (@Sendable (ArraySlice<UInt8>) -> Void)?
+    // Unchecked: set and called only on the adapter executor.
+    @exclusivity(unchecked) private var receive: (@Sendable (ArraySlice<UInt8>) -> Void)?
     private var close: (@Sendable (LinkError) -> Void)?
     /// Inbound SDUs that arrived before handlers were installed (bounded).
     private var early: [ArraySlice<UInt8>] = []

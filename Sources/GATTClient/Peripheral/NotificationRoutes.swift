@@ -17,8 +17,9 @@ final class NotificationRoutes: @unchecked Sendable { // read and written only o
 
     /// Value handles and their routes, in parallel (a peripheral has few subscribed
     /// characteristics: a linear scan of `handles` beats hashing).
-    private(set) var handles: [UInt16] = []
-    private var entries: [Route] = []
+    // Unchecked: confined to the adapter queue; the dynamic checks showed in the per-value profile.
+    @exclusivity(unchecked) private(set) var handles: [UInt16] = []
+    @exclusivity(unchecked) private var entries: [Route] = []
     /// The Service Changed value handle, when configured, and what to do with its indications.
     var serviceChangedHandle: UInt16?
     var serviceChanged: (@Sendable ([UInt8]) -> Void)?

@@ -51,7 +51,8 @@ extension Peripheral {
     ///
     ///     for try await value in peripheral.notifications(for: measurement) { ... }
     public nonisolated func notifications(for characteristic: CharacteristicIdentifier) -> AsyncThrowingStream<[UInt8], any Error> {
-        lazyStream(characteristic, indications: false) { $0 }
+        let source = LazySubscription(peripheral: self, characteristic: characteristic, indications: false)
+        return AsyncThrowingStream(unfolding: { try await source.next() })
     }
 
     /// Notifications decoded as `T`; a value that does not decode ends the stream with
@@ -64,7 +65,8 @@ extension Peripheral {
 
     /// A characteristic's indications (each confirmed once handed to the subscribers).
     public nonisolated func indications(for characteristic: CharacteristicIdentifier) -> AsyncThrowingStream<[UInt8], any Error> {
-        lazyStream(characteristic, indications: true) { $0 }
+        let source = LazySubscription(peripheral: self, characteristic: characteristic, indications: true)
+        return AsyncThrowingStream(unfolding: { try await source.next() })
     }
 
     /// Indications decoded as `T`.
@@ -188,7 +190,7 @@ final class LazySubscription: @unchecked Sendable { // used by the stream's sing
         self.peripheral = peripheral; self.characteristic = characteristic; self.indications = indications
     }
 
-    func next() async throws -> [UInt8]? {
+    nonisolated(nonsending) func next() async throws -> [UInt8]? {
         if let subscription { return try await subscription.next() }
         let s = try await peripheral.subscription(to: characteristic, indications: indications, bufferingPolicy: .unbounded)
         subscription = s
