@@ -36,7 +36,7 @@ extension HCIHost {
     public func addLink(handle: UInt16, peer: LEAddress) {
         if links[handle] != nil { linkLost(handle: handle, error: .closed(peer: "handle 0x\(String(handle, radix: 16))")) }
         links[handle] = Link(handle: handle, peer: peer)
-        lastReceiveLink = nil
+        inlet.last = nil
     }
 
     public func hasLink(_ handle: UInt16) -> Bool { links[handle] != nil }
@@ -111,16 +111,9 @@ extension HCIHost {
     }
 
     func receiveACL(_ packet: ACLDataPacket) {
-        let link: Link
-        if let last = lastReceiveLink, last.handle == packet.handle {
-            link = last
-        } else {
-            guard let found = links[packet.handle] else {
-                logger.log(.warning, "dropping ACL data for unknown handle 0x\(String(packet.handle, radix: 16)) (\(packet.data.count) bytes)")
-                return
-            }
-            link = found
-            lastReceiveLink = found
+        guard let link = inlet.link(packet.handle) else {
+            logger.log(.warning, "dropping ACL data for unknown handle 0x\(String(packet.handle, radix: 16)) (\(packet.data.count) bytes)")
+            return
         }
         if let cid = link.reassembler.singleFragmentChannel(packet) {
             routeL2CAP(link: link, channelID: cid, payload: packet.data[4...])
@@ -143,8 +136,8 @@ extension HCIHost {
     }
 
     func linkLost(handle: UInt16, error: LinkError) {
-        guard let link = links.removeValue(forKey: handle) else { return }
-        if lastReceiveLink === link { lastReceiveLink = nil }
+        guard let link = links[handle] else { return }
+        inlet.forget(link)
         aclCredits += link.inFlight
         link.inFlight = 0
         readyLinks.removeAll { $0 == handle }

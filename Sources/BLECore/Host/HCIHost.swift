@@ -51,9 +51,12 @@ public actor HCIHost {
     public internal(set) var aclPacketCount = 0
     /// Controller buffers free right now.
     public internal(set) var aclCredits = 0
-    var links: [UInt16: Link] = [:]
-    /// The link of the last inbound ACL packet (data comes in runs on one link).
-    var lastReceiveLink: Link?
+    /// The links by handle, and the fast path for their notifications.
+    let inlet: ACLInlet
+    var links: [UInt16: Link] {
+        get { inlet.links }
+        _modify { yield &inlet.links }
+    }
     /// Links with queued fragments, in round-robin order.
     var readyLinks: [UInt16] = []
 
@@ -68,11 +71,18 @@ public actor HCIHost {
         self.executor = executor
         self.scheduler = scheduler ?? DispatchTimerScheduler(queue: executor.queue)
         self.logger = logger
+        self.inlet = ACLInlet(queue: executor.queue)
+    }
+
+    deinit {
+        inlet.isOpen.store(false, ordering: .relaxed)
     }
 
     /// Starts reading from the transport. Packets are handled on the adapter queue as they arrive.
     public func start() throws(TransportError) {
+        let inlet = self.inlet
         try transport.start(on: executor.queue) { [weak self] event in
+            if case .packet(.acl(let packet)) = event, inlet.deliverWholeATTPDU(packet) { return }
             self?.receiveOnQueue(event)
         }
     }

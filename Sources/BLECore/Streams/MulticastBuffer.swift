@@ -47,10 +47,10 @@ public final class MulticastBuffer<Element: Sendable>: @unchecked Sendable { // 
     /// A new subscriber of the values yielded from now on. Call on the adapter queue.
     public func subscribe(bufferingPolicy: BufferingPolicy = .unbounded) -> MulticastSubscription<Element> {
         let queue = SubscriberQueue(bufferingPolicy)
-        queue.owner = self
         if let ended {
             queue.end = ended
         } else {
+            queue.owner = self
             queues.append(queue)
             onSubscriberCountChange?(queues.count)
         }
@@ -119,7 +119,10 @@ public final class MulticastBuffer<Element: Sendable>: @unchecked Sendable { // 
         var end: (any Error)??
         var cancelled = false
         @usableFromInline var dropped = 0
-        weak var owner: MulticastBuffer?
+        /// Strong while subscribed (a cycle with `queues` that `leave` and `finish` break):
+        /// a weak reference would give the buffer a side table, and every retain of it on the
+        /// per-value path would take the slow route.
+        var owner: MulticastBuffer?
 
         init(_ policy: BufferingPolicy) {
             switch policy {
@@ -181,6 +184,7 @@ public final class MulticastBuffer<Element: Sendable>: @unchecked Sendable { // 
         }
 
         func finish(_ error: (any Error)?) {
+            owner = nil
             if end == nil { end = .some(error) }
             if let waiter {
                 self.waiter = nil
