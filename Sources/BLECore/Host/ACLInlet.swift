@@ -8,25 +8,32 @@ import Synchronization
 /// else (events, fragments, other channels, unknown handles) falls through to the host.
 ///
 /// Owned by the host, mutated by it and read by the callback, both on the adapter queue.
-final class ACLInlet: @unchecked Sendable { // `links` and `last` are touched only on the adapter queue; `isOpen` is atomic
+final class ACLInlet: @unchecked Sendable { // `links` and its table are touched only on the adapter queue; `isOpen` is atomic
     let queue: DispatchQueue
     // Unchecked: confined to the adapter queue; the dynamic checks showed in the per-packet profile.
-    @exclusivity(unchecked) var links: [UInt16: HCIHost.Link] = [:]
-    /// The link of the last inbound packet (data comes in runs on one link).
-    @exclusivity(unchecked) var last: HCIHost.Link?
+    @exclusivity(unchecked) var links: [UInt16: HCIHost.Link] = [:] {
+        didSet { rebuildTable() }
+    }
+    /// `links` indexed by the 12-bit connection handle: a packet's link without hashing,
+    /// whatever the interleaving of links (4096 references, rebuilt when a link comes or goes).
+    @exclusivity(unchecked) private var table: [HCIHost.Link?] = []
     /// Cleared when the host goes away: its links' packets are then dropped, as the host's own
     /// path drops them.
     let isOpen = Atomic<Bool>(true)
 
     init(queue: DispatchQueue) { self.queue = queue }
 
-    /// The link with `handle`, remembered for the next packet.
+    private func rebuildTable() {
+        var t = [HCIHost.Link?](repeating: nil, count: 0x1000)
+        for (handle, link) in links { t[Int(handle & 0x0FFF)] = link }
+        table = links.isEmpty ? [] : t
+    }
+
+    /// The link with `handle`.
     @inline(__always)
     func link(_ handle: UInt16) -> HCIHost.Link? {
-        if let last, last.handle == handle { return last }
-        guard let found = links[handle] else { return nil }
-        last = found
-        return found
+        let i = Int(handle & 0x0FFF)
+        return i < table.count ? table[i] : nil
     }
 
     /// Delivers `packet` when it holds one whole PDU for a link's ATT channel; false leaves it
@@ -42,6 +49,5 @@ final class ACLInlet: @unchecked Sendable { // `links` and `last` are touched on
 
     func forget(_ link: HCIHost.Link) {
         links.removeValue(forKey: link.handle)
-        if last === link { last = nil }
     }
 }

@@ -36,7 +36,6 @@ extension HCIHost {
     public func addLink(handle: UInt16, peer: LEAddress) {
         if links[handle] != nil { linkLost(handle: handle, error: .closed(peer: "handle 0x\(String(handle, radix: 16))")) }
         links[handle] = Link(handle: handle, peer: peer)
-        inlet.last = nil
     }
 
     public func hasLink(_ handle: UInt16) -> Bool { links[handle] != nil }
