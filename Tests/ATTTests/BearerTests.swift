@@ -169,6 +169,22 @@ struct BearerTests {
         #expect(await channel.sentSDUs().isEmpty)   // notifications are not confirmed
     }
 
+    @Test func sdusHandedOverAsViewsKeepTheirOffsets() async throws {
+        // A Handle Value Notification (3.4.7.1: 0x1B, handle 0x0012, value 01 02) and a Read
+        // Response (3.4.4.4: 0x0B, value AA) after a 4-byte L2CAP basic header (Vol 3,
+        // Part A, 3.1: length, CID 0x0004), as the host passes them: indices start at 4.
+        let values = await collectValues()
+        await channel.inject([0x1B, 0x12, 0x00, 0x01, 0x02], after: [0x05, 0x00, 0x04, 0x00])
+        var it = values.makeAsyncIterator()
+        let event = await it.next()?.0
+        #expect(event?.handle == 0x0012)
+        #expect(event?.value == [0x01, 0x02])
+        let read = Task { try await bearer.request(.readRequest(handle: 3)) }
+        #expect(await channel.waitForSent(count: 1) == [[0x0A, 0x03, 0x00]])
+        await channel.inject([0x0B, 0xAA], after: [0x02, 0x00, 0x04, 0x00])
+        #expect(try await read.value == .readResponse(value: [0xAA]))
+    }
+
     @Test func transactionTimeoutMakesTheBearerUnusable() async {
         let tasks = await bearer.spawn([.readRequest(handle: 1), .readRequest(handle: 2)])
         _ = await channel.waitForSent(count: 1)

@@ -76,12 +76,13 @@ public actor ATTBearer {
     /// hundred nanoseconds per call, more than the rest of the route together.
     private static func handlerInstaller(channel: any L2CAPChannel, bearer: ATTBearer, route: ValueRoute) -> @Sendable () -> Void {
         { [weak bearer] in
-            channel.setHandlers(
+            channel.setSliceHandlers(
                 receive: { [weak bearer] sdu in
-                    if sdu.count >= 3, sdu[0] == ATTOpcode.handleValueNotification.rawValue {
+                    if sdu.count >= 3, sdu[sdu.startIndex] == ATTOpcode.handleValueNotification.rawValue {
                         route.deliverNotification(sdu)
                     } else {
-                        bearer?.assumeIsolated { $0.receive(sdu) }
+                        let bytes = Array(sdu)
+                        bearer?.assumeIsolated { $0.receive(bytes) }
                     }
                 },
                 close: { [weak bearer] error in bearer?.assumeIsolated { $0.linkClosed(error) } })
@@ -259,10 +260,6 @@ public actor ATTBearer {
 
     /// One inbound SDU, on the adapter queue.
     private func receive(_ sdu: [UInt8]) {
-        if sdu.count >= 3, sdu[0] == ATTOpcode.handleValueNotification.rawValue {
-            route.deliverNotification(sdu)
-            return
-        }
         guard let first = sdu.first else {
             drop(sdu, .truncated(what: "ATT PDU", needed: 1))
             return
@@ -356,12 +353,15 @@ public actor ATTBearer {
 
 /// The value handler, shared by the actor and the channel's receive handler.
 final class ValueRoute: @unchecked Sendable { // only read and written on the adapter queue: by the bearer's isolated code and by the channel's handlers, which both run there
-    var handler: (@Sendable (ATTValueEvent) -> Void)?
+    // Unchecked: confined to the adapter queue (see above).
+    @exclusivity(unchecked) var handler: (@Sendable (ATTValueEvent) -> Void)?
 
-    /// A Handle Value Notification (at least 3 octets, opcode 0x1B), undecoded.
+    /// A Handle Value Notification (Vol 3, Part F, 3.4.7.1: opcode 0x1B, handle, value),
+    /// at least 3 octets, undecoded: the value stays a view of the received bytes.
     @inline(__always)
-    func deliverNotification(_ sdu: [UInt8]) {
-        handler?(ATTValueEvent(handle: UInt16(sdu[1]) | UInt16(sdu[2]) << 8,
-                               sdu: sdu, valueRange: 3..<sdu.count, isIndication: false))
+    func deliverNotification(_ sdu: ArraySlice<UInt8>) {
+        let s = sdu.startIndex
+        handler?(ATTValueEvent(handle: UInt16(sdu[s + 1]) | UInt16(sdu[s + 2]) << 8,
+                               valueBytes: sdu[(s + 3)...], isIndication: false))
     }
 }

@@ -8,13 +8,18 @@ public struct ATTValueEvent: Sendable, Hashable, CustomStringConvertible {
     public let handle: UInt16
     /// True for an indication (the bearer confirms it once the handler returns).
     public let isIndication: Bool
-    @usableFromInline let sdu: [UInt8]
-    @usableFromInline let range: Range<Int>
+    @usableFromInline let bytes: ArraySlice<UInt8>
 
     /// An event whose value is `sdu[range]` (`range` must lie within `sdu`).
     @inlinable
     public init(handle: UInt16, sdu: [UInt8], valueRange range: Range<Int>, isIndication: Bool) {
-        self.handle = handle; self.sdu = sdu; self.range = range; self.isIndication = isIndication
+        self.init(handle: handle, valueBytes: sdu[range], isIndication: isIndication)
+    }
+
+    /// An event whose value is a view of received bytes.
+    @inlinable
+    public init(handle: UInt16, valueBytes: ArraySlice<UInt8>, isIndication: Bool) {
+        self.handle = handle; self.bytes = valueBytes; self.isIndication = isIndication
     }
 
     /// An event that owns `value`.
@@ -24,15 +29,15 @@ public struct ATTValueEvent: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The value, without copying (indices start at `valueBytes.startIndex`, not 0).
-    @inlinable public var valueBytes: ArraySlice<UInt8> { sdu[range] }
+    @inlinable public var valueBytes: ArraySlice<UInt8> { bytes }
     /// The value as a new array.
-    @inlinable public var value: [UInt8] { Array(sdu[range]) }
+    @inlinable public var value: [UInt8] { Array(bytes) }
 
     public static func == (a: Self, b: Self) -> Bool {
         a.handle == b.handle && a.isIndication == b.isIndication && a.valueBytes.elementsEqual(b.valueBytes)
     }
     public func hash(into h: inout Hasher) {
-        h.combine(handle); h.combine(isIndication); h.combine(range.count)
+        h.combine(handle); h.combine(isIndication); h.combine(bytes.count)
     }
 
     /// "notification 0x0012: 01 02".

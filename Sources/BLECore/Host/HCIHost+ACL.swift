@@ -5,13 +5,16 @@ extension HCIHost {
     final class Link {
         let handle: UInt16
         let peer: LEAddress
-        var reassembler = ACLReassembler()
+        // Unchecked: a Link is touched only by its host, on the adapter executor.
+        @exclusivity(unchecked) var reassembler = ACLReassembler()
         /// Fragments waiting for a controller buffer; the last fragment of a PDU carries its waiter.
         var queue: [(packet: ACLDataPacket, done: CheckedContinuation<Result<Void, LinkError>, Never>?)] = []
         var queueHead = 0
         /// Fragments handed to the controller and not yet reported by Number Of Completed Packets.
         var inFlight = 0
         var channels: [UInt16: FixedChannel] = [:]
+        /// `channels[0x0004]`, looked up on every inbound PDU.
+        @exclusivity(unchecked) var att: FixedChannel?
 
         init(handle: UInt16, peer: LEAddress) {
             self.handle = handle
@@ -43,6 +46,7 @@ extension HCIHost {
         if let c = link.channels[channelID] { return c }
         let c = FixedChannel(host: self, handle: handle, channelID: channelID, peer: link.peer)
         link.channels[channelID] = c
+        if channelID == L2CAPChannelID.att { link.att = c }
         return c
     }
 
@@ -106,11 +110,15 @@ extension HCIHost {
     }
 
     func receiveACL(_ packet: ACLDataPacket) {
-        guard let link = links[packet.handle] else {
+        guard let link = inlet.link(packet.handle) else {
             logger.log(.warning, "dropping ACL data for unknown handle 0x\(String(packet.handle, radix: 16)) (\(packet.data.count) bytes)")
             return
         }
-        switch link.reassembler.push(packet) {
+        if let cid = link.reassembler.singleFragmentChannel(packet) {
+            routeL2CAP(link: link, channelID: cid, payload: packet.data[4...])
+            return
+        }
+        switch link.reassembler.receive(packet) {
         case .complete(let cid, let payload):
             routeL2CAP(link: link, channelID: cid, payload: payload)
         case .incomplete:
@@ -127,7 +135,8 @@ extension HCIHost {
     }
 
     func linkLost(handle: UInt16, error: LinkError) {
-        guard let link = links.removeValue(forKey: handle) else { return }
+        guard let link = links[handle] else { return }
+        inlet.forget(link)
         aclCredits += link.inFlight
         link.inFlight = 0
         readyLinks.removeAll { $0 == handle }
@@ -137,6 +146,7 @@ extension HCIHost {
         link.reassembler.reset()
         for channel in link.channels.values { channel.closed(error) }
         link.channels.removeAll()
+        link.att = nil
         pumpACL()
     }
 }

@@ -1,12 +1,16 @@
 /// Routing of complete L2CAP PDUs to the fixed channels, and the host's own answers on the
 /// LE signaling (0x0005) and Security Manager (0x0006) channels (Core Spec Vol 3, Parts A and H).
 extension HCIHost {
-    func routeL2CAP(link: Link, channelID: UInt16, payload: [UInt8]) {
+    func routeL2CAP(link: Link, channelID: UInt16, payload: ArraySlice<UInt8>) {
+        if channelID == L2CAPChannelID.att, let att = link.att {
+            att.deliver(payload)
+            return
+        }
         switch channelID {
         case L2CAPChannelID.leSignaling:
-            handleSignaling(link: link, payload: payload)
+            handleSignaling(link: link, payload: Array(payload))
         case L2CAPChannelID.securityManager:
-            handleSecurityManager(link: link, payload: payload)
+            handleSecurityManager(link: link, payload: Array(payload))
         default:
             if let channel = link.channels[channelID] ?? (channelID == L2CAPChannelID.att ? fixedChannel(handle: link.handle, channelID: channelID) : nil) {
                 channel.deliver(payload)

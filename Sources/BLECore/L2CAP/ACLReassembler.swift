@@ -6,13 +6,27 @@
 /// `maximumPDULength` + 4 bytes. A start fragment arriving mid-PDU drops the partial PDU and
 /// starts over; a continuation with no PDU in progress is dropped. Both are reported.
 ///
+/// `receive` hands out the payload as a view: of the fragment itself for a PDU in one
+/// fragment (no copy), of the reassembly buffer otherwise (reused for the next PDU).
+///
 ///     var r = ACLReassembler()
-///     switch r.push(aclPacket) { case .complete(let cid, let payload): ... default: break }
+///     switch r.receive(aclPacket) { case .complete(let cid, let payload): ... default: break }
 public struct ACLReassembler: Sendable {
     /// What one fragment produced.
     public enum Outcome: Sendable, Equatable {
         /// A whole PDU: channel ID and information payload.
         case complete(channelID: UInt16, payload: [UInt8])
+        /// More fragments are needed.
+        case incomplete
+        /// The fragment was dropped or reset a partial PDU; the text says why (for the log).
+        case dropped(String)
+    }
+
+    /// What one fragment produced, the payload as a view of the received bytes.
+    public enum SliceOutcome: Sendable, Equatable {
+        /// A whole PDU: channel ID and information payload (indices are those of the
+        /// underlying array, not 0-based).
+        case complete(channelID: UInt16, payload: ArraySlice<UInt8>)
         /// More fragments are needed.
         case incomplete
         /// The fragment was dropped or reset a partial PDU; the text says why (for the log).
@@ -29,7 +43,31 @@ public struct ACLReassembler: Sendable {
         self.maximumPDULength = maximumPDULength
     }
 
+    /// Like `receive`, with the payload copied into its own array.
     public mutating func push(_ packet: ACLDataPacket) -> Outcome {
+        switch receive(packet) {
+        case .complete(let cid, let payload): return .complete(channelID: cid, payload: Array(payload))
+        case .incomplete: return .incomplete
+        case .dropped(let why): return .dropped(why)
+        }
+    }
+
+    /// The channel ID when `packet` holds one whole PDU in a single start fragment and no
+    /// PDU is in progress (the common case): its payload is then `packet.data[4...]`, and
+    /// nothing else needs doing. Nil for anything `receive` must handle.
+    @inline(__always)
+    public func singleFragmentChannel(_ packet: ACLDataPacket) -> UInt16? {
+        guard !inProgress, packet.boundary != .continuing else { return nil }
+        let d = packet.data
+        guard d.count >= 4 else { return nil }
+        let length = Int(d[0]) | Int(d[1]) << 8
+        guard length + 4 == d.count, length <= maximumPDULength else { return nil }
+        return UInt16(d[2]) | UInt16(d[3]) << 8
+    }
+
+    /// Takes one fragment; a completed PDU's payload is a view, valid as long as it is held
+    /// (a copy-on-write view: later fragments never change it).
+    public mutating func receive(_ packet: ACLDataPacket) -> SliceOutcome {
         switch packet.boundary {
         case .firstFlushable, .firstNonFlushable, .complete:
             let reset = inProgress
@@ -56,7 +94,7 @@ public struct ACLReassembler: Sendable {
         }
     }
 
-    private mutating func start(_ data: [UInt8]) -> Outcome {
+    private mutating func start(_ data: [UInt8]) -> SliceOutcome {
         // Fast path: a whole PDU in one fragment (the common notification case).
         if data.count >= 4 {
             let length = Int(data[0]) | Int(data[1]) << 8
@@ -65,7 +103,7 @@ public struct ACLReassembler: Sendable {
                 return .dropped("L2CAP length \(length) exceeds the maximum \(maximumPDULength)")
             }
             if data.count == length + 4 {
-                return .complete(channelID: cid, payload: Array(data[4...]))
+                return .complete(channelID: cid, payload: data[4...])
             }
             if data.count > length + 4 {
                 return .dropped("start fragment holds \(data.count - 4) bytes but the L2CAP length says \(length)")
@@ -80,7 +118,7 @@ public struct ACLReassembler: Sendable {
         return finishIfComplete()
     }
 
-    private mutating func finishIfComplete() -> Outcome {
+    private mutating func finishIfComplete() -> SliceOutcome {
         if expected == 4 && buffer.count >= 2 {
             let length = Int(buffer[0]) | Int(buffer[1]) << 8
             if length > maximumPDULength {
@@ -97,10 +135,9 @@ public struct ACLReassembler: Sendable {
         }
         guard buffer.count == expected, expected >= 4 else { return .incomplete }
         let cid = UInt16(buffer[2]) | UInt16(buffer[3]) << 8
-        let payload = Array(buffer[4...])
-        buffer.removeAll(keepingCapacity: true)
+        // The buffer is emptied by the next start fragment, when the view was likely released.
         inProgress = false
-        return .complete(channelID: cid, payload: payload)
+        return .complete(channelID: cid, payload: buffer[4...])
     }
 
     /// Drops any partial PDU (on disconnect).

@@ -7,10 +7,11 @@ public final class FixedChannel: L2CAPChannel, @unchecked Sendable { // state to
     public let channelID: UInt16
     public let peer: LEAddress
     private weak var host: HCIHost?
-    private var receive: (@Sendable ([UInt8]) -> Void)?
+    // Unchecked: set and called only on the adapter executor.
+    @exclusivity(unchecked) private var receive: (@Sendable (ArraySlice<UInt8>) -> Void)?
     private var close: (@Sendable (LinkError) -> Void)?
     /// Inbound SDUs that arrived before handlers were installed (bounded).
-    private var early: [[UInt8]] = []
+    private var early: [ArraySlice<UInt8>] = []
     private var closedError: LinkError?
 
     init(host: HCIHost, handle: UInt16, channelID: UInt16, peer: LEAddress) {
@@ -37,6 +38,12 @@ public final class FixedChannel: L2CAPChannel, @unchecked Sendable { // state to
     }
 
     public func setHandlers(receive: @escaping @Sendable ([UInt8]) -> Void, close: @escaping @Sendable (LinkError) -> Void) {
+        setSliceHandlers(receive: { receive(Array($0)) }, close: close)
+    }
+
+    /// The SDUs arrive as views of the reassembled bytes: no copy between the ACL packet and
+    /// the handler.
+    public func setSliceHandlers(receive: @escaping @Sendable (ArraySlice<UInt8>) -> Void, close: @escaping @Sendable (LinkError) -> Void) {
         self.receive = receive
         self.close = close
         let pending = early
@@ -45,7 +52,7 @@ public final class FixedChannel: L2CAPChannel, @unchecked Sendable { // state to
         if let closedError { close(closedError) }
     }
 
-    func deliver(_ sdu: [UInt8]) {
+    func deliver(_ sdu: ArraySlice<UInt8>) {
         if let receive {
             receive(sdu)
         } else if early.count < 64 {

@@ -38,9 +38,17 @@ public protocol L2CAPChannel: AnyObject, Sendable {
     /// Installs the handlers: `receive` for every inbound SDU in order, `close` once when the
     /// channel ends. Handlers run on `executor`'s queue.
     func setHandlers(receive: @escaping @Sendable ([UInt8]) -> Void, close: @escaping @Sendable (LinkError) -> Void)
+    /// Like `setHandlers`, with each SDU handed over as a view of the received bytes (its
+    /// indices are not 0-based): channels that reassemble from a buffer pass it without a
+    /// copy. The default wraps `setHandlers`.
+    func setSliceHandlers(receive: @escaping @Sendable (ArraySlice<UInt8>) -> Void, close: @escaping @Sendable (LinkError) -> Void)
 }
 
 extension L2CAPChannel {
+    public func setSliceHandlers(receive: @escaping @Sendable (ArraySlice<UInt8>) -> Void, close: @escaping @Sendable (LinkError) -> Void) {
+        setHandlers(receive: { receive($0[...]) }, close: close)
+    }
+
     /// Queues one SDU without waiting, in order with everything sent before it on this
     /// executor: for the responses and confirmations a bearer sends on its own. Called on the
     /// executor. Channels that can queue synchronously override it.

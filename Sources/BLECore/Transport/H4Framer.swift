@@ -19,6 +19,10 @@ public struct H4Framer: Sendable {
     public private(set) var streamOffset: Int = 0
     /// Set after a framing error; every later call reports it again.
     public private(set) var failure: TransportError?
+    /// The payload array of the last ACL packet emitted from a chunk, refilled for the next
+    /// one: when the stack kept no reference to it (the common case: a notification's value
+    /// is copied out), the buffer is unique again and refilling it allocates nothing.
+    private var aclPayload: [UInt8] = []
 
     /// The longest packet H4 can carry: an ACL packet with a 16-bit length.
     public static let maxPacketLength = 1 + 4 + 0xFFFF
@@ -51,7 +55,8 @@ public struct H4Framer: Sendable {
                 partial.append(contentsOf: UnsafeRawBufferPointer(rebasing: chunk[at...]))
                 return
             }
-            emit(Self.packet(type: type, body: UnsafeRawBufferPointer(rebasing: header[..<bodyLength])))
+            let body = UnsafeRawBufferPointer(rebasing: header[..<bodyLength])
+            emit(type == .acl ? aclPacket(body) : Self.packet(type: type, body: body))
             at += 1 + bodyLength
         }
     }
@@ -107,6 +112,20 @@ public struct H4Framer: Sendable {
         partial = []
         partialTotal = nil
         return error
+    }
+
+    /// An ACL packet whose payload is copied into `aclPayload` (length fields already checked).
+    @inline(__always)
+    private mutating func aclPacket(_ b: UnsafeRawBufferPointer) -> HCIPacket {
+        let hf = UInt16(b[0]) | UInt16(b[1]) << 8
+        let pb = ACLPacketBoundary(rawValue: UInt8((hf >> 12) & 0b11)) ?? .continuing
+        let payload = UnsafeRawBufferPointer(rebasing: b[4...])
+        // A large buffer is not kept for small packets: if the stack holds on to one, its
+        // replacement would be allocated at the large capacity.
+        if aclPayload.capacity > 512, aclPayload.capacity > 2 * payload.count { aclPayload = [] }
+        aclPayload.removeAll(keepingCapacity: true)
+        aclPayload.append(contentsOf: payload)
+        return .acl(ACLDataPacket(handle: hf & 0x0FFF, boundary: pb, broadcast: UInt8(hf >> 14), data: aclPayload))
     }
 
     /// Builds a packet from a body whose length fields are already checked (one copy of the payload).

@@ -1,13 +1,13 @@
-/// The notification table: value handle -> the broadcasters of its subscribers. The bearer's
-/// value handler runs on the adapter queue and calls `deliver` directly: a dictionary lookup
-/// and a yield, no actor hop.
+/// The notification table: value handle -> the multicast buffers of its subscribers. The
+/// bearer's value handler runs on the adapter queue and calls `deliver` directly: a scan of a
+/// small flat table and a yield, no actor hop, no hashing.
 final class NotificationRoutes: @unchecked Sendable { // read and written only on the adapter queue (the Peripheral's executor, where the bearer's value handler also runs)
     final class Route {
-        let notifications: Broadcaster<[UInt8]>
-        let indications: Broadcaster<[UInt8]>
-        init(executor: AdapterExecutor) {
-            notifications = Broadcaster(executor: executor)
-            indications = Broadcaster(executor: executor)
+        let notifications: MulticastBuffer<[UInt8]>
+        let indications: MulticastBuffer<[UInt8]>
+        init(executor: AdapterExecutor, handle: UInt16, peer: String) {
+            notifications = MulticastBuffer(executor: executor, name: "\(peer): notifications of handle 0x\(hex4(handle))")
+            indications = MulticastBuffer(executor: executor, name: "\(peer): indications of handle 0x\(hex4(handle))")
         }
         /// The CCCD value the subscribers need: bit 0 notifications, bit 1 indications.
         var configuration: UInt16 {
@@ -15,17 +15,39 @@ final class NotificationRoutes: @unchecked Sendable { // read and written only o
         }
     }
 
-    var routes: [UInt16: Route] = [:]
+    /// Value handles and their routes, in parallel (a peripheral has few subscribed
+    /// characteristics: a linear scan of `handles` beats hashing).
+    // Unchecked: confined to the adapter queue; the dynamic checks showed in the per-value profile.
+    @exclusivity(unchecked) private(set) var handles: [UInt16] = []
+    @exclusivity(unchecked) private var entries: [Route] = []
     /// The Service Changed value handle, when configured, and what to do with its indications.
     var serviceChangedHandle: UInt16?
     var serviceChanged: (@Sendable ([UInt8]) -> Void)?
 
+    func route(_ handle: UInt16) -> Route? {
+        guard let i = handles.firstIndex(of: handle) else { return nil }
+        return entries[i]
+    }
+
+    func add(_ route: Route, for handle: UInt16) {
+        if let i = handles.firstIndex(of: handle) { entries[i] = route; return }
+        handles.append(handle)
+        entries.append(route)
+    }
+
+    func remove(_ handle: UInt16) -> Route? {
+        guard let i = handles.firstIndex(of: handle) else { return nil }
+        handles.remove(at: i)
+        return entries.remove(at: i)
+    }
+
     @inline(__always)
     func deliver(_ event: ATTValueEvent) {
-        if let route = routes[event.handle] {
-            let broadcaster = event.isIndication ? route.indications : route.notifications
+        if let i = handles.firstIndex(of: event.handle) {
+            let route = entries[i]
+            let buffer = event.isIndication ? route.indications : route.notifications
             // The value is copied out of the SDU only when someone listens.
-            if broadcaster.subscriberCount > 0 { broadcaster.yield(event.value) }
+            if buffer.subscriberCount > 0 { buffer.yield(event.value) }
         } else if event.handle == serviceChangedHandle, event.isIndication {
             serviceChanged?(event.value)
         }
@@ -33,7 +55,7 @@ final class NotificationRoutes: @unchecked Sendable { // read and written only o
 
     /// Ends every stream with `error`.
     func finishAll(_ error: GATTError) {
-        for r in routes.values {
+        for r in entries {
             r.notifications.finish(throwing: error)
             r.indications.finish(throwing: error)
         }
@@ -51,6 +73,12 @@ final class ObservedChannel: L2CAPChannel, @unchecked Sendable { // `onClose` is
     func send(_ sdu: [UInt8]) async throws(LinkError) { try await base.send(sdu) }
     func setHandlers(receive: @escaping @Sendable ([UInt8]) -> Void, close: @escaping @Sendable (LinkError) -> Void) {
         base.setHandlers(receive: receive, close: { [weak self] error in
+            close(error)
+            if let self { self.onClose?(self, error) }
+        })
+    }
+    func setSliceHandlers(receive: @escaping @Sendable (ArraySlice<UInt8>) -> Void, close: @escaping @Sendable (LinkError) -> Void) {
+        base.setSliceHandlers(receive: receive, close: { [weak self] error in
             close(error)
             if let self { self.onClose?(self, error) }
         })

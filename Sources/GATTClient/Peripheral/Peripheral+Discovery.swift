@@ -142,10 +142,10 @@ extension Peripheral {
         let range = ATTHandleRange(start: UInt16(value[0]) | UInt16(value[1]) << 8, end: UInt16(value[2]) | UInt16(value[3]) << 8)
         database.invalidate(range)
         database.databaseHash = nil
-        let affected = routes.routes.keys.filter { $0 >= range.start && $0 <= range.end }
+        let affected = routes.handles.filter { $0 >= range.start && $0 <= range.end }
         for h in affected {
             subscriptions[h] = nil
-            guard let route = routes.routes.removeValue(forKey: h) else { continue }
+            guard let route = routes.remove(h) else { continue }
             let error = GATTError.serviceChanged(range: range, peer: peerDescription)
             route.notifications.finish(throwing: error)
             route.indications.finish(throwing: error)

@@ -11,6 +11,14 @@ extension Peripheral {
         to characteristic: CharacteristicIdentifier, indications: Bool = false,
         bufferingPolicy: AsyncThrowingStream<[UInt8], any Error>.Continuation.BufferingPolicy = .unbounded
     ) async throws(GATTError) -> AsyncThrowingStream<[UInt8], any Error> {
+        try await subscription(to: characteristic, indications: indications, bufferingPolicy: bufferingPolicy).stream()
+    }
+
+    /// The subscriber behind `subscribe(to:)`, iterated directly by the lazy streams.
+    func subscription(
+        to characteristic: CharacteristicIdentifier, indications: Bool,
+        bufferingPolicy: MulticastBuffer<[UInt8]>.BufferingPolicy
+    ) async throws(GATTError) -> MulticastSubscription<[UInt8]> {
         if let terminalError { throw terminalError }
         let c = try await resolve(characteristic)
         let needed: GATTCharacteristicProperties = indications ? .indicate : .notify
@@ -28,14 +36,14 @@ extension Peripheral {
             if subscriptions[handle] == nil { subscriptions[handle] = Subscription(cccdHandle: cccd.handle) }
         }
         let route = self.route(for: handle)
-        let stream = (indications ? route.indications : route.notifications).subscribeThrowing(bufferingPolicy: bufferingPolicy)
+        let subscription = (indications ? route.indications : route.notifications).subscribe(bufferingPolicy: bufferingPolicy)
         do throws(GATTError) {
             try await reconcile(handle, target: c.uuid.gattDisplayName)
         } catch {
-            // Dropping `stream` unsubscribes it; the CCCD follows the remaining subscribers.
+            // Dropping `subscription` unsubscribes it; the CCCD follows the remaining subscribers.
             throw error
         }
-        return stream
+        return subscription
     }
 
     /// A characteristic's notifications as a stream that subscribes when iteration starts;
@@ -43,7 +51,8 @@ extension Peripheral {
     ///
     ///     for try await value in peripheral.notifications(for: measurement) { ... }
     public nonisolated func notifications(for characteristic: CharacteristicIdentifier) -> AsyncThrowingStream<[UInt8], any Error> {
-        lazyStream(characteristic, indications: false) { $0 }
+        let source = LazySubscription(peripheral: self, characteristic: characteristic, indications: false)
+        return AsyncThrowingStream(unfolding: { try await source.next() })
     }
 
     /// Notifications decoded as `T`; a value that does not decode ends the stream with
@@ -56,7 +65,8 @@ extension Peripheral {
 
     /// A characteristic's indications (each confirmed once handed to the subscribers).
     public nonisolated func indications(for characteristic: CharacteristicIdentifier) -> AsyncThrowingStream<[UInt8], any Error> {
-        lazyStream(characteristic, indications: true) { $0 }
+        let source = LazySubscription(peripheral: self, characteristic: characteristic, indications: true)
+        return AsyncThrowingStream(unfolding: { try await source.next() })
     }
 
     /// Indications decoded as `T`.
@@ -119,27 +129,27 @@ extension Peripheral {
     }
 
     func route(for handle: UInt16) -> NotificationRoutes.Route {
-        if let r = routes.routes[handle] { return r }
-        let r = NotificationRoutes.Route(executor: executor)
+        if let r = routes.route(handle) { return r }
+        let r = NotificationRoutes.Route(executor: executor, handle: handle, peer: peerDescription)
         let change: @Sendable (Int) -> Void = { [weak self, executor] _ in
             self?.enter(on: executor) { $0.subscribersChanged(handle) }
         }
         r.notifications.onSubscriberCountChange = change
         r.indications.onSubscriberCountChange = change
-        routes.routes[handle] = r
+        routes.add(r, for: handle)
         return r
     }
 
     func subscribersChanged(_ handle: UInt16) {
         guard let sub = subscriptions[handle], !sub.writing, terminalError == nil,
-              sub.written != (routes.routes[handle]?.configuration ?? 0) else { return }
+              sub.written != (routes.route(handle)?.configuration ?? 0) else { return }
         Task { try? await self.reconcile(handle, target: "handle 0x\(hex4(handle))") }
     }
 
     /// Writes the CCCD until it matches what the subscribers need; one write at a time.
     func reconcile(_ handle: UInt16, target: String) async throws(GATTError) {
         while let sub = subscriptions[handle] {
-            let wanted = routes.routes[handle]?.configuration ?? 0
+            let wanted = routes.route(handle)?.configuration ?? 0
             if sub.writing {
                 await withCheckedContinuation { subscriptions[handle]?.waiters.append($0) }
                 continue
@@ -167,26 +177,24 @@ extension Peripheral {
     }
 }
 
-/// The subscription behind a lazily subscribing stream: subscribes on the first `next()`.
+/// The subscription behind a lazily subscribing stream: subscribes on the first `next()`,
+/// then reads the subscriber's batches directly (no stream in between).
 final class LazySubscription: @unchecked Sendable { // used by the stream's single consumer, one `next()` at a time
     let peripheral: Peripheral
     let characteristic: CharacteristicIdentifier
     let indications: Bool
-    var iterator: AsyncThrowingStream<[UInt8], any Error>.AsyncIterator?
+    // Unchecked: only the stream's one consumer touches it, one `next()` at a time.
+    @exclusivity(unchecked) var subscription: MulticastSubscription<[UInt8]>?
 
     init(peripheral: Peripheral, characteristic: CharacteristicIdentifier, indications: Bool) {
         self.peripheral = peripheral; self.characteristic = characteristic; self.indications = indications
     }
 
-    func next() async throws -> [UInt8]? {
-        var it: AsyncThrowingStream<[UInt8], any Error>.AsyncIterator
-        if let existing = iterator {
-            it = existing
-        } else {
-            it = try await peripheral.subscribe(to: characteristic, indications: indications).makeAsyncIterator()
-        }
-        defer { iterator = it }
-        return try await it.next()
+    nonisolated(nonsending) func next() async throws -> [UInt8]? {
+        if let subscription { return try await subscription.next() }
+        let s = try await peripheral.subscription(to: characteristic, indications: indications, bufferingPolicy: .unbounded)
+        subscription = s
+        return try await s.next()
     }
 }
 

@@ -10,6 +10,7 @@ final class FakeChannel: L2CAPChannel, @unchecked Sendable { // mutable state is
     private var sent: [[UInt8]] = []
     private var sentWaiters: [(count: Int, continuation: CheckedContinuation<[[UInt8]], Never>)] = []
     private var receiveHandler: (@Sendable ([UInt8]) -> Void)?
+    private var sliceHandler: (@Sendable (ArraySlice<UInt8>) -> Void)?
     private var closeHandler: (@Sendable (LinkError) -> Void)?
     private var sendError: LinkError?
 
@@ -28,8 +29,24 @@ final class FakeChannel: L2CAPChannel, @unchecked Sendable { // mutable state is
         closeHandler = close
     }
 
+    func setSliceHandlers(receive: @escaping @Sendable (ArraySlice<UInt8>) -> Void, close: @escaping @Sendable (LinkError) -> Void) {
+        sliceHandler = receive
+        closeHandler = close
+    }
+
     /// Delivers `sdu` to the bearer on the queue.
-    func inject(_ sdu: [UInt8]) async { await onQueue { self.receiveHandler?(sdu) } }
+    func inject(_ sdu: [UInt8]) async {
+        await onQueue {
+            if let slice = self.sliceHandler { slice(sdu[...]) } else { self.receiveHandler?(sdu) }
+        }
+    }
+
+    /// Delivers `sdu` as a view into a larger buffer that holds `header` first (as the host
+    /// hands over an SDU inside the ACL payload, after the L2CAP basic header).
+    func inject(_ sdu: [UInt8], after header: [UInt8]) async {
+        let buffer = header + sdu
+        await onQueue { self.sliceHandler?(buffer[header.count...]) }
+    }
 
     /// Closes the channel under the bearer.
     func close(_ error: LinkError) async { await onQueue { self.closeHandler?(error) } }
