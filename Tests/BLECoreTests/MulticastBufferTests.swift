@@ -43,6 +43,19 @@ import BLECore
         for c in consumers { #expect(try await c.value == Array(0..<1000)) }
     }
 
+    @Test func finishCurrentEndsTodaysSubscribersAndAcceptsNewOnes() async throws {
+        let buffer = MulticastBuffer<Int>(executor: executor, name: "test")
+        let first = onQueue { buffer.subscribe() }
+        onQueue { buffer.yield(1); buffer.finishCurrent(throwing: Ended(code: 8)) }
+        #expect(try await first.next() == 1)
+        await #expect(throws: Ended(code: 8)) { try await first.next() }
+        #expect(onQueue { buffer.subscriberCount } == 0)
+        #expect(onQueue { buffer.isFinished } == false)
+        let second = onQueue { buffer.subscribe() }
+        onQueue { buffer.yield(2); buffer.finish() }
+        #expect(try await collect(second, count: 10) == [2])
+    }
+
     @Test func bufferingOldestKeepsTheFirstValuesAndCountsTheDrops() async throws {
         let buffer = MulticastBuffer<Int>(executor: executor, name: "test", logger: .silent)
         let s = onQueue { buffer.subscribe(bufferingPolicy: .bufferingOldest(3)) }

@@ -90,6 +90,15 @@ public final class MulticastBuffer<Element: Sendable>: @unchecked Sendable { // 
         if !all.isEmpty { onSubscriberCountChange?(0) }
     }
 
+    /// Ends the current subscriptions (with `error`, or normally when nil) but accepts new
+    /// subscribers afterwards: a link that will be restored. Call on the adapter queue.
+    public func finishCurrent(throwing error: (any Error)? = nil) {
+        let all = queues
+        queues.removeAll()
+        for queue in all { queue.finish(error) }
+        if !all.isEmpty { onSubscriberCountChange?(0) }
+    }
+
     func remove(_ queue: SubscriberQueue) {
         guard let i = queues.firstIndex(where: { $0 === queue }) else { return }
         queues.remove(at: i)

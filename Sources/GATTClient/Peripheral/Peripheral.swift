@@ -227,7 +227,7 @@ public actor Peripheral {
     /// afresh.
     private func resubscriptionFailed(_ handle: UInt16, _ error: GATTError) {
         if case .disconnected = error { return }
-        guard let route = routes.routes[handle] else { return }
+        guard let route = routes.route(handle) else { return }
         route.notifications.finishCurrent(throwing: error)
         route.indications.finishCurrent(throwing: error)
     }
