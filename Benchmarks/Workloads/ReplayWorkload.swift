@@ -27,8 +27,7 @@ enum ReplayWorkload {
             let start = DispatchTime.now().uptimeNanoseconds
             for _ in 0..<count {
                 let transport = try ReplayTransport(path: path)
-                // Virtual time: the capture's controller never answered LE Set PHY, so the
-                // session waits out that command's 1 s timeout before it can disconnect.
+                // Virtual time: the session's timers (command and ATT timeouts) never wait.
                 var options = Central.Options()
                 let executor = AdapterExecutor(label: "replay")
                 let clock = ManualScheduler(queue: executor.queue)
@@ -82,7 +81,11 @@ enum HeartRateSession {
     static let peer = LEAddress("F0:5E:B1:00:00:01", type: .random)!
 
     static func run(_ central: Central, transport: ReplayTransport, clock: ManualScheduler, remainingAtFirstACL: Int) async throws -> [UInt16] {
-        let link = try await central.connect(peer, timeout: .seconds(10))
+        // As when the capture was recorded: no 2M PHY request (Bumble's controller never
+        // answers LE Set PHY).
+        var parameters = ConnectionRequestParameters()
+        parameters.request2MPHY = false
+        let link = try await central.connect(peer, timeout: .seconds(10), parameters: parameters)
         // The link setup commands go out before the first ATT request, as in the capture.
         try await waitUntil(central, "the link setup commands were sent") { transport.expectedRemaining <= remainingAtFirstACL }
         let peripheral = try await Peripheral(connection: link)
