@@ -12,12 +12,7 @@ import BLETestSupport
         let sentLog = FileManager.default.temporaryDirectory.appendingPathComponent("replay-\(UUID().uuidString).btsnoop").path
         let central = Central(transport: try SnoopingTransport(wrapping: transport, path: sentLog))
         try await central.powerOn()
-        let result: HeartRateSession.Result
-        do { result = try await HeartRateSession.run(central) } catch {
-            let (m, r) = central.executor.queue.sync { (transport.mismatches, transport.expectedRemaining) }
-            print("DEBUGREPLAY remaining \(r) mismatches \(m)")
-            throw error
-        }
+        let result = try await HeartRateSession.run(central)
 
         // What the stack saw, against tshark's decoding of the same capture:
         //   tshark -r heart-rate-session.btsnoop -Y "btatt.opcode == 0x1b" \

@@ -5,11 +5,15 @@ import Dispatch
 
 /// Plays a btsnoop capture back as if its controller were attached.
 ///
-/// Script mode (default): the capture's host-to-controller packets are the script. Each packet
-/// the host sends is compared with the next one the capture sent (a difference is recorded in
-/// `mismatches` and play goes on). Controller-to-host packets are delivered in capture order,
-/// each as soon as every host packet before it in the capture has been sent, so a Command
-/// Complete arrives after its command, never on a wall clock.
+/// Script mode (default): the capture's host-to-controller packets are the script, as two
+/// queues: commands, and data (ACL and the rest). The host's flow control decides how the two
+/// interleave (command credits, controller buffers), so each queue is followed on its own: a
+/// command the host sends is compared with the capture's next command, a data packet with its
+/// next data packet (a difference is recorded in `mismatches` and play goes on).
+/// Controller-to-host packets are delivered in capture order, each as soon as the host has
+/// sent as many commands and as many data packets as the capture shows before it, so a
+/// Command Complete arrives after its command and a response after its request, never on a
+/// wall clock.
 /// `.freeRunning` delivers every received packet at once, whatever the host sends (decoding a
 /// foreign capture).
 ///
@@ -44,8 +48,13 @@ public final class ReplayTransport: HCITransport, @unchecked Sendable { // state
     public let name: String
     public let options: Options
     private let records: [BTSnoopRecord]
-    /// Index in `records` of the next host packet expected (records.count when none is left).
-    private var nextSent: Int
+    /// Indices in `records` of the host's commands, and of its other packets (data).
+    private let commandSlots: [Int]
+    private let dataSlots: [Int]
+    /// For each record, how many host commands and data packets precede it in the capture.
+    private let gates: [(commands: Int, data: Int)]
+    private var sentCommands = 0
+    private var sentData = 0
     /// Index in `records` of the next record to look at for delivery.
     private var nextDelivery = 0
     private var handler: (@Sendable (TransportEvent) -> Void)?
@@ -73,7 +82,16 @@ public final class ReplayTransport: HCITransport, @unchecked Sendable { // state
         self.records = records
         self.name = name
         self.options = options
-        nextSent = records.firstIndex { $0.direction == .sent } ?? records.count
+        var commands: [Int] = [], data: [Int] = [], gates: [(commands: Int, data: Int)] = []
+        gates.reserveCapacity(records.count)
+        for (i, r) in records.enumerated() {
+            gates.append((commands.count, data.count))
+            guard r.direction == .sent else { continue }
+            if case .command = r.packet { commands.append(i) } else { data.append(i) }
+        }
+        commandSlots = commands
+        dataSlots = data
+        self.gates = gates
         expectedRemaining = records.count { $0.direction == .sent }
         receivedTotal = records.count - expectedRemaining
     }
@@ -101,12 +119,19 @@ public final class ReplayTransport: HCITransport, @unchecked Sendable { // state
 
     public func send(_ packet: HCIPacket) throws(TransportError) {
         guard state == .open else { throw .closed(endpoint: name) }
-        if nextSent < records.count {
-            if records[nextSent].packet != packet {
-                mismatches.append(Mismatch(record: nextSent + 1, expected: records[nextSent].packet, sent: packet))
+        let slot: Int?
+        if case .command = packet {
+            slot = sentCommands < commandSlots.count ? commandSlots[sentCommands] : nil
+            sentCommands += 1
+        } else {
+            slot = sentData < dataSlots.count ? dataSlots[sentData] : nil
+            sentData += 1
+        }
+        if let slot {
+            if records[slot].packet != packet {
+                mismatches.append(Mismatch(record: slot + 1, expected: records[slot].packet, sent: packet))
             }
             expectedRemaining -= 1
-            nextSent = records[(nextSent + 1)...].firstIndex { $0.direction == .sent } ?? records.count
         } else {
             mismatches.append(Mismatch(record: nil, expected: nil, sent: packet))
         }
@@ -129,7 +154,8 @@ public final class ReplayTransport: HCITransport, @unchecked Sendable { // state
         pumpScheduled = false
         var budget = Self.batch
         let free = options.contains(.freeRunning)
-        while state == .open && nextDelivery < records.count && (free || nextDelivery < nextSent) {
+        while state == .open && nextDelivery < records.count
+                && (free || (gates[nextDelivery].commands <= sentCommands && gates[nextDelivery].data <= sentData)) {
             let record = records[nextDelivery]
             nextDelivery += 1
             guard record.direction == .received else { continue }
@@ -142,7 +168,7 @@ public final class ReplayTransport: HCITransport, @unchecked Sendable { // state
             delivered += 1
             handler?(.packet(record.packet))
         }
-        guard state == .open, nextDelivery == records.count, free || nextSent == records.count else { return }
+        guard state == .open, nextDelivery == records.count, free || expectedRemaining <= 0 else { return }
         if !options.contains(.stayOpenWhenExhausted) && !exhaustedReported {
             exhaustedReported = true
             let handler = self.handler
