@@ -85,6 +85,10 @@ final class ScriptedController: @unchecked Sendable { // `commands`, `waiters` a
         queue.async { [self] in try? transport.send(.event(HCIEventPacket(code: code, parameters: parameters))) }
     }
 
+    /// Returns once every packet sent so far has left the controller (it is then queued on
+    /// the host's adapter queue).
+    func flush() async { await withCheckedContinuation { c in queue.async { c.resume() } } }
+
     /// Sends an LE Meta event (0x3E) with these parameters (Subevent_Code first).
     func sendLEMeta(_ parameters: [UInt8]) { sendEvent(code: 0x3E, parameters) }
 
