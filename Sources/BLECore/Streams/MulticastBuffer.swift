@@ -84,10 +84,7 @@ public final class MulticastBuffer<Element: Sendable>: @unchecked Sendable { // 
     public func finish(throwing error: (any Error)? = nil) {
         guard ended == nil else { return }
         ended = .some(error)
-        let all = queues
-        queues.removeAll()
-        for queue in all { queue.finish(error) }
-        if !all.isEmpty { onSubscriberCountChange?(0) }
+        finishCurrent(throwing: error)
     }
 
     /// Ends the current subscriptions (with `error`, or normally when nil) but accepts new
