@@ -39,7 +39,7 @@ public final class FaultInjectingTransport: HCITransport, @unchecked Sendable { 
         let id: UInt64
         let count: Int
         let continuation: CheckedContinuation<Bool, Never>
-        let timeout: DispatchWorkItem
+        let timeout: any ScheduledTimer
     }
     private var pendingDelays: [UInt64: any ScheduledTimer] = [:]
     private var nextDelayID: UInt64 = 0
@@ -149,12 +149,12 @@ public final class FaultInjectingTransport: HCITransport, @unchecked Sendable { 
                 if self.faultCount >= count { return c.resume(returning: true) }
                 self.nextWaiterID += 1
                 let id = self.nextWaiterID
-                let item = DispatchWorkItem { [weak self] in
+                // Real time, whatever clock the faults use: a safety net for a test that waits.
+                let timer = DispatchTimerScheduler(queue: queue).schedule(after: timeout) { [weak self] in
                     guard let self, let i = self.faultWaiters.firstIndex(where: { $0.id == id }) else { return }
                     self.faultWaiters.remove(at: i).continuation.resume(returning: false)
                 }
-                self.faultWaiters.append(FaultWaiter(id: id, count: count, continuation: c, timeout: item))
-                queue.asyncAfter(deadline: .now() + .nanoseconds(Int(timeout.components.seconds * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000)), execute: item)
+                self.faultWaiters.append(FaultWaiter(id: id, count: count, continuation: c, timeout: timer))
             }
         }
     }
