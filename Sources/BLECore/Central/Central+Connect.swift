@@ -209,35 +209,65 @@ extension Central {
         reconnectTimers[peer] = scheduler.schedule(after: delay) { [weak self, executor] in
             self?.enter(on: executor) { central in
                 central.reconnectTimers[peer] = nil
-                Task { await central.reconnect(connection, attempt: attempt) }
+                // Kept so that disconnect() can stop the attempt (Task cancellation cancels
+                // the pending LE Create Connection); `reconnect` removes it when it ends.
+                central.reconnectTasks[peer] = (connection, Task { await central.reconnect(connection, attempt: attempt) })
             }
         }
     }
 
     func reconnect(_ connection: Connection, attempt: Int) async {
         let peer = connection.peer
-        guard !connection.enter(on: executor, { $0.locallyClosed }), state == .poweredOn else { return }
-        connection.enter(on: executor) { $0.emit(.connecting(attempt: attempt + 1)) }
+        defer { if reconnectTasks[peer]?.connection === connection { reconnectTasks[peer] = nil } }
+        // Ended by disconnect() meanwhile: it already told the observers.
+        guard !connection.enter(on: executor, { $0.locallyClosed }) else { return }
+        guard state == .poweredOn else {
+            giveUpReconnecting(connection, lastError: "the adapter is \(state)")
+            return
+        }
+        connection.enter(on: executor) { c in
+            c.reconnectAttempts = attempt
+            c.emit(.connecting(attempt: attempt + 1))
+        }
         do {
             let request = connection.enter(on: executor) { $0.requestParameters }
             let (handle, params) = try await establish(peer, timeout: .seconds(10), parameters: request)
+            guard !connection.enter(on: executor, { $0.locallyClosed }) else {
+                // disconnect() ended the connection as this attempt completed: so does the new link.
+                options.logger.log(.info, "disconnecting 0x\(String(handle, radix: 16)) to \(peer): the connection was closed while it was being restored")
+                let host = self.host
+                Task { try? await host.send(HCICommand.disconnect(handle: handle, reason: .remoteUserTerminatedConnection)) }
+                return
+            }
             connectionsByHandle[handle] = connection
             connection.enter(on: executor) { $0.attached(handle: handle, parameters: params) }
             startLinkSetup(connection, handle: handle, parameters: request)
             await connection.runReconnectHooks()
         } catch {
-            let (policy, reason) = connection.enter(on: executor) { ($0.reconnectPolicy, $0.lastDisconnectReason ?? .connectionFailedToBeEstablished) }
-            if let delay = policy.delay(reason: reason, attempt: attempt + 1), !connection.enter(on: executor, { $0.locallyClosed }) {
+            let (policy, reason, local) = connection.enter(on: executor) {
+                ($0.reconnectPolicy, $0.lastDisconnectReason ?? .connectionFailedToBeEstablished, $0.locallyClosed)
+            }
+            if let delay = policy.delay(reason: reason, attempt: attempt + 1), !local {
                 scheduleReconnect(connection, attempt: attempt + 1, delay: delay, lastError: "\(error)")
             } else {
-                connection.enter(on: executor) { $0.emit(.reconnectFailed(attempts: attempt, lastError: "\(error)")) }
-                if connectionsByPeer[peer] === connection { connectionsByPeer[peer] = nil }
+                giveUpReconnecting(connection, lastError: "\(error)")
             }
         }
     }
 
-    func cancelReconnect(_ connection: Connection) {
-        if let timer = reconnectTimers.removeValue(forKey: connection.peer) { timer.cancel() }
+    /// The policy's restore of `connection` ends: `.reconnectFailed` (unless it already ended).
+    func giveUpReconnecting(_ connection: Connection, lastError: String) {
+        connection.enter(on: executor) { $0.reconnectEnded(lastError: lastError) }
+        if connectionsByPeer[connection.peer] === connection { connectionsByPeer[connection.peer] = nil }
+    }
+
+    /// Stops the restore of `connection`: its backoff timer, or the attempt under way. With
+    /// the link down, the central forgets the connection.
+    func cancelReconnect(_ connection: Connection, linkDown: Bool) {
+        let peer = connection.peer
+        reconnectTimers.removeValue(forKey: peer)?.cancel()
+        if reconnectTasks[peer]?.connection === connection { reconnectTasks.removeValue(forKey: peer)?.task.cancel() }
+        if linkDown, connectionsByPeer[peer] === connection { connectionsByPeer[peer] = nil }
     }
 
     /// After connecting: read the peer's features, then ask for data length extension and the

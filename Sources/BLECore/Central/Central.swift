@@ -50,6 +50,8 @@ public actor Central {
     var connectBusy = false
     var connectTurnWaiters: [CheckedContinuation<Void, Never>] = []
     var reconnectTimers: [LEAddress: any ScheduledTimer] = [:]
+    /// Reconnect attempts under way, by peer.
+    var reconnectTasks: [LEAddress: (connection: Connection, task: Task<Void, Never>)] = [:]
     let scanner: Scanner
 
     /// Opens the transport named by `spec` (see `TransportSpec`) and brings the controller up.
@@ -162,6 +164,8 @@ public actor Central {
             // adapter is gone), so its events, disconnect waiters and GATT users learn it.
             reconnectTimers.values.forEach { $0.cancel() }
             reconnectTimers.removeAll()
+            reconnectTasks.values.forEach { $0.task.cancel() }
+            reconnectTasks.removeAll()
             let connections = Array(connectionsByPeer.values)
             connectionsByPeer.removeAll()
             connectionsByHandle.removeAll()

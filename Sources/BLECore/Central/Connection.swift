@@ -23,6 +23,11 @@ public actor Connection {
     public internal(set) var requestParameters: ConnectionRequestParameters
     /// Set when the application asked for the disconnect: never reconnect then.
     var locallyClosed = false
+    /// True while the link is down and its reconnect policy is restoring it; false once it is
+    /// back (`.connected`) or the restore ended (`.reconnectFailed`).
+    public internal(set) var isReconnecting = false
+    /// Connection attempts the policy made since the last drop.
+    var reconnectAttempts = 0
     /// The reason of the last drop, when not connected.
     public internal(set) var lastDisconnectReason: HCIStatus?
     let eventStream: Broadcaster<ConnectionEvent>
@@ -68,11 +73,18 @@ public actor Connection {
     }
 
     /// Ends the link; the reconnect policy does not apply. Returns once Disconnection Complete
-    /// arrived (or the link was already gone).
+    /// arrived (or the link was already gone). While the link is being restored it stops the
+    /// restore (a pending attempt is cancelled) and emits `.reconnectFailed`.
     public func disconnect(reason: HCIStatus = .remoteUserTerminatedConnection, timeout: Duration = .seconds(5)) async throws(ConnectionError) {
         locallyClosed = true
-        central?.enter(on: executor) { $0.cancelReconnect(self) }
-        guard let handle else { return }
+        let linkDown = handle == nil
+        central?.enter(on: executor) { $0.cancelReconnect(self, linkDown: linkDown) }
+        guard let handle else {
+            // Down and being restored: the restore ends here, and observers (a Peripheral's
+            // waiting calls and streams) learn that the link will not come back.
+            reconnectEnded(lastError: "disconnect() was called while the link was being restored")
+            return
+        }
         do throws(HCIError) {
             try await host.send(HCICommand.disconnect(handle: handle, reason: reason))
         } catch {
@@ -122,6 +134,7 @@ public actor Connection {
 
     func attached(handle: UInt16, parameters: ConnectionParameters) {
         self.handle = handle
+        isReconnecting = false
         self.parameters = parameters
         lastDisconnectReason = nil
         emit(.connected(handle: handle, parameters: parameters))
@@ -130,6 +143,8 @@ public actor Connection {
     func detached(reason: HCIStatus, willReconnect: Bool) {
         handle = nil
         lastDisconnectReason = reason
+        isReconnecting = willReconnect
+        reconnectAttempts = 0
         emit(.disconnected(reason: reason, willReconnect: willReconnect))
         resumeDisconnectWaiters()
     }
@@ -140,9 +155,17 @@ public actor Connection {
         if handle != nil {
             detached(reason: .connectionTerminatedByLocalHost, willReconnect: false)
         } else {
-            emit(.reconnectFailed(attempts: 0, lastError: "transport lost: \(why)"))
+            reconnectEnded(lastError: "transport lost: \(why)")
             resumeDisconnectWaiters()
         }
+    }
+
+    /// The restore of the link stopped for good: `.reconnectFailed`, once per outage, and
+    /// only while one was under way.
+    func reconnectEnded(lastError: String) {
+        guard isReconnecting else { return }
+        isReconnecting = false
+        emit(.reconnectFailed(attempts: reconnectAttempts, lastError: lastError))
     }
 
     func runReconnectHooks() async {

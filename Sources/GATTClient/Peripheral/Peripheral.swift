@@ -34,9 +34,15 @@ public actor Peripheral {
         case ready
     }
     var readiness = Readiness.idle
-    var hooksInstalled = false
     /// Set once the link is gone for good.
     var terminalError: GATTError?
+    /// The ATT channel closed while the connection may still be restored: new calls wait for
+    /// the restore (`restoreWaiters`) until `reattach` or `terminate` settles it.
+    var linkDown = false
+    /// Calls waiting for the restore, by id: each is resumed once, by whichever of the
+    /// restore, the end of the link, its timer or its task's cancellation comes first.
+    var restoreWaiters: [UInt64: CheckedContinuation<Result<Void, GATTError>, Never>] = [:]
+    var nextRestoreWaiter: UInt64 = 0
 
     struct Subscription {
         let cccdHandle: UInt16
@@ -57,12 +63,15 @@ public actor Peripheral {
 
     /// A peripheral over `connection`'s ATT channel. With a reconnect policy on the
     /// connection, notification streams survive drops: after the link is restored the bearer
-    /// is rebuilt, the MTU re-exchanged and every subscribed CCCD written again.
+    /// is rebuilt, the MTU re-exchanged and every subscribed CCCD written again. Calls made
+    /// while the link is being restored wait for it (at most one ATT transaction timeout).
     public init(connection: Connection, cache: GATTCache? = nil, clientMTU: UInt16 = 517) async throws(GATTError) {
         let channel: any L2CAPChannel
         do { channel = try await connection.attChannel() } catch { throw .connection(error) }
         self.init(channel: channel, connection: connection, peer: connection.peer, cache: cache, clientMTU: clientMTU,
                   scheduler: connection.scheduler, transactionTimeout: .seconds(30))
+        // From the start, not on first use: a drop before the first call must be followed too.
+        installConnectionHooks(connection)
     }
 
     init(channel: any L2CAPChannel, connection: Connection?, peer: LEAddress?, cache: GATTCache?, clientMTU: UInt16,
@@ -100,6 +109,10 @@ public actor Peripheral {
     /// a cache, the Database Hash check.
     func procedures() async throws(GATTError) -> GATTProcedures {
         if let terminalError { throw terminalError }
+        if linkDown {
+            try await waitForRestore()
+            return try await procedures()
+        }
         switch readiness {
         case .ready:
             return GATTProcedures(bearer: bearer)
@@ -123,10 +136,6 @@ public actor Peripheral {
     }
 
     private func prepare() async throws(GATTError) {
-        if !hooksInstalled, let connection {
-            hooksInstalled = true
-            await installConnectionHooks(connection)
-        }
         let routes = self.routes
         await bearer.setValueHandler { event in routes.deliver(event) }
         routes.serviceChanged = { [weak self, executor] value in
@@ -162,23 +171,39 @@ public actor Peripheral {
         }
     }
 
-    private func installConnectionHooks(_ connection: Connection) async {
-        await connection.onReconnect { [weak self] link in await self?.reattach(link) }
-        let events = await connection.events()
+    /// Follows `connection`: its restores (`reattach`) and its end (`terminate`). Runs in one
+    /// turn of the adapter queue, so nothing the connection does from here on is missed; what
+    /// happened since the ATT channel was taken is read from its state.
+    private func installConnectionHooks(_ connection: Connection) {
+        let (events, connected, reconnecting, lastReason) = connection.enter(on: executor) { c in
+            c.onReconnect { [weak self] link in await self?.reattach(link) }
+            return (c.events(), c.isConnected, c.isReconnecting, c.lastDisconnectReason)
+        }
         let peerName = peerDescription
         Task { [weak self] in
             for await event in events {
+                guard let self else { return }
                 switch event {
                 case .disconnected(let reason, let willReconnect) where !willReconnect:
-                    await self?.terminate(.disconnected(peer: peerName, reason: "\(reason)"))
+                    await self.terminate(.disconnected(peer: peerName, reason: "\(reason)"))
                     return
                 case .reconnectFailed(let attempts, let lastError):
-                    await self?.terminate(.disconnected(peer: peerName, reason: "gave up reconnecting after \(attempts) attempts: \(lastError)"))
+                    let why = attempts == 0 ? lastError
+                        : "gave up reconnecting after \(attempts) attempt\(attempts == 1 ? "" : "s"): \(lastError)"
+                    await self.terminate(.disconnected(peer: peerName, reason: why))
                     return
                 default:
                     break
                 }
             }
+        }
+        if connected {
+            // Restored before the hook was registered: take the new link now.
+            if linkDown { Task { await reattach(connection) } }
+        } else if reconnecting {
+            if terminalError == nil { linkDown = true }
+        } else {
+            terminate(.disconnected(peer: peerName, reason: lastReason.map { "\($0)" } ?? "the link ended"))
         }
     }
 
@@ -191,12 +216,53 @@ public actor Peripheral {
         // Without a connection to restore it, or with the transport gone, nothing comes back.
         if connection == nil { terminate(.disconnected(peer: peerDescription, reason: Self.reason(of: error))) }
         if case .transportLost = error { terminate(.disconnected(peer: peerDescription, reason: Self.reason(of: error))) }
+        // Otherwise the connection's events decide: a restore (reattach) or the end (terminate).
+        if terminalError == nil { linkDown = true }
     }
 
     func terminate(_ error: GATTError) {
         guard terminalError == nil else { return }
         terminalError = error
         routes.finishAll(error)
+        linkDown = false
+        resumeRestoreWaiters(.failure(error))
+    }
+
+    /// A call made while the link is being restored waits for it, at most one ATT
+    /// transaction timeout on the peripheral's scheduler; the end of the link fails it at
+    /// once with the reason, and so does the cancellation of its task.
+    private func waitForRestore() async throws(GATTError) {
+        nextRestoreWaiter += 1
+        let id = nextRestoreWaiter
+        let limit = transactionTimeout
+        let peerName = peerDescription
+        let timer = scheduler.schedule(after: limit) { [weak self, executor] in
+            self?.enter(on: executor) {
+                $0.resumeRestoreWaiter(id, .failure(.disconnected(
+                    peer: peerName, reason: "the link was not restored within the ATT transaction timeout (\(limit))")))
+            }
+        }
+        let cancelled = GATTError.cancelled(operation: "waiting for the link to be restored to", target: peerName)
+        let result = await withTaskCancellationHandler {
+            await withCheckedContinuation { (c: CheckedContinuation<Result<Void, GATTError>, Never>) in
+                if Task.isCancelled { c.resume(returning: .failure(cancelled)) } else { restoreWaiters[id] = c }
+            }
+        } onCancel: { [executor] in
+            // Any thread: the waiter is looked up, and resumed if still there, on the queue.
+            executor.queue.async { self.enter(on: executor) { $0.resumeRestoreWaiter(id, .failure(cancelled)) } }
+        }
+        timer.cancel()
+        try result.get()
+    }
+
+    private func resumeRestoreWaiter(_ id: UInt64, _ result: Result<Void, GATTError>) {
+        restoreWaiters.removeValue(forKey: id)?.resume(returning: result)
+    }
+
+    private func resumeRestoreWaiters(_ result: Result<Void, GATTError>) {
+        let waiters = restoreWaiters.values
+        restoreWaiters.removeAll()
+        for w in waiters { w.resume(returning: result) }
     }
 
     /// The link was restored: a new bearer over the new ATT channel, the MTU exchanged again,
@@ -211,6 +277,9 @@ public actor Peripheral {
         bearer = ATTBearer(channel: observed, scheduler: scheduler, clientMTU: clientMTU, transactionTimeout: transactionTimeout)
         readiness = .idle
         for h in subscriptions.keys { subscriptions[h]?.written = 0 }
+        // Calls made during the outage go on now; they queue behind this preparation.
+        linkDown = false
+        resumeRestoreWaiters(.success(()))
         do throws(GATTError) {
             _ = try await procedures()
         } catch {
