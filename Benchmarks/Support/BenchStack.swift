@@ -10,6 +10,7 @@ import GATTClient
 final class TapTransport: HCITransport, @unchecked Sendable { // `handler` is set once in start; `framer` is used only on the adapter queue
     let base: any HCITransport
     private(set) var handler: (@Sendable (TransportEvent) -> Void)?
+    private var aclReceiver: (@Sendable (UnsafeRawBufferPointer) -> Bool)?
     private var framer = H4Framer(endpoint: "bench")
     /// Started with the base on the same queue; its packets go to the host, its close is ignored.
     var extra: (any HCITransport)?
@@ -27,6 +28,8 @@ final class TapTransport: HCITransport, @unchecked Sendable { // `handler` is se
 
     func send(_ packet: HCIPacket) throws(TransportError) { try base.send(packet) }
 
+    func setACLReceiver(_ receiver: @escaping @Sendable (UnsafeRawBufferPointer) -> Bool) { aclReceiver = receiver }
+
     func close() {
         extra?.close()
         base.close()
@@ -35,7 +38,8 @@ final class TapTransport: HCITransport, @unchecked Sendable { // `handler` is se
     /// Raw H4 bytes into the host; call on the adapter queue.
     func feed(_ bytes: UnsafeRawBufferPointer) {
         guard let handler else { return }
-        try? framer.feed(bytes) { handler(.packet($0)) }
+        let acl = aclReceiver ?? { _ in false }
+        try? framer.feed(bytes, acl: acl) { handler(.packet($0)) }
     }
 }
 

@@ -169,6 +169,27 @@ struct BearerTests {
         #expect(await channel.sentSDUs().isEmpty)   // notifications are not confirmed
     }
 
+    @Test func aNotificationHandlerTakesEveryNotificationAndLeavesIndicationsToTheValueHandler() async {
+        struct Note: Equatable { let handle: UInt16; let value: [UInt8] }
+        let notes = AsyncStream.makeStream(of: Note.self)
+        await bearer.setNotificationHandler { handle, value in notes.continuation.yield(Note(handle: handle, value: Array(value))) }
+        let values = await collectValues()
+        // Handle Value Notification (3.4.7.1), Multiple Handle Value Notification (3.4.7.4:
+        // handle, length, value, twice), Handle Value Indication (3.4.7.2).
+        await channel.inject([0x1B, 0x12, 0x00, 0x00, 0x48])
+        await channel.inject([0x23, 0x12, 0x00, 0x01, 0x00, 0x49, 0x15, 0x00, 0x02, 0x00, 0x07, 0x08])
+        await channel.inject([0x1D, 0x08, 0x00, 0x01])
+        await channel.inject([0x1B, 0x20, 0x00])
+        var n = notes.stream.makeAsyncIterator()
+        #expect(await n.next() == Note(handle: 0x12, value: [0x00, 0x48]))
+        #expect(await n.next() == Note(handle: 0x12, value: [0x49]))
+        #expect(await n.next() == Note(handle: 0x15, value: [0x07, 0x08]))
+        #expect(await n.next() == Note(handle: 0x20, value: []))
+        var v = values.makeAsyncIterator()
+        #expect(await v.next()?.0 == ATTValueEvent(handle: 8, value: [0x01], isIndication: true))
+        #expect(await channel.waitForSent(count: 1) == [[0x1E]])
+    }
+
     @Test func sdusHandedOverAsViewsKeepTheirOffsets() async throws {
         // A Handle Value Notification (3.4.7.1: 0x1B, handle 0x0012, value 01 02) and a Read
         // Response (3.4.4.4: 0x0B, value AA) after a 4-byte L2CAP basic header (Vol 3,

@@ -1,5 +1,5 @@
 import Testing
-import BLECore
+@testable import BLECore
 
 /// The receive path of a notification below ATT: the framer's reused ACL payload buffer and
 /// the reassembler's views. Bytes follow the Core Specification's layouts: H4 indicator 0x02
@@ -75,5 +75,66 @@ import BLECore
         #expect(r.singleFragmentChannel(p) == nil)
         #expect(r.receive(p) == .incomplete)
         #expect(r.inProgress)
+    }
+}
+
+/// The framer's raw ACL offer (`H4Framer.feed(_:acl:_:)`), with the same spec-layout bytes.
+@Suite struct RawACLOfferTests {
+    typealias P = NotificationReceivePathTests
+    /// HCI_Number_Of_Completed_Packets (Vol 4, Part E, 7.7.19): event 0x13, length 5, one
+    /// handle (0x0040) with 1 completed packet.
+    static let event: [UInt8] = [0x04, 0x13, 0x05, 0x01, 0x40, 0x00, 0x01, 0x00]
+
+    struct Run {
+        var offered: [[UInt8]] = []
+        var emitted: [HCIPacket] = []
+    }
+
+    func feed(_ chunks: [[UInt8]], take: @escaping ([UInt8]) -> Bool) throws -> Run {
+        var framer = H4Framer(endpoint: "test")
+        var run = Run()
+        for chunk in chunks {
+            try chunk.withUnsafeBytes { raw in
+                try framer.feed(raw, acl: { body in
+                    let bytes = Array(body)
+                    run.offered.append(bytes)
+                    return take(bytes)
+                }) { run.emitted.append($0) }
+            }
+        }
+        return run
+    }
+
+    @Test func anACLPacketIsOfferedAsItsHeaderAndDataAndNotEmittedWhenTaken() throws {
+        let run = try feed([P.h4 + Self.event + P.h4], take: { _ in true })
+        // The ACL header (handle and flags 0x2040, length 9) and the data, without the H4 indicator.
+        #expect(run.offered == [Array(P.h4.dropFirst()), Array(P.h4.dropFirst())])
+        #expect(run.emitted == [.event(HCIEventPacket(code: 0x13, parameters: [0x01, 0x40, 0x00, 0x01, 0x00]))])
+    }
+
+    @Test func aDeclinedPacketIsEmittedInItsPlace() throws {
+        var calls = 0
+        let run = try feed([P.h4 + Self.event + P.h4], take: { _ in calls += 1; return calls == 2 })
+        #expect(run.offered.count == 2)
+        #expect(run.emitted == [
+            .acl(ACLDataPacket(handle: 0x0040, boundary: .firstFlushable, data: P.l2cap)),
+            .event(HCIEventPacket(code: 0x13, parameters: [0x01, 0x40, 0x00, 0x01, 0x00])),
+        ])
+    }
+
+    @Test func aPacketCutAcrossReadsIsOfferedOnceWhole() throws {
+        // Cut inside the ACL header, then inside the data.
+        let run = try feed([Array(P.h4[..<3]), Array(P.h4[3..<9]), Array(P.h4[9...])], take: { _ in true })
+        #expect(run.offered == [Array(P.h4.dropFirst())])
+        #expect(run.emitted.isEmpty)
+    }
+
+    @Test func aDatagramIsOfferedOnlyWhenItIsAWholeACLPacket() {
+        func body(_ d: [UInt8]) -> [UInt8]? { d.withUnsafeBytes { H4Framer.aclBody(ofDatagram: $0).map { Array($0) } } }
+        #expect(body(P.h4) == Array(P.h4.dropFirst()))
+        #expect(body(Array(P.h4.dropLast())) == nil)   // length field 9, 8 bytes follow
+        #expect(body(P.h4 + [0x00]) == nil)            // a byte too many
+        #expect(body(Self.event) == nil)               // an event
+        #expect(body([0x02, 0x40, 0x20]) == nil)       // a header cut short
     }
 }

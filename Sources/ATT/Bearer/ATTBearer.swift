@@ -97,6 +97,18 @@ public actor ATTBearer {
         route.handler = handler
     }
 
+    /// Sets the receiver of Handle Value Notifications (Vol 3, Part F, 3.4.7.1 and 3.4.7.4):
+    /// once set, every notification goes here instead of the value handler, its value as raw
+    /// bytes valid only during the call; a notification that arrived whole in one ACL packet
+    /// comes straight from the transport's read buffer, without a copy. It runs on the
+    /// adapter queue and should return quickly.
+    ///
+    ///     await bearer.setNotificationHandler { handle, value in if handle == 0x0012 { parse(value) } }
+    public func setNotificationHandler(_ handler: @escaping @Sendable (_ handle: UInt16, _ value: UnsafeRawBufferPointer) -> Void) {
+        route.notificationHandler = handler
+        channel.setRawReceiver(ValueRoute.rawNotificationReceiver(handler))
+    }
+
     /// Sets an observer of inbound PDUs that were dropped (malformed, or a response with no
     /// request pending), for logging.
     public func setDroppedPDUHandler(_ handler: @escaping @Sendable ([UInt8], DecodeError) -> Void) {
@@ -326,9 +338,9 @@ public actor ATTBearer {
         }
         switch pdu {
         case .handleValueNotification(let handle, let value):
-            valueHandler?(ATTValueEvent(handle: handle, value: value, isIndication: false))
+            route.deliverNotification(handle: handle, value: value)
         case .multipleHandleValueNotification(let values):
-            for v in values { valueHandler?(ATTValueEvent(handle: v.handle, value: v.value, isIndication: false)) }
+            for v in values { route.deliverNotification(handle: v.handle, value: v.value) }
         case .handleValueIndication(let handle, let value):
             valueHandler?(ATTValueEvent(handle: handle, value: value, isIndication: true))
             reply(.handleValueConfirmation)
@@ -355,13 +367,40 @@ public actor ATTBearer {
 final class ValueRoute: @unchecked Sendable { // only read and written on the adapter queue: by the bearer's isolated code and by the channel's handlers, which both run there
     // Unchecked: confined to the adapter queue (see above).
     @exclusivity(unchecked) var handler: (@Sendable (ATTValueEvent) -> Void)?
+    /// Takes notifications instead of `handler` when set.
+    @exclusivity(unchecked) var notificationHandler: (@Sendable (UInt16, UnsafeRawBufferPointer) -> Void)?
 
     /// A Handle Value Notification (Vol 3, Part F, 3.4.7.1: opcode 0x1B, handle, value),
     /// at least 3 octets, undecoded: the value stays a view of the received bytes.
     @inline(__always)
     func deliverNotification(_ sdu: ArraySlice<UInt8>) {
         let s = sdu.startIndex
-        handler?(ATTValueEvent(handle: UInt16(sdu[s + 1]) | UInt16(sdu[s + 2]) << 8,
-                               valueBytes: sdu[(s + 3)...], isIndication: false))
+        let handle = UInt16(sdu[s + 1]) | UInt16(sdu[s + 2]) << 8
+        if let notificationHandler {
+            sdu[(s + 3)...].withUnsafeBytes { notificationHandler(handle, $0) }
+        } else {
+            handler?(ATTValueEvent(handle: handle, valueBytes: sdu[(s + 3)...], isIndication: false))
+        }
+    }
+
+    /// A decoded notification's value.
+    func deliverNotification(handle: UInt16, value: [UInt8]) {
+        if let notificationHandler {
+            value.withUnsafeBytes { notificationHandler(handle, $0) }
+        } else {
+            handler?(ATTValueEvent(handle: handle, value: value, isIndication: false))
+        }
+    }
+
+    /// The channel's raw receiver for `handler`: it takes Handle Value Notifications and
+    /// leaves anything else to go the usual way. `handler` is captured, not looked up, so a
+    /// notification costs no reference count here.
+    static func rawNotificationReceiver(_ handler: @escaping @Sendable (UInt16, UnsafeRawBufferPointer) -> Void)
+        -> @Sendable (UnsafeRawBufferPointer) -> Bool {
+        { sdu in
+            guard sdu.count >= 3, sdu[0] == ATTOpcode.handleValueNotification.rawValue else { return false }
+            handler(UInt16(sdu[1]) | UInt16(sdu[2]) << 8, UnsafeRawBufferPointer(rebasing: sdu[3...]))
+            return true
+        }
     }
 }

@@ -15,8 +15,9 @@ final class ACLInlet: @unchecked Sendable { // `links` and its table are touched
         didSet { rebuildTable() }
     }
     /// `links` indexed by the 12-bit connection handle: a packet's link without hashing,
-    /// whatever the interleaving of links (4096 references, rebuilt when a link comes or goes).
-    @exclusivity(unchecked) private var table: [HCIHost.Link?] = []
+    /// whatever the interleaving of links (4096 entries, rebuilt when a link comes or goes).
+    /// Unretained: `links` owns them, and a lookup costs no reference count.
+    @exclusivity(unchecked) private var table: [Unmanaged<HCIHost.Link>?] = []
     /// Cleared when the host goes away: its links' packets are then dropped, as the host's own
     /// path drops them.
     let isOpen = Atomic<Bool>(true)
@@ -24,8 +25,8 @@ final class ACLInlet: @unchecked Sendable { // `links` and its table are touched
     init(queue: DispatchQueue) { self.queue = queue }
 
     private func rebuildTable() {
-        var t = [HCIHost.Link?](repeating: nil, count: 0x1000)
-        for (handle, link) in links { t[Int(handle & 0x0FFF)] = link }
+        var t = [Unmanaged<HCIHost.Link>?](repeating: nil, count: 0x1000)
+        for (handle, link) in links { t[Int(handle & 0x0FFF)] = Unmanaged.passUnretained(link) }
         table = links.isEmpty ? [] : t
     }
 
@@ -33,7 +34,7 @@ final class ACLInlet: @unchecked Sendable { // `links` and its table are touched
     @inline(__always)
     func link(_ handle: UInt16) -> HCIHost.Link? {
         let i = Int(handle & 0x0FFF)
-        return i < table.count ? table[i] : nil
+        return i < table.count ? table[i]?.takeUnretainedValue() : nil
     }
 
     /// Delivers `packet` when it holds one whole PDU for a link's ATT channel; false leaves it
@@ -45,6 +46,32 @@ final class ACLInlet: @unchecked Sendable { // `links` and its table are touched
               link.reassembler.singleFragmentChannel(packet) == L2CAPChannelID.att else { return false }
         att.deliver(packet.data[4...])
         return true
+    }
+
+    /// The raw form of `deliverWholeATTPDU`, offered by transports that read bytes
+    /// (`HCITransport.setACLReceiver`): `acl` is an ACL packet's header and data, valid only
+    /// during the call. True when the ATT channel took the PDU without a copy; false leaves
+    /// the packet to be built and handled as usual (including by `deliverWholeATTPDU`).
+    @inline(__always)
+    func deliverRawATTPDU(_ acl: UnsafeRawBufferPointer) -> Bool {
+        #if DEBUG
+        dispatchPrecondition(condition: .onQueue(queue))
+        #endif
+        // Header (Vol 4, Part E, 5.4.2): handle and flags, data total length; then the L2CAP
+        // basic header (Vol 3, Part A, 3.1): length, channel ID. One whole PDU, not a continuation.
+        guard acl.count >= 8, isOpen.load(ordering: .relaxed) else { return false }
+        let i = Int(acl[0]) | Int(acl[1] & 0x0F) << 8
+        let l2capLength = Int(acl[4]) | Int(acl[5]) << 8
+        guard (acl[1] >> 4) & 0b11 != ACLPacketBoundary.continuing.rawValue, l2capLength + 8 == acl.count,
+              UInt16(acl[6]) | UInt16(acl[7]) << 8 == L2CAPChannelID.att,
+              i < table.count, let entry = table[i] else { return false }
+        // Unretained: `links` owns the link, removals happen only on this queue, and the link
+        // is read only before the receiver runs (the receiver itself is retained for its call).
+        return entry._withUnsafeGuaranteedRef { link in
+            guard !link.reassembler.inProgress, l2capLength <= link.reassembler.maximumPDULength,
+                  let receive = link.attRawReceiver else { return false }
+            return receive(UnsafeRawBufferPointer(rebasing: acl[8...]))
+        }
     }
 
     func forget(_ link: HCIHost.Link) {

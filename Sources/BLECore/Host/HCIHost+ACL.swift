@@ -15,6 +15,8 @@ extension HCIHost {
         var channels: [UInt16: FixedChannel] = [:]
         /// `channels[0x0004]`, looked up on every inbound PDU.
         @exclusivity(unchecked) var att: FixedChannel?
+        /// The ATT channel's raw receiver (`FixedChannel.setRawReceiver`), for the inlet.
+        @exclusivity(unchecked) var attRawReceiver: (@Sendable (UnsafeRawBufferPointer) -> Bool)?
 
         init(handle: UInt16, peer: LEAddress) {
             self.handle = handle
@@ -48,6 +50,11 @@ extension HCIHost {
         link.channels[channelID] = c
         if channelID == L2CAPChannelID.att { link.att = c }
         return c
+    }
+
+    /// Installs the raw receiver of a link's ATT channel (see `ACLInlet.deliverRawATTPDU`).
+    nonisolated func setATTRawReceiver(handle: UInt16, _ receiver: @escaping @Sendable (UnsafeRawBufferPointer) -> Bool) {
+        inlet.link(handle)?.attRawReceiver = receiver
     }
 
     /// Sends one L2CAP basic-mode PDU; returns once its last fragment was handed to the controller.
@@ -147,6 +154,7 @@ extension HCIHost {
         for channel in link.channels.values { channel.closed(error) }
         link.channels.removeAll()
         link.att = nil
+        link.attRawReceiver = nil
         pumpACL()
     }
 }

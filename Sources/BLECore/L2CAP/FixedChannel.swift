@@ -52,6 +52,13 @@ public final class FixedChannel: L2CAPChannel, @unchecked Sendable { // state to
         if let closedError { close(closedError) }
     }
 
+    /// The ATT channel hands the receiver to the host's inlet, which offers it every SDU
+    /// whose PDU arrived whole in one ACL packet read by a byte-reading transport.
+    public func setRawReceiver(_ receiver: @escaping @Sendable (UnsafeRawBufferPointer) -> Bool) {
+        guard closedError == nil, channelID == L2CAPChannelID.att else { return }
+        host?.setATTRawReceiver(handle: handle, receiver)
+    }
+
     func deliver(_ sdu: ArraySlice<UInt8>) {
         if let receive {
             receive(sdu)

@@ -42,9 +42,18 @@ public protocol L2CAPChannel: AnyObject, Sendable {
     /// indices are not 0-based): channels that reassemble from a buffer pass it without a
     /// copy. The default wraps `setHandlers`.
     func setSliceHandlers(receive: @escaping @Sendable (ArraySlice<UInt8>) -> Void, close: @escaping @Sendable (LinkError) -> Void)
+    /// Installs a receiver offered SDUs as raw bytes, valid only during the call, before the
+    /// receive handler: when it returns true the SDU is consumed, otherwise it goes to the
+    /// receive handler as usual. Channels offer it what they can pass without building an
+    /// array (a PDU that arrived whole in one ACL packet); others ignore it (the default).
+    ///
+    ///     channel.setRawReceiver { sdu in sdu.first == 0x1B ? take(sdu) : false }
+    func setRawReceiver(_ receiver: @escaping @Sendable (UnsafeRawBufferPointer) -> Bool)
 }
 
 extension L2CAPChannel {
+    public func setRawReceiver(_ receiver: @escaping @Sendable (UnsafeRawBufferPointer) -> Bool) {}
+
     public func setSliceHandlers(receive: @escaping @Sendable (ArraySlice<UInt8>) -> Void, close: @escaping @Sendable (LinkError) -> Void) {
         setHandlers(receive: { receive($0[...]) }, close: close)
     }

@@ -34,13 +34,23 @@ public struct H4Framer: Sendable {
 
     /// Consumes `chunk` and calls `emit` for each packet it completes, in order.
     public mutating func feed(_ chunk: UnsafeRawBufferPointer, _ emit: (HCIPacket) -> Void) throws(TransportError) {
+        try feed(chunk, acl: { _ in false }, emit)
+    }
+
+    /// Like `feed(_:_:)`, offering each ACL data packet's raw bytes (the 4-octet header and the
+    /// data, Vol 4, Part E, 5.4.2) to `acl` first; when it returns true the packet is consumed
+    /// and no packet value is built for it. The bytes are valid only during the call.
+    ///
+    ///     try framer.feed(chunk, acl: { raw in inlet.take(raw) }) { packet in handle(packet) }
+    public mutating func feed(_ chunk: UnsafeRawBufferPointer, acl: (UnsafeRawBufferPointer) -> Bool,
+                              _ emit: (HCIPacket) -> Void) throws(TransportError) {
         if let failure { throw failure }
         var at = 0
         let count = chunk.count
         let start = streamOffset
         defer { streamOffset = start + count }
         if !partial.isEmpty {
-            at = completePartial(chunk, emit)
+            at = completePartial(chunk, acl, emit)
             if !partial.isEmpty { return }
         }
         while at < count {
@@ -56,7 +66,11 @@ public struct H4Framer: Sendable {
                 return
             }
             let body = UnsafeRawBufferPointer(rebasing: header[..<bodyLength])
-            emit(type == .acl ? aclPacket(body) : Self.packet(type: type, body: body))
+            if type == .acl {
+                if !acl(body) { emit(aclPacket(body)) }
+            } else {
+                emit(Self.packet(type: type, body: body))
+            }
             at += 1 + bodyLength
         }
     }
@@ -76,7 +90,8 @@ public struct H4Framer: Sendable {
     }
 
     /// Appends from `chunk` to the carried packet; emits it when whole. Returns bytes used.
-    private mutating func completePartial(_ chunk: UnsafeRawBufferPointer, _ emit: (HCIPacket) -> Void) -> Int {
+    private mutating func completePartial(_ chunk: UnsafeRawBufferPointer, _ acl: (UnsafeRawBufferPointer) -> Bool,
+                                          _ emit: (HCIPacket) -> Void) -> Int {
         var used = 0
         if partialTotal == nil {
             // Header still incomplete: take bytes one header at a time (at most 4).
@@ -95,10 +110,13 @@ public struct H4Framer: Sendable {
         partial.append(contentsOf: UnsafeRawBufferPointer(rebasing: chunk[used..<(used + take)]))
         used += take
         if partial.count == total, let type = HCIPacketType(rawValue: partial[0]) {
-            let packet = partial.withUnsafeBytes { p in Self.packet(type: type, body: UnsafeRawBufferPointer(rebasing: p[1...])) }
+            let packet = partial.withUnsafeBytes { p -> HCIPacket? in
+                let body = UnsafeRawBufferPointer(rebasing: p[1...])
+                return type == .acl && acl(body) ? nil : Self.packet(type: type, body: body)
+            }
             partial.removeAll(keepingCapacity: true)
             partialTotal = nil
-            emit(packet)
+            if let packet { emit(packet) }
         }
         return used
     }
@@ -146,6 +164,14 @@ public struct H4Framer: Sendable {
         case .iso:
             return .iso(Array(b))
         }
+    }
+
+    /// The body of an ACL packet read from a packet socket (indicator 0x02, length field
+    /// matching the datagram), or nil for any other or malformed datagram.
+    static func aclBody(ofDatagram raw: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer? {
+        guard raw.count >= 5, raw[0] == HCIPacketType.acl.rawValue,
+              Int(raw[3]) | Int(raw[4]) << 8 == raw.count - 5 else { return nil }
+        return UnsafeRawBufferPointer(rebasing: raw[1...])
     }
 
     /// Decodes one whole packet read from a packet socket (indicator first, length exact).

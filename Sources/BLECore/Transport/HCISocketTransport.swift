@@ -25,6 +25,7 @@ public final class HCISocketTransport: HCITransport, @unchecked Sendable { // st
     private let fd: Int32
     private var io: DispatchFD?
     private var handler: (@Sendable (TransportEvent) -> Void)?
+    private var aclReceiver: (@Sendable (UnsafeRawBufferPointer) -> Bool)?
     private var state: State = .idle
     private var readBuffer: UnsafeMutableRawBufferPointer
     /// Raw channel: packets read that were not controller-to-host (others' commands and data,
@@ -99,6 +100,10 @@ public final class HCISocketTransport: HCITransport, @unchecked Sendable { // st
             onWriteError: { [weak self] err in self?.writeFailed(err) })
     }
 
+    public func setACLReceiver(_ receiver: @escaping @Sendable (UnsafeRawBufferPointer) -> Bool) {
+        aclReceiver = receiver
+    }
+
     public func send(_ packet: HCIPacket) throws(TransportError) {
         guard state == .open, let io else { throw .closed(endpoint: name) }
         if let err = io.write(packet.h4) {
@@ -143,6 +148,7 @@ public final class HCISocketTransport: HCITransport, @unchecked Sendable { // st
                     continue
                 }
             }
+            if let aclReceiver, let body = H4Framer.aclBody(ofDatagram: raw), aclReceiver(body) { continue }
             do {
                 let packet = try H4Framer.decodeDatagram(raw, endpoint: name)
                 handler?(.packet(packet))

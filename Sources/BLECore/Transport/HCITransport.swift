@@ -31,9 +31,21 @@ public protocol HCITransport: AnyObject, Sendable {
     ///
     ///     transport.close(); transport.whenReleased { reopen() }
     func whenReleased(_ completion: @escaping @Sendable () -> Void)
+    /// Installs `receiver`, offered the raw bytes of every ACL data packet the transport reads
+    /// (the 4-octet header and the data, Vol 4, Part E, 5.4.2) before a packet value is built
+    /// from them: when it returns true the packet is consumed and no `.packet` event follows
+    /// for it. It runs on the start queue, in order with the events; the bytes are valid only
+    /// during the call. Set before `start`. Transports that do not read raw bytes ignore it.
+    ///
+    ///     transport.setACLReceiver { raw in inlet.take(raw) }
+    func setACLReceiver(_ receiver: @escaping @Sendable (UnsafeRawBufferPointer) -> Bool)
 }
 
 extension HCITransport {
+    /// Transports that hand over packet values (memory, replay, wrappers that must see every
+    /// packet) ignore the raw receiver: every packet arrives as an event.
+    public func setACLReceiver(_ receiver: @escaping @Sendable (UnsafeRawBufferPointer) -> Bool) {}
+
     /// Transports that release everything within `close()`.
     public func whenReleased(_ completion: @escaping @Sendable () -> Void) { completion() }
 }

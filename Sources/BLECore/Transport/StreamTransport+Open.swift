@@ -141,4 +141,17 @@ extension StreamTransport {
         let slavePath = String(decoding: path.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         return StreamTransport(fd: master, name: "pty:\(slavePath)", isSocket: false, ptyPath: slavePath, ptySlaveFD: slave)
     }
+
+    /// Two connected ends of an H4 byte stream (a unix socket pair): what one sends, the
+    /// other reads and frames. For running a controller in the same process over real bytes.
+    ///
+    ///     let (host, controller) = try StreamTransport.socketPair(name: "in-process")
+    public static func socketPair(name: String) throws(TransportError) -> (StreamTransport, StreamTransport) {
+        var fds: [Int32] = [-1, -1]
+        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &fds) == 0 else {
+            throw .system(operation: "socketpair(AF_UNIX, SOCK_STREAM)", endpoint: name, errno: errno)
+        }
+        return (StreamTransport(fd: fds[0], name: "\(name) (host end)", isSocket: true),
+                StreamTransport(fd: fds[1], name: "\(name) (controller end)", isSocket: true))
+    }
 }

@@ -23,6 +23,7 @@ public final class StreamTransport: HCITransport, @unchecked Sendable { // state
     private var io: DispatchFD?
     private var framer: H4Framer
     private var handler: (@Sendable (TransportEvent) -> Void)?
+    private var aclReceiver: (@Sendable (UnsafeRawBufferPointer) -> Bool)?
     private var state: State = .idle
     private var readBuffer: UnsafeMutableRawBufferPointer
 
@@ -65,6 +66,10 @@ public final class StreamTransport: HCITransport, @unchecked Sendable { // state
             onWriteError: { [weak self] err in self?.fail(.lost(endpoint: self?.name ?? "", reason: "write failed: \(errnoName(err))")) })
     }
 
+    public func setACLReceiver(_ receiver: @escaping @Sendable (UnsafeRawBufferPointer) -> Bool) {
+        aclReceiver = receiver
+    }
+
     public func send(_ packet: HCIPacket) throws(TransportError) {
         guard state == .open, let io else { throw .closed(endpoint: name) }
         if let err = io.write(packet.h4) {
@@ -95,7 +100,8 @@ public final class StreamTransport: HCITransport, @unchecked Sendable { // state
             let n = read(fd, readBuffer.baseAddress, readBuffer.count)
             if n > 0 {
                 do {
-                    try framer.feed(UnsafeRawBufferPointer(rebasing: readBuffer[..<n])) { packet in
+                    let acl = aclReceiver ?? { _ in false }
+                    try framer.feed(UnsafeRawBufferPointer(rebasing: readBuffer[..<n]), acl: { state == .open && acl($0) }) { packet in
                         if state == .open { handler?(.packet(packet)) }
                     }
                 } catch {

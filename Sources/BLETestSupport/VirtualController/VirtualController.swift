@@ -36,7 +36,7 @@ public final class VirtualController: @unchecked Sendable { // mutable state is 
     let queueKey = DispatchSpecificKey<Bool>()
 
     // MARK: Transport
-    var transport: MemoryTransport?
+    var transport: (any HCITransport)?
 
     // MARK: Command flow control
     var reportedCommandCredits: UInt8
@@ -89,6 +89,21 @@ public final class VirtualController: @unchecked Sendable { // mutable state is 
     ///     let central = Central(transport: vc.makeTransport(), options: vc.centralOptions())
     public func makeTransport() -> any HCITransport {
         let (host, controller) = MemoryTransport.pair(name: "virtual-\(address)")
+        attach(controller)
+        return host
+    }
+
+    /// Like `makeTransport`, over real H4 bytes: a unix socket pair whose host end is a
+    /// `StreamTransport`, framed as a UART or TCP controller's stream is.
+    ///
+    ///     let central = Central(transport: try vc.makeSocketTransport(), options: vc.centralOptions())
+    public func makeSocketTransport() throws(TransportError) -> any HCITransport {
+        let (host, controller) = try StreamTransport.socketPair(name: "virtual-\(address)")
+        attach(controller)
+        return host
+    }
+
+    private func attach(_ controller: any HCITransport) {
         onQueue {
             transport?.close()
             resetState()
@@ -102,7 +117,6 @@ public final class VirtualController: @unchecked Sendable { // mutable state is 
                 transport = nil // a fresh pair always starts; nothing to recover
             }
         }
-        return host
     }
 
     /// `base` with the executor and, in `.manual` time, the scheduler of this controller, so

@@ -41,15 +41,20 @@ final class NotificationRoutes: @unchecked Sendable { // read and written only o
         return entries.remove(at: i)
     }
 
-    @inline(__always)
     func deliver(_ event: ATTValueEvent) {
-        if let i = handles.firstIndex(of: event.handle) {
+        event.valueBytes.withUnsafeBytes { deliver(handle: event.handle, value: $0, isIndication: event.isIndication) }
+    }
+
+    /// A value whose bytes are valid only during the call (the bearer's notification handler).
+    @inline(__always)
+    func deliver(handle: UInt16, value: UnsafeRawBufferPointer, isIndication: Bool) {
+        if let i = handles.firstIndex(of: handle) {
             let route = entries[i]
-            let buffer = event.isIndication ? route.indications : route.notifications
-            // The value is copied out of the SDU only when someone listens.
-            if buffer.subscriberCount > 0 { buffer.yield(event.value) }
-        } else if event.handle == serviceChangedHandle, event.isIndication {
-            serviceChanged?(event.value)
+            let buffer = isIndication ? route.indications : route.notifications
+            // The value is copied out of the received bytes only when someone listens.
+            if buffer.subscriberCount > 0 { buffer.yield(Array(value)) }
+        } else if handle == serviceChangedHandle, isIndication {
+            serviceChanged?(Array(value))
         }
     }
 
@@ -76,6 +81,9 @@ final class ObservedChannel: L2CAPChannel, @unchecked Sendable { // `onClose` is
             close(error)
             if let self { self.onClose?(self, error) }
         })
+    }
+    func setRawReceiver(_ receiver: @escaping @Sendable (UnsafeRawBufferPointer) -> Bool) {
+        base.setRawReceiver(receiver)
     }
     func setSliceHandlers(receive: @escaping @Sendable (ArraySlice<UInt8>) -> Void, close: @escaping @Sendable (LinkError) -> Void) {
         base.setSliceHandlers(receive: receive, close: { [weak self] error in

@@ -138,6 +138,7 @@ public actor Peripheral {
     private func prepare() async throws(GATTError) {
         let routes = self.routes
         await bearer.setValueHandler { event in routes.deliver(event) }
+        await bearer.setNotificationHandler { handle, value in routes.deliver(handle: handle, value: value, isIndication: false) }
         routes.serviceChanged = { [weak self, executor] value in
             self?.enter(on: executor) { $0.serviceChanged(value) }
         }
