@@ -5,7 +5,9 @@ import BLECore
 /// - the packets emitted, re-encoded as H4, are exactly a prefix of the stream;
 /// - when `finish()` accepts the stream, that prefix is the whole stream;
 /// - cutting the stream differently (one chunk) gives the same packets and the same outcome;
-/// - every emitted packet decodes again with `HCIPacket(h4:)` to itself.
+/// - every emitted packet decodes again with `HCIPacket(h4:)` to itself;
+/// - with a raw ACL receiver that takes every ACL packet (`feed(_:acl:_:)`), the bytes it is
+///   offered are exactly the ACL packets' header and data, and the other packets are the same.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let stream = Array(UnsafeBufferPointer(start: data, count: size))
@@ -17,6 +19,14 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     fuzzCheck(chunked.packets == whole.packets, "chunking changed the packets")
     fuzzCheck(chunked.failed == whole.failed, "chunking changed the failure")
     fuzzCheck(chunked.finished == whole.finished, "chunking changed the end-of-stream result")
+
+    var rawRandom = FuzzRandom(seed: Array(stream.prefix(8)) + [UInt8(truncatingIfNeeded: size)])
+    let raw = frame(stream, takeACL: true) { rawRandom.size(upTo: 300) }
+    fuzzCheck(raw.failed == whole.failed && raw.finished == whole.finished, "the raw receiver changed the outcome")
+    fuzzCheck(raw.packets == whole.packets.filter { if case .acl = $0 { false } else { true } },
+              "the raw receiver changed the other packets")
+    let aclBodies: [[UInt8]] = whole.packets.compactMap { if case .acl = $0 { Array($0.h4.dropFirst()) } else { nil } }
+    fuzzCheck(raw.offered == aclBodies, "the raw receiver was not offered exactly the ACL packets")
 
     var emitted: [UInt8] = []
     for packet in chunked.packets {
@@ -35,11 +45,12 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
 
 private struct FramingRun {
     var packets: [HCIPacket] = []
+    var offered: [[UInt8]] = []
     var failed = false
     var finished = false
 }
 
-private func frame(_ stream: [UInt8], nextSize: () -> Int) -> FramingRun {
+private func frame(_ stream: [UInt8], takeACL: Bool = false, nextSize: () -> Int) -> FramingRun {
     var framer = H4Framer(endpoint: "fuzz")
     var run = FramingRun()
     var at = 0
@@ -47,7 +58,13 @@ private func frame(_ stream: [UInt8], nextSize: () -> Int) -> FramingRun {
         while at < raw.count {
             let end = min(raw.count, at + max(1, nextSize()))
             do {
-                try framer.feed(UnsafeRawBufferPointer(rebasing: raw[at..<end])) { run.packets.append($0) }
+                if takeACL {
+                    try framer.feed(UnsafeRawBufferPointer(rebasing: raw[at..<end]), acl: { run.offered.append(Array($0)); return true }) {
+                        run.packets.append($0)
+                    }
+                } else {
+                    try framer.feed(UnsafeRawBufferPointer(rebasing: raw[at..<end])) { run.packets.append($0) }
+                }
             } catch {
                 run.failed = true
                 // A failed framer keeps failing.
