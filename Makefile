@@ -39,11 +39,15 @@ build: apt
 # the CLI, fuzz smoke runs and the real-kernel tier under qemu. Tests run one at a time: on a
 # 2-core machine the cooperative thread pool has two threads, and the tests that wait on
 # subprocesses (Bumble, qemu, the ble binary) would otherwise starve the rest.
+# scripts/run-tests kills the run and names the test when one test runs longer than
+# BLE_TEST_TIMEOUT seconds (default 300) or the run longer than BLE_TEST_RUN_TIMEOUT (2400);
+# scripts/test-run-tests checks that it does (about 10 s).
 test: deps test-fuzz test-swift
 
 test-swift: deps
 	$(SWIFT) build --build-tests $(SWIFTFLAGS)
-	BLE_PYTHON=$(abspath $(PY)) BLE_KERNEL_VM=1 $(SWIFT) test --skip-build --no-parallel
+	SWIFT=$(SWIFT) scripts/test-run-tests
+	BLE_PYTHON=$(abspath $(PY)) BLE_KERNEL_VM=1 SWIFT=$(SWIFT) scripts/run-tests --skip-build --no-parallel
 
 # Every libFuzzer target for a short smoke run (make fuzz runs longer).
 test-fuzz: apt
