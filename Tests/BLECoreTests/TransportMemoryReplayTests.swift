@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import Synchronization
 import Testing
 @testable import BLECore
 
@@ -165,6 +166,35 @@ private let yeelock = "captures/real/cnrd__yeelock.btsnoop"
         }
         hostLog.onQueue { tee.close() }
         return session
+    }
+
+    @Test func teeRecordsACLPacketsTheRawReceiverTookInStreamOrder() async throws {
+        let path = "/tmp/ble-tee-\(getpid())-raw.btsnoop"
+        defer { unlink(path) }
+        let (host, controller) = try StreamTransport.socketPair(name: "tee")
+        let tee = try SnoopingTransport(wrapping: host, path: path)
+        let hostLog = TransportEventLog(label: "host")
+        let controllerLog = TransportEventLog(label: "controller")
+        final class Taken: Sendable { let count = Mutex(0) }
+        let taken = Taken()
+        tee.setACLReceiver { _ in taken.count.withLock { $0 += 1 }; return true }
+        try tee.start(on: hostLog.queue, handler: hostLog.handler)
+        try controller.start(on: controllerLog.queue, handler: controllerLog.handler)
+        // Number Of Completed Packets (Vol 4, Part E, 7.7.19: one handle, 0x0040, 1 packet),
+        // a Handle Value Notification on handle 0x0040 (ACL PB 0b10, L2CAP CID 0x0004, ATT
+        // opcode 0x1B, attribute handle 0x0012, value 01 02), and the event again.
+        let event = HCIPacket.event(HCIEventPacket(code: 0x13, parameters: [0x01, 0x40, 0x00, 0x01, 0x00]))
+        let acl = HCIPacket.acl(ACLDataPacket(handle: 0x0040, boundary: .firstFlushable,
+                                              data: [0x05, 0x00, 0x04, 0x00, 0x1B, 0x12, 0x00, 0x01, 0x02]))
+        try controllerLog.onQueue { for p in [event, acl, event] { try controller.send(p) } }
+        // Only the events reach the handler: the receiver took the ACL packet.
+        #expect(await hostLog.waitForPackets(2) == [event, event])
+        hostLog.onQueue { tee.close() }
+        controllerLog.onQueue { controller.close() }
+        #expect(taken.count.withLock { $0 } == 1)
+        let written = try BTSnoopReader(bytes: Array(Data(contentsOf: URL(fileURLWithPath: path))))
+        #expect(written.records.map(\.packet) == [event, acl, event])
+        #expect(written.records.allSatisfy { $0.direction == .received })
     }
 
     @Test func teeRecordsBothDirections() async throws {

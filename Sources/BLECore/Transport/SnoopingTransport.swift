@@ -1,7 +1,8 @@
 import Dispatch
 
 /// A tee: passes everything through to another transport and records every packet, both
-/// ways, to a btsnoop capture (opens in `btmon -r` and Wireshark).
+/// ways, to a btsnoop capture (opens in `btmon -r` and Wireshark), in the order the stack
+/// saw them, including ACL packets the host took through the raw receiver.
 ///
 ///     let t = try SnoopingTransport(wrapping: TransportSpec.parse("hci0").open(), path: "/tmp/session.btsnoop")
 public final class SnoopingTransport: HCITransport {
@@ -32,6 +33,17 @@ public final class SnoopingTransport: HCITransport {
     public func send(_ packet: HCIPacket) throws(TransportError) {
         try inner.send(packet)
         writer.write(packet, direction: .sent)
+    }
+
+    /// Passes the raw ACL path through: a packet the receiver takes is recorded then (it
+    /// becomes no event); one it leaves is recorded as its event passes.
+    public func setACLReceiver(_ receiver: @escaping @Sendable (UnsafeRawBufferPointer) -> Bool) {
+        let writer = self.writer
+        inner.setACLReceiver { raw in
+            guard receiver(raw) else { return false }
+            writer.write(H4Framer.packet(type: .acl, body: raw), direction: .received)
+            return true
+        }
     }
 
     public func close() {
