@@ -12,8 +12,6 @@ import Synchronization
 /// cancelled.
 @Suite(.timeLimit(.minutes(1)))
 struct CallsDuringOutageTests {
-    typealias Bed = ResubscribeAfterReconnectTests.Bed
-    static let peer = ResubscribeAfterReconnectTests.peer
     static let peerText = "C0:11:22:33:44:77"
     static let backoff = ResubscribeAfterReconnectTests.backoff
     /// The lab pattern characteristic: 600 bytes, byte i = i & 0xFF (GATTDatabase.lab()).
@@ -43,7 +41,7 @@ struct CallsDuringOutageTests {
         /// The outcome, which must come without moving virtual time (within `seconds` of real
         /// time). Otherwise the test fails, and cancelling the task and 31 s of virtual time
         /// release the call so that nothing hangs.
-        func outcome(_ bed: Bed, within seconds: Double = 5) async -> Result<T, GATTError>? {
+        func outcome(_ bed: LabBed, within seconds: Double = 5) async -> Result<T, GATTError>? {
             let box = self.box
             await eventually("the call ends", within: seconds) { box.result.withLock { $0 != nil } }
             if result == nil {
@@ -55,14 +53,14 @@ struct CallsDuringOutageTests {
         }
     }
 
-    static func read(_ bed: Bed) -> Call<[UInt8]> {
+    static func read(_ bed: LabBed) -> Call<[UInt8]> {
         let peripheral = bed.peripheral
         return Call { () async throws(GATTError) in try await peripheral.read(Lab.pattern) }
     }
 
     /// Drops the link (supervision timeout, 0x08) and returns once the peripheral knows it is down.
-    static func drop(_ bed: Bed, _ events: inout AsyncStream<ConnectionEvent>.AsyncIterator) async throws {
-        try bed.vc.disconnect(peer, reason: .connectionTimeout)
+    static func drop(_ bed: LabBed, _ events: inout AsyncStream<ConnectionEvent>.AsyncIterator) async throws {
+        try bed.vc.disconnect(bed.peer, reason: .connectionTimeout)
         #expect(await events.nextLifecycle() == .disconnected(reason: .connectionTimeout, willReconnect: true))
         #expect(await events.nextLifecycle() == .reconnecting(attempt: 1, delay: backoff))
         for _ in 0..<10_000 where await !bed.peripheral.linkDown { await Task.yield() }
@@ -71,7 +69,7 @@ struct CallsDuringOutageTests {
     }
 
     /// Returns once `count` calls wait for the restore.
-    static func waiting(_ bed: Bed, _ count: Int = 1) async {
+    static func waiting(_ bed: LabBed, _ count: Int = 1) async {
         for _ in 0..<10_000 where await bed.peripheral.restoreWaiters.count < count { await Task.yield() }
         #expect(await bed.peripheral.restoreWaiters.count == count)
     }
@@ -87,7 +85,7 @@ struct CallsDuringOutageTests {
     }
 
     @Test func aReadDuringTheOutageRunsOnTheRestoredLink() async throws {
-        let bed = try await Bed(policy: ResubscribeAfterReconnectTests.always)
+        let bed = try await LabBed(policy: ResubscribeAfterReconnectTests.always)
         _ = try await bed.peripheral.characteristics(of: Lab.service)
         var events = await bed.link.events().makeAsyncIterator()
         try await Self.drop(bed, &events)
@@ -107,9 +105,9 @@ struct CallsDuringOutageTests {
     @Test func aCallDuringAnOutageThatLastsFailsAfterTheTransactionTimeout() async throws {
         // The first attempt two minutes after the drop (the backoff's cap is 30 s by default).
         let slow = ReconnectPolicy.always(maxAttempts: 3, backoff: .exponential(initial: .seconds(120), maximum: .seconds(120), jitter: 0))
-        let bed = try await Bed(policy: slow)
+        let bed = try await LabBed(policy: slow)
         var events = await bed.link.events().makeAsyncIterator()
-        try bed.vc.disconnect(Self.peer, reason: .connectionTimeout)
+        try bed.vc.disconnect(bed.peer, reason: .connectionTimeout)
         #expect(await events.nextLifecycle() == .disconnected(reason: .connectionTimeout, willReconnect: true))
         for _ in 0..<10_000 where await !bed.peripheral.linkDown { await Task.yield() }
 
@@ -128,7 +126,7 @@ struct CallsDuringOutageTests {
 
     /// The peripheral had made no call before the drop: it follows the connection from the start.
     @Test func disconnectDuringTheOutageFailsTheWaitingCallAtOnce() async throws {
-        let bed = try await Bed(policy: ResubscribeAfterReconnectTests.always)
+        let bed = try await LabBed(policy: ResubscribeAfterReconnectTests.always)
         var events = await bed.link.events().makeAsyncIterator()
         try await Self.drop(bed, &events)
         let read = Self.read(bed)
@@ -161,14 +159,14 @@ struct CallsDuringOutageTests {
     /// disconnect() while the policy's LE Create Connection is pending at the controller: the
     /// waiting call fails at once and the attempt is cancelled (LE Create Connection Cancel).
     @Test func disconnectDuringAReconnectAttemptCancelsItAndFailsTheWaitingCall() async throws {
-        let bed = try await Bed(policy: ResubscribeAfterReconnectTests.always)
+        let bed = try await LabBed(policy: ResubscribeAfterReconnectTests.always)
         var events = await bed.link.events().makeAsyncIterator()
         try await Self.drop(bed, &events)
-        bed.vc.removePeripheral(Self.peer) // the attempt stays pending: the peer does not advertise
+        bed.vc.removePeripheral(bed.peer) // the attempt stays pending: the peer does not advertise
         let read = Self.read(bed)
         await Self.waiting(bed)
         await bed.vc.advance(by: Self.backoff)
-        try await bed.vc.waitForCommand(ResubscribeAfterReconnectTests.leCreateConnection, count: 2)
+        try await bed.vc.waitForCommand(LabBed.leCreateConnection, count: 2)
         #expect(await events.nextLifecycle() == .connecting(attempt: 2))
         #expect(read.result == nil)
 
@@ -191,7 +189,7 @@ struct CallsDuringOutageTests {
 
     @Test func exhaustedReconnectAttemptsFailTheWaitingCallWithTheReconnectFailure() async throws {
         let once = ReconnectPolicy.always(maxAttempts: 1, backoff: .exponential(initial: Self.backoff, jitter: 0))
-        let bed = try await Bed(policy: once)
+        let bed = try await LabBed(policy: once)
         var events = await bed.link.events().makeAsyncIterator()
         // The one attempt ends with Connection Failed to be Established (0x3E).
         bed.vc.failConnections(with: .connectionFailedToBeEstablished)
@@ -200,7 +198,7 @@ struct CallsDuringOutageTests {
         await Self.waiting(bed)
 
         await bed.vc.advance(by: Self.backoff)
-        try await bed.vc.waitForCommand(ResubscribeAfterReconnectTests.leCreateConnection, count: 2)
+        try await bed.vc.waitForCommand(LabBed.leCreateConnection, count: 2)
         let reason = Self.disconnectedReason(await read.outcome(bed))
         #expect(bed.vc.now == Self.backoff.nanoseconds, "failed at the end of the attempt, not after 30 s")
         #expect(reason?.hasPrefix("gave up reconnecting after 1 attempt: ") == true, "\(reason ?? "")")
@@ -216,7 +214,7 @@ struct CallsDuringOutageTests {
     }
 
     @Test func transportLostFailsTheWaitingCallAtOnce() async throws {
-        let bed = try await Bed(policy: ResubscribeAfterReconnectTests.always)
+        let bed = try await LabBed(policy: ResubscribeAfterReconnectTests.always)
         var events = await bed.link.events().makeAsyncIterator()
         try await Self.drop(bed, &events)
         let read = Self.read(bed)
@@ -238,7 +236,7 @@ struct CallsDuringOutageTests {
     }
 
     @Test func closingTheCentralFailsTheWaitingCallAtOnce() async throws {
-        let bed = try await Bed(policy: ResubscribeAfterReconnectTests.always)
+        let bed = try await LabBed(policy: ResubscribeAfterReconnectTests.always)
         var events = await bed.link.events().makeAsyncIterator()
         try await Self.drop(bed, &events)
         let read = Self.read(bed)
@@ -252,7 +250,7 @@ struct CallsDuringOutageTests {
     /// A waiting call whose task is cancelled fails with `.cancelled`; the other waiting call
     /// still runs on the restored link (each waiter resumed exactly once).
     @Test func aCancelledWaitingCallFailsPromptlyAndTheOthersCarryOn() async throws {
-        let bed = try await Bed(policy: ResubscribeAfterReconnectTests.always)
+        let bed = try await LabBed(policy: ResubscribeAfterReconnectTests.always)
         var events = await bed.link.events().makeAsyncIterator()
         try await Self.drop(bed, &events)
         let cancelled = Self.read(bed)
@@ -283,9 +281,9 @@ struct CallsDuringOutageTests {
     /// With `.never` the link is not restored: a call made after the drop fails at once, even
     /// on a peripheral that made no call before it.
     @Test func withoutAPolicyACallAfterTheDropFailsAtOnce() async throws {
-        let bed = try await Bed(policy: .never)
+        let bed = try await LabBed(policy: .never)
         var events = await bed.link.events().makeAsyncIterator()
-        try bed.vc.disconnect(Self.peer, reason: .connectionTimeout)
+        try bed.vc.disconnect(bed.peer, reason: .connectionTimeout)
         #expect(await events.nextLifecycle() == .disconnected(reason: .connectionTimeout, willReconnect: false))
         let reason = Self.disconnectedReason(await Self.read(bed).outcome(bed))
         #expect(bed.vc.now == 0)

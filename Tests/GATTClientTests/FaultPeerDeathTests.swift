@@ -12,64 +12,8 @@ import BLETestSupport
 /// the central.
 @Suite(.timeLimit(.minutes(1)))
 struct FaultPeerDeathTests {
-    static let peer = LEAddress(BluetoothAddress(rawValue: 0xC0_11_22_33_44_66), type: .random)
-
-    struct Bed {
-        let vc: VirtualController
-        let server: GATTServer
-        let faults: FaultInjectingATTServer
-        let central: Central
-        let link: Connection
-        let peripheral: Peripheral
-
-        /// ATT_MTU 23 (clientMTU 23): long values take many Read Blob / Prepare Write requests.
-        init() async throws {
-            vc = VirtualController()
-            server = GATTServer(database: .lab(), queue: vc.queue)
-            faults = FaultInjectingATTServer(wrapping: server, queue: vc.queue)
-            vc.addPeripheral(SimulatedPeripheral(address: FaultPeerDeathTests.peer, advertisingData: [0x02, 0x01, 0x06], attServer: faults))
-            central = Central(transport: vc.makeTransport(), options: vc.centralOptions())
-            try await central.powerOn()
-            link = try await central.connect(FaultPeerDeathTests.peer)
-            peripheral = try await Peripheral(connection: link, clientMTU: 23)
-        }
-
-        /// At the `occurrence`-th `opcode` from now, the peer vanishes (supervision timeout).
-        func peerDies(at opcode: ATTOpcode, occurrence: Int) {
-            let vc = self.vc
-            faults.on(opcode, occurrence: occurrence) { try? vc.disconnect(FaultPeerDeathTests.peer, reason: .connectionTimeout) }
-        }
-
-        /// Runs `call`, returning its error and how long (real time) it took to fail.
-        func failure<T: Sendable>(_ call: @escaping @Sendable () async throws(GATTError) -> T) async -> (GATTError?, Duration) {
-            let start = ContinuousClock.now
-            let task = Task { () async -> GATTError? in
-                do throws(GATTError) { _ = try await call(); return nil } catch { return error }
-            }
-            let error = await task.value
-            return (error, ContinuousClock.now - start)
-        }
-
-        /// Everything the link held is released.
-        func expectNothingLeftBehind() async {
-            await vc.settle()
-            #expect(faults.swallowedCount == 1)
-            #expect(vc.connections.isEmpty)
-            let bearer = await peripheral.bearer
-            #expect(await bearer.queuedRequestCount == 0)
-            #expect(await !bearer.hasRequestInFlight)
-            #expect(await peripheral.pendingReadinessWaiters == 0)
-            #expect(await central.host.sentCommands.isEmpty)
-            #expect(await central.host.waitingCommands.isEmpty)
-            #expect(await central.host.linkCount == 0)
-            #expect(await central.host.readyLinks.isEmpty)
-            #expect(await central.host.aclCredits == central.host.aclPacketCount)
-            #expect(await central.connectionsByHandle.isEmpty)
-            #expect(await central.connectionsByPeer.isEmpty)
-            #expect(await central.pendingConnect == nil)
-            #expect(await !link.isConnected)
-        }
-    }
+    /// ATT_MTU 23 (clientMTU 23): long values take many Read Blob / Prepare Write requests.
+    static let options = LabBed.Options(peer: LEAddress(BluetoothAddress(rawValue: 0xC0_11_22_33_44_66), type: .random), clientMTU: 23)
 
     static func expectDisconnected(_ error: GATTError?, _ elapsed: Duration) {
         guard case .disconnected(let peer, let reason) = error else {
@@ -83,7 +27,7 @@ struct FaultPeerDeathTests {
     }
 
     @Test func peerDiesMidDiscovery() async throws {
-        let bed = try await Bed()
+        let bed = try await LabBed(Self.options)
         // Characteristic discovery is a run of Read By Type Requests (Vol 3, Part G, 4.6.1).
         bed.peerDies(at: .readByTypeRequest, occurrence: 2)
         let peripheral = bed.peripheral
@@ -96,7 +40,7 @@ struct FaultPeerDeathTests {
     }
 
     @Test func peerDiesMidLongRead() async throws {
-        let bed = try await Bed()
+        let bed = try await LabBed(Self.options)
         let peripheral = bed.peripheral
         _ = try await peripheral.resolve(Lab.pattern)
         // The 600-byte pattern at ATT_MTU 23: one Read Request then 27 Read Blob Requests.
@@ -107,7 +51,7 @@ struct FaultPeerDeathTests {
     }
 
     @Test func peerDiesMidLongWrite() async throws {
-        let bed = try await Bed()
+        let bed = try await LabBed(Self.options)
         let peripheral = bed.peripheral
         _ = try await peripheral.resolve(Lab.scratch)
         // 300 bytes at ATT_MTU 23: Prepare Write Requests of 18 bytes each (Vol 3, Part F, 3.4.6.1).
@@ -123,12 +67,12 @@ struct FaultPeerDeathTests {
     }
 
     @Test func peerDiesWhileANotificationStreamIsOpen() async throws {
-        let bed = try await Bed()
+        let bed = try await LabBed(Self.options)
         let stream = try await bed.peripheral.subscribe(to: Lab.notifyCounter)
         #expect(await bed.server.notify(characteristic: Lab.notifyCounter.uuid, value: [1, 0, 0, 0]) == 1)
         var values = stream.makeAsyncIterator()
         #expect(try await values.next() == [1, 0, 0, 0])
-        try bed.vc.disconnect(Self.peer, reason: .connectionTimeout)
+        try bed.vc.disconnect(bed.peer, reason: .connectionTimeout)
         do {
             _ = try await values.next()
             Issue.record("the stream must end with an error")
@@ -137,6 +81,44 @@ struct FaultPeerDeathTests {
         }
         await bed.vc.settle()
         #expect(await bed.central.host.linkCount == 0)
+    }
+}
+
+fileprivate extension LabBed {
+    /// At the `occurrence`-th `opcode` from now, the peer vanishes (supervision timeout).
+    func peerDies(at opcode: ATTOpcode, occurrence: Int) {
+        let (vc, peer) = (self.vc, self.peer)
+        faults.on(opcode, occurrence: occurrence) { try? vc.disconnect(peer, reason: .connectionTimeout) }
+    }
+
+    /// Runs `call`, returning its error and how long (real time) it took to fail.
+    func failure<T: Sendable>(_ call: @escaping @Sendable () async throws(GATTError) -> T) async -> (GATTError?, Duration) {
+        let start = ContinuousClock.now
+        let task = Task { () async -> GATTError? in
+            do throws(GATTError) { _ = try await call(); return nil } catch { return error }
+        }
+        let error = await task.value
+        return (error, ContinuousClock.now - start)
+    }
+
+    /// Everything the link held is released.
+    func expectNothingLeftBehind() async {
+        await vc.settle()
+        #expect(faults.swallowedCount == 1)
+        #expect(vc.connections.isEmpty)
+        let bearer = await peripheral.bearer
+        #expect(await bearer.queuedRequestCount == 0)
+        #expect(await !bearer.hasRequestInFlight)
+        #expect(await peripheral.pendingReadinessWaiters == 0)
+        #expect(await central.host.sentCommands.isEmpty)
+        #expect(await central.host.waitingCommands.isEmpty)
+        #expect(await central.host.linkCount == 0)
+        #expect(await central.host.readyLinks.isEmpty)
+        #expect(await central.host.aclCredits == central.host.aclPacketCount)
+        #expect(await central.connectionsByHandle.isEmpty)
+        #expect(await central.connectionsByPeer.isEmpty)
+        #expect(await central.pendingConnect == nil)
+        #expect(await !link.isConnected)
     }
 }
 

@@ -14,8 +14,6 @@ import BLETestSupport
 /// the order the controller sent them.
 @Suite(.timeLimit(.minutes(1)))
 struct RawNotificationPathTests {
-    static let peer = LEAddress(BluetoothAddress(rawValue: 0xC0_11_22_33_44_99), type: .random)
-
     /// Passes a transport through, counting the ACL packets its raw receiver took.
     final class CountingTransport: HCITransport, Sendable {
         final class Counts: Sendable {
@@ -42,37 +40,22 @@ struct RawNotificationPathTests {
         }
     }
 
-    struct Bed {
-        let vc: VirtualController
-        let server: GATTServer
-        let transport: CountingTransport
-        let central: Central
-        let peripheral: Peripheral
-
-        init() async throws {
-            var options = VirtualController.Options()
-            options.time = .immediate
-            // Controller-to-host ACL payloads of at most 27 bytes: a notification value
-            // longer than 20 bytes (27 - 4 L2CAP - 3 ATT) arrives in two fragments.
-            options.controllerToHostFragmentSize = 27
-            vc = VirtualController(options: options)
-            server = GATTServer(database: .lab(), queue: vc.queue)
-            vc.addPeripheral(SimulatedPeripheral(address: RawNotificationPathTests.peer, advertisingData: [0x02, 0x01, 0x06], attServer: server))
-            transport = CountingTransport(try vc.makeSocketTransport())
-            central = Central(transport: transport, options: vc.centralOptions())
-            try await central.powerOn()
-            var parameters = ConnectionRequestParameters()
-            parameters.requestDataLengthExtension = false
-            parameters.request2MPHY = false
-            let link = try await central.connect(RawNotificationPathTests.peer, parameters: parameters)
-            peripheral = try await Peripheral(connection: link)
-        }
+    /// The lab bed in immediate time over a unix socket pair, counting the raw path's packets.
+    static func bed() async throws -> (LabBed, CountingTransport) {
+        var controller = VirtualController.Options()
+        controller.time = .immediate
+        // Controller-to-host ACL payloads of at most 27 bytes: a notification value
+        // longer than 20 bytes (27 - 4 L2CAP - 3 ATT) arrives in two fragments.
+        controller.controllerToHostFragmentSize = 27
+        let bed = try await LabBed(.init(controller: controller, transport: { CountingTransport(try $0.makeSocketTransport()) },
+                                         requestDataLengthExtension: false, request2MPHY: false))
+        return (bed, try #require(bed.transport as? CountingTransport))
     }
 
     @Test func wholeAndFragmentedNotificationsArriveInOrderAndOnlyWholeOnesSkipThePacketPath() async throws {
-        let bed = try await Bed()
+        let (bed, transport) = try await Self.bed()
         let stream = try await bed.peripheral.subscribe(to: Lab.notifyCounter)
-        let takenBefore = bed.transport.taken
+        let takenBefore = transport.taken
         // 1...4 whole, 5 in two fragments (24 bytes), 6...8 whole, 9 fragmented, 10 whole.
         var sent: [[UInt8]] = []
         for i in 1...10 {
@@ -88,11 +71,11 @@ struct RawNotificationPathTests {
         #expect(got == sent)
         // The eight whole notifications were taken from the read buffer; the two fragmented
         // ones (four ACL packets) went the packet way.
-        #expect(bed.transport.taken - takenBefore == 8)
+        #expect(transport.taken - takenBefore == 8)
     }
 
     @Test func responsesAndIndicationsBetweenNotificationsKeepTheirOrder() async throws {
-        let bed = try await Bed()
+        let (bed, _) = try await Self.bed()
         let notifications = try await bed.peripheral.subscribe(to: Lab.notifyCounter)
         let indications = try await bed.peripheral.subscribe(to: Lab.indicateCounter, indications: true)
         await bed.server.notify(characteristic: Lab.uuid(6), value: [1, 0, 0, 0])

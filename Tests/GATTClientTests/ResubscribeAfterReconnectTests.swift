@@ -12,13 +12,8 @@ import ATT
 /// `.never` the stream ends with a typed error naming the reason.
 @Suite(.timeLimit(.minutes(1)))
 struct ResubscribeAfterReconnectTests {
-    static let peer = LEAddress(BluetoothAddress(rawValue: 0xC0_11_22_33_44_77), type: .random)
     static let backoff = Duration.milliseconds(500)
     static let always = ReconnectPolicy.always(maxAttempts: 3, backoff: .exponential(initial: backoff, jitter: 0))
-    /// HCI_LE_Create_Connection (Vol 4, Part E, 7.8.12): OGF 0x08, OCF 0x000D.
-    static let leCreateConnection = HCIOpcode(rawValue: 0x200D)
-    /// HCI_LE_Read_Remote_Features (Vol 4, Part E, 7.8.21): OGF 0x08, OCF 0x0016.
-    static let leReadRemoteFeatures = HCIOpcode(rawValue: 0x2016)
 
     /// ATT_WRITE_REQ (Vol 3, Part F, 3.4.5.1): opcode 0x12, Attribute Handle (little-endian),
     /// Attribute Value. A CCCD value of 0x0001 enables notifications, 0x0002 indications,
@@ -27,66 +22,8 @@ struct ResubscribeAfterReconnectTests {
         [0x12, UInt8(handle & 0xFF), UInt8(handle >> 8), UInt8(value & 0xFF), UInt8(value >> 8)]
     }
 
-    struct Bed {
-        let vc: VirtualController
-        let server: GATTServer
-        let central: Central
-        let link: Connection
-        let peripheral: Peripheral
-
-        init(policy: ReconnectPolicy) async throws {
-            vc = VirtualController()
-            server = GATTServer(database: .lab(), queue: vc.queue)
-            vc.addPeripheral(SimulatedPeripheral(address: ResubscribeAfterReconnectTests.peer, advertisingData: [0x02, 0x01, 0x06], attServer: server))
-            central = Central(transport: vc.makeTransport(), options: vc.centralOptions())
-            try await central.powerOn()
-            var parameters = ConnectionRequestParameters()
-            parameters.requestDataLengthExtension = false
-            parameters.request2MPHY = false
-            link = try await central.connect(ResubscribeAfterReconnectTests.peer, reconnect: policy, parameters: parameters)
-            // The link set-up after connecting runs in the background: let it end first.
-            try await vc.waitForCommand(ResubscribeAfterReconnectTests.leReadRemoteFeatures)
-            await vc.settle()
-            peripheral = try await Peripheral(connection: link)
-        }
-
-        /// ATT PDUs the host sent on link `handle` (CID 0x0004).
-        func attPDUs(on handle: UInt16) -> [[UInt8]] {
-            vc.l2capReceived.filter { $0.handle == handle && $0.channelID == L2CAPChannelID.att }.map(\.payload)
-        }
-
-        /// The CCCD handle of `characteristic` in the server's own table.
-        func cccdHandle(_ characteristic: CharacteristicIdentifier) async throws -> UInt16 {
-            let server = self.server
-            return try #require(await server.onQueue { server.cccdHandle(of: characteristic.uuid) })
-        }
-
-        var createConnectionCount: Int {
-            vc.commandsReceived.filter { $0.opcode == ResubscribeAfterReconnectTests.leCreateConnection }.count
-        }
-
-        /// Drops the link with a supervision timeout (0x08), checks nothing reconnects before
-        /// the backoff, then lets the policy restore the link and returns its new handle.
-        func dropAndRestore(_ events: inout AsyncStream<ConnectionEvent>.AsyncIterator) async throws -> UInt16 {
-            try vc.disconnect(ResubscribeAfterReconnectTests.peer, reason: .connectionTimeout)
-            #expect(await events.nextLifecycle() == .disconnected(reason: .connectionTimeout, willReconnect: true))
-            #expect(await events.nextLifecycle() == .reconnecting(attempt: 1, delay: ResubscribeAfterReconnectTests.backoff))
-            await vc.advance(by: ResubscribeAfterReconnectTests.backoff - .milliseconds(1))
-            #expect(createConnectionCount == 1, "no attempt before the backoff ends")
-            #expect(await !link.isConnected)
-            await vc.advance(by: .milliseconds(1))
-            #expect(await events.nextLifecycle() == .connecting(attempt: 2))
-            guard case .connected(let handle, _)? = await events.nextLifecycle() else {
-                Issue.record("the link was not restored")
-                throw CancellationError()
-            }
-            #expect(createConnectionCount == 2)
-            return handle
-        }
-    }
-
     @Test func cccdIsWrittenAgainAndTheSameStreamCarriesOn() async throws {
-        let bed = try await Bed(policy: Self.always)
+        let bed = try await LabBed(policy: Self.always)
         var events = await bed.link.events().makeAsyncIterator()
         let cccd = try await bed.cccdHandle(Lab.notifyCounter)
         let stream = try await bed.peripheral.subscribe(to: Lab.notifyCounter)
@@ -119,7 +56,7 @@ struct ResubscribeAfterReconnectTests {
     }
 
     @Test func subscriberThatLeftBeforeTheDropIsNotResubscribed() async throws {
-        let bed = try await Bed(policy: Self.always)
+        let bed = try await LabBed(policy: Self.always)
         var events = await bed.link.events().makeAsyncIterator()
         let notifyCCCD = try await bed.cccdHandle(Lab.notifyCounter)
         let indicateCCCD = try await bed.cccdHandle(Lab.indicateCounter)
@@ -155,7 +92,7 @@ struct ResubscribeAfterReconnectTests {
     }
 
     @Test func failedResubscriptionEndsTheStreamWithTheError() async throws {
-        let bed = try await Bed(policy: Self.always)
+        let bed = try await LabBed(policy: Self.always)
         var events = await bed.link.events().makeAsyncIterator()
         let stream = try await bed.peripheral.subscribe(to: Lab.notifyCounter)
         // From now on the server answers no request: on the restored link the MTU exchange
@@ -192,13 +129,13 @@ struct ResubscribeAfterReconnectTests {
     }
 
     @Test func withNeverTheStreamThrowsNamingTheReason() async throws {
-        let bed = try await Bed(policy: .never)
+        let bed = try await LabBed(policy: .never)
         let stream = try await bed.peripheral.subscribe(to: Lab.notifyCounter)
         var values = stream.makeAsyncIterator()
         #expect(await bed.server.notify(characteristic: Lab.notifyCounter.uuid, value: [1, 0, 0, 0]) == 1)
         #expect(try await values.next() == [1, 0, 0, 0])
 
-        try bed.vc.disconnect(Self.peer, reason: .connectionTimeout)
+        try bed.vc.disconnect(bed.peer, reason: .connectionTimeout)
         do {
             let value = try await values.next()
             Issue.record("the stream must end with an error, got \(String(describing: value))")
@@ -217,5 +154,26 @@ struct ResubscribeAfterReconnectTests {
         #expect(bed.createConnectionCount == 1)
         #expect(await !bed.link.isConnected)
         await bed.central.close()
+    }
+}
+
+fileprivate extension LabBed {
+    /// Drops the link with a supervision timeout (0x08), checks nothing reconnects before
+    /// the backoff, then lets the policy restore the link and returns its new handle.
+    func dropAndRestore(_ events: inout AsyncStream<ConnectionEvent>.AsyncIterator) async throws -> UInt16 {
+        try vc.disconnect(peer, reason: .connectionTimeout)
+        #expect(await events.nextLifecycle() == .disconnected(reason: .connectionTimeout, willReconnect: true))
+        #expect(await events.nextLifecycle() == .reconnecting(attempt: 1, delay: ResubscribeAfterReconnectTests.backoff))
+        await vc.advance(by: ResubscribeAfterReconnectTests.backoff - .milliseconds(1))
+        #expect(createConnectionCount == 1, "no attempt before the backoff ends")
+        #expect(await !link.isConnected)
+        await vc.advance(by: .milliseconds(1))
+        #expect(await events.nextLifecycle() == .connecting(attempt: 2))
+        guard case .connected(let handle, _)? = await events.nextLifecycle() else {
+            Issue.record("the link was not restored")
+            throw CancellationError()
+        }
+        #expect(createConnectionCount == 2)
+        return handle
     }
 }

@@ -7,8 +7,6 @@ import BLETestSupport
 /// Nothing is dropped, order is kept, and a busy link does not hold back another link's
 /// request.
 @Suite struct WriteWithoutResponseFlowTests {
-    static let labService = ServiceIdentifier(uuid: BluetoothUUID("6E400001-B5A3-F393-E0A9-E50E24DCCA9E")!)
-    static let scratch = CharacteristicIdentifier(uuid: BluetoothUUID("6E400003-B5A3-F393-E0A9-E50E24DCCA9E")!, service: labService)
     static let a = LEAddress(BluetoothAddress(rawValue: 0xC0_57_00_00_00_0A), type: .random)
     static let b = LEAddress(BluetoothAddress(rawValue: 0xC0_57_00_00_00_0B), type: .random)
 
@@ -39,9 +37,9 @@ import BLETestSupport
         let linkB = try await central.connect(Self.b)
         let pa = try await Self.pump(vc, Task { try await Peripheral(connection: linkA) })
         let pb = try await Self.pump(vc, Task { try await Peripheral(connection: linkB) })
-        _ = try await Self.pump(vc, Task { try await pa.characteristics(of: Self.labService) })
-        _ = try await Self.pump(vc, Task { try await pb.characteristics(of: Self.labService) })
-        let handle = try #require(await serverA.valueHandle(of: Self.scratch.uuid))
+        _ = try await Self.pump(vc, Task { try await pa.characteristics(of: Lab.service) })
+        _ = try await Self.pump(vc, Task { try await pb.characteristics(of: Lab.service) })
+        let handle = try #require(await serverA.valueHandle(of: Lab.scratch.uuid))
         await vc.settle()
         vc.completePackets()
         await vc.settle()
@@ -50,13 +48,13 @@ import BLETestSupport
         // Link A: ten Write Commands, each 20 bytes (0x52, handle, value: Vol 3, Part F, 3.4.5.3).
         let values: [[UInt8]] = (0..<10).map { n in [UInt8](repeating: UInt8(0xA0 + n), count: 20) }
         let writer = Task { () async throws -> Void in
-            for value in values { try await pa.write(value, to: Self.scratch, type: .withoutResponse) }
+            for value in values { try await pa.write(value, to: Lab.scratch, type: .withoutResponse) }
         }
         try await vc.waitForACL(count: before + 1) // the first write took the only buffer
         await vc.settle()
         #expect(vc.aclReceived.count == before + 1) // the rest wait for credits: none is dropped
         // Link B: a Read Request issued while A's writes are waiting.
-        let reader = Task { try await pb.read(Self.scratch) }
+        let reader = Task { try await pb.read(Lab.scratch) }
         let handleB = try #require(vc.handle(of: Self.b))
         for _ in 0..<10_000 where await !central.host.readyLinks.contains(handleB) { await Task.yield() }
         #expect(await central.host.readyLinks.contains(handleB))
