@@ -149,13 +149,17 @@ extension Peripheral {
     /// Writes the CCCD until it matches what the subscribers need; one write at a time.
     func reconcile(_ handle: UInt16, target: String) async throws(GATTError) {
         while let sub = subscriptions[handle] {
-            let wanted = routes.route(handle)?.configuration ?? 0
             if sub.writing {
                 await withCheckedContinuation { subscriptions[handle]?.waiters.append($0) }
                 continue
             }
-            if sub.written == wanted { return }
+            if sub.written == (routes.route(handle)?.configuration ?? 0) { return }
             let p = try await procedures()
+            // `procedures()` can suspend (a restored link being prepared), and another
+            // reconcile may have started or finished the write meanwhile: look again.
+            guard let now = subscriptions[handle], !now.writing else { continue }
+            let wanted = routes.route(handle)?.configuration ?? 0
+            if now.written == wanted { return }
             subscriptions[handle]?.writing = true
             var failure: GATTError?
             do throws(GATTProcedureError) {
