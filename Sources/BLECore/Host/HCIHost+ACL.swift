@@ -65,15 +65,16 @@ extension HCIHost {
         guard let link = links[handle] else { throw .closed(peer: "handle 0x\(String(handle, radix: 16))") }
         let waiter = ACLSendWaiter()
         let queue = executor.queue
-        let cancelled = LinkError.cancelled(peer: "\(link.peer.address)", handle: handle, channelID: channelID)
+        // The error is only built when needed: this is the path of every Write Command.
+        let peer = link.peer.address
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { (c: CheckedContinuation<Result<Void, LinkError>, Never>) in
-                if Task.isCancelled { return c.resume(returning: .failure(cancelled)) }
+                if Task.isCancelled { return c.resume(returning: .failure(.cancelled(peer: "\(peer)", handle: handle, channelID: channelID))) }
                 waiter.continuation = c
                 enqueue(link: link, channelID: channelID, payload: payload, done: waiter)
             }
         } onCancel: {
-            queue.async { waiter.resume(.failure(cancelled)) }
+            queue.async { waiter.resume(.failure(.cancelled(peer: "\(peer)", handle: handle, channelID: channelID))) }
         }
         try result.get()
     }

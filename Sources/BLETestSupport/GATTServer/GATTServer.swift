@@ -213,8 +213,9 @@ public final class GATTServer: SimulatedATTServer, @unchecked Sendable { // all 
         return confirmed
     }
 
-    /// The task waiting for confirmation `waiter` was cancelled. The entry stays in line
-    /// without its caller, so the confirmation that answers it is still matched to it.
+    /// The task waiting for confirmation `waiter` was cancelled. An indication not sent yet
+    /// never is; one sent stays in line without its caller, so the confirmation that answers
+    /// it is still matched to it.
     private func stopWaiting(_ waiter: UInt64, link id: ObjectIdentifier) {
         if unaddedConfirmationWaiters.remove(waiter) != nil { return }
         guard let i = links[id]?.confirmationWaiters.firstIndex(where: { $0.id == waiter }),
