@@ -56,7 +56,9 @@ public actor ATTBearer {
     private var lastID: UInt64 = 0
 
     private var mtuKnown = false
-    private var mtuWaiters: [CheckedContinuation<Result<UInt16, ATTError>, Never>]?
+    /// Callers of `exchangeMTU()` by id, while an exchange runs (nil when none runs).
+    private var mtuWaiters: [UInt64: CheckedContinuation<Result<UInt16, ATTError>, Never>]?
+    private var lastMTUWaiter: UInt64 = 0
 
     /// A bearer over `channel`. Create it on the adapter executor (from an actor sharing it)
     /// so no SDU arrives before its handlers are installed; elsewhere they are installed by
@@ -158,7 +160,8 @@ public actor ATTBearer {
     }
 
     /// Sends a Write Command or Signed Write Command. It never waits behind a pending
-    /// request; it returns once the channel has taken the SDU (the flow control).
+    /// request; it returns once the channel has taken the SDU (the flow control). A cancelled
+    /// caller gets `.cancelled` at once; a PDU the channel already queued may still go out.
     ///
     ///     try await bearer.send(command: .writeCommand(handle: 0x0012, value: [0x01]))
     public func send(command pdu: ATTPDU) async throws(ATTError) {
@@ -170,6 +173,7 @@ public actor ATTBearer {
         do throws(LinkError) {
             try await channel.send(bytes)
         } catch {
+            if case .cancelled = error { throw .cancelled(opcode) }
             throw .linkClosed(error)
         }
     }
@@ -177,15 +181,39 @@ public actor ATTBearer {
     /// Exchanges MTUs with the server (Vol 3, Part F, 3.4.2) once per bearer and returns the
     /// effective ATT_MTU. Later calls, and calls after the peer exchanged, return the known
     /// value. A server that rejects the exchange leaves 23 (the error is thrown once).
+    /// Concurrent calls share one exchange; a cancelled caller gets `.cancelled` at once while
+    /// the exchange runs on for the others (the request is sent at most once).
     public func exchangeMTU() async throws(ATTError) -> UInt16 {
         if mtuKnown { return mtu }
-        if mtuWaiters != nil {
-            let result = await withCheckedContinuation { (c: CheckedContinuation<Result<UInt16, ATTError>, Never>) in
-                mtuWaiters?.append(c)
-            }
-            return try result.get()
+        if let failure { throw failure }
+        if Task.isCancelled { throw .cancelled(.exchangeMTURequest) }
+        if mtuWaiters == nil {
+            mtuWaiters = [:]
+            // Not in the caller's task: cancelling the caller must not withdraw the request
+            // the other callers wait for.
+            Task { await self.runMTUExchange() }
         }
-        mtuWaiters = []
+        lastMTUWaiter &+= 1
+        let id = lastMTUWaiter
+        let adapterQueue = channel.executor.queue
+        let result = await withTaskCancellationHandler {
+            await withCheckedContinuation { (c: CheckedContinuation<Result<UInt16, ATTError>, Never>) in
+                if mtuWaiters == nil {
+                    c.resume(returning: mtuKnown ? .success(mtu) : .failure(failure ?? .cancelled(.exchangeMTURequest)))
+                } else {
+                    mtuWaiters?[id] = c
+                }
+            }
+        } onCancel: { [weak self] in
+            adapterQueue.async { [weak self] in
+                self?.assumeIsolated { $0.mtuWaiters?.removeValue(forKey: id)?.resume(returning: .failure(.cancelled(.exchangeMTURequest))) }
+            }
+        }
+        return try result.get()
+    }
+
+    /// The one Exchange MTU transaction; its outcome goes to every caller still waiting.
+    private func runMTUExchange() async {
         let result: Result<UInt16, ATTError>
         do throws(ATTError) {
             _ = try await request(.exchangeMTURequest(clientRxMTU: clientMTU))
@@ -194,10 +222,9 @@ public actor ATTBearer {
             if case .errorResponse = error { mtuKnown = true }
             result = .failure(error)
         }
-        let waiters = mtuWaiters ?? []
+        let waiters = mtuWaiters ?? [:]
         mtuWaiters = nil
-        for w in waiters { w.resume(returning: result) }
-        return try result.get()
+        for w in waiters.values { w.resume(returning: result) }
     }
 
     // MARK: Transactions

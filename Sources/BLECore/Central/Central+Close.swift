@@ -2,22 +2,27 @@ import Synchronization
 
 extension Central {
     /// Waits until the closed transport has released its endpoint (`HCITransport.whenReleased`),
-    /// at most `timeout` on the central's timer source.
+    /// at most `timeout` on the central's timer source, and no longer than the calling task
+    /// is not cancelled (the release goes on without the caller).
     func waitForTransportRelease(timeout: Duration) async {
         let transport = host.transport
         let logger = options.logger
         let once = ResumeOnceVoid()
-        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-            once.set(c)
-            let timer = scheduler.schedule(after: timeout) {
-                if once.resume() {
-                    logger.log(.warning, "\(transport.name) did not release its endpoint within \(Int(timeout.nanoseconds / 1_000_000)) ms of closing")
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+                once.set(c)
+                let timer = scheduler.schedule(after: timeout) {
+                    if once.resume() {
+                        logger.log(.warning, "\(transport.name) did not release its endpoint within \(Int(timeout.nanoseconds / 1_000_000)) ms of closing")
+                    }
+                }
+                transport.whenReleased {
+                    once.resume()
+                    timer.cancel()
                 }
             }
-            transport.whenReleased {
-                once.resume()
-                timer.cancel()
-            }
+        } onCancel: {
+            once.resume()
         }
     }
 }

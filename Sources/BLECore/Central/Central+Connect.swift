@@ -1,19 +1,41 @@
 /// Connecting: one LE Create Connection at a time, timeout and cancellation done properly
 /// (LE Create Connection Cancel, then the completion with status 0x02), and reconnection.
 extension Central {
+    /// What a connection attempt ends with.
+    typealias ConnectResult = Result<(UInt16, ConnectionParameters), ConnectionError>
+    /// What the caller's wait ends with: the result, and whether the caller left the attempt
+    /// (cancelled) so that it ends in the background and releases the connect turn itself.
+    typealias ConnectWaitOutcome = (result: ConnectResult, handedOff: Bool)
+
     struct PendingConnect {
         let peer: LEAddress
-        var continuation: CheckedContinuation<Result<(UInt16, ConnectionParameters), ConnectionError>, Never>?
+        /// Set while the caller waits for the completion.
+        var continuation: CheckedContinuation<ConnectWaitOutcome, Never>?
         var timer: (any ScheduledTimer)?
         /// Set once the attempt is being cancelled: the error to report when it ends.
         var abortError: ConnectionError?
         /// The completion, when it arrived before the caller started waiting (a fast
         /// controller can send it right behind the Command Status).
-        var early: Result<(UInt16, ConnectionParameters), ConnectionError>?
+        var early: ConnectResult?
+        /// The caller was cancelled and has returned: the attempt is being cancelled at the
+        /// controller and ends without it, releasing the connect turn then.
+        var callerGone = false
+        /// The scan was paused for this attempt: it resumes when the attempt ends.
+        var pausedScan = false
+
+        init(peer: LEAddress) { self.peer = peer }
+    }
+
+    /// One caller waiting for its turn to connect.
+    struct ConnectTurnWaiter {
+        let id: UInt64
+        let continuation: CheckedContinuation<Bool, Never>
     }
 
     /// Connects to `peer`. One attempt is pending at the controller at a time; others queue.
-    /// On timeout or Task cancellation the attempt is cancelled at the controller.
+    /// On timeout the attempt is cancelled at the controller. Cancelling the calling task
+    /// throws `.cancelled` at once; an attempt already sent is cancelled at the controller
+    /// (LE Create Connection Cancel) in the background, and the next attempt waits for it.
     /// With a reconnect policy, an unexpected drop is followed by new attempts and the returned
     /// `Connection` carries on.
     ///
@@ -36,28 +58,32 @@ extension Central {
         return connection
     }
 
-    /// Creates the link and waits for LE (Enhanced) Connection Complete.
+    /// Creates the link and waits for LE (Enhanced) Connection Complete. The connect turn is
+    /// held from here until the attempt has ended at the controller: it is released here, or,
+    /// when the caller was cancelled after the create command went out, once the cancelled
+    /// attempt completed (`finishPendingConnect`).
     func establish(_ peer: LEAddress, timeout: Duration, parameters: ConnectionRequestParameters) async throws(ConnectionError) -> (UInt16, ConnectionParameters) {
-        await acquireConnectTurn()
-        defer { releaseConnectTurn() }
-        if Task.isCancelled { throw .cancelled(peer: peer) }
+        try await acquireConnectTurn(peer)
         var pausedScan = false
-        defer {
-            if pausedScan {
-                options.logger.log(.info, "resuming the scan paused for the connection to \(peer)")
-                let scanner = self.scanner
-                Task { await scanner.resume() }
-            }
-        }
         var sent = false
         while !sent {
+            if Task.isCancelled {
+                endConnectAttempt(peer, pausedScan: pausedScan)
+                throw .cancelled(peer: peer)
+            }
             // Registered before the command goes out so that a completion arriving in the same
             // read as the Command Status finds its attempt.
             pendingConnect = PendingConnect(peer: peer)
+            pendingConnect?.pausedScan = pausedScan
             do throws(HCIError) {
                 try await host.send(createConnectionCommand(peer, parameters))
                 sent = true
             } catch {
+                if case .cancelledAfterSending = error {
+                    // The controller has the attempt: it is cancelled there, without the caller.
+                    handOffPendingConnect(peer, pausedScan: pausedScan)
+                    throw .cancelled(peer: peer)
+                }
                 pendingConnect = nil
                 if case .commandFailed(_, .commandDisallowed) = error, !pausedScan, scanner.enter(on: executor, { $0.isScanning }) {
                     options.logger.log(.info, "the controller cannot scan and initiate at once: pausing the scan to connect to \(peer)")
@@ -65,21 +91,23 @@ extension Central {
                     pausedScan = true
                     continue
                 }
+                endConnectAttempt(peer, pausedScan: pausedScan)
+                if case .cancelled = error { throw .cancelled(peer: peer) }
                 if case .commandFailed(_, let status) = error { throw .failed(peer: peer, status: status) }
                 throw .command(peer: peer, error)
             }
         }
-        let result = await withTaskCancellationHandler {
-            await withCheckedContinuation { (c: CheckedContinuation<Result<(UInt16, ConnectionParameters), ConnectionError>, Never>) in
+        let outcome = await withTaskCancellationHandler {
+            await withCheckedContinuation { (c: CheckedContinuation<ConnectWaitOutcome, Never>) in
                 if let early = pendingConnect?.early {
                     pendingConnect = nil
-                    c.resume(returning: early)
+                    c.resume(returning: (early, false))
                     return
                 }
                 if pendingConnect == nil { pendingConnect = PendingConnect(peer: peer) }
                 pendingConnect?.continuation = c
                 if Task.isCancelled {
-                    abortPendingConnect(.cancelled(peer: peer))
+                    connectCallerCancelled()
                     return
                 }
                 let ms = Int(timeout.nanoseconds / 1_000_000)
@@ -89,10 +117,11 @@ extension Central {
             }
         } onCancel: {
             executor.queue.async { [weak self, executor] in
-                self?.enter(on: executor) { $0.abortPendingConnect(.cancelled(peer: peer)) }
+                self?.enter(on: executor) { $0.connectCallerCancelled() }
             }
         }
-        return try result.get()
+        if !outcome.handedOff { endConnectAttempt(peer, pausedScan: pausedScan) }
+        return try outcome.result.get()
     }
 
     func createConnectionCommand(_ peer: LEAddress, _ p: ConnectionRequestParameters) -> HCICommandPacket {
@@ -103,10 +132,42 @@ extension Central {
         return HCICommand.leCreateConnection(HCICommand.LECreateConnection(peer: peer, request: p))
     }
 
+    /// The caller waiting for the pending attempt was cancelled: it gets `.cancelled` now,
+    /// and the attempt is cancelled at the controller without it.
+    func connectCallerCancelled() {
+        guard var pending = pendingConnect, let c = pending.continuation else { return }
+        pending.continuation = nil
+        pending.callerGone = true
+        pendingConnect = pending
+        abortPendingConnect(.cancelled(peer: pending.peer))
+        c.resume(returning: (.failure(.cancelled(peer: pending.peer)), true))
+    }
+
+    /// The caller was cancelled after the create command went out, before its Command
+    /// Status: the attempt is cancelled at the controller without it (or, when it already
+    /// completed, ended here).
+    func handOffPendingConnect(_ peer: LEAddress, pausedScan: Bool) {
+        guard var pending = pendingConnect else { return endConnectAttempt(peer, pausedScan: pausedScan) }
+        if let early = pending.early {
+            pendingConnect = nil
+            if case .success((let handle, _)) = early {
+                options.logger.log(.info, "disconnecting 0x\(String(handle, radix: 16)) to \(pending.peer): its connect call was cancelled")
+                let host = self.host
+                Task { try? await host.send(HCICommand.disconnect(handle: handle, reason: .remoteUserTerminatedConnection)) }
+            }
+            endConnectAttempt(pending.peer, pausedScan: pending.pausedScan)
+            return
+        }
+        pending.callerGone = true
+        pendingConnect = pending
+        abortPendingConnect(.cancelled(peer: pending.peer))
+    }
+
     /// Timeout or cancellation: LE Create Connection Cancel, then wait (bounded) for the
     /// completion with Unknown Connection Identifier (0x02).
     func abortPendingConnect(_ error: ConnectionError) {
-        guard var pending = pendingConnect, pending.continuation != nil, pending.abortError == nil, pending.early == nil else { return }
+        guard var pending = pendingConnect, pending.continuation != nil || pending.callerGone,
+              pending.abortError == nil, pending.early == nil else { return }
         pending.timer?.cancel()
         pending.abortError = error
         let peer = pending.peer
@@ -129,34 +190,69 @@ extension Central {
         }
     }
 
-    func finishPendingConnect(_ result: Result<(UInt16, ConnectionParameters), ConnectionError>) {
+    /// The pending attempt ended with `result`: its caller gets it (or keeps it until it
+    /// waits); an attempt its caller left releases the connect turn.
+    func finishPendingConnect(_ result: ConnectResult) {
         guard let pending = pendingConnect else { return }
+        if pending.callerGone {
+            pending.timer?.cancel()
+            pendingConnect = nil
+            endConnectAttempt(pending.peer, pausedScan: pending.pausedScan)
+            return
+        }
         guard let c = pending.continuation else {
             if pending.early == nil { pendingConnect?.early = result }
             return
         }
         pending.timer?.cancel()
         pendingConnect = nil
-        c.resume(returning: result)
+        c.resume(returning: (result, false))
     }
 
     func failPendingConnect(_ error: ConnectionError) {
         finishPendingConnect(.failure(error))
     }
 
-    func acquireConnectTurn() async {
+    /// The attempt is over at the controller: the next one may start, and a scan paused for
+    /// it runs again.
+    func endConnectAttempt(_ peer: LEAddress, pausedScan: Bool) {
+        if pausedScan {
+            options.logger.log(.info, "resuming the scan paused for the connection to \(peer)")
+            let scanner = self.scanner
+            Task { await scanner.resume() }
+        }
+        releaseConnectTurn()
+    }
+
+    /// Waits for the one connect turn; a cancelled caller leaves the queue at once.
+    func acquireConnectTurn(_ peer: LEAddress) async throws(ConnectionError) {
+        if Task.isCancelled { throw .cancelled(peer: peer) }
         if !connectBusy {
             connectBusy = true
             return
         }
-        await withCheckedContinuation { connectTurnWaiters.append($0) }
+        nextConnectTurnWaiter &+= 1
+        let id = nextConnectTurnWaiter
+        let granted = await withTaskCancellationHandler {
+            await withCheckedContinuation { (c: CheckedContinuation<Bool, Never>) in
+                if Task.isCancelled { c.resume(returning: false) } else { connectTurnWaiters.append(ConnectTurnWaiter(id: id, continuation: c)) }
+            }
+        } onCancel: {
+            executor.queue.async { [weak self, executor] in
+                self?.enter(on: executor) { central in
+                    guard let i = central.connectTurnWaiters.firstIndex(where: { $0.id == id }) else { return }
+                    central.connectTurnWaiters.remove(at: i).continuation.resume(returning: false)
+                }
+            }
+        }
+        if !granted { throw .cancelled(peer: peer) }
     }
 
     func releaseConnectTurn() {
         if connectTurnWaiters.isEmpty {
             connectBusy = false
         } else {
-            connectTurnWaiters.removeFirst().resume()
+            connectTurnWaiters.removeFirst().continuation.resume(returning: true)
         }
     }
 

@@ -48,7 +48,8 @@ public actor Central {
     var connectionsByPeer: [LEAddress: Connection] = [:]
     var pendingConnect: PendingConnect?
     var connectBusy = false
-    var connectTurnWaiters: [CheckedContinuation<Void, Never>] = []
+    var connectTurnWaiters: [ConnectTurnWaiter] = []
+    var nextConnectTurnWaiter: UInt64 = 0
     var reconnectTimers: [LEAddress: any ScheduledTimer] = [:]
     /// Reconnect attempts under way, by peer.
     var reconnectTasks: [LEAddress: (connection: Connection, task: Task<Void, Never>)] = [:]
@@ -138,7 +139,9 @@ public actor Central {
 
     /// Disconnects every link, stops scanning and closes the transport. Returns once the
     /// transport has released its endpoint (the socket or device file descriptor is closed),
-    /// so the same adapter can be opened again right away.
+    /// so the same adapter can be opened again right away. Called from a cancelled task it
+    /// still closes the transport (every link and stream ends on this side), but sends no more HCI
+    /// Disconnect and waits for nothing.
     public func close() async {
         reconnectTimers.values.forEach { $0.cancel() }
         reconnectTimers.removeAll()

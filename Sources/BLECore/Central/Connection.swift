@@ -32,7 +32,9 @@ public actor Connection {
     public internal(set) var lastDisconnectReason: HCIStatus?
     let eventStream: Broadcaster<ConnectionEvent>
     var reconnectHooks: [@Sendable (Connection) async -> Void] = []
-    var disconnectWaiters: [CheckedContinuation<Void, Never>] = []
+    /// Callers of `disconnect()` waiting for Disconnection Complete, by id.
+    var disconnectWaiters: [UInt64: CheckedContinuation<Bool, Never>] = [:]
+    var nextDisconnectWaiter: UInt64 = 0
 
     init(central: Central, host: HCIHost, peer: LEAddress, handle: UInt16, parameters: ConnectionParameters, policy: ReconnectPolicy, request: ConnectionRequestParameters) {
         self.requestParameters = request
@@ -74,8 +76,12 @@ public actor Connection {
 
     /// Ends the link; the reconnect policy does not apply. Returns once Disconnection Complete
     /// arrived (or the link was already gone). While the link is being restored it stops the
-    /// restore (a pending attempt is cancelled) and emits `.reconnectFailed`.
+    /// restore (a pending attempt is cancelled) and emits `.reconnectFailed`. Cancelling the
+    /// calling task throws `.command(peer:, .cancelled)` at once when the HCI Disconnect was
+    /// not sent yet (the link stays up, as if not called), and
+    /// `.command(peer:, .cancelledAfterSending)` once it was (the link still ends).
     public func disconnect(reason: HCIStatus = .remoteUserTerminatedConnection, timeout: Duration = .seconds(5)) async throws(ConnectionError) {
+        let wasLocallyClosed = locallyClosed
         locallyClosed = true
         let linkDown = handle == nil
         central?.enter(on: executor) { $0.cancelReconnect(self, linkDown: linkDown) }
@@ -85,24 +91,38 @@ public actor Connection {
             reconnectEnded(lastError: "disconnect() was called while the link was being restored")
             return
         }
+        let command = HCICommand.disconnect(handle: handle, reason: reason)
         do throws(HCIError) {
-            try await host.send(HCICommand.disconnect(handle: handle, reason: reason))
+            try await host.send(command)
         } catch {
             if case .commandFailed(_, .unknownConnectionIdentifier) = error { return }
+            // Never sent: the link is up and nothing changed (no restore was under way).
+            if case .cancelled = error, self.handle == handle { locallyClosed = wasLocallyClosed }
             throw .command(peer: peer, error)
         }
         if self.handle == nil { return }
         let timer = host.scheduler.schedule(after: timeout) { [weak self, executor] in
             self?.enter(on: executor) { $0.resumeDisconnectWaiters() }
         }
-        await withCheckedContinuation { disconnectWaiters.append($0) }
-        timer.cancel()
+        defer { timer.cancel() }
+        nextDisconnectWaiter &+= 1
+        let id = nextDisconnectWaiter
+        let ended = await withTaskCancellationHandler {
+            await withCheckedContinuation { (c: CheckedContinuation<Bool, Never>) in
+                if Task.isCancelled { c.resume(returning: false) } else { disconnectWaiters[id] = c }
+            }
+        } onCancel: {
+            executor.queue.async { [weak self, executor] in
+                self?.enter(on: executor) { $0.disconnectWaiters.removeValue(forKey: id)?.resume(returning: false) }
+            }
+        }
+        if !ended { throw .command(peer: peer, .cancelledAfterSending(opcode: command.opcode)) }
     }
 
     func resumeDisconnectWaiters() {
-        let waiters = disconnectWaiters
+        let waiters = disconnectWaiters.values
         disconnectWaiters.removeAll()
-        for w in waiters { w.resume() }
+        for w in waiters { w.resume(returning: true) }
     }
 
     /// Reads the RSSI of the link (HCI_Read_RSSI), in dBm.

@@ -2,7 +2,8 @@
 public enum ConnectionError: Error, Sendable, Equatable, CustomStringConvertible {
     /// No connection within the timeout; the attempt was cancelled.
     case timeout(peer: LEAddress, milliseconds: Int)
-    /// The caller's task was cancelled; the attempt was cancelled at the controller.
+    /// The caller's task was cancelled: the call returned at once, and an attempt already
+    /// sent is cancelled at the controller (LE Create Connection Cancel) without it.
     case cancelled(peer: LEAddress)
     /// The controller reported a failed connection (e.g. 0x3E Connection Failed to be Established).
     case failed(peer: LEAddress, status: HCIStatus)

@@ -8,8 +8,12 @@ public enum HCIError: Error, Sendable, Equatable, CustomStringConvertible {
     case commandTimeout(opcode: HCIOpcode, milliseconds: Int)
     /// The transport to the controller is gone; the text says why.
     case transportLost(String)
-    /// The caller's task was cancelled before the command was sent.
+    /// The caller's task was cancelled before the command was sent: the controller never saw it.
     case cancelled(opcode: HCIOpcode)
+    /// The caller's task was cancelled after the command was sent: the caller stopped
+    /// waiting, but the controller still carries the command out, and the host still takes
+    /// its Command Complete or Command Status (and the command credit it returns).
+    case cancelledAfterSending(opcode: HCIOpcode)
     /// The return parameters could not be decoded.
     case invalidReturnParameters(opcode: HCIOpcode, DecodeError)
     /// The controller reported a hardware error; it must be reset.
@@ -31,7 +35,9 @@ public enum HCIError: Error, Sendable, Equatable, CustomStringConvertible {
         case .transportLost(let why):
             return "the controller transport is lost (\(why)); reopen the adapter"
         case .cancelled(let opcode):
-            return "\(opcode) was cancelled before it was sent"
+            return "\(opcode) was cancelled before it was sent; the controller never saw it"
+        case .cancelledAfterSending(let opcode):
+            return "\(opcode) was cancelled after it was sent; the controller still carries it out"
         case .invalidReturnParameters(let opcode, let error):
             return "\(opcode) returned parameters that do not decode: \(error)"
         case .hardwareError(let code):

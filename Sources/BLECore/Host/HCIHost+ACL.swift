@@ -8,7 +8,7 @@ extension HCIHost {
         // Unchecked: a Link is touched only by its host, on the adapter executor.
         @exclusivity(unchecked) var reassembler = ACLReassembler()
         /// Fragments waiting for a controller buffer; the last fragment of a PDU carries its waiter.
-        var queue: [(packet: ACLDataPacket, done: CheckedContinuation<Result<Void, LinkError>, Never>?)] = []
+        var queue: [(packet: ACLDataPacket, done: ACLSendWaiter?)] = []
         var queueHead = 0
         /// Fragments handed to the controller and not yet reported by Number Of Completed Packets.
         var inFlight = 0
@@ -57,12 +57,24 @@ extension HCIHost {
         inlet.link(handle)?.attRawReceiver = receiver
     }
 
-    /// Sends one L2CAP basic-mode PDU; returns once its last fragment was handed to the controller.
+    /// Sends one L2CAP basic-mode PDU; returns once its last fragment was handed to the
+    /// controller. A cancelled caller returns at once with `LinkError.cancelled`; fragments
+    /// already queued still go out (a PDU is never cut short on the link).
     public func sendL2CAP(handle: UInt16, channelID: UInt16, payload: [UInt8]) async throws(LinkError) {
         if let lostReason { throw .transportLost(lostReason) }
         guard let link = links[handle] else { throw .closed(peer: "handle 0x\(String(handle, radix: 16))") }
-        let result = await withCheckedContinuation { (c: CheckedContinuation<Result<Void, LinkError>, Never>) in
-            enqueue(link: link, channelID: channelID, payload: payload, done: c)
+        let waiter = ACLSendWaiter()
+        let queue = executor.queue
+        // The error is only built when needed: this is the path of every Write Command.
+        let peer = link.peer.address
+        let result = await withTaskCancellationHandler {
+            await withCheckedContinuation { (c: CheckedContinuation<Result<Void, LinkError>, Never>) in
+                if Task.isCancelled { return c.resume(returning: .failure(.cancelled(peer: "\(peer)", handle: handle, channelID: channelID))) }
+                waiter.continuation = c
+                enqueue(link: link, channelID: channelID, payload: payload, done: waiter)
+            }
+        } onCancel: {
+            queue.async { waiter.resume(.failure(.cancelled(peer: "\(peer)", handle: handle, channelID: channelID))) }
         }
         try result.get()
     }
@@ -74,7 +86,7 @@ extension HCIHost {
     }
 
     /// Queues a PDU without waiting (the host's own signaling and SMP answers).
-    func enqueue(link: Link, channelID: UInt16, payload: [UInt8], done: CheckedContinuation<Result<Void, LinkError>, Never>? = nil) {
+    func enqueue(link: Link, channelID: UInt16, payload: [UInt8], done: ACLSendWaiter? = nil) {
         let fragments = ACLFragmenter.fragments(handle: link.handle, channelID: channelID, payload: payload, fragmentSize: aclPacketLength)
         for (i, f) in fragments.enumerated() {
             link.queue.append((f, i == fragments.count - 1 ? done : nil))
@@ -100,12 +112,12 @@ extension HCIHost {
             do {
                 try transport.send(.acl(packet))
             } catch {
-                done?.resume(returning: .failure(.transportLost("\(error)")))
+                done?.resume(.failure(.transportLost("\(error)")))
                 continue
             }
             aclCredits -= 1
             link.inFlight += 1
-            done?.resume(returning: .success(()))
+            done?.resume(.success(()))
         }
     }
 
@@ -147,7 +159,7 @@ extension HCIHost {
         aclCredits += link.inFlight
         link.inFlight = 0
         readyLinks.removeAll { $0 == handle }
-        for entry in link.queue[link.queueHead...] { entry.done?.resume(returning: .failure(error)) }
+        for entry in link.queue[link.queueHead...] { entry.done?.resume(.failure(error)) }
         link.queue.removeAll()
         link.queueHead = 0
         link.reassembler.reset()
@@ -156,5 +168,18 @@ extension HCIHost {
         link.att = nil
         link.attRawReceiver = nil
         pumpACL()
+    }
+}
+
+/// The caller of one `sendL2CAP`, carried by the PDU's last fragment: resumed once, by the
+/// first of that fragment going to the controller, the link ending, or the caller's
+/// cancellation.
+final class ACLSendWaiter: @unchecked Sendable { // touched only on the adapter queue
+    var continuation: CheckedContinuation<Result<Void, LinkError>, Never>?
+
+    func resume(_ result: Result<Void, LinkError>) {
+        guard let c = continuation else { return }
+        continuation = nil
+        c.resume(returning: result)
     }
 }

@@ -29,7 +29,9 @@ public actor HCIHost {
         let id: UInt64
         let packet: HCICommandPacket
         let timeout: Duration
-        let continuation: CheckedContinuation<Result<[UInt8], HCIError>, Never>
+        /// Nil once the caller was cancelled after sending: the command is still tracked so
+        /// that its completion is taken (and its timer still frees a lost credit).
+        var continuation: CheckedContinuation<Result<[UInt8], HCIError>, Never>?
         var timer: (any ScheduledTimer)?
     }
     /// Num_HCI_Command_Packets: how many commands the controller accepts now.
@@ -178,7 +180,10 @@ public actor HCIHost {
 
     /// Sends a command and waits for its Command Complete (returning the return parameters,
     /// status byte first) or Command Status (returning []). A non-zero status throws
-    /// `HCIError.commandFailed` naming the opcode and the error code.
+    /// `HCIError.commandFailed` naming the opcode and the error code. Cancelling the calling
+    /// task ends the wait at once: `.cancelled` while the command still waits for a credit
+    /// (it is never sent), `.cancelledAfterSending` once it went out (the controller carries
+    /// it out and the host still takes its completion).
     ///
     ///     let rp = try await host.send(HCICommand.readBDADDR())
     @discardableResult
@@ -196,15 +201,21 @@ public actor HCIHost {
                 pumpCommands()
             }
         } onCancel: {
-            executor.queue.async { [weak self, executor] in self?.enter(on: executor) { $0.cancelWaiting(id) } }
+            executor.queue.async { [weak self, executor] in self?.enter(on: executor) { $0.cancelCommand(id) } }
         }
         return try result.get()
     }
 
-    func cancelWaiting(_ id: UInt64) {
-        guard let index = waitingCommands.firstIndex(where: { $0.id == id }) else { return }
-        let c = waitingCommands.remove(at: index)
-        c.continuation.resume(returning: .failure(.cancelled(opcode: c.packet.opcode)))
+    /// The caller of command `id` was cancelled: a command not sent yet leaves the queue; a
+    /// sent one stays tracked without its caller, so its completion still finds it.
+    func cancelCommand(_ id: UInt64) {
+        if let index = waitingCommands.firstIndex(where: { $0.id == id }) {
+            let c = waitingCommands.remove(at: index)
+            c.continuation?.resume(returning: .failure(.cancelled(opcode: c.packet.opcode)))
+        } else if let index = sentCommands.firstIndex(where: { $0.id == id }), let c = sentCommands[index].continuation {
+            sentCommands[index].continuation = nil
+            c.resume(returning: .failure(.cancelledAfterSending(opcode: sentCommands[index].packet.opcode)))
+        }
     }
 
     func updateCommandCredits(_ credits: UInt8) {
@@ -217,7 +228,7 @@ public actor HCIHost {
             do {
                 try transport.send(.command(command.packet))
             } catch {
-                command.continuation.resume(returning: .failure(.transportLost("\(error)")))
+                command.continuation?.resume(returning: .failure(.transportLost("\(error)")))
                 continue
             }
             commandCredits -= 1
@@ -237,9 +248,9 @@ public actor HCIHost {
         let command = sentCommands.remove(at: index)
         command.timer?.cancel()
         if case .success(let rp) = result, let status = rp.first, status != 0 {
-            command.continuation.resume(returning: .failure(.commandFailed(opcode: opcode, status: HCIStatus(rawValue: status))))
+            command.continuation?.resume(returning: .failure(.commandFailed(opcode: opcode, status: HCIStatus(rawValue: status))))
         } else {
-            command.continuation.resume(returning: result)
+            command.continuation?.resume(returning: result)
         }
     }
 
@@ -248,7 +259,7 @@ public actor HCIHost {
         let command = sentCommands.remove(at: index)
         let ms = Int(command.timeout.nanoseconds / 1_000_000)
         logger.log(.warning, "\(command.packet.opcode) timed out after \(ms) ms")
-        command.continuation.resume(returning: .failure(.commandTimeout(opcode: command.packet.opcode, milliseconds: ms)))
+        command.continuation?.resume(returning: .failure(.commandTimeout(opcode: command.packet.opcode, milliseconds: ms)))
         // The controller's credit for that command will never come back: assume one is free
         // again so a single unanswered command cannot wedge the host.
         commandCredits = max(commandCredits, 1)
@@ -261,7 +272,7 @@ public actor HCIHost {
         waitingCommands.removeAll()
         for c in all {
             c.timer?.cancel()
-            c.continuation.resume(returning: .failure(error))
+            c.continuation?.resume(returning: .failure(error))
         }
         commandCredits = 1
     }

@@ -8,6 +8,9 @@ public enum LinkError: Error, Sendable, Equatable, CustomStringConvertible {
     case closed(peer: String)
     /// The SDU is larger than the channel can carry.
     case tooLarge(size: Int, maximum: Int)
+    /// The task sending an SDU on channel `channelID` of link `handle` was cancelled: it
+    /// stopped waiting; fragments already queued may still go out. The link is unaffected.
+    case cancelled(peer: String, handle: UInt16, channelID: UInt16)
 
     public var description: String {
         switch self {
@@ -15,7 +18,14 @@ public enum LinkError: Error, Sendable, Equatable, CustomStringConvertible {
         case .transportLost(let why): return "link lost with the transport: \(why)"
         case .closed(let peer): return "the channel to \(peer) was closed by this host"
         case .tooLarge(let size, let max): return "\(size)-byte SDU exceeds the channel's maximum of \(max) bytes"
+        case .cancelled(let peer, let handle, let cid):
+            return "sending on L2CAP channel 0x\(Self.hex4(cid)) of handle 0x\(Self.hex4(handle)) to \(peer) was cancelled; what was already queued may still be sent"
         }
+    }
+
+    private static func hex4(_ v: UInt16) -> String {
+        let s = String(v, radix: 16, uppercase: true)
+        return String(repeating: "0", count: max(0, 4 - s.count)) + s
     }
 }
 
@@ -31,7 +41,8 @@ public protocol L2CAPChannel: AnyObject, Sendable {
     /// A name for the peer in messages ("F0:F1:F2:F3:F4:F5").
     var peerDescription: String { get }
     /// Queues one SDU and returns once it has been handed to the controller (or socket):
-    /// the back-pressure that flow-controls Write Commands. Never drops.
+    /// the back-pressure that flow-controls Write Commands. Never drops. A cancelled caller
+    /// stops waiting with `LinkError.cancelled`.
     func send(_ sdu: [UInt8]) async throws(LinkError)
     /// Queues one SDU without waiting (see the extension's default).
     func enqueue(_ sdu: [UInt8])

@@ -45,7 +45,9 @@ actor Scanner {
     /// What the controller runs now; nil when it is not scanning.
     var applied: ControllerScanParameters?
     var reconciling = false
-    var settledWaiters: [CheckedContinuation<Void, Never>] = []
+    /// Callers of `settled()` by id.
+    var settledWaiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
+    var nextSettledWaiter: UInt64 = 0
     var lostReason: String?
 
     /// Whether the controller is scanning now.
@@ -170,10 +172,21 @@ actor Scanner {
         Task { await self.runReconciliation() }
     }
 
-    /// Returns once no reconciliation is running.
+    /// Returns once no reconciliation is running, or at once when the calling task is
+    /// cancelled (the reconciliation goes on).
     func settled() async {
-        guard reconciling else { return }
-        await withCheckedContinuation { settledWaiters.append($0) }
+        guard reconciling, !Task.isCancelled else { return }
+        nextSettledWaiter &+= 1
+        let id = nextSettledWaiter
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+                if Task.isCancelled { c.resume() } else { settledWaiters[id] = c }
+            }
+        } onCancel: {
+            executor.queue.async { [weak self, executor] in
+                self?.enter(on: executor) { $0.settledWaiters.removeValue(forKey: id)?.resume() }
+            }
+        }
     }
 
     private func runReconciliation() async {
@@ -210,7 +223,7 @@ actor Scanner {
         }
         if lostReason != nil { applied = nil }
         reconciling = false
-        let waiters = settledWaiters
+        let waiters = settledWaiters.values
         settledWaiters.removeAll()
         for w in waiters { w.resume() }
     }

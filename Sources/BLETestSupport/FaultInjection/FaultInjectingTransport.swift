@@ -34,6 +34,8 @@ public final class FaultInjectingTransport: HCITransport, @unchecked Sendable { 
     private var faultCount = 0
     private var faultWaiters: [FaultWaiter] = []
     private var nextWaiterID: UInt64 = 0
+    /// Waiters whose id was taken and that are not added yet.
+    private var unaddedFaultWaiters: Set<UInt64> = []
 
     private struct FaultWaiter {
         let id: UInt64
@@ -138,28 +140,48 @@ public final class FaultInjectingTransport: HCITransport, @unchecked Sendable { 
     public var delayedPacketCount: Int { onQueue { self.pendingDelays.count } }
 
     /// Waits until `count` faults have been applied in all (a test's way to know a packet met
-    /// its fault before moving virtual time). False when `timeout` of real time passes first.
+    /// its fault before moving virtual time). False when `timeout` of real time passes first,
+    /// or when the waiting task is cancelled.
     ///
     ///     let first = Task { try await link.readRSSI() }
     ///     #expect(await faulty.waitForFaults(count: 1))
     public func waitForFaults(count: Int, timeout: Duration = .seconds(5)) async -> Bool {
         guard let queue = control.withLock({ $0 }) else { return false }
-        return await withCheckedContinuation { (c: CheckedContinuation<Bool, Never>) in
-            queue.async {
-                if self.faultCount >= count { return c.resume(returning: true) }
-                self.nextWaiterID += 1
-                let id = self.nextWaiterID
-                // Real time, whatever clock the faults use: a safety net for a test that waits.
-                let timer = DispatchTimerScheduler(queue: queue).schedule(after: timeout) { [weak self] in
-                    guard let self, let i = self.faultWaiters.firstIndex(where: { $0.id == id }) else { return }
-                    self.faultWaiters.remove(at: i).continuation.resume(returning: false)
+        // Taken before the wait starts, so that a cancellation can find the waiter.
+        let id = onQueue { () -> UInt64 in
+            self.nextWaiterID += 1
+            self.unaddedFaultWaiters.insert(self.nextWaiterID)
+            return self.nextWaiterID
+        }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (c: CheckedContinuation<Bool, Never>) in
+                queue.async {
+                    // Gone from the set: the task was cancelled before this ran.
+                    guard self.unaddedFaultWaiters.remove(id) != nil else { return c.resume(returning: false) }
+                    if self.faultCount >= count { return c.resume(returning: true) }
+                    // Real time, whatever clock the faults use: a safety net for a test that waits.
+                    let timer = DispatchTimerScheduler(queue: queue).schedule(after: timeout) { [weak self] in
+                        self?.stopWaiting(id)
+                    }
+                    self.faultWaiters.append(FaultWaiter(id: id, count: count, continuation: c, timeout: timer))
                 }
-                self.faultWaiters.append(FaultWaiter(id: id, count: count, continuation: c, timeout: timer))
             }
+        } onCancel: {
+            queue.async { self.stopWaiting(id) }
         }
     }
 
     // MARK: Internals (start queue)
+
+    /// Ends fault waiter `id` with false (its timeout or its task's cancellation), unless it
+    /// already ended; one not added yet ends when it arrives.
+    private func stopWaiting(_ id: UInt64) {
+        if unaddedFaultWaiters.remove(id) != nil { return }
+        guard let i = faultWaiters.firstIndex(where: { $0.id == id }) else { return }
+        let w = faultWaiters.remove(at: i)
+        w.timeout.cancel()
+        w.continuation.resume(returning: false)
+    }
 
     private func resumeFaultWaiters() {
         guard !faultWaiters.isEmpty else { return }

@@ -39,7 +39,8 @@ public final class GATTServer: SimulatedATTServer, @unchecked Sendable { // all 
         var mtu: UInt16 = 23
         var prepareQueue: [(handle: UInt16, offset: UInt16, value: [UInt8])] = []
         var cccd: [UInt16: UInt16] = [:]
-        var confirmationWaiters: [CheckedContinuation<Bool, Never>] = []
+        /// Indications waiting for their Handle Value Confirmation, oldest first, by id.
+        var confirmationWaiters: [(id: UInt64, continuation: CheckedContinuation<Bool, Never>?)] = []
     }
 
     public let queue: DispatchQueue
@@ -53,6 +54,9 @@ public final class GATTServer: SimulatedATTServer, @unchecked Sendable { // all 
     var answered = 0
     var log: [ATTOpcode] = []
     var writes: [(handle: UInt16, value: [UInt8])] = []
+    var nextConfirmationWaiter: UInt64 = 0
+    /// Confirmation waiters whose id was taken and that are not in line yet.
+    var unaddedConfirmationWaiters: Set<UInt64> = []
 
     public init(database: GATTDatabase, queue: DispatchQueue, serverMTU: UInt16 = 517, prepareQueueLimit: Int = 64, faults: Faults = Faults()) {
         self.table = AttributeTable(database)
@@ -70,7 +74,7 @@ public final class GATTServer: SimulatedATTServer, @unchecked Sendable { // all 
 
     public func linkDisconnected(_ link: any ATTServerLink) {
         if let state = links.removeValue(forKey: ObjectIdentifier(link)) {
-            for w in state.confirmationWaiters { w.resume(returning: false) }
+            for w in state.confirmationWaiters { w.continuation?.resume(returning: false) }
         }
     }
 
@@ -81,7 +85,7 @@ public final class GATTServer: SimulatedATTServer, @unchecked Sendable { // all 
         let opcode = ATTOpcode(first)
         log.append(opcode)
         if opcode == .handleValueConfirmation {
-            if links[id]?.confirmationWaiters.isEmpty == false { links[id]?.confirmationWaiters.removeFirst().resume(returning: true) }
+            if links[id]?.confirmationWaiters.isEmpty == false { links[id]?.confirmationWaiters.removeFirst().continuation?.resume(returning: true) }
             return
         }
         let isRequest = opcode.kind == .request || opcode.kind == .unknown && !opcode.isCommand
@@ -158,7 +162,8 @@ public final class GATTServer: SimulatedATTServer, @unchecked Sendable { // all 
 
     /// Sends a Handle Value Indication to every link that enabled indications of
     /// `characteristic` and waits for each confirmation; returns how many were confirmed
-    /// (a link that drops first does not count).
+    /// (a link that drops first does not count). A cancelled task stops waiting at once and
+    /// sends no further indication; a confirmation that comes later is taken quietly.
     @discardableResult
     public func indicate(characteristic: BluetoothUUID, value: [UInt8]) async -> Int {
         guard let valueHandle = await valueHandle(of: characteristic) else { return 0 }
@@ -181,18 +186,42 @@ public final class GATTServer: SimulatedATTServer, @unchecked Sendable { // all 
             return self.links.filter { (($0.value.cccd[cccd] ?? 0) & 0x0002) != 0 }.map(\.key)
         }
         var confirmed = 0
-        for id in targets {
-            let ok = await withCheckedContinuation { (c: CheckedContinuation<Bool, Never>) in
-                queue.async {
-                    guard let state = self.links[id] else { c.resume(returning: false); return }
-                    self.links[id]?.confirmationWaiters.append(c)
-                    let part = Array(value.prefix(Int(state.mtu) - 3))
-                    state.link.sendToCentral(ATTPDU.handleValueIndication(handle: valueHandle, value: part).bytes)
+        for id in targets where !Task.isCancelled {
+            let waiter = await onQueue { () -> UInt64 in
+                self.nextConfirmationWaiter += 1
+                self.unaddedConfirmationWaiters.insert(self.nextConfirmationWaiter)
+                return self.nextConfirmationWaiter
+            }
+            let ok = await withTaskCancellationHandler {
+                await withCheckedContinuation { (c: CheckedContinuation<Bool, Never>) in
+                    queue.async {
+                        // Gone from the set: the task was cancelled before this ran.
+                        guard self.unaddedConfirmationWaiters.remove(waiter) != nil, let state = self.links[id] else {
+                            c.resume(returning: false)
+                            return
+                        }
+                        self.links[id]?.confirmationWaiters.append((waiter, c))
+                        let part = Array(value.prefix(Int(state.mtu) - 3))
+                        state.link.sendToCentral(ATTPDU.handleValueIndication(handle: valueHandle, value: part).bytes)
+                    }
                 }
+            } onCancel: {
+                queue.async { self.stopWaiting(waiter, link: id) }
             }
             if ok { confirmed += 1 }
         }
         return confirmed
+    }
+
+    /// The task waiting for confirmation `waiter` was cancelled. An indication not sent yet
+    /// never is; one sent stays in line without its caller, so the confirmation that answers
+    /// it is still matched to it.
+    private func stopWaiting(_ waiter: UInt64, link id: ObjectIdentifier) {
+        if unaddedConfirmationWaiters.remove(waiter) != nil { return }
+        guard let i = links[id]?.confirmationWaiters.firstIndex(where: { $0.id == waiter }),
+              let entry = links[id]?.confirmationWaiters[i] else { return }
+        links[id]?.confirmationWaiters[i] = (entry.id, nil)
+        entry.continuation?.resume(returning: false)
     }
 
     // MARK: Lookups (on the queue)

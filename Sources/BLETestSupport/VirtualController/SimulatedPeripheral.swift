@@ -100,6 +100,8 @@ public enum VirtualControllerError: Error, Sendable, Equatable, CustomStringConv
     case timeout(waitingFor: String, milliseconds: Int)
     case notConnected(LEAddress)
     case noTransport
+    /// The task waiting for `waitingFor` was cancelled.
+    case cancelled(waitingFor: String)
 
     public var description: String {
         switch self {
@@ -109,6 +111,8 @@ public enum VirtualControllerError: Error, Sendable, Equatable, CustomStringConv
             return "the virtual controller has no link to \(peer); connect it first"
         case .noTransport:
             return "the virtual controller has no transport; call makeTransport() first"
+        case .cancelled(let what):
+            return "waiting for \(what) on the virtual controller was cancelled"
         }
     }
 }

@@ -3,7 +3,7 @@ import BLECore
 
 /// Waiting for what the stack does, without sleeping: each wait resumes as soon as its
 /// condition holds, and gives up after a real-time `timeout` (a safety net that passing tests
-/// never reach; it does not move virtual time).
+/// never reach; it does not move virtual time) or when the waiting task is cancelled.
 extension VirtualController {
     final class Waiter: @unchecked Sendable { // touched only on the controller's queue
         let id: UInt64
@@ -27,8 +27,19 @@ extension VirtualController {
     ///     try await vc.waitUntil("a link") { !$0.connections.isEmpty }
     public func waitUntil(_ what: String, timeout: Duration = .seconds(5),
                           _ condition: @escaping @Sendable (VirtualController) -> Bool) async throws(VirtualControllerError) {
-        let result = await withCheckedContinuation { (c: CheckedContinuation<Result<Void, VirtualControllerError>, Never>) in
-            queue.async { self.addWaiter(what, timeout: timeout, condition, c) }
+        // Taken before the wait starts, so that a cancellation can find the waiter (or learn
+        // that it is not added yet).
+        let id = onQueue { () -> UInt64 in
+            nextWaiterID += 1
+            unaddedWaiters.insert(nextWaiterID)
+            return nextWaiterID
+        }
+        let result = await withTaskCancellationHandler {
+            await withCheckedContinuation { (c: CheckedContinuation<Result<Void, VirtualControllerError>, Never>) in
+                queue.async { self.addWaiter(id, what, timeout: timeout, condition, c) }
+            }
+        } onCancel: {
+            queue.async { self.cancelWaiter(id) }
         }
         try result.get()
     }
@@ -68,12 +79,12 @@ extension VirtualController {
         }
     }
 
-    func addWaiter(_ what: String, timeout: Duration, _ condition: @escaping @Sendable (VirtualController) -> Bool,
+    func addWaiter(_ id: UInt64, _ what: String, timeout: Duration, _ condition: @escaping @Sendable (VirtualController) -> Bool,
                    _ c: CheckedContinuation<Result<Void, VirtualControllerError>, Never>) {
+        // Gone from `unaddedWaiters`: its task was cancelled before it got here.
+        if unaddedWaiters.remove(id) == nil { return c.resume(returning: .failure(.cancelled(waitingFor: what))) }
         if condition(self) { return c.resume(returning: .success(())) }
-        nextWaiterID += 1
-        let waiter = Waiter(id: nextWaiterID, what: what, condition: condition, continuation: c)
-        let id = waiter.id
+        let waiter = Waiter(id: id, what: what, condition: condition, continuation: c)
         let ms = Int(timeout.nanoseconds / 1_000_000)
         let item = DispatchWorkItem { [weak self] in
             guard let self, let index = self.waiters.firstIndex(where: { $0.id == id }) else { return }
@@ -83,6 +94,17 @@ extension VirtualController {
         waiter.timeout = item
         waiters.append(waiter)
         queue.asyncAfter(deadline: .now() + .milliseconds(ms), execute: item)
+    }
+
+    /// On the queue: the task waiting as `id` was cancelled. A waiter not added yet (its
+    /// cancellation overtook it on the queue) is failed when it arrives; one already resumed
+    /// is left alone.
+    func cancelWaiter(_ id: UInt64) {
+        if unaddedWaiters.remove(id) != nil { return }
+        guard let index = waiters.firstIndex(where: { $0.id == id }) else { return }
+        let w = waiters.remove(at: index)
+        w.timeout?.cancel()
+        w.continuation.resume(returning: .failure(.cancelled(waitingFor: w.what)))
     }
 
     func checkWaiters() {

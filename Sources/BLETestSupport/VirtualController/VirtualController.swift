@@ -57,6 +57,8 @@ public final class VirtualController: @unchecked Sendable { // mutable state is 
     var activity: UInt64 = 0
     var waiters: [Waiter] = []
     var nextWaiterID: UInt64 = 0
+    /// Waiters whose id was taken and that are not added yet.
+    var unaddedWaiters: Set<UInt64> = []
 
     // MARK: Devices, scanning, links
     var peripherals: [SimulatedPeripheral] = []
@@ -140,9 +142,10 @@ public final class VirtualController: @unchecked Sendable { // mutable state is 
     }
 
     /// Returns once the controller and the stack on its adapter queue have no more work in
-    /// flight (no packet crossed the link during several turns of the queue).
+    /// flight (no packet crossed the link during several turns of the queue), or when the
+    /// calling task is cancelled.
     public func settle() async {
-        for _ in 0..<1000 {
+        for _ in 0..<1000 where !Task.isCancelled {
             let before = onQueue { activity }
             for _ in 0..<4 {
                 await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in queue.async { c.resume() } }

@@ -14,6 +14,8 @@ public enum VirtualRadioError: Error, Sendable, Equatable, CustomStringConvertib
     case timedOut(after: Duration, stderrTail: String)
     /// The first stdout line was not the expected ready JSON.
     case badReadyLine(String, stderrTail: String)
+    /// The task starting the radio was cancelled before it was ready; the process was stopped.
+    case cancelled(stderrTail: String)
 
     public var description: String {
         switch self {
@@ -31,6 +33,8 @@ public enum VirtualRadioError: Error, Sendable, Equatable, CustomStringConvertib
             return "virtual radio printed no ready line within \(after); it was stopped. Its stderr ends with:\n\(tail)"
         case .badReadyLine(let line, let tail):
             return "virtual radio printed an unexpected ready line \"\(line)\"; expected {\"ready\": true, \"port\": N, \"devices\": [...]}. Its stderr ends with:\n\(tail)"
+        case .cancelled(let tail):
+            return "starting the virtual radio was cancelled before it was ready; it was stopped. Its stderr ends with:\n\(tail)"
         }
     }
 }

@@ -118,15 +118,20 @@ final class VirtualRadioOutput: Sendable {
         waiter?.resume(with: outcome.mapError { $0 as any Error })
     }
 
-    /// Waits for the first outcome.
+    /// Waits for the first outcome; the cancellation of the waiting task is one
+    /// (`VirtualRadioError.cancelled`).
     func ready() async throws -> VirtualRadioReadyLine {
-        try await withCheckedThrowingContinuation { continuation in
-            let outcome: Result<VirtualRadioReadyLine, VirtualRadioError>? = state.withLock { s in
-                if let outcome = s.outcome { return outcome }
-                s.waiter = continuation
-                return nil
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                let outcome: Result<VirtualRadioReadyLine, VirtualRadioError>? = state.withLock { s in
+                    if let outcome = s.outcome { return outcome }
+                    s.waiter = continuation
+                    return nil
+                }
+                if let outcome { continuation.resume(with: outcome.mapError { $0 as any Error }) }
             }
-            if let outcome { continuation.resume(with: outcome.mapError { $0 as any Error }) }
+        } onCancel: {
+            resolve(.failure(.cancelled(stderrTail: stderrTail)))
         }
     }
 }

@@ -87,23 +87,28 @@ extension Peripheral {
         let once = ResumeOnce()
         let target = response.uuid.gattDisplayName
         let peerName = peerDescription
-        let result: Result<[UInt8], GATTError> = await withCheckedContinuation { c in
-            once.set(c)
-            let consumer = Task {
-                var it = stream.makeAsyncIterator()
-                do {
-                    if let v = try await it.next() { once.resume(.success(v)) }
-                    else { once.resume(.failure(.disconnected(peer: peerName, reason: "the stream ended"))) }
-                } catch let e as GATTError {
-                    once.resume(.failure(e))
-                } catch {
-                    once.resume(.failure(.cancelled(operation: "awaiting a notification from", target: target)))
+        let cancelled = GATTError.cancelled(operation: "awaiting a notification from", target: target)
+        let result: Result<[UInt8], GATTError> = await withTaskCancellationHandler {
+            await withCheckedContinuation { c in
+                once.set(c)
+                let consumer = Task {
+                    var it = stream.makeAsyncIterator()
+                    do {
+                        if let v = try await it.next() { once.resume(.success(v)) }
+                        else { once.resume(.failure(.disconnected(peer: peerName, reason: "the stream ended"))) }
+                    } catch let e as GATTError {
+                        once.resume(.failure(e))
+                    } catch {
+                        once.resume(.failure(cancelled))
+                    }
                 }
+                once.setConsumer(consumer)
+                once.setTimer(scheduler.schedule(after: timeout) {
+                    once.resume(.failure(.timeout(operation: "awaiting a notification from", target: target, peer: peerName)))
+                })
             }
-            once.setTimer(scheduler.schedule(after: timeout) {
-                once.resume(.failure(.timeout(operation: "awaiting a notification from", target: target, peer: peerName)))
-                consumer.cancel()
-            })
+        } onCancel: {
+            once.resume(.failure(cancelled))
         }
         return try result.get()
     }
@@ -150,7 +155,7 @@ extension Peripheral {
     func reconcile(_ handle: UInt16, target: String) async throws(GATTError) {
         while let sub = subscriptions[handle] {
             if sub.writing {
-                await withCheckedContinuation { subscriptions[handle]?.waiters.append($0) }
+                try await waitForCCCDWrite(handle, target: target)
                 continue
             }
             if sub.written == (routes.route(handle)?.configuration ?? 0) { return }
@@ -169,11 +174,32 @@ extension Peripheral {
                 failure = gattError(error, wanted == 0 ? "disabling notifications of" : "subscribing to", target)
             }
             subscriptions[handle]?.writing = false
-            let waiters = subscriptions[handle]?.waiters ?? []
-            subscriptions[handle]?.waiters = []
-            for w in waiters { w.resume() }
+            let waiters = subscriptions[handle]?.waiters ?? [:]
+            subscriptions[handle]?.waiters = [:]
+            for w in waiters.values { w.resume(returning: true) }
             if let failure { throw failure }
         }
+    }
+
+    /// Waits until the CCCD write under way at `handle` ends; a cancelled caller stops
+    /// waiting at once (the write goes on).
+    private func waitForCCCDWrite(_ handle: UInt16, target: String) async throws(GATTError) {
+        nextSubscriptionWaiter &+= 1
+        let id = nextSubscriptionWaiter
+        let ended = await withTaskCancellationHandler {
+            await withCheckedContinuation { (c: CheckedContinuation<Bool, Never>) in
+                if Task.isCancelled {
+                    c.resume(returning: false)
+                } else if subscriptions[handle]?.writing == true {
+                    subscriptions[handle]?.waiters[id] = c
+                } else {
+                    c.resume(returning: true)
+                }
+            }
+        } onCancel: { [executor] in
+            executor.queue.async { self.enter(on: executor) { $0.subscriptions[handle]?.waiters.removeValue(forKey: id)?.resume(returning: false) } }
+        }
+        if !ended { throw .cancelled(operation: "waiting for the CCCD write of", target: target) }
     }
 
     func reconcile(_ handle: UInt16) async throws(GATTError) {
@@ -202,36 +228,54 @@ final class LazySubscription: @unchecked Sendable { // used by the stream's sing
     }
 }
 
-/// Resumes a continuation once, whichever of a result or a timeout comes first, and
-/// cancels the timer then.
+/// Resumes a continuation once, whichever of a result, a timeout or the caller's
+/// cancellation comes first (from any thread), then cancels the timer and the consumer.
+/// A result that comes before the continuation is set is kept and given to it.
 final class ResumeOnce: Sendable {
     typealias Reply = CheckedContinuation<Result<[UInt8], GATTError>, Never>
     private struct State {
         var reply: Reply?
         var timer: (any ScheduledTimer)?
-        var done = false
+        var consumer: Task<Void, Never>?
+        var outcome: Result<[UInt8], GATTError>?
     }
     private let state = Mutex(State())
 
-    func set(_ c: Reply) { state.withLock { $0.reply = c } }
+    func set(_ c: Reply) {
+        let outcome = state.withLock { s -> Result<[UInt8], GATTError>? in
+            if s.outcome == nil { s.reply = c }
+            return s.outcome
+        }
+        if let outcome { c.resume(returning: outcome) }
+    }
 
     func setTimer(_ timer: any ScheduledTimer) {
         let alreadyDone = state.withLock { s -> Bool in
-            if s.done { return true }
+            if s.outcome != nil { return true }
             s.timer = timer
             return false
         }
         if alreadyDone { timer.cancel() }
     }
 
+    func setConsumer(_ consumer: Task<Void, Never>) {
+        let alreadyDone = state.withLock { s -> Bool in
+            if s.outcome != nil { return true }
+            s.consumer = consumer
+            return false
+        }
+        if alreadyDone { consumer.cancel() }
+    }
+
     func resume(_ result: Result<[UInt8], GATTError>) {
-        let (reply, timer) = state.withLock { s -> (Reply?, (any ScheduledTimer)?) in
-            if s.done { return (nil, nil) }
-            s.done = true
-            defer { s.reply = nil; s.timer = nil }
-            return (s.reply, s.timer)
+        let (reply, timer, consumer) = state.withLock { s -> (Reply?, (any ScheduledTimer)?, Task<Void, Never>?) in
+            if s.outcome != nil { return (nil, nil, nil) }
+            s.outcome = result
+            defer { s.reply = nil; s.timer = nil; s.consumer = nil }
+            return (s.reply, s.timer, s.consumer)
         }
         timer?.cancel()
+        consumer?.cancel()
         reply?.resume(returning: result)
     }
 }

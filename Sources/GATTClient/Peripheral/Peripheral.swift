@@ -30,10 +30,12 @@ public actor Peripheral {
 
     enum Readiness {
         case idle
-        case preparing([CheckedContinuation<Result<Void, GATTError>, Never>])
+        /// The first call prepares the bearer; the others wait here, by id.
+        case preparing([UInt64: CheckedContinuation<Result<Void, GATTError>, Never>])
         case ready
     }
     var readiness = Readiness.idle
+    var nextReadinessWaiter: UInt64 = 0
     /// Set once the link is gone for good.
     var terminalError: GATTError?
     /// The ATT channel closed while the connection may still be restored: new calls wait for
@@ -48,8 +50,11 @@ public actor Peripheral {
         let cccdHandle: UInt16
         var written: UInt16 = 0
         var writing = false
-        var waiters: [CheckedContinuation<Void, Never>] = []
+        /// Calls waiting for the CCCD write under way, by id (true: it ended; false: the
+        /// waiting task was cancelled).
+        var waiters: [UInt64: CheckedContinuation<Bool, Never>] = [:]
     }
+    var nextSubscriptionWaiter: UInt64 = 0
 
     /// A peripheral over an ATT channel (CID 0x0004 of a link, or any `L2CAPChannel`).
     /// `peer` keys the cache; `scheduler` times the ATT transactions (a dispatch timer on the
@@ -117,22 +122,49 @@ public actor Peripheral {
         case .ready:
             return GATTProcedures(bearer: bearer)
         case .preparing:
-            let result = await withCheckedContinuation { (c: CheckedContinuation<Result<Void, GATTError>, Never>) in
-                if case .preparing(var waiters) = readiness { waiters.append(c); readiness = .preparing(waiters) } else { c.resume(returning: .success(())) }
-            }
+            let result = await waitForPreparation()
+            // The preparing call was cancelled, not this one: prepare again.
+            if case .failure(.cancelled) = result, !Task.isCancelled { return try await procedures() }
             try result.get()
             return try await procedures()
         case .idle:
-            readiness = .preparing([])
+            readiness = .preparing([:])
             let result: Result<Void, GATTError>
             do throws(GATTError) { try await prepare(); result = .success(()) } catch { result = .failure(error) }
-            let waiters: [CheckedContinuation<Result<Void, GATTError>, Never>]
-            if case .preparing(let w) = readiness { waiters = w } else { waiters = [] }
+            let waiters: [UInt64: CheckedContinuation<Result<Void, GATTError>, Never>]
+            if case .preparing(let w) = readiness { waiters = w } else { waiters = [:] }
             if case .success = result { readiness = .ready } else { readiness = .idle }
-            for w in waiters { w.resume(returning: result) }
+            for w in waiters.values { w.resume(returning: result) }
             try result.get()
             return GATTProcedures(bearer: bearer)
         }
+    }
+
+    /// Waits for the call preparing the bearer; a cancelled caller stops waiting at once.
+    private func waitForPreparation() async -> Result<Void, GATTError> {
+        nextReadinessWaiter &+= 1
+        let id = nextReadinessWaiter
+        let cancelled = GATTError.cancelled(operation: "waiting for the ATT bearer to be prepared for", target: peerDescription)
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (c: CheckedContinuation<Result<Void, GATTError>, Never>) in
+                if Task.isCancelled {
+                    c.resume(returning: .failure(cancelled))
+                } else if case .preparing(var waiters) = readiness {
+                    waiters[id] = c
+                    readiness = .preparing(waiters)
+                } else {
+                    c.resume(returning: .success(()))
+                }
+            }
+        } onCancel: { [executor] in
+            executor.queue.async { self.enter(on: executor) { $0.resumeReadinessWaiter(id, .failure(cancelled)) } }
+        }
+    }
+
+    private func resumeReadinessWaiter(_ id: UInt64, _ result: Result<Void, GATTError>) {
+        guard case .preparing(var waiters) = readiness, let c = waiters.removeValue(forKey: id) else { return }
+        readiness = .preparing(waiters)
+        c.resume(returning: result)
     }
 
     private func prepare() async throws(GATTError) {
@@ -309,7 +341,7 @@ public actor Peripheral {
         switch error {
         case .disconnected(_, let reason): "\(reason)"
         case .closed: "closed by this host"
-        case .transportLost, .tooLarge: "\(error)"
+        case .transportLost, .tooLarge, .cancelled: "\(error)"
         }
     }
 
