@@ -28,7 +28,7 @@ struct SoakTests {
         let start = ContinuousClock.now
         var sequence: UInt32 = 0
         for cycle in 0..<cycles {
-            if cycle == warmup { baseline = ProcessResources.now() }
+            if cycle == warmup { baseline = await ProcessResources.baseline() }
             let link = try await central.connect(peer)
             let peripheral = try await Peripheral(connection: link)
             let characteristics = try await peripheral.characteristics(of: Soak.labService)
@@ -62,7 +62,7 @@ struct SoakTests {
         #expect(await central.snapshot.connectionCount == 0)
         #expect(vc.connections.isEmpty)
         #expect(end.openFDs <= baseline.openFDs, "descriptors at the end: \(ProcessResources.openFDTargets())")
-        #expect(abs(end.threads - baseline.threads) <= Soak.threadBand)
+        #expect(end.threads - baseline.threads <= Soak.threadBand, "threads grew: \(baseline.threads) -> \(end.threads)")
         #expect(end.residentBytes - baseline.residentBytes <= Soak.residentBand)
         await central.close()
     }
@@ -80,7 +80,7 @@ struct SoakTests {
         var baseline = ProcessResources.now()
         let start = ContinuousClock.now
         for cycle in 0..<cycles {
-            if cycle == warmup { baseline = ProcessResources.now() }
+            if cycle == warmup { baseline = await ProcessResources.baseline() }
             let link = try await central.connect(peer, timeout: .seconds(10))
             let peripheral = try await Peripheral(connection: link)
             let characteristics = try await peripheral.characteristics(of: Soak.labService)
@@ -100,7 +100,7 @@ struct SoakTests {
         print("soak radio: \(cycles) cycles in \(elapsed); after \(warmup) warm-up cycles: \(baseline); at the end: \(end)")
         #expect(await central.snapshot.connectionCount == 0)
         #expect(end.openFDs <= baseline.openFDs, "descriptors at the end: \(ProcessResources.openFDTargets())")
-        #expect(abs(end.threads - baseline.threads) <= Soak.threadBand)
+        #expect(end.threads - baseline.threads <= Soak.threadBand, "threads grew: \(baseline.threads) -> \(end.threads)")
         #expect(end.residentBytes - baseline.residentBytes <= Soak.residentBand)
         await central.close()
     }
