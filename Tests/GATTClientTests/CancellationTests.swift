@@ -317,25 +317,7 @@ final class GatedATTServer: SimulatedATTServer {
     }
 }
 
-// MARK: - Bounded waits
-
-/// The result of `task` if it ends within `seconds` of real time, nil otherwise. Nothing
-/// here moves virtual time, so a wait that ignores cancellation shows up as nil instead of
-/// hanging the test.
-fileprivate func outcome<T: Sendable, E: Error>(of task: Task<T, E>, within seconds: Double = 10) async -> Result<T, E>? {
-    await withCheckedContinuation { (c: CheckedContinuation<Result<T, E>?, Never>) in
-        let first = FirstResume(c)
-        Task { first.resume(await task.result) }
-        DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { first.resume(nil) }
-    }
-}
-
-/// A flag set from any task.
-fileprivate final class Flag: Sendable {
-    private let value = Mutex(false)
-    func set() { value.withLock { $0 = true } }
-    var isSet: Bool { value.withLock { $0 } }
-}
+// MARK: - Bounded waits (outcome, value and bounded come from BLETestSupport)
 
 /// The error `task` ended with (nil, with an issue recorded, when it succeeded or did not end
 /// within the bound).
@@ -352,34 +334,9 @@ fileprivate func failure<T: Sendable>(of task: Task<T, any Error>, within second
     }
 }
 
-fileprivate struct StillRunning: Error, CustomStringConvertible {
-    var description: String { "the call did not end within the bound" }
-}
-
-/// The value of `task`, which must end within the bound.
-fileprivate func value<T: Sendable>(of task: Task<T, any Error>, within seconds: Double = 10) async throws -> T {
-    guard let result = await outcome(of: task, within: seconds) else {
-        task.cancel()
-        throw StillRunning()
-    }
-    return try result.get()
-}
-
-/// Runs `body` in a task bounded by real time (the stack's own timers run on the virtual
-/// clock here, which never moves).
-@discardableResult
-fileprivate func bounded<T: Sendable>(within seconds: Double = 10, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
-    try await value(of: Task { try await body() }, within: seconds)
-}
-
-/// Resumes a continuation with the first value given, from any thread.
-fileprivate final class FirstResume<V: Sendable>: Sendable {
-    private let continuation: Mutex<CheckedContinuation<V, Never>?>
-    init(_ c: CheckedContinuation<V, Never>) { continuation = Mutex(c) }
-    func resume(_ value: V) {
-        continuation.withLock { c -> CheckedContinuation<V, Never>? in
-            defer { c = nil }
-            return c
-        }?.resume(returning: value)
-    }
+/// A flag set from any task.
+fileprivate final class Flag: Sendable {
+    private let value = Mutex(false)
+    func set() { value.withLock { $0 = true } }
+    var isSet: Bool { value.withLock { $0 } }
 }
