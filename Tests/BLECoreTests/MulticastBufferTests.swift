@@ -86,7 +86,7 @@ import BLECore
 
     @Test func dropsAreLogged() async throws {
         let lines = Mutex<[String]>([])
-        let logger = Logger(minimumLevel: .warning) { _, text in lines.withLock { $0.append(text) } }
+        let logger = BLELogger(minimumLevel: .warning) { record in lines.withLock { $0.append(record.message) } }
         let buffer = MulticastBuffer<Int>(executor: executor, name: "notifications of handle 0x0012", logger: logger)
         let s = onQueue { buffer.subscribe(bufferingPolicy: .bufferingOldest(1)) }
         onQueue { for i in 0..<12 { buffer.yield(i) } }
