@@ -33,7 +33,7 @@ public struct HCIOpcode: RawRepresentable, Hashable, Sendable, CustomStringConve
     public var description: String {
         let code = rawValue.hex
         if let name = HCIOpcode.names[rawValue] { return "\(name) (\(code))" }
-        return "opcode \(code) (OGF \(ogf.hex), OCF \(ocf.hex))"
+        return "opcode \(code) (OGF 0x\(String(ogf, radix: 16)), OCF 0x\(String(ocf, radix: 16)))"
     }
 }
 
