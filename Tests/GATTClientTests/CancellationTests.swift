@@ -258,7 +258,7 @@ struct GATTCancellationTests {
 extension Peripheral {
     /// Calls waiting while another prepares the bearer.
     var readinessWaiterCount: Int {
-        if case .preparing(let waiters) = readiness { return waiters.count }
+        if case .preparing = readiness { return readinessWaiters.count }
         return 0
     }
 
