@@ -18,7 +18,7 @@ struct GATTCancellationTests {
     static let peerText = "C0:11:22:33:44:99"
 
     static func isCancelled(_ error: (any Error)?) -> Bool {
-        if case .cancelled? = error as? GATTError { return true }
+        if let error = error as? GATTError, error.isCancellation { return true }
         Issue.record("expected GATTError.cancelled, got \(String(describing: error))")
         return false
     }
@@ -216,7 +216,7 @@ struct GATTCancellationTests {
 extension Peripheral {
     /// Calls waiting while another prepares the bearer.
     var readinessWaiterCount: Int {
-        if case .preparing(let waiters) = readiness { return waiters.count }
+        if case .preparing = readiness { return readinessWaiters.count }
         return 0
     }
 
