@@ -32,6 +32,7 @@ public struct GatewayConfig: Sendable, Hashable {
         public var keepAlive: Duration = .seconds(30)
         public var reconnectDelay: Duration = .seconds(1)
         public var reconnectMaximumDelay: Duration = .seconds(30)
+        public init() {}
     }
 
     public struct Scan: Sendable, Hashable {
@@ -41,12 +42,17 @@ public struct GatewayConfig: Sendable, Hashable {
         public var publishInterval: Duration = .seconds(10)
         /// A device not heard for this long gets its `lost` message.
         public var lostAfter: Duration = .seconds(30)
+        public init() {}
     }
 
     /// A characteristic named by service and characteristic UUID.
     public struct CharacteristicRef: Sendable, Hashable {
         public var service: BluetoothUUID
         public var characteristic: BluetoothUUID
+        public init(service: BluetoothUUID, characteristic: BluetoothUUID) {
+            self.service = service
+            self.characteristic = characteristic
+        }
         public var identifier: CharacteristicIdentifier {
             CharacteristicIdentifier(uuid: characteristic, service: ServiceIdentifier(uuid: service))
         }
@@ -55,6 +61,10 @@ public struct GatewayConfig: Sendable, Hashable {
     public struct PeriodicRead: Sendable, Hashable {
         public var characteristic: CharacteristicRef
         public var interval: Duration
+        public init(characteristic: CharacteristicRef, interval: Duration) {
+            self.characteristic = characteristic
+            self.interval = interval
+        }
     }
 
     /// How a configured link comes back after it drops or fails to connect.
@@ -63,6 +73,7 @@ public struct GatewayConfig: Sendable, Hashable {
         public var maxAttempts: Int?
         public var initialDelay: Duration = .milliseconds(500)
         public var maximumDelay: Duration = .seconds(30)
+        public init(maxAttempts: Int? = nil) { self.maxAttempts = maxAttempts }
 
         public var policy: ReconnectPolicy {
             .always(maxAttempts: maxAttempts, backoff: .exponential(initial: initialDelay, maximum: maximumDelay))
@@ -75,6 +86,7 @@ public struct GatewayConfig: Sendable, Hashable {
         public var subscribe: [CharacteristicRef] = []
         public var read: [PeriodicRead] = []
         public var reconnect = Reconnect()
+        public init(address: LEAddress) { self.address = address }
     }
 
     public var broker = Broker()

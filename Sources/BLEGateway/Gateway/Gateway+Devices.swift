@@ -20,8 +20,7 @@ extension Gateway {
                 if links[device.address]?.connection === link.connection { links[device.address] = nil }
                 try? await link.connection.disconnect(timeout: .seconds(2))
             } catch {
-                await publisher.enqueue(MQTTMessage(topic: topics.device(device.address.address) + "/error",
-                                                    payload: JSONText.object([("code", .string(error.code)), ("message", .string(error.message))]).bytes))
+                await publishLinkState(device.address, "error", error.description)
             }
             if Task.isCancelled { return }
             attempt += 1
@@ -30,17 +29,28 @@ extension Gateway {
         }
     }
 
-    /// Runs the device's subscriptions and reads until one of them ends (the link is gone
-    /// for good) or the task is cancelled.
+    /// Subscribes (each CCCD set before going on), publishes the link state `connected` on
+    /// `ble/GWID/devices/<ADDRESS>/link`, then forwards notifications and runs the periodic
+    /// reads until the link is gone for good or the task is cancelled.
     func serve(_ device: GatewayConfig.Device, _ link: Link) async {
         let publisher = self.publisher, topics = self.topics, peripheral = link.peripheral
         let address = device.address.address
+        var streams: [(String, AsyncThrowingStream<[UInt8], any Error>)] = []
+        for c in device.subscribe {
+            do {
+                streams.append((topics.characteristic(address, service: c.service, characteristic: c.characteristic),
+                                try await peripheral.subscribe(to: c.identifier)))
+            } catch {
+                await publishLinkState(device.address, "error", error.description)
+                return
+            }
+        }
+        await publishLinkState(device.address, "connected", nil)
         await withTaskGroup(of: Void.self) { group in
-            for c in device.subscribe {
-                let topic = topics.characteristic(address, service: c.service, characteristic: c.characteristic)
+            for (topic, values) in streams {
                 group.addTask {
                     do {
-                        for try await value in try await peripheral.subscribe(to: c.identifier) {
+                        for try await value in values {
                             await publisher.enqueue(MQTTMessage(topic: topic, payload: Gateway.valuePayload(value), qos: .atLeastOnce))
                         }
                     } catch {}
@@ -77,6 +87,15 @@ extension Gateway {
             await group.next()
             group.cancelAll()
         }
+        await publishLinkState(device.address, "disconnected", nil)
+    }
+
+    /// Retained `{"state":"connected"|"disconnected"|"error"}` on `ble/GWID/devices/<ADDRESS>/link`.
+    func publishLinkState(_ address: LEAddress, _ state: String, _ message: String?) async {
+        var pairs: [(String, JSONText)] = [("state", .string(state))]
+        if let message { pairs.append(("message", .string(message))) }
+        await publisher.enqueue(MQTTMessage(topic: topics.device(address.address) + "/link", payload: JSONText.object(pairs).bytes,
+                                            qos: .atLeastOnce, retain: true))
     }
 }
 

@@ -28,7 +28,7 @@ public final class MQTTClient: @unchecked Sendable { // `handle` is used only th
         events = stream
         let sink = EventSink(continuation)
         box = Unmanaged.passRetained(sink)
-        guard let mosq = mosquitto_new(options.clientID, true, box.toOpaque()) else {
+        guard let mosq = mosquitto_new(options.clientID, options.cleanSession, box.toOpaque()) else {
             box.release()
             throw MQTTError(operation: "mosquitto_new", code: errno, detail: String(cString: strerror(errno)))
         }

@@ -63,6 +63,9 @@ public struct MQTTOptions: Sendable, Hashable {
     public var reconnectMaximumDelay: Duration
     /// PUBLISH packets in flight (sent, not yet acknowledged) at most.
     public var maximumInflight: Int
+    /// False: the broker keeps this client's subscriptions and queues its QoS 1 messages while
+    /// it is away (MQTT 3.1.1, 3.1.2.4).
+    public var cleanSession = true
 
     public init(host: String, port: Int = 1883, clientID: String) {
         self.host = host
