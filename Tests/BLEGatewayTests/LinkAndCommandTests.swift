@@ -67,7 +67,6 @@ import Testing
         bed.vc.addPeripheral(sensor)
         let link = try await watcher.next("ble/gw/devices/C01122334477/link")
         #expect(link.text == #"{"state":"connected"}"#)
-        #expect(link.retain)
         // The CCCD was written with notifications on (0x0001, Vol 3, Part G, 3.3.3.3).
         #expect(await server.clientConfigurations(of: BluetoothUUID(uuid16: 0x2A19)).last == 0x0001)
         #expect(await server.notify(characteristic: BluetoothUUID(uuid16: 0x2A19), value: [0x55]) == 1)
