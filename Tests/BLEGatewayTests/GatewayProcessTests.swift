@@ -61,6 +61,35 @@ import Testing
         }
     }
 
+    @Test func sighupReloadsTheConfigAndHoldsTheNewLink() async throws {
+        try await VirtualRadio.with(scenario: "all") { radio in
+            let broker = try await Broker.start()
+            defer { broker.stop() }
+            let watcher = try await Watcher.start(broker, "ble/#")
+            let dir = FileManager.default.temporaryDirectory.appendingPathComponent("gwhup-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: dir) }
+            let file = dir.appendingPathComponent("gateway.json")
+            try #"{"id": "gwh", "scan": {"enabled": false}}"#.write(to: file, atomically: true, encoding: .utf8)
+            let gateway = try Child(path: Self.ble, ["-d", radio.transportSpec, "gateway", "--mqtt", broker.url, "--config", file.path])
+            _ = try await watcher.next("ble/gwh/status") { $0.text == "online" }
+            // The battery device of the scenario: Battery Level (2A19) is readable.
+            try #"""
+            {"id": "gwh", "scan": {"enabled": false},
+             "devices": [{"address": "F0:5E:B1:00:00:03", "read": [{"service": "180F", "characteristic": "2A19", "intervalSeconds": 60}]}]}
+            """#.write(to: file, atomically: true, encoding: .utf8)
+            gateway.signal(SIGHUP)
+            let link = try await watcher.next("ble/gwh/devices/F05EB1000003/link", timeout: .seconds(30))
+            #expect(link.text == #"{"state":"connected"}"#)
+            let level = try await watcher.next("ble/gwh/devices/F05EB1000003/180F/2A19", timeout: .seconds(30))
+            #expect(level.text.hasPrefix(#"{"value":""#))
+            gateway.signal(SIGTERM)
+            #expect(await gateway.waitForExit(timeout: .seconds(10)) == 0)
+            _ = try await watcher.next("ble/gwh/status") { $0.text == "offline" }
+            await watcher.stop()
+        }
+    }
+
     @Test func badConfigsAreOneLineNamingTheKeyAndExit2() async throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("gwconf-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)

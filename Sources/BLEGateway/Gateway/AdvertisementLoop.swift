@@ -10,12 +10,14 @@ struct AdvertisementLoop {
     let counters: Gateway.Counters
     let scan: GatewayConfig.Scan
     let layout: GatewayConfig.Layout
+    let discovery: Bool
 
     func run() async {
         let options = ScanOptions(mode: scan.passive ? .passive : .active, allowDuplicates: true,
                                   lostTimeout: scan.lostAfter, bufferingPolicy: .bufferingNewest(4096))
         let clock = ContinuousClock()
         var last: [LEAddress: (content: String, time: ContinuousClock.Instant)] = [:]
+        var announced: [LEAddress: [String]] = [:]
         do {
             for try await event in await central.scan(options: options) {
                 counters.reports.add(1, ordering: .relaxed)
@@ -25,6 +27,13 @@ struct AdvertisementLoop {
                     let now = clock.now
                     if let previous = last[p.address], previous.content == content, now - previous.time < scan.publishInterval { continue }
                     last[p.address] = (content, now)
+                    if discovery {
+                        let keys = HomeAssistantDiscovery.keys(p)
+                        if announced[p.address] != keys {
+                            announced[p.address] = keys
+                            for m in HomeAssistantDiscovery.configs(for: p, topics: topics) { await publisher.enqueue(m) }
+                        }
+                    }
                     if layout != .openmqttgateway {
                         await publisher.enqueue(MQTTMessage(topic: topics.device(p.address.address), payload: AdvertisementPayload.present(p).bytes))
                     }

@@ -79,7 +79,7 @@ public actor Gateway {
         config.broker = old.broker
         config.id = old.id
         config.topicPrefix = old.topicPrefix
-        if old.scan != new.scan || old.layout != new.layout {
+        if old.scan != new.scan || old.layout != new.layout || old.homeAssistantDiscovery != new.homeAssistantDiscovery {
             applyScan(false)
             applyScan(new.scan.enabled)
         }
@@ -116,10 +116,11 @@ public actor Gateway {
         guard scanTask == nil else { return }
         let scan = config.scan
         let layout = config.layout
+        let discovery = config.homeAssistantDiscovery
         let central = self.central, publisher = self.publisher, topics = self.topics, counters = self.counters
         scanTask = Task {
             await AdvertisementLoop(central: central, publisher: publisher, topics: topics, counters: counters,
-                                    scan: scan, layout: layout).run()
+                                    scan: scan, layout: layout, discovery: discovery).run()
         }
     }
 

@@ -17,7 +17,10 @@ public actor Publisher {
 
     private var queue: [MQTTMessage] = []
     private var head = 0
-    private var inflight: [Int32: MQTTMessage] = [:]
+    /// Sent, unacknowledged messages by message id, with the order they were sent in (message
+    /// ids wrap at 65535, so they cannot order them).
+    private var inflight: [Int32: (order: UInt64, message: MQTTMessage)] = [:]
+    private var sent: UInt64 = 0
     private var window: Int
     public private(set) var isConnected = false
     public private(set) var dropped = 0
@@ -129,7 +132,8 @@ public actor Publisher {
             do {
                 let mid = try client.publish(m)
                 head += 1
-                inflight[mid] = m
+                sent += 1
+                inflight[mid] = (sent, m)
             } catch {
                 lastError = error
                 if error.isNotConnected {
@@ -149,7 +153,7 @@ public actor Publisher {
     /// Sent, unacknowledged messages go back to the front in the order they were sent.
     private func requeueInflight() {
         guard !inflight.isEmpty else { return }
-        let again = inflight.sorted { $0.key < $1.key }.map(\.value)
+        let again = inflight.values.sorted { $0.order < $1.order }.map(\.message)
         inflight = [:]
         queue = again + queue[head...]
         head = 0

@@ -26,6 +26,7 @@ enum RunGatewayCommand {
             .value("queue", nil, "N", "messages kept while the broker is away (default 10000; the oldest is dropped)"),
             .flag("passive", nil, "scan passively (no scan requests)"),
             .flag("no-scan", nil, "do not publish advertisements (links and commands only)"),
+            .flag("ha-discovery", nil, "publish Home Assistant MQTT discovery configs for RSSI and decoded values"),
         ],
         details: [
             "Publishes each advertising device on ble/GWID/devices/<ADDRESS>, a retained 'online' on ble/GWID/status (will: 'offline'), retained metrics on ble/GWID/metrics, and answers JSON commands from ble/GWID/commands on ble/GWID/responses/<id>. SIGTERM: links are closed, 'offline' is published, exit 0. SIGHUP: the config file is read again. A bad config is one line naming the key, exit 2.",
@@ -108,6 +109,7 @@ enum RunGatewayCommand {
             }
             if a.has("passive") { c.scan.passive = true }
             if a.has("no-scan") { c.scan.enabled = false }
+            if a.has("ha-discovery") { c.homeAssistantDiscovery = true }
             try c.validate()
             return c
         } catch {
