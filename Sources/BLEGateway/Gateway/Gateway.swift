@@ -99,8 +99,12 @@ public actor Gateway {
         for task in commandSubscriptions.values { task.cancel() }
         deviceTasks = [:]
         commandSubscriptions = [:]
-        for link in links.values { try? await link.connection.disconnect(timeout: .seconds(2)) }
+        // All links at once, so that many links still stop within a few seconds.
+        let open = links.values.map(\.connection)
         links = [:]
+        await withTaskGroup(of: Void.self) { group in
+            for connection in open { group.addTask { try? await connection.disconnect(timeout: .seconds(2)) } }
+        }
         await publisher.enqueue(MQTTMessage(topic: topics.status, text: "offline", qos: .atLeastOnce, retain: true))
         await publisher.drain(timeout: .seconds(2))
         publisher.client.stop()
