@@ -77,6 +77,39 @@ import Testing
         await watcher.stop()
     }
 
+    @Test func aDeviceThatFlapsKeepsNotifying() async throws {
+        let broker = try await Broker.start()
+        defer { broker.stop() }
+        let watcher = try await Watcher.start(broker, "ble/#")
+        let bed = try await GatewayBed(broker: broker, peripherals: []) { c in
+            c.scan.enabled = false
+            var device = GatewayConfig.Device(address: Self.peer)
+            device.subscribe = [GatewayConfig.CharacteristicRef(service: BluetoothUUID(uuid16: 0x180F), characteristic: BluetoothUUID(uuid16: 0x2A19))]
+            device.reconnect.initialDelay = .milliseconds(50)
+            c.devices = [device]
+        }
+        let (sensor, server) = Self.sensor(bed.vc)
+        bed.vc.addPeripheral(sensor)
+        _ = try await watcher.next("ble/gw/devices/C01122334477/link")
+        for round in 1...3 {
+            // The peer drops the link (Connection Timeout, 0x08); the stack reconnects and
+            // writes the Battery Level CCCD (handle 0x0017 in this database) again with
+            // notifications on: ATT Write Request 0x12 (Vol 3, Part F, 3.4.5.1), value 0x0001.
+            try bed.vc.disconnect(Self.peer, reason: HCIStatus(rawValue: 0x08))
+            try await bed.vc.waitUntil("CCCD written again after drop \(round)", timeout: .seconds(10)) { vc in
+                vc.l2capReceived.filter { $0.channelID == 0x0004 && $0.payload == [0x12, 0x17, 0x00, 0x01, 0x00] }.count >= round + 1
+            }
+            try await bed.vc.waitUntil("the write answered") { vc in
+                vc.l2capSent.filter { $0.channelID == 0x0004 && $0.payload.first == 0x13 }.count >= round + 1
+            }
+            let n = await server.notify(characteristic: BluetoothUUID(uuid16: 0x2A19), value: [0x40 + UInt8(round)])
+            #expect(n == 1)
+            _ = try await watcher.next(Self.batteryLevel) { $0.text == #"{"value":"4\#(round)"}"# }
+        }
+        await bed.stop()
+        await watcher.stop()
+    }
+
     @Test func aBrokerRestartLosesNothingInsideTheQueue() async throws {
         let broker = try await Broker.start()
         defer { broker.stop() }
