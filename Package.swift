@@ -8,6 +8,7 @@ let package = Package(
         .library(name: "ATT", targets: ["ATT"]),
         .library(name: "GATTClient", targets: ["GATTClient"]),
         .library(name: "BLETestSupport", targets: ["BLETestSupport"]),
+        .library(name: "BLEGateway", targets: ["BLEGateway"]),
         .executable(name: "ble", targets: ["ble"]),
     ],
     targets: [
@@ -16,15 +17,22 @@ let package = Package(
             pkgConfig: "bluez",
             providers: [.apt(["libbluetooth-dev"])]
         ),
+        .systemLibrary(
+            name: "CMosquitto",
+            pkgConfig: "libmosquitto",
+            providers: [.apt(["libmosquitto-dev"])]
+        ),
         .target(name: "BLECore", dependencies: ["CHCI"]),
         .target(name: "ATT", dependencies: ["BLECore"]),
         .target(name: "GATTClient", dependencies: ["ATT", "BLECore"]),
         .target(name: "BLETestSupport", dependencies: ["BLECore", "ATT", "GATTClient"]),
-        .executableTarget(name: "ble", dependencies: ["BLECore", "ATT", "GATTClient"]),
+        .target(name: "BLEGateway", dependencies: ["CMosquitto", "BLECore", "ATT", "GATTClient"]),
+        .executableTarget(name: "ble", dependencies: ["BLECore", "ATT", "GATTClient", "BLEGateway"]),
         .executableTarget(name: "Benchmarks", dependencies: ["BLECore", "ATT", "GATTClient", "BLETestSupport"], path: "Benchmarks", exclude: ["bumble_bench.py", "README.md"]),
         .testTarget(name: "BLECoreTests", dependencies: ["BLECore", "BLETestSupport"]),
         .testTarget(name: "ATTTests", dependencies: ["ATT", "BLECore", "BLETestSupport"]),
         .testTarget(name: "GATTClientTests", dependencies: ["GATTClient", "ATT", "BLECore", "BLETestSupport"]),
+        .testTarget(name: "BLEGatewayTests", dependencies: ["BLEGateway", "GATTClient", "BLECore", "BLETestSupport"]),
         .testTarget(name: "IntegrationTests", dependencies: ["GATTClient", "ATT", "BLECore", "BLETestSupport"]),
     ],
     swiftLanguageModes: [.v6]

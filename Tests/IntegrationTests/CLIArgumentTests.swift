@@ -4,7 +4,7 @@ import Testing
 /// The `ble` tool's command line without a controller: usage errors, help, version, the
 /// kernel without Bluetooth, and the commands that are not implemented.
 @Suite struct CLIArgumentTests {
-    static let subcommands = ["adapters", "info", "scan", "connect", "inspect", "read", "write", "decode", "pair", "l2cap"]
+    static let subcommands = ["adapters", "info", "scan", "connect", "inspect", "read", "write", "decode", "pair", "l2cap", "gateway"]
 
     @Test(arguments: [
         ["scan", "--bogus"],                       // unknown long option

@@ -1,0 +1,192 @@
+import BLECore
+import GATTClient
+
+/// Everything the gateway runs with: broker, gateway id, scanning, links. Built from a JSON
+/// file (`GatewayConfig.decode`) and command-line flags, then checked with `validate()`.
+///
+///     var config = try GatewayConfig.decode(jsonFile)
+///     config.id = "gw1"
+///     try config.validate()
+public struct GatewayConfig: Sendable, Hashable {
+    /// Topic layout for advertisements.
+    public enum Layout: String, Sendable, Hashable, CaseIterable {
+        /// `ble/GWID/devices/<ADDRESS>`.
+        case native
+        /// OpenMQTTGateway's `home/GWID/BTtoMQTT/<ADDRESS>`.
+        case openmqttgateway
+        /// Both.
+        case both
+    }
+
+    public struct Broker: Sendable, Hashable {
+        /// `mqtt://HOST[:PORT]` or `mqtts://HOST[:PORT]`.
+        public var url: String?
+        public var username: String?
+        public var password: String?
+        public var caFile: String?
+        public var certFile: String?
+        public var keyFile: String?
+        public var insecureTLS = false
+        /// Messages waiting for the broker at most; the oldest is dropped (and counted) beyond.
+        public var queueCapacity = 10_000
+        public var keepAlive: Duration = .seconds(30)
+        public var reconnectDelay: Duration = .seconds(1)
+        public var reconnectMaximumDelay: Duration = .seconds(30)
+        public init() {}
+    }
+
+    public struct Scan: Sendable, Hashable {
+        public var enabled = true
+        public var passive = false
+        /// An unchanged device is published again after this long at most once; a change goes out at once.
+        public var publishInterval: Duration = .seconds(10)
+        /// A device not heard for this long gets its `lost` message.
+        public var lostAfter: Duration = .seconds(30)
+        public init() {}
+    }
+
+    /// A characteristic named by service and characteristic UUID.
+    public struct CharacteristicRef: Sendable, Hashable {
+        public var service: BluetoothUUID
+        public var characteristic: BluetoothUUID
+        public init(service: BluetoothUUID, characteristic: BluetoothUUID) {
+            self.service = service
+            self.characteristic = characteristic
+        }
+        public var identifier: CharacteristicIdentifier {
+            CharacteristicIdentifier(uuid: characteristic, service: ServiceIdentifier(uuid: service))
+        }
+    }
+
+    public struct PeriodicRead: Sendable, Hashable {
+        public var characteristic: CharacteristicRef
+        public var interval: Duration
+        public init(characteristic: CharacteristicRef, interval: Duration) {
+            self.characteristic = characteristic
+            self.interval = interval
+        }
+    }
+
+    /// How a configured link comes back after it drops or fails to connect.
+    public struct Reconnect: Sendable, Hashable {
+        /// nil: forever.
+        public var maxAttempts: Int?
+        public var initialDelay: Duration = .milliseconds(500)
+        public var maximumDelay: Duration = .seconds(30)
+        public init(maxAttempts: Int? = nil) { self.maxAttempts = maxAttempts }
+
+        public var policy: ReconnectPolicy {
+            .always(maxAttempts: maxAttempts, backoff: .exponential(initial: initialDelay, maximum: maximumDelay))
+        }
+    }
+
+    /// A device the gateway holds a link to.
+    public struct Device: Sendable, Hashable {
+        public var address: LEAddress
+        public var subscribe: [CharacteristicRef] = []
+        public var read: [PeriodicRead] = []
+        public var reconnect = Reconnect()
+        public init(address: LEAddress) { self.address = address }
+    }
+
+    public var broker = Broker()
+    public var id: String?
+    public var topicPrefix = "ble"
+    public var layout = Layout.native
+    public var scan = Scan()
+    public var metricsInterval: Duration = .seconds(30)
+    public var homeAssistantDiscovery = false
+    public var devices: [Device] = []
+
+    public init() {}
+
+    /// Checks what the file and flags together must give: a broker URL, a gateway id fit for a
+    /// topic level, positive intervals. Throws the first mistake, naming its key.
+    public func validate() throws(ConfigError) {
+        guard let url = broker.url else { throw ConfigError(key: "mqtt.url", "missing; give --mqtt mqtt://HOST:PORT or \"mqtt\": {\"url\": ...}") }
+        _ = try BrokerURL(url)
+        guard let id, !id.isEmpty else { throw ConfigError(key: "id", "missing; give --id GWID or \"id\" in the config") }
+        try Self.checkTopicLevel(id, key: "id")
+        try Self.checkTopicLevel(topicPrefix, key: "topicPrefix")
+        if broker.queueCapacity < 1 { throw ConfigError(key: "mqtt.queueCapacity", "must be at least 1, got \(broker.queueCapacity)") }
+        if scan.publishInterval < .zero { throw ConfigError(key: "scan.publishIntervalSeconds", "must not be negative") }
+        if scan.lostAfter <= .zero { throw ConfigError(key: "scan.lostAfterSeconds", "must be more than 0") }
+        if metricsInterval <= .zero { throw ConfigError(key: "metricsIntervalSeconds", "must be more than 0") }
+        if (broker.certFile == nil) != (broker.keyFile == nil) {
+            throw ConfigError(key: broker.certFile == nil ? "mqtt.certFile" : "mqtt.keyFile", "a client certificate needs both certFile and keyFile")
+        }
+        var seen: Set<LEAddress> = []
+        for (i, d) in devices.enumerated() {
+            if !seen.insert(d.address).inserted { throw ConfigError(key: "devices[\(i)].address", "\(d.address) is listed twice") }
+            for (j, r) in d.read.enumerated() where r.interval <= .zero {
+                throw ConfigError(key: "devices[\(i)].read[\(j)].intervalSeconds", "must be more than 0")
+            }
+        }
+    }
+
+    static func checkTopicLevel(_ s: String, key: String) throws(ConfigError) {
+        if s.isEmpty || s.contains(where: { $0 == "/" || $0 == "+" || $0 == "#" || $0.isWhitespace }) {
+            throw ConfigError(key: key, "\"\(s)\" cannot be an MQTT topic level (no '/', '+', '#', spaces, not empty)")
+        }
+    }
+
+    /// The client options for this config: host, port, TLS, credentials, will `offline`.
+    public func mqttOptions() throws(ConfigError) -> MQTTOptions {
+        let url = try BrokerURL(broker.url ?? "")
+        var o = MQTTOptions(host: url.host, port: url.port, clientID: "ble-gateway-\(id ?? "")")
+        o.username = broker.username
+        o.password = broker.password
+        if url.tls || broker.caFile != nil {
+            o.tls = MQTTTLSOptions(caFile: broker.caFile ?? "/etc/ssl/certs/ca-certificates.crt", certFile: broker.certFile,
+                                   keyFile: broker.keyFile, insecure: broker.insecureTLS)
+        }
+        o.keepAlive = broker.keepAlive
+        o.reconnectDelay = broker.reconnectDelay
+        o.reconnectMaximumDelay = broker.reconnectMaximumDelay
+        o.will = MQTTMessage(topic: topics.status, text: "offline", qos: .atLeastOnce, retain: true)
+        return o
+    }
+
+    public var topics: GatewayTopics { GatewayTopics(prefix: topicPrefix, gatewayID: id ?? "") }
+}
+
+/// A mistake in the config file or flags: the key and what is wrong, on one line.
+public struct ConfigError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// "scan.lostAfterSeconds", "devices[1].subscribe[0].service".
+    public var key: String
+    public var problem: String
+
+    public init(key: String, _ problem: String) {
+        self.key = key
+        self.problem = problem
+    }
+
+    public var description: String { "config: \(key): \(problem)" }
+}
+
+/// `mqtt://HOST[:PORT]` (1883) or `mqtts://HOST[:PORT]` (8883, TLS).
+public struct BrokerURL: Sendable, Hashable {
+    public var host: String
+    public var port: Int
+    public var tls: Bool
+
+    public init(_ text: String) throws(ConfigError) {
+        let bad = ConfigError(key: "mqtt.url", "\"\(text)\" is not mqtt://HOST[:PORT] or mqtts://HOST[:PORT]")
+        let rest: Substring
+        if text.hasPrefix("mqtt://") { rest = text.dropFirst(7); tls = false }
+        else if text.hasPrefix("mqtts://") { rest = text.dropFirst(8); tls = true }
+        else { throw bad }
+        let hostPort = rest.hasSuffix("/") ? rest.dropLast() : rest
+        if let colon = hostPort.lastIndex(of: ":"), !hostPort.hasSuffix("]") {
+            guard let p = Int(hostPort[hostPort.index(after: colon)...]), (1...65535).contains(p) else { throw bad }
+            host = String(hostPort[..<colon])
+            port = p
+        } else {
+            host = String(hostPort)
+            port = tls ? 8883 : 1883
+        }
+        host = host.trimmingPrefix("[").description
+        if host.hasSuffix("]") { host.removeLast() }
+        guard !host.isEmpty, !host.contains("/") else { throw bad }
+    }
+}

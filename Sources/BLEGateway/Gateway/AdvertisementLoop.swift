@@ -1,0 +1,52 @@
+import BLECore
+
+/// One scan subscription: each device's message on change at once, unchanged at most every
+/// `publishInterval`, `lost` when it goes away. Its state is its own (no lock, no actor hop
+/// but the publisher's queue).
+struct AdvertisementLoop {
+    let central: Central
+    let publisher: Publisher
+    let topics: GatewayTopics
+    let counters: Gateway.Counters
+    let scan: GatewayConfig.Scan
+    let layout: GatewayConfig.Layout
+    let discovery: Bool
+
+    func run() async {
+        let options = ScanOptions(mode: scan.passive ? .passive : .active, allowDuplicates: true,
+                                  lostTimeout: scan.lostAfter, bufferingPolicy: .bufferingNewest(4096))
+        let clock = ContinuousClock()
+        var last: [LEAddress: (content: String, time: ContinuousClock.Instant)] = [:]
+        var announced: [LEAddress: [String]] = [:]
+        do {
+            for try await event in await central.scan(options: options) {
+                counters.reports.add(1, ordering: .relaxed)
+                switch event {
+                case .discovered(let p), .updated(let p):
+                    let content = AdvertisementPayload.content(p).text
+                    let now = clock.now
+                    if let previous = last[p.address], previous.content == content, now - previous.time < scan.publishInterval { continue }
+                    last[p.address] = (content, now)
+                    if discovery {
+                        let keys = HomeAssistantDiscovery.keys(p)
+                        if announced[p.address] != keys {
+                            announced[p.address] = keys
+                            for m in HomeAssistantDiscovery.configs(for: p, topics: topics) { await publisher.enqueue(m) }
+                        }
+                    }
+                    if layout != .openmqttgateway {
+                        await publisher.enqueue(MQTTMessage(topic: topics.device(p.address.address), payload: AdvertisementPayload.present(p).bytes))
+                    }
+                    if layout != .native {
+                        await publisher.enqueue(MQTTMessage(topic: topics.openMQTTGateway(p.address.address), payload: AdvertisementPayload.openMQTTGateway(p).bytes))
+                    }
+                case .lost(let p):
+                    last[p.address] = nil
+                    await publisher.enqueue(MQTTMessage(topic: topics.device(p.address.address), payload: AdvertisementPayload.lost(p.address).bytes, qos: .atLeastOnce))
+                }
+            }
+        } catch {
+            // The scan ended (adapter gone, cancelled): the gateway's metrics show no reports.
+        }
+    }
+}

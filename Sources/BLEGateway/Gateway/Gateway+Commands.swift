@@ -1,0 +1,122 @@
+import BLECore
+import GATTClient
+
+extension Gateway {
+    /// Answers each command on `responses/<id>` (QoS 1); commands run concurrently, so a slow
+    /// connect does not hold up a read on another link.
+    func commandLoop() async {
+        for await message in publisher.incoming where message.topic == topics.commands {
+            switch GatewayCommand.decode(message.payload) {
+            case .failure(let rejected):
+                await answer(rejected.id, command: nil, .failure(rejected.error))
+            case .success(let command):
+                Task { await self.execute(command) }
+            }
+        }
+    }
+
+    func execute(_ command: GatewayCommand) async {
+        let result: Result<[(String, JSONText)], CommandError>
+        do throws(CommandError) {
+            result = .success(try await perform(command))
+        } catch {
+            result = .failure(error)
+        }
+        await answer(command.id, command: command.kind.rawValue, result)
+    }
+
+    func answer(_ id: String, command: String?, _ result: Result<[(String, JSONText)], CommandError>) async {
+        var pairs: [(String, JSONText)] = [("id", .string(id))]
+        if let command { pairs.append(("command", .string(command))) }
+        switch result {
+        case .success(let extra):
+            pairs.append(("ok", .bool(true)))
+            pairs += extra
+        case .failure(let error):
+            pairs.append(("ok", .bool(false)))
+            pairs.append(("error", .object([("code", .string(error.code)), ("message", .string(error.message))])))
+        }
+        await publisher.enqueue(MQTTMessage(topic: topics.response(id), payload: JSONText.object(pairs).bytes, qos: .atLeastOnce))
+    }
+
+    func perform(_ command: GatewayCommand) async throws(CommandError) -> [(String, JSONText)] {
+        switch command.kind {
+        case .scan:
+            applyScan(command.enabled ?? true)
+            return [("scanning", .bool(scanTask != nil))]
+        case .connect:
+            guard let address = command.address else { throw .bad("connect needs \"address\"") }
+            _ = try await link(to: address, connectIfNeeded: true)
+            return [("address", .string(address.address.description))]
+        case .disconnect:
+            guard let address = command.address else { throw .bad("disconnect needs \"address\"") }
+            guard let link = links[address] else { throw CommandError("notConnected", "no link to \(address); send connect first") }
+            deviceTasks[address]?.cancel()
+            deviceTasks[address] = nil
+            links[address] = nil
+            do { try await link.connection.disconnect() } catch { throw .connection(error) }
+            return [("address", .string(address.address.description))]
+        case .read:
+            let (peripheral, c) = try await target(command)
+            do {
+                let value = try await peripheral.read(c.identifier)
+                return [("value", .string(value.hexUpper))]
+            } catch { throw .gatt(error) }
+        case .write:
+            let (peripheral, c) = try await target(command)
+            do {
+                try await peripheral.write(command.value ?? [], to: c.identifier, type: command.withoutResponse ? .withoutResponse : .withResponse)
+                return []
+            } catch { throw .gatt(error) }
+        case .subscribe:
+            let (peripheral, c) = try await target(command)
+            guard let address = command.address else { throw .bad("subscribe needs \"address\"") }
+            let topic = topics.characteristic(address.address, service: c.service, characteristic: c.characteristic)
+            if commandSubscriptions[topic] == nil {
+                let values: AsyncThrowingStream<[UInt8], any Error>
+                do { values = try await peripheral.subscribe(to: c.identifier) } catch { throw .gatt(error) }
+                let publisher = self.publisher
+                commandSubscriptions[topic] = Task {
+                    do {
+                        for try await value in values {
+                            await publisher.enqueue(MQTTMessage(topic: topic, payload: Gateway.valuePayload(value), qos: .atLeastOnce))
+                        }
+                    } catch {}
+                }
+            }
+            return [("topic", .string(topic))]
+        case .unsubscribe:
+            guard let address = command.address, let c = command.characteristic else { throw .bad("unsubscribe needs \"address\", \"service\" and \"characteristic\"") }
+            let topic = topics.characteristic(address.address, service: c.service, characteristic: c.characteristic)
+            guard let task = commandSubscriptions.removeValue(forKey: topic) else {
+                throw CommandError("notSubscribed", "no subscription to \(c.characteristic) of \(address) from a command")
+            }
+            task.cancel()
+            return [("topic", .string(topic))]
+        }
+    }
+
+    func target(_ command: GatewayCommand) async throws(CommandError) -> (Peripheral, GatewayConfig.CharacteristicRef) {
+        guard let address = command.address, let c = command.characteristic else {
+            throw .bad("\(command.kind.rawValue) needs \"address\", \"service\" and \"characteristic\"")
+        }
+        guard let link = links[address] else { throw CommandError("notConnected", "no link to \(address); send connect first") }
+        return (link.peripheral, c)
+    }
+
+    /// The held link to `address`, made when `connectIfNeeded`.
+    func link(to address: LEAddress, connectIfNeeded: Bool, policy: ReconnectPolicy = .never) async throws(CommandError) -> Link {
+        if let link = links[address], await link.connection.isConnected { return link }
+        guard connectIfNeeded else { throw CommandError("notConnected", "no link to \(address); send connect first") }
+        let connection: Connection
+        do { connection = try await central.connect(address, timeout: .seconds(10), reconnect: policy) } catch { throw .connection(error) }
+        let peripheral: Peripheral
+        do { peripheral = try await Peripheral(connection: connection) } catch {
+            try? await connection.disconnect()
+            throw .gatt(error)
+        }
+        let link = Link(connection: connection, peripheral: peripheral)
+        links[address] = link
+        return link
+    }
+}

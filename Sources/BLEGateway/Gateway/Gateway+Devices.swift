@@ -1,0 +1,109 @@
+import BLECore
+import GATTClient
+
+extension Gateway {
+    /// Holds the link to a configured device: connects (again, with the device's backoff,
+    /// when it fails or drops for good), subscribes, reads periodically.
+    func startDevice(_ device: GatewayConfig.Device) {
+        deviceTasks[device.address] = Task { await self.holdLink(device) }
+    }
+
+    func holdLink(_ device: GatewayConfig.Device) async {
+        var attempt = 0
+        while !Task.isCancelled {
+            do throws(CommandError) {
+                let link = try await self.link(to: device.address, connectIfNeeded: true, policy: device.reconnect.policy)
+                attempt = 0
+                counters.linksUp.add(1, ordering: .relaxed)
+                await serve(device, link)
+                counters.linksUp.subtract(1, ordering: .relaxed)
+                if links[device.address]?.connection === link.connection { links[device.address] = nil }
+                try? await link.connection.disconnect(timeout: .seconds(2))
+            } catch {
+                await publishLinkState(device.address, "error", error.description)
+            }
+            if Task.isCancelled { return }
+            attempt += 1
+            guard let delay = device.reconnect.policy.delay(reason: .connectionFailedToBeEstablished, attempt: attempt) else { return }
+            do { try await Task.sleep(for: delay) } catch { return }
+        }
+    }
+
+    /// Subscribes (each CCCD set before going on), publishes the link state `connected` on
+    /// `ble/GWID/devices/<ADDRESS>/link`, then forwards notifications and runs the periodic
+    /// reads until the link is gone for good or the task is cancelled.
+    func serve(_ device: GatewayConfig.Device, _ link: Link) async {
+        let publisher = self.publisher, topics = self.topics, peripheral = link.peripheral
+        let address = device.address.address
+        var streams: [(String, AsyncThrowingStream<[UInt8], any Error>)] = []
+        for c in device.subscribe {
+            do {
+                streams.append((topics.characteristic(address, service: c.service, characteristic: c.characteristic),
+                                try await peripheral.subscribe(to: c.identifier)))
+            } catch {
+                await publishLinkState(device.address, "error", error.description)
+                return
+            }
+        }
+        await publishLinkState(device.address, "connected", nil)
+        await withTaskGroup(of: Void.self) { group in
+            for (topic, values) in streams {
+                group.addTask {
+                    do {
+                        for try await value in values {
+                            await publisher.enqueue(MQTTMessage(topic: topic, payload: Gateway.valuePayload(value), qos: .atLeastOnce))
+                        }
+                    } catch {}
+                }
+            }
+            for r in device.read {
+                let c = r.characteristic
+                let topic = topics.characteristic(address, service: c.service, characteristic: c.characteristic)
+                group.addTask {
+                    while !Task.isCancelled {
+                        do throws(GATTError) {
+                            let value = try await peripheral.read(c.identifier)
+                            await publisher.enqueue(MQTTMessage(topic: topic, payload: Gateway.valuePayload(value), qos: .atLeastOnce))
+                        } catch let error where error.isLinkGone {
+                            return
+                        } catch {
+                            // A refused read (ATT error) is published and retried at the next period.
+                            await publisher.enqueue(MQTTMessage(topic: topic + "/error", payload: JSONText.object([("message", .string(error.description))]).bytes))
+                        }
+                        do { try await Task.sleep(for: r.interval) } catch { return }
+                    }
+                }
+            }
+            let connection = link.connection
+            group.addTask {
+                // The link's own end: a drop the stack does not reconnect.
+                for await event in await connection.events() {
+                    switch event {
+                    case .disconnected(_, willReconnect: false), .reconnectFailed: return
+                    default: continue
+                    }
+                }
+            }
+            await group.next()
+            group.cancelAll()
+        }
+        await publishLinkState(device.address, "disconnected", nil)
+    }
+
+    /// Retained `{"state":"connected"|"disconnected"|"error"}` on `ble/GWID/devices/<ADDRESS>/link`.
+    func publishLinkState(_ address: LEAddress, _ state: String, _ message: String?) async {
+        var pairs: [(String, JSONText)] = [("state", .string(state))]
+        if let message { pairs.append(("message", .string(message))) }
+        await publisher.enqueue(MQTTMessage(topic: topics.device(address.address) + "/link", payload: JSONText.object(pairs).bytes,
+                                            qos: .atLeastOnce, retain: true))
+    }
+}
+
+extension GATTError {
+    var isLinkGone: Bool {
+        switch self {
+        case .disconnected, .connection, .cancelled: return true
+        default: return false
+        }
+    }
+}

@@ -1,0 +1,159 @@
+import BLECore
+import GATTClient
+import Synchronization
+
+/// The BLE→MQTT gateway on one `Central`: advertisements to `ble/GWID/devices/<ADDRESS>`,
+/// the retained status and metrics, links from the config with their notifications and
+/// reads, and commands on `ble/GWID/commands`. Uses the stack's public API only.
+///
+///     let gateway = try Gateway(central: central, config: config)
+///     try await gateway.run()   // until the task is cancelled: then links close and `offline` goes out
+public actor Gateway {
+    public nonisolated let central: Central
+    public nonisolated let publisher: Publisher
+    public nonisolated let topics: GatewayTopics
+    public private(set) var config: GatewayConfig
+    nonisolated let counters = Counters()
+
+    var scanTask: Task<Void, Never>?
+    var deviceTasks: [LEAddress: Task<Void, Never>] = [:]
+    var links: [LEAddress: Link] = [:]
+    var commandSubscriptions: [String: Task<Void, Never>] = [:]
+
+    /// A held link and its GATT client.
+    struct Link {
+        var connection: Connection
+        var peripheral: Peripheral
+    }
+
+    /// Counts the data path updates without a lock.
+    final class Counters: Sendable {
+        let reports = Atomic<Int>(0)
+        let linksUp = Atomic<Int>(0)
+    }
+
+    /// Checks `config` and makes the MQTT client (will `offline` on the status topic).
+    public init(central: Central, config: GatewayConfig) throws(GatewayError) {
+        do { try config.validate() } catch { throw .config(error) }
+        self.central = central
+        self.config = config
+        topics = config.topics
+        let client: MQTTClient
+        do {
+            client = try MQTTClient(options: config.mqttOptions())
+        } catch let e as ConfigError {
+            throw .config(e)
+        } catch let e as MQTTError {
+            throw .mqtt(e)
+        } catch {
+            throw .mqtt(MQTTError(operation: "mosquitto_new", code: -1, detail: "\(error)"))
+        }
+        publisher = Publisher(client: client, capacity: config.broker.queueCapacity,
+                              onConnect: [MQTTMessage(topic: config.topics.status, text: "online", qos: .atLeastOnce, retain: true)],
+                              subscriptions: [config.topics.commands])
+    }
+
+    /// Runs until the calling task is cancelled, then stops: links disconnected, `offline`
+    /// published (retained) and the broker left, within a few seconds.
+    public func run() async throws(GatewayError) {
+        do { try publisher.client.start() } catch { throw .mqtt(error) }
+        let events = Task { await publisher.run() }
+        applyScan(config.scan.enabled)
+        for device in config.devices { startDevice(device) }
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.commandLoop() }
+            group.addTask { await self.metricsLoop() }
+            await group.waitForAll()
+        }
+        // Cancelled: the shutdown runs in its own task so that its waits are not cut short.
+        await Task { await self.shutdown() }.value
+        events.cancel()
+    }
+
+    /// Applies a new config (SIGHUP): scanning, intervals and the configured links follow it.
+    /// The broker, gateway id and topic prefix stay as they were started.
+    public func reload(_ new: GatewayConfig) throws(ConfigError) {
+        try new.validate()
+        let old = config
+        config = new
+        config.broker = old.broker
+        config.id = old.id
+        config.topicPrefix = old.topicPrefix
+        if old.scan != new.scan || old.layout != new.layout || old.homeAssistantDiscovery != new.homeAssistantDiscovery {
+            applyScan(false)
+            applyScan(new.scan.enabled)
+        }
+        let wanted = Dictionary(new.devices.map { ($0.address, $0) }, uniquingKeysWith: { a, _ in a })
+        let before = Dictionary(old.devices.map { ($0.address, $0) }, uniquingKeysWith: { a, _ in a })
+        for (address, task) in deviceTasks where wanted[address] != before[address] {
+            task.cancel()
+            deviceTasks[address] = nil
+        }
+        for device in new.devices where deviceTasks[device.address] == nil { startDevice(device) }
+    }
+
+    func shutdown() async {
+        scanTask?.cancel()
+        scanTask = nil
+        for task in deviceTasks.values { task.cancel() }
+        for task in commandSubscriptions.values { task.cancel() }
+        deviceTasks = [:]
+        commandSubscriptions = [:]
+        // All links at once, so that many links still stop within a few seconds.
+        let open = links.values.map(\.connection)
+        links = [:]
+        await withTaskGroup(of: Void.self) { group in
+            for connection in open { group.addTask { try? await connection.disconnect(timeout: .seconds(2)) } }
+        }
+        await publisher.enqueue(MQTTMessage(topic: topics.status, text: "offline", qos: .atLeastOnce, retain: true))
+        await publisher.drain(timeout: .seconds(2))
+        publisher.client.stop()
+    }
+
+    /// Starts or stops the advertisement loop.
+    func applyScan(_ enabled: Bool) {
+        if !enabled {
+            scanTask?.cancel()
+            scanTask = nil
+            return
+        }
+        guard scanTask == nil else { return }
+        let scan = config.scan
+        let layout = config.layout
+        let discovery = config.homeAssistantDiscovery
+        let central = self.central, publisher = self.publisher, topics = self.topics, counters = self.counters
+        scanTask = Task {
+            await AdvertisementLoop(central: central, publisher: publisher, topics: topics, counters: counters,
+                                    scan: scan, layout: layout, discovery: discovery).run()
+        }
+    }
+
+    func metricsLoop() async {
+        let clock = ContinuousClock()
+        var lastReports = counters.reports.load(ordering: .relaxed)
+        var lastDelivered = await publisher.delivered
+        var lastTime = clock.now
+        while !Task.isCancelled {
+            do { try await Task.sleep(for: config.metricsInterval) } catch { return }
+            let now = clock.now
+            let reports = counters.reports.load(ordering: .relaxed)
+            let delivered = await publisher.delivered
+            let elapsed = max(1e-9, Double((now - lastTime).components.seconds) + Double((now - lastTime).components.attoseconds) / 1e18)
+            let payload = JSONText.object([
+                ("reportsPerSecond", .double(((Double(reports - lastReports) / elapsed) * 10).rounded() / 10)),
+                ("publishesPerSecond", .double(((Double(delivered - lastDelivered) / elapsed) * 10).rounded() / 10)),
+                ("links", .int(counters.linksUp.load(ordering: .relaxed))),
+                ("reconnects", .int(await publisher.reconnects)),
+                ("dropped", .int(await publisher.dropped)),
+                ("queueDepth", .int(await publisher.depth)),
+            ])
+            (lastReports, lastDelivered, lastTime) = (reports, delivered, now)
+            await publisher.enqueue(MQTTMessage(topic: topics.metrics, payload: payload.bytes, qos: .atMostOnce, retain: true))
+        }
+    }
+
+    /// A value read or notified from a characteristic: `{"value":"HEX"}`.
+    static func valuePayload(_ value: [UInt8]) -> [UInt8] {
+        JSONText.object([("value", .string(value.hexUpper))]).bytes
+    }
+}

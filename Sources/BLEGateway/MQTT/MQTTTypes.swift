@@ -1,0 +1,121 @@
+/// MQTT quality of service (MQTT 3.1.1, 4.3).
+public enum MQTTQoS: Int32, Sendable, Hashable, Codable {
+    case atMostOnce = 0
+    case atLeastOnce = 1
+    case exactlyOnce = 2
+}
+
+/// One application message: topic, payload, QoS and the retain flag.
+///
+///     let m = MQTTMessage(topic: "ble/gw1/status", payload: Array("online".utf8), qos: .atLeastOnce, retain: true)
+public struct MQTTMessage: Sendable, Hashable {
+    public var topic: String
+    public var payload: [UInt8]
+    public var qos: MQTTQoS
+    public var retain: Bool
+
+    public init(topic: String, payload: [UInt8], qos: MQTTQoS = .atMostOnce, retain: Bool = false) {
+        self.topic = topic
+        self.payload = payload
+        self.qos = qos
+        self.retain = retain
+    }
+
+    public init(topic: String, text: String, qos: MQTTQoS = .atMostOnce, retain: Bool = false) {
+        self.init(topic: topic, payload: Array(text.utf8), qos: qos, retain: retain)
+    }
+
+    /// The payload as UTF-8 text (invalid sequences repaired).
+    public var text: String { String(decoding: payload, as: UTF8.self) }
+}
+
+/// TLS towards the broker: the CA to trust, an optional client certificate.
+public struct MQTTTLSOptions: Sendable, Hashable {
+    public var caFile: String
+    public var certFile: String?
+    public var keyFile: String?
+    /// Skips the check that the broker's certificate names the host (testing only).
+    public var insecure: Bool
+
+    public init(caFile: String, certFile: String? = nil, keyFile: String? = nil, insecure: Bool = false) {
+        self.caFile = caFile
+        self.certFile = certFile
+        self.keyFile = keyFile
+        self.insecure = insecure
+    }
+}
+
+/// Where and how the client connects.
+///
+///     var o = MQTTOptions(host: "127.0.0.1", port: 1883, clientID: "gw1")
+///     o.will = MQTTMessage(topic: "ble/gw1/status", text: "offline", qos: .atLeastOnce, retain: true)
+public struct MQTTOptions: Sendable, Hashable {
+    public var host: String
+    public var port: Int
+    public var clientID: String
+    public var username: String?
+    public var password: String?
+    public var tls: MQTTTLSOptions?
+    public var will: MQTTMessage?
+    public var keepAlive: Duration
+    /// Reconnect backoff: the first delay, doubled after each failed attempt up to the maximum.
+    public var reconnectDelay: Duration
+    public var reconnectMaximumDelay: Duration
+    /// PUBLISH packets in flight (sent, not yet acknowledged) at most.
+    public var maximumInflight: Int
+    /// False: the broker keeps this client's subscriptions and queues its QoS 1 messages while
+    /// it is away (MQTT 3.1.1, 3.1.2.4).
+    public var cleanSession = true
+
+    public init(host: String, port: Int = 1883, clientID: String) {
+        self.host = host
+        self.port = port
+        self.clientID = clientID
+        keepAlive = .seconds(30)
+        reconnectDelay = .seconds(1)
+        reconnectMaximumDelay = .seconds(30)
+        maximumInflight = 100
+    }
+}
+
+/// What the client's network thread reports.
+public enum MQTTEvent: Sendable, Hashable {
+    /// CONNACK accepted: the session is up (again).
+    case connected
+    /// The broker refused the connection (CONNACK return code), or the link dropped; the client
+    /// reconnects with backoff unless it was stopped.
+    case disconnected(MQTTError)
+    /// The PUBLISH with this message id is done: acknowledged (QoS 1, 2) or written (QoS 0).
+    case delivered(messageID: Int32)
+    /// A message on a subscribed topic.
+    case message(MQTTMessage)
+}
+
+/// A libmosquitto failure, with the call, its code and the library's own text.
+public struct MQTTError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The libmosquitto call (or "CONNACK", "link") that failed.
+    public var operation: String
+    /// MOSQ_ERR_* value, or the CONNACK return code for "CONNACK".
+    public var code: Int32
+    public var detail: String
+
+    public init(operation: String, code: Int32, detail: String) {
+        self.operation = operation
+        self.code = code
+        self.detail = detail
+    }
+
+    /// The client is not connected to the broker (MOSQ_ERR_NO_CONN).
+    public var isNotConnected: Bool { operation != "CONNACK" && code == 4 }
+
+    public var description: String {
+        switch operation {
+        case "CONNACK":
+            return "the MQTT broker refused the connection (CONNACK code \(code): \(detail)); check the client id, username and password"
+        case "link":
+            return "the connection to the MQTT broker ended (code \(code): \(detail)); reconnecting"
+        default:
+            return "\(operation) failed (code \(code): \(detail)); check the broker address, TLS files and credentials"
+        }
+    }
+}

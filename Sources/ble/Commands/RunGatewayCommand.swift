@@ -1,0 +1,126 @@
+import BLECore
+import BLEGateway
+import Dispatch
+import Foundation
+
+/// `ble gateway`: the BLE→MQTT gateway until SIGTERM or Ctrl-C; SIGHUP reloads the config.
+enum RunGatewayCommand {
+    static let spec = CommandSpec(
+        name: "gateway",
+        summary: "BLE→MQTT gateway: advertisements, links and commands over an MQTT broker",
+        usage: ["gateway --mqtt mqtt://HOST:PORT --id GWID [--config FILE] [OPTIONS]"],
+        options: [
+            .value("mqtt", nil, "URL", "broker: mqtt://HOST[:PORT] or mqtts://HOST[:PORT] (TLS)"),
+            .value("id", nil, "GWID", "gateway id: topics are ble/GWID/..."),
+            .value("config", nil, "FILE", "JSON config (docs/gateway.md); flags override its values"),
+            .value("username", nil, "NAME", "broker user name"),
+            .value("password", nil, "TEXT", "broker password"),
+            .value("ca-file", nil, "FILE", "CA certificate(s) for TLS"),
+            .value("cert-file", nil, "FILE", "client certificate for TLS"),
+            .value("key-file", nil, "FILE", "client key for TLS"),
+            .value("topic-prefix", nil, "TEXT", "first topic level (default ble)"),
+            .value("layout", nil, "NAME", "advertisement topics: native, openmqttgateway or both (default native)"),
+            .value("publish-interval", nil, "SECONDS", "an unchanged device is published again after SECONDS (default 10)"),
+            .value("lost-after", nil, "SECONDS", "a device not heard for SECONDS is reported lost (default 30)"),
+            .value("metrics-interval", nil, "SECONDS", "retained metrics every SECONDS (default 30)"),
+            .value("queue", nil, "N", "messages kept while the broker is away (default 10000; the oldest is dropped)"),
+            .flag("passive", nil, "scan passively (no scan requests)"),
+            .flag("no-scan", nil, "do not publish advertisements (links and commands only)"),
+            .flag("ha-discovery", nil, "publish Home Assistant MQTT discovery configs for RSSI and decoded values"),
+        ],
+        details: [
+            "Publishes each advertising device on ble/GWID/devices/<ADDRESS>, a retained 'online' on ble/GWID/status (will: 'offline'), retained metrics on ble/GWID/metrics, and answers JSON commands from ble/GWID/commands on ble/GWID/responses/<id>. SIGTERM: links are closed, 'offline' is published, exit 0. SIGHUP: the config file is read again. A bad config is one line naming the key, exit 2.",
+        ],
+        examples: [
+            ("ble gateway --mqtt mqtt://127.0.0.1:1883 --id hall", "advertisements of the devices around, to a local broker"),
+            ("ble -d hci0 gateway --mqtt mqtts://broker:8883 --id gw1 --config /etc/ble-gateway.json", "with links and TLS from a config file"),
+        ],
+        run: run)
+
+    static func run(_ ctx: CommandContext) async throws {
+        _ = try ctx.positionals([])
+        let config = try configuration(ctx)
+        let console = ctx.console
+        try await withCentral(ctx) { central in
+            let gateway: Gateway
+            do throws(GatewayError) {
+                gateway = try Gateway(central: central, config: config)
+            } catch {
+                if case GatewayError.config(let e) = error { throw UsageError(e.description) }
+                throw CLIFailure(error.description)
+            }
+            console.status("gateway \(gateway.topics.gatewayID): broker \(config.broker.url ?? ""), topics \(config.topicPrefix)/\(gateway.topics.gatewayID)/...")
+            let task = Task { try await gateway.run() }
+            signal(SIGTERM, SIG_IGN)
+            signal(SIGHUP, SIG_IGN)
+            let term = DispatchSource.makeSignalSource(signal: SIGTERM, queue: .main)
+            term.setEventHandler {
+                console.status("SIGTERM: stopping")
+                task.cancel()
+            }
+            term.resume()
+            let hup = DispatchSource.makeSignalSource(signal: SIGHUP, queue: .main)
+            hup.setEventHandler {
+                Task {
+                    do {
+                        try await gateway.reload(try configuration(ctx))
+                        console.status("SIGHUP: config reloaded")
+                    } catch {
+                        console.status("SIGHUP: config not reloaded: \(error)")
+                    }
+                }
+            }
+            hup.resume()
+            defer {
+                term.cancel()
+                hup.cancel()
+            }
+            try await withTaskCancellationHandler {
+                do { try await task.value } catch let e as GatewayError { throw CLIFailure(e.description) }
+            } onCancel: {
+                task.cancel()
+            }
+        }
+    }
+
+    /// The config file (when given) with the flags applied over it, checked.
+    static func configuration(_ ctx: CommandContext) throws(UsageError) -> GatewayConfig {
+        let a = ctx.args
+        do throws(ConfigError) {
+            var c = try a.value("config").map { p throws(ConfigError) in try GatewayConfig.load(path: p) } ?? GatewayConfig()
+            if let v = a.value("mqtt") { c.broker.url = v }
+            if let v = a.value("id") { c.id = v }
+            if let v = a.value("username") { c.broker.username = v }
+            if let v = a.value("password") { c.broker.password = v }
+            if let v = a.value("ca-file") { c.broker.caFile = v }
+            if let v = a.value("cert-file") { c.broker.certFile = v }
+            if let v = a.value("key-file") { c.broker.keyFile = v }
+            if let v = a.value("topic-prefix") { c.topicPrefix = v }
+            if let v = a.value("layout") {
+                guard let l = GatewayConfig.Layout(rawValue: v) else { throw ConfigError(key: "--layout", "\"\(v)\" is not native, openmqttgateway or both") }
+                c.layout = l
+            }
+            if let v = a.value("publish-interval") { c.scan.publishInterval = try seconds(v, "--publish-interval") }
+            if let v = a.value("lost-after") { c.scan.lostAfter = try seconds(v, "--lost-after") }
+            if let v = a.value("metrics-interval") { c.metricsInterval = try seconds(v, "--metrics-interval") }
+            if let v = a.value("queue") {
+                guard let n = Int(v), n >= 1 else { throw ConfigError(key: "--queue", "needs a whole number of at least 1, not \"\(v)\"") }
+                c.broker.queueCapacity = n
+            }
+            if a.has("passive") { c.scan.passive = true }
+            if a.has("no-scan") { c.scan.enabled = false }
+            if a.has("ha-discovery") { c.homeAssistantDiscovery = true }
+            try c.validate()
+            return c
+        } catch {
+            throw UsageError(error.description)
+        }
+    }
+
+    static func seconds(_ text: String, _ option: String) throws(ConfigError) -> Duration {
+        guard let v = Double(text), v.isFinite, v >= 0, v <= 86_400 else {
+            throw ConfigError(key: option, "needs a number of seconds from 0 to 86400, not \"\(text)\"")
+        }
+        return .nanoseconds(Int64(v * 1e9))
+    }
+}

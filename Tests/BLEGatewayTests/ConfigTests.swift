@@ -1,0 +1,111 @@
+import BLECore
+import BLEGateway
+import Foundation
+import Testing
+
+/// Config files with one mistake each: the error names the key.
+@Suite struct ConfigTests {
+    static func mistake(_ json: String) -> ConfigError? {
+        do {
+            var c = try GatewayConfig.decode(Data(json.utf8))
+            if c.broker.url == nil { c.broker.url = "mqtt://127.0.0.1:1883" }
+            if c.id == nil { c.id = "gw" }
+            try c.validate()
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    @Test(arguments: [
+        (#"{"mqtt": "#, "(file)"),
+        (#"{"mqt": {}}"#, "mqt"),
+        (#"{"scan": {"lostAfterSeconds": "ten"}}"#, "scan.lostAfterSeconds"),
+        (#"{"scan": {"lostAfterSeconds": 0}}"#, "scan.lostAfterSeconds"),
+        (#"{"scan": {"pasive": true}}"#, "scan.pasive"),
+        (#"{"metricsIntervalSeconds": -1}"#, "metricsIntervalSeconds"),
+        (#"{"mqtt": {"url": "tcp://broker"}}"#, "mqtt.url"),
+        (#"{"mqtt": {"url": "mqtt://broker:99999"}}"#, "mqtt.url"),
+        (#"{"mqtt": {"queueCapacity": 0}}"#, "mqtt.queueCapacity"),
+        (#"{"mqtt": {"certFile": "/c.pem"}}"#, "mqtt.keyFile"),
+        (#"{"id": "a/b"}"#, "id"),
+        (#"{"id": ""}"#, "id"),
+        (#"{"layout": "zigbee"}"#, "layout"),
+        (#"{"devices": [{"address": "nope"}]}"#, "devices[0].address"),
+        (#"{"devices": [{}]}"#, "devices[0].address"),
+        (#"{"devices": [{"address": "C0:11:22:33:44:55", "addressType": "static"}]}"#, "devices[0].addressType"),
+        (#"{"devices": [{"address": "C0:11:22:33:44:55", "subscribe": [{"service": "XYZ", "characteristic": "2A19"}]}]}"#, "devices[0].subscribe[0].service"),
+        (#"{"devices": [{"address": "C0:11:22:33:44:55", "subscribe": [{"service": "180F"}]}]}"#, "devices[0].subscribe[0].characteristic"),
+        (#"{"devices": [{"address": "C0:11:22:33:44:55", "read": [{"service": "180F", "characteristic": "2A19"}]}]}"#, "devices[0].read[0].intervalSeconds"),
+        (#"{"devices": [{"address": "C0:11:22:33:44:55", "reconect": {}}]}"#, "devices[0].reconect"),
+        (#"{"devices": [{"address": "C0:11:22:33:44:55", "reconnect": {"maxAttempts": -1}}]}"#, "devices[0].reconnect.maxAttempts"),
+        (#"{"devices": [{"address": "C0:11:22:33:44:55"}, {"address": "C0:11:22:33:44:55"}]}"#, "devices[1].address"),
+    ])
+    func eachMistakeNamesItsKey(json: String, key: String) {
+        let error = Self.mistake(json)
+        #expect(error?.key == key, "\(json): \(error.map(\.description) ?? "accepted")")
+        #expect(error.map { !$0.description.contains("\n") } ?? true)
+    }
+
+    @Test func aFullConfigDecodes() throws {
+        let json = #"""
+        {"mqtt": {"url": "mqtts://broker.example:8884", "username": "gw", "password": "pw", "caFile": "/etc/ca.pem",
+                  "queueCapacity": 500, "keepAliveSeconds": 20, "reconnectDelaySeconds": 2, "reconnectMaximumDelaySeconds": 60},
+         "id": "hall", "topicPrefix": "site1", "layout": "both", "metricsIntervalSeconds": 15,
+         "scan": {"enabled": true, "passive": true, "publishIntervalSeconds": 5, "lostAfterSeconds": 45},
+         "devices": [{"address": "C0:11:22:33:44:55", "addressType": "random",
+                      "subscribe": [{"service": "180D", "characteristic": "2A37"}],
+                      "read": [{"service": "180F", "characteristic": "2A19", "intervalSeconds": 600}],
+                      "reconnect": {"maxAttempts": 10, "initialDelaySeconds": 1, "maximumDelaySeconds": 120}}]}
+        """#
+        let c = try GatewayConfig.decode(Data(json.utf8))
+        try c.validate()
+        #expect(c.id == "hall" && c.topicPrefix == "site1" && c.layout == .both)
+        #expect(c.broker.queueCapacity == 500 && c.broker.reconnectMaximumDelay == .seconds(60))
+        #expect(c.scan.passive && c.scan.publishInterval == .seconds(5) && c.scan.lostAfter == .seconds(45))
+        #expect(c.metricsInterval == .seconds(15))
+        let d = try #require(c.devices.first)
+        #expect(d.address == LEAddress("C0:11:22:33:44:55", type: .random))
+        #expect(d.subscribe == [GatewayConfig.CharacteristicRef(service: BluetoothUUID(uuid16: 0x180D), characteristic: BluetoothUUID(uuid16: 0x2A37))])
+        #expect(d.read.first?.interval == .seconds(600))
+        #expect(d.reconnect.maxAttempts == 10 && d.reconnect.maximumDelay == .seconds(120))
+        let o = try c.mqttOptions()
+        #expect(o.host == "broker.example" && o.port == 8884 && o.tls?.caFile == "/etc/ca.pem")
+        #expect(o.will == MQTTMessage(topic: "site1/hall/status", text: "offline", qos: .atLeastOnce, retain: true))
+    }
+}
+
+/// Known advertising formats: exact values, and nil for truncated or hostile data.
+@Suite struct KnownFormatTests {
+    @Test func eddystoneUIDAndTLM() {
+        // UID: frame 0x00, TX -20, namespace 00112233445566778899, instance AABBCCDDEEFF.
+        let uid: [UInt8] = [0x00, 0xEC, 0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0x99, 0xAA, 0xBB, 0xCC, 0xDD, 0xEE, 0xFF]
+        var ad = AdvertisingData([.serviceData16(uuid: 0xFEAA, data: uid)])
+        #expect(JSONText.object(KnownFormats.decode(ad)).text ==
+                #"{"eddystone":{"frame":"uid","txPower":-20,"namespace":"00112233445566778899","instance":"AABBCCDDEEFF"}}"#)
+        // TLM: version 0, 3000 mV, 25.5 °C (0x1980 in 8.8), 258 advertisements, 100.0 s.
+        let tlm: [UInt8] = [0x20, 0x00, 0x0B, 0xB8, 0x19, 0x80, 0x00, 0x00, 0x01, 0x02, 0x00, 0x00, 0x03, 0xE8]
+        ad = AdvertisingData([.serviceData16(uuid: 0xFEAA, data: tlm)])
+        #expect(JSONText.object(KnownFormats.decode(ad)).text ==
+                #"{"eddystone":{"frame":"tlm","batteryMillivolts":3000,"temperature":25.5,"advertisements":258,"uptimeSeconds":100}}"#)
+    }
+
+    @Test func truncatedOrHostileDataDecodesToNothing() {
+        let cases: [ADStructure] = [
+            .serviceData16(uuid: 0xFEAA, data: []),
+            .serviceData16(uuid: 0xFEAA, data: [0x00, 0xEC, 0x00]),
+            .serviceData16(uuid: 0xFEAA, data: [0x10, 0xEB, 0x09, 0x41]),
+            .serviceData16(uuid: 0xFEAA, data: [0x10, 0xEB, 0x00, 0x00, 0x7F]),
+            .serviceData16(uuid: 0xFEAA, data: [0x20, 0x01] + [UInt8](repeating: 0, count: 12)),
+            .serviceData16(uuid: 0x180F, data: [0x65]),
+            .serviceData16(uuid: 0x180F, data: [0x50, 0x50]),
+            .serviceData16(uuid: 0x2A6E, data: [0x10]),
+            .serviceData16(uuid: 0x2A6D, data: [0x01, 0x02, 0x03]),
+            .manufacturerSpecificData(companyID: 0x004C, data: [0x02, 0x15, 0x00]),
+            .manufacturerSpecificData(companyID: 0x004C, data: [0x02, 0x16] + [UInt8](repeating: 0, count: 21)),
+        ]
+        for s in cases {
+            #expect(KnownFormats.decode(AdvertisingData([s])).isEmpty, "\(s)")
+        }
+    }
+}

@@ -1,0 +1,116 @@
+import BLEGateway
+import BLETestSupport
+import Foundation
+import Testing
+
+/// The `ble gateway` process against the Bumble virtual radio (scenario "all") and a real
+/// mosquitto: status and last will on a clean stop (SIGTERM) and on SIGKILL, and a bad config.
+@Suite(.serialized) struct GatewayProcessTests {
+    /// The package root, from this file's path (Tests/BLEGatewayTests/GatewayProcessTests.swift).
+    static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    /// `ble` next to the test bundle, else .build/debug/ble.
+    static var ble: String {
+        let candidates = [
+            Bundle.main.bundleURL.appendingPathComponent("ble"),
+            Bundle.main.bundleURL.deletingLastPathComponent().appendingPathComponent("ble"),
+            packageRoot.appendingPathComponent(".build/debug/ble"),
+        ]
+        return (candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) } ?? candidates[2]).path
+    }
+
+    /// Runs `ble gateway` until it says it is up (its status line), on `radio`, to `broker`.
+    static func startGateway(_ radio: VirtualRadio, _ broker: Broker, id: String) async throws -> Child {
+        let child = try Child(path: ble, ["-d", radio.transportSpec, "gateway", "--mqtt", broker.url, "--id", id, "--publish-interval", "1"])
+        return child
+    }
+
+    @Test func cleanStopPublishesOfflineAndSIGKILLLeavesTheWill() async throws {
+        try await VirtualRadio.with(scenario: "all") { radio in
+            let broker = try await Broker.start()
+            defer { broker.stop() }
+            let watcher = try await Watcher.start(broker, "ble/#")
+
+            // Clean stop: SIGTERM → `offline` (retained), exit 0 within a few seconds.
+            let gateway = try await Self.startGateway(radio, broker, id: "gwp")
+            let online = try await watcher.next("ble/gwp/status") { $0.text == "online" }
+            #expect(online.qos == .atLeastOnce)
+            // The battery device of the scenario (F0:5E:B1:00:00:03) advertises the Battery service.
+            let battery = try await watcher.next("ble/gwp/devices/F05EB1000003")
+            #expect(battery.text.hasPrefix(#"{"address":"F0:5E:B1:00:00:03","addressType":"random","state":"present","#), "\(battery.text)")
+            #expect(battery.text.contains(#""services":["180F"]"#), "\(battery.text)")
+            let stopping = ContinuousClock.now
+            gateway.signal(SIGTERM)
+            let status = await gateway.waitForExit(timeout: .seconds(10))
+            #expect(status == 0)
+            #expect(ContinuousClock.now - stopping < .seconds(5))
+            _ = try await watcher.next("ble/gwp/status") { $0.text == "offline" }
+            // Retained: a client subscribing now is told `offline` at once.
+            let late = try await Watcher.start(broker, "ble/gwp/status")
+            let retained = try await late.next("ble/gwp/status")
+            #expect(retained.text == "offline" && retained.retain)
+            await late.stop()
+
+            // SIGKILL: the broker publishes the will `offline` when the connection drops.
+            let killed = try await Self.startGateway(radio, broker, id: "gwk")
+            _ = try await watcher.next("ble/gwk/status") { $0.text == "online" }
+            killed.signal(SIGKILL)
+            #expect(await killed.waitForExit(timeout: .seconds(5)) == 128 + SIGKILL)
+            _ = try await watcher.next("ble/gwk/status") { $0.text == "offline" }
+            await watcher.stop()
+        }
+    }
+
+    @Test func sighupReloadsTheConfigAndHoldsTheNewLink() async throws {
+        try await VirtualRadio.with(scenario: "all") { radio in
+            let broker = try await Broker.start()
+            defer { broker.stop() }
+            let watcher = try await Watcher.start(broker, "ble/#")
+            let dir = FileManager.default.temporaryDirectory.appendingPathComponent("gwhup-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: dir) }
+            let file = dir.appendingPathComponent("gateway.json")
+            try #"{"id": "gwh", "scan": {"enabled": false}}"#.write(to: file, atomically: true, encoding: .utf8)
+            let gateway = try Child(path: Self.ble, ["-d", radio.transportSpec, "gateway", "--mqtt", broker.url, "--config", file.path])
+            _ = try await watcher.next("ble/gwh/status") { $0.text == "online" }
+            // The battery device of the scenario: Battery Level (2A19) is readable.
+            try #"""
+            {"id": "gwh", "scan": {"enabled": false},
+             "devices": [{"address": "F0:5E:B1:00:00:03", "read": [{"service": "180F", "characteristic": "2A19", "intervalSeconds": 60}]}]}
+            """#.write(to: file, atomically: true, encoding: .utf8)
+            gateway.signal(SIGHUP)
+            let link = try await watcher.next("ble/gwh/devices/F05EB1000003/link", timeout: .seconds(30))
+            #expect(link.text == #"{"state":"connected"}"#)
+            let level = try await watcher.next("ble/gwh/devices/F05EB1000003/180F/2A19", timeout: .seconds(30))
+            #expect(level.text.hasPrefix(#"{"value":""#))
+            gateway.signal(SIGTERM)
+            #expect(await gateway.waitForExit(timeout: .seconds(10)) == 0)
+            _ = try await watcher.next("ble/gwh/status") { $0.text == "offline" }
+            await watcher.stop()
+        }
+    }
+
+    @Test func badConfigsAreOneLineNamingTheKeyAndExit2() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("gwconf-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let file = dir.appendingPathComponent("bad.json")
+        try #"{"scan": {"lostAfterSeconds": "ten"}}"#.write(to: file, atomically: true, encoding: .utf8)
+        let cases: [([String], String)] = [
+            (["gateway", "--mqtt", "mqtt://127.0.0.1:1", "--id", "gw", "--config", file.path],
+             "config: scan.lostAfterSeconds: expected a number"),
+            (["gateway", "--mqtt", "http://127.0.0.1", "--id", "gw"],
+             #"config: mqtt.url: "http://127.0.0.1" is not mqtt://HOST[:PORT] or mqtts://HOST[:PORT]"#),
+            (["gateway", "--mqtt", "mqtt://127.0.0.1:1883"],
+             "config: id: missing; give --id GWID or \"id\" in the config"),
+        ]
+        for (arguments, line) in cases {
+            let child = try Child(path: Self.ble, arguments)
+            let text = await Child.read(child.stderr, timeout: .seconds(20)) { _ in false }
+            #expect(await child.waitForExit(timeout: .seconds(20)) == 2)
+            let lines = text.split(separator: "\n")
+            #expect(lines.count == 1, "\(text)")
+            #expect(lines.first.map { $0.hasSuffix(line) } == true, "\(text)")
+        }
+    }
+}

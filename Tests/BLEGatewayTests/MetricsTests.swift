@@ -1,0 +1,43 @@
+import BLEGateway
+import Foundation
+import Testing
+
+/// The retained metrics message.
+@Suite(.serialized) struct MetricsTests {
+    @Test func metricsArePublishedRetainedWithEveryCounter() async throws {
+        let broker = try await Broker.start()
+        defer { broker.stop() }
+        let watcher = try await Watcher.start(broker, "ble/#")
+        let bed = try await GatewayBed(broker: broker, peripherals: [AdvertisementTopicTests.battery]) { $0.metricsInterval = .milliseconds(200) }
+        _ = try await watcher.next("ble/gw/devices/C01122334401")
+        let m = try await watcher.next("ble/gw/metrics")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(m.payload)) as? [String: Any])
+        #expect(Set(object.keys) == ["reportsPerSecond", "publishesPerSecond", "links", "reconnects", "dropped", "queueDepth"])
+        #expect(object["links"] as? Int == 0)
+        #expect(object["reconnects"] as? Int == 0)
+        #expect(object["dropped"] as? Int == 0)
+        await bed.stop()
+        // Retained: a late subscriber gets the last one at once.
+        let late = try await Watcher.start(broker, "ble/gw/metrics")
+        #expect(try await late.next("ble/gw/metrics").retain)
+        await late.stop()
+        await watcher.stop()
+    }
+}
+
+/// Home Assistant discovery configs for a device with a decoded battery level.
+@Suite(.serialized) struct HomeAssistantDiscoveryTests {
+    @Test func aBatteryDeviceGetsRSSIAndBatterySensors() async throws {
+        let broker = try await Broker.start()
+        defer { broker.stop() }
+        let watcher = try await Watcher.start(broker, "homeassistant/#")
+        let bed = try await GatewayBed(broker: broker, peripherals: [AdvertisementTopicTests.battery]) { $0.homeAssistantDiscovery = true }
+        let battery = try await watcher.next("homeassistant/sensor/gw_C01122334401_battery/config")
+        #expect(battery.text == #"{"name":"Therm battery","unique_id":"gw_C01122334401_battery","state_topic":"ble/gw/devices/C01122334401","value_template":"{{ value_json.decoded.battery }}","unit_of_measurement":"%","device_class":"battery","state_class":"measurement","availability_topic":"ble/gw/status","device":{"identifiers":["ble_C01122334401"],"connections":[["bluetooth","C0:11:22:33:44:01"]],"name":"Therm","via_device":"ble-gateway-gw"}}"#)
+        let rssi = try await watcher.next("homeassistant/sensor/gw_C01122334401_rssi/config")
+        #expect(rssi.text.contains(#""value_template":"{{ value_json.rssi }}","unit_of_measurement":"dBm","device_class":"signal_strength""#))
+        #expect(rssi.qos == .atLeastOnce)
+        await bed.stop()
+        await watcher.stop()
+    }
+}
