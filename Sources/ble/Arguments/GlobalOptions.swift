@@ -12,6 +12,8 @@ struct GlobalOptions: Sendable {
     var verbosity: Int
     /// Bound on connecting and on each non-streaming step, in seconds.
     var timeout: Double
+    /// Where bonds are kept (`--bond-dir`); nil: `$BLE_BOND_DIR` or the default.
+    var bondDirectory: String?
 
     static let specs: [OptionSpec] = [
         .value("device", "d", "SPEC", "controller: hci0, hci-raw:0, tcp:HOST:PORT, unix:PATH, serial:/dev/ttyUSB0[@BAUD][,rtscts] (default $BLE_DEVICE, else hci0)"),
@@ -19,6 +21,7 @@ struct GlobalOptions: Sendable {
         .flag("json", nil, "machine-readable output: one JSON object per line"),
         .flag("verbose", "v", "more log output on stderr (repeat: -vv debug, -vvv trace)"),
         .value("timeout", nil, "SECONDS", "give up connecting or waiting for one answer after SECONDS (default 15)"),
+        .value("bond-dir", nil, "DIR", "keep bonds in DIR (default $BLE_BOND_DIR, else ~/.local/state/swift-ble-host/bonds)"),
         .flag("help", "h", "show this help"),
     ]
 
@@ -28,6 +31,7 @@ struct GlobalOptions: Sendable {
         json = args.has("json")
         verbosity = args.count("verbose")
         timeout = try args.value("timeout").map { v throws(UsageError) in try Values.seconds(v, option: "--timeout") } ?? 15
+        bondDirectory = args.value("bond-dir") ?? environment["BLE_BOND_DIR"].flatMap { $0.isEmpty ? nil : $0 }
     }
 
     var timeoutDuration: Duration { .milliseconds(Int64(timeout * 1000)) }
