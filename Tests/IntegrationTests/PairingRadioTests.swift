@@ -24,8 +24,15 @@ import SMP
     func justWorksSecureConnectionsBondsAndUnlocksTheEncryptedCharacteristic() async throws {
         try await VirtualRadio.with(scenario: "security") { radio in
             let (central, link, peripheral) = try await open(radio, "jw")
-            // Unencrypted, the peer refuses the read (Vol 3, Part F, 3.4.1.1).
-            await #expect(throws: GATTError.self) { try await peripheral.read(encrypted) }
+            // Unencrypted, the peer refuses the read (Vol 3, Part F, 3.4.1.1); with no policy
+            // to raise security, the error says so.
+            do throws(GATTError) {
+                _ = try await peripheral.read(encrypted)
+                Issue.record("the encrypted characteristic was read on a plain link")
+            } catch {
+                guard case .securityNeeded(_, let needed, _, _) = error else { Issue.record("\(error)"); return }
+                #expect(needed == .encrypted)
+            }
             var events = await link.events().makeAsyncIterator()
 
             let store = MemoryBondStore()
@@ -38,6 +45,40 @@ import SMP
             #expect(bond.identityResolvingKey != nil)
             #expect(store.bond(for: link.peer) == bond)
 
+            #expect(try await peripheral.read(encrypted) == Array("encrypted".utf8))
+            await central.close()
+        }
+    }
+
+    /// GATT raises security itself: the refused read pairs (Just Works) and is retried once.
+    @Test(.timeLimit(.minutes(1)))
+    func refusedReadPairsAndRetriesOnce() async throws {
+        try await VirtualRadio.with(scenario: "security") { radio in
+            let (central, link, peripheral) = try await open(radio, "jw")
+            let store = MemoryBondStore()
+            await peripheral.setSecurityRaiser(link.securityRaiser(store: store))
+            #expect(try await peripheral.read(encrypted) == Array("encrypted".utf8))
+            #expect(await link.securityLevel == .encrypted)
+            #expect(store.bond(for: link.peer) != nil)
+            await central.close()
+        }
+    }
+
+    /// Bonding, then a new link to the same peer: the stored LTK encrypts it without pairing
+    /// (Vol 3, Part H, 2.4.4.1), and the peer's own key store agrees.
+    @Test(.timeLimit(.minutes(1)))
+    func aBondReEncryptsANewLinkWithoutPairing() async throws {
+        try await VirtualRadio.with(scenario: "security") { radio in
+            let (central, link, _) = try await open(radio, "jw")
+            let store = MemoryBondStore()
+            try await link.pair(store: store)
+            try await link.disconnect()
+
+            let again = try await central.connect(link.peer, timeout: .seconds(10))
+            let peripheral = try await Peripheral(connection: again)
+            try await again.requireSecurity(.encrypted, store: store)
+            #expect(await again.securityLevel == .encrypted)
+            // Bumble's controller compares the two LTKs: a wrong one ends the link (MIC failure).
             #expect(try await peripheral.read(encrypted) == Array("encrypted".utf8))
             await central.close()
         }

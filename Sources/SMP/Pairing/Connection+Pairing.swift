@@ -81,3 +81,17 @@ extension Connection {
         }
     }
 }
+
+extension Connection {
+    /// A function that raises this link's security with `requireSecurity`, for GATT's retry
+    /// on Insufficient Encryption / Authentication (`Peripheral.setSecurityRaiser`).
+    ///
+    ///     await peripheral.setSecurityRaiser(link.securityRaiser(store: bonds))
+    public nonisolated func securityRaiser(options: PairingOptions = PairingOptions(), agent: any PairingAgent = JustWorksAgent(),
+                                           store: (any BondStore)? = nil) -> @Sendable (SecurityLevel) async throws -> Void {
+        { [weak self] level in
+            guard let self else { return }
+            try await self.requireSecurity(level, options: options, agent: agent, store: store)
+        }
+    }
+}
