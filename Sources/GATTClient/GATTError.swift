@@ -37,7 +37,7 @@ public enum GATTError: Error, Sendable, Equatable, CustomStringConvertible {
     /// have moved, so the stream ended.
     case serviceChanged(range: ATTHandleRange, peer: String)
     /// The peer refused a request for lack of security (`attribute` holds its answer), and
-    /// raising the link's security failed (`reason`) or no policy was set to try.
+    /// raising the link's security (`Peripheral.setSecurityRaiser`) failed (`reason`).
     case securityNeeded(attribute: ATTErrorCode, needed: SecurityLevel, peer: String, reason: String)
 
     /// The ATT error code, when the peer answered with an Error Response.

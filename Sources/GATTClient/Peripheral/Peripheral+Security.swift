@@ -5,10 +5,11 @@ public typealias SecurityRaiser = @Sendable (_ needed: SecurityLevel) async thro
 /// Requests the peer refuses for lack of security: Insufficient Encryption, Insufficient
 /// Authentication or Encryption Key Size Too Short (Vol 3, Part F, 3.4.1.1; Vol 3, Part C,
 /// 10.3.1). With a raiser set, the Peripheral raises the link's security and retries the
-/// request once; without one, the error says pairing is needed.
+/// request once; without one, the peer's error is thrown as it came (its text says the link
+/// needs encryption or pairing).
 extension Peripheral {
-    /// Sets what raises the link's security when the peer asks for more; nil: fail with
-    /// `GATTError.securityNeeded` instead.
+    /// Sets what raises the link's security when the peer asks for more; nil: the peer's
+    /// error is thrown as it came.
     ///
     ///     await peripheral.setSecurityRaiser(link.securityRaiser(store: bonds))
     public func setSecurityRaiser(_ raiser: SecurityRaiser?) {
@@ -22,13 +23,11 @@ extension Peripheral {
             return try await body()
         } catch {
             guard let code = error.attErrorCode,
-                  code == .insufficientEncryption || code == .insufficientAuthentication || code == .encryptionKeySizeTooShort else { throw error }
+                  code == .insufficientEncryption || code == .insufficientAuthentication || code == .encryptionKeySizeTooShort,
+                  let securityRaiser else { throw error }
             let current = await connection?.securityLevel ?? SecurityLevel.none
             // Encryption first; an encrypted link that is still refused needs MITM-protected keys.
             let needed: SecurityLevel = current == .none ? .encrypted : (current == .encrypted ? .authenticated : .secureConnections)
-            guard let securityRaiser else {
-                throw .securityNeeded(attribute: code, needed: needed, peer: peerDescription, reason: "no pairing policy is set (setSecurityRaiser); pair first")
-            }
             do {
                 try await securityRaiser(needed)
             } catch {
