@@ -146,4 +146,34 @@ struct SecurityManagerTests {
         #expect(Array(enable.parameters.suffix(16)) == [0x34, 0x12] + [UInt8](repeating: 0, count: 14))
         #expect(await link.securityLevel == SecurityLevel.none)
     }
+
+    /// LE Long Term Key Request (Vol 4, Part E, 7.7.65.5: subevent 0x05, handle, Random_Number,
+    /// EDIV) is answered from the provider with LE Long Term Key Request Reply (7.8.25), and
+    /// refused with the Negative Reply (7.8.26) when it has no key.
+    @Test func longTermKeyRequestsAreAnsweredFromTheProvider() async throws {
+        let handle = try #require(await link.handle)
+        await central.setLongTermKeyProvider { peer, ediv, rand in
+            peer == Self.peer && ediv == 0x1234 && rand == 0x0102_0304_0506_0708 ? 0x00FF_EEDD_CCBB_AA99_8877_6655_4433_2211 : nil
+        }
+        let h = [UInt8(handle & 0xFF), UInt8(handle >> 8)]
+        vc.inject(.event(HCIEventPacket(code: 0x3E, parameters: [0x05] + h + [0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01, 0x34, 0x12])))
+        let reply = try await vc.waitForCommand(HCIOpcode(rawValue: 0x201A))
+        #expect(reply.parameters == h + [0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0x99, 0xAA, 0xBB, 0xCC, 0xDD, 0xEE, 0xFF, 0x00])
+        vc.inject(.event(HCIEventPacket(code: 0x3E, parameters: [0x05] + h + [UInt8](repeating: 0, count: 8) + [0x00, 0x00])))
+        let refusal = try await vc.waitForCommand(HCIOpcode(rawValue: 0x201B))
+        #expect(refusal.parameters == h)
+    }
+
+    /// Encryption Change (Vol 4, Part E, 7.7.8: status, handle, Encryption_Enabled) moves the
+    /// link's level and is reported in its event stream.
+    @Test func encryptionChangeEventsSetTheLevel() async throws {
+        let handle = try #require(await link.handle)
+        var events = await link.events().makeAsyncIterator()
+        let h = [UInt8(handle & 0xFF), UInt8(handle >> 8)]
+        vc.inject(.event(HCIEventPacket(code: 0x08, parameters: [0x00] + h + [0x01])))
+        #expect(await events.nextLifecycle() == .securityChanged(.encrypted))
+        #expect(await link.securityLevel == .encrypted)
+        vc.inject(.event(HCIEventPacket(code: 0x08, parameters: [0x00] + h + [0x00])))
+        #expect(await events.nextLifecycle() == .securityChanged(SecurityLevel.none))
+    }
 }
