@@ -14,32 +14,27 @@ extension Connection {
         guard let handle else { throw .disconnected(peer: peer, reason: lastDisconnectReason ?? .connectionTerminatedByLocalHost) }
         let opcode = HCICommand.LEEnableEncryption.opcode
         guard security.pending == nil else { throw .command(peer: peer, .commandFailed(opcode: opcode, status: .commandDisallowed)) }
-        security.nextID &+= 1
-        let id = security.nextID
+        let waiters: Waiters<UInt8?, ConnectionError>
+        if let w = security.waiters { waiters = w } else {
+            waiters = Waiters(executor: executor, scheduler: host.scheduler)
+            security.waiters = waiters
+        }
+        let peer = self.peer
+        let ms = Int(timeout.nanoseconds / 1_000_000)
         // The waiter is in place before the command goes out: the event can follow its
         // Command Status at once.
-        let result: Result<UInt8?, ConnectionError> = await withTaskCancellationHandler {
-            await withCheckedContinuation { (c: CheckedContinuation<Result<UInt8?, ConnectionError>, Never>) in
-                if Task.isCancelled { return c.resume(returning: .failure(.command(peer: peer, .cancelled(opcode: opcode)))) }
-                let timer = host.scheduler.schedule(after: timeout) { [weak self, executor, peer] in
-                    self?.enter(on: executor) {
-                        $0.finishEncryption(id: id, .failure(.command(peer: peer, .commandTimeout(opcode: opcode, milliseconds: Int(timeout.nanoseconds / 1_000_000)))))
-                    }
+        let result = await waiters.wait(deadline: (timeout, .failure(.command(peer: peer, .commandTimeout(opcode: opcode, milliseconds: ms)))),
+                                        cancelled: { _ in .failure(.command(peer: peer, .cancelledAfterSending(opcode: opcode))) }) { id in
+            security.pending = .init(id: id, level: level)
+            Task { [host] in
+                do throws(HCIError) {
+                    try await host.send(HCICommand.leEnableEncryption(handle: handle, random: rand, ediv: ediv, longTermKey: longTermKey))
+                } catch {
+                    self.finishEncryption(id: id, .failure(.command(peer: peer, error)))
                 }
-                security.pending = .init(id: id, level: level, continuation: c, timer: timer)
-                Task { [host, peer] in
-                    do throws(HCIError) {
-                        try await host.send(HCICommand.leEnableEncryption(handle: handle, random: rand, ediv: ediv, longTermKey: longTermKey))
-                    } catch {
-                        self.finishEncryption(id: id, .failure(.command(peer: peer, error)))
-                    }
-                }
-            }
-        } onCancel: {
-            executor.queue.async { [weak self, executor, peer] in
-                self?.enter(on: executor) { $0.finishEncryption(id: id, .failure(.command(peer: peer, .cancelledAfterSending(opcode: opcode)))) }
             }
         }
+        if let pending = security.pending, !waiters.contains(pending.id) { security.pending = nil }
         return try result.get()
     }
 
@@ -98,8 +93,7 @@ extension Connection {
     private func finishEncryption(id: UInt64?, _ result: Result<UInt8?, ConnectionError>) {
         guard let pending = security.pending, pending.id == id else { return }
         security.pending = nil
-        pending.timer.cancel()
-        pending.continuation.resume(returning: result)
+        security.waiters?.resume(pending.id, with: result)
     }
 }
 
@@ -108,11 +102,10 @@ package struct ConnectionSecurity {
     struct Pending {
         let id: UInt64
         let level: SecurityLevel
-        let continuation: CheckedContinuation<Result<UInt8?, ConnectionError>, Never>
-        let timer: any ScheduledTimer
     }
+    /// The Enable Encryption under way: its waiter and the level its key gives.
     var pending: Pending?
-    var nextID: UInt64 = 0
+    var waiters: Waiters<UInt8?, ConnectionError>?
     /// The Security Manager's per-link state (module SMP), kept with the link it belongs to.
     package var manager: (any AnyObject & Sendable)?
 }

@@ -20,8 +20,9 @@ public actor SecurityManager {
 
     /// Received PDUs no procedure has taken yet (bounded).
     var inbox: [SMPPDU] = []
-    var waiter: (id: UInt64, continuation: CheckedContinuation<Result<SMPPDU, PairingError.Kind>, Never>)?
-    var nextWaiter: UInt64 = 0
+    /// The procedure step waiting for the next PDU (at most one).
+    let waiters: Waiters<SMPPDU, PairingError.Kind>
+    var waiterID: UInt64?
     var timer: (any ScheduledTimer)?
     var timeout: Duration = .seconds(30)
     /// Set when the SMP timer expired: no SMP PDU may be sent on this link again (3.4).
@@ -43,6 +44,7 @@ public actor SecurityManager {
         self.peer = connection.peer
         self.local = local
         self.handle = handle
+        self.waiters = Waiters(executor: connection.executor, scheduler: connection.scheduler)
     }
 
     /// Starts taking PDUs from the channel. Called once, on the executor.
@@ -113,7 +115,7 @@ public actor SecurityManager {
             }
         default:
             guard running else { return }
-            if waiter != nil {
+            if isWaiting {
                 resumeWaiter(.success(pdu))
             } else if inbox.count < 16 {
                 inbox.append(pdu)
@@ -160,21 +162,7 @@ public actor SecurityManager {
         } else if !inbox.isEmpty {
             result = .success(inbox.removeFirst())
         } else {
-            nextWaiter &+= 1
-            let id = nextWaiter
-            let executor = self.executor
-            result = await withTaskCancellationHandler {
-                await withCheckedContinuation { (c: CheckedContinuation<Result<SMPPDU, PairingError.Kind>, Never>) in
-                    if Task.isCancelled { return c.resume(returning: .failure(.cancelled)) }
-                    waiter = (id, c)
-                }
-            } onCancel: {
-                executor.queue.async { [weak self] in
-                    self?.enter(on: executor) { sm in
-                        if sm.waiter?.id == id { sm.resumeWaiter(.failure(.cancelled)) }
-                    }
-                }
-            }
+            result = await waiters.wait(cancelled: { _ in .failure(.cancelled) }) { id in waiterID = id }
         }
         let pdu = try result.get()
         if case .pairingFailed(let reason) = pdu { throw .peerFailed(reason) }
@@ -183,12 +171,14 @@ public actor SecurityManager {
 
     /// Ends the running procedure's current (or next) wait with `kind`.
     func fail(_ kind: PairingError.Kind) {
-        if waiter != nil { resumeWaiter(.failure(kind)) } else { pendingFailure = kind }
+        if isWaiting { resumeWaiter(.failure(kind)) } else { pendingFailure = kind }
     }
 
+    var isWaiting: Bool { waiterID.map { waiters.contains($0) } ?? false }
+
     func resumeWaiter(_ result: Result<SMPPDU, PairingError.Kind>) {
-        guard let w = waiter else { return }
-        waiter = nil
-        w.continuation.resume(returning: result)
+        guard let id = waiterID else { return }
+        waiterID = nil
+        waiters.resume(id, with: result)
     }
 }
