@@ -100,6 +100,17 @@ struct SecurityManagerTests {
         #expect(try await smpSent(count: 2) == [0x05, 0x0A])
     }
 
+    @Test func securityRequestAndKeypressDuringPairingAreIgnored() async throws {
+        let (task, _) = try await startPairing()
+        try vc.sendL2CAP(from: Self.peer, channelID: L2CAPChannelID.securityManager, payload: [0x0B, 0x01])
+        try vc.sendL2CAP(from: Self.peer, channelID: L2CAPChannelID.securityManager, payload: [0x0E, 0x00])
+        try vc.sendL2CAP(from: Self.peer, channelID: L2CAPChannelID.securityManager, payload: [0x05, 0x08])
+        guard case .failure(let error) = await task.value else { Issue.record("pairing succeeded"); return }
+        // The pairing ended with the peer's own Pairing Failed, not with an unexpected PDU.
+        #expect(error.kind == .peerFailed(.unspecifiedReason))
+        #expect(vc.l2capReceived.filter { $0.channelID == L2CAPChannelID.securityManager }.count == 1)
+    }
+
     @Test func outOfOrderPDUFailsPairing() async throws {
         let (task, _) = try await startPairing()
         // A Pairing Random where the Pairing Response belongs.

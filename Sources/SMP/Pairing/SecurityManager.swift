@@ -113,6 +113,10 @@ public actor SecurityManager {
             } else {
                 send(.pairingFailed(.pairingNotSupported))
             }
+        case .securityRequest, .pairingKeypressNotification:
+            // A Security Request during pairing changes nothing (2.4.6); keypresses are only
+            // progress reports (3.5.8, this side never asks for them).
+            return
         default:
             guard running else { return }
             if isWaiting {
