@@ -14,6 +14,8 @@ struct GlobalOptions: Sendable {
     var timeout: Double
     /// Where bonds are kept (`--bond-dir`); nil: `$BLE_BOND_DIR` or the default.
     var bondDirectory: String?
+    /// `$BLE_LOG` (trace, debug, info, notice, warning, error, critical), else warning.
+    var environmentLogLevel: LogLevel
 
     static let specs: [OptionSpec] = [
         .value("device", "d", "SPEC", "controller: hci0, hci-raw:0, tcp:HOST:PORT, unix:PATH, serial:/dev/ttyUSB0[@BAUD][,rtscts] (default $BLE_DEVICE, else hci0)"),
@@ -30,6 +32,7 @@ struct GlobalOptions: Sendable {
         btsnoop = args.value("btsnoop")
         json = args.has("json")
         verbosity = args.count("verbose")
+        environmentLogLevel = environment["BLE_LOG"].flatMap { LogLevel(name: $0) } ?? .warning
         timeout = try args.value("timeout").map { v throws(UsageError) in try Values.seconds(v, option: "--timeout") } ?? 15
         bondDirectory = args.value("bond-dir") ?? environment["BLE_BOND_DIR"].flatMap { $0.isEmpty ? nil : $0 }
     }
@@ -40,7 +43,7 @@ struct GlobalOptions: Sendable {
     /// info, debug, trace.
     var logLevel: LogLevel {
         switch verbosity {
-        case 0: return Logger.environmentLevel
+        case 0: return environmentLogLevel
         case 1: return .info
         case 2: return .debug
         default: return .trace
