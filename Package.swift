@@ -6,6 +6,7 @@ let package = Package(
     products: [
         .library(name: "BLECore", targets: ["BLECore"]),
         .library(name: "ATT", targets: ["ATT"]),
+        .library(name: "SMP", targets: ["SMP"]),
         .library(name: "GATTClient", targets: ["GATTClient"]),
         .library(name: "BLETestSupport", targets: ["BLETestSupport"]),
         .library(name: "BLEGateway", targets: ["BLEGateway"]),
@@ -22,18 +23,25 @@ let package = Package(
             pkgConfig: "libmosquitto",
             providers: [.apt(["libmosquitto-dev"])]
         ),
+        .systemLibrary(
+            name: "CCrypto",
+            pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"])]
+        ),
         .target(name: "BLECore", dependencies: ["CHCI"]),
+        .target(name: "SMP", dependencies: ["BLECore", "CCrypto"]),
         .target(name: "ATT", dependencies: ["BLECore"]),
         .target(name: "GATTClient", dependencies: ["ATT", "BLECore"]),
         .target(name: "BLETestSupport", dependencies: ["BLECore", "ATT", "GATTClient"]),
         .target(name: "BLEGateway", dependencies: ["CMosquitto", "BLECore", "ATT", "GATTClient"]),
-        .executableTarget(name: "ble", dependencies: ["BLECore", "ATT", "GATTClient", "BLEGateway"]),
+        .executableTarget(name: "ble", dependencies: ["BLECore", "ATT", "GATTClient", "SMP", "BLEGateway"]),
         .executableTarget(name: "Benchmarks", dependencies: ["BLECore", "ATT", "GATTClient", "BLETestSupport"], path: "Benchmarks", exclude: ["bumble_bench.py", "README.md"]),
         .testTarget(name: "BLECoreTests", dependencies: ["BLECore", "BLETestSupport"]),
+        .testTarget(name: "SMPTests", dependencies: ["SMP", "BLECore", "BLETestSupport"]),
         .testTarget(name: "ATTTests", dependencies: ["ATT", "BLECore", "BLETestSupport"]),
         .testTarget(name: "GATTClientTests", dependencies: ["GATTClient", "ATT", "BLECore", "BLETestSupport"]),
         .testTarget(name: "BLEGatewayTests", dependencies: ["BLEGateway", "GATTClient", "BLECore", "BLETestSupport"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["GATTClient", "ATT", "BLECore", "BLETestSupport"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["GATTClient", "ATT", "BLECore", "BLETestSupport", "SMP"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -36,6 +36,7 @@ from bumble.device import Connection, Device, DeviceConfiguration
 from bumble.gatt import Characteristic, Descriptor, Service
 from bumble.host import Host
 from bumble.link import LocalLink
+from bumble.pairing import PairingConfig, PairingDelegate
 from bumble.profiles.gap import GenericAccessService
 from bumble.transport.common import AsyncPipeSink
 from bumble.transport.tcp_server import open_tcp_server_transport_with_socket
@@ -255,6 +256,43 @@ class Updater:
         return self.shared if self.shared is not None else self.make_values()
 
 
+IO_CAPABILITIES = {
+    "displayOnly": PairingDelegate.IoCapability.DISPLAY_OUTPUT_ONLY,
+    "displayYesNo": PairingDelegate.IoCapability.DISPLAY_OUTPUT_AND_YES_NO_INPUT,
+    "keyboardOnly": PairingDelegate.IoCapability.KEYBOARD_INPUT_ONLY,
+    "noInputNoOutput": PairingDelegate.IoCapability.NO_OUTPUT_NO_INPUT,
+    "keyboardDisplay": PairingDelegate.IoCapability.DISPLAY_OUTPUT_AND_KEYBOARD_INPUT,
+}
+
+
+class ScenarioPairingDelegate(PairingDelegate):
+    """A person at the peripheral who shows or types a fixed passkey and answers numeric
+    comparisons as the scenario says."""
+
+    def __init__(self, io: Any, passkey: int, confirm_numbers: bool, device_id: str) -> None:
+        super().__init__(io_capability=io)
+        self.passkey = passkey
+        self.confirm_numbers = confirm_numbers
+        self.device_id = device_id
+
+    async def generate_passkey(self) -> int:
+        return self.passkey
+
+    async def get_number(self) -> int | None:
+        log.info("%s: types passkey %06d", self.device_id, self.passkey)
+        return self.passkey
+
+    async def display_number(self, number: int, digits: int) -> None:
+        log.info("%s: shows %0*d", self.device_id, digits, number)
+
+    async def compare_numbers(self, number: int, digits: int) -> bool:
+        log.info("%s: compares %0*d: %s", self.device_id, digits, number, self.confirm_numbers)
+        return self.confirm_numbers
+
+    async def confirm(self, auto: bool = False) -> bool:
+        return True
+
+
 @dataclass
 class Peripheral:
     spec: DeviceSpec
@@ -296,6 +334,7 @@ class Peripheral:
             self.device.add_service(GenericAccessService(self.spec.name, int(appearance)))
             self.device.add_default_services(add_gap_service=False, add_gatt_service=True)
         self.device.add_services(self.build_services(raw.get("services", [])))
+        self.install_pairing(raw.get("pairing"))
         self.device.on(self.device.EVENT_CONNECTION, self.on_connection)
         self.install_att_gate(raw.get("stopAnsweringATTAfter"))
         rule = raw.get("dropAfterNotifications")
@@ -403,6 +442,31 @@ class Peripheral:
             raise
         except Exception as error:  # the link went away under us
             log.info("%s: updates stopped: %s", self.spec.id, error)
+
+    # -- pairing ---------------------------------------------------------------------
+
+    def install_pairing(self, rule: Any) -> None:
+        """pairing: {"io": one of IO_CAPABILITIES, "sc": bool, "mitm": bool, "bonding": bool,
+        "passkey": N, "confirmNumbers": bool}. The peripheral pairs as these say: it
+        shows (or types) the fixed passkey N, and answers a numeric comparison with
+        confirmNumbers (default true). Without the key, Bumble's defaults apply."""
+        if rule is None:
+            return
+        if not isinstance(rule, dict):
+            raise ScenarioError(f"device {self.spec.id}: 'pairing' must be an object")
+        io = rule.get("io", "noInputNoOutput")
+        if io not in IO_CAPABILITIES:
+            raise ScenarioError(f"device {self.spec.id}: pairing io {io!r} is not one of {sorted(IO_CAPABILITIES)}")
+        delegate = ScenarioPairingDelegate(
+            IO_CAPABILITIES[io], int(rule.get("passkey", 0)), bool(rule.get("confirmNumbers", True)), self.spec.id
+        )
+        config = PairingConfig(
+            sc=bool(rule.get("sc", True)),
+            mitm=bool(rule.get("mitm", False)),
+            bonding=bool(rule.get("bonding", True)),
+            delegate=delegate,
+        )
+        self.device.pairing_config_factory = lambda connection: config
 
     # -- connections -----------------------------------------------------------------
 

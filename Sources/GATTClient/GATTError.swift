@@ -36,6 +36,9 @@ public enum GATTError: Error, Sendable, Equatable, CustomStringConvertible {
     /// A Service Changed indication covered the subscribed characteristic: its handles may
     /// have moved, so the stream ended.
     case serviceChanged(range: ATTHandleRange, peer: String)
+    /// The peer refused a request for lack of security (`attribute` holds its answer), and
+    /// raising the link's security (`Peripheral.setSecurityRaiser`) failed (`reason`).
+    case securityNeeded(attribute: ATTErrorCode, needed: SecurityLevel, peer: String, reason: String)
 
     /// The ATT error code, when the peer answered with an Error Response.
     public var attErrorCode: ATTErrorCode? {
@@ -74,6 +77,8 @@ public enum GATTError: Error, Sendable, Equatable, CustomStringConvertible {
             return "\(error)"
         case .serviceChanged(let range, let peer):
             return "the attributes \(range) of \(peer) changed (Service Changed); discover and subscribe again"
+        case .securityNeeded(let code, let needed, let peer, let reason):
+            return "\(peer) answered \(code): the link must be \(needed), and raising it failed: \(reason)"
         }
     }
 

@@ -35,9 +35,13 @@ extension Central {
             let host = self.host
             Task { try? await host.send(command) }
         case .leLongTermKeyRequest(let e):
-            // No keys without pairing: tell the controller so the peer's encryption attempt fails cleanly.
-            let host = self.host
-            Task { try? await host.send(HCICommand.leLongTermKeyRequestNegativeReply(handle: e.handle)) }
+            answerLongTermKeyRequest(e)
+        case .encryptionChange(let e):
+            guard let c = connectionsByHandle[e.handle] else { return }
+            c.enter(on: executor) { $0.encryptionChanged(e) }
+        case .encryptionKeyRefreshComplete(let status, let handle):
+            guard let c = connectionsByHandle[handle] else { return }
+            c.enter(on: executor) { $0.keyRefreshCompleted(status: status) }
         case .hardwareError(let code):
             // Vol 4, Part E, 7.7.16: the controller needs a reset. Pending work has failed in
             // the host already; say so in the state until the application powers on again.

@@ -56,6 +56,8 @@ public actor Central {
     /// Reconnect attempts under way, by peer.
     var reconnectTasks: [LEAddress: (connection: Connection, task: Task<Void, Never>)] = [:]
     let scanner: Scanner
+    /// Answers LE Long Term Key Requests from stored keys (Central+Security.swift).
+    var longTermKeyProvider: LongTermKeyProvider?
 
     /// Opens the transport named by `spec` (see `TransportSpec`) and brings the controller up.
     public static func open(_ spec: String, options: Options = Options()) async throws -> Central {

@@ -31,6 +31,9 @@ public actor Connection {
     /// The reason of the last drop, when not connected.
     public internal(set) var lastDisconnectReason: HCIStatus?
     let eventStream: Broadcaster<ConnectionEvent>
+    /// Encryption of the link (see Connection+Security.swift).
+    public internal(set) var securityLevel: SecurityLevel = .none
+    var security = ConnectionSecurity()
     var reconnectHooks: [@Sendable (Connection) async -> Void] = []
     /// Callers of `disconnect()` waiting for Disconnection Complete (true: the link ended or
     /// the wait timed out; false: the caller was cancelled).
@@ -152,6 +155,7 @@ public actor Connection {
         reconnectAttempts = 0
         emit(.disconnected(reason: reason, willReconnect: willReconnect))
         resumeDisconnectWaiters()
+        linkSecurityEnded(reason: reason)
     }
 
     /// The transport is gone: the link ends for good.

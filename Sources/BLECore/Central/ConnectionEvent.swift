@@ -106,6 +106,8 @@ public enum ConnectionEvent: Sendable, Hashable, CustomStringConvertible {
     case reconnecting(attempt: Int, delay: Duration)
     /// The policy gave up after `attempts` attempts.
     case reconnectFailed(attempts: Int, lastError: String)
+    /// Encryption started, stopped or changed key (Encryption Change, Key Refresh Complete).
+    case securityChanged(SecurityLevel)
 
     public var description: String {
         switch self {
@@ -117,6 +119,7 @@ public enum ConnectionEvent: Sendable, Hashable, CustomStringConvertible {
         case .disconnected(let reason, let again): return "disconnected: \(reason)\(again ? ", will reconnect" : "")"
         case .reconnecting(let n, let d): return "reconnecting: attempt \(n) in \(Double(d.nanoseconds) / 1e9) s"
         case .reconnectFailed(let n, let e): return "gave up reconnecting after \(n) attempts: \(e)"
+        case .securityChanged(let level): return "security: \(level)"
         }
     }
 }

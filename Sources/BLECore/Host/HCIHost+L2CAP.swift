@@ -10,7 +10,7 @@ extension HCIHost {
         case L2CAPChannelID.leSignaling:
             handleSignaling(link: link, payload: Array(payload))
         case L2CAPChannelID.securityManager:
-            handleSecurityManager(link: link, payload: Array(payload))
+            handleSecurityManager(link: link, payload: payload)
         default:
             if let channel = link.channels[channelID] ?? (channelID == L2CAPChannelID.att ? fixedChannel(handle: link.handle, channelID: channelID) : nil) {
                 channel.deliver(payload)
@@ -65,9 +65,15 @@ extension HCIHost {
         enqueue(link: link, channelID: L2CAPChannelID.leSignaling, payload: command.bytes)
     }
 
-    /// Until pairing is implemented, every Pairing Request and Security Request is answered with
-    /// Pairing Failed, reason Pairing Not Supported (0x05) (Vol 3, Part H, 3.5.5).
-    func handleSecurityManager(link: Link, payload: [UInt8]) {
+    /// SMP PDUs go to the link's Security Manager channel once one is registered
+    /// (`Connection.securityManagerChannel()`, module SMP). Without one, every Pairing Request
+    /// and Security Request is answered with Pairing Failed, Pairing Not Supported (0x05)
+    /// (Vol 3, Part H, 3.5.5).
+    func handleSecurityManager(link: Link, payload: ArraySlice<UInt8>) {
+        if let channel = link.channels[L2CAPChannelID.securityManager] {
+            channel.deliver(payload)
+            return
+        }
         guard let code = payload.first else { return }
         switch code {
         case 0x01, 0x0B: // Pairing Request, Security Request

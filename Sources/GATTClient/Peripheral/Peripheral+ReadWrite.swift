@@ -13,7 +13,7 @@ extension Peripheral {
     ///     let level = try await peripheral.read(batteryLevel)
     public func read(_ characteristic: CharacteristicIdentifier) async throws(GATTError) -> [UInt8] {
         let c = try await resolve(characteristic)
-        return try await readValue(handle: c.valueHandle, target: c.uuid.gattDisplayName)
+        return try await withSecurityRetry { () async throws(GATTError) in try await readValue(handle: c.valueHandle, target: c.uuid.gattDisplayName) }
     }
 
     /// Reads and decodes a characteristic's value.
@@ -57,7 +57,8 @@ extension Peripheral {
     ///     try await peripheral.write([0x01], to: controlPoint)
     public func write(_ value: some GATTEncodable, to characteristic: CharacteristicIdentifier, type: GATTWriteType = .withResponse) async throws(GATTError) {
         let c = try await resolve(characteristic)
-        try await writeValue(value.gattValue, handle: c.valueHandle, type: type, target: c.uuid.gattDisplayName)
+        let bytes = value.gattValue
+        try await withSecurityRetry { () async throws(GATTError) in try await writeValue(bytes, handle: c.valueHandle, type: type, target: c.uuid.gattDisplayName) }
     }
 
     /// Writes with Prepare Write / Execute Write whatever the length (Write Long

@@ -38,6 +38,8 @@ public actor Peripheral {
     let readinessWaiters: Waiters<Void, GATTError>
     /// Set once the link is gone for good.
     var terminalError: GATTError?
+    /// Raises the link's security when the peer asks for more (Peripheral+Security.swift).
+    var securityRaiser: SecurityRaiser?
     /// The ATT channel closed while the connection may still be restored: new calls wait for
     /// the restore (`restoreWaiters`) until `reattach` or `terminate` settles it.
     var linkDown = false

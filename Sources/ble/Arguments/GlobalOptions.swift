@@ -12,6 +12,8 @@ struct GlobalOptions: Sendable {
     var verbosity: Int
     /// Bound on connecting and on each non-streaming step, in seconds.
     var timeout: Double
+    /// Where bonds are kept (`--bond-dir`); nil: `$BLE_BOND_DIR` or the default.
+    var bondDirectory: String?
     /// `$BLE_LOG` (trace, debug, info, notice, warning, error, critical), else warning.
     var environmentLogLevel: LogLevel
 
@@ -21,6 +23,7 @@ struct GlobalOptions: Sendable {
         .flag("json", nil, "machine-readable output: one JSON object per line"),
         .flag("verbose", "v", "more log output on stderr (repeat: -vv debug, -vvv trace)"),
         .value("timeout", nil, "SECONDS", "give up connecting or waiting for one answer after SECONDS (default 15)"),
+        .value("bond-dir", nil, "DIR", "keep bonds in DIR (default $BLE_BOND_DIR, else ~/.local/state/swift-ble-host/bonds)"),
         .flag("help", "h", "show this help"),
     ]
 
@@ -31,6 +34,7 @@ struct GlobalOptions: Sendable {
         verbosity = args.count("verbose")
         environmentLogLevel = environment["BLE_LOG"].flatMap { LogLevel(name: $0) } ?? .warning
         timeout = try args.value("timeout").map { v throws(UsageError) in try Values.seconds(v, option: "--timeout") } ?? 15
+        bondDirectory = args.value("bond-dir") ?? environment["BLE_BOND_DIR"].flatMap { $0.isEmpty ? nil : $0 }
     }
 
     var timeoutDuration: Duration { .milliseconds(Int64(timeout * 1000)) }

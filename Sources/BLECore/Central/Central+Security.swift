@@ -1,0 +1,23 @@
+/// Looks up the LTK for a link the controller asks about: the peer, EDIV and Rand of the
+/// LE Long Term Key Request; nil when there is no such key.
+public typealias LongTermKeyProvider = @Sendable (_ peer: LEAddress, _ ediv: UInt16, _ rand: UInt64) -> UInt128?
+
+/// LE Long Term Key Requests (Core Spec Vol 4, Part E, 7.7.65.5): the controller asks for the
+/// key when the peer starts encryption on a link where this side is the peripheral.
+extension Central {
+    /// Installs where LTKs come from (a bond store); without one every request gets a
+    /// negative reply, and the peer's encryption attempt fails cleanly (PIN or Key Missing).
+    public func setLongTermKeyProvider(_ provider: LongTermKeyProvider?) {
+        longTermKeyProvider = provider
+    }
+
+    func answerLongTermKeyRequest(_ e: HCIEvent.LELongTermKeyRequest) {
+        let host = self.host
+        let peer = connectionsByHandle[e.handle]?.peer
+        if let peer, let key = longTermKeyProvider?(peer, e.ediv, e.random) {
+            Task { try? await host.send(HCICommand.leLongTermKeyRequestReply(handle: e.handle, longTermKey: key)) }
+        } else {
+            Task { try? await host.send(HCICommand.leLongTermKeyRequestNegativeReply(handle: e.handle)) }
+        }
+    }
+}

@@ -1,0 +1,23 @@
+/// How well a link is protected (LE security mode 1, Core Spec Vol 3, Part C, 10.2.1):
+/// `.none` is level 1, `.encrypted` level 2 (unauthenticated pairing: Just Works), `.authenticated`
+/// level 3 (MITM-protected keys), `.secureConnections` level 4 (authenticated LE Secure
+/// Connections with a 128-bit key).
+///
+///     if await link.securityLevel >= .encrypted { ... }
+public enum SecurityLevel: Int, Sendable, Hashable, Comparable, CustomStringConvertible {
+    case none = 1
+    case encrypted = 2
+    case authenticated = 3
+    case secureConnections = 4
+
+    public static func < (a: Self, b: Self) -> Bool { a.rawValue < b.rawValue }
+
+    public var description: String {
+        switch self {
+        case .none: return "not encrypted"
+        case .encrypted: return "encrypted"
+        case .authenticated: return "encrypted, authenticated"
+        case .secureConnections: return "encrypted, authenticated, Secure Connections"
+        }
+    }
+}

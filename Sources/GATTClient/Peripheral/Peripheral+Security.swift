@@ -1,0 +1,39 @@
+/// Raises a link's security to `needed` (by encrypting with a bond or pairing), or throws why
+/// it could not. The module SMP makes one from a Connection: `link.securityRaiser(...)`.
+public typealias SecurityRaiser = @Sendable (_ needed: SecurityLevel) async throws -> Void
+
+/// Requests the peer refuses for lack of security: Insufficient Encryption, Insufficient
+/// Authentication or Encryption Key Size Too Short (Vol 3, Part F, 3.4.1.1; Vol 3, Part C,
+/// 10.3.1). With a raiser set, the Peripheral raises the link's security and retries the
+/// request once; without one, the peer's error is thrown as it came (its text says the link
+/// needs encryption or pairing).
+extension Peripheral {
+    /// Sets what raises the link's security when the peer asks for more; nil: the peer's
+    /// error is thrown as it came.
+    ///
+    ///     await peripheral.setSecurityRaiser(link.securityRaiser(store: bonds))
+    public func setSecurityRaiser(_ raiser: SecurityRaiser?) {
+        securityRaiser = raiser
+    }
+
+    /// Runs `body`; when the peer refuses it for lack of security, raises the level once and
+    /// runs it again.
+    func withSecurityRetry<T>(_ body: () async throws(GATTError) -> T) async throws(GATTError) -> T {
+        do {
+            return try await body()
+        } catch {
+            guard let code = error.attErrorCode,
+                  code == .insufficientEncryption || code == .insufficientAuthentication || code == .encryptionKeySizeTooShort,
+                  let securityRaiser else { throw error }
+            let current = await connection?.securityLevel ?? SecurityLevel.none
+            // Encryption first; an encrypted link that is still refused needs MITM-protected keys.
+            let needed: SecurityLevel = current == .none ? .encrypted : (current == .encrypted ? .authenticated : .secureConnections)
+            do {
+                try await securityRaiser(needed)
+            } catch {
+                throw .securityNeeded(attribute: code, needed: needed, peer: peerDescription, reason: "\(error)")
+            }
+            return try await body()
+        }
+    }
+}

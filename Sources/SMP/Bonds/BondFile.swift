@@ -1,0 +1,87 @@
+import BLECore
+
+/// The text form of one bond file: `key=value` lines between a header and an `end` line (so a
+/// cut-off file is recognised). Keys are hex, most significant octet first.
+///
+///     # swift-ble-host bond 1
+///     peer=C0:11:22:33:44:77/random
+///     ltk=2965F176A1084A02FD3F6A20CE636E20
+///     ...
+///     end
+enum BondFile {
+    static let header = "# swift-ble-host bond 1"
+
+    static func encode(_ b: Bond) -> String {
+        var lines = [header, "peer=\(address(b.peer))", "created=\(b.created)"]
+        if let id = b.identityAddress { lines.append("identity=\(address(id))") }
+        for (prefix, key) in [("ltk", b.longTermKey), ("localLtk", b.localLongTermKey)] {
+            guard let k = key else { continue }
+            lines += ["\(prefix)=\(hex(k.key))", "\(prefix).ediv=\(k.ediv)", "\(prefix).rand=\(k.rand)", "\(prefix).keySize=\(k.keySize)",
+                      "\(prefix).authenticated=\(k.authenticated ? 1 : 0)", "\(prefix).secureConnections=\(k.secureConnections ? 1 : 0)"]
+        }
+        if let irk = b.identityResolvingKey { lines.append("irk=\(hex(irk))") }
+        if let csrk = b.signatureKey { lines.append("csrk=\(hex(csrk))") }
+        lines.append("end")
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// Parses a bond file; the error says what is wrong (the store adds the path).
+    static func decode(_ text: String) throws(BondFileError) -> Bond {
+        var lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        if lines.last == "" { lines.removeLast() }
+        guard lines.first == header else { throw .init("first line is not '\(header)'") }
+        guard lines.last == "end" else { throw .init("no 'end' line: the file is cut short") }
+        var fields: [String: String] = [:]
+        for line in lines.dropFirst().dropLast() {
+            guard let eq = line.firstIndex(of: "=") else { throw .init("line '\(line.prefix(40))' has no '='") }
+            fields[String(line[..<eq])] = String(line[line.index(after: eq)...])
+        }
+        guard let peerText = fields["peer"], let peer = parseAddress(peerText) else { throw .init("missing or bad 'peer'") }
+        var bond = Bond(peer: peer)
+        if let c = fields["created"] { guard let v = Int64(c) else { throw .init("bad 'created'") }; bond.created = v }
+        if let id = fields["identity"] { guard let a = parseAddress(id) else { throw .init("bad 'identity'") }; bond.identityAddress = a }
+        bond.longTermKey = try ltk("ltk", fields)
+        bond.localLongTermKey = try ltk("localLtk", fields)
+        if let v = fields["irk"] { guard let k = parseKey(v) else { throw .init("bad 'irk'") }; bond.identityResolvingKey = k }
+        if let v = fields["csrk"] { guard let k = parseKey(v) else { throw .init("bad 'csrk'") }; bond.signatureKey = k }
+        return bond
+    }
+
+    private static func ltk(_ p: String, _ f: [String: String]) throws(BondFileError) -> LongTermKey? {
+        guard let keyText = f[p] else { return nil }
+        guard let key = parseKey(keyText), let ediv = f["\(p).ediv"].flatMap({ UInt16($0) }), let rand = f["\(p).rand"].flatMap({ UInt64($0) }),
+              let size = f["\(p).keySize"].flatMap({ UInt8($0) }), (7...16).contains(size),
+              let auth = f["\(p).authenticated"], let sc = f["\(p).secureConnections"] else { throw .init("incomplete or bad '\(p)' fields") }
+        return LongTermKey(key: key, ediv: ediv, rand: rand, keySize: size, authenticated: auth == "1", secureConnections: sc == "1")
+    }
+
+    static func address(_ a: LEAddress) -> String { "\(a.address)/\(a.type.isRandom ? "random" : "public")" }
+
+    static func parseAddress(_ s: String) -> LEAddress? {
+        let parts = s.split(separator: "/")
+        guard parts.count == 2, let a = BluetoothAddress(String(parts[0])) else { return nil }
+        switch parts[1] {
+        case "public": return LEAddress(a, type: .public)
+        case "random": return LEAddress(a, type: .random)
+        default: return nil
+        }
+    }
+
+    static func hex(_ v: UInt128) -> String {
+        v.bigEndianBytes.map { b in let s = String(b, radix: 16, uppercase: true); return s.count == 1 ? "0" + s : s }.joined()
+    }
+
+    /// 32 hex digits, most significant first.
+    static func parseKey(_ s: String) -> UInt128? {
+        guard s.utf8.count == 32 else { return nil }
+        var v: UInt128 = 0
+        for c in s { guard let d = c.hexDigitValue else { return nil }; v = v << 4 | UInt128(d) }
+        return v
+    }
+}
+
+/// What is wrong with a bond file's text.
+struct BondFileError: Error {
+    let detail: String
+    init(_ detail: String) { self.detail = detail }
+}

@@ -1,0 +1,59 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import BLECore
+
+/// Where bonds are kept between runs. `FileBondStore` is the default; an app may keep them
+/// elsewhere (a keychain, a database).
+///
+///     let store = try FileBondStore(adapter: central.controllerInfo!.address)
+///     try await link.pair(store: store)          // saves the bond
+public protocol BondStore: Sendable {
+    /// The bond of `peer` (by the address it connects with, or its identity address).
+    func bond(for peer: LEAddress) -> Bond?
+    /// Every bond.
+    func allBonds() -> [Bond]
+    /// Keeps `bond`, replacing an earlier one of the same peer.
+    func save(_ bond: Bond) throws(BondStoreError)
+    /// Forgets the bond of `peer`; no error when there is none.
+    func remove(_ peer: LEAddress) throws(BondStoreError)
+}
+
+/// A bond store failure, naming the file and the errno.
+public enum BondStoreError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// A file system call failed.
+    case io(path: String, operation: String, errno: Int32)
+    /// A bond file does not parse: it is ignored.
+    case corrupt(path: String, detail: String)
+
+    public var description: String {
+        switch self {
+        case .io(let path, let op, let e):
+            return "\(op) \(path) failed: \(String(cString: strerror(e))) (errno \(e)); check the directory's permissions or pass --bond-dir"
+        case .corrupt(let path, let detail):
+            return "bond file \(path) is corrupt (\(detail)); it is ignored: remove it and pair again"
+        }
+    }
+}
+
+/// Bonds in memory only (tests, or an app that pairs every time).
+public final class MemoryBondStore: BondStore, @unchecked Sendable { // every access holds `lock`
+    private let lock = NSLockLike()
+    private var bonds: [LEAddress: Bond] = [:]
+
+    public init(_ initial: [Bond] = []) {
+        for b in initial { bonds[b.peer] = b }
+    }
+
+    public func bond(for peer: LEAddress) -> Bond? {
+        lock.withLock { bonds[peer] ?? bonds.values.first { $0.identityAddress == peer } }
+    }
+
+    public func allBonds() -> [Bond] { lock.withLock { Array(bonds.values) } }
+
+    public func save(_ bond: Bond) throws(BondStoreError) { lock.withLock { bonds[bond.peer] = bond } }
+
+    public func remove(_ peer: LEAddress) throws(BondStoreError) {
+        lock.withLock { bonds = bonds.filter { $0.key != peer && $0.value.identityAddress != peer } }
+    }
+}

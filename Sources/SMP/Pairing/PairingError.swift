@@ -1,0 +1,85 @@
+import BLECore
+
+/// Why pairing or raising a link's security failed. The text names the peer and the SMP
+/// reason: "Passkey Entry Failed (0x01) pairing with C4:00:00:00:00:01: ...".
+public struct PairingError: Error, Sendable, Equatable, CustomStringConvertible {
+    public enum Kind: Error, Sendable, Equatable {
+        /// The peer sent Pairing Failed with this reason.
+        case peerFailed(PairingFailedReason)
+        /// This side stopped the pairing and sent Pairing Failed with this reason.
+        case localFailed(PairingFailedReason, detail: String)
+        /// No SMP PDU within the SMP timeout (Vol 3, Part H, 3.4). SMP on this link is over
+        /// until the link is re-established.
+        case timeout
+        /// An SMP timeout happened earlier on this link.
+        case channelDead
+        /// A pairing is already running on this link.
+        case busy
+        /// The link went away or a command on it failed (encryption included).
+        case link(ConnectionError)
+        /// The SMP channel closed under the pairing (the link dropped).
+        case channelClosed(LinkError)
+        /// The caller's task was cancelled.
+        case cancelled
+        /// A cryptographic primitive failed.
+        case crypto(CryptoError)
+        /// Encrypting with the stored bond failed with PIN or Key Missing (0x06): the peer
+        /// no longer has the bond.
+        case peerForgotBond
+    }
+
+    public var peer: LEAddress
+    public var kind: Kind
+
+    public init(peer: LEAddress, _ kind: Kind) {
+        self.peer = peer
+        self.kind = kind
+    }
+
+    /// The SMP reason when there is one.
+    public var reason: PairingFailedReason? {
+        switch kind {
+        case .peerFailed(let r), .localFailed(let r, _): return r
+        default: return nil
+        }
+    }
+
+    public var description: String {
+        let who = peer.address
+        switch kind {
+        case .peerFailed(let r):
+            return "\(r) pairing with \(who): the peer refused\(Self.hint(r))"
+        case .localFailed(let r, let detail):
+            return "\(r) pairing with \(who): \(detail)"
+        case .timeout:
+            return "pairing with \(who) timed out: no SMP answer within 30 s (Vol 3, Part H, 3.4); reconnect to try again"
+        case .channelDead:
+            return "SMP with \(who) timed out earlier on this link; disconnect and reconnect to pair"
+        case .busy:
+            return "a pairing with \(who) is already running on this link"
+        case .link(let e):
+            return "pairing with \(who) failed: \(e)"
+        case .channelClosed(let e):
+            return "pairing with \(who) stopped: \(e)"
+        case .cancelled:
+            return "pairing with \(who) was cancelled"
+        case .crypto(let e):
+            return "pairing with \(who) failed: \(e)"
+        case .peerForgotBond:
+            return "\(who) no longer has the bond (encryption failed with PIN or Key Missing, 0x06): remove the bond (ble bonds --remove \(who)) and pair again"
+        }
+    }
+
+    static func hint(_ r: PairingFailedReason) -> String {
+        switch r {
+        case .passkeyEntryFailed: return "; was the passkey typed correctly and in time?"
+        case .confirmValueFailed, .dhKeyCheckFailed: return "; the keys did not match (wrong passkey or a tampered link)"
+        case .authenticationRequirements: return "; it needs a pairing method this side's IO capabilities cannot give (try --io or without --mitm)"
+        case .pairingNotSupported: return "; it does not support pairing"
+        case .repeatedAttempts: return "; wait before trying again"
+        case .encryptionKeySize: return "; the key size is below what one side accepts"
+        case .numericComparisonFailed: return "; the numbers were not confirmed on the peer"
+        default: return ""
+        }
+    }
+}

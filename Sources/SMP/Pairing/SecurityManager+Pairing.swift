@@ -1,0 +1,117 @@
+import BLECore
+
+/// Pairing as the initiator (Vol 3, Part H, 2.3 and 3.6): Phase 1 (feature exchange), Phase 2
+/// (LE Secure Connections or legacy), encryption, Phase 3 (key distribution).
+extension SecurityManager {
+    /// Pairs with the peer and returns the keys. The link is encrypted when it returns.
+    /// Throws a `PairingError` naming the peer and the SMP reason.
+    ///
+    ///     let bond = try await manager.pair(options: PairingOptions(), agent: JustWorksAgent())
+    public func pair(options: PairingOptions = PairingOptions(), agent: any PairingAgent = JustWorksAgent()) async throws(PairingError) -> Bond {
+        if timedOut { throw PairingError(peer: peer, .channelDead) }
+        if let closedError { throw PairingError(peer: peer, .channelClosed(closedError)) }
+        guard !running else { throw PairingError(peer: peer, .busy) }
+        running = true
+        inbox.removeAll()
+        pendingFailure = nil
+        timeout = options.timeout
+        defer {
+            running = false
+            timer?.cancel()
+            timer = nil
+        }
+        do throws(PairingError.Kind) {
+            return try await runPairing(options, agent)
+        } catch {
+            switch error {
+            case .localFailed(let reason, _): send(.pairingFailed(reason))
+            case .cancelled, .crypto, .link: send(.pairingFailed(.unspecifiedReason))
+            default: break
+            }
+            throw PairingError(peer: peer, error)
+        }
+    }
+
+    private func runPairing(_ options: PairingOptions, _ agent: any PairingAgent) async throws(PairingError.Kind) -> Bond {
+        // Phase 1: Pairing Feature Exchange (2.3.1, 3.5.1, 3.5.2).
+        var authReq: AuthenticationRequirements = []
+        if options.bonding { authReq.insert(.bonding) }
+        if options.mitm || options.secureConnectionsOnly { authReq.insert(.mitm) }
+        if options.secureConnections || options.secureConnectionsOnly { authReq.insert(.secureConnections) }
+        let preq = PairingParameters(ioCapability: options.ioCapability, oobDataFlag: options.peerOOBData == nil ? 0 : 1, authReq: authReq,
+                                     maximumEncryptionKeySize: min(16, max(7, options.maximumKeySize)),
+                                     initiatorKeyDistribution: options.bonding ? options.initiatorKeys : [],
+                                     responderKeyDistribution: options.bonding ? options.responderKeys : [])
+        send(.pairingRequest(preq))
+        let first = try await next()
+        guard case .pairingResponse(let pres) = first else { throw unexpected(first, expecting: "Pairing Response") }
+        guard (7...16).contains(pres.maximumEncryptionKeySize) else {
+            throw .localFailed(.invalidParameters, detail: "the peer offered a maximum key size of \(pres.maximumEncryptionKeySize) octets (7 to 16 allowed)")
+        }
+        let keySize = min(preq.maximumEncryptionKeySize, pres.maximumEncryptionKeySize)
+        guard keySize >= max(7, min(16, options.minimumKeySize)) else {
+            throw .localFailed(.encryptionKeySize, detail: "the peer allows at most \(keySize)-octet keys, this side needs \(options.minimumKeySize)")
+        }
+        guard preq.initiatorKeyDistribution.isSuperset(of: pres.initiatorKeyDistribution),
+              preq.responderKeyDistribution.isSuperset(of: pres.responderKeyDistribution) else {
+            throw .localFailed(.invalidParameters, detail: "the peer asked for keys beyond those offered")
+        }
+        let sc = preq.authReq.contains(.secureConnections) && pres.authReq.contains(.secureConnections)
+        if options.secureConnectionsOnly && !sc {
+            throw .localFailed(.authenticationRequirements, detail: "the peer offers only LE legacy pairing and this side is in Secure Connections Only mode")
+        }
+        let model = AssociationModel.select(initiator: preq, responder: pres, secureConnections: sc)
+        if (options.mitm || options.secureConnectionsOnly) && !model.isAuthenticated {
+            throw .localFailed(.authenticationRequirements, detail: "MITM protection was asked for, but the IO capabilities (\(preq.ioCapability) here, \(pres.ioCapability) on the peer) allow only Just Works")
+        }
+        if model == .justWorks, !(await agent.confirmJustWorks(peer: peer)) {
+            throw .localFailed(.unspecifiedReason, detail: "the pairing agent refused Just Works pairing")
+        }
+
+        // Phase 2 (2.3.5.5, 2.3.5.6), then encryption with the key it made (2.4.4).
+        let key: LongTermKey
+        if sc {
+            key = try await secureConnections(preq, pres, model, keySize, options, agent)
+        } else {
+            if model == .outOfBand { throw .localFailed(.oobNotAvailable, detail: "LE legacy OOB pairing needs a TK, which this side does not take") }
+            key = try await legacy(preq, pres, model, keySize, agent)
+        }
+        do throws(ConnectionError) {
+            guard let connection else { throw .disconnected(peer: peer, reason: .connectionTerminatedByLocalHost) }
+            try await connection.startEncryption(longTermKey: key.key, ediv: key.ediv, rand: key.rand, level: key.level)
+        } catch {
+            throw .link(error)
+        }
+
+        // Phase 3: the responder's keys, then ours (3.6.1).
+        var bond = try await receiveKeys(pres.responderKeyDistribution, sc: sc, keySize: keySize, model: model)
+        if sc { bond.longTermKey = key }
+        bond.localLongTermKey = sendKeys(pres.initiatorKeyDistribution, sc: sc, keySize: keySize, model: model)
+        return bond
+    }
+
+    func unexpected(_ pdu: SMPPDU, expecting: String) -> PairingError.Kind {
+        .localFailed(.unspecifiedReason, detail: "expected \(expecting), the peer sent \(pdu.code)")
+    }
+
+    /// The six digits of Passkey Entry: shown here or typed here (2.3.5.3).
+    func passkey(displayedHere: Bool, _ agent: any PairingAgent) async throws(PairingError.Kind) -> UInt32 {
+        if displayedHere {
+            let p = UInt32.random(in: 0...999_999)
+            await agent.displayPasskey(p, peer: peer)
+            return p
+        }
+        guard let p = await agent.requestPasskey(peer: peer), p <= 999_999 else {
+            throw .localFailed(.passkeyEntryFailed, detail: "no passkey was entered")
+        }
+        return p
+    }
+
+    static func masked(_ key: UInt128, to size: UInt8) -> UInt128 {
+        size >= 16 ? key : key & ((1 << (8 * UInt128(size))) - 1)
+    }
+
+    func crypto<T>(_ body: () throws(CryptoError) -> T) throws(PairingError.Kind) -> T {
+        do throws(CryptoError) { return try body() } catch { throw .crypto(error) }
+    }
+}

@@ -1,0 +1,188 @@
+import BLECore
+
+/// The Security Manager of one link (Vol 3, Part H): the SMP channel 0x0006, its 30-second
+/// timer, and the pairing procedures, as this side (the central) runs them.
+///
+/// Normally reached through `Connection.pair(...)` and `Connection.requireSecurity(...)`.
+///
+///     let bond = try await link.securityManager().pair(options: options, agent: agent)
+public actor SecurityManager {
+    public nonisolated let executor: AdapterExecutor
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+    public nonisolated let peer: LEAddress
+    /// This side's address on the link (the initiator's in f5, f6 and c1).
+    public nonisolated let local: LEAddress
+    /// The Connection_Handle of the link this manager belongs to.
+    public nonisolated let handle: UInt16
+    nonisolated let channel: any L2CAPChannel
+    nonisolated let scheduler: any TimerScheduler
+    weak var connection: Connection?
+
+    /// Received PDUs no procedure has taken yet (bounded).
+    var inbox: [SMPPDU] = []
+    /// The procedure step waiting for the next PDU (at most one).
+    let waiters: Waiters<SMPPDU, PairingError.Kind>
+    var waiterID: UInt64?
+    var timer: (any ScheduledTimer)?
+    var timeout: Duration = .seconds(30)
+    /// Set when the SMP timer expired: no SMP PDU may be sent on this link again (3.4).
+    public private(set) var timedOut = false
+    var closedError: LinkError?
+    /// A failure found while no procedure step was waiting (a malformed PDU, too many PDUs).
+    var pendingFailure: PairingError.Kind?
+    var running = false
+    var securityRequestHandler: (@Sendable (AuthenticationRequirements) -> Void)?
+    /// Our P-256 key pair, made once per link (OOB data refers to it).
+    var keyPair: P256KeyPair?
+    var localOOB: OOBData?
+
+    init(connection: Connection, channel: any L2CAPChannel, handle: UInt16, local: LEAddress) {
+        self.executor = connection.executor
+        self.connection = connection
+        self.channel = channel
+        self.scheduler = connection.scheduler
+        self.peer = connection.peer
+        self.local = local
+        self.handle = handle
+        self.waiters = Waiters(executor: connection.executor, scheduler: connection.scheduler)
+    }
+
+    /// Starts taking PDUs from the channel. Called once, on the executor.
+    func start() {
+        let executor = self.executor
+        channel.setHandlers(receive: { [weak self] bytes in
+            self?.enter(on: executor) { $0.received(bytes) }
+        }, close: { [weak self] error in
+            self?.enter(on: executor) { $0.channelClosed(error) }
+        })
+    }
+
+    /// Whether the channel still carries this link's PDUs.
+    var isUsable: Bool { closedError == nil }
+
+    /// What to do when the peer sends a Security Request while no pairing runs; without a
+    /// handler it is refused with Pairing Not Supported.
+    public func onSecurityRequest(_ handler: (@Sendable (AuthenticationRequirements) -> Void)?) {
+        securityRequestHandler = handler
+    }
+
+    /// This side's LE Secure Connections OOB data (r and C = f4(PKx, PKx, r, 0)) to give the
+    /// peer another way before pairing.
+    public func localOOBData() throws(CryptoError) -> OOBData {
+        if let localOOB { return localOOB }
+        let keys = try ownKeyPair()
+        let r = UInt128.random(in: .min ... .max)
+        let data = OOBData(random: r, confirm: try SMPToolbox.f4(u: keys.publicKey.x, v: keys.publicKey.x, x: r, z: 0))
+        localOOB = data
+        return data
+    }
+
+    func ownKeyPair() throws(CryptoError) -> P256KeyPair {
+        if let keyPair { return keyPair }
+        let k = try P256KeyPair()
+        keyPair = k
+        return k
+    }
+
+    // MARK: - The channel
+
+    func received(_ bytes: [UInt8]) {
+        let pdu: SMPPDU
+        do {
+            pdu = try SMPPDU(bytes: bytes)
+        } catch {
+            let reason: PairingFailedReason
+            switch error {
+            case .unknownCode: reason = .commandNotSupported
+            case .empty, .wrongLength: reason = .invalidParameters
+            }
+            if running {
+                fail(.localFailed(reason, detail: "the peer sent a malformed SMP PDU [\(bytes.hexString())]: \(error)"))
+            } else {
+                send(.pairingFailed(reason))
+            }
+            return
+        }
+        switch pdu {
+        case .pairingRequest:
+            // Only a central initiates pairing (Vol 3, Part H, 2.4.6); this side is the central.
+            send(.pairingFailed(.commandNotSupported))
+        case .securityRequest(let authReq) where !running:
+            if let securityRequestHandler {
+                securityRequestHandler(authReq)
+            } else {
+                send(.pairingFailed(.pairingNotSupported))
+            }
+        case .securityRequest, .pairingKeypressNotification:
+            // A Security Request during pairing changes nothing (2.4.6); keypresses are only
+            // progress reports (3.5.8, this side never asks for them).
+            return
+        default:
+            guard running else { return }
+            if isWaiting {
+                resumeWaiter(.success(pdu))
+            } else if inbox.count < 16 {
+                inbox.append(pdu)
+            } else {
+                fail(.localFailed(.unspecifiedReason, detail: "the peer sent more SMP PDUs than pairing takes"))
+            }
+        }
+    }
+
+    func channelClosed(_ error: LinkError) {
+        closedError = error
+        timer?.cancel()
+        resumeWaiter(.failure(.channelClosed(error)))
+    }
+
+    /// Queues a PDU and (re)starts the SMP timer (Vol 3, Part H, 3.4).
+    func send(_ pdu: SMPPDU) {
+        guard !timedOut, closedError == nil else { return }
+        channel.enqueue(pdu.bytes)
+        guard running else { return }
+        timer?.cancel()
+        let executor = self.executor
+        timer = scheduler.schedule(after: timeout) { [weak self] in
+            self?.enter(on: executor) { $0.timerExpired() }
+        }
+    }
+
+    func timerExpired() {
+        guard running, !timedOut else { return }
+        timedOut = true
+        resumeWaiter(.failure(.timeout))
+    }
+
+    /// The next PDU of the running procedure; a Pairing Failed from the peer becomes its error.
+    func next() async throws(PairingError.Kind) -> SMPPDU {
+        let result: Result<SMPPDU, PairingError.Kind>
+        if timedOut {
+            result = .failure(.timeout)
+        } else if let pendingFailure {
+            self.pendingFailure = nil
+            result = .failure(pendingFailure)
+        } else if let closedError {
+            result = .failure(.channelClosed(closedError))
+        } else if !inbox.isEmpty {
+            result = .success(inbox.removeFirst())
+        } else {
+            result = await waiters.wait(cancelled: { _ in .failure(.cancelled) }) { id in waiterID = id }
+        }
+        let pdu = try result.get()
+        if case .pairingFailed(let reason) = pdu { throw .peerFailed(reason) }
+        return pdu
+    }
+
+    /// Ends the running procedure's current (or next) wait with `kind`.
+    func fail(_ kind: PairingError.Kind) {
+        if isWaiting { resumeWaiter(.failure(kind)) } else { pendingFailure = kind }
+    }
+
+    var isWaiting: Bool { waiterID.map { waiters.contains($0) } ?? false }
+
+    func resumeWaiter(_ result: Result<SMPPDU, PairingError.Kind>) {
+        guard let id = waiterID else { return }
+        waiterID = nil
+        waiters.resume(id, with: result)
+    }
+}

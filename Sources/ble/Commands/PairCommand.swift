@@ -1,0 +1,124 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import BLECore
+import SMP
+
+/// `ble pair DEVICE`: pairs (Vol 3, Part H), prints the level reached, keeps the bond.
+enum PairCommand {
+    static let ioNames: [(String, IOCapability)] = [
+        ("display-only", .displayOnly), ("display-yesno", .displayYesNo), ("keyboard-only", .keyboardOnly),
+        ("no-io", .noInputNoOutput), ("keyboard-display", .keyboardDisplay),
+    ]
+
+    static let spec = CommandSpec(
+        name: "pair",
+        summary: "pair with a device and keep the bond",
+        usage: ["pair DEVICE [--io display-only|display-yesno|keyboard-only|no-io|keyboard-display] [--passkey N] [--sc-only | --legacy] [--no-bond]"],
+        options: [
+            .value("io", nil, "CAPABILITY", "what this side can show or type (default keyboard-display when on a terminal, else no-io)"),
+            .value("passkey", nil, "N", "the six-digit passkey the device shows (instead of asking)"),
+            .flag("sc-only", nil, "refuse LE legacy pairing (Secure Connections Only)"),
+            .flag("legacy", nil, "offer only LE legacy pairing"),
+            .flag("mitm", nil, "require MITM protection (no Just Works)"),
+            .flag("no-bond", nil, "pair for this link only; keep no keys"),
+            DeviceArgument.scanTimeoutOption,
+        ],
+        details: DeviceArgument.details + [
+            "A passkey to type or a number to confirm is asked on the terminal (or read from stdin when it is not one).",
+            "Bonds go to --bond-dir, $BLE_BOND_DIR, or ~/.local/state/swift-ble-host/bonds; see 'ble bonds'.",
+        ],
+        examples: [
+            ("ble pair F0:5E:B1:00:00:01", "encrypted, Secure Connections, bonded"),
+            ("ble pair F0:5E:B1:00:00:02 --io keyboard-only --passkey 123456", "encrypted, authenticated, Secure Connections, bonded"),
+        ],
+        run: run)
+
+    static func run(_ ctx: CommandContext) async throws {
+        let a = ctx.args
+        let target = try DeviceResolver.parse(try ctx.positionals(["DEVICE"])[0])
+        let scanTimeout = try DeviceArgument.scanTimeout(ctx)
+        if a.has("sc-only") && a.has("legacy") { throw UsageError("give --sc-only or --legacy, not both") }
+        var options = PairingOptions()
+        let interactive = isatty(0) == 1
+        options.ioCapability = interactive ? .keyboardDisplay : .noInputNoOutput
+        if let io = a.value("io") {
+            guard let c = ioNames.first(where: { $0.0 == io })?.1 else {
+                throw UsageError("--io needs one of \(ioNames.map(\.0).joined(separator: ", ")), not \"\(io)\"")
+            }
+            options.ioCapability = c
+        }
+        let passkey = try a.value("passkey").map { v throws(UsageError) in try Values.integer(v, option: "--passkey", as: UInt32.self) }
+        if let passkey, passkey > 999_999 { throw UsageError("--passkey is six digits (0 to 999999), not \(passkey)") }
+        if passkey != nil && a.value("io") == nil { options.ioCapability = .keyboardOnly }
+        options.secureConnectionsOnly = a.has("sc-only")
+        options.secureConnections = !a.has("legacy")
+        options.mitm = a.has("mitm")
+        options.bonding = !a.has("no-bond")
+        let agent = TerminalAgent(console: ctx.console, passkey: passkey)
+
+        try await withCentral(ctx) { central in
+            let peer = try await DeviceResolver.resolve(target, central: central, scanTimeout: scanTimeout, console: ctx.console)
+            let store = try await BondsCommand.store(ctx, central: central)
+            let link = try await central.connect(peer, timeout: ctx.globals.timeoutDuration)
+            do {
+                let bond = try await link.pair(options: options, agent: agent, store: options.bonding ? store : nil)
+                let level = describe(bond, bonded: options.bonding)
+                if ctx.globals.json {
+                    ctx.console.out(JSON.object([("peer", .string("\(peer.address)")), ("level", .string(level)),
+                                                 ("identity", bond.identityAddress.map { .string("\($0.address)") } ?? .null)]).text)
+                } else {
+                    ctx.console.out(level)
+                }
+                try? await link.disconnect(timeout: .seconds(2))
+            } catch let error as PairingError {
+                try? await link.disconnect(timeout: .seconds(2))
+                throw CLIFailure("\(error)")
+            }
+        }
+    }
+
+    /// "encrypted, authenticated, Secure Connections, bonded".
+    static func describe(_ bond: Bond, bonded: Bool) -> String {
+        var parts = ["encrypted"]
+        if bond.longTermKey?.authenticated == true { parts.append("authenticated") }
+        parts.append(bond.longTermKey?.secureConnections == true ? "Secure Connections" : "legacy")
+        if bonded { parts.append("bonded") }
+        return parts.joined(separator: ", ")
+    }
+}
+
+/// The person at the terminal: shows passkeys, asks for them and for confirmations on stderr,
+/// reads answers from stdin.
+struct TerminalAgent: PairingAgent {
+    let console: Console
+    let passkey: UInt32?
+
+    func displayPasskey(_ passkey: UInt32, peer: LEAddress) async {
+        console.status("type this passkey on \(peer.address): \(six(passkey))")
+    }
+
+    func requestPasskey(peer: LEAddress) async -> UInt32? {
+        if let passkey { return passkey }
+        console.status("passkey shown on \(peer.address): ")
+        guard let line = readLine(), let v = UInt32(line.trimmingCharacters()), v <= 999_999 else { return nil }
+        return v
+    }
+
+    func confirmNumericComparison(_ value: UInt32, peer: LEAddress) async -> Bool {
+        console.status("does \(peer.address) show \(six(value))? [y/N] ")
+        guard let line = readLine() else { return false }
+        return ["y", "yes"].contains(line.trimmingCharacters().lowercased())
+    }
+
+    private func six(_ v: UInt32) -> String {
+        let s = String(v)
+        return String(repeating: "0", count: max(0, 6 - s.count)) + s
+    }
+}
+
+extension String {
+    func trimmingCharacters() -> String {
+        String(drop { $0 == " " || $0 == "\r" || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\r" || $0 == "\t" }.reversed())
+    }
+}
