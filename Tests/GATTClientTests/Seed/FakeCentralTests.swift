@@ -209,4 +209,37 @@ import BLETestSupport
         #expect(first == [55])
         await central.close()
     }
+
+    /// `bluetoothStateEvents()` gives the current value, then one value per change of the
+    /// adapter state or of scanning; `bluetoothState` is the same value now.
+    @Test(.timeLimit(.minutes(1)))
+    func bluetoothStatePushedOnEveryChange() async throws {
+        let (fake, central) = try await Self.rig()
+        let states = await central.bluetoothStateEvents()
+        let story = Task { () throws -> [BluetoothState] in
+            var story: [BluetoothState] = []
+            for await s in states {
+                story.append(s)
+                if s.adapter == .poweredOff { break }
+            }
+            return story
+        }
+        fake.add(Self.batteryPeripheral())
+        _ = try await Self.firstDiscovery(central, services: [Self.battery])
+        // The scan stays applied until the controller confirmed that it stopped.
+        try await bounded {
+            for await s in await central.bluetoothStateEvents() where !s.isScanning { return }
+        }
+        #expect(await central.bluetoothState == BluetoothState(adapter: .poweredOn, isScanning: false))
+        fake.simulateStateChange(.poweredOff)
+        #expect(try await value(of: story) == [
+            BluetoothState(adapter: .poweredOn, isScanning: false),
+            BluetoothState(adapter: .poweredOn, isScanning: true),
+            BluetoothState(adapter: .poweredOn, isScanning: false),
+            BluetoothState(adapter: .poweredOff, isScanning: false),
+        ])
+        let off = await central.bluetoothState
+        #expect(!off.isPowered && off.isAuthorized && !off.isScanning)
+        await central.close()
+    }
 }

@@ -53,6 +53,23 @@ import BLETestSupport
         try await value(of: run, within: 10)
     }
 
+    /// `Central()` names `$BLE_DEVICE`, else hci0; a device that cannot be opened ends in the
+    /// state that says why, with the reason.
+    @Test(.timeLimit(.minutes(1)))
+    func defaultDeviceAndOpenFailure() async throws {
+        unsetenv("BLE_DEVICE")
+        #expect(Central.defaultDevice == "hci0")
+        setenv("BLE_DEVICE", "", 1)
+        #expect(Central.defaultDevice == "hci0")
+        setenv("BLE_DEVICE", "bogus:1", 1)
+        defer { unsetenv("BLE_DEVICE") }
+        #expect(Central.defaultDevice == "bogus:1")
+        let central = Central()
+        try await waitForState(.transportLost, of: central)
+        let reason = try #require(await central.snapshot.reason)
+        #expect(reason.contains("bogus:1"))
+    }
+
     /// The testing example's central comes up on `simulateStateChange(.poweredOn)`, and the
     /// rest of the flow runs on it: scan, connect, read, write, notifications.
     @Test(.timeLimit(.minutes(1)))
