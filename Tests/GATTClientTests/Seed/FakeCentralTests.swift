@@ -207,6 +207,8 @@ import BLETestSupport
             return nil
         }
         #expect(first == [55])
+        try await peripheral.disconnect()
+        #expect(!fake.isConnected(battery))
         await central.close()
     }
 
