@@ -10,7 +10,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 FUZZ_SMOKE_SECONDS ?= 15
 FUZZ_SECONDS ?= 300
 
-.PHONY: all deps apt venv build test test-swift test-fuzz test-vm demo bench fuzz soak clean
+.PHONY: all deps apt venv build test test-swift test-fuzz test-vm demo bench fuzz soak clean docs
 
 all: build
 
@@ -64,6 +64,11 @@ soak: deps
 # The main job on the bundled virtual radio (no hardware needed).
 demo: deps build
 	BLE_PYTHON=$(abspath $(PY)) scripts/demo
+
+# The DocC catalogs (BLECore, ATT, GATTClient, BLETestSupport) as a static site in
+# .build/docs/site, with the toolchain's own docc (scripts/docs).
+docs: apt
+	SWIFT=$(SWIFT) scripts/docs
 
 clean:
 	rm -rf .build $(VENV)
