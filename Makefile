@@ -10,7 +10,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 FUZZ_SMOKE_SECONDS ?= 15
 FUZZ_SECONDS ?= 300
 
-.PHONY: all deps apt venv build test test-swift test-fuzz test-vm demo bench fuzz soak clean
+.PHONY: all deps apt venv build test test-swift test-fuzz test-examples test-vm demo bench fuzz soak clean docs
 
 all: build
 
@@ -42,12 +42,17 @@ build: apt
 # scripts/run-tests kills the run and names the test when one test runs longer than
 # BLE_TEST_TIMEOUT seconds (default 300) or the run longer than BLE_TEST_RUN_TIMEOUT (2400);
 # scripts/test-run-tests checks that it does (about 10 s).
-test: deps test-fuzz test-swift
+test: deps test-fuzz test-swift test-examples
 
 test-swift: deps
 	$(SWIFT) build --build-tests $(SWIFTFLAGS)
 	SWIFT=$(SWIFT) scripts/test-run-tests
 	BLE_PYTHON=$(abspath $(PY)) BLE_KERNEL_VM=1 SWIFT=$(SWIFT) scripts/run-tests --skip-build --no-parallel
+
+# Examples/: a package that uses this one by path, as an application would; its tests run
+# on the public fakes.
+test-examples: apt
+	cd Examples && $(SWIFT) build --build-tests $(SWIFTFLAGS) && $(SWIFT) test --skip-build
 
 # Every libFuzzer target for a short smoke run (make fuzz runs longer).
 test-fuzz: apt
@@ -65,8 +70,13 @@ soak: deps
 demo: deps build
 	BLE_PYTHON=$(abspath $(PY)) scripts/demo
 
+# The DocC catalogs (BLECore, ATT, GATTClient, BLETestSupport) as a static site in
+# .build/docs/site, with the toolchain's own docc (scripts/docs).
+docs: apt
+	SWIFT=$(SWIFT) scripts/docs
+
 clean:
-	rm -rf .build $(VENV)
+	rm -rf .build Examples/.build $(VENV)
 
 # Benchmarks (release build), side by side with Bumble on the same bytes; prints JSON.
 bench: deps

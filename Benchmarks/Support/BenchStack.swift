@@ -81,8 +81,8 @@ final class BenchStack: @unchecked Sendable { // immutable after `make`
     static func make(links count: Int, extra: (any HCITransport)? = nil) async throws -> BenchStack {
         let stack = BenchStack(peripherals: count, extra: extra)
         try await stack.central.powerOn()
-        let heartRate = try ServiceIdentifier(uuid: "180D")
-        let measurement = try CharacteristicIdentifier(uuid: "2A37", service: heartRate)
+        let heartRate = ServiceIdentifier(uuid: "180D")
+        let measurement = CharacteristicIdentifier(uuid: "2A37", service: heartRate)
         for i in 0..<count {
             let connection = try await stack.central.connect(address(i), timeout: .seconds(5))
             let peripheral = try await Peripheral(connection: connection)

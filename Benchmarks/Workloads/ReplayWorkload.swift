@@ -91,16 +91,16 @@ enum HeartRateSession {
         let peripheral = try await Peripheral(connection: link)
         let services = try await peripheral.services()
         for s in services { _ = try await peripheral.characteristics(of: s) }
-        let heartRate = try ServiceIdentifier(uuid: "180D")
-        _ = try await peripheral.read(try CharacteristicIdentifier(uuid: "2A38", service: heartRate), as: BodySensorLocation.self)
-        _ = try await peripheral.read(try CharacteristicIdentifier(uuid: "2A29", service: try ServiceIdentifier(uuid: "180A")), as: String.self)
+        let heartRate = ServiceIdentifier(uuid: "180D")
+        _ = try await peripheral.read(CharacteristicIdentifier(uuid: "2A38", service: heartRate), as: BodySensorLocation.self)
+        _ = try await peripheral.read(CharacteristicIdentifier(uuid: "2A29", service: ServiceIdentifier(uuid: "180A")), as: String.self)
         var bpm: [UInt16] = []
         // The iterator is kept until the control point write is done, as when the capture was
         // recorded: the CCCD is cleared after that write, not before.
         var readings: AsyncThrowingStream<HeartRateMeasurement, any Error>.AsyncIterator? =
-            peripheral.notifications(for: try CharacteristicIdentifier(uuid: "2A37", service: heartRate), as: HeartRateMeasurement.self).makeAsyncIterator()
+            peripheral.notifications(for: CharacteristicIdentifier(uuid: "2A37", service: heartRate), as: HeartRateMeasurement.self).makeAsyncIterator()
         while bpm.count < 10, let reading = try await readings?.next() { bpm.append(reading.beatsPerMinute) }
-        try await peripheral.write([0x01], to: try CharacteristicIdentifier(uuid: "2A39", service: heartRate), type: .withResponse)
+        try await peripheral.write([0x01], to: CharacteristicIdentifier(uuid: "2A39", service: heartRate), type: .withResponse)
         let remaining = central.executor.queue.sync { transport.expectedRemaining }
         readings = nil
         try await waitUntil(central, "the CCCD was cleared") { transport.expectedRemaining < remaining }

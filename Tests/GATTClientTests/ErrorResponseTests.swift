@@ -5,15 +5,15 @@ import BLETestSupport
 @Suite struct ErrorResponseTests {
     @Test func readNotPermittedAndWriteNotPermitted() async throws {
         let bed = TestBed(.heartRateMonitor())
-        let hr = try ServiceIdentifier(uuid: "180D")
-        let measurement = try CharacteristicIdentifier(uuid: "2A37", service: hr)
+        let hr = ServiceIdentifier(uuid: "180D")
+        let measurement = CharacteristicIdentifier(uuid: "2A37", service: hr)
         do {
             _ = try await bed.peripheral.read(measurement)
             Issue.record("the read should fail")
         } catch {
             #expect(error.description == "Read Not Permitted (0x02) reading Heart Rate Measurement (2A37) on F0:F1:F2:F3:F4:F5")
         }
-        let location = try CharacteristicIdentifier(uuid: "2A38", service: hr)
+        let location = CharacteristicIdentifier(uuid: "2A38", service: hr)
         #expect(try await bed.peripheral.read(location, as: BodySensorLocation.self) == .chest)
         do {
             try await bed.peripheral.write([0x02], to: location)
@@ -45,8 +45,8 @@ import BLETestSupport
 
     @Test func readMultipleVariableAndFixed() async throws {
         let bed = TestBed(.heartRateMonitor())
-        let dis = try ServiceIdentifier(uuid: "180A")
-        let chars = try ["2A29", "2A24", "2A26"].map { s throws(GATTError) in try CharacteristicIdentifier(uuid: s, service: dis) }
+        let dis = ServiceIdentifier(uuid: "180A")
+        let chars = try (["2A29", "2A24", "2A26"] as [String]).map { s throws(GATTError) in try CharacteristicIdentifier(uuid: s, service: dis) }
         let values = try await bed.peripheral.read(chars)
         #expect(values.map { String(decoding: $0, as: UTF8.self) } == ["Virtual Sensors", "HRM-1", "1.2.3"])
         #expect(await bed.server.receivedOpcodes().contains(.readMultipleVariableRequest))

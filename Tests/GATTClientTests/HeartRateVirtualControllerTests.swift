@@ -36,13 +36,13 @@ import BLETestSupport
         let services = try await peripheral.services().map(\.uuid)
         #expect(services.contains(BluetoothUUID(uuid16: 0x180D)))
 
-        let heartRate = try ServiceIdentifier(uuid: "180D")
-        let location = try await peripheral.read(try CharacteristicIdentifier(uuid: "2A38", service: heartRate), as: BodySensorLocation.self)
+        let heartRate = ServiceIdentifier(uuid: "180D")
+        let location = try await peripheral.read(CharacteristicIdentifier(uuid: "2A38", service: heartRate), as: BodySensorLocation.self)
         #expect(location == .chest)
 
         // Heart Rate Measurement, flags 0x00 (8-bit value): 60, 63, ... 87 bpm.
         let sent: [UInt16] = (0..<10).map { 60 + 3 * $0 }
-        let readings = try await peripheral.subscribe(to: try CharacteristicIdentifier(uuid: "2A37", service: heartRate))
+        let readings = try await peripheral.subscribe(to: CharacteristicIdentifier(uuid: "2A37", service: heartRate))
         for bpm in sent { _ = await server.notify(characteristic: BluetoothUUID(uuid16: 0x2A37), value: [0x00, UInt8(bpm)]) }
         var received: [UInt16] = []
         for try await value in readings {

@@ -45,8 +45,8 @@ import GATTClient
 
     @Test func lazyTypedStreamSubscribesOnIteration() async throws {
         let bed = TestBed(.heartRateMonitor())
-        let hr = try ServiceIdentifier(uuid: "180D")
-        let measurement = try CharacteristicIdentifier(uuid: "2A37", service: hr)
+        let hr = ServiceIdentifier(uuid: "180D")
+        let measurement = CharacteristicIdentifier(uuid: "2A37", service: hr)
         let readings: AsyncThrowingStream<HeartRateMeasurement, any Error> = bed.peripheral.notifications(for: measurement)
         let consumer = Task {
             var bpm: [UInt16] = []

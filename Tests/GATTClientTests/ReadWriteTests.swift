@@ -75,7 +75,7 @@ import GATTClient
             .init(uuid: BluetoothUUID("2A37")!, properties: [.read], permissions: [.read, .readAuthenticated], value: [0, 60]),
         ])])
         let bed = TestBed(db)
-        let hr = try ServiceIdentifier(uuid: "180D")
+        let hr = ServiceIdentifier(uuid: "180D")
         do {
             _ = try await bed.peripheral.read(CharacteristicIdentifier(uuid: "2A37", service: hr))
             Issue.record("the read should fail")
@@ -86,7 +86,7 @@ import GATTClient
 
     @Test func controlPointRejectsWithApplicationError() async throws {
         let bed = TestBed(.heartRateMonitor())
-        let cp = try CharacteristicIdentifier(uuid: "2A39", service: ServiceIdentifier(uuid: "180D"))
+        let cp = CharacteristicIdentifier(uuid: "2A39", service: ServiceIdentifier(uuid: "180D"))
         try await bed.peripheral.write([0x01], to: cp)
         do {
             try await bed.peripheral.write([0x02], to: cp)

@@ -17,12 +17,12 @@ import BLETestSupport
                 #expect(services.contains(BluetoothUUID(uuid16: uuid)))
             }
 
-            let heartRate = try ServiceIdentifier(uuid: "180D")
+            let heartRate = ServiceIdentifier(uuid: "180D")
             // The scenario's Body Sensor Location is 0x01 (chest).
-            let location = try await peripheral.read(try CharacteristicIdentifier(uuid: "2A38", service: heartRate), as: BodySensorLocation.self)
+            let location = try await peripheral.read(CharacteristicIdentifier(uuid: "2A38", service: heartRate), as: BodySensorLocation.self)
             #expect(location == .chest)
 
-            let measurement = try CharacteristicIdentifier(uuid: "2A37", service: heartRate)
+            let measurement = CharacteristicIdentifier(uuid: "2A37", service: heartRate)
             var readings: [HeartRateMeasurement] = []
             for try await reading in peripheral.notifications(for: measurement, as: HeartRateMeasurement.self) {
                 readings.append(reading)

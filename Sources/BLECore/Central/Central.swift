@@ -38,6 +38,8 @@ public actor Central {
     public internal(set) var state: AdapterState = .unknown
     var stateReason: String?
     let stateStream: Broadcaster<AdapterState>
+    /// State, power, authorization and scanning in one value (see `bluetoothStateEvents()`).
+    let bluetoothStateStream: Broadcaster<BluetoothState>
     let connectionEventStream: Broadcaster<PeerConnectionEvent>
     /// What the controller said about itself during bring-up.
     public internal(set) var controllerInfo: ControllerInfo?
@@ -78,6 +80,7 @@ public actor Central {
         self.options = options
         self.spec = transport.name
         self.stateStream = Broadcaster(executor: executor, replay: .latest)
+        self.bluetoothStateStream = Broadcaster(executor: executor, replay: .latest)
         self.connectionEventStream = Broadcaster(executor: executor)
         self.scanner = Scanner(host: host, scheduler: scheduler, logger: options.logger)
         self.connectTurns = Waiters(executor: executor, scheduler: scheduler)
@@ -102,6 +105,7 @@ public actor Central {
         guard new != state else { return }
         state = new
         stateStream.yield(new)
+        publishBluetoothState()
     }
 
     /// Lifecycle events of every link of this central.
@@ -159,6 +163,7 @@ public actor Central {
         await waitForTransportRelease(timeout: .seconds(2))
         setState(.poweredOff)
         stateStream.finish()
+        bluetoothStateStream.finish()
         connectionEventStream.finish()
     }
 

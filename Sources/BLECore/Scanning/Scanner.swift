@@ -43,7 +43,11 @@ actor Scanner {
     /// Connecting on a controller that cannot scan and initiate at once.
     var paused = false
     /// What the controller runs now; nil when it is not scanning.
-    var applied: ControllerScanParameters?
+    var applied: ControllerScanParameters? {
+        didSet { if (oldValue == nil) != (applied == nil) { onScanningChange?() } }
+    }
+    /// Runs on the executor whenever `isScanning` changes.
+    var onScanningChange: (() -> Void)?
     var reconciling = false
     /// Callers of `settled()` by id.
     let settledWaiters: Waiters<Void, Never>

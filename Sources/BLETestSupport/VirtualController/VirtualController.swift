@@ -73,11 +73,12 @@ public final class VirtualController: @unchecked Sendable { // mutable state is 
     var leEventMask: UInt64 = 0
     var randomAddress: BluetoothAddress?
 
-    /// A controller with `address` as its public address.
-    public init(address: BluetoothAddress = BluetoothAddress(rawValue: 0x00_1B_DC_0F_00_01), options: Options = Options()) {
+    /// A controller with `address` as its public address, on `executor` (a new one when nil).
+    public init(address: BluetoothAddress = BluetoothAddress(rawValue: 0x00_1B_DC_0F_00_01), options: Options = Options(),
+                executor: AdapterExecutor? = nil) {
         self.address = address
         self.options = options
-        adapterExecutor = AdapterExecutor(label: "virtual-\(address)")
+        adapterExecutor = executor ?? AdapterExecutor(label: "virtual-\(address)")
         queue = DispatchQueue(label: "ble.virtual-controller.\(address)", target: adapterExecutor.queue)
         clock = options.time == .manual ? ManualScheduler(queue: adapterExecutor.queue) : nil
         reportedCommandCredits = options.numHCICommandPackets
@@ -105,7 +106,7 @@ public final class VirtualController: @unchecked Sendable { // mutable state is 
         return host
     }
 
-    private func attach(_ controller: any HCITransport) {
+    func attach(_ controller: any HCITransport) {
         onQueue {
             transport?.close()
             resetState()

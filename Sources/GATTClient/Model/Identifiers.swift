@@ -1,11 +1,14 @@
 /// Names a service by UUID, the way an application refers to it.
 ///
-///     let heartRate = try ServiceIdentifier(uuid: "180D")
+///     let heartRate = ServiceIdentifier(uuid: "180D")
 public struct ServiceIdentifier: Hashable, Sendable, CustomStringConvertible {
     public let uuid: BluetoothUUID
     public init(uuid: BluetoothUUID) { self.uuid = uuid }
     /// Parses `"180D"`, `"0000180D"` or the 36-character form; throws `.invalidUUID` otherwise.
-    public init(uuid string: String) throws(GATTError) {
+    /// (A literal takes the non-throwing `init(uuid: StaticString)`.)
+    @_disfavoredOverload
+    public init(uuid text: some StringProtocol) throws(GATTError) {
+        let string = String(text)
         guard let uuid = BluetoothUUID(string) else { throw .invalidUUID(string) }
         self.uuid = uuid
     }
@@ -15,13 +18,15 @@ public struct ServiceIdentifier: Hashable, Sendable, CustomStringConvertible {
 
 /// Names a characteristic by UUID within a service.
 ///
-///     let measurement = try CharacteristicIdentifier(uuid: "2A37", service: heartRate)
+///     let measurement = CharacteristicIdentifier(uuid: "2A37", service: heartRate)
 public struct CharacteristicIdentifier: Hashable, Sendable, CustomStringConvertible {
     public let uuid: BluetoothUUID
     public let service: ServiceIdentifier
     public init(uuid: BluetoothUUID, service: ServiceIdentifier) { self.uuid = uuid; self.service = service }
     /// Parses the UUID like `ServiceIdentifier(uuid:)`.
-    public init(uuid string: String, service: ServiceIdentifier) throws(GATTError) {
+    @_disfavoredOverload
+    public init(uuid text: some StringProtocol, service: ServiceIdentifier) throws(GATTError) {
+        let string = String(text)
         guard let uuid = BluetoothUUID(string) else { throw .invalidUUID(string) }
         self.init(uuid: uuid, service: service)
     }
@@ -36,7 +41,9 @@ public struct DescriptorIdentifier: Hashable, Sendable, CustomStringConvertible 
     public let uuid: BluetoothUUID
     public let characteristic: CharacteristicIdentifier
     public init(uuid: BluetoothUUID, characteristic: CharacteristicIdentifier) { self.uuid = uuid; self.characteristic = characteristic }
-    public init(uuid string: String, characteristic: CharacteristicIdentifier) throws(GATTError) {
+    @_disfavoredOverload
+    public init(uuid text: some StringProtocol, characteristic: CharacteristicIdentifier) throws(GATTError) {
+        let string = String(text)
         guard let uuid = BluetoothUUID(string) else { throw .invalidUUID(string) }
         self.init(uuid: uuid, characteristic: characteristic)
     }

@@ -2,8 +2,8 @@
 /// shared `GATTCache`), reads, writes, notifications and indications, addressed by
 /// `ServiceIdentifier` / `CharacteristicIdentifier`. Runs on the connection's executor.
 ///
-///     let heartRate = try ServiceIdentifier(uuid: "180D")
-///     let measurement = try CharacteristicIdentifier(uuid: "2A37", service: heartRate)
+///     let heartRate = ServiceIdentifier(uuid: "180D")
+///     let measurement = CharacteristicIdentifier(uuid: "2A37", service: heartRate)
 ///     let peripheral = try await Peripheral(connection: link)
 ///     for try await m in peripheral.notifications(for: measurement, as: HeartRateMeasurement.self) { print(m.beatsPerMinute) }
 public actor Peripheral {

@@ -31,18 +31,18 @@ struct HeartRateSession {
         let services = try await peripheral.services()
         var characteristicCount = 0
         for s in services { characteristicCount += try await peripheral.characteristics(of: s).count }
-        let heartRate = try ServiceIdentifier(uuid: "180D")
-        let location = try await peripheral.read(try CharacteristicIdentifier(uuid: "2A38", service: heartRate), as: BodySensorLocation.self)
-        let manufacturer = try await peripheral.read(try CharacteristicIdentifier(uuid: "2A29", service: try ServiceIdentifier(uuid: "180A")), as: String.self)
+        let heartRate = ServiceIdentifier(uuid: "180D")
+        let location = try await peripheral.read(CharacteristicIdentifier(uuid: "2A38", service: heartRate), as: BodySensorLocation.self)
+        let manufacturer = try await peripheral.read(CharacteristicIdentifier(uuid: "2A29", service: ServiceIdentifier(uuid: "180A")), as: String.self)
         var bpm: [UInt16] = []
         // The subscription is kept until the control point write is answered, so the CCCD is
         // cleared after that write: the two requests go out in one order every time, as the
         // recording and the replay of it need.
         var readings: AsyncThrowingStream<HeartRateMeasurement, any Error>.AsyncIterator? =
-            peripheral.notifications(for: try CharacteristicIdentifier(uuid: "2A37", service: heartRate), as: HeartRateMeasurement.self).makeAsyncIterator()
+            peripheral.notifications(for: CharacteristicIdentifier(uuid: "2A37", service: heartRate), as: HeartRateMeasurement.self).makeAsyncIterator()
         while bpm.count < 10, let reading = try await readings?.next() { bpm.append(reading.beatsPerMinute) }
         // Heart Rate Control Point: 0x01 resets Energy Expended (Heart Rate Service 3.3).
-        try await peripheral.write([0x01], to: try CharacteristicIdentifier(uuid: "2A39", service: heartRate), type: .withResponse)
+        try await peripheral.write([0x01], to: CharacteristicIdentifier(uuid: "2A39", service: heartRate), type: .withResponse)
         readings = nil
         try await link.disconnect()
         let reason = await link.lastDisconnectReason

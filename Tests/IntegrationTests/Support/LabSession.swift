@@ -25,12 +25,12 @@ struct LabSession {
         let services = try await peripheral.services()
         for s in services { _ = try await peripheral.characteristics(of: s) }
         let lab = try ServiceIdentifier(uuid: service)
-        let long = try await peripheral.read(try CharacteristicIdentifier(uuid: "6E400002-B5A3-F393-E0A9-E50E24DCCA9E", service: lab))
-        let writable = try CharacteristicIdentifier(uuid: "6E400003-B5A3-F393-E0A9-E50E24DCCA9E", service: lab)
+        let long = try await peripheral.read(CharacteristicIdentifier(uuid: "6E400002-B5A3-F393-E0A9-E50E24DCCA9E", service: lab))
+        let writable = CharacteristicIdentifier(uuid: "6E400003-B5A3-F393-E0A9-E50E24DCCA9E", service: lab)
         try await peripheral.write(written, to: writable, type: .withResponse)
         let back = try await peripheral.read(writable)
         var indications = 0
-        for try await _ in peripheral.indications(for: try CharacteristicIdentifier(uuid: "6E400004-B5A3-F393-E0A9-E50E24DCCA9E", service: lab)) {
+        for try await _ in peripheral.indications(for: CharacteristicIdentifier(uuid: "6E400004-B5A3-F393-E0A9-E50E24DCCA9E", service: lab)) {
             indications += 1
             if indications == 3 { break }
         }

@@ -1,0 +1,72 @@
+/// A controller for a `Central` other than an adapter, such as a test double: it hands the
+/// central a transport and reports the power state the central should be in (the system's
+/// Bluetooth switch, its permission, its support), which the central follows.
+///
+///     let central = Central(backend: fakeCentral, queue: queue)
+public protocol CentralBackend: AnyObject, Sendable {
+    /// The host end of the transport to the backend's controller.
+    func makeTransport() -> any HCITransport
+    /// The states the backend reports, in order (see `Central.init(backend:queue:options:)`).
+    func powerStates() -> AsyncStream<AdapterState>
+    /// `base` with what the backend needs of the central (its scheduler, for example).
+    func centralOptions(_ base: Central.Options) -> Central.Options
+}
+
+extension CentralBackend {
+    public func centralOptions(_ base: Central.Options) -> Central.Options { base }
+}
+
+extension Central {
+    /// A central over `backend`'s controller, on `queue`. Its state starts at `.unknown` and
+    /// follows what the backend reports: `.poweredOn` brings the controller up over HCI (reset
+    /// and configuration, as for an adapter); `.poweredOff`, `.unauthorized`, `.unsupported`
+    /// and `.unknown` end every scan (`ScanError.adapterNotReady`) and every link (no
+    /// reconnect) and take that state; `.resetting` and `.transportLost` are taken as they
+    /// are (a backend produces them at HCI: a Hardware Error event, a closed transport).
+    ///
+    ///     let queue = AdapterExecutor(label: "MyAppTests.rig")
+    ///     let central = Central(backend: fakeCentral, queue: queue)
+    public init(backend: any CentralBackend, queue: AdapterExecutor, options: Options = Options()) {
+        var options = backend.centralOptions(options)
+        options.executor = queue
+        self.init(transport: backend.makeTransport(), options: options)
+        let states = backend.powerStates()
+        Task { [weak self] in
+            for await state in states {
+                guard let self else { return }
+                await self.follow(state)
+            }
+        }
+    }
+
+    /// Takes the state a backend reports.
+    func follow(_ reported: AdapterState) async {
+        switch reported {
+        case .poweredOn:
+            guard state != .poweredOn else { return }
+            _ = try? await powerOn()
+        case .resetting, .transportLost:
+            setState(reported, reason: "the backend reported \(reported)")
+        case .poweredOff, .unauthorized, .unsupported, .unknown:
+            guard state != reported else { return }
+            await goDown(to: reported, reason: "the adapter is \(reported)")
+        }
+    }
+
+    /// Ends every scan and link, as the loss of the radio does, and takes `new` as the state.
+    func goDown(to new: AdapterState, reason: String) async {
+        failPendingConnect(.adapterNotReady(new))
+        reconnectTimers.values.forEach { $0.cancel() }
+        reconnectTimers.removeAll()
+        reconnectTasks.values.forEach { $0.task.cancel() }
+        reconnectTasks.removeAll()
+        let connections = Array(connectionsByPeer.values)
+        connectionsByPeer.removeAll()
+        connectionsByHandle.removeAll()
+        for connection in connections {
+            connection.enter(on: executor) { $0.transportLost(reason) }
+        }
+        setState(new, reason: reason)
+        await scanner.stopAll(error: ScanError.adapterNotReady(new))
+    }
+}
