@@ -15,7 +15,7 @@ enum CLI {
     static let commands: [CommandSpec] = [
         AdaptersCommand.spec, InfoCommand.spec, ScanCommand.spec, ConnectCommand.spec,
         InspectCommand.spec, ReadCommand.spec, WriteCommand.spec, DecodeCommand.spec,
-        NotImplementedCommands.pair, NotImplementedCommands.l2cap,
+        NotImplementedCommands.pair, L2CAPCommand.spec,
     ]
 
     static var topHelp: String {

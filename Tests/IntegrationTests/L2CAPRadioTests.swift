@@ -82,7 +82,8 @@ struct L2CAPRadioTests {
             let channel = try await link.openL2CAPChannel(psm: 0x0082, mtu: 2048)
             let data = Self.random(20 * 1000)
             let back = try await Self.echo(channel, data, sduSize: 1000)
-            #expect(back == data)
+            let same = back == data
+            #expect(same, "the echo differs from what was sent")
             #expect(await channel.creditStalls > 0)
         }
     }

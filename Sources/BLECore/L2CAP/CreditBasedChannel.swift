@@ -50,6 +50,8 @@ public actor CreditBasedChannel {
     public private(set) var bytesSent = 0
     public private(set) var bytesReceived = 0
     public private(set) var creditStalls = 0
+    /// K-frames received: progress on an SDU that has not completed yet.
+    public private(set) var framesReceived = 0
 
     final class PendingSDU {
         let id: UInt64
@@ -250,6 +252,7 @@ public actor CreditBasedChannel {
     /// One K-frame for this channel, from the host's routing.
     func deliver(_ payload: ArraySlice<UInt8>) {
         guard endError == nil else { return }
+        framesReceived += 1
         do throws(KFrameError) {
             try flow.received()
             guard let (sdu, frames) = try reassembler.receive(payload) else {
