@@ -60,7 +60,7 @@ struct GATTCancellationTests {
     }
 
     static func isCancelled(_ error: (any Error)?) -> Bool {
-        if case .cancelled? = error as? GATTError { return true }
+        if let error = error as? GATTError, error.isCancellation { return true }
         Issue.record("expected GATTError.cancelled, got \(String(describing: error))")
         return false
     }
@@ -258,7 +258,7 @@ struct GATTCancellationTests {
 extension Peripheral {
     /// Calls waiting while another prepares the bearer.
     var readinessWaiterCount: Int {
-        if case .preparing(let waiters) = readiness { return waiters.count }
+        if case .preparing = readiness { return readinessWaiters.count }
         return 0
     }
 

@@ -50,3 +50,14 @@ public enum ATTError: Error, Sendable, Equatable, CustomStringConvertible {
         }
     }
 }
+
+extension ATTError: BLEError {
+    /// The caller's cancellation, also when it reached the bearer through its channel.
+    public var isCancellation: Bool {
+        switch self {
+        case .cancelled: return true
+        case .linkClosed(let error): return error.isCancellation
+        default: return false
+        }
+    }
+}

@@ -48,8 +48,10 @@ public actor Central {
     var connectionsByPeer: [LEAddress: Connection] = [:]
     var pendingConnect: PendingConnect?
     var connectBusy = false
-    var connectTurnWaiters: [ConnectTurnWaiter] = []
-    var nextConnectTurnWaiter: UInt64 = 0
+    /// Callers waiting for the one connect turn, first come first served (false: cancelled).
+    let connectTurns: Waiters<Bool, Never>
+    /// The caller of the pending attempt, while it waits for the completion.
+    let connectWaiters: Waiters<ConnectWaitOutcome, Never>
     var reconnectTimers: [LEAddress: any ScheduledTimer] = [:]
     /// Reconnect attempts under way, by peer.
     var reconnectTasks: [LEAddress: (connection: Connection, task: Task<Void, Never>)] = [:]
@@ -76,6 +78,8 @@ public actor Central {
         self.stateStream = Broadcaster(executor: executor, replay: .latest)
         self.connectionEventStream = Broadcaster(executor: executor)
         self.scanner = Scanner(host: host, scheduler: scheduler, logger: options.logger)
+        self.connectTurns = Waiters(executor: executor, scheduler: scheduler)
+        self.connectWaiters = Waiters(executor: executor, scheduler: scheduler)
     }
 
     // MARK: - State

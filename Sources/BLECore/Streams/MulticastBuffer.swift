@@ -265,6 +265,8 @@ public final class MulticastSubscription<Element: Sendable>: @unchecked Sendable
         let drained = batch
         batch = []
         let queue = self.queue, adapterQueue = executor.queue
+        // Not `Waiters`: the one consumer waits off the executor and hands its drained batch
+        // back in the same hop; this is the per-batch hot path of every stream.
         let delivery = await withTaskCancellationHandler {
             await withUnsafeContinuation { (c: UnsafeContinuation<Buffer.Delivery, Never>) in
                 adapterQueue.async { queue.take(returning: drained, c) }
