@@ -38,7 +38,7 @@ extension HCIHost {
     /// Registers a new connection so its data can flow. The central calls this on LE
     /// Connection Complete, before any data for the handle can arrive.
     public func addLink(handle: UInt16, peer: LEAddress) {
-        if links[handle] != nil { linkLost(handle: handle, error: .closed(peer: "handle 0x\(String(handle, radix: 16))")) }
+        if links[handle] != nil { linkLost(handle: handle, error: .closed(peer: "handle \(handle.hex)")) }
         links[handle] = Link(handle: handle, peer: peer)
     }
 
@@ -64,7 +64,7 @@ extension HCIHost {
     /// already queued still go out (a PDU is never cut short on the link).
     public func sendL2CAP(handle: UInt16, channelID: UInt16, payload: [UInt8]) async throws(LinkError) {
         if let lostReason { throw .transportLost(lostReason) }
-        guard let link = links[handle] else { throw .closed(peer: "handle 0x\(String(handle, radix: 16))") }
+        guard let link = links[handle] else { throw .closed(peer: "handle \(handle.hex)") }
         // The error is only built when needed: this is the path of every Write Command.
         let peer = link.peer.address
         let result = await sendWaiters.wait(cancelled: { _ in .failure(.cancelled(peer: "\(peer)", handle: handle, channelID: channelID)) }) { id in
@@ -124,7 +124,7 @@ extension HCIHost {
 
     func receiveACL(_ packet: ACLDataPacket) {
         guard let link = inlet.link(packet.handle) else {
-            logger.log(.warning, "dropping ACL data for unknown handle 0x\(String(packet.handle, radix: 16)) (\(packet.data.count) bytes)")
+            logger.log(.warning, "dropping ACL data for unknown handle \(packet.handle.hex) (\(packet.data.count) bytes)")
             return
         }
         if let cid = link.reassembler.singleFragmentChannel(packet) {
@@ -137,7 +137,7 @@ extension HCIHost {
         case .incomplete:
             break
         case .dropped(let why):
-            logger.log(.warning, "handle 0x\(String(packet.handle, radix: 16)): \(why)")
+            logger.log(.warning, "handle \(packet.handle.hex): \(why)")
         }
     }
 

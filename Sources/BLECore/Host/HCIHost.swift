@@ -20,7 +20,7 @@ public actor HCIHost {
     public nonisolated let scheduler: any TimerScheduler
     public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
 
-    public var logger: Logger
+    public var logger: BLELogger
     /// Timeout for a command when the caller gives none.
     public var defaultCommandTimeout: Duration = .seconds(2)
 
@@ -73,7 +73,7 @@ public actor HCIHost {
     /// nil accepts every valid request.
     var parameterUpdatePolicy: (@Sendable (UInt16, ConnectionParameterRange) -> Bool)?
 
-    public init(transport: any HCITransport, executor: AdapterExecutor, scheduler: (any TimerScheduler)? = nil, logger: Logger = Logger()) {
+    public init(transport: any HCITransport, executor: AdapterExecutor, scheduler: (any TimerScheduler)? = nil, logger: BLELogger = .silent) {
         self.transport = transport
         self.executor = executor
         self.scheduler = scheduler ?? DispatchTimerScheduler(queue: executor.queue)
@@ -114,7 +114,7 @@ public actor HCIHost {
         eventHandlers.append(handler)
     }
 
-    public func setLogger(_ logger: Logger) { self.logger = logger }
+    public func setLogger(_ logger: BLELogger) { self.logger = logger }
 
     /// Closes the transport and fails everything pending.
     public func close() {
@@ -141,7 +141,7 @@ public actor HCIHost {
                 event = try HCIEvent(raw)
             } catch {
                 undecodableEvents += 1
-                logger.log(.warning, "dropping undecodable event 0x\(String(raw.code, radix: 16)) [\(raw.parameters.hexString())]: \(error)")
+                logger.log(.warning, "dropping undecodable event \(raw.code.hex) [\(raw.parameters.hexString())]: \(error)")
                 return
             }
             handle(event)
@@ -171,7 +171,7 @@ public actor HCIHost {
             if e.status == .success { linkDisconnected(handle: e.handle, reason: e.reason) }
             deliver(event)
         case .hardwareError(let code):
-            logger.log(.error, "controller hardware error 0x\(String(code, radix: 16))")
+            logger.log(.error, "controller hardware error \(code.hex)")
             failAllCommands(.hardwareError(code: code))
             deliver(event)
         default:
@@ -255,7 +255,9 @@ public actor HCIHost {
         guard let index = sentCommands.firstIndex(where: { $0.waiter == id }) else { return }
         let command = sentCommands.remove(at: index)
         let ms = Int(command.timeout.nanoseconds / 1_000_000)
-        logger.log(.warning, "\(command.packet.opcode) timed out after \(ms) ms")
+        // The caller gets the error and decides how much it matters (an optional command
+        // such as LE Set PHY is not worth a warning), so the host only traces it.
+        logger.log(.debug, "\(command.packet.opcode) timed out after \(ms) ms", metadata: ["opcode": command.packet.opcode.rawValue.hex])
         commandWaiters.resume(command.waiter, with: .failure(.commandTimeout(opcode: command.packet.opcode, milliseconds: ms)))
         // The controller's credit for that command will never come back: assume one is free
         // again so a single unanswered command cannot wedge the host.
