@@ -41,6 +41,8 @@ from bumble.profiles.gap import GenericAccessService
 from bumble.transport.common import AsyncPipeSink
 from bumble.transport.tcp_server import open_tcp_server_transport_with_socket
 
+import l2cap_servers
+
 log = logging.getLogger("virtual_radio")
 
 # Public address of the controller the outside host stack talks to. 00-00-5E-00-53-xx is
@@ -337,6 +339,7 @@ class Peripheral:
         self.install_pairing(raw.get("pairing"))
         self.device.on(self.device.EVENT_CONNECTION, self.on_connection)
         self.install_att_gate(raw.get("stopAnsweringATTAfter"))
+        l2cap_servers.install(self.device, raw.get("l2cap", []), f"device {self.spec.id}")
         rule = raw.get("dropAfterNotifications")
         if rule is not None:
             if not isinstance(rule, dict) or not isinstance(rule.get("count"), int) or rule["count"] < 1:

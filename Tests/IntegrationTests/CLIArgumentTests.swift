@@ -1,8 +1,8 @@
 import Foundation
 import Testing
 
-/// The `ble` tool's command line without a controller: usage errors, help, version, the
-/// kernel without Bluetooth, and the commands that are not implemented.
+/// The `ble` tool's command line without a controller: usage errors, help, version and the
+/// kernel without Bluetooth.
 @Suite struct CLIArgumentTests {
     static let subcommands = ["adapters", "info", "scan", "connect", "inspect", "read", "write", "decode", "pair", "bonds", "l2cap", "gateway"]
 
@@ -80,14 +80,6 @@ import Testing
         let version = try await BLETool.run(["--version"])
         #expect(version.status == 0)
         #expect(version.stdout == "ble 0.1.0\n")
-    }
-
-    @Test(arguments: [("l2cap", "L2CAP connection-oriented channels are not implemented yet")])
-    func unimplementedCommandsSaySo(_ name: String, _ text: String) async throws {
-        let run = try await BLETool.run([name, "F0:5E:B1:00:00:01"])
-        #expect(run.status == 1)
-        #expect(run.stderr.hasPrefix("ble: \(text)"))
-        #expect(run.stderrLines.count == 1)
     }
 
     @Test func adaptersWithoutKernelSupport() async throws {

@@ -13,6 +13,8 @@ extension HCIHost {
         /// Fragments handed to the controller and not yet reported by Number Of Completed Packets.
         var inFlight = 0
         var channels: [UInt16: FixedChannel] = [:]
+        /// LE credit-based channels (HCIHost+CreditBasedChannels.swift).
+        let creditBased = CreditBasedLinkState()
         /// `channels[0x0004]`, looked up on every inbound PDU.
         @exclusivity(unchecked) var att: FixedChannel?
         /// The ATT channel's raw receiver (`FixedChannel.setRawReceiver`), for the inlet.
@@ -158,6 +160,7 @@ extension HCIHost {
         link.queueHead = 0
         link.reassembler.reset()
         for channel in link.channels.values { channel.closed(error) }
+        creditBasedLinkLost(link, error: error)
         link.channels.removeAll()
         link.att = nil
         link.attRawReceiver = nil

@@ -12,6 +12,7 @@ extension HCIHost {
         case L2CAPChannelID.securityManager:
             handleSecurityManager(link: link, payload: payload)
         default:
+            if deliverKFrame(link: link, channelID: channelID, payload: payload) { return }
             if let channel = link.channels[channelID] ?? (channelID == L2CAPChannelID.att ? fixedChannel(handle: link.handle, channelID: channelID) : nil) {
                 channel.deliver(payload)
             } else {
@@ -53,10 +54,12 @@ extension HCIHost {
             }
         case .commandReject(let reason, _):
             logger.log(.info, "\(link.peer.address): peer rejected signaling command \(command.identifier) (reason \(reason.hex))")
-        case .connectionParameterUpdateResponse, .disconnectionResponse:
+            _ = handleCreditBasedSignaling(link: link, command)
+        case .connectionParameterUpdateResponse:
             break
-        case .disconnectionRequest, .other:
-            // No dynamic channels are open: anything else is not understood (Vol 3, Part A, 4.1).
+        default:
+            if handleCreditBasedSignaling(link: link, command) { return }
+            // Anything else is not understood (Vol 3, Part A, 4.1).
             sendSignaling(link: link, L2CAPSignalingCommand(identifier: command.identifier, body: .commandReject(reason: 0x0000, data: [])))
         }
     }

@@ -71,7 +71,24 @@ public struct L2CAPSignalingCommand: Hashable, Sendable {
         case connectionParameterUpdateResponse(result: UInt16)
         case disconnectionRequest(destinationCID: UInt16, sourceCID: UInt16)
         case disconnectionResponse(destinationCID: UInt16, sourceCID: UInt16)
-        /// Any other code (including the credit-based ones not used yet), kept raw.
+        /// Vol 3, Part A, 4.22: open one LE credit-based channel on `psm` (SPSM).
+        case leCreditBasedConnectionRequest(psm: UInt16, sourceCID: UInt16, mtu: UInt16, mps: UInt16, initialCredits: UInt16)
+        /// Vol 3, Part A, 4.23: `result` 0x0000 is success (see `CreditBasedConnectionResult`).
+        case leCreditBasedConnectionResponse(destinationCID: UInt16, mtu: UInt16, mps: UInt16, initialCredits: UInt16, result: UInt16)
+        /// Vol 3, Part A, 4.24: the sender of this indication may receive `credits` more K-frames on `cid`
+        /// (the sender's own source CID).
+        case flowControlCreditIndication(cid: UInt16, credits: UInt16)
+        /// Vol 3, Part A, 4.25: open up to five enhanced credit-based channels on `psm` at once.
+        case creditBasedConnectionRequest(psm: UInt16, mtu: UInt16, mps: UInt16, initialCredits: UInt16, sourceCIDs: [UInt16])
+        /// Vol 3, Part A, 4.26: one destination CID per requested channel (0x0000 for a refused one).
+        case creditBasedConnectionResponse(mtu: UInt16, mps: UInt16, initialCredits: UInt16, result: UInt16, destinationCIDs: [UInt16])
+        /// Vol 3, Part A, 4.27: new MTU and MPS for the channels the sender receives on.
+        case creditBasedReconfigureRequest(mtu: UInt16, mps: UInt16, destinationCIDs: [UInt16])
+        /// Vol 3, Part A, 4.28: 0x0000 success, 0x0001 MTU reduction not allowed, 0x0002 MPS
+        /// reduction not allowed for more than one channel, 0x0003 invalid destination CID,
+        /// 0x0004 unacceptable parameters.
+        case creditBasedReconfigureResponse(result: UInt16)
+        /// Any other code, kept raw.
         case other(code: UInt8, data: [UInt8])
     }
 
@@ -90,6 +107,13 @@ public struct L2CAPSignalingCommand: Hashable, Sendable {
         case .connectionParameterUpdateResponse: return Code.connectionParameterUpdateResponse.rawValue
         case .disconnectionRequest: return Code.disconnectionRequest.rawValue
         case .disconnectionResponse: return Code.disconnectionResponse.rawValue
+        case .leCreditBasedConnectionRequest: return Code.leCreditBasedConnectionRequest.rawValue
+        case .leCreditBasedConnectionResponse: return Code.leCreditBasedConnectionResponse.rawValue
+        case .flowControlCreditIndication: return Code.flowControlCreditIndication.rawValue
+        case .creditBasedConnectionRequest: return Code.creditBasedConnectionRequest.rawValue
+        case .creditBasedConnectionResponse: return Code.creditBasedConnectionResponse.rawValue
+        case .creditBasedReconfigureRequest: return Code.creditBasedReconfigureRequest.rawValue
+        case .creditBasedReconfigureResponse: return Code.creditBasedReconfigureResponse.rawValue
         case .other(let code, _): return code
         }
     }
@@ -121,6 +145,27 @@ public struct L2CAPSignalingCommand: Hashable, Sendable {
         case .disconnectionResponse:
             body = .disconnectionResponse(destinationCID: try d.u16(), sourceCID: try d.u16())
             try d.expectEnd()
+        case .leCreditBasedConnectionRequest:
+            body = .leCreditBasedConnectionRequest(psm: try d.u16(), sourceCID: try d.u16(), mtu: try d.u16(), mps: try d.u16(), initialCredits: try d.u16())
+            try d.expectEnd()
+        case .leCreditBasedConnectionResponse:
+            body = .leCreditBasedConnectionResponse(destinationCID: try d.u16(), mtu: try d.u16(), mps: try d.u16(), initialCredits: try d.u16(), result: try d.u16())
+            try d.expectEnd()
+        case .flowControlCreditIndication:
+            body = .flowControlCreditIndication(cid: try d.u16(), credits: try d.u16())
+            try d.expectEnd()
+        case .creditBasedConnectionRequest:
+            let psm = try d.u16(), mtu = try d.u16(), mps = try d.u16(), credits = try d.u16()
+            body = .creditBasedConnectionRequest(psm: psm, mtu: mtu, mps: mps, initialCredits: credits, sourceCIDs: try Self.cidList(&d, min: 1))
+        case .creditBasedConnectionResponse:
+            let mtu = try d.u16(), mps = try d.u16(), credits = try d.u16(), result = try d.u16()
+            body = .creditBasedConnectionResponse(mtu: mtu, mps: mps, initialCredits: credits, result: result, destinationCIDs: try Self.cidList(&d, min: 0))
+        case .creditBasedReconfigureRequest:
+            let mtu = try d.u16(), mps = try d.u16()
+            body = .creditBasedReconfigureRequest(mtu: mtu, mps: mps, destinationCIDs: try Self.cidList(&d, min: 1))
+        case .creditBasedReconfigureResponse:
+            body = .creditBasedReconfigureResponse(result: try d.u16())
+            try d.expectEnd()
         default:
             body = .other(code: code, data: d.rest())
         }
@@ -138,6 +183,20 @@ public struct L2CAPSignalingCommand: Hashable, Sendable {
             data.appendLE(result)
         case .disconnectionRequest(let d, let s), .disconnectionResponse(let d, let s):
             data.appendLE(d); data.appendLE(s)
+        case .leCreditBasedConnectionRequest(let psm, let scid, let mtu, let mps, let credits):
+            for v in [psm, scid, mtu, mps, credits] { data.appendLE(v) }
+        case .leCreditBasedConnectionResponse(let dcid, let mtu, let mps, let credits, let result):
+            for v in [dcid, mtu, mps, credits, result] { data.appendLE(v) }
+        case .flowControlCreditIndication(let cid, let credits):
+            data.appendLE(cid); data.appendLE(credits)
+        case .creditBasedConnectionRequest(let psm, let mtu, let mps, let credits, let cids):
+            for v in [psm, mtu, mps, credits] + cids { data.appendLE(v) }
+        case .creditBasedConnectionResponse(let mtu, let mps, let credits, let result, let cids):
+            for v in [mtu, mps, credits, result] + cids { data.appendLE(v) }
+        case .creditBasedReconfigureRequest(let mtu, let mps, let cids):
+            for v in [mtu, mps] + cids { data.appendLE(v) }
+        case .creditBasedReconfigureResponse(let result):
+            data.appendLE(result)
         case .other(_, let raw):
             data = raw
         }
@@ -145,6 +204,21 @@ public struct L2CAPSignalingCommand: Hashable, Sendable {
         out.appendLE(UInt16(truncatingIfNeeded: data.count))
         out.append(contentsOf: data)
         return out
+    }
+
+    /// The list of 1 to 5 CIDs that ends the enhanced credit-based commands (Vol 3, Part A,
+    /// 4.25-4.27: at most five channels per command).
+    private static func cidList(_ d: inout ByteReader, min: Int) throws(DecodeError) -> [UInt16] {
+        guard d.remaining % 2 == 0 else {
+            throw .malformed(what: "L2CAP credit based command", detail: "CID list of \(d.remaining) bytes is not a whole number of CIDs")
+        }
+        let count = d.remaining / 2
+        guard count >= min, count <= 5 else {
+            throw .invalidValue(what: "L2CAP credit based command", field: "number of CIDs", value: count)
+        }
+        var cids: [UInt16] = []
+        for _ in 0..<count { cids.append(try d.u16()) }
+        return cids
     }
 }
 

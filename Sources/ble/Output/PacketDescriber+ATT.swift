@@ -64,6 +64,7 @@ extension PacketDescriber {
         case .disconnectionRequest(let d, let src): return "Disconnection Request (0x06) \(id): dcid 0x\(hex(d, width: 4)) scid 0x\(hex(src, width: 4))"
         case .disconnectionResponse(let d, let src): return "Disconnection Response (0x07) \(id): dcid 0x\(hex(d, width: 4)) scid 0x\(hex(src, width: 4))"
         case .other(let code, let data): return "\(signalingName(code)) (0x\(hex(code, width: 2))) \(id): \(hexString(data))"
+        default: return creditBasedSignaling(cmd)
         }
     }
 

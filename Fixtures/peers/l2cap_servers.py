@@ -1,0 +1,144 @@
+"""LE credit-based channel servers for the virtual radio's peripherals (scenario key "l2cap").
+
+Each entry of a device's "l2cap" list serves one LE_PSM (Core Spec 5.4 Vol 3, Part A, 10.1):
+
+    {"psm": 128, "mtu": 2048, "mps": 247, "credits": 16, "grant": "window", "mode": "echo"}
+
+- "mode": "echo" writes every SDU back; "sink" only counts.
+- "grant": how the peer gives the central credits back. "window" tops them up to "credits"
+  once half are used; "one" grants a single credit per K-frame taken (start with
+  "credits": 1 for a peer that grants one credit at a time); "never" grants none beyond the
+  initial ones (a peer that stops reading).
+- The receive side is strict, unlike stock Bumble: a K-frame longer than the MPS given to
+  the central, a K-frame sent without a credit, an SDU Length over the MTU or K-frames that
+  carry more than their SDU Length are protocol violations. The peer logs them ("L2CAP
+  VIOLATION ...") and closes the channel with a Disconnection Request, so the central sees
+  its channel closed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import struct
+from typing import Any
+
+from bumble import l2cap
+
+log = logging.getLogger("virtual_radio.l2cap")
+
+GRANTS = ("window", "one", "never")
+MODES = ("echo", "sink")
+
+
+class L2capSpecError(Exception):
+    """An "l2cap" scenario entry is not valid; the message names the device and field."""
+
+
+def install(device: Any, entries: Any, where: str) -> None:
+    """Registers one server per entry on `device`."""
+    if not isinstance(entries, list):
+        raise L2capSpecError(f"{where}: 'l2cap' must be a list of servers")
+    for index, entry in enumerate(entries):
+        here = f"{where} l2cap[{index}]"
+        if not isinstance(entry, dict) or not isinstance(entry.get("psm"), int):
+            raise L2capSpecError(f"{here}: needs an integer 'psm'")
+        grant = entry.get("grant", "window")
+        mode = entry.get("mode", "echo")
+        if grant not in GRANTS:
+            raise L2capSpecError(f"{here}: 'grant' must be one of {GRANTS}")
+        if mode not in MODES:
+            raise L2capSpecError(f"{here}: 'mode' must be one of {MODES}")
+        spec = l2cap.LeCreditBasedChannelSpec(
+            psm=entry["psm"],
+            mtu=int(entry.get("mtu", 2048)),
+            mps=int(entry.get("mps", 247)),
+            max_credits=int(entry.get("credits", 16)),
+        )
+        server = StrictServer(entry["psm"], grant, mode)
+        device.create_l2cap_server(spec=spec, handler=server.on_channel)
+        log.info("%s: serving LE_PSM 0x%04X (%s, grant %s, MTU %d, MPS %d, %d credits)",
+                 where, spec.psm, mode, grant, spec.mtu, spec.mps, spec.max_credits)
+
+
+class StrictServer:
+    def __init__(self, psm: int, grant: str, mode: str) -> None:
+        self.psm = psm
+        self.grant = grant
+        self.mode = mode
+
+    def on_channel(self, channel: l2cap.LeCreditBasedChannel) -> None:
+        StrictChannel(channel, self)
+
+
+class StrictChannel:
+    """Takes over the K-frame receive path of one Bumble channel (its sending stays Bumble's,
+    which already waits for credits and segments by the central's MPS)."""
+
+    def __init__(self, channel: l2cap.LeCreditBasedChannel, server: StrictServer) -> None:
+        self.channel = channel
+        self.server = server
+        self.sdu: bytearray | None = None
+        self.sdu_length = 0
+        self.frames = 0
+        self.sdus = 0
+        self.closed = False
+        channel.on_pdu = self.on_pdu  # type: ignore[method-assign]
+        channel.sink = self.on_sdu
+        log.info("PSM 0x%04X: channel open (CID 0x%04X -> 0x%04X, central MTU %d MPS %d, %d credits)",
+                 server.psm, channel.source_cid, channel.destination_cid,
+                 channel.peer_mtu, channel.peer_mps, channel.credits)
+
+    def violation(self, what: str) -> None:
+        log.error("L2CAP VIOLATION on PSM 0x%04X CID 0x%04X: %s", self.server.psm, self.channel.source_cid, what)
+        if self.closed:
+            return
+        self.closed = True
+        asyncio.get_running_loop().create_task(self.channel.disconnect())
+
+    def give_credits(self, credits: int) -> None:
+        channel = self.channel
+        channel.peer_credits += credits
+        channel.send_control_frame(
+            l2cap.L2CAP_LE_Flow_Control_Credit(
+                identifier=channel.manager.next_identifier(channel.connection),
+                cid=channel.source_cid,
+                credits=credits,
+            )
+        )
+
+    def on_pdu(self, pdu: bytes) -> None:
+        channel = self.channel
+        if self.closed or channel.state != channel.State.CONNECTED:
+            return
+        self.frames += 1
+        if len(pdu) > channel.mps:
+            return self.violation(f"K-frame #{self.frames} of {len(pdu)} bytes over the MPS of {channel.mps}")
+        if channel.peer_credits <= 0:
+            return self.violation(f"K-frame #{self.frames} sent without a credit")
+        channel.peer_credits -= 1
+        if self.server.grant == "one":
+            self.give_credits(1)
+        elif self.server.grant == "window" and channel.peer_credits <= channel.peer_max_credits // 2:
+            self.give_credits(channel.peer_max_credits - channel.peer_credits)
+        data = pdu
+        if self.sdu is None:
+            if len(pdu) < 2:
+                return self.violation(f"first K-frame of {len(pdu)} bytes has no SDU Length")
+            self.sdu_length = struct.unpack_from("<H", pdu, 0)[0]
+            if self.sdu_length > channel.mtu:
+                return self.violation(f"SDU Length {self.sdu_length} over the MTU of {channel.mtu}")
+            self.sdu = bytearray()
+            data = pdu[2:]
+        self.sdu += data
+        if len(self.sdu) > self.sdu_length:
+            return self.violation(f"{len(self.sdu)} bytes for an SDU Length of {self.sdu_length}")
+        if len(self.sdu) == self.sdu_length:
+            sdu = bytes(self.sdu)
+            self.sdu = None
+            self.on_sdu(sdu)
+
+    def on_sdu(self, sdu: bytes) -> None:
+        self.sdus += 1
+        if self.server.mode == "echo":
+            self.channel.write(sdu)

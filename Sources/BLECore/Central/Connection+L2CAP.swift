@@ -1,0 +1,32 @@
+/// LE credit-based connection-oriented channels on this link (Core Spec 5.4 Vol 3, Part A, 10.1).
+extension Connection {
+    /// Opens an LE credit-based channel to the peer's `psm`. `mtu` is the largest SDU this
+    /// side accepts; `mps` the largest K-frame payload (default 247) and `credits` the receive
+    /// window (default: one whole SDU, at least 8 K-frames).
+    ///
+    ///     let channel = try await connection.openL2CAPChannel(psm: 0x0080, mtu: 2048)
+    public func openL2CAPChannel(psm: UInt16, mtu: Int = 2048, mps: Int? = nil, credits: Int? = nil,
+                                 timeout: Duration = .seconds(30)) async throws(L2CAPChannelError) -> CreditBasedChannel {
+        guard let handle else { throw .notConnected(peer: "\(peer.address)") }
+        return try await host.openCreditBasedChannel(handle: handle, psm: psm, mtu: mtu, mps: mps, credits: credits, timeout: timeout)
+    }
+
+    /// Accepts the channels the peer opens to `psm` on the current link. Ending the loop (or
+    /// the link ending) unregisters the PSM.
+    ///
+    ///     for await channel in try await connection.acceptL2CAPChannels(psm: 0x0080) { serve(channel) }
+    public func acceptL2CAPChannels(psm: UInt16, mtu: Int = 2048, mps: Int? = nil, credits: Int? = nil) throws(L2CAPChannelError) -> AsyncStream<CreditBasedChannel> {
+        guard let handle else { throw .notConnected(peer: "\(peer.address)") }
+        let (stream, continuation) = AsyncStream.makeStream(of: CreditBasedChannel.self)
+        try host.enter(on: executor) { host in
+            Result { () throws(L2CAPChannelError) in
+                try host.registerCreditBasedServer(handle: handle, psm: psm, mtu: mtu, mps: mps, credits: credits) { continuation.yield($0) }
+            }
+        }.get()
+        let host = self.host
+        continuation.onTermination = { [executor] _ in
+            executor.queue.async { host.enter(on: executor) { $0.unregisterCreditBasedServer(handle: handle, psm: psm) } }
+        }
+        return stream
+    }
+}

@@ -1,0 +1,214 @@
+/// LE credit-based channels on the host's links: opening one to a PSM, accepting the peer's
+/// on registered PSMs, routing K-frames and the credit and disconnection commands of the LE
+/// signaling channel to them (Core Spec 5.4 Vol 3, Part A, 4.6, 4.7, 4.22-4.24 and 10.1).
+extension HCIHost {
+    /// The LE dynamic CID range (Vol 3, Part A, 2.1, table 2.4).
+    static let leDynamicCIDs: ClosedRange<UInt16> = 0x0040...0x007F
+
+    /// The credit-based channels of one link, owned by the host on the adapter executor.
+    final class CreditBasedLinkState {
+        struct Server {
+            let mtu: Int, mps: Int, credits: Int
+            let accept: @Sendable (CreditBasedChannel) -> Void
+        }
+        struct PendingOpen {
+            let psm: UInt16, localCID: UInt16, mtu: Int, mps: Int, credits: Int
+            let continuation: CheckedContinuation<Result<CreditBasedChannel, L2CAPChannelError>, Never>
+            let timer: any ScheduledTimer
+        }
+        /// Open channels by local (source) CID, and channels closing until their response.
+        var channels: [UInt16: CreditBasedChannel] = [:]
+        var servers: [UInt16: Server] = [:]
+        var pending: [UInt8: PendingOpen] = [:]
+        var nextIdentifier: UInt8 = 0
+
+        func identifier() -> UInt8 {
+            repeat { nextIdentifier &+= 1 } while nextIdentifier == 0 || pending[nextIdentifier] != nil
+            return nextIdentifier
+        }
+
+        /// A free local CID, or nil when the 64 are taken.
+        func freeCID() -> UInt16? {
+            let reserved = Set(pending.values.map(\.localCID))
+            return HCIHost.leDynamicCIDs.first { channels[$0] == nil && !reserved.contains($0) }
+        }
+    }
+
+    /// Parameters this side announces for a channel: defaults fit one K-frame to the largest
+    /// LE data PDU (MPS 247) and grant credits for at least one whole SDU.
+    static func channelParameters(mtu: Int, mps: Int?, credits: Int?) -> (mtu: Int, mps: Int, credits: Int) {
+        let mtu = min(max(mtu, 23), 65535)
+        let mps = min(max(mps ?? 247, 23), 65533)
+        let credits = min(max(credits ?? max(8, KFrameSegmenter.frameCount(sduSize: mtu, mps: mps)), 1), 65535)
+        return (mtu, mps, credits)
+    }
+
+    /// Opens an LE credit-based channel to `psm` on link `handle` (Vol 3, Part A, 4.22).
+    public func openCreditBasedChannel(handle: UInt16, psm: UInt16, mtu: Int, mps: Int? = nil, credits: Int? = nil,
+                                       timeout: Duration = .seconds(30)) async throws(L2CAPChannelError) -> CreditBasedChannel {
+        if let lostReason { throw .link(.transportLost(lostReason)) }
+        guard let link = links[handle] else { throw .notConnected(peer: "handle 0x\(String(handle, radix: 16))") }
+        let state = link.creditBased
+        let peer = "\(link.peer.address)"
+        guard let cid = state.freeCID() else { throw .noFreeCID(peer: peer) }
+        let p = Self.channelParameters(mtu: mtu, mps: mps, credits: credits)
+        let id = state.identifier()
+        let result = await withTaskCancellationHandler {
+            await withCheckedContinuation { (c: CheckedContinuation<Result<CreditBasedChannel, L2CAPChannelError>, Never>) in
+                if Task.isCancelled { return c.resume(returning: .failure(.cancelled(peer: peer, cid: cid))) }
+                let timer = scheduler.schedule(after: timeout) { [weak self, executor] in
+                    self?.enter(on: executor) { $0.finishOpen(handle: handle, identifier: id, .failure(.responseTimeout(peer: peer, psm: psm, after: timeout))) }
+                }
+                state.pending[id] = CreditBasedLinkState.PendingOpen(psm: psm, localCID: cid, mtu: p.mtu, mps: p.mps, credits: p.credits, continuation: c, timer: timer)
+                sendSignaling(link: link, L2CAPSignalingCommand(identifier: id, body: .leCreditBasedConnectionRequest(
+                    psm: psm, sourceCID: cid, mtu: UInt16(p.mtu), mps: UInt16(p.mps), initialCredits: UInt16(p.credits))))
+            }
+        } onCancel: {
+            executor.queue.async { [weak self, executor] in
+                self?.enter(on: executor) { $0.finishOpen(handle: handle, identifier: id, .failure(.cancelled(peer: peer, cid: cid))) }
+            }
+        }
+        return try result.get()
+    }
+
+    func finishOpen(handle: UInt16, identifier: UInt8, _ result: Result<CreditBasedChannel, L2CAPChannelError>) {
+        guard let link = links[handle], let open = link.creditBased.pending.removeValue(forKey: identifier) else { return }
+        open.timer.cancel()
+        open.continuation.resume(returning: result)
+    }
+
+    /// Accepts the peer's channels on `psm` of link `handle`: `accept` gets each new channel.
+    public func registerCreditBasedServer(handle: UInt16, psm: UInt16, mtu: Int, mps: Int? = nil, credits: Int? = nil,
+                                          accept: @escaping @Sendable (CreditBasedChannel) -> Void) throws(L2CAPChannelError) {
+        guard let link = links[handle] else { throw .notConnected(peer: "handle 0x\(String(handle, radix: 16))") }
+        guard link.creditBased.servers[psm] == nil else { throw .psmInUse(psm: psm) }
+        let p = Self.channelParameters(mtu: mtu, mps: mps, credits: credits)
+        link.creditBased.servers[psm] = CreditBasedLinkState.Server(mtu: p.mtu, mps: p.mps, credits: p.credits, accept: accept)
+    }
+
+    public func unregisterCreditBasedServer(handle: UInt16, psm: UInt16) {
+        links[handle]?.creditBased.servers[psm] = nil
+    }
+
+    // MARK: - From routing
+
+    /// A PDU on a dynamic CID: a K-frame for an open channel. False when no channel has it.
+    func deliverKFrame(link: Link, channelID: UInt16, payload: ArraySlice<UInt8>) -> Bool {
+        guard let channel = link.creditBased.channels[channelID] else { return false }
+        channel.enter(on: executor) { $0.deliver(payload) }
+        return true
+    }
+
+    /// Handles the credit-based and disconnection commands; false for a command it does not
+    /// know (the caller rejects it).
+    func handleCreditBasedSignaling(link: Link, _ command: L2CAPSignalingCommand) -> Bool {
+        let state = link.creditBased
+        switch command.body {
+        case .leCreditBasedConnectionRequest(let psm, let scid, let mtu, let mps, let credits):
+            acceptRequest(link: link, identifier: command.identifier, psm: psm, remoteCID: scid, mtu: Int(mtu), mps: Int(mps), credits: Int(credits))
+        case .leCreditBasedConnectionResponse(let dcid, let mtu, let mps, let credits, let result):
+            guard let open = state.pending[command.identifier] else {
+                // A late answer to a request given up on (timed out or cancelled).
+                if result == 0, Self.leDynamicCIDs.contains(dcid) {
+                    logger.log(.info, "\(link.peer.address): ignoring a late LE credit-based response (channel 0x\(String(dcid, radix: 16))) to a request given up on")
+                }
+                return true
+            }
+            let peer = "\(link.peer.address)"
+            let outcome = CreditBasedConnectionResult(rawValue: result)
+            guard outcome == .success else {
+                finishOpen(handle: link.handle, identifier: command.identifier, .failure(.refused(peer: peer, psm: open.psm, result: outcome)))
+                return true
+            }
+            guard Self.leDynamicCIDs.contains(dcid), mtu >= 23, (23...65533).contains(mps) else {
+                finishOpen(handle: link.handle, identifier: command.identifier, .failure(.invalidResponse(
+                    peer: peer, psm: open.psm, detail: "destination CID 0x\(String(dcid, radix: 16)), MTU \(mtu), MPS \(mps)")))
+                return true
+            }
+            let channel = CreditBasedChannel(host: self, handle: link.handle, peer: link.peer, psm: open.psm, localCID: open.localCID, remoteCID: dcid,
+                                             mtu: open.mtu, mps: open.mps, receiveWindow: open.credits, peerMTU: Int(mtu), peerMPS: Int(mps), peerCredits: Int(credits))
+            state.channels[open.localCID] = channel
+            finishOpen(handle: link.handle, identifier: command.identifier, .success(channel))
+        case .flowControlCreditIndication(let cid, let credits):
+            // The peer's Source CID: our destination (Vol 3, Part A, 4.24).
+            if let channel = state.channels.values.first(where: { $0.remoteCID == cid }) {
+                channel.enter(on: executor) { $0.peerGranted(Int(credits)) }
+            }
+        case .disconnectionRequest(let dcid, let scid):
+            guard let channel = state.channels[dcid], channel.remoteCID == scid else {
+                // Vol 3, Part A, 4.1: reason 0x0002, invalid CID in request, with both CIDs.
+                var data: [UInt8] = []
+                data.appendLE(dcid); data.appendLE(scid)
+                sendSignaling(link: link, L2CAPSignalingCommand(identifier: command.identifier, body: .commandReject(reason: 0x0002, data: data)))
+                return true
+            }
+            sendSignaling(link: link, L2CAPSignalingCommand(identifier: command.identifier, body: .disconnectionResponse(destinationCID: dcid, sourceCID: scid)))
+            state.channels[dcid] = nil
+            channel.enter(on: executor) { $0.end(.closedByPeer(peer: $0.peerName, cid: dcid), sendDisconnect: false) }
+        case .disconnectionResponse(_, let scid):
+            if let channel = state.channels.removeValue(forKey: scid) {
+                channel.enter(on: executor) { $0.disconnectAnswered() }
+            }
+        case .commandReject(let reason, _):
+            if let open = state.pending[command.identifier] {
+                finishOpen(handle: link.handle, identifier: command.identifier, .failure(.commandRejected(peer: "\(link.peer.address)", psm: open.psm, reason: reason)))
+            }
+        default:
+            return false
+        }
+        return true
+    }
+
+    /// The peer opens a channel to us (Vol 3, Part A, 4.22-4.23 and 10.1).
+    func acceptRequest(link: Link, identifier: UInt8, psm: UInt16, remoteCID: UInt16, mtu: Int, mps: Int, credits: Int) {
+        let state = link.creditBased
+        func answer(_ result: CreditBasedConnectionResult, dcid: UInt16 = 0, server: CreditBasedLinkState.Server? = nil) {
+            sendSignaling(link: link, L2CAPSignalingCommand(identifier: identifier, body: .leCreditBasedConnectionResponse(
+                destinationCID: dcid, mtu: UInt16(server?.mtu ?? 0), mps: UInt16(server?.mps ?? 0),
+                initialCredits: UInt16(server?.credits ?? 0), result: result.rawValue)))
+        }
+        guard let server = state.servers[psm] else { return answer(.psmNotSupported) }
+        guard Self.leDynamicCIDs.contains(remoteCID) else { return answer(.invalidSourceCID) }
+        guard !state.channels.values.contains(where: { $0.remoteCID == remoteCID }) else { return answer(.sourceCIDAlreadyAllocated) }
+        guard mtu >= 23, (23...65533).contains(mps) else { return answer(.unacceptableParameters) }
+        guard let cid = state.freeCID() else { return answer(.noResources) }
+        let channel = CreditBasedChannel(host: self, handle: link.handle, peer: link.peer, psm: psm, localCID: cid, remoteCID: remoteCID,
+                                         mtu: server.mtu, mps: server.mps, receiveWindow: server.credits, peerMTU: mtu, peerMPS: mps, peerCredits: credits)
+        state.channels[cid] = channel
+        answer(.success, dcid: cid, server: server)
+        logger.log(.info, "\(link.peer.address): accepted L2CAP channel on PSM 0x\(String(psm, radix: 16)) (local CID 0x\(String(cid, radix: 16)), peer MTU \(mtu), MPS \(mps), \(credits) credits)")
+        server.accept(channel)
+    }
+
+    // MARK: - From channels
+
+    func sendCreditIndication(handle: UInt16, cid: UInt16, credits: UInt16) {
+        guard let link = links[handle] else { return }
+        sendSignaling(link: link, L2CAPSignalingCommand(identifier: link.creditBased.identifier(), body: .flowControlCreditIndication(cid: cid, credits: credits)))
+    }
+
+    /// A channel ended: forget it, or for a local close send Disconnection Request and keep
+    /// it until the response routes back.
+    func creditBasedChannelEnded(handle: UInt16, localCID: UInt16, remoteCID: UInt16, sendDisconnect: Bool) {
+        guard let link = links[handle] else { return }
+        guard sendDisconnect else {
+            link.creditBased.channels[localCID] = nil
+            return
+        }
+        sendSignaling(link: link, L2CAPSignalingCommand(identifier: link.creditBased.identifier(), body: .disconnectionRequest(destinationCID: remoteCID, sourceCID: localCID)))
+    }
+
+    /// The link is gone: fail every pending open and every channel at once.
+    func creditBasedLinkLost(_ link: Link, error: LinkError) {
+        let state = link.creditBased
+        for (id, open) in state.pending {
+            state.pending[id] = nil
+            open.timer.cancel()
+            open.continuation.resume(returning: .failure(.link(error)))
+        }
+        let channels = Array(state.channels.values)
+        state.channels.removeAll()
+        state.servers.removeAll()
+        for channel in channels { channel.enter(on: executor) { $0.linkLost(error) } }
+    }
+}

@@ -1,0 +1,385 @@
+/// One LE credit-based connection-oriented channel over the host's ACL path (Core Spec 5.4
+/// Vol 3, Part A, 3.4 and 10.1). SDUs go out segmented by the peer's MPS and only with the
+/// peer's credits; SDUs come in reassembled, and credits go back to the peer as the
+/// application takes them, so what waits here is bounded by the credits this side granted.
+/// Runs on the adapter executor, like the host and the connection.
+///
+///     let channel = try await connection.openL2CAPChannel(psm: 0x0080, mtu: 2048)
+///     try await channel.send(Array("hello".utf8))
+///     for try await sdu in channel.sdus { print(sdu) }
+public actor CreditBasedChannel {
+    public nonisolated let executor: AdapterExecutor
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+    public nonisolated let peer: LEAddress
+    /// Connection_Handle of the link.
+    public nonisolated let handle: UInt16
+    public nonisolated let psm: UInt16
+    /// The CID this side receives on (its Source CID).
+    public nonisolated let localCID: UInt16
+    /// The CID the peer receives on (this side's Destination CID).
+    public nonisolated let remoteCID: UInt16
+    /// The largest SDU and K-frame payload this side accepts.
+    public nonisolated let mtu: Int
+    public nonisolated let mps: Int
+    /// The largest SDU and K-frame payload the peer accepts.
+    public nonisolated let peerMTU: Int
+    public nonisolated let peerMPS: Int
+    /// The credits this side grants the peer and keeps topped up (the receive window).
+    public nonisolated let receiveWindow: Int
+    weak var host: HCIHost?
+    let scheduler: any TimerScheduler
+
+    var flow: CreditBasedFlow
+    var reassembler: KFrameReassembler
+    /// Complete SDUs not taken by the application yet, with the K-frames each used.
+    var inbox: [(sdu: [UInt8], frames: Int)] = []
+    var inboxHead = 0
+    /// K-frames taken and not credited back yet.
+    var unreturned = 0
+    /// K-frames of the SDU being reassembled already counted in `unreturned`.
+    var partialReturned = 0
+    var receiver: (id: UInt64, continuation: CheckedContinuation<Result<[UInt8]?, L2CAPChannelError>, Never>, timer: (any ScheduledTimer)?)?
+    var sendQueue: [PendingSDU] = []
+    var nextWaiterID: UInt64 = 0
+    var closeWaiter: CheckedContinuation<Void, Never>?
+    /// Set when the channel ended; `.closedByPeer` and `.closed` end the SDU sequence normally.
+    public private(set) var endError: L2CAPChannelError?
+    var disconnectSent = false
+
+    /// Counters for summaries: bytes each way and how often a send waited for credits.
+    public private(set) var bytesSent = 0
+    public private(set) var bytesReceived = 0
+    public private(set) var creditStalls = 0
+    /// K-frames received: progress on an SDU that has not completed yet.
+    public private(set) var framesReceived = 0
+
+    final class PendingSDU {
+        let id: UInt64
+        let size: Int
+        var frames: [[UInt8]]
+        var next = 0
+        var continuation: CheckedContinuation<Result<Void, L2CAPChannelError>, Never>?
+        var timer: (any ScheduledTimer)?
+        init(id: UInt64, size: Int, frames: [[UInt8]]) {
+            self.id = id
+            self.size = size
+            self.frames = frames
+        }
+    }
+
+    init(host: HCIHost, handle: UInt16, peer: LEAddress, psm: UInt16, localCID: UInt16, remoteCID: UInt16,
+         mtu: Int, mps: Int, receiveWindow: Int, peerMTU: Int, peerMPS: Int, peerCredits: Int) {
+        self.executor = host.executor
+        self.host = host
+        self.scheduler = host.scheduler
+        self.handle = handle
+        self.peer = peer
+        self.psm = psm
+        self.localCID = localCID
+        self.remoteCID = remoteCID
+        self.mtu = mtu
+        self.mps = mps
+        self.receiveWindow = receiveWindow
+        self.peerMTU = peerMTU
+        self.peerMPS = peerMPS
+        self.flow = CreditBasedFlow(sendCredits: peerCredits, receiveCredits: receiveWindow)
+        self.reassembler = KFrameReassembler(mtu: mtu, mps: mps)
+    }
+
+    nonisolated var peerName: String { "\(peer.address)" }
+
+    /// Credits this side holds to send K-frames now.
+    public var sendCredits: Int { flow.sendCredits }
+    public var isOpen: Bool { endError == nil }
+
+    // MARK: - Sending
+
+    /// Sends one SDU: segments it by the peer's MPS and hands each K-frame to the link as a
+    /// credit allows. Returns once every K-frame is queued on the link, in order after earlier
+    /// SDUs. Throws `.creditTimeout` when the peer grants no credits for `timeout`, and
+    /// `.cancelled` when the calling task is cancelled: an SDU none of whose K-frames went out
+    /// is dropped; a started one is finished when credits come, so the peer never sees half.
+    ///
+    ///     try await channel.send(bytes, timeout: .seconds(10))
+    public func send(_ sdu: [UInt8], timeout: Duration = .seconds(30)) async throws(L2CAPChannelError) {
+        if let endError { throw endError }
+        guard sdu.count <= peerMTU else { throw .sduTooLarge(size: sdu.count, peerMTU: peerMTU) }
+        nextWaiterID &+= 1
+        let pending = PendingSDU(id: nextWaiterID, size: sdu.count, frames: KFrameSegmenter.segments(of: sdu, mps: peerMPS))
+        sendQueue.append(pending)
+        pumpSend()
+        if pending.next == pending.frames.count { return }
+        creditStalls += 1
+        let id = pending.id
+        let result = await withTaskCancellationHandler {
+            await withCheckedContinuation { (c: CheckedContinuation<Result<Void, L2CAPChannelError>, Never>) in
+                if let endError { return c.resume(returning: .failure(endError)) }
+                if pending.next == pending.frames.count { return c.resume(returning: .success(())) }
+                if Task.isCancelled { return c.resume(returning: .failure(abandon(id, .cancelled(peer: peerName, cid: localCID)))) }
+                pending.continuation = c
+                pending.timer = scheduler.schedule(after: timeout) { [weak self, executor] in
+                    self?.enter(on: executor) { $0.sendTimedOut(id, after: timeout) }
+                }
+            }
+        } onCancel: {
+            executor.queue.async { [weak self, executor] in self?.enter(on: executor) { $0.cancelSend(id) } }
+        }
+        try result.get()
+    }
+
+    /// Sends queued K-frames while credits last, head of the queue first.
+    func pumpSend() {
+        guard endError == nil else { return }
+        while let head = sendQueue.first {
+            while head.next < head.frames.count {
+                guard flow.takeSendCredit() else { return }
+                let frame = head.frames[head.next]
+                head.frames[head.next] = []
+                head.next += 1
+                let handle = self.handle, cid = remoteCID
+                host?.enter(on: executor) { $0.enqueueIfLinked(handle: handle, channelID: cid, payload: frame) }
+            }
+            sendQueue.removeFirst()
+            bytesSent += head.size
+            head.timer?.cancel()
+            head.continuation?.resume(returning: .success(()))
+            head.continuation = nil
+        }
+    }
+
+    /// Stops waiting for `id`. An SDU not started leaves the queue; a started one stays.
+    func abandon(_ id: UInt64, _ error: L2CAPChannelError) -> L2CAPChannelError {
+        if let index = sendQueue.firstIndex(where: { $0.id == id }), sendQueue[index].next == 0 {
+            sendQueue.remove(at: index)
+        }
+        return error
+    }
+
+    func finishWaiter(_ id: UInt64, _ error: L2CAPChannelError) {
+        guard let pending = sendQueue.first(where: { $0.id == id }), let c = pending.continuation else { return }
+        pending.continuation = nil
+        pending.timer?.cancel()
+        pending.timer = nil
+        c.resume(returning: .failure(abandon(id, error)))
+    }
+
+    func sendTimedOut(_ id: UInt64, after: Duration) {
+        finishWaiter(id, .creditTimeout(peer: peerName, cid: localCID, after: after))
+    }
+
+    func cancelSend(_ id: UInt64) {
+        finishWaiter(id, .cancelled(peer: peerName, cid: localCID))
+    }
+
+    /// A Flow Control Credit Indication from the peer.
+    func peerGranted(_ credits: Int) {
+        guard endError == nil else { return }
+        do throws(KFrameError) {
+            try flow.peerGranted(credits)
+        } catch {
+            protocolViolation(error)
+            return
+        }
+        pumpSend()
+    }
+
+    // MARK: - Receiving
+
+    /// The SDUs as they arrive, in order. Ends when either side closes the channel; throws
+    /// when it ends for another reason (link lost, malformed K-frame). One reader at a time.
+    public nonisolated var sdus: SDUSequence { SDUSequence(channel: self) }
+
+    /// The next SDU, or nil once the channel was closed (by either side) and everything that
+    /// arrived before was taken. Returns the SDU's credits to the peer. `timeout` nil waits
+    /// until data or close; cancelling the task ends the wait with `.cancelled`.
+    ///
+    ///     while let sdu = try await channel.receive(timeout: .seconds(2)) { use(sdu) }
+    public func receive(timeout: Duration? = nil) async throws(L2CAPChannelError) -> [UInt8]? {
+        if let sdu = takeSDU() { return sdu }
+        if let endError { return try Self.ending(endError) }
+        guard receiver == nil else { throw .receiveInProgress(cid: localCID) }
+        nextWaiterID &+= 1
+        let id = nextWaiterID
+        let result = await withTaskCancellationHandler {
+            await withCheckedContinuation { (c: CheckedContinuation<Result<[UInt8]?, L2CAPChannelError>, Never>) in
+                if Task.isCancelled { return c.resume(returning: .failure(.cancelled(peer: peerName, cid: localCID))) }
+                let timer = timeout.map { t in
+                    scheduler.schedule(after: t) { [weak self, executor] in
+                        self?.enter(on: executor) { $0.finishReceiver(id, .failure(.receiveTimeout(peer: $0.peerName, cid: $0.localCID, after: t))) }
+                    }
+                }
+                receiver = (id, c, timer)
+            }
+        } onCancel: {
+            executor.queue.async { [weak self, executor] in
+                self?.enter(on: executor) { $0.finishReceiver(id, .failure(.cancelled(peer: $0.peerName, cid: $0.localCID))) }
+            }
+        }
+        return try result.get()
+    }
+
+    static func ending(_ error: L2CAPChannelError) throws(L2CAPChannelError) -> [UInt8]? {
+        switch error {
+        case .closed, .closedByPeer: return nil
+        default: throw error
+        }
+    }
+
+    func finishReceiver(_ id: UInt64, _ result: Result<[UInt8]?, L2CAPChannelError>) {
+        guard let r = receiver, r.id == id else { return }
+        receiver = nil
+        r.timer?.cancel()
+        r.continuation.resume(returning: result)
+    }
+
+    func takeSDU() -> [UInt8]? {
+        guard inboxHead < inbox.count else { return nil }
+        let entry = inbox[inboxHead]
+        inbox[inboxHead].sdu = []
+        inboxHead += 1
+        unreturned += entry.frames
+        if inboxHead == inbox.count {
+            inbox.removeAll(keepingCapacity: true)
+            inboxHead = 0
+            // The partial SDU is next: credit its K-frames so the peer can finish it.
+            unreturned += reassembler.framesInSDU - partialReturned
+            partialReturned = reassembler.framesInSDU
+        }
+        returnCredits()
+        return entry.sdu
+    }
+
+    /// One K-frame for this channel, from the host's routing.
+    func deliver(_ payload: ArraySlice<UInt8>) {
+        guard endError == nil else { return }
+        framesReceived += 1
+        do throws(KFrameError) {
+            try flow.received()
+            guard let (sdu, frames) = try reassembler.receive(payload) else {
+                // Mid-SDU: when the application has taken everything, the partial SDU is what
+                // it waits for, so its K-frames are credited back at once.
+                if inboxHead == inbox.count {
+                    unreturned += 1
+                    partialReturned += 1
+                    returnCredits()
+                }
+                return
+            }
+            bytesReceived += sdu.count
+            let owed = frames - partialReturned
+            partialReturned = 0
+            if let r = receiver {
+                receiver = nil
+                r.timer?.cancel()
+                unreturned += owed
+                returnCredits()
+                r.continuation.resume(returning: .success(sdu))
+            } else {
+                inbox.append((sdu, owed))
+            }
+        } catch {
+            protocolViolation(error)
+        }
+    }
+
+    /// Grants the peer the credits of what was taken, in batches of a quarter of the window,
+    /// or at once when the peer has none left.
+    func returnCredits() {
+        guard endError == nil, unreturned > 0 else { return }
+        guard unreturned >= max(1, receiveWindow / 4) || flow.receiveCredits == 0 else { return }
+        let n = flow.grant(unreturned)
+        unreturned = 0
+        guard n > 0 else { return }
+        host?.enter(on: executor) { [handle, localCID] host in
+            host.sendCreditIndication(handle: handle, cid: localCID, credits: UInt16(n))
+        }
+    }
+
+    // MARK: - Ending
+
+    /// Closes the channel: sends Disconnection Request and waits for the response (or
+    /// `timeout`). Pending sends and receives fail with `.closed`; SDUs already received are
+    /// dropped.
+    ///
+    ///     await channel.close()
+    public func close(timeout: Duration = .seconds(5)) async {
+        guard endError == nil else { return }
+        end(.closed(peer: peerName, cid: localCID), sendDisconnect: true)
+        let timer = scheduler.schedule(after: timeout) { [weak self, executor] in
+            self?.enter(on: executor) { $0.disconnectAnswered() }
+        }
+        defer { timer.cancel() }
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            if disconnectSent, host != nil { closeWaiter = c } else { c.resume() }
+        }
+    }
+
+    /// The link went away: everything pending fails at once.
+    func linkLost(_ error: LinkError) {
+        end(.link(error), sendDisconnect: false)
+        disconnectAnswered()
+    }
+
+    func disconnectAnswered() {
+        closeWaiter?.resume()
+        closeWaiter = nil
+    }
+
+    /// The peer sent a K-frame or credit count that breaks the rules: close this channel only.
+    func protocolViolation(_ error: KFrameError) {
+        host?.enter(on: executor) { [peerName, localCID] in $0.logger.log(.warning, "\(peerName): closing L2CAP channel 0x\(String(localCID, radix: 16)): \(error)") }
+        end(.malformedKFrame(peer: peerName, cid: localCID, error), sendDisconnect: true)
+    }
+
+    /// Ends the channel with `error`: fails every waiter at once and, for a local close,
+    /// sends Disconnection Request.
+    func end(_ error: L2CAPChannelError, sendDisconnect: Bool) {
+        guard endError == nil else { return }
+        endError = error
+        let queued = sendQueue
+        sendQueue.removeAll()
+        for p in queued {
+            p.timer?.cancel()
+            p.continuation?.resume(returning: .failure(error))
+            p.continuation = nil
+        }
+        if case .closed = error { inbox.removeAll(); inboxHead = 0 }
+        if case .malformedKFrame = error { inbox.removeAll(); inboxHead = 0 }
+        if let r = receiver {
+            receiver = nil
+            r.timer?.cancel()
+            if let sdu = takeSDU() {
+                r.continuation.resume(returning: .success(sdu))
+            } else {
+                do throws(L2CAPChannelError) { r.continuation.resume(returning: .success(try Self.ending(error))) } catch { r.continuation.resume(returning: .failure(error)) }
+            }
+        }
+        reassembler.reset()
+        partialReturned = 0
+        let handle = self.handle, local = localCID, remote = remoteCID
+        disconnectSent = sendDisconnect
+        host?.enter(on: executor) { host in
+            host.creditBasedChannelEnded(handle: handle, localCID: local, remoteCID: remote, sendDisconnect: sendDisconnect)
+        }
+        if !sendDisconnect { disconnectAnswered() }
+    }
+
+    /// The SDUs of a channel as an async sequence (see `CreditBasedChannel.sdus`).
+    public struct SDUSequence: AsyncSequence, Sendable {
+        public typealias Element = [UInt8]
+        let channel: CreditBasedChannel
+
+        public struct AsyncIterator: AsyncIteratorProtocol {
+            let channel: CreditBasedChannel
+            public mutating func next() async throws(L2CAPChannelError) -> [UInt8]? {
+                try await channel.receive()
+            }
+
+            public mutating func next(isolation actor: isolated (any Actor)?) async throws(L2CAPChannelError) -> [UInt8]? {
+                try await channel.receive()
+            }
+        }
+
+        public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(channel: channel) }
+    }
+}

@@ -1,0 +1,79 @@
+/// Why opening, sending on, receiving from or accepting an LE credit-based channel failed.
+///
+///     do { try await channel.send(sdu) } catch .creditTimeout { ... }
+public enum L2CAPChannelError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// There is no link to the peer now.
+    case notConnected(peer: String)
+    /// The peer answered the connection request with a failure result (Vol 3, Part A, 4.23).
+    case refused(peer: String, psm: UInt16, result: CreditBasedConnectionResult)
+    /// The peer rejected the request with Command Reject (`reason` 0x0000: not understood).
+    case commandRejected(peer: String, psm: UInt16, reason: UInt16)
+    /// All 64 LE dynamic CIDs (0x0040-0x007F) of the link are in use.
+    case noFreeCID(peer: String)
+    /// No response to a signaling request within the timeout.
+    case responseTimeout(peer: String, psm: UInt16, after: Duration)
+    /// The peer's response breaks the rules of Vol 3, Part A, 4.23 (a CID outside the dynamic
+    /// range, an MTU or MPS below 23).
+    case invalidResponse(peer: String, psm: UInt16, detail: String)
+    /// The SDU is longer than the MTU the peer announced.
+    case sduTooLarge(size: Int, peerMTU: Int)
+    /// The peer granted no credits for `after`: the SDU was not (fully) sent. When some of its
+    /// K-frames went out, the rest stay queued and go when credits come.
+    case creditTimeout(peer: String, cid: UInt16, after: Duration)
+    /// No SDU arrived within the receive timeout.
+    case receiveTimeout(peer: String, cid: UInt16, after: Duration)
+    /// The peer broke the K-frame or credit rules; the channel was closed (the link goes on).
+    case malformedKFrame(peer: String, cid: UInt16, KFrameError)
+    /// The peer closed the channel (Disconnection Request).
+    case closedByPeer(peer: String, cid: UInt16)
+    /// This side closed the channel.
+    case closed(peer: String, cid: UInt16)
+    /// The link under the channel went away; its pending work failed at once.
+    case link(LinkError)
+    /// The calling task was cancelled.
+    case cancelled(peer: String, cid: UInt16)
+    /// Another task is already waiting in `receive()` on this channel.
+    case receiveInProgress(cid: UInt16)
+    /// A server for this PSM is already registered on the link.
+    case psmInUse(psm: UInt16)
+
+    public var description: String {
+        switch self {
+        case .notConnected(let peer): return "not connected to \(peer): connect before opening an L2CAP channel"
+        case .refused(let peer, let psm, let result):
+            return "\(peer) refused the L2CAP channel to PSM 0x\(Self.hex4(psm)): \(result)" + Self.hint(result)
+        case .commandRejected(let peer, let psm, let reason):
+            return "\(peer) rejected the LE Credit Based Connection Request for PSM 0x\(Self.hex4(psm)) (Command Reject reason 0x\(Self.hex4(reason))): the peer may not support LE credit-based channels"
+        case .noFreeCID(let peer): return "no free dynamic CID on the link to \(peer): close a channel first"
+        case .responseTimeout(let peer, let psm, let after):
+            return "\(peer) did not answer the connection request for PSM 0x\(Self.hex4(psm)) within \(after)"
+        case .invalidResponse(let peer, let psm, let detail): return "invalid response from \(peer) for PSM 0x\(Self.hex4(psm)): \(detail)"
+        case .sduTooLarge(let size, let mtu): return "\(size)-byte SDU exceeds the peer's MTU of \(mtu) bytes: split it"
+        case .creditTimeout(let peer, let cid, let after):
+            return "\(peer) granted no credits on channel 0x\(Self.hex4(cid)) for \(after): the peer stopped reading"
+        case .receiveTimeout(let peer, let cid, let after): return "nothing arrived from \(peer) on channel 0x\(Self.hex4(cid)) for \(after)"
+        case .malformedKFrame(let peer, let cid, let why): return "closed channel 0x\(Self.hex4(cid)) to \(peer): \(why)"
+        case .closedByPeer(let peer, let cid): return "\(peer) closed channel 0x\(Self.hex4(cid))"
+        case .closed(let peer, let cid): return "channel 0x\(Self.hex4(cid)) to \(peer) was closed by this host"
+        case .link(let error): return "\(error)"
+        case .cancelled(let peer, let cid): return "waiting on channel 0x\(Self.hex4(cid)) to \(peer) was cancelled"
+        case .receiveInProgress(let cid): return "another task is already receiving on channel 0x\(Self.hex4(cid)): use one reader per channel"
+        case .psmInUse(let psm): return "PSM 0x\(Self.hex4(psm)) already has a server on this link"
+        }
+    }
+
+    private static func hint(_ result: CreditBasedConnectionResult) -> String {
+        switch result {
+        case .psmNotSupported: return "; check the PSM the peer serves"
+        case .insufficientAuthentication, .insufficientEncryption, .insufficientEncryptionKeySize:
+            return "; pair and encrypt the link first"
+        case .noResources: return "; close other channels on the peer or retry later"
+        default: return ""
+        }
+    }
+
+    static func hex4(_ v: UInt16) -> String {
+        let s = String(v, radix: 16, uppercase: true)
+        return String(repeating: "0", count: max(0, 4 - s.count)) + s
+    }
+}
