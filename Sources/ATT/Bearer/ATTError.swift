@@ -28,7 +28,7 @@ public enum ATTError: Error, Sendable, Equatable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .errorResponse(let code, let handle, let request):
-            let on = handle == 0 ? "" : " on handle 0x\(hex4(handle))"
+            let on = handle == 0 ? "" : " on handle \(handle.hex)"
             let hint = code.hint.map { "; \($0)" } ?? ""
             return "\(request.name)\(on) failed: \(code)\(hint)"
         case .transactionTimeout(let request):

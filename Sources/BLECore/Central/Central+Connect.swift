@@ -138,7 +138,7 @@ extension Central {
         if let early = pending.early {
             pendingConnect = nil
             if case .success((let handle, _)) = early {
-                options.logger.log(.info, "disconnecting 0x\(String(handle, radix: 16)) to \(pending.peer): its connect call was cancelled")
+                options.logger.log(.info, "disconnecting \(handle.hex) to \(pending.peer): its connect call was cancelled")
                 let host = self.host
                 Task { try? await host.send(HCICommand.disconnect(handle: handle, reason: .remoteUserTerminatedConnection)) }
             }
@@ -246,10 +246,10 @@ extension Central {
                 finishPendingConnect(.failure(abort))
             } else if options.resetController == false {
                 // On a kernel-owned adapter (hci-raw) the kernel makes its own links: not ours to end.
-                options.logger.log(.debug, "connection 0x\(String(handle, radix: 16)) to \(peerAddress) belongs to the kernel")
+                options.logger.log(.debug, "connection \(handle.hex) to \(peerAddress) belongs to the kernel")
                 return
             }
-            options.logger.log(.info, "disconnecting unexpected connection 0x\(String(handle, radix: 16)) to \(peerAddress)")
+            options.logger.log(.info, "disconnecting unexpected connection \(handle.hex) to \(peerAddress)")
             let host = self.host
             Task { try? await host.send(HCICommand.disconnect(handle: handle, reason: .remoteUserTerminatedConnection)) }
             return
@@ -300,7 +300,7 @@ extension Central {
             let (handle, params) = try await establish(peer, timeout: .seconds(10), parameters: request)
             guard !connection.enter(on: executor, { $0.locallyClosed }) else {
                 // disconnect() ended the connection as this attempt completed: so does the new link.
-                options.logger.log(.info, "disconnecting 0x\(String(handle, radix: 16)) to \(peer): the connection was closed while it was being restored")
+                options.logger.log(.info, "disconnecting \(handle.hex) to \(peer): the connection was closed while it was being restored")
                 let host = self.host
                 Task { try? await host.send(HCICommand.disconnect(handle: handle, reason: .remoteUserTerminatedConnection)) }
                 return
@@ -346,13 +346,13 @@ extension Central {
             do {
                 try await host.send(HCICommand.leReadRemoteFeatures(handle: handle), timeout: .seconds(1))
             } catch {
-                logger.log(.debug, "LE Read Remote Features on 0x\(String(handle, radix: 16)): \(error)")
+                logger.log(.debug, "LE Read Remote Features on \(handle.hex): \(error)")
             }
             if parameters.requestDataLengthExtension, info.leFeatures.contains(.leDataPacketLengthExtension) {
                 do {
                     try await host.send(HCICommand.leSetDataLength(handle: handle, txOctets: 251, txTime: 2120), timeout: .seconds(1))
                 } catch {
-                    logger.log(.debug, "LE Set Data Length on 0x\(String(handle, radix: 16)) refused: \(error)")
+                    logger.log(.debug, "LE Set Data Length on \(handle.hex) refused: \(error)")
                 }
             }
         }
@@ -371,7 +371,7 @@ extension Central {
             do {
                 try await host.send(HCICommand.leSetPHY(HCICommand.LESetPHY(handle: handle, allPHYs: 0, txPHYs: 0b010, rxPHYs: 0b010, phyOptions: 0)), timeout: .seconds(1))
             } catch {
-                logger.log(.debug, "LE Set PHY on 0x\(String(handle, radix: 16)) refused: \(error)")
+                logger.log(.debug, "LE Set PHY on \(handle.hex) refused: \(error)")
             }
         }
     }

@@ -56,7 +56,7 @@ public actor Connection {
     public var isConnected: Bool { handle != nil }
 
     /// The lifecycle of this link from now on.
-    public func events(bufferingPolicy: AsyncStream<ConnectionEvent>.Continuation.BufferingPolicy = .unbounded) -> AsyncStream<ConnectionEvent> {
+    public func events(bufferingPolicy: StreamBufferingPolicy = .unbounded) -> AsyncStream<ConnectionEvent> {
         eventStream.subscribe(bufferingPolicy: bufferingPolicy)
     }
 

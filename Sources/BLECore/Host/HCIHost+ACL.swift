@@ -122,7 +122,7 @@ extension HCIHost {
 
     func receiveACL(_ packet: ACLDataPacket) {
         guard let link = inlet.link(packet.handle) else {
-            logger.log(.warning, "dropping ACL data for unknown handle 0x\(String(packet.handle, radix: 16)) (\(packet.data.count) bytes)")
+            logger.log(.warning, "dropping ACL data for unknown handle \(packet.handle.hex) (\(packet.data.count) bytes)")
             return
         }
         if let cid = link.reassembler.singleFragmentChannel(packet) {
@@ -135,7 +135,7 @@ extension HCIHost {
         case .incomplete:
             break
         case .dropped(let why):
-            logger.log(.warning, "handle 0x\(String(packet.handle, radix: 16)): \(why)")
+            logger.log(.warning, "handle \(packet.handle.hex): \(why)")
         }
     }
 

@@ -84,7 +84,9 @@ extension HCIHost {
         guard let index = sentCommands.firstIndex(where: { $0.waiter == id }) else { return }
         let command = sentCommands.remove(at: index)
         let ms = Int(command.timeout.nanoseconds / 1_000_000)
-        logger.log(.warning, "\(command.packet.opcode) timed out after \(ms) ms")
+        // The caller gets the error and decides how much it matters (an optional command
+        // such as LE Set PHY is not worth a warning), so the host only traces it.
+        logger.log(.debug, "\(command.packet.opcode) timed out after \(ms) ms", metadata: ["opcode": command.packet.opcode.rawValue.hex])
         commandWaiters.resume(command.waiter, with: .failure(.commandTimeout(opcode: command.packet.opcode, milliseconds: ms)))
         // The controller's credit for that command will never come back: assume one is free
         // again so a single unanswered command cannot wedge the host.

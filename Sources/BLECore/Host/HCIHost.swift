@@ -23,7 +23,7 @@ public actor HCIHost {
     public nonisolated let scheduler: any TimerScheduler
     public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
 
-    public var logger: Logger
+    public var logger: BLELogger
     /// Timeout for a command when the caller gives none.
     public var defaultCommandTimeout: Duration = .seconds(2)
 
@@ -67,7 +67,7 @@ public actor HCIHost {
     /// nil accepts every valid request.
     var parameterUpdatePolicy: (@Sendable (UInt16, ConnectionParameterRange) -> Bool)?
 
-    public init(transport: any HCITransport, executor: AdapterExecutor, scheduler: (any TimerScheduler)? = nil, logger: Logger = Logger()) {
+    public init(transport: any HCITransport, executor: AdapterExecutor, scheduler: (any TimerScheduler)? = nil, logger: BLELogger = .silent) {
         self.transport = transport
         self.executor = executor
         self.scheduler = scheduler ?? DispatchTimerScheduler(queue: executor.queue)
@@ -104,7 +104,7 @@ public actor HCIHost {
         eventHandlers.append(handler)
     }
 
-    public func setLogger(_ logger: Logger) { self.logger = logger }
+    public func setLogger(_ logger: BLELogger) { self.logger = logger }
 
     /// Closes the transport and fails everything pending.
     public func close() {
@@ -131,7 +131,7 @@ public actor HCIHost {
                 event = try HCIEvent(raw)
             } catch {
                 undecodableEvents += 1
-                logger.log(.warning, "dropping undecodable event 0x\(String(raw.code, radix: 16)) [\(raw.parameters.hexString())]: \(error)")
+                logger.log(.warning, "dropping undecodable event \(raw.code.hex) [\(raw.parameters.hexString())]: \(error)")
                 return
             }
             handle(event)
@@ -161,7 +161,7 @@ public actor HCIHost {
             if e.status == .success { linkDisconnected(handle: e.handle, reason: e.reason) }
             deliver(event)
         case .hardwareError(let code):
-            logger.log(.error, "controller hardware error 0x\(String(code, radix: 16))")
+            logger.log(.error, "controller hardware error \(code.hex)")
             failAllCommands(.hardwareError(code: code))
             deliver(event)
         default:

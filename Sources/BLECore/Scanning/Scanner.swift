@@ -19,7 +19,7 @@ actor Scanner {
     nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
     let host: HCIHost
     let scheduler: any TimerScheduler
-    let logger: Logger
+    let logger: BLELogger
 
     /// Most devices kept at once; the least recently heard is evicted beyond it.
     var deviceLimit = 1000
@@ -52,7 +52,7 @@ actor Scanner {
     /// Whether the controller is scanning now.
     var isScanning: Bool { applied != nil }
 
-    init(host: HCIHost, scheduler: any TimerScheduler, logger: Logger) {
+    init(host: HCIHost, scheduler: any TimerScheduler, logger: BLELogger) {
         self.executor = host.executor
         self.host = host
         self.scheduler = scheduler
@@ -70,7 +70,7 @@ actor Scanner {
 
     func subscribe(filter: ScanFilter, options: ScanOptions) -> AsyncThrowingStream<ScanEvent, any Error> {
         let broadcaster = Broadcaster<ScanEvent>(executor: executor)
-        let stream = broadcaster.subscribeThrowing(bufferingPolicy: options.bufferingPolicy.throwing)
+        let stream = broadcaster.subscribeThrowing(bufferingPolicy: options.bufferingPolicy.atLeastOne)
         add(filter: filter, options: options, sink: .events(broadcaster)) { broadcaster.onSubscriberCountChange = $0 }
         return stream
     }

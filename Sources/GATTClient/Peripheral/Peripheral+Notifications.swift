@@ -7,7 +7,7 @@ extension Peripheral {
     ///     let values = try await peripheral.subscribe(to: measurement)
     public func subscribe(
         to characteristic: CharacteristicIdentifier, indications: Bool = false,
-        bufferingPolicy: AsyncThrowingStream<[UInt8], any Error>.Continuation.BufferingPolicy = .unbounded
+        bufferingPolicy: StreamBufferingPolicy = .unbounded
     ) async throws(GATTError) -> AsyncThrowingStream<[UInt8], any Error> {
         try await subscription(to: characteristic, indications: indications, bufferingPolicy: bufferingPolicy).stream()
     }
@@ -15,7 +15,7 @@ extension Peripheral {
     /// The subscriber behind `subscribe(to:)`, iterated directly by the lazy streams.
     func subscription(
         to characteristic: CharacteristicIdentifier, indications: Bool,
-        bufferingPolicy: MulticastBuffer<[UInt8]>.BufferingPolicy
+        bufferingPolicy: StreamBufferingPolicy
     ) async throws(GATTError) -> MulticastSubscription<[UInt8]> {
         if let terminalError { throw terminalError }
         let c = try await resolve(characteristic)
@@ -142,7 +142,7 @@ extension Peripheral {
     func subscribersChanged(_ handle: UInt16) {
         guard let sub = subscriptions[handle], !sub.writing, terminalError == nil,
               sub.written != (routes.route(handle)?.configuration ?? 0) else { return }
-        Task { try? await self.reconcile(handle, target: "handle 0x\(hex4(handle))") }
+        Task { try? await self.reconcile(handle, target: "handle \(handle.hex)") }
     }
 
     /// Writes the CCCD until it matches what the subscribers need; one write at a time.
@@ -182,7 +182,7 @@ extension Peripheral {
     }
 
     func reconcile(_ handle: UInt16) async throws(GATTError) {
-        try await reconcile(handle, target: "handle 0x\(hex4(handle))")
+        try await reconcile(handle, target: "handle \(handle.hex)")
     }
 }
 
