@@ -262,7 +262,7 @@ struct BearerTests {
     }
 
     @Test func linkCloseFailsEverythingAtOnce() async {
-        let link = LinkError.disconnected(peer: "F0:F1:F2:F3:F4:F5", reason: .remoteUserTerminatedConnection)
+        let link = LinkError.disconnected(peer: BluetoothAddress("F0:F1:F2:F3:F4:F5")!, reason: .remoteUserTerminatedConnection)
         let tasks = await bearer.spawn([.readRequest(handle: 1), .readRequest(handle: 2), .writeRequest(handle: 3, value: [0])])
         _ = await channel.waitForSent(count: 1)
         let mtu = Task { try await bearer.exchangeMTU() }

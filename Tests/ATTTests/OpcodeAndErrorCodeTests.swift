@@ -67,7 +67,7 @@ import ATT
         #expect(ATTError.errorResponse(code: .attributeNotFound, handle: 0x0001, request: .readByTypeRequest).description
             == "Read By Type Request on handle 0x0001 failed: Attribute Not Found (0x0A)")
         #expect(ATTError.transactionTimeout(.writeRequest).description.hasPrefix("Write Request got no response"))
-        #expect(ATTError.linkClosed(.disconnected(peer: "F0:F1:F2:F3:F4:F5", reason: .connectionTimeout)).description
+        #expect(ATTError.linkClosed(.disconnected(peer: BluetoothAddress("F0:F1:F2:F3:F4:F5")!, reason: .connectionTimeout)).description
             .contains("F0:F1:F2:F3:F4:F5 disconnected"))
         #expect(ATTError.unexpectedResponse(request: .readRequest, response: .writeResponse).description
             .contains("Read Request was answered with Write Response (0x13)"))

@@ -261,7 +261,7 @@ struct CancellationTests {
         let call = Task { try await host.sendL2CAP(handle: handle, channelID: L2CAPChannelID.att, payload: writeCommand) }
         for _ in 0..<10_000 where await host.readyLinks.isEmpty { await Task.yield() }
         call.cancel()
-        #expect(await failure(of: call) as? LinkError == .cancelled(peer: "\(VC.peer.address)", handle: handle, channelID: L2CAPChannelID.att))
+        #expect(await failure(of: call) as? LinkError == .cancelled(peer: VC.peer.address, handle: handle, channelID: L2CAPChannelID.att))
 
         // The fragment already queued still goes out once the controller returns the buffer,
         // and so does the next PDU after the next one.

@@ -84,7 +84,7 @@ struct VirtualControllerLinkTests {
         let queued = Task { try await channel.send([0x52, 0x03, 0x00, 0x02]) }
         await vc.settle()
         try vc.disconnect(VC.peer, reason: .connectionTimeout)
-        await #expect(throws: LinkError.disconnected(peer: "\(VC.peer.address)", reason: .connectionTimeout)) { try await queued.value }
+        await #expect(throws: LinkError.disconnected(peer: VC.peer.address, reason: .connectionTimeout)) { try await queued.value }
         #expect(vc.aclReceived.count == 1)
     }
 

@@ -10,7 +10,7 @@ import GATTClient
     /// HCI_Reset and HCI_Disconnect (Vol 4, Part E, 7.3.2 and 7.1.6).
     static let reset = HCIOpcode(rawValue: 0x0C03)
     static let disconnect = HCIOpcode(rawValue: 0x0406)
-    static let linkCancelled = LinkError.cancelled(peer: "F0:F1:F2:F3:F4:F5", handle: 0x0040, channelID: 0x0004)
+    static let linkCancelled = LinkError.cancelled(peer: peer.address, handle: 0x0040, channelID: 0x0004)
 
     static func isCancellation(_ error: any Error) -> Bool {
         (error as? any BLEError)?.isCancellation ?? false
@@ -38,7 +38,7 @@ import GATTClient
         let failures: [any Error] = [
             HCIError.commandFailed(opcode: Self.reset, status: .commandDisallowed),
             HCIError.transportLost("closed"),
-            LinkError.disconnected(peer: "F0:F1:F2:F3:F4:F5", reason: .remoteUserTerminatedConnection),
+            LinkError.disconnected(peer: Self.peer.address, reason: .remoteUserTerminatedConnection),
             ConnectionError.timeout(peer: Self.peer, milliseconds: 100),
             ConnectionError.command(peer: Self.peer, .commandTimeout(opcode: Self.disconnect, milliseconds: 2000)),
             ATTError.transactionTimeout(.readRequest),

@@ -38,7 +38,7 @@ extension HCIHost {
     /// Registers a new connection so its data can flow. The central calls this on LE
     /// Connection Complete, before any data for the handle can arrive.
     public func addLink(handle: UInt16, peer: LEAddress) {
-        if links[handle] != nil { linkLost(handle: handle, error: .closed(peer: "handle \(handle.hex)")) }
+        if links[handle] != nil { linkLost(handle: handle, error: .closed(peer: links[handle]?.peer.address, handle: handle)) }
         links[handle] = Link(handle: handle, peer: peer)
     }
 
@@ -64,10 +64,10 @@ extension HCIHost {
     /// already queued still go out (a PDU is never cut short on the link).
     public func sendL2CAP(handle: UInt16, channelID: UInt16, payload: [UInt8]) async throws(LinkError) {
         if let lostReason { throw .transportLost(lostReason) }
-        guard let link = links[handle] else { throw .closed(peer: "handle \(handle.hex)") }
+        guard let link = links[handle] else { throw .closed(peer: nil, handle: handle) }
         // The error is only built when needed: this is the path of every Write Command.
         let peer = link.peer.address
-        let result = await sendWaiters.wait(cancelled: { _ in .failure(.cancelled(peer: "\(peer)", handle: handle, channelID: channelID)) }) { id in
+        let result = await sendWaiters.wait(cancelled: { _ in .failure(.cancelled(peer: peer, handle: handle, channelID: channelID)) }) { id in
             enqueue(link: link, channelID: channelID, payload: payload, done: id)
         }
         try result.get()
@@ -144,7 +144,7 @@ extension HCIHost {
     /// Disconnection Complete: return the link's credits, fail its queue and close its channels.
     func linkDisconnected(handle: UInt16, reason: HCIStatus) {
         guard let link = links[handle] else { return }
-        linkLost(handle: handle, error: .disconnected(peer: "\(link.peer.address)", reason: reason))
+        linkLost(handle: handle, error: .disconnected(peer: link.peer.address, reason: reason))
     }
 
     func linkLost(handle: UInt16, error: LinkError) {

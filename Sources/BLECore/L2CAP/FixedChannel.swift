@@ -26,7 +26,7 @@ public final class FixedChannel: L2CAPChannel, @unchecked Sendable { // state to
 
     public func send(_ sdu: [UInt8]) async throws(LinkError) {
         if let closedError { throw closedError }
-        guard let host else { throw .closed(peer: peerDescription) }
+        guard let host else { throw .closed(peer: peer.address, handle: handle) }
         try await host.sendL2CAP(handle: handle, channelID: channelID, payload: sdu)
     }
 

@@ -1,22 +1,24 @@
 /// Why a link (and every channel on it) went away, or why an operation on it failed.
 public enum LinkError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Disconnection Complete arrived for the link; `reason` is the HCI reason.
-    case disconnected(peer: String, reason: HCIStatus)
+    case disconnected(peer: BluetoothAddress, reason: HCIStatus)
     /// The transport to the controller was lost.
     case transportLost(String)
-    /// The channel was closed by this host.
-    case closed(peer: String)
+    /// The channel was closed by this host, or link `handle` is not (or no longer) known.
+    case closed(peer: BluetoothAddress?, handle: UInt16?)
     /// The SDU is larger than the channel can carry.
     case tooLarge(size: Int, maximum: Int)
     /// The task sending an SDU on channel `channelID` of link `handle` was cancelled: it
     /// stopped waiting; fragments already queued may still go out. The link is unaffected.
-    case cancelled(peer: String, handle: UInt16, channelID: UInt16)
+    case cancelled(peer: BluetoothAddress, handle: UInt16, channelID: UInt16)
 
     public var description: String {
         switch self {
         case .disconnected(let peer, let reason): return "\(peer) disconnected: \(reason)"
         case .transportLost(let why): return "link lost with the transport: \(why)"
-        case .closed(let peer): return "the channel to \(peer) was closed by this host"
+        case .closed(let peer?, _): return "the channel to \(peer) was closed by this host; connect again to use it"
+        case .closed(nil, let handle):
+            return "no link with handle \(handle.map { $0.hex } ?? "(none)") is open (it was closed); connect again"
         case .tooLarge(let size, let max): return "\(size)-byte SDU exceeds the channel's maximum of \(max) bytes"
         case .cancelled(let peer, let handle, let cid):
             return "sending on L2CAP channel \(cid.hex) of handle \(handle.hex) to \(peer) was cancelled; what was already queued may still be sent"

@@ -201,7 +201,7 @@ public final class L2CAPSocketChannel: L2CAPChannel, @unchecked Sendable { // st
     /// Hands the SDU to the kernel (queued while the socket is full, never dropped).
     public func send(_ sdu: [UInt8]) async throws(LinkError) {
         if let closedError { throw closedError }
-        guard let io else { throw .closed(peer: peerDescription) }
+        guard let io else { throw .closed(peer: peer.address, handle: nil) }
         if let err = io.write(sdu) {
             if err == EMSGSIZE { throw .tooLarge(size: sdu.count, maximum: outgoingMTU() ?? 0) }
             let error = linkError(err)
@@ -225,7 +225,7 @@ public final class L2CAPSocketChannel: L2CAPChannel, @unchecked Sendable { // st
         if executor.isOnQueue { closeOnQueue() } else { executor.queue.async { self.closeOnQueue() } }
     }
 
-    private func closeOnQueue() { fail(.closed(peer: peerDescription)) }
+    private func closeOnQueue() { fail(.closed(peer: peer.address, handle: nil)) }
 
     // MARK: - I/O on the executor's queue
 
@@ -268,9 +268,9 @@ public final class L2CAPSocketChannel: L2CAPChannel, @unchecked Sendable { // st
     /// common ones.
     func linkError(_ err: Int32) -> LinkError {
         switch err {
-        case ECONNRESET: return .disconnected(peer: peerDescription, reason: .remoteUserTerminatedConnection)
-        case ETIMEDOUT: return .disconnected(peer: peerDescription, reason: .connectionTimeout)
-        case ECONNABORTED: return .disconnected(peer: peerDescription, reason: .connectionTerminatedByLocalHost)
+        case ECONNRESET: return .disconnected(peer: peer.address, reason: .remoteUserTerminatedConnection)
+        case ETIMEDOUT: return .disconnected(peer: peer.address, reason: .connectionTimeout)
+        case ECONNABORTED: return .disconnected(peer: peer.address, reason: .connectionTerminatedByLocalHost)
         default: return .transportLost("L2CAP socket to \(peerDescription): \(errnoName(err))")
         }
     }

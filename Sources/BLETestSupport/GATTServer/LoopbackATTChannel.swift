@@ -63,7 +63,7 @@ public final class LoopbackATTChannel: L2CAPChannel, @unchecked Sendable { // ha
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
             executor.queue.async {
                 if self.closed == nil {
-                    let error = LinkError.disconnected(peer: self.peerDescription, reason: reason)
+                    let error = LinkError.disconnected(peer: BluetoothAddress(self.peerDescription) ?? .zero, reason: reason)
                     self.closed = error
                     self.closeHandler?(error)
                     self.server.linkDisconnected(self.serverLink)

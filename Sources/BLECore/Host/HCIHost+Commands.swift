@@ -1,0 +1,107 @@
+/// Command flow control (Core Spec Vol 4, Part E, 4.4): commands wait for a credit
+/// (Num_HCI_Command_Packets), go out one per credit, and are matched with their Command
+/// Complete or Command Status; a timeout frees the credit a lost completion would have
+/// returned; cancelled callers leave at once (`.cancelled` before sending,
+/// `.cancelledAfterSending` after).
+extension HCIHost {
+    struct PendingCommand {
+        let packet: HCICommandPacket
+        let timeout: Duration
+        /// The caller, in `commandWaiters`. A caller cancelled after sending is gone from
+        /// there, but the command is still tracked so that its completion is taken (and its
+        /// timer still frees a lost credit).
+        let waiter: Waiters<[UInt8], HCIError>.ID
+        var timer: (any ScheduledTimer)?
+    }
+
+    /// Sends a command and waits for its Command Complete (returning the return parameters,
+    /// status byte first) or Command Status (returning []). A non-zero status throws
+    /// `HCIError.commandFailed` naming the opcode and the error code. Cancelling the calling
+    /// task ends the wait at once: `.cancelled` while the command still waits for a credit
+    /// (it is never sent), `.cancelledAfterSending` once it went out (the controller carries
+    /// it out and the host still takes its completion).
+    ///
+    ///     let rp = try await host.send(HCICommand.readBDADDR())
+    @discardableResult
+    public func send(_ command: HCICommandPacket, timeout: Duration? = nil) async throws(HCIError) -> [UInt8] {
+        if let lostReason { throw .transportLost(lostReason) }
+        let timeout = timeout ?? defaultCommandTimeout
+        let result = await commandWaiters.wait(cancelled: { [weak self, executor] id in
+            .failure(self?.enter(on: executor) { $0.commandCancelled(id, opcode: command.opcode) } ?? .cancelled(opcode: command.opcode))
+        }) { id in
+            waitingCommands.append(PendingCommand(packet: command, timeout: timeout, waiter: id))
+            pumpCommands()
+        }
+        return try result.get()
+    }
+
+    /// The caller of command `id` was cancelled: a command not sent yet leaves the queue
+    /// (`.cancelled`); a sent one stays tracked without its caller, so its completion still
+    /// finds it (`.cancelledAfterSending`).
+    func commandCancelled(_ id: Waiters<[UInt8], HCIError>.ID, opcode: HCIOpcode) -> HCIError {
+        if sentCommands.contains(where: { $0.waiter == id }) { return .cancelledAfterSending(opcode: opcode) }
+        waitingCommands.removeAll { $0.waiter == id }
+        return .cancelled(opcode: opcode)
+    }
+
+    func updateCommandCredits(_ credits: UInt8) {
+        commandCredits = Int(credits)
+    }
+
+    func pumpCommands() {
+        while commandCredits > 0, !waitingCommands.isEmpty, lostReason == nil {
+            var command = waitingCommands.removeFirst()
+            do {
+                try transport.send(.command(command.packet))
+            } catch {
+                commandWaiters.resume(command.waiter, with: .failure(.transportLost("\(error)")))
+                continue
+            }
+            commandCredits -= 1
+            let id = command.waiter
+            command.timer = scheduler.schedule(after: command.timeout) { [weak self, executor] in
+                self?.enter(on: executor) { $0.commandTimedOut(id) }
+            }
+            sentCommands.append(command)
+        }
+    }
+
+    func completeCommand(_ opcode: HCIOpcode, _ result: Result<[UInt8], HCIError>) {
+        guard let index = sentCommands.firstIndex(where: { $0.packet.opcode == opcode }) else {
+            logger.log(.debug, "completion for \(opcode) that no caller is waiting for")
+            return
+        }
+        let command = sentCommands.remove(at: index)
+        command.timer?.cancel()
+        if case .success(let rp) = result, let status = rp.first, status != 0 {
+            commandWaiters.resume(command.waiter, with: .failure(.commandFailed(opcode: opcode, status: HCIStatus(rawValue: status))))
+        } else {
+            commandWaiters.resume(command.waiter, with: result)
+        }
+    }
+
+    func commandTimedOut(_ id: Waiters<[UInt8], HCIError>.ID) {
+        guard let index = sentCommands.firstIndex(where: { $0.waiter == id }) else { return }
+        let command = sentCommands.remove(at: index)
+        let ms = Int(command.timeout.nanoseconds / 1_000_000)
+        // The caller gets the error and decides how much it matters (an optional command
+        // such as LE Set PHY is not worth a warning), so the host only traces it.
+        logger.log(.debug, "\(command.packet.opcode) timed out after \(ms) ms", metadata: ["opcode": command.packet.opcode.rawValue.hex])
+        commandWaiters.resume(command.waiter, with: .failure(.commandTimeout(opcode: command.packet.opcode, milliseconds: ms)))
+        // The controller's credit for that command will never come back: assume one is free
+        // again so a single unanswered command cannot wedge the host.
+        commandCredits = max(commandCredits, 1)
+        pumpCommands()
+    }
+
+    func failAllCommands(_ error: HCIError) {
+        let all = sentCommands + waitingCommands
+        sentCommands.removeAll()
+        waitingCommands.removeAll()
+        for c in all {
+            c.timer?.cancel()
+            commandWaiters.resume(c.waiter, with: .failure(error))
+        }
+        commandCredits = 1
+    }
+}
