@@ -8,8 +8,8 @@ import SMP
 /// (Fixtures/peers/scenarios/security.json): each association model of Vol 3, Part H,
 /// 2.3.5.1, then a read of a characteristic that needs encryption (Vol 3, Part C, 10.3).
 @Suite(.serialized) struct PairingRadioTests {
-    let service = try! ServiceIdentifier(uuid: "5EC00001-0000-1000-8000-00805F9B34FB")
-    var encrypted: CharacteristicIdentifier { try! CharacteristicIdentifier(uuid: "5EC00002-0000-1000-8000-00805F9B34FB", service: service) }
+    let service = ServiceIdentifier(uuid: "5EC00001-0000-1000-8000-00805F9B34FB")
+    var encrypted: CharacteristicIdentifier { CharacteristicIdentifier(uuid: "5EC00002-0000-1000-8000-00805F9B34FB", service: service) }
 
     /// Connects to a scenario device and opens its GATT client.
     func open(_ radio: VirtualRadio, _ id: String) async throws -> (Central, Connection, Peripheral) {
