@@ -39,7 +39,7 @@ enum InspectCommand {
                         var line = "  \(c.uuid)\(c.name.map { " - \($0)" } ?? "")  \(props)"
                         switch value {
                         case .success(let v): line += " = " + ValueFormatter.text(v, uuid: c.uuid)
-                        case .failure(let e): line += " = (read failed: \(CLI.oneLine("\(e)")))"
+                        case .failure(let e): line += " = (read failed: \(TerminalText.escape(CLI.oneLine("\(e)"))))"
                         case nil: break
                         }
                         ctx.console.out(line)
@@ -54,7 +54,7 @@ enum InspectCommand {
                             var line = "    Descriptor \(d.uuid)\(d.name.map { " - \($0)" } ?? "")"
                             switch dvalue {
                             case .success(let v): line += " = " + ValueFormatter.text(v, uuid: nil)
-                            case .failure(let e): line += " = (read failed: \(CLI.oneLine("\(e)")))"
+                            case .failure(let e): line += " = (read failed: \(TerminalText.escape(CLI.oneLine("\(e)"))))"
                             case nil: break
                             }
                             ctx.console.out(line)

@@ -23,7 +23,7 @@ enum ScanFormat {
     /// One line for a pipe: "F0:5E:B1:00:00:01/random  -42 dBm  "HRM sim"  180D Heart Rate  Apple, Inc.".
     static func line(_ event: String, _ p: DiscoveredPeripheral) -> String {
         var parts = [event, address(p), "\(rssi(p)) dBm"]
-        parts.append(p.name.map { "\"\($0)\"" } ?? "-")
+        parts.append(p.name.map { "\"\(TerminalText.escape($0))\"" } ?? "-")
         let s = services(p)
         if !s.isEmpty { parts.append("services " + s.joined(separator: ", ")) }
         if let m = manufacturer(p) { parts.append("manufacturer \(m)") }
@@ -57,7 +57,7 @@ enum ScanFormat {
         for p in sorted {
             let age = now >= p.lastSeen ? Double(now - p.lastSeen) / 1e9 : 0
             let seen = age < 1 ? "now" : "\(Int(age)) s ago"
-            lines.append(cut(row([address(p), p.name ?? "-", rssi(p), services(p).joined(separator: ", "), manufacturer(p) ?? "-", seen])))
+            lines.append(cut(row([address(p), p.name.map(TerminalText.escape) ?? "-", rssi(p), services(p).joined(separator: ", "), manufacturer(p) ?? "-", seen])))
         }
         lines.append(console.paint(cut("\(sorted.count) device\(sorted.count == 1 ? "" : "s") - Ctrl-C to stop"), "2"))
         var out = "\u{1B}[H"
