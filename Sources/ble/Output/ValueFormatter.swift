@@ -74,6 +74,10 @@ enum ValueFormatter {
         case 0x2A38:
             guard let l = try? BodySensorLocation(gattValue: value) else { return "malformed Body Sensor Location" }
             return l.name
+        case 0x2A01:
+            // Appearance (Core Specification Supplement, Part A, 1.12; names from Assigned Numbers 2.6).
+            guard let a = try? Appearance(gattValue: value) else { return "malformed Appearance" }
+            return a.name ?? "unknown appearance (category \(a.category), subcategory \(a.subcategory))"
         default:
             return nil
         }
