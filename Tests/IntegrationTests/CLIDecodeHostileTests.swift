@@ -121,7 +121,7 @@ import Testing
 
     /// Device files and a directory end with a clear error at once; /dev/zero is not read to
     /// the size limit (its first 8 bytes are not the magic).
-    @Test(arguments: [("/dev/zero", "is not a btsnoop capture"), ("/dev/null", "is not a btsnoop capture"), ("/tmp", "is a directory"), ("/nonexistent/x.btsnoop", "No such file or directory")])
+    @Test(arguments: [("/dev/zero", "is not a btsnoop capture"), ("/dev/null", "is not a btsnoop capture"), ("/tmp", "is a directory"), ("/nonexistent/x.btsnoop", "cannot read /nonexistent/x.btsnoop: no such file")])
     func deviceFilesAndDirectories(_ path: String, _ message: String) async throws {
         let run = try await BLETool.run(["decode", path], timeout: 20)
         #expect(run.status == 1)

@@ -11,6 +11,7 @@ enum CaptureFile {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
             let e = errno
+            if e == ENOENT { throw CLIFailure("cannot read \(path): no such file; give the path of a btsnoop capture") }
             throw CLIFailure("cannot read \(path): \(String(cString: strerror(e))) (errno \(e)); give the path of a btsnoop capture")
         }
         defer { close(fd) }
