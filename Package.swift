@@ -16,11 +16,16 @@ let package = Package(
             pkgConfig: "bluez",
             providers: [.apt(["libbluetooth-dev"])]
         ),
+        .systemLibrary(
+            name: "CYAML",
+            pkgConfig: "yaml-0.1",
+            providers: [.apt(["libyaml-dev"])]
+        ),
         .target(name: "BLECore", dependencies: ["CHCI"]),
         .target(name: "ATT", dependencies: ["BLECore"]),
         .target(name: "GATTClient", dependencies: ["ATT", "BLECore"]),
         .target(name: "BLETestSupport", dependencies: ["BLECore", "ATT", "GATTClient"]),
-        .executableTarget(name: "ble", dependencies: ["BLECore", "ATT", "GATTClient"]),
+        .executableTarget(name: "ble", dependencies: ["BLECore", "ATT", "GATTClient", "CYAML"]),
         .executableTarget(name: "Benchmarks", dependencies: ["BLECore", "ATT", "GATTClient", "BLETestSupport"], path: "Benchmarks", exclude: ["bumble_bench.py", "README.md"]),
         .testTarget(name: "BLECoreTests", dependencies: ["BLECore", "BLETestSupport"]),
         .testTarget(name: "ATTTests", dependencies: ["ATT", "BLECore", "BLETestSupport"]),
