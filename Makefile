@@ -10,7 +10,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 FUZZ_SMOKE_SECONDS ?= 15
 FUZZ_SECONDS ?= 300
 
-.PHONY: all deps apt venv build test test-swift test-fuzz test-vm demo bench fuzz soak clean
+.PHONY: all deps apt venv build test test-swift test-fuzz test-vm demo bench fuzz soak clean install
 
 all: build
 
@@ -67,6 +67,17 @@ demo: deps build
 
 clean:
 	rm -rf .build $(VENV)
+
+# Installs ble, its man page and bash/zsh completions under $(DESTDIR)$(PREFIX). Builds a
+# release binary first unless BLE_BIN names one (scripts/test-install uses the debug build).
+PREFIX ?= /usr/local
+install:
+	@if [ -z "$(BLE_BIN)" ]; then $(SWIFT) build -c release --product ble $(SWIFTFLAGS); fi
+	bin="$(BLE_BIN)"; [ -n "$$bin" ] || bin="$$($(SWIFT) build -c release --show-bin-path)/ble"; \
+	install -Dm755 "$$bin" "$(DESTDIR)$(PREFIX)/bin/ble"
+	install -Dm644 docs/ble.1 "$(DESTDIR)$(PREFIX)/share/man/man1/ble.1"
+	install -Dm644 completions/ble.bash "$(DESTDIR)$(PREFIX)/share/bash-completion/completions/ble"
+	install -Dm644 completions/_ble "$(DESTDIR)$(PREFIX)/share/zsh/site-functions/_ble"
 
 # Benchmarks (release build), side by side with Bumble on the same bytes; prints JSON.
 bench: deps
