@@ -28,17 +28,27 @@ public final class ManualScheduler: TimerScheduler, @unchecked Sendable { // `ti
         func cancel() { cancelled.store(true, ordering: .relaxed) }
     }
 
+    /// The instant `now()` returns before the first `advance`.
+    public let origin: ContinuousClock.Instant
+
     /// A scheduler at time 0 whose work runs on `queue` (the adapter's).
     public init(queue: DispatchQueue) {
+        origin = .now
         self.queue = queue
         queue.setSpecific(key: onQueueKey, value: true)
     }
 
-    /// The manual time in nanoseconds since the scheduler was created.
-    public func now() -> UInt64 { clock.load(ordering: .relaxed) }
+    /// `origin` plus the manual time advanced so far.
+    public func now() -> ContinuousClock.Instant { origin + elapsed }
+
+    /// The manual time advanced since the scheduler was created.
+    public var elapsed: Duration { .nanoseconds(Int64(clamping: ticks())) }
+
+    /// Manual time in nanoseconds.
+    private func ticks() -> UInt64 { clock.load(ordering: .relaxed) }
 
     public func schedule(after delay: Duration, _ work: @escaping @Sendable () -> Void) -> any ScheduledTimer {
-        let (deadline, overflow) = now().addingReportingOverflow(delay.nanoseconds)
+        let (deadline, overflow) = ticks().addingReportingOverflow(delay.nanoseconds)
         let deadlineOrMax = overflow ? .max : deadline
         if DispatchQueue.getSpecific(key: onQueueKey) == true {
             return insert(deadline: deadlineOrMax, work)
@@ -55,7 +65,7 @@ public final class ManualScheduler: TimerScheduler, @unchecked Sendable { // `ti
     /// time on the queue and in deadline order; work that a timer (or anything it enqueued on
     /// the queue before) schedules within the window runs too. Call it from a test task.
     public func advance(by duration: Duration) async {
-        let (target, overflow) = now().addingReportingOverflow(duration.nanoseconds)
+        let (target, overflow) = ticks().addingReportingOverflow(duration.nanoseconds)
         let end = overflow ? UInt64.max : target
         while await onQueue({ self.runNextDue(upTo: end) }) {}
         await onQueue { if self.clock.load(ordering: .relaxed) < end { self.clock.store(end, ordering: .relaxed) } }

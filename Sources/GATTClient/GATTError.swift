@@ -81,3 +81,14 @@ public enum GATTError: Error, Sendable, Equatable, CustomStringConvertible {
         uuids.isEmpty ? "none" : uuids.map(\.description).joined(separator: ", ")
     }
 }
+
+extension GATTError: BLEError {
+    /// The caller's cancellation, also when it reached this layer wrapped in a connection error.
+    public var isCancellation: Bool {
+        switch self {
+        case .cancelled: return true
+        case .connection(let error): return error.isCancellation
+        default: return false
+        }
+    }
+}

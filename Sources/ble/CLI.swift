@@ -113,7 +113,7 @@ enum CLI {
         case let usage as UsageError:
             console.error(usage.message)
             return ExitCode.usage
-        case is CancellationError:
+        case let error as any BLEError where error.isCancellation:
             return ExitCode.interrupted
         default:
             console.error(oneLine("\(error)"))

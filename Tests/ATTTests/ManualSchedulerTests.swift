@@ -10,16 +10,17 @@ struct ManualSchedulerTests {
         let scheduler = ManualScheduler(queue: executor.queue)
         let log = Mutex<[String]>([])
         _ = scheduler.schedule(after: .seconds(3)) { log.withLock { $0.append("3s on queue: \(executor.isOnQueue)") } }
-        _ = scheduler.schedule(after: .seconds(1)) { log.withLock { $0.append("1s at \(scheduler.now())") } }
+        _ = scheduler.schedule(after: .seconds(1)) { log.withLock { $0.append("1s at \(scheduler.elapsed)") } }
         let cancelled = scheduler.schedule(after: .seconds(2)) { log.withLock { $0.append("cancelled") } }
         cancelled.cancel()
         _ = scheduler.schedule(after: .seconds(10)) { log.withLock { $0.append("10s") } }
 
         await scheduler.advance(by: .milliseconds(999))
         #expect(log.withLock { $0 }.isEmpty)
-        #expect(scheduler.now() == 999_000_000)
+        #expect(scheduler.elapsed == .milliseconds(999))
+        #expect(scheduler.now() == scheduler.origin + .milliseconds(999))
         await scheduler.advance(by: .seconds(3))
-        #expect(log.withLock { $0 } == ["1s at 1000000000", "3s on queue: true"])
+        #expect(log.withLock { $0 } == ["1s at 1.0 seconds", "3s on queue: true"])
         #expect(await scheduler.pendingCount() == 1)
     }
 
@@ -33,6 +34,6 @@ struct ManualSchedulerTests {
         }
         await scheduler.advance(by: .seconds(2))
         #expect(fired.withLock { $0 } == 11)
-        #expect(scheduler.now() == 2_000_000_000)
+        #expect(scheduler.elapsed == .seconds(2))
     }
 }

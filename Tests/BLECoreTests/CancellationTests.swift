@@ -95,7 +95,7 @@ struct CancellationTests {
         let (vc, central) = try await VC.stack()
         let attempt = Task { try await central.connect(Self.absent) }
         try await vc.waitForCommand(.leCreateConnection)
-        for _ in 0..<10_000 where await central.pendingConnect?.continuation == nil { await Task.yield() }
+        for _ in 0..<10_000 where await central.pendingConnect?.waiter == nil { await Task.yield() }
         attempt.cancel()
         #expect(await failure(of: attempt) as? ConnectionError == .cancelled(peer: Self.absent))
         try await vc.waitForCommand(Self.leCreateConnectionCancel)
@@ -116,15 +116,15 @@ struct CancellationTests {
         vc.answer(Self.leCreateConnectionCancel, with: .events { _ in [] }, times: 1)
         let attempt = Task { try await central.connect(Self.absent) }
         try await vc.waitForCommand(.leCreateConnection)
-        for _ in 0..<10_000 where await central.pendingConnect?.continuation == nil { await Task.yield() }
+        for _ in 0..<10_000 where await central.pendingConnect?.waiter == nil { await Task.yield() }
         attempt.cancel()
         #expect(await failure(of: attempt) as? ConnectionError == .cancelled(peer: Self.absent))
         try await vc.waitForCommand(Self.leCreateConnectionCancel)
         #expect(await central.pendingConnect?.callerGone == true)
 
         let next = Task { try await central.connect(VC.peer, parameters: Self.quiet) }
-        for _ in 0..<10_000 where await central.connectTurnWaiters.isEmpty { await Task.yield() }
-        #expect(await central.connectTurnWaiters.count == 1)
+        for _ in 0..<10_000 where await central.connectTurns.isEmpty { await Task.yield() }
+        #expect(await central.connectTurns.count == 1)
         await vc.settle()
         #expect(vc.commandsReceived.filter { $0.opcode == .leCreateConnection }.count == 1, "the next attempt waits")
 
@@ -146,11 +146,11 @@ struct CancellationTests {
         let first = Task { try await central.connect(Self.absent) }
         try await vc.waitForCommand(.leCreateConnection)
         let second = Task { try await central.connect(VC.peer, parameters: Self.quiet) }
-        for _ in 0..<10_000 where await central.connectTurnWaiters.isEmpty { await Task.yield() }
-        #expect(await central.connectTurnWaiters.count == 1)
+        for _ in 0..<10_000 where await central.connectTurns.isEmpty { await Task.yield() }
+        #expect(await central.connectTurns.count == 1)
         second.cancel()
         #expect(await failure(of: second) as? ConnectionError == .cancelled(peer: VC.peer))
-        #expect(await central.connectTurnWaiters.isEmpty)
+        #expect(await central.connectTurns.isEmpty)
         // The first attempt goes on undisturbed; the second never reached the controller.
         #expect(await central.pendingConnect?.peer == Self.absent)
         #expect(await central.pendingConnect?.callerGone == false)

@@ -1,5 +1,5 @@
 import Testing
-@testable import BLECore
+@_spi(Internals) @testable import BLECore
 
 /// The in-place advertising report reader: agrees with the full decoder, rejects malformed
 /// input, and keeps up with the scan rate the host needs.

@@ -1,5 +1,5 @@
 import Testing
-@testable import BLECore
+@_spi(Internals) @testable import BLECore
 
 /// Every HCI event and command in the real captures under Fixtures/captures/real decodes and
 /// re-encodes byte for byte.

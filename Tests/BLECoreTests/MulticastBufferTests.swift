@@ -86,7 +86,7 @@ import BLECore
 
     @Test func dropsAreLogged() async throws {
         let lines = Mutex<[String]>([])
-        let logger = Logger(minimumLevel: .warning) { _, text in lines.withLock { $0.append(text) } }
+        let logger = BLELogger(minimumLevel: .warning) { record in lines.withLock { $0.append(record.message) } }
         let buffer = MulticastBuffer<Int>(executor: executor, name: "notifications of handle 0x0012", logger: logger)
         let s = onQueue { buffer.subscribe(bufferingPolicy: .bufferingOldest(1)) }
         onQueue { for i in 0..<12 { buffer.yield(i) } }
@@ -138,7 +138,7 @@ import BLECore
         #expect(try await leaver.value == [0, 1])
         // The leaving subscriber is dropped here (its task ended); removal is queued.
         _ = consume leaves
-        await waitOnQueue { buffer.subscriberCount == 1 }
+        await waitForSubscriberCount(buffer, 1)
         onQueue { for i in 3..<6 { buffer.yield(i) } }
         #expect(try await collect(stays, count: 6) == Array(0..<6))
         #expect(counts.withLock { $0 } == [1, 2, 1])
@@ -150,7 +150,7 @@ import BLECore
         let consumer = Task { try await s.next() }
         consumer.cancel()
         #expect(try await consumer.value == nil)
-        await waitOnQueue { buffer.subscriberCount == 0 }
+        await waitForSubscriberCount(buffer, 0)
         // Values yielded afterwards go nowhere and the iteration stays ended.
         onQueue { buffer.yield(1) }
         #expect(try await s.next() == nil)
@@ -170,13 +170,20 @@ import BLECore
         #expect(got == [0, 1, 2, 3])
     }
 
-    /// Waits (bounded: 5 s) until `condition` holds on the adapter queue; queued removals
-    /// run in order with these checks.
-    func waitOnQueue(_ condition: @escaping @Sendable () -> Bool) async {
-        for _ in 0..<5000 {
-            if onQueue(condition) { return }
-            try? await Task.sleep(for: .milliseconds(1))
+    /// Waits for the buffer to report `count` subscribers through `onSubscriberCountChange`
+    /// (removals are queued onto the adapter queue); fails after 5 s without that event.
+    func waitForSubscriberCount(_ buffer: MulticastBuffer<Int>, _ count: Int) async {
+        let queue = executor.queue
+        let reached = await withCheckedContinuation { (c: CheckedContinuation<Bool, Never>) in
+            queue.async {
+                if buffer.subscriberCount == count { return c.resume(returning: true) }
+                let once = Mutex<CheckedContinuation<Bool, Never>?>(c)
+                buffer.onSubscriberCountChange = { n in
+                    if n == count { once.withLock { $0.take() }?.resume(returning: true) }
+                }
+                queue.asyncAfter(deadline: .now() + 5) { once.withLock { $0.take() }?.resume(returning: false) }
+            }
         }
-        Issue.record("condition not met within 5 s")
+        #expect(reached, "the buffer never reported \(count) subscriber(s)")
     }
 }

@@ -57,10 +57,10 @@ struct ScanningTests {
     @Test("Two subscribers share one scan with the union of their parameters; only the last leaving stops it")
     func sharedScan() async throws {
         let bed = try await ScanBed.make()
-        let passive = Collected(await bed.central.scan(options: ScanOptions(mode: .passive, interval: 0x0100, window: 0x0050)))
+        let passive = Collected(await bed.central.scan(options: ScanOptions(mode: .passive, interval: .milliseconds(160), window: .milliseconds(50))))
         _ = await bed.controller.scanCommands { $0.count >= 2 }
-        // Active, interval 0x0080, window 0x0100 (clamped to the interval).
-        let active = Collected(await bed.central.scan(options: ScanOptions(mode: .active, interval: 0x0080, window: 0x0100)))
+        // Active, interval 80 ms (0x0080), window 160 ms (0x0100: clamped to the interval).
+        let active = Collected(await bed.central.scan(options: ScanOptions(mode: .active, interval: .milliseconds(80), window: .milliseconds(160))))
         let restarted = await bed.controller.scanCommands { $0.count >= 5 }
         #expect(restarted == [
             Spec.setScanParameters(active: false, interval: 0x0100, window: 0x0050), Spec.setScanEnable(true),
@@ -96,7 +96,7 @@ struct ScanningTests {
         let central = bed.central
         var subs: [Collected<ScanEvent>] = []
         for i in 0..<8 {
-            subs.append(Collected(await central.scan(options: ScanOptions(interval: UInt16(0x0040 + i), window: 0x0020))))
+            subs.append(Collected(await central.scan(options: ScanOptions(interval: .microseconds(625 * (0x0040 + i)), window: .milliseconds(20)))))
         }
         await withTaskGroup(of: Void.self) { group in
             for s in subs { group.addTask { s.cancel(); await s.task.value } }
@@ -263,7 +263,7 @@ struct ScanningTests {
     @Test("Extended scanning commands when the controller supports them; extended reports with TX power and SID")
     func extendedPath() async throws {
         let bed = try await ScanBed.make(extended: true)
-        let sub = Collected(await bed.central.scan(options: ScanOptions(mode: .passive, interval: 0x00A0, window: 0x0050)))
+        let sub = Collected(await bed.central.scan(options: ScanOptions(mode: .passive, interval: .milliseconds(100), window: .milliseconds(50))))
         let started = await bed.controller.scanCommands { $0.count >= 2 }
         #expect(started == [Spec.setExtendedScanParameters(active: false, interval: 0x00A0, window: 0x0050), Spec.setExtendedScanEnable(true)])
         // Connectable extended advertising (Event_Type 0x0001), SID 3, TX power -4 dBm.

@@ -25,7 +25,7 @@ struct VirtualControllerLinkTests {
         #expect(await events.nextLifecycle() == .reconnecting(attempt: 1, delay: .seconds(1)))
         await vc.advance(by: .seconds(1))
         #expect(await events.nextLifecycle() == .connecting(attempt: 2))
-        #expect(await events.nextLifecycle() == .connected(handle: 0x0041, parameters: ConnectionParameters(interval: 0x0018, peripheralLatency: 0, supervisionTimeout: 0x01F4)))
+        #expect(await events.nextLifecycle() == .connected(handle: 0x0041, parameters: ConnectionParameters(interval: .milliseconds(30), peripheralLatency: 0, supervisionTimeout: .seconds(5))))
         #expect(vc.commandsReceived.filter { $0.opcode == .leCreateConnection }.count == 2)
     }
 

@@ -7,7 +7,7 @@ import BLETestSupport
     static let discoveryOpcodes: Set<ATTOpcode> = [.readByGroupTypeRequest, .findByTypeValueRequest, .findInformationRequest]
 
     @Test func secondConnectionReusesTheCacheAfterCheckingTheHash() async throws {
-        let cache = GATTCache()
+        let cache = GATTCache(executor: AdapterExecutor(label: "gatt-test"))
         let first = TestBed(cache: cache, peer: Self.peer)
         _ = try await first.peripheral.characteristics(of: Lab.service)
         let afterFirst = await first.server.receivedOpcodes().count
@@ -22,7 +22,7 @@ import BLETestSupport
     }
 
     @Test func hashMismatchRediscovers() async throws {
-        let cache = GATTCache()
+        let cache = GATTCache(executor: AdapterExecutor(label: "gatt-test"))
         let first = TestBed(cache: cache, peer: Self.peer)
         _ = try await first.peripheral.services()
         var changed = GATTDatabase.lab()
@@ -36,7 +36,7 @@ import BLETestSupport
     }
 
     @Test func serviceChangedInvalidatesTheRange() async throws {
-        let cache = GATTCache()
+        let cache = GATTCache(executor: AdapterExecutor(label: "gatt-test"))
         let bed = TestBed(cache: cache, peer: Self.peer)
         #expect(try await bed.peripheral.services().count == 3)
         #expect(await bed.server.clientConfigurations(of: BluetoothUUID("2A05")!) == [0x0002])

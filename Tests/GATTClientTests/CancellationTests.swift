@@ -17,50 +17,8 @@ struct GATTCancellationTests {
     static let peer = LEAddress(BluetoothAddress(rawValue: 0xC0_11_22_33_44_99), type: .random)
     static let peerText = "C0:11:22:33:44:99"
 
-    struct Bed {
-        let vc: VirtualController
-        let server: GATTServer
-        let gate: GatedATTServer
-        let central: Central
-        let link: Connection
-        let peripheral: Peripheral
-
-        init(_ configure: (inout VirtualController.Options) -> Void = { _ in }) async throws {
-            var options = VirtualController.Options()
-            configure(&options)
-            vc = VirtualController(options: options)
-            server = GATTServer(database: .lab(), queue: vc.queue)
-            gate = GatedATTServer(server, queue: vc.queue)
-            vc.addPeripheral(SimulatedPeripheral(address: GATTCancellationTests.peer, advertisingData: [0x02, 0x01, 0x06], attServer: gate))
-            central = Central(transport: vc.makeTransport(), options: vc.centralOptions())
-            let central = self.central
-            try await bounded { try await central.powerOn() }
-            var parameters = ConnectionRequestParameters()
-            parameters.requestDataLengthExtension = false
-            parameters.request2MPHY = false
-            let request = parameters
-            link = try await bounded { try await central.connect(GATTCancellationTests.peer, parameters: request) }
-            // The link set-up after connecting (LE Read Remote Features) ends first.
-            try await vc.waitForCommand(HCIOpcode(rawValue: 0x2016))
-            await vc.settle()
-            let link = self.link
-            peripheral = try await bounded { try await Peripheral(connection: link) }
-        }
-
-        /// The ATT PDUs the client sent, in order.
-        var attPDUs: [[UInt8]] { vc.l2capReceived.filter { $0.channelID == L2CAPChannelID.att }.map(\.payload) }
-
-        func count(_ opcode: UInt8) -> Int { attPDUs.filter { $0.first == opcode }.count }
-
-        /// Returns once the gate holds `count` PDUs.
-        func held(_ count: Int) async throws {
-            let gate = self.gate
-            try await vc.waitUntil("\(count) ATT PDUs held") { _ in gate.heldCount >= count }
-        }
-    }
-
     static func isCancelled(_ error: (any Error)?) -> Bool {
-        if case .cancelled? = error as? GATTError { return true }
+        if let error = error as? GATTError, error.isCancellation { return true }
         Issue.record("expected GATTError.cancelled, got \(String(describing: error))")
         return false
     }
@@ -68,12 +26,12 @@ struct GATTCancellationTests {
     // MARK: Preparing the bearer (Exchange MTU)
 
     @Test func cancelledMTUExchangeLeavesTheExchangeToFinish() async throws {
-        let bed = try await Bed()
+        let bed = try await LabBed.cancellation()
         bed.gate.close()
         let peripheral = bed.peripheral
         let read = Task { try await peripheral.read(Lab.scratch) }
         try await bed.held(1)
-        #expect(bed.attPDUs.first?.first == 0x02)
+        #expect(bed.allATTPDUs.first?.first == 0x02)
         read.cancel()
         #expect(Self.isCancelled(await failure(of: read)))
 
@@ -85,7 +43,7 @@ struct GATTCancellationTests {
     }
 
     @Test func cancelledCallsWaitingForThePreparationLeaveTheOthers() async throws {
-        let bed = try await Bed()
+        let bed = try await LabBed.cancellation()
         bed.gate.close()
         let peripheral = bed.peripheral
         let preparing = Task { try await peripheral.read(Lab.scratch) }
@@ -120,7 +78,7 @@ struct GATTCancellationTests {
     /// Already cancellation-aware before: the caller leaves, the request stays in flight and
     /// the next one waits for its response (one request at a time, Vol 3, Part F, 3.3.2).
     @Test func cancelledReadKeepsOneRequestInFlight() async throws {
-        let bed = try await Bed()
+        let bed = try await LabBed.cancellation()
         let peripheral = bed.peripheral
         _ = try await bounded { try await peripheral.read(Lab.scratch) }
         let readsBefore = bed.count(0x0A)
@@ -142,7 +100,7 @@ struct GATTCancellationTests {
     }
 
     @Test func cancelledWriteWithoutResponseWaitingForABuffer() async throws {
-        let bed = try await Bed { o in
+        let bed = try await LabBed.cancellation { o in
             o.aclPacketCount = 1
             o.packetCompletion = .manual
         }
@@ -176,14 +134,14 @@ struct GATTCancellationTests {
         bed.vc.completePackets()
         try await value(of: next)
         await bed.vc.settle()
-        #expect(bed.attPDUs.filter { $0.first == 0x52 }.map { $0.last } == [0x01, 0x02, 0x03])
+        #expect(bed.allATTPDUs.filter { $0.first == 0x52 }.map { $0.last } == [0x01, 0x02, 0x03])
         #expect(bed.vc.aclFlowControlViolations == 0)
     }
 
     // MARK: Subscriptions
 
     @Test func cancelledSubscriberWaitingForTheCCCDWrite() async throws {
-        let bed = try await Bed()
+        let bed = try await LabBed.cancellation()
         let peripheral = bed.peripheral
         // Discovered first (kept by the peripheral), so the CCCD write is the first PDU.
         _ = try await bounded { try await peripheral.descriptors(of: Lab.notifyCounter) }
@@ -191,7 +149,7 @@ struct GATTCancellationTests {
         bed.gate.close()
         let first = Task { try await peripheral.subscribe(to: Lab.notifyCounter) }
         try await bed.held(1)
-        #expect(bed.attPDUs.last?.first == 0x12)
+        #expect(bed.allATTPDUs.last?.first == 0x12)
         // The peripheral's own follow-up of the subscriber count may wait for the write too.
         await bed.vc.settle()
         let others = await peripheral.subscriptionWaiterCount(handle)
@@ -210,7 +168,7 @@ struct GATTCancellationTests {
     }
 
     @Test func cancelledWriteAndAwaitNotification() async throws {
-        let bed = try await Bed()
+        let bed = try await LabBed.cancellation()
         let peripheral = bed.peripheral
         let scratch = try #require(await bed.server.valueHandle(of: Lab.scratch.uuid))
         let call = Task { try await peripheral.writeAndAwaitNotification([0x05], to: Lab.scratch, response: Lab.notifyCounter) }
@@ -232,7 +190,7 @@ struct GATTCancellationTests {
     // MARK: Test support
 
     @Test func cancelledIndicationStopsWaitingForTheConfirmation() async throws {
-        let bed = try await Bed()
+        let bed = try await LabBed.cancellation()
         let peripheral = bed.peripheral
         let stream = try await bounded { try await peripheral.subscribe(to: Lab.indicateCounter, indications: true) }
         bed.gate.close()
@@ -258,7 +216,7 @@ struct GATTCancellationTests {
 extension Peripheral {
     /// Calls waiting while another prepares the bearer.
     var readinessWaiterCount: Int {
-        if case .preparing(let waiters) = readiness { return waiters.count }
+        if case .preparing = readiness { return readinessWaiters.count }
         return 0
     }
 
@@ -271,49 +229,6 @@ extension GATTServer {
     func cccdValues(of characteristic: BluetoothUUID) -> [UInt16] {
         guard let cccd = cccdHandle(of: characteristic) else { return [] }
         return links.values.map { $0.cccd[cccd] ?? 0 }
-    }
-}
-
-/// A `SimulatedATTServer` in front of another: while closed it holds what the client sends;
-/// opening passes the held PDUs on, in order. Called on the test bed's queue.
-final class GatedATTServer: SimulatedATTServer {
-    let inner: any SimulatedATTServer
-    let queue: DispatchQueue
-    private let state = Mutex<(isOpen: Bool, held: [(pdu: [UInt8], link: any ATTServerLink)])>((true, []))
-
-    init(_ inner: any SimulatedATTServer, queue: DispatchQueue) {
-        self.inner = inner
-        self.queue = queue
-    }
-
-    func linkConnected(_ link: any ATTServerLink) { inner.linkConnected(link) }
-    func linkDisconnected(_ link: any ATTServerLink) { inner.linkDisconnected(link) }
-
-    func receive(_ pdu: [UInt8], from link: any ATTServerLink) {
-        let pass = state.withLock { s -> Bool in
-            if s.isOpen { return true }
-            s.held.append((pdu, link))
-            return false
-        }
-        if pass { inner.receive(pdu, from: link) }
-    }
-
-    var heldCount: Int { state.withLock { $0.held.count } }
-
-    func close() { state.withLock { $0.isOpen = false } }
-
-    /// Opens the gate on the queue, passing on what it held first.
-    func open() {
-        queue.async { self.openOnQueue() }
-    }
-
-    private func openOnQueue() {
-        let held = state.withLock { s -> [(pdu: [UInt8], link: any ATTServerLink)] in
-            s.isOpen = true
-            defer { s.held = [] }
-            return s.held
-        }
-        for h in held { inner.receive(h.pdu, from: h.link) }
     }
 }
 
@@ -339,4 +254,28 @@ fileprivate final class Flag: Sendable {
     private let value = Mutex(false)
     func set() { value.withLock { $0 = true } }
     var isSet: Bool { value.withLock { $0 } }
+}
+
+extension LabBed {
+    /// The bed of the cancellation suite: peer C0:11:22:33:44:99; neither Data Length nor 2M
+    /// PHY requested, so the set-up after connecting is LE Read Remote Features alone.
+    static func cancellation(_ configure: (inout VirtualController.Options) -> Void = { _ in }) async throws -> LabBed {
+        var options = LabBed.Options()
+        configure(&options.controller)
+        options.peer = GATTCancellationTests.peer
+        options.requestDataLengthExtension = false
+        options.request2MPHY = false
+        return try await LabBed(options)
+    }
+
+    /// The ATT PDUs the client sent on any link, in order.
+    var allATTPDUs: [[UInt8]] { vc.l2capReceived.filter { $0.channelID == L2CAPChannelID.att }.map(\.payload) }
+
+    func count(_ opcode: UInt8) -> Int { allATTPDUs.filter { $0.first == opcode }.count }
+
+    /// Returns once the gate holds `count` PDUs.
+    func held(_ count: Int) async throws {
+        let gate = self.gate
+        try await vc.waitUntil("\(count) ATT PDUs held") { _ in gate.heldCount >= count }
+    }
 }

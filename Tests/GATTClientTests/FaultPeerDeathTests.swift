@@ -130,7 +130,7 @@ extension HCIHost {
 extension Peripheral {
     /// Callers parked while the bearer is being prepared.
     var pendingReadinessWaiters: Int {
-        if case .preparing(let waiters) = readiness { return waiters.count }
+        if case .preparing = readiness { return readinessWaiters.count }
         return 0
     }
 }

@@ -1,6 +1,6 @@
 import Testing
 import GATTClient
-import BLETestSupport
+@testable import BLETestSupport
 
 @Suite struct NotificationTests {
     @Test func oneSubscriberGetsEveryNotificationInOrder() async throws {
@@ -39,7 +39,7 @@ import BLETestSupport
         #expect(results.count == 16)
         #expect(results.allSatisfy { $0 == [[1, 0, 0, 0], [2, 0, 0, 0], [3, 0, 0, 0]] })
         // Every consumer left: the CCCD goes back to 0x0000, written once more.
-        await eventually("CCCD cleared") { await bed.server.clientConfigurations(of: Lab.uuid(6)) == [0] }
+        #expect(await bed.server.waitUntil("CCCD cleared") { $0.cccdValues(of: Lab.uuid(6)) == [0] })
         #expect(await bed.server.appliedWrites().filter { $0.handle == cccdHandle }.map(\.value) == [[0x01, 0x00], [0x00, 0x00]])
     }
 
@@ -53,7 +53,7 @@ import BLETestSupport
             for try await r in readings { bpm.append(r.beatsPerMinute); if bpm.count == 2 { break } }
             return bpm
         }
-        await eventually("subscribed") { await bed.server.clientConfigurations(of: BluetoothUUID("2A37")!) == [1] }
+        #expect(await bed.server.waitUntil("subscribed") { $0.cccdValues(of: BluetoothUUID("2A37")!) == [1] })
         await bed.server.notify(characteristic: BluetoothUUID("2A37")!, value: [0x00, 72])
         await bed.server.notify(characteristic: BluetoothUUID("2A37")!, value: [0x01, 0x2C, 0x01])
         #expect(try await consumer.value == [72, 300])
@@ -97,7 +97,7 @@ import BLETestSupport
     @Test func writeAndAwaitNotificationSubscribesFirst() async throws {
         let bed = TestBed()
         let responder = Task {
-            await eventually("write applied") { await bed.server.appliedWrites().contains { $0.value == [0x42] } }
+            #expect(await bed.server.waitUntil("write applied") { $0.writes.contains { $0.value == [0x42] } })
             await bed.server.notify(characteristic: Lab.uuid(6), value: [0x42, 0, 0, 0])
         }
         let reply = try await bed.peripheral.writeAndAwaitNotification([0x42], to: Lab.scratch, response: Lab.notifyCounter)

@@ -1,7 +1,7 @@
 import Testing
 import Dispatch
 import GATTClient
-import BLETestSupport
+@testable import BLETestSupport
 
 @Suite struct ReadWriteTests {
     static let pattern = (0..<600).map { UInt8(truncatingIfNeeded: $0) }
@@ -50,7 +50,7 @@ import BLETestSupport
     @Test func writeWithoutResponseKeepsEveryWriteInOrder() async throws {
         let bed = TestBed()
         for i in 0..<200 { try await bed.peripheral.write([UInt8(i)], to: Lab.scratch, type: .withoutResponse) }
-        await eventually("200 writes applied") { await bed.server.appliedWrites().filter { $0.handle == 17 }.count == 200 }
+        #expect(await bed.server.waitUntil("200 writes applied") { $0.writes.filter { $0.handle == 17 }.count == 200 })
         #expect(await bed.server.appliedWrites().filter { $0.handle == 17 }.map(\.value) == (0..<200).map { [UInt8($0)] })
         let tooLong = [UInt8](repeating: 1, count: 600)
         await #expect(throws: GATTError.self) { try await bed.peripheral.write(tooLong, to: Lab.scratch, type: .withoutResponse) }
@@ -135,7 +135,7 @@ import BLETestSupport
         let read = Task { () -> GATTError? in
             do throws(GATTError) { _ = try await bed.peripheral.read(Lab.pattern); return nil } catch { return error }
         }
-        await eventually("the discovery request was sent") { await bed.server.receivedOpcodes().count == 2 }
+        #expect(await bed.server.waitUntil("the discovery request was sent") { $0.log.count == 2 })
         await scheduler.advance(by: .seconds(29))
         #expect(await scheduler.pendingCount() == 1)
         await scheduler.advance(by: .seconds(1))

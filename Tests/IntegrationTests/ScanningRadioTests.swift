@@ -97,8 +97,8 @@ struct ScanningRadioTests {
             let battery = try await Self.first(within: 10) { await central.scan(filter: ScanFilter(nameContains: "Battery")) }
             #expect(battery?.name == "Battery sim")
             // The first subscriber still receives reports heard after the second left
-            // (lastSeen is the central's scheduler clock: DispatchTime uptime).
-            let mark = DispatchTime.now().uptimeNanoseconds
+            // (lastSeen is an instant of the central's clock: ContinuousClock).
+            let mark = ContinuousClock.now
             var later: DiscoveredPeripheral?
             while let p = await reports.next() {
                 if p.lastSeen > mark { later = p; break }

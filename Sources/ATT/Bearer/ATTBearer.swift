@@ -37,28 +37,28 @@ public actor ATTBearer {
     private var valueHandler: (@Sendable (ATTValueEvent) -> Void)? { route.handler }
     private var droppedPDUHandler: (@Sendable ([UInt8], DecodeError) -> Void)?
 
-    private typealias Reply = CheckedContinuation<Result<ATTPDU, ATTError>, Never>
     private struct Queued {
-        let id: UInt64
+        let id: Waiters<ATTPDU, ATTError>.ID
         let opcode: ATTOpcode
         let bytes: [UInt8]
-        let reply: Reply
     }
     private struct InFlight {
-        let id: UInt64
+        /// The caller in `requests`; gone from there once it was cancelled, while the
+        /// transaction still runs to its end.
+        let id: Waiters<ATTPDU, ATTError>.ID
         let opcode: ATTOpcode
-        /// Nil once the caller was cancelled: the transaction still runs to its end.
-        var reply: Reply?
         let timer: any ScheduledTimer
     }
+    /// The callers of `request`.
+    private let requests: Waiters<ATTPDU, ATTError>
     private var queue: [Queued] = []
     private var inFlight: InFlight?
-    private var lastID: UInt64 = 0
 
     private var mtuKnown = false
-    /// Callers of `exchangeMTU()` by id, while an exchange runs (nil when none runs).
-    private var mtuWaiters: [UInt64: CheckedContinuation<Result<UInt16, ATTError>, Never>]?
-    private var lastMTUWaiter: UInt64 = 0
+    /// True while the one Exchange MTU transaction runs.
+    private var mtuExchangeRunning = false
+    /// Callers of `exchangeMTU()` waiting for that transaction.
+    private let mtuWaiters: Waiters<UInt16, ATTError>
 
     /// A bearer over `channel`. Create it on the adapter executor (from an actor sharing it)
     /// so no SDU arrives before its handlers are installed; elsewhere they are installed by
@@ -69,6 +69,8 @@ public actor ATTBearer {
         self.scheduler = scheduler
         self.clientMTU = max(clientMTU, ATTBearer.defaultMTU)
         self.transactionTimeout = transactionTimeout
+        self.requests = Waiters(executor: channel.executor, scheduler: scheduler)
+        self.mtuWaiters = Waiters(executor: channel.executor, scheduler: scheduler)
         let install = ATTBearer.handlerInstaller(channel: channel, bearer: self, route: route)
         if channel.executor.isOnQueue { install() } else { channel.executor.queue.async(execute: install) }
     }
@@ -144,17 +146,12 @@ public actor ATTBearer {
         if let failure { throw failure }
         let bytes = pdu.bytes
         guard bytes.count <= Int(mtu) else { throw .pduTooLarge(opcode, size: bytes.count, mtu: mtu) }
-        if Task.isCancelled { throw .cancelled(opcode) }
-        lastID &+= 1
-        let id = lastID
-        let adapterQueue = channel.executor.queue
-        let result = await withTaskCancellationHandler {
-            await withCheckedContinuation { (reply: Reply) in
-                queue.append(Queued(id: id, opcode: opcode, bytes: bytes, reply: reply))
-                startNext()
-            }
-        } onCancel: { [weak self] in
-            adapterQueue.async { [weak self] in self?.assumeIsolated { $0.cancel(id) } }
+        let result = await requests.wait(cancelled: { [weak self] id in
+            self?.assumeIsolated { $0.queue.removeAll { $0.id == id } }
+            return .failure(.cancelled(opcode))
+        }) { id in
+            queue.append(Queued(id: id, opcode: opcode, bytes: bytes))
+            startNext()
         }
         return try result.get()
     }
@@ -187,29 +184,13 @@ public actor ATTBearer {
         if mtuKnown { return mtu }
         if let failure { throw failure }
         if Task.isCancelled { throw .cancelled(.exchangeMTURequest) }
-        if mtuWaiters == nil {
-            mtuWaiters = [:]
+        if !mtuExchangeRunning {
+            mtuExchangeRunning = true
             // Not in the caller's task: cancelling the caller must not withdraw the request
             // the other callers wait for.
             Task { await self.runMTUExchange() }
         }
-        lastMTUWaiter &+= 1
-        let id = lastMTUWaiter
-        let adapterQueue = channel.executor.queue
-        let result = await withTaskCancellationHandler {
-            await withCheckedContinuation { (c: CheckedContinuation<Result<UInt16, ATTError>, Never>) in
-                if mtuWaiters == nil {
-                    c.resume(returning: mtuKnown ? .success(mtu) : .failure(failure ?? .cancelled(.exchangeMTURequest)))
-                } else {
-                    mtuWaiters?[id] = c
-                }
-            }
-        } onCancel: { [weak self] in
-            adapterQueue.async { [weak self] in
-                self?.assumeIsolated { $0.mtuWaiters?.removeValue(forKey: id)?.resume(returning: .failure(.cancelled(.exchangeMTURequest))) }
-            }
-        }
-        return try result.get()
+        return try await mtuWaiters.wait(cancelled: { _ in .failure(.cancelled(.exchangeMTURequest)) }).get()
     }
 
     /// The one Exchange MTU transaction; its outcome goes to every caller still waiting.
@@ -222,9 +203,8 @@ public actor ATTBearer {
             if case .errorResponse = error { mtuKnown = true }
             result = .failure(error)
         }
-        let waiters = mtuWaiters ?? [:]
-        mtuWaiters = nil
-        for w in waiters.values { w.resume(returning: result) }
+        mtuExchangeRunning = false
+        mtuWaiters.resumeAll(with: result)
     }
 
     // MARK: Transactions
@@ -236,7 +216,7 @@ public actor ATTBearer {
         let timer = scheduler.schedule(after: transactionTimeout) { [weak self] in
             self?.assumeIsolated { $0.transactionTimedOut(id) }
         }
-        inFlight = InFlight(id: id, opcode: next.opcode, reply: next.reply, timer: timer)
+        inFlight = InFlight(id: id, opcode: next.opcode, timer: timer)
         let bytes = next.bytes
         Task { await self.transmit(bytes, transaction: id) }
     }
@@ -254,18 +234,8 @@ public actor ATTBearer {
         guard let current = inFlight else { return }
         inFlight = nil
         current.timer.cancel()
-        current.reply?.resume(returning: result)
+        requests.resume(current.id, with: result)
         startNext()
-    }
-
-    private func cancel(_ id: UInt64) {
-        if let i = queue.firstIndex(where: { $0.id == id }) {
-            let q = queue.remove(at: i)
-            q.reply.resume(returning: .failure(.cancelled(q.opcode)))
-        } else if let current = inFlight, current.id == id, let reply = current.reply {
-            inFlight?.reply = nil
-            reply.resume(returning: .failure(.cancelled(current.opcode)))
-        }
     }
 
     private func transactionTimedOut(_ id: UInt64) {
@@ -283,11 +253,9 @@ public actor ATTBearer {
         if let current = inFlight {
             inFlight = nil
             current.timer.cancel()
-            current.reply?.resume(returning: .failure(error))
         }
-        let waiting = queue
         queue.removeAll()
-        for q in waiting { q.reply.resume(returning: .failure(error)) }
+        requests.failAll(error)
     }
 
     private func applyMTU(peerRxMTU: UInt16) {

@@ -28,7 +28,7 @@ public enum ATTError: Error, Sendable, Equatable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .errorResponse(let code, let handle, let request):
-            let on = handle == 0 ? "" : " on handle 0x\(hex4(handle))"
+            let on = handle == 0 ? "" : " on handle \(handle.hex)"
             let hint = code.hint.map { "; \($0)" } ?? ""
             return "\(request.name)\(on) failed: \(code)\(hint)"
         case .transactionTimeout(let request):
@@ -47,6 +47,17 @@ public enum ATTError: Error, Sendable, Equatable, CustomStringConvertible {
             return "\(opcode) is not an ATT command; use request(_:) for requests"
         case .pduTooLarge(let opcode, let size, let mtu):
             return "\(opcode.name) of \(size) octets exceeds the ATT_MTU of \(mtu); shorten the value or use a long procedure"
+        }
+    }
+}
+
+extension ATTError: BLEError {
+    /// The caller's cancellation, also when it reached the bearer through its channel.
+    public var isCancellation: Bool {
+        switch self {
+        case .cancelled: return true
+        case .linkClosed(let error): return error.isCancellation
+        default: return false
         }
     }
 }

@@ -42,6 +42,6 @@ public struct ATTValueEvent: Sendable, Hashable, CustomStringConvertible {
 
     /// "notification 0x0012: 01 02".
     public var description: String {
-        "\(isIndication ? "indication" : "notification") 0x\(hex4(handle)): \(valueBytes.hexString())"
+        "\(isIndication ? "indication" : "notification") \(handle.hex): \(valueBytes.hexString())"
     }
 }

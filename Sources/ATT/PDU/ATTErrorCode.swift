@@ -86,5 +86,5 @@ public struct ATTErrorCode: RawRepresentable, Hashable, Sendable, CustomStringCo
     }
 
     /// "Insufficient Authentication (0x05)".
-    public var description: String { "\(name) (0x\(hex2(rawValue)))" }
+    public var description: String { "\(name) (\(rawValue.hex))" }
 }

@@ -13,7 +13,7 @@ public struct ATTHandleRange: Hashable, Sendable, CustomStringConvertible {
     public static let all = ATTHandleRange(start: 0x0001, end: 0xFFFF)
 
     /// "0x0001-0xFFFF".
-    public var description: String { "0x\(hex4(start))-0x\(hex4(end))" }
+    public var description: String { "\(start.hex)-\(end.hex)" }
 }
 
 /// A handle and its value: an Attribute Data List entry of Read By Type Response

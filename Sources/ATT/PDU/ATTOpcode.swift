@@ -128,19 +128,5 @@ public struct ATTOpcode: RawRepresentable, Hashable, Sendable, CustomStringConve
     }
 
     /// "Read Request (0x0A)".
-    public var description: String { "\(name) (0x\(hex2(rawValue)))" }
-}
-
-/// Two uppercase hex digits.
-@usableFromInline
-func hex2(_ v: UInt8) -> String {
-    let s = String(v, radix: 16, uppercase: true)
-    return s.count == 1 ? "0" + s : s
-}
-
-/// Four uppercase hex digits.
-@usableFromInline
-func hex4(_ v: UInt16) -> String {
-    let s = String(v, radix: 16, uppercase: true)
-    return String(repeating: "0", count: 4 - s.count) + s
+    public var description: String { "\(name) (\(rawValue.hex))" }
 }

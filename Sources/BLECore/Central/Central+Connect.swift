@@ -9,8 +9,8 @@ extension Central {
 
     struct PendingConnect {
         let peer: LEAddress
-        /// Set while the caller waits for the completion.
-        var continuation: CheckedContinuation<ConnectWaitOutcome, Never>?
+        /// The caller in `connectWaiters`, while it waits for the completion.
+        var waiter: Waiters<ConnectWaitOutcome, Never>.ID?
         var timer: (any ScheduledTimer)?
         /// Set once the attempt is being cancelled: the error to report when it ends.
         var abortError: ConnectionError?
@@ -24,12 +24,6 @@ extension Central {
         var pausedScan = false
 
         init(peer: LEAddress) { self.peer = peer }
-    }
-
-    /// One caller waiting for its turn to connect.
-    struct ConnectTurnWaiter {
-        let id: UInt64
-        let continuation: CheckedContinuation<Bool, Never>
     }
 
     /// Connects to `peer`. One attempt is pending at the controller at a time; others queue.
@@ -97,29 +91,22 @@ extension Central {
                 throw .command(peer: peer, error)
             }
         }
-        let outcome = await withTaskCancellationHandler {
-            await withCheckedContinuation { (c: CheckedContinuation<ConnectWaitOutcome, Never>) in
-                if let early = pendingConnect?.early {
-                    pendingConnect = nil
-                    c.resume(returning: (early, false))
-                    return
-                }
-                if pendingConnect == nil { pendingConnect = PendingConnect(peer: peer) }
-                pendingConnect?.continuation = c
-                if Task.isCancelled {
-                    connectCallerCancelled()
-                    return
-                }
-                let ms = Int(timeout.nanoseconds / 1_000_000)
-                pendingConnect?.timer = scheduler.schedule(after: timeout) { [weak self, executor] in
-                    self?.enter(on: executor) { $0.abortPendingConnect(.timeout(peer: peer, milliseconds: ms)) }
-                }
-            }
-        } onCancel: {
-            executor.queue.async { [weak self, executor] in
-                self?.enter(on: executor) { $0.connectCallerCancelled() }
-            }
+        if let early = pendingConnect?.early {
+            pendingConnect = nil
+            endConnectAttempt(peer, pausedScan: pausedScan)
+            return try early.get()
         }
+        if pendingConnect == nil { pendingConnect = PendingConnect(peer: peer) }
+        let outcome = await connectWaiters.wait(cancelled: { [weak self, executor] _ in
+            let handedOff = self?.enter(on: executor) { $0.connectCallerCancelled() } ?? false
+            return .success((.failure(.cancelled(peer: peer)), handedOff))
+        }) { id in
+            pendingConnect?.waiter = id
+            let ms = Int(timeout.nanoseconds / 1_000_000)
+            pendingConnect?.timer = scheduler.schedule(after: timeout) { [weak self, executor] in
+                self?.enter(on: executor) { $0.abortPendingConnect(.timeout(peer: peer, milliseconds: ms)) }
+            }
+        }.get()
         if !outcome.handedOff { endConnectAttempt(peer, pausedScan: pausedScan) }
         return try outcome.result.get()
     }
@@ -133,14 +120,14 @@ extension Central {
     }
 
     /// The caller waiting for the pending attempt was cancelled: it gets `.cancelled` now,
-    /// and the attempt is cancelled at the controller without it.
-    func connectCallerCancelled() {
-        guard var pending = pendingConnect, let c = pending.continuation else { return }
-        pending.continuation = nil
+    /// and the attempt is cancelled at the controller without it (true: it was handed off).
+    func connectCallerCancelled() -> Bool {
+        guard var pending = pendingConnect, !pending.callerGone else { return false }
+        pending.waiter = nil
         pending.callerGone = true
         pendingConnect = pending
         abortPendingConnect(.cancelled(peer: pending.peer))
-        c.resume(returning: (.failure(.cancelled(peer: pending.peer)), true))
+        return true
     }
 
     /// The caller was cancelled after the create command went out, before its Command
@@ -151,7 +138,7 @@ extension Central {
         if let early = pending.early {
             pendingConnect = nil
             if case .success((let handle, _)) = early {
-                options.logger.log(.info, "disconnecting 0x\(String(handle, radix: 16)) to \(pending.peer): its connect call was cancelled")
+                options.logger.log(.info, "disconnecting \(handle.hex) to \(pending.peer): its connect call was cancelled")
                 let host = self.host
                 Task { try? await host.send(HCICommand.disconnect(handle: handle, reason: .remoteUserTerminatedConnection)) }
             }
@@ -166,7 +153,7 @@ extension Central {
     /// Timeout or cancellation: LE Create Connection Cancel, then wait (bounded) for the
     /// completion with Unknown Connection Identifier (0x02).
     func abortPendingConnect(_ error: ConnectionError) {
-        guard var pending = pendingConnect, pending.continuation != nil || pending.callerGone,
+        guard var pending = pendingConnect, pending.waiter != nil || pending.callerGone,
               pending.abortError == nil, pending.early == nil else { return }
         pending.timer?.cancel()
         pending.abortError = error
@@ -200,13 +187,13 @@ extension Central {
             endConnectAttempt(pending.peer, pausedScan: pending.pausedScan)
             return
         }
-        guard let c = pending.continuation else {
+        guard let waiter = pending.waiter else {
             if pending.early == nil { pendingConnect?.early = result }
             return
         }
         pending.timer?.cancel()
         pendingConnect = nil
-        c.resume(returning: (result, false))
+        connectWaiters.resume(waiter, with: .success((result, false)))
     }
 
     func failPendingConnect(_ error: ConnectionError) {
@@ -231,29 +218,12 @@ extension Central {
             connectBusy = true
             return
         }
-        nextConnectTurnWaiter &+= 1
-        let id = nextConnectTurnWaiter
-        let granted = await withTaskCancellationHandler {
-            await withCheckedContinuation { (c: CheckedContinuation<Bool, Never>) in
-                if Task.isCancelled { c.resume(returning: false) } else { connectTurnWaiters.append(ConnectTurnWaiter(id: id, continuation: c)) }
-            }
-        } onCancel: {
-            executor.queue.async { [weak self, executor] in
-                self?.enter(on: executor) { central in
-                    guard let i = central.connectTurnWaiters.firstIndex(where: { $0.id == id }) else { return }
-                    central.connectTurnWaiters.remove(at: i).continuation.resume(returning: false)
-                }
-            }
-        }
+        let granted = await connectTurns.wait(cancelled: { _ in .success(false) }).get()
         if !granted { throw .cancelled(peer: peer) }
     }
 
     func releaseConnectTurn() {
-        if connectTurnWaiters.isEmpty {
-            connectBusy = false
-        } else {
-            connectTurnWaiters.removeFirst().continuation.resume(returning: true)
-        }
+        if !connectTurns.resumeFirst(with: .success(true)) { connectBusy = false }
     }
 
     // MARK: - Link events
@@ -276,10 +246,10 @@ extension Central {
                 finishPendingConnect(.failure(abort))
             } else if options.resetController == false {
                 // On a kernel-owned adapter (hci-raw) the kernel makes its own links: not ours to end.
-                options.logger.log(.debug, "connection 0x\(String(handle, radix: 16)) to \(peerAddress) belongs to the kernel")
+                options.logger.log(.debug, "connection \(handle.hex) to \(peerAddress) belongs to the kernel")
                 return
             }
-            options.logger.log(.info, "disconnecting unexpected connection 0x\(String(handle, radix: 16)) to \(peerAddress)")
+            options.logger.log(.info, "disconnecting unexpected connection \(handle.hex) to \(peerAddress)")
             let host = self.host
             Task { try? await host.send(HCICommand.disconnect(handle: handle, reason: .remoteUserTerminatedConnection)) }
             return
@@ -330,7 +300,7 @@ extension Central {
             let (handle, params) = try await establish(peer, timeout: .seconds(10), parameters: request)
             guard !connection.enter(on: executor, { $0.locallyClosed }) else {
                 // disconnect() ended the connection as this attempt completed: so does the new link.
-                options.logger.log(.info, "disconnecting 0x\(String(handle, radix: 16)) to \(peer): the connection was closed while it was being restored")
+                options.logger.log(.info, "disconnecting \(handle.hex) to \(peer): the connection was closed while it was being restored")
                 let host = self.host
                 Task { try? await host.send(HCICommand.disconnect(handle: handle, reason: .remoteUserTerminatedConnection)) }
                 return
@@ -376,13 +346,13 @@ extension Central {
             do {
                 try await host.send(HCICommand.leReadRemoteFeatures(handle: handle), timeout: .seconds(1))
             } catch {
-                logger.log(.debug, "LE Read Remote Features on 0x\(String(handle, radix: 16)): \(error)")
+                logger.log(.debug, "LE Read Remote Features on \(handle.hex): \(error)")
             }
             if parameters.requestDataLengthExtension, info.leFeatures.contains(.leDataPacketLengthExtension) {
                 do {
                     try await host.send(HCICommand.leSetDataLength(handle: handle, txOctets: 251, txTime: 2120), timeout: .seconds(1))
                 } catch {
-                    logger.log(.debug, "LE Set Data Length on 0x\(String(handle, radix: 16)) refused: \(error)")
+                    logger.log(.debug, "LE Set Data Length on \(handle.hex) refused: \(error)")
                 }
             }
         }
@@ -401,7 +371,7 @@ extension Central {
             do {
                 try await host.send(HCICommand.leSetPHY(HCICommand.LESetPHY(handle: handle, allPHYs: 0, txPHYs: 0b010, rxPHYs: 0b010, phyOptions: 0)), timeout: .seconds(1))
             } catch {
-                logger.log(.debug, "LE Set PHY on 0x\(String(handle, radix: 16)) refused: \(error)")
+                logger.log(.debug, "LE Set PHY on \(handle.hex) refused: \(error)")
             }
         }
     }

@@ -4,15 +4,15 @@ extension Central {
         switch event {
         case .leConnectionComplete(let e):
             connectionCompleted(status: e.status, handle: e.handle, role: e.role, peer: e.peer,
-                                parameters: ConnectionParameters(interval: e.connectionInterval, peripheralLatency: e.peripheralLatency, supervisionTimeout: e.supervisionTimeout))
+                                parameters: ConnectionParameters(hciInterval: e.connectionInterval, peripheralLatency: e.peripheralLatency, hciSupervisionTimeout: e.supervisionTimeout))
         case .leEnhancedConnectionComplete(let e):
             connectionCompleted(status: e.status, handle: e.handle, role: e.role, peer: e.peer,
-                                parameters: ConnectionParameters(interval: e.connectionInterval, peripheralLatency: e.peripheralLatency, supervisionTimeout: e.supervisionTimeout))
+                                parameters: ConnectionParameters(hciInterval: e.connectionInterval, peripheralLatency: e.peripheralLatency, hciSupervisionTimeout: e.supervisionTimeout))
         case .disconnectionComplete(let e):
             if e.status == .success { disconnected(handle: e.handle, reason: e.reason) }
         case .leConnectionUpdateComplete(let e):
             guard e.status == .success, let c = connectionsByHandle[e.handle] else { return }
-            let p = ConnectionParameters(interval: e.connectionInterval, peripheralLatency: e.peripheralLatency, supervisionTimeout: e.supervisionTimeout)
+            let p = ConnectionParameters(hciInterval: e.connectionInterval, peripheralLatency: e.peripheralLatency, hciSupervisionTimeout: e.supervisionTimeout)
             c.enter(on: executor) { $0.parameters = p; $0.emit(.parametersUpdated(p)) }
         case .leDataLengthChange(let e):
             guard let c = connectionsByHandle[e.handle] else { return }
@@ -42,11 +42,11 @@ extension Central {
             // Vol 4, Part E, 7.7.16: the controller needs a reset. Pending work has failed in
             // the host already; say so in the state until the application powers on again.
             failPendingConnect(.command(peer: pendingConnect?.peer ?? LEAddress(.zero, type: .public), .hardwareError(code: code)))
-            setState(.resetting, reason: "the controller reported Hardware Error 0x\(String(code, radix: 16)); call powerOn() to reset it")
+            setState(.resetting, reason: "the controller reported Hardware Error \(code.hex); call powerOn() to reset it")
         case .unknown(let code, let parameters):
-            options.logger.log(.debug, "unhandled event 0x\(String(code, radix: 16)) [\(parameters.hexString())]")
+            options.logger.log(.debug, "unhandled event \(code.hex) [\(parameters.hexString())]")
         case .leUnknown(let subevent, let parameters):
-            options.logger.log(.debug, "unhandled LE subevent 0x\(String(subevent, radix: 16)) [\(parameters.hexString())]")
+            options.logger.log(.debug, "unhandled LE subevent \(subevent.hex) [\(parameters.hexString())]")
         default:
             break
         }
@@ -56,15 +56,13 @@ extension Central {
 extension HCICommand.LECreateConnection {
     /// LE Create Connection to `peer` with the application's parameters (own address public).
     init(peer: LEAddress, request p: ConnectionRequestParameters) {
-        self.init(scanInterval: p.scanInterval, scanWindow: p.scanWindow, peer: peer,
-                  connection: LEConnectionParameters(intervalMin: p.minimumInterval, intervalMax: p.maximumInterval, maxLatency: p.peripheralLatency, supervisionTimeout: p.supervisionTimeout))
+        self.init(scanInterval: p.hciScanInterval, scanWindow: p.hciScanWindow, peer: peer, connection: p.hciConnection)
     }
 }
 
 extension HCICommand.LEExtendedCreateConnection {
     /// LE Extended Create Connection to `peer` on the 1M PHY with the application's parameters.
     init(peer: LEAddress, request p: ConnectionRequestParameters) {
-        let conn = LEConnectionParameters(intervalMin: p.minimumInterval, intervalMax: p.maximumInterval, maxLatency: p.peripheralLatency, supervisionTimeout: p.supervisionTimeout)
-        self.init(peer: peer, le1M: HCICommand.LEInitiatingPHYParameters(scanInterval: p.scanInterval, scanWindow: p.scanWindow, connection: conn))
+        self.init(peer: peer, le1M: HCICommand.LEInitiatingPHYParameters(scanInterval: p.hciScanInterval, scanWindow: p.hciScanWindow, connection: p.hciConnection))
     }
 }

@@ -13,7 +13,7 @@ public actor Central {
         public var commandTimeout: Duration = .seconds(2)
         /// How long to wait for the completion of a cancelled connection attempt.
         public var connectCancelTimeout: Duration = .seconds(2)
-        public var logger = Logger()
+        public var logger = BLELogger.silent
         /// Tests pass a manual scheduler to advance time without waiting. Its work must run on
         /// the adapter queue: pass that queue's `executor` too.
         public var scheduler: (any TimerScheduler)? = nil
@@ -48,8 +48,10 @@ public actor Central {
     var connectionsByPeer: [LEAddress: Connection] = [:]
     var pendingConnect: PendingConnect?
     var connectBusy = false
-    var connectTurnWaiters: [ConnectTurnWaiter] = []
-    var nextConnectTurnWaiter: UInt64 = 0
+    /// Callers waiting for the one connect turn, first come first served (false: cancelled).
+    let connectTurns: Waiters<Bool, Never>
+    /// The caller of the pending attempt, while it waits for the completion.
+    let connectWaiters: Waiters<ConnectWaitOutcome, Never>
     var reconnectTimers: [LEAddress: any ScheduledTimer] = [:]
     /// Reconnect attempts under way, by peer.
     var reconnectTasks: [LEAddress: (connection: Connection, task: Task<Void, Never>)] = [:]
@@ -76,14 +78,16 @@ public actor Central {
         self.stateStream = Broadcaster(executor: executor, replay: .latest)
         self.connectionEventStream = Broadcaster(executor: executor)
         self.scanner = Scanner(host: host, scheduler: scheduler, logger: options.logger)
+        self.connectTurns = Waiters(executor: executor, scheduler: scheduler)
+        self.connectWaiters = Waiters(executor: executor, scheduler: scheduler)
     }
 
     // MARK: - State
 
     /// The adapter state now and from now on (a new subscriber first gets the current state).
-    public func stateEvents() -> AsyncStream<AdapterState> {
+    public func stateEvents(bufferingPolicy: StreamBufferingPolicy = .unbounded) -> AsyncStream<AdapterState> {
         if stateStream.latestValue == nil { stateStream.yield(state) }
-        return stateStream.subscribe()
+        return stateStream.subscribe(bufferingPolicy: bufferingPolicy)
     }
 
     /// A snapshot for UI code.
@@ -99,8 +103,8 @@ public actor Central {
     }
 
     /// Lifecycle events of every link of this central.
-    public func connectionEvents() -> AsyncStream<PeerConnectionEvent> {
-        connectionEventStream.subscribe()
+    public func connectionEvents(bufferingPolicy: StreamBufferingPolicy = .unbounded) -> AsyncStream<PeerConnectionEvent> {
+        connectionEventStream.subscribe(bufferingPolicy: bufferingPolicy)
     }
 
     /// Starts the transport and brings the controller up (reset, read its capabilities, set the

@@ -32,9 +32,9 @@ public actor Connection {
     public internal(set) var lastDisconnectReason: HCIStatus?
     let eventStream: Broadcaster<ConnectionEvent>
     var reconnectHooks: [@Sendable (Connection) async -> Void] = []
-    /// Callers of `disconnect()` waiting for Disconnection Complete, by id.
-    var disconnectWaiters: [UInt64: CheckedContinuation<Bool, Never>] = [:]
-    var nextDisconnectWaiter: UInt64 = 0
+    /// Callers of `disconnect()` waiting for Disconnection Complete (true: the link ended or
+    /// the wait timed out; false: the caller was cancelled).
+    let disconnectWaiters: Waiters<Bool, Never>
 
     init(central: Central, host: HCIHost, peer: LEAddress, handle: UInt16, parameters: ConnectionParameters, policy: ReconnectPolicy, request: ConnectionRequestParameters) {
         self.requestParameters = request
@@ -46,6 +46,7 @@ public actor Connection {
         self.parameters = parameters
         self.reconnectPolicy = policy
         self.eventStream = Broadcaster(executor: host.executor)
+        self.disconnectWaiters = Waiters(executor: host.executor, scheduler: host.scheduler)
     }
 
     /// The central's timer source: timeouts of work on this link (the GATT layer's ATT
@@ -55,7 +56,7 @@ public actor Connection {
     public var isConnected: Bool { handle != nil }
 
     /// The lifecycle of this link from now on.
-    public func events(bufferingPolicy: AsyncStream<ConnectionEvent>.Continuation.BufferingPolicy = .unbounded) -> AsyncStream<ConnectionEvent> {
+    public func events(bufferingPolicy: StreamBufferingPolicy = .unbounded) -> AsyncStream<ConnectionEvent> {
         eventStream.subscribe(bufferingPolicy: bufferingPolicy)
     }
 
@@ -101,28 +102,12 @@ public actor Connection {
             throw .command(peer: peer, error)
         }
         if self.handle == nil { return }
-        let timer = host.scheduler.schedule(after: timeout) { [weak self, executor] in
-            self?.enter(on: executor) { $0.resumeDisconnectWaiters() }
-        }
-        defer { timer.cancel() }
-        nextDisconnectWaiter &+= 1
-        let id = nextDisconnectWaiter
-        let ended = await withTaskCancellationHandler {
-            await withCheckedContinuation { (c: CheckedContinuation<Bool, Never>) in
-                if Task.isCancelled { c.resume(returning: false) } else { disconnectWaiters[id] = c }
-            }
-        } onCancel: {
-            executor.queue.async { [weak self, executor] in
-                self?.enter(on: executor) { $0.disconnectWaiters.removeValue(forKey: id)?.resume(returning: false) }
-            }
-        }
+        let ended = await disconnectWaiters.wait(deadline: (timeout, .success(true)), cancelled: { _ in .success(false) }).get()
         if !ended { throw .command(peer: peer, .cancelledAfterSending(opcode: command.opcode)) }
     }
 
     func resumeDisconnectWaiters() {
-        let waiters = disconnectWaiters.values
-        disconnectWaiters.removeAll()
-        for w in waiters { w.resume(returning: true) }
+        disconnectWaiters.resumeAll(with: .success(true))
     }
 
     /// Reads the RSSI of the link (HCI_Read_RSSI), in dBm.

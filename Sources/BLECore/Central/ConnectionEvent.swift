@@ -1,31 +1,54 @@
 /// Connection parameters in force on a link (Core Spec Vol 6, Part B, 4.5.1).
+///
+///     if case .connected(_, let p) = event { print(p.interval) }   // "0.03 seconds"
 public struct ConnectionParameters: Sendable, Hashable, CustomStringConvertible {
-    /// Connection interval in 1.25 ms units.
-    public var interval: UInt16
+    /// Time between connection events: 7.5 ms to 4 s, in steps of 1.25 ms.
+    public var interval: Duration
+    /// Connection events the peripheral may skip (0-499).
     public var peripheralLatency: UInt16
-    /// Supervision timeout in 10 ms units.
-    public var supervisionTimeout: UInt16
+    /// How long the link may go without a packet before it is lost: 100 ms to 32 s, in steps of 10 ms.
+    public var supervisionTimeout: Duration
 
-    public init(interval: UInt16, peripheralLatency: UInt16, supervisionTimeout: UInt16) {
+    public init(interval: Duration, peripheralLatency: UInt16, supervisionTimeout: Duration) {
         self.interval = interval
         self.peripheralLatency = peripheralLatency
         self.supervisionTimeout = supervisionTimeout
     }
 
-    public var intervalMilliseconds: Double { Double(interval) * 1.25 }
+    /// From the units HCI events carry (1.25 ms, 10 ms).
+    package init(hciInterval: UInt16, peripheralLatency: UInt16, hciSupervisionTimeout: UInt16) {
+        self.init(interval: HCITimeUnit.connectionInterval.duration(hciInterval), peripheralLatency: peripheralLatency,
+                  supervisionTimeout: HCITimeUnit.supervisionTimeout.duration(hciSupervisionTimeout))
+    }
+
+    /// The interval in 1.25 ms units, as HCI carries it.
+    package var hciInterval: UInt16 { HCITimeUnit.connectionInterval.units(interval) }
+    /// The supervision timeout in 10 ms units, as HCI carries it.
+    package var hciSupervisionTimeout: UInt16 { HCITimeUnit.supervisionTimeout.units(supervisionTimeout) }
+
     public var description: String {
-        "interval \(intervalMilliseconds) ms, latency \(peripheralLatency), timeout \(Int(supervisionTimeout) * 10) ms"
+        "interval \(interval.millisecondsDescription), latency \(peripheralLatency), timeout \(supervisionTimeout.millisecondsDescription)"
     }
 }
 
-/// What the application asks for when connecting (intervals in 1.25 ms units, timeout in 10 ms).
+/// What the application asks for when connecting. Durations are rounded to the units HCI
+/// carries (0.625 ms for the scan, 1.25 ms for intervals, 10 ms for the timeout) and clamped
+/// to the ranges of Vol 4, Part E, 7.8.12.
+///
+///     var p = ConnectionRequestParameters()
+///     p.maximumInterval = .milliseconds(15)
+///     let link = try await central.connect(peer, parameters: p)
 public struct ConnectionRequestParameters: Sendable, Hashable {
-    public var scanInterval: UInt16 = 0x0060
-    public var scanWindow: UInt16 = 0x0060
-    public var minimumInterval: UInt16 = 0x0018
-    public var maximumInterval: UInt16 = 0x0028
+    /// How often and how long the controller listens for the peer's advertisements.
+    public var scanInterval: Duration = .milliseconds(60)
+    public var scanWindow: Duration = .milliseconds(60)
+    /// The range of connection intervals the peer may pick from (7.5 ms to 4 s).
+    public var minimumInterval: Duration = .milliseconds(30)
+    public var maximumInterval: Duration = .milliseconds(50)
+    /// Connection events the peripheral may skip (0-499).
     public var peripheralLatency: UInt16 = 0
-    public var supervisionTimeout: UInt16 = 0x01F4
+    /// How long the link may go without a packet before it is lost (100 ms to 32 s).
+    public var supervisionTimeout: Duration = .seconds(5)
     /// Ask the peer for larger LL packets (LE Set Data Length) when both sides support it.
     public var requestDataLengthExtension = true
     /// Ask for the 2M PHY when both sides support it.
@@ -33,6 +56,20 @@ public struct ConnectionRequestParameters: Sendable, Hashable {
 
     public init() {}
     public static let `default` = ConnectionRequestParameters()
+}
+
+extension ConnectionRequestParameters {
+    /// LE_Scan_Interval in 0.625 ms units (0x0004-0x4000).
+    var hciScanInterval: UInt16 { HCITimeUnit.slot.units(scanInterval, in: 0x0004...0x4000) }
+    /// LE_Scan_Window in 0.625 ms units (0x0004 up to the interval).
+    var hciScanWindow: UInt16 { HCITimeUnit.slot.units(scanWindow, in: 0x0004...hciScanInterval) }
+    /// The connection parameters of LE Create Connection, in HCI units (7.8.12).
+    var hciConnection: LEConnectionParameters {
+        let minimum = HCITimeUnit.connectionInterval.units(minimumInterval, in: 0x0006...0x0C80)
+        let maximum = HCITimeUnit.connectionInterval.units(maximumInterval, in: minimum...0x0C80)
+        return LEConnectionParameters(intervalMin: minimum, intervalMax: maximum, maxLatency: min(peripheralLatency, 0x01F3),
+                                      supervisionTimeout: HCITimeUnit.supervisionTimeout.units(supervisionTimeout, in: 0x000A...0x0C80))
+    }
 }
 
 /// Data length in force (Vol 6, Part B, 4.5.10).
@@ -73,7 +110,7 @@ public enum ConnectionEvent: Sendable, Hashable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .connecting(let n): return "connecting (attempt \(n))"
-        case .connected(let h, let p): return "connected (handle 0x\(String(h, radix: 16)), \(p))"
+        case .connected(let h, let p): return "connected (handle \(h.hex), \(p))"
         case .parametersUpdated(let p): return "parameters updated: \(p)"
         case .dataLengthChanged(let d): return "data length: tx \(d.maxTxOctets) bytes, rx \(d.maxRxOctets) bytes"
         case .phyChanged(let tx, let rx): return "PHY: tx \(tx), rx \(rx)"

@@ -10,8 +10,8 @@ public protocol ScheduledTimer: Sendable {
 ///
 ///     let timer = scheduler.schedule(after: .seconds(2)) { /* runs on the adapter queue */ }
 public protocol TimerScheduler: Sendable {
-    /// Monotonic time in nanoseconds.
-    func now() -> UInt64
+    /// The current instant of this scheduler's clock (a manual clock in tests).
+    func now() -> ContinuousClock.Instant
     /// Runs `work` on the adapter queue once `delay` has passed, unless cancelled first.
     func schedule(after delay: Duration, _ work: @escaping @Sendable () -> Void) -> any ScheduledTimer
 }
@@ -36,7 +36,7 @@ public struct DispatchTimerScheduler: TimerScheduler {
     public let queue: DispatchQueue
     public init(queue: DispatchQueue) { self.queue = queue }
 
-    public func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+    public func now() -> ContinuousClock.Instant { .now }
 
     public func schedule(after delay: Duration, _ work: @escaping @Sendable () -> Void) -> any ScheduledTimer {
         let source = DispatchSource.makeTimerSource(queue: queue)

@@ -31,8 +31,7 @@ public struct HCIOpcode: RawRepresentable, Hashable, Sendable, CustomStringConve
     public var ogf: UInt8 { UInt8(rawValue >> 10) }
     public var ocf: UInt16 { rawValue & 0x3FF }
     public var description: String {
-        let hex = String(rawValue, radix: 16, uppercase: true)
-        let code = "0x" + String(repeating: "0", count: 4 - hex.count) + hex
+        let code = rawValue.hex
         if let name = HCIOpcode.names[rawValue] { return "\(name) (\(code))" }
         return "opcode \(code) (OGF 0x\(String(ogf, radix: 16)), OCF 0x\(String(ocf, radix: 16)))"
     }

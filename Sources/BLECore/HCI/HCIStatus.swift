@@ -19,7 +19,6 @@ public struct HCIStatus: RawRepresentable, Hashable, Sendable, CustomStringConve
     public var name: String { HCIStatus.names[rawValue] ?? "Unknown HCI error" }
 
     public var description: String {
-        let hex = String(rawValue, radix: 16, uppercase: true)
-        return "\(name) (0x\(hex.count == 1 ? "0" : "")\(hex))"
+        "\(name) (\(rawValue.hex))"
     }
 }

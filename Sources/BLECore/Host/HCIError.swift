@@ -41,7 +41,7 @@ public enum HCIError: Error, Sendable, Equatable, CustomStringConvertible {
         case .invalidReturnParameters(let opcode, let error):
             return "\(opcode) returned parameters that do not decode: \(error)"
         case .hardwareError(let code):
-            return "the controller reported Hardware Error 0x\(String(code, radix: 16)); reset or power-cycle it"
+            return "the controller reported Hardware Error \(code.hex); reset or power-cycle it"
         }
     }
 }

@@ -8,7 +8,7 @@ extension HCIHost {
         // Unchecked: a Link is touched only by its host, on the adapter executor.
         @exclusivity(unchecked) var reassembler = ACLReassembler()
         /// Fragments waiting for a controller buffer; the last fragment of a PDU carries its waiter.
-        var queue: [(packet: ACLDataPacket, done: ACLSendWaiter?)] = []
+        var queue: [(packet: ACLDataPacket, done: Waiters<Void, LinkError>.ID?)] = []
         var queueHead = 0
         /// Fragments handed to the controller and not yet reported by Number Of Completed Packets.
         var inFlight = 0
@@ -36,7 +36,7 @@ extension HCIHost {
     /// Registers a new connection so its data can flow. The central calls this on LE
     /// Connection Complete, before any data for the handle can arrive.
     public func addLink(handle: UInt16, peer: LEAddress) {
-        if links[handle] != nil { linkLost(handle: handle, error: .closed(peer: "handle 0x\(String(handle, radix: 16))")) }
+        if links[handle] != nil { linkLost(handle: handle, error: .closed(peer: "handle \(handle.hex)")) }
         links[handle] = Link(handle: handle, peer: peer)
     }
 
@@ -62,19 +62,11 @@ extension HCIHost {
     /// already queued still go out (a PDU is never cut short on the link).
     public func sendL2CAP(handle: UInt16, channelID: UInt16, payload: [UInt8]) async throws(LinkError) {
         if let lostReason { throw .transportLost(lostReason) }
-        guard let link = links[handle] else { throw .closed(peer: "handle 0x\(String(handle, radix: 16))") }
-        let waiter = ACLSendWaiter()
-        let queue = executor.queue
+        guard let link = links[handle] else { throw .closed(peer: "handle \(handle.hex)") }
         // The error is only built when needed: this is the path of every Write Command.
         let peer = link.peer.address
-        let result = await withTaskCancellationHandler {
-            await withCheckedContinuation { (c: CheckedContinuation<Result<Void, LinkError>, Never>) in
-                if Task.isCancelled { return c.resume(returning: .failure(.cancelled(peer: "\(peer)", handle: handle, channelID: channelID))) }
-                waiter.continuation = c
-                enqueue(link: link, channelID: channelID, payload: payload, done: waiter)
-            }
-        } onCancel: {
-            queue.async { waiter.resume(.failure(.cancelled(peer: "\(peer)", handle: handle, channelID: channelID))) }
+        let result = await sendWaiters.wait(cancelled: { _ in .failure(.cancelled(peer: "\(peer)", handle: handle, channelID: channelID)) }) { id in
+            enqueue(link: link, channelID: channelID, payload: payload, done: id)
         }
         try result.get()
     }
@@ -86,7 +78,7 @@ extension HCIHost {
     }
 
     /// Queues a PDU without waiting (the host's own signaling and SMP answers).
-    func enqueue(link: Link, channelID: UInt16, payload: [UInt8], done: ACLSendWaiter? = nil) {
+    func enqueue(link: Link, channelID: UInt16, payload: [UInt8], done: Waiters<Void, LinkError>.ID? = nil) {
         let fragments = ACLFragmenter.fragments(handle: link.handle, channelID: channelID, payload: payload, fragmentSize: aclPacketLength)
         for (i, f) in fragments.enumerated() {
             link.queue.append((f, i == fragments.count - 1 ? done : nil))
@@ -112,12 +104,12 @@ extension HCIHost {
             do {
                 try transport.send(.acl(packet))
             } catch {
-                done?.resume(.failure(.transportLost("\(error)")))
+                if let done { sendWaiters.resume(done, with: .failure(.transportLost("\(error)"))) }
                 continue
             }
             aclCredits -= 1
             link.inFlight += 1
-            done?.resume(.success(()))
+            if let done { sendWaiters.resume(done, with: .success(())) }
         }
     }
 
@@ -130,7 +122,7 @@ extension HCIHost {
 
     func receiveACL(_ packet: ACLDataPacket) {
         guard let link = inlet.link(packet.handle) else {
-            logger.log(.warning, "dropping ACL data for unknown handle 0x\(String(packet.handle, radix: 16)) (\(packet.data.count) bytes)")
+            logger.log(.warning, "dropping ACL data for unknown handle \(packet.handle.hex) (\(packet.data.count) bytes)")
             return
         }
         if let cid = link.reassembler.singleFragmentChannel(packet) {
@@ -143,7 +135,7 @@ extension HCIHost {
         case .incomplete:
             break
         case .dropped(let why):
-            logger.log(.warning, "handle 0x\(String(packet.handle, radix: 16)): \(why)")
+            logger.log(.warning, "handle \(packet.handle.hex): \(why)")
         }
     }
 
@@ -159,7 +151,9 @@ extension HCIHost {
         aclCredits += link.inFlight
         link.inFlight = 0
         readyLinks.removeAll { $0 == handle }
-        for entry in link.queue[link.queueHead...] { entry.done?.resume(.failure(error)) }
+        for entry in link.queue[link.queueHead...] {
+            if let done = entry.done { sendWaiters.resume(done, with: .failure(error)) }
+        }
         link.queue.removeAll()
         link.queueHead = 0
         link.reassembler.reset()
@@ -168,18 +162,5 @@ extension HCIHost {
         link.att = nil
         link.attRawReceiver = nil
         pumpACL()
-    }
-}
-
-/// The caller of one `sendL2CAP`, carried by the PDU's last fragment: resumed once, by the
-/// first of that fragment going to the controller, the link ending, or the caller's
-/// cancellation.
-final class ACLSendWaiter: @unchecked Sendable { // touched only on the adapter queue
-    var continuation: CheckedContinuation<Result<Void, LinkError>, Never>?
-
-    func resume(_ result: Result<Void, LinkError>) {
-        guard let c = continuation else { return }
-        continuation = nil
-        c.resume(returning: result)
     }
 }

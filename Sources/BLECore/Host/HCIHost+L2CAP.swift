@@ -15,7 +15,7 @@ extension HCIHost {
             if let channel = link.channels[channelID] ?? (channelID == L2CAPChannelID.att ? fixedChannel(handle: link.handle, channelID: channelID) : nil) {
                 channel.deliver(payload)
             } else {
-                logger.log(.info, "\(link.peer.address): dropping \(payload.count) bytes on unsupported L2CAP channel 0x\(String(channelID, radix: 16))")
+                logger.log(.info, "\(link.peer.address): dropping \(payload.count) bytes on unsupported L2CAP channel \(channelID.hex)")
             }
         }
     }
@@ -47,12 +47,12 @@ extension HCIHost {
                     do {
                         try await self.send(HCICommand.leConnectionUpdate(handle: handle, range.hciParameters))
                     } catch {
-                        await self.logger.log(.warning, "LE Connection Update for handle 0x\(String(handle, radix: 16)) failed: \(error)")
+                        await self.logger.log(.warning, "LE Connection Update for handle \(handle.hex) failed: \(error)")
                     }
                 }
             }
         case .commandReject(let reason, _):
-            logger.log(.info, "\(link.peer.address): peer rejected signaling command \(command.identifier) (reason 0x\(String(reason, radix: 16)))")
+            logger.log(.info, "\(link.peer.address): peer rejected signaling command \(command.identifier) (reason \(reason.hex))")
         case .connectionParameterUpdateResponse, .disconnectionResponse:
             break
         case .disconnectionRequest, .other:
@@ -74,7 +74,7 @@ extension HCIHost {
             logger.log(.info, "\(link.peer.address): peer wants to pair; answering Pairing Not Supported")
             enqueue(link: link, channelID: L2CAPChannelID.securityManager, payload: [0x05, 0x05])
         default:
-            logger.log(.debug, "\(link.peer.address): ignoring SMP code 0x\(String(code, radix: 16))")
+            logger.log(.debug, "\(link.peer.address): ignoring SMP code \(code.hex)")
         }
     }
 }

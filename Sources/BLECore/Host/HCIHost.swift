@@ -20,25 +20,26 @@ public actor HCIHost {
     public nonisolated let scheduler: any TimerScheduler
     public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
 
-    public var logger: Logger
+    public var logger: BLELogger
     /// Timeout for a command when the caller gives none.
     public var defaultCommandTimeout: Duration = .seconds(2)
 
     // MARK: Command flow control (Vol 4, Part E, 4.4)
     struct PendingCommand {
-        let id: UInt64
         let packet: HCICommandPacket
         let timeout: Duration
-        /// Nil once the caller was cancelled after sending: the command is still tracked so
-        /// that its completion is taken (and its timer still frees a lost credit).
-        var continuation: CheckedContinuation<Result<[UInt8], HCIError>, Never>?
+        /// The caller, in `commandWaiters`. A caller cancelled after sending is gone from
+        /// there, but the command is still tracked so that its completion is taken (and its
+        /// timer still frees a lost credit).
+        let waiter: Waiters<[UInt8], HCIError>.ID
         var timer: (any ScheduledTimer)?
     }
     /// Num_HCI_Command_Packets: how many commands the controller accepts now.
     public internal(set) var commandCredits = 1
     var waitingCommands: [PendingCommand] = []
     var sentCommands: [PendingCommand] = []
-    var nextCommandID: UInt64 = 0
+    /// The callers of `send`, by the id their command carries.
+    let commandWaiters: Waiters<[UInt8], HCIError>
 
     // MARK: Events
     /// Receives every event the host does not consume itself, in order, on the executor.
@@ -59,6 +60,10 @@ public actor HCIHost {
         get { inlet.links }
         _modify { yield &inlet.links }
     }
+    /// The callers of `sendL2CAP`, by the id the PDU's last fragment carries: resumed by the
+    /// first of that fragment going to the controller, the link ending, or the caller's
+    /// cancellation.
+    let sendWaiters: Waiters<Void, LinkError>
     /// Links with queued fragments, in round-robin order.
     var readyLinks: [UInt16] = []
 
@@ -68,12 +73,14 @@ public actor HCIHost {
     /// nil accepts every valid request.
     var parameterUpdatePolicy: (@Sendable (UInt16, ConnectionParameterRange) -> Bool)?
 
-    public init(transport: any HCITransport, executor: AdapterExecutor, scheduler: (any TimerScheduler)? = nil, logger: Logger = Logger()) {
+    public init(transport: any HCITransport, executor: AdapterExecutor, scheduler: (any TimerScheduler)? = nil, logger: BLELogger = .silent) {
         self.transport = transport
         self.executor = executor
         self.scheduler = scheduler ?? DispatchTimerScheduler(queue: executor.queue)
         self.logger = logger
         self.inlet = ACLInlet(queue: executor.queue)
+        self.commandWaiters = Waiters(executor: executor, scheduler: self.scheduler)
+        self.sendWaiters = Waiters(executor: executor, scheduler: self.scheduler)
     }
 
     deinit {
@@ -107,7 +114,7 @@ public actor HCIHost {
         eventHandlers.append(handler)
     }
 
-    public func setLogger(_ logger: Logger) { self.logger = logger }
+    public func setLogger(_ logger: BLELogger) { self.logger = logger }
 
     /// Closes the transport and fails everything pending.
     public func close() {
@@ -134,7 +141,7 @@ public actor HCIHost {
                 event = try HCIEvent(raw)
             } catch {
                 undecodableEvents += 1
-                logger.log(.warning, "dropping undecodable event 0x\(String(raw.code, radix: 16)) [\(raw.parameters.hexString())]: \(error)")
+                logger.log(.warning, "dropping undecodable event \(raw.code.hex) [\(raw.parameters.hexString())]: \(error)")
                 return
             }
             handle(event)
@@ -164,7 +171,7 @@ public actor HCIHost {
             if e.status == .success { linkDisconnected(handle: e.handle, reason: e.reason) }
             deliver(event)
         case .hardwareError(let code):
-            logger.log(.error, "controller hardware error 0x\(String(code, radix: 16))")
+            logger.log(.error, "controller hardware error \(code.hex)")
             failAllCommands(.hardwareError(code: code))
             deliver(event)
         default:
@@ -189,33 +196,23 @@ public actor HCIHost {
     @discardableResult
     public func send(_ command: HCICommandPacket, timeout: Duration? = nil) async throws(HCIError) -> [UInt8] {
         if let lostReason { throw .transportLost(lostReason) }
-        let id = nextCommandID
-        nextCommandID += 1
-        let result = await withTaskCancellationHandler {
-            await withCheckedContinuation { (c: CheckedContinuation<Result<[UInt8], HCIError>, Never>) in
-                if Task.isCancelled {
-                    c.resume(returning: .failure(.cancelled(opcode: command.opcode)))
-                    return
-                }
-                waitingCommands.append(PendingCommand(id: id, packet: command, timeout: timeout ?? defaultCommandTimeout, continuation: c))
-                pumpCommands()
-            }
-        } onCancel: {
-            executor.queue.async { [weak self, executor] in self?.enter(on: executor) { $0.cancelCommand(id) } }
+        let timeout = timeout ?? defaultCommandTimeout
+        let result = await commandWaiters.wait(cancelled: { [weak self, executor] id in
+            .failure(self?.enter(on: executor) { $0.commandCancelled(id, opcode: command.opcode) } ?? .cancelled(opcode: command.opcode))
+        }) { id in
+            waitingCommands.append(PendingCommand(packet: command, timeout: timeout, waiter: id))
+            pumpCommands()
         }
         return try result.get()
     }
 
-    /// The caller of command `id` was cancelled: a command not sent yet leaves the queue; a
-    /// sent one stays tracked without its caller, so its completion still finds it.
-    func cancelCommand(_ id: UInt64) {
-        if let index = waitingCommands.firstIndex(where: { $0.id == id }) {
-            let c = waitingCommands.remove(at: index)
-            c.continuation?.resume(returning: .failure(.cancelled(opcode: c.packet.opcode)))
-        } else if let index = sentCommands.firstIndex(where: { $0.id == id }), let c = sentCommands[index].continuation {
-            sentCommands[index].continuation = nil
-            c.resume(returning: .failure(.cancelledAfterSending(opcode: sentCommands[index].packet.opcode)))
-        }
+    /// The caller of command `id` was cancelled: a command not sent yet leaves the queue
+    /// (`.cancelled`); a sent one stays tracked without its caller, so its completion still
+    /// finds it (`.cancelledAfterSending`).
+    func commandCancelled(_ id: Waiters<[UInt8], HCIError>.ID, opcode: HCIOpcode) -> HCIError {
+        if sentCommands.contains(where: { $0.waiter == id }) { return .cancelledAfterSending(opcode: opcode) }
+        waitingCommands.removeAll { $0.waiter == id }
+        return .cancelled(opcode: opcode)
     }
 
     func updateCommandCredits(_ credits: UInt8) {
@@ -228,11 +225,11 @@ public actor HCIHost {
             do {
                 try transport.send(.command(command.packet))
             } catch {
-                command.continuation?.resume(returning: .failure(.transportLost("\(error)")))
+                commandWaiters.resume(command.waiter, with: .failure(.transportLost("\(error)")))
                 continue
             }
             commandCredits -= 1
-            let id = command.id
+            let id = command.waiter
             command.timer = scheduler.schedule(after: command.timeout) { [weak self, executor] in
                 self?.enter(on: executor) { $0.commandTimedOut(id) }
             }
@@ -248,18 +245,20 @@ public actor HCIHost {
         let command = sentCommands.remove(at: index)
         command.timer?.cancel()
         if case .success(let rp) = result, let status = rp.first, status != 0 {
-            command.continuation?.resume(returning: .failure(.commandFailed(opcode: opcode, status: HCIStatus(rawValue: status))))
+            commandWaiters.resume(command.waiter, with: .failure(.commandFailed(opcode: opcode, status: HCIStatus(rawValue: status))))
         } else {
-            command.continuation?.resume(returning: result)
+            commandWaiters.resume(command.waiter, with: result)
         }
     }
 
-    func commandTimedOut(_ id: UInt64) {
-        guard let index = sentCommands.firstIndex(where: { $0.id == id }) else { return }
+    func commandTimedOut(_ id: Waiters<[UInt8], HCIError>.ID) {
+        guard let index = sentCommands.firstIndex(where: { $0.waiter == id }) else { return }
         let command = sentCommands.remove(at: index)
         let ms = Int(command.timeout.nanoseconds / 1_000_000)
-        logger.log(.warning, "\(command.packet.opcode) timed out after \(ms) ms")
-        command.continuation?.resume(returning: .failure(.commandTimeout(opcode: command.packet.opcode, milliseconds: ms)))
+        // The caller gets the error and decides how much it matters (an optional command
+        // such as LE Set PHY is not worth a warning), so the host only traces it.
+        logger.log(.debug, "\(command.packet.opcode) timed out after \(ms) ms", metadata: ["opcode": command.packet.opcode.rawValue.hex])
+        commandWaiters.resume(command.waiter, with: .failure(.commandTimeout(opcode: command.packet.opcode, milliseconds: ms)))
         // The controller's credit for that command will never come back: assume one is free
         // again so a single unanswered command cannot wedge the host.
         commandCredits = max(commandCredits, 1)
@@ -272,7 +271,7 @@ public actor HCIHost {
         waitingCommands.removeAll()
         for c in all {
             c.timer?.cancel()
-            c.continuation?.resume(returning: .failure(error))
+            commandWaiters.resume(c.waiter, with: .failure(error))
         }
         commandCredits = 1
     }

@@ -19,13 +19,8 @@ public enum LinkError: Error, Sendable, Equatable, CustomStringConvertible {
         case .closed(let peer): return "the channel to \(peer) was closed by this host"
         case .tooLarge(let size, let max): return "\(size)-byte SDU exceeds the channel's maximum of \(max) bytes"
         case .cancelled(let peer, let handle, let cid):
-            return "sending on L2CAP channel 0x\(Self.hex4(cid)) of handle 0x\(Self.hex4(handle)) to \(peer) was cancelled; what was already queued may still be sent"
+            return "sending on L2CAP channel \(cid.hex) of handle \(handle.hex) to \(peer) was cancelled; what was already queued may still be sent"
         }
-    }
-
-    private static func hex4(_ v: UInt16) -> String {
-        let s = String(v, radix: 16, uppercase: true)
-        return String(repeating: "0", count: max(0, 4 - s.count)) + s
     }
 }
 

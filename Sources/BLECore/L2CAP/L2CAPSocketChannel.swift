@@ -108,6 +108,8 @@ public final class L2CAPSocketChannel: L2CAPChannel, @unchecked Sendable { // st
                 _ = Glibc.close(fd)
                 throw connectError(err, peerName: name)
             }
+            // Not `Waiters`: this waits in a static function before any actor on the executor
+            // exists, and the outcome also decides when the socket is closed (`ConnectWait`).
             let wait = ConnectWait(fd: fd, queue: executor.queue, peerName: name)
             let ms = Int(timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
             let result = await withTaskCancellationHandler {

@@ -41,8 +41,10 @@ public struct DiscoveredPeripheral: Sendable, Hashable, CustomStringConvertible 
     public var rssi: Int8
     /// Exponential moving average of the RSSI (weight 1/4 for each new report).
     public var smoothedRSSI: Double
-    /// When the latest report arrived, in the central's scheduler time (nanoseconds).
-    public var lastSeen: UInt64
+    /// When the latest report arrived, on the central's clock (its `TimerScheduler`).
+    ///
+    ///     let age = p.lastSeen.duration(to: .now)
+    public var lastSeen: ContinuousClock.Instant
     /// Event_Type of the latest advertisement (not scan response), as the extended report's
     /// bitfield (legacy types mapped as in Vol 4, Part E, 7.7.65.13).
     public var eventType: ExtendedAdvertisingEventType

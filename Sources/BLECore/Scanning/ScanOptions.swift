@@ -13,19 +13,15 @@ public struct ScanOptions: Sendable, Hashable {
     public enum Mode: Sendable, Hashable { case passive, active }
 
     /// How many events a slow consumer's stream keeps before dropping.
-    public enum BufferingPolicy: Sendable, Hashable {
-        case unbounded
-        /// Keeps the newest `n` events, dropping older ones.
-        case bufferingNewest(Int)
-        /// Keeps the oldest `n` events, dropping newer ones.
-        case bufferingOldest(Int)
-    }
+    public typealias BufferingPolicy = StreamBufferingPolicy
 
     public var mode: Mode
-    /// LE_Scan_Interval in 0.625 ms units (0x0004...0x4000; clamped).
-    public var interval: UInt16
-    /// LE_Scan_Window in 0.625 ms units (0x0004...interval; clamped).
-    public var window: UInt16
+    /// How often the controller starts listening (LE_Scan_Interval): 2.5 ms to 10.24 s, rounded
+    /// to 0.625 ms and clamped.
+    public var interval: Duration
+    /// How long it listens each time (LE_Scan_Window): 2.5 ms up to the interval, rounded to
+    /// 0.625 ms and clamped.
+    public var window: Duration
     /// False: a device is delivered when first discovered and again only when its RSSI or
     /// data changed. True: every report is delivered. The controller's own duplicate
     /// filtering is always off; this de-duplication happens per subscriber.
@@ -36,9 +32,9 @@ public struct ScanOptions: Sendable, Hashable {
     public var timeout: Duration?
     public var bufferingPolicy: BufferingPolicy
 
-    /// Defaults: active, interval 60 ms (0x0060), window 30 ms (0x0030), no duplicates, no
-    /// lost events, no timeout, newest 256 events kept.
-    public init(mode: Mode = .active, interval: UInt16 = 0x0060, window: UInt16 = 0x0030,
+    /// Defaults: active, interval 60 ms, window 30 ms, no duplicates, no lost events, no
+    /// timeout, newest 256 events kept.
+    public init(mode: Mode = .active, interval: Duration = .milliseconds(60), window: Duration = .milliseconds(30),
                 allowDuplicates: Bool = false, lostTimeout: Duration? = nil, timeout: Duration? = nil,
                 bufferingPolicy: BufferingPolicy = .bufferingNewest(256)) {
         self.mode = mode
@@ -52,8 +48,8 @@ public struct ScanOptions: Sendable, Hashable {
 
     /// The controller parameters this subscriber asks for, clamped to the ranges of 7.8.10.
     var controllerParameters: ControllerScanParameters {
-        let i = min(max(interval, 0x0004), 0x4000)
-        let w = min(max(window, 0x0004), i)
+        let i = HCITimeUnit.slot.units(interval, in: 0x0004...0x4000)
+        let w = HCITimeUnit.slot.units(window, in: 0x0004...i)
         return ControllerScanParameters(active: mode == .active, interval: i, window: w)
     }
 }
@@ -84,8 +80,9 @@ struct ControllerScanParameters: Hashable, Sendable, CustomStringConvertible {
     }
 }
 
-extension ScanOptions.BufferingPolicy {
-    var throwing: AsyncThrowingStream<ScanEvent, any Error>.Continuation.BufferingPolicy {
+extension StreamBufferingPolicy {
+    /// A scan stream keeps at least one event.
+    var atLeastOne: StreamBufferingPolicy {
         switch self {
         case .unbounded: return .unbounded
         case .bufferingNewest(let n): return .bufferingNewest(max(1, n))

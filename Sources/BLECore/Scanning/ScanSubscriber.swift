@@ -33,7 +33,7 @@ final class ScanSubscriber {
     var timeoutTimer: (any ScheduledTimer)?
     var snapshotTimer: (any ScheduledTimer)?
     var snapshotDirty = false
-    var lastSnapshot: UInt64?
+    var lastSnapshot: ContinuousClock.Instant?
 
     init(id: UInt64, filter: ScanFilter, options: ScanOptions, sink: Sink) {
         self.id = id

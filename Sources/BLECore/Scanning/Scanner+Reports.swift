@@ -7,7 +7,7 @@ extension Scanner {
         case .leAdvertisingReport(let reports):
             guard !subscribers.isEmpty else { return true }
             for r in reports {
-                let type = Self.extendedType(legacy: r.eventType)
+                let type = ExtendedAdvertisingEventType(legacy: r.eventType)
                 ingest(address: r.address, addressType: r.addressType, eventType: type, rssi: r.rssi,
                        data: r.data, txPower: nil, sid: nil, truncated: false, direct: nil)
             }
@@ -21,23 +21,12 @@ extension Scanner {
             for r in reports {
                 // ADV_DIRECT_IND: connectable and directed, no data (Vol 4, Part E, 7.7.65.11).
                 let direct = LEAddress(r.directAddress, type: LEAddressType(rawValue: r.directAddressType) ?? .random)
-                ingest(address: r.address, addressType: r.addressType, eventType: Self.extendedType(legacy: 0x01), rssi: r.rssi,
+                ingest(address: r.address, addressType: r.addressType, eventType: ExtendedAdvertisingEventType(legacy: 0x01), rssi: r.rssi,
                        data: [], txPower: nil, sid: nil, truncated: false, direct: direct)
             }
             return true
         default:
             return false
-        }
-    }
-
-    /// Legacy Event_Type as the extended bitfield (Vol 4, Part E, 7.7.65.13, table of legacy PDUs).
-    static func extendedType(legacy: UInt8) -> ExtendedAdvertisingEventType {
-        switch legacy {
-        case 0x00: return ExtendedAdvertisingEventType(rawValue: 0x13)   // ADV_IND
-        case 0x01: return ExtendedAdvertisingEventType(rawValue: 0x15)   // ADV_DIRECT_IND
-        case 0x02: return ExtendedAdvertisingEventType(rawValue: 0x12)   // ADV_SCAN_IND
-        case 0x04: return ExtendedAdvertisingEventType(rawValue: 0x1B)   // SCAN_RSP
-        default: return ExtendedAdvertisingEventType(rawValue: 0x10)     // ADV_NONCONN_IND
         }
     }
 
@@ -199,23 +188,23 @@ extension Scanner {
 
     /// How long the table keeps a device not heard: the longest lost timeout of the
     /// subscribers. Nil while one of them has none (then only `deviceLimit` bounds the table).
-    var tableExpiry: UInt64? {
+    var tableExpiry: Duration? {
         guard !subscribers.isEmpty else { return nil }
-        var longest: UInt64 = 0
+        var longest: Duration = .zero
         for sub in subscribers.values {
             guard let timeout = sub.options.lostTimeout else { return nil }
-            longest = max(longest, timeout.nanoseconds)
+            longest = max(longest, timeout)
         }
         return longest
     }
 
     /// Arms the table check for when the oldest device may be due (at once: one expiry from now).
-    func scheduleExpiry(after delay: UInt64? = nil) {
+    func scheduleExpiry(after delay: Duration? = nil) {
         guard let expiry = tableExpiry, !devices.isEmpty else { return }
         expiryTimer?.cancel()
         // Checks at most eight times per expiry: devices due close together go in one pass.
         let wait = max(delay ?? expiry, expiry / 8)
-        expiryTimer = scheduler.schedule(after: .nanoseconds(Int64(min(wait, UInt64(Int64.max))))) { [weak self, executor] in
+        expiryTimer = scheduler.schedule(after: wait) { [weak self, executor] in
             self?.enter(on: executor) { $0.expireDevices() }
         }
     }
@@ -227,10 +216,10 @@ extension Scanner {
         guard let expiry = tableExpiry else { return }
         let now = scheduler.now()
         var gone: [DeviceKey] = []
-        var nextDue: UInt64?
+        var nextDue: Duration?
         for (key, record) in devices {
-            let age = now >= record.peripheral.lastSeen ? now - record.peripheral.lastSeen : 0
-            if age >= expiry { gone.append(key) } else { nextDue = min(nextDue ?? .max, expiry - age) }
+            let age = max(.zero, record.peripheral.lastSeen.duration(to: now))
+            if age >= expiry { gone.append(key) } else { nextDue = min(nextDue ?? expiry, expiry - age) }
         }
         for key in gone {
             guard let record = devices.removeValue(forKey: key) else { continue }
@@ -253,17 +242,16 @@ extension Scanner {
         guard let sub = subscribers[id], let timeout = sub.options.lostTimeout else { return }
         sub.lostTimer = nil
         let now = scheduler.now()
-        let limit = timeout.nanoseconds
         var lost: [DiscoveredPeripheral] = []
-        var nextDue: UInt64?
+        var nextDue: Duration?
         for key in Array(sub.known.keys) {
             guard let record = devices[key] else { sub.known[key] = nil; continue }
-            let age = now >= record.peripheral.lastSeen ? now - record.peripheral.lastSeen : 0
-            if age >= limit {
+            let age = max(.zero, record.peripheral.lastSeen.duration(to: now))
+            if age >= timeout {
                 sub.known[key] = nil
                 lost.append(record.peripheral)
             } else {
-                nextDue = min(nextDue ?? .max, limit - age)
+                nextDue = min(nextDue ?? timeout, timeout - age)
             }
         }
         if !lost.isEmpty {
@@ -272,7 +260,7 @@ extension Scanner {
             case .snapshots: snapshotChanged(id)
             }
         }
-        if let nextDue { scheduleLostCheck(id, after: .nanoseconds(Int64(min(nextDue, UInt64(Int64.max))))) }
+        if let nextDue { scheduleLostCheck(id, after: nextDue) }
     }
 
     // MARK: - Snapshots
@@ -282,9 +270,8 @@ extension Scanner {
         sub.snapshotDirty = true
         if sub.snapshotTimer == nil {
             let now = scheduler.now()
-            let spacing = interval.nanoseconds
-            let wait = sub.lastSnapshot.map { last in now >= last + spacing ? 0 : last + spacing - now } ?? 0
-            sub.snapshotTimer = scheduler.schedule(after: .nanoseconds(Int64(min(wait, UInt64(Int64.max))))) { [weak self, executor] in
+            let wait = sub.lastSnapshot.map { last in max(.zero, now.duration(to: last + interval)) } ?? .zero
+            sub.snapshotTimer = scheduler.schedule(after: wait) { [weak self, executor] in
                 self?.enter(on: executor) { $0.emitSnapshot(id) }
             }
         }

@@ -19,7 +19,7 @@ actor Scanner {
     nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
     let host: HCIHost
     let scheduler: any TimerScheduler
-    let logger: Logger
+    let logger: BLELogger
 
     /// Most devices kept at once; the least recently heard is evicted beyond it.
     var deviceLimit = 1000
@@ -46,18 +46,18 @@ actor Scanner {
     var applied: ControllerScanParameters?
     var reconciling = false
     /// Callers of `settled()` by id.
-    var settledWaiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
-    var nextSettledWaiter: UInt64 = 0
+    let settledWaiters: Waiters<Void, Never>
     var lostReason: String?
 
     /// Whether the controller is scanning now.
     var isScanning: Bool { applied != nil }
 
-    init(host: HCIHost, scheduler: any TimerScheduler, logger: Logger) {
+    init(host: HCIHost, scheduler: any TimerScheduler, logger: BLELogger) {
         self.executor = host.executor
         self.host = host
         self.scheduler = scheduler
         self.logger = logger
+        self.settledWaiters = Waiters(executor: host.executor, scheduler: scheduler)
     }
 
     /// Chooses legacy or extended scanning commands from the controller's capabilities.
@@ -70,7 +70,7 @@ actor Scanner {
 
     func subscribe(filter: ScanFilter, options: ScanOptions) -> AsyncThrowingStream<ScanEvent, any Error> {
         let broadcaster = Broadcaster<ScanEvent>(executor: executor)
-        let stream = broadcaster.subscribeThrowing(bufferingPolicy: options.bufferingPolicy.throwing)
+        let stream = broadcaster.subscribeThrowing(bufferingPolicy: options.bufferingPolicy.atLeastOne)
         add(filter: filter, options: options, sink: .events(broadcaster)) { broadcaster.onSubscriberCountChange = $0 }
         return stream
     }
@@ -176,17 +176,7 @@ actor Scanner {
     /// cancelled (the reconciliation goes on).
     func settled() async {
         guard reconciling, !Task.isCancelled else { return }
-        nextSettledWaiter &+= 1
-        let id = nextSettledWaiter
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-                if Task.isCancelled { c.resume() } else { settledWaiters[id] = c }
-            }
-        } onCancel: {
-            executor.queue.async { [weak self, executor] in
-                self?.enter(on: executor) { $0.settledWaiters.removeValue(forKey: id)?.resume() }
-            }
-        }
+        await settledWaiters.wait(cancelled: { _ in .success(()) }).get()
     }
 
     private func runReconciliation() async {
@@ -223,9 +213,7 @@ actor Scanner {
         }
         if lostReason != nil { applied = nil }
         reconciling = false
-        let waiters = settledWaiters.values
-        settledWaiters.removeAll()
-        for w in waiters { w.resume() }
+        settledWaiters.resumeAll(with: .success(()))
     }
 
     private func setParameters(_ p: ControllerScanParameters) async throws(HCIError) {

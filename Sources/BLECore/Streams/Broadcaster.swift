@@ -1,5 +1,7 @@
-/// The one multicast primitive of the stack: any number of subscribers, each with its own
-/// stream buffer. State, lifecycle, scan results and notifications all use it.
+/// The multicast of the stack's low-rate streams: any number of subscribers, each an
+/// `AsyncStream` with its own `StreamBufferingPolicy`. Adapter state, connection lifecycle
+/// and scan results use it; notifications, the hot stream, use `MulticastBuffer`, which hands
+/// values over in batches.
 ///
 /// All calls happen on the adapter's executor (the owning actor calls it). A subscriber that
 /// stops iterating is removed through `onTermination`, which may fire on any thread, so the
@@ -56,19 +58,15 @@ public final class Broadcaster<Element: Sendable>: @unchecked Sendable { // muta
     public var latestValue: Element? { latest }
 
     /// A new stream of the values yielded from now on (preceded by the latest one with `.latest`).
-    public func subscribe(
-        bufferingPolicy: AsyncStream<Element>.Continuation.BufferingPolicy = .unbounded
-    ) -> AsyncStream<Element> {
-        let (stream, c) = AsyncStream<Element>.makeStream(bufferingPolicy: bufferingPolicy)
+    public func subscribe(bufferingPolicy: StreamBufferingPolicy = .unbounded) -> AsyncStream<Element> {
+        let (stream, c) = AsyncStream<Element>.makeStream(bufferingPolicy: bufferingPolicy.plain())
         c.onTermination = terminationHandler(add(.plain(c)))
         return stream
     }
 
     /// Like `subscribe`, for streams that end with an error (a disconnect, a lost transport).
-    public func subscribeThrowing(
-        bufferingPolicy: AsyncThrowingStream<Element, any Error>.Continuation.BufferingPolicy = .unbounded
-    ) -> AsyncThrowingStream<Element, any Error> {
-        let (stream, c) = AsyncThrowingStream<Element, any Error>.makeStream(bufferingPolicy: bufferingPolicy)
+    public func subscribeThrowing(bufferingPolicy: StreamBufferingPolicy = .unbounded) -> AsyncThrowingStream<Element, any Error> {
+        let (stream, c) = AsyncThrowingStream<Element, any Error>.makeStream(bufferingPolicy: bufferingPolicy.throwing())
         c.onTermination = terminationHandler(add(.throwing(c)))
         return stream
     }

@@ -18,12 +18,11 @@ import Synchronization
 ///     values.yield([0x01])                                                          // on the adapter queue
 ///     while let v = try await subscription.next() { print(v) }                      // anywhere
 public final class MulticastBuffer<Element: Sendable>: @unchecked Sendable { // mutated only on the adapter queue
-    public typealias BufferingPolicy = AsyncThrowingStream<Element, any Error>.Continuation.BufferingPolicy
-
     public let executor: AdapterExecutor
     /// Names the stream in log lines.
     public let name: String
-    public var logger: Logger
+    /// Where drops are reported (silent by default).
+    public var logger: BLELogger
     // Unchecked exclusivity here and in SubscriberQueue: the state is confined to the adapter
     // queue, and the dynamic checks were a measurable part of a delivered value's cost.
     @usableFromInline @exclusivity(unchecked) var queues: [SubscriberQueue] = []
@@ -34,7 +33,7 @@ public final class MulticastBuffer<Element: Sendable>: @unchecked Sendable { // 
     /// CCCD when the last subscriber leaves).
     public var onSubscriberCountChange: (@Sendable (Int) -> Void)?
 
-    public init(executor: AdapterExecutor, name: String, logger: Logger = Logger()) {
+    public init(executor: AdapterExecutor, name: String, logger: BLELogger = .silent) {
         self.executor = executor
         self.name = name
         self.logger = logger
@@ -45,7 +44,7 @@ public final class MulticastBuffer<Element: Sendable>: @unchecked Sendable { // 
     public var isFinished: Bool { ended != nil }
 
     /// A new subscriber of the values yielded from now on. Call on the adapter queue.
-    public func subscribe(bufferingPolicy: BufferingPolicy = .unbounded) -> MulticastSubscription<Element> {
+    public func subscribe(bufferingPolicy: StreamBufferingPolicy = .unbounded) -> MulticastSubscription<Element> {
         let queue = SubscriberQueue(bufferingPolicy)
         if let ended {
             queue.end = ended
@@ -75,7 +74,8 @@ public final class MulticastBuffer<Element: Sendable>: @unchecked Sendable { // 
         var p = 1
         while p < n { p *= 10 }
         if p == n {
-            logger.log(.warning, "\(name): a subscriber's buffering policy (\(queue.policyDescription)) has dropped \(n) value\(n == 1 ? "" : "s"); it iterates slower than values arrive")
+            logger.log(.warning, "\(name): a subscriber's buffering policy (\(queue.policy)) has dropped \(n) value\(n == 1 ? "" : "s"); it iterates slower than values arrive",
+                       metadata: ["stream": name])
         }
     }
 
@@ -130,16 +130,15 @@ public final class MulticastBuffer<Element: Sendable>: @unchecked Sendable { // 
         /// per-value path would take the slow route.
         var owner: MulticastBuffer?
 
-        init(_ policy: BufferingPolicy) {
+        let policy: StreamBufferingPolicy
+
+        init(_ policy: StreamBufferingPolicy) {
+            self.policy = policy
             switch policy {
             case .bufferingOldest(let n): limit = max(0, n); keepNewest = false
             case .bufferingNewest(let n): limit = max(0, n); keepNewest = true
-            default: limit = .max; keepNewest = false
+            case .unbounded: limit = .max; keepNewest = false
             }
-        }
-
-        var policyDescription: String {
-            limit == .max ? "unbounded" : keepNewest ? "bufferingNewest(\(limit))" : "bufferingOldest(\(limit))"
         }
 
         /// Queues or hands over `value`; false when the policy dropped a value.
@@ -265,6 +264,8 @@ public final class MulticastSubscription<Element: Sendable>: @unchecked Sendable
         let drained = batch
         batch = []
         let queue = self.queue, adapterQueue = executor.queue
+        // Not `Waiters`: the one consumer waits off the executor and hands its drained batch
+        // back in the same hop; this is the per-batch hot path of every stream.
         let delivery = await withTaskCancellationHandler {
             await withUnsafeContinuation { (c: UnsafeContinuation<Buffer.Delivery, Never>) in
                 adapterQueue.async { queue.take(returning: drained, c) }

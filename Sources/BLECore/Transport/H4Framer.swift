@@ -122,10 +122,9 @@ public struct H4Framer: Sendable {
     }
 
     private mutating func fail(indicator: UInt8, offset: Int) -> TransportError {
-        let hex = String(indicator, radix: 16, uppercase: true)
         let error = TransportError.malformedStream(
             endpoint: endpoint,
-            detail: "unknown packet indicator 0x\(hex.count < 2 ? "0" + hex : hex) at byte \(offset) of the stream (expected 0x01-0x05)")
+            detail: "unknown packet indicator \(indicator.hex) at byte \(offset) of the stream (expected 0x01-0x05)")
         failure = error
         partial = []
         partialTotal = nil
@@ -180,7 +179,7 @@ public struct H4Framer: Sendable {
             throw .malformedStream(endpoint: endpoint, detail: "empty packet")
         }
         guard let type = HCIPacketType(rawValue: first) else {
-            throw .malformedStream(endpoint: endpoint, detail: "unknown packet indicator 0x\(String(first, radix: 16, uppercase: true)) (expected 0x01-0x05)")
+            throw .malformedStream(endpoint: endpoint, detail: "unknown packet indicator \(first.hex) (expected 0x01-0x05)")
         }
         let header = UnsafeRawBufferPointer(rebasing: raw[1...])
         guard let length = HCIPacket.bodyLength(type: type, header: header), length == header.count else {

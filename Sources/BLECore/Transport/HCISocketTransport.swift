@@ -23,16 +23,11 @@ public final class HCISocketTransport: HCITransport, @unchecked Sendable { // st
     public let index: Int
     public let channel: Channel
     private let fd: Int32
-    private var io: DispatchFD?
-    private var handler: (@Sendable (TransportEvent) -> Void)?
-    private var aclReceiver: (@Sendable (UnsafeRawBufferPointer) -> Bool)?
-    private var state: State = .idle
+    private let life: FDTransportLifecycle
     private var readBuffer: UnsafeMutableRawBufferPointer
     /// Raw channel: packets read that were not controller-to-host (others' commands and data,
     /// vendor diagnostics).
     public private(set) var skippedPackets = 0
-
-    private enum State { case idle, open, closed }
 
     /// One packet: indicator, ACL header and a 16-bit length's worth of payload.
     static let readBufferSize = H4Framer.maxPacketLength
@@ -57,6 +52,7 @@ public final class HCISocketTransport: HCITransport, @unchecked Sendable { // st
             }
         }
         self.fd = fd
+        life = FDTransportLifecycle(fd: fd, name: name)
         readBuffer = .allocate(byteCount: Self.readBufferSize, alignment: 8)
     }
 
@@ -82,62 +78,40 @@ public final class HCISocketTransport: HCITransport, @unchecked Sendable { // st
 
     deinit {
         readBuffer.deallocate()
-        if let io {
-            io.queue.async { io.cancel() }
-        } else if state == .idle {
-            _ = Glibc.close(fd)
-        }
     }
 
     public func start(on queue: DispatchQueue, handler: @escaping @Sendable (TransportEvent) -> Void) throws(TransportError) {
-        guard state == .idle else { throw .closed(endpoint: name) }
-        self.handler = handler
-        state = .open
-        let io = DispatchFD(fd: fd, queue: queue, packetMode: true, isSocket: false)
-        self.io = io
-        io.start(
-            onReadable: { [weak self] in self?.readAvailable() },
-            onWriteError: { [weak self] err in self?.writeFailed(err) })
+        let name = self.name, index = self.index
+        try life.start(on: queue, packetMode: true, isSocket: false, handler: handler,
+                       onReadable: { [weak self] in self?.readAvailable() },
+                       lostOnWrite: { Self.lostError($0, doing: "write", name: name, index: index) })
     }
 
     public func setACLReceiver(_ receiver: @escaping @Sendable (UnsafeRawBufferPointer) -> Bool) {
-        aclReceiver = receiver
+        life.aclReceiver = receiver
     }
 
     public func send(_ packet: HCIPacket) throws(TransportError) {
-        guard state == .open, let io else { throw .closed(endpoint: name) }
-        if let err = io.write(packet.h4) {
-            let error = lostError(err, doing: "write")
-            state = .closed
-            io.queue.async { [weak self] in self?.fail(error) }
-            throw error
-        }
+        try life.send(packet) { Self.lostError($0, doing: "write", name: name, index: index) }
     }
 
-    public func close() {
-        guard state != .closed else { return }
-        state = .closed
-        handler = nil
-        if let io { io.cancel() } else { _ = Glibc.close(fd) }
-    }
+    public func close() { life.close() }
 
-    public func whenReleased(_ completion: @escaping @Sendable () -> Void) {
-        if let io { io.whenClosed(completion) } else { completion() }
-    }
+    public func whenReleased(_ completion: @escaping @Sendable () -> Void) { life.whenReleased(completion) }
 
     private func readAvailable() {
-        while state == .open {
+        while life.isOpen {
             var incoming: Int32 = -1
             let n = chci_recv_packet(fd, readBuffer.baseAddress, readBuffer.count, &incoming)
             if n < 0 {
                 let err = errno
                 if err == EINTR { continue }
                 if err == EAGAIN || err == EWOULDBLOCK { return }
-                fail(lostError(err, doing: "read"))
+                life.fail(Self.lostError(err, doing: "read", name: name, index: index))
                 return
             }
             if n == 0 {
-                fail(.lost(endpoint: name, reason: "the kernel closed the socket (the adapter went away)"))
+                life.fail(.lost(endpoint: name, reason: "the kernel closed the socket (the adapter went away)"))
                 return
             }
             let raw = UnsafeRawBufferPointer(rebasing: readBuffer[..<n])
@@ -148,20 +122,18 @@ public final class HCISocketTransport: HCITransport, @unchecked Sendable { // st
                     continue
                 }
             }
-            if let aclReceiver, let body = H4Framer.aclBody(ofDatagram: raw), aclReceiver(body) { continue }
+            if let aclReceiver = life.aclReceiver, let body = H4Framer.aclBody(ofDatagram: raw), aclReceiver(body) { continue }
             do {
                 let packet = try H4Framer.decodeDatagram(raw, endpoint: name)
-                handler?(.packet(packet))
+                life.deliver(packet)
             } catch {
-                fail(error)
+                life.fail(error)
                 return
             }
         }
     }
 
-    private func writeFailed(_ err: Int32) { fail(lostError(err, doing: "write")) }
-
-    private func lostError(_ err: Int32, doing operation: String) -> TransportError {
+    private static func lostError(_ err: Int32, doing operation: String, name: String, index: Int) -> TransportError {
         switch err {
         case EPIPE, ENODEV:
             return .lost(endpoint: name, reason: "the adapter was removed or reset (\(errnoName(err)))")
@@ -170,14 +142,5 @@ public final class HCISocketTransport: HCITransport, @unchecked Sendable { // st
         default:
             return .lost(endpoint: name, reason: "\(operation) failed: \(errnoName(err))")
         }
-    }
-
-    private func fail(_ error: TransportError) {
-        guard state != .closed || handler != nil else { return }
-        let handler = self.handler
-        state = .closed
-        self.handler = nil
-        io?.cancel()
-        handler?(.closed(error))
     }
 }

@@ -52,7 +52,7 @@ public enum PacketFault: Sendable, Hashable, CustomStringConvertible {
         case .duplicate: return "duplicate"
         case .delay(let d): return "delay \(d)"
         case .truncate(let n): return "truncate to \(n) bytes"
-        case .corrupt(let offset, let mask): return "corrupt byte \(offset) ^ 0x\(String(mask, radix: 16))"
+        case .corrupt(let offset, let mask): return "corrupt byte \(offset) ^ \(mask.hex)"
         case .cut: return "cut"
         }
     }

@@ -57,6 +57,10 @@ public final class GATTServer: SimulatedATTServer, @unchecked Sendable { // all 
     var nextConfirmationWaiter: UInt64 = 0
     /// Confirmation waiters whose id was taken and that are not in line yet.
     var unaddedConfirmationWaiters: Set<UInt64> = []
+    /// Tests in `waitUntil`, by id, and ids whose wait ended before it was added.
+    var conditionWaiters: [UInt64: ConditionWaiter] = [:]
+    var cancelledConditionWaiters: Set<UInt64> = []
+    var nextConditionWaiter: UInt64 = 0
 
     public init(database: GATTDatabase, queue: DispatchQueue, serverMTU: UInt16 = 517, prepareQueueLimit: Int = 64, faults: Faults = Faults()) {
         self.table = AttributeTable(database)
@@ -70,15 +74,18 @@ public final class GATTServer: SimulatedATTServer, @unchecked Sendable { // all 
 
     public func linkConnected(_ link: any ATTServerLink) {
         links[ObjectIdentifier(link)] = LinkState(link: link)
+        checkConditions()
     }
 
     public func linkDisconnected(_ link: any ATTServerLink) {
+        defer { checkConditions() }
         if let state = links.removeValue(forKey: ObjectIdentifier(link)) {
             for w in state.confirmationWaiters { w.continuation?.resume(returning: false) }
         }
     }
 
     public func receive(_ pdu: [UInt8], from link: any ATTServerLink) {
+        defer { checkConditions() }
         let id = ObjectIdentifier(link)
         if links[id] == nil { links[id] = LinkState(link: link) }
         guard let first = pdu.first else { return }

@@ -64,7 +64,7 @@ public struct L2CAPFrame: Sendable, Hashable, CustomStringConvertible {
     }
 
     public var description: String {
-        "handle 0x\(String(handle, radix: 16)) CID 0x\(String(channelID, radix: 16)): \(payload.hexString())"
+        "handle \(handle.hex) CID \(channelID.hex): \(payload.hexString())"
     }
 }
 

@@ -121,7 +121,7 @@ final class VirtualATTLink: ATTServerLink, @unchecked Sendable { // immutable; t
     init(controller: VirtualController, handle: UInt16) {
         self.controller = controller
         self.handle = handle
-        self.centralDescription = "\(controller.address) (handle 0x\(String(handle, radix: 16)))"
+        self.centralDescription = "\(controller.address) (handle \(handle.hex))"
     }
 
     func sendToCentral(_ pdu: [UInt8]) {

@@ -115,8 +115,8 @@ extension VirtualController {
         }
         let handle = nextHandle
         nextHandle = nextHandle >= 0x0EFF ? 0x0040 : nextHandle + 1
-        let params = ConnectionParameters(interval: p.parameters.intervalMin, peripheralLatency: p.parameters.maxLatency,
-                                          supervisionTimeout: p.parameters.supervisionTimeout)
+        let params = ConnectionParameters(hciInterval: p.parameters.intervalMin, peripheralLatency: p.parameters.maxLatency,
+                                          hciSupervisionTimeout: p.parameters.supervisionTimeout)
         let link = Link(handle: handle, peer: p.peer, parameters: params, attLink: VirtualATTLink(controller: self, handle: handle))
         links[handle] = link
         sendConnectionComplete(status: .success, handle: handle, peer: p.peer, parameters: p.parameters)
@@ -171,11 +171,11 @@ extension VirtualController {
         case .leConnectionUpdate(let u):
             guard let link = links[u.handle] else { return status(opcode, .unknownConnectionIdentifier) }
             status(opcode, .success)
-            link.parameters = ConnectionParameters(interval: u.parameters.intervalMax, peripheralLatency: u.parameters.maxLatency,
-                                                   supervisionTimeout: u.parameters.supervisionTimeout)
-            send(.leConnectionUpdateComplete(.init(handle: u.handle, connectionInterval: link.parameters.interval,
+            link.parameters = ConnectionParameters(hciInterval: u.parameters.intervalMax, peripheralLatency: u.parameters.maxLatency,
+                                                   hciSupervisionTimeout: u.parameters.supervisionTimeout)
+            send(.leConnectionUpdateComplete(.init(handle: u.handle, connectionInterval: link.parameters.hciInterval,
                                                    peripheralLatency: link.parameters.peripheralLatency,
-                                                   supervisionTimeout: link.parameters.supervisionTimeout)))
+                                                   supervisionTimeout: link.parameters.hciSupervisionTimeout)))
         case .leReadRemoteFeatures(let h):
             guard let link = links[h] else { return status(opcode, .unknownConnectionIdentifier) }
             status(opcode, .success)
@@ -229,11 +229,11 @@ extension VirtualController {
             var rp: [UInt8] = [links[r.handle] == nil ? HCIStatus.unknownConnectionIdentifier.rawValue : 0]; rp.appendLE(r.handle)
             complete(opcode, rp)
             if let link = links[r.handle] {
-                link.parameters = ConnectionParameters(interval: r.parameters.intervalMax, peripheralLatency: r.parameters.maxLatency,
-                                                       supervisionTimeout: r.parameters.supervisionTimeout)
-                send(.leConnectionUpdateComplete(.init(handle: r.handle, connectionInterval: link.parameters.interval,
+                link.parameters = ConnectionParameters(hciInterval: r.parameters.intervalMax, peripheralLatency: r.parameters.maxLatency,
+                                                       hciSupervisionTimeout: r.parameters.supervisionTimeout)
+                send(.leConnectionUpdateComplete(.init(handle: r.handle, connectionInterval: link.parameters.hciInterval,
                                                        peripheralLatency: link.parameters.peripheralLatency,
-                                                       supervisionTimeout: link.parameters.supervisionTimeout)))
+                                                       supervisionTimeout: link.parameters.hciSupervisionTimeout)))
             }
         case .leRemoteConnectionParameterRequestNegativeReply(let r):
             var rp: [UInt8] = [links[r.handle] == nil ? HCIStatus.unknownConnectionIdentifier.rawValue : 0]; rp.appendLE(r.handle)

@@ -63,7 +63,7 @@ extension VirtualController {
     /// Waits for the `count`-th complete L2CAP frame from the host on `channelID`, and returns it.
     @discardableResult
     public func waitForL2CAP(channelID: UInt16, count: Int = 1, timeout: Duration = .seconds(5)) async throws(VirtualControllerError) -> L2CAPFrame {
-        try await waitUntil("L2CAP frame #\(count) on CID 0x\(String(channelID, radix: 16))", timeout: timeout) { vc in
+        try await waitUntil("L2CAP frame #\(count) on CID \(channelID.hex)", timeout: timeout) { vc in
             vc.framesReceived.lazy.filter { $0.channelID == channelID }.count >= count
         }
         return onQueue { framesReceived.filter { $0.channelID == channelID }[count - 1] }

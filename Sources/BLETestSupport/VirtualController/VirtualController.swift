@@ -154,8 +154,8 @@ public final class VirtualController: @unchecked Sendable { // mutable state is 
         }
     }
 
-    /// Virtual time in nanoseconds (0 in `.immediate` time).
-    public var now: UInt64 { clock?.now() ?? 0 }
+    /// Virtual time advanced so far (zero in `.immediate` time).
+    public var elapsed: Duration { clock?.elapsed ?? .zero }
 
     // MARK: - Observability
 

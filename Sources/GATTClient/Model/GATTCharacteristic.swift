@@ -29,7 +29,7 @@ public struct GATTCharacteristic: Hashable, Sendable, CustomStringConvertible {
     }
 
     public var description: String {
-        "\(uuid.gattDisplayName) value 0x\(hex4(valueHandle)) [\(properties)]"
+        "\(uuid.gattDisplayName) value \(valueHandle.hex) [\(properties)]"
     }
 }
 
@@ -41,5 +41,5 @@ public struct GATTDescriptor: Hashable, Sendable, CustomStringConvertible {
 
     /// The assigned name ("Client Characteristic Configuration").
     public var name: String? { AssignedNumbers.descriptorName(uuid) }
-    public var description: String { "\(uuid.gattDisplayName) 0x\(hex4(handle))" }
+    public var description: String { "\(uuid.gattDisplayName) \(handle.hex)" }
 }

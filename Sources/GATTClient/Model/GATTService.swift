@@ -19,7 +19,7 @@ public struct GATTService: Hashable, Sendable, CustomStringConvertible {
     public var name: String? { AssignedNumbers.serviceName(uuid) }
 
     public var description: String {
-        "\(uuid.gattDisplayName) 0x\(hex4(handle))-0x\(hex4(endHandle))"
+        "\(uuid.gattDisplayName) \(handle.hex)-\(endHandle.hex)"
     }
 }
 
@@ -31,16 +31,4 @@ public struct GATTIncludedService: Hashable, Sendable {
     public init(declarationHandle: UInt16, service: GATTService) {
         self.declarationHandle = declarationHandle; self.service = service
     }
-}
-
-/// Four uppercase hex digits.
-func hex4(_ v: UInt16) -> String {
-    let s = String(v, radix: 16, uppercase: true)
-    return String(repeating: "0", count: 4 - s.count) + s
-}
-
-/// Two uppercase hex digits.
-func hex2(_ v: UInt8) -> String {
-    let s = String(v, radix: 16, uppercase: true)
-    return s.count == 1 ? "0" + s : s
 }

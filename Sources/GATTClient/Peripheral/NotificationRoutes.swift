@@ -6,8 +6,8 @@ final class NotificationRoutes: @unchecked Sendable { // read and written only o
         let notifications: MulticastBuffer<[UInt8]>
         let indications: MulticastBuffer<[UInt8]>
         init(executor: AdapterExecutor, handle: UInt16, peer: String) {
-            notifications = MulticastBuffer(executor: executor, name: "\(peer): notifications of handle 0x\(hex4(handle))")
-            indications = MulticastBuffer(executor: executor, name: "\(peer): indications of handle 0x\(hex4(handle))")
+            notifications = MulticastBuffer(executor: executor, name: "\(peer): notifications of handle \(handle.hex)")
+            indications = MulticastBuffer(executor: executor, name: "\(peer): indications of handle \(handle.hex)")
         }
         /// The CCCD value the subscribers need: bit 0 notifications, bit 1 indications.
         var configuration: UInt16 {

@@ -1,5 +1,3 @@
-import Synchronization
-
 extension Peripheral {
     /// Subscribes to a characteristic's notifications (or indications) and returns once the
     /// peer's CCCD is set: nothing sent after this returns is missed. Any number of
@@ -9,7 +7,7 @@ extension Peripheral {
     ///     let values = try await peripheral.subscribe(to: measurement)
     public func subscribe(
         to characteristic: CharacteristicIdentifier, indications: Bool = false,
-        bufferingPolicy: AsyncThrowingStream<[UInt8], any Error>.Continuation.BufferingPolicy = .unbounded
+        bufferingPolicy: StreamBufferingPolicy = .unbounded
     ) async throws(GATTError) -> AsyncThrowingStream<[UInt8], any Error> {
         try await subscription(to: characteristic, indications: indications, bufferingPolicy: bufferingPolicy).stream()
     }
@@ -17,7 +15,7 @@ extension Peripheral {
     /// The subscriber behind `subscribe(to:)`, iterated directly by the lazy streams.
     func subscription(
         to characteristic: CharacteristicIdentifier, indications: Bool,
-        bufferingPolicy: MulticastBuffer<[UInt8]>.BufferingPolicy
+        bufferingPolicy: StreamBufferingPolicy
     ) async throws(GATTError) -> MulticastSubscription<[UInt8]> {
         if let terminalError { throw terminalError }
         let c = try await resolve(characteristic)
@@ -33,7 +31,7 @@ extension Peripheral {
                 throw .descriptorNotFound(GATTAttributeType.clientCharacteristicConfiguration, characteristic: c.uuid,
                                           peer: peerDescription, available: descs.map(\.uuid))
             }
-            if subscriptions[handle] == nil { subscriptions[handle] = Subscription(cccdHandle: cccd.handle) }
+            if subscriptions[handle] == nil { subscriptions[handle] = Subscription(cccdHandle: cccd.handle, waiters: Waiters(executor: executor, scheduler: scheduler)) }
         }
         let route = self.route(for: handle)
         let subscription = (indications ? route.indications : route.notifications).subscribe(bufferingPolicy: bufferingPolicy)
@@ -84,32 +82,28 @@ extension Peripheral {
     ) async throws(GATTError) -> [UInt8] {
         let stream = try await subscribe(to: response, indications: indication)
         try await write(value, to: characteristic, type: type)
-        let once = ResumeOnce()
         let target = response.uuid.gattDisplayName
         let peerName = peerDescription
         let cancelled = GATTError.cancelled(operation: "awaiting a notification from", target: target)
-        let result: Result<[UInt8], GATTError> = await withTaskCancellationHandler {
-            await withCheckedContinuation { c in
-                once.set(c)
-                let consumer = Task {
-                    var it = stream.makeAsyncIterator()
-                    do {
-                        if let v = try await it.next() { once.resume(.success(v)) }
-                        else { once.resume(.failure(.disconnected(peer: peerName, reason: "the stream ended"))) }
-                    } catch let e as GATTError {
-                        once.resume(.failure(e))
-                    } catch {
-                        once.resume(.failure(cancelled))
-                    }
+        let expired = GATTError.timeout(operation: "awaiting a notification from", target: target, peer: peerName)
+        let reply = Waiters<[UInt8], GATTError>(executor: executor, scheduler: scheduler)
+        var consumer: Task<Void, Never>?
+        let result = await reply.wait(deadline: (timeout, .failure(expired)), cancelled: { _ in .failure(cancelled) }) { [executor] id in
+            consumer = Task {
+                var it = stream.makeAsyncIterator()
+                let first: Result<[UInt8], GATTError>
+                do {
+                    if let v = try await it.next() { first = .success(v) }
+                    else { first = .failure(.disconnected(peer: peerName, reason: "the stream ended")) }
+                } catch let e as GATTError {
+                    first = .failure(e)
+                } catch {
+                    first = .failure(cancelled)
                 }
-                once.setConsumer(consumer)
-                once.setTimer(scheduler.schedule(after: timeout) {
-                    once.resume(.failure(.timeout(operation: "awaiting a notification from", target: target, peer: peerName)))
-                })
+                executor.queue.async { reply.resume(id, with: first) }
             }
-        } onCancel: {
-            once.resume(.failure(cancelled))
         }
+        consumer?.cancel()
         return try result.get()
     }
 
@@ -148,7 +142,7 @@ extension Peripheral {
     func subscribersChanged(_ handle: UInt16) {
         guard let sub = subscriptions[handle], !sub.writing, terminalError == nil,
               sub.written != (routes.route(handle)?.configuration ?? 0) else { return }
-        Task { try? await self.reconcile(handle, target: "handle 0x\(hex4(handle))") }
+        Task { try? await self.reconcile(handle, target: "handle \(handle.hex)") }
     }
 
     /// Writes the CCCD until it matches what the subscribers need; one write at a time.
@@ -174,9 +168,7 @@ extension Peripheral {
                 failure = gattError(error, wanted == 0 ? "disabling notifications of" : "subscribing to", target)
             }
             subscriptions[handle]?.writing = false
-            let waiters = subscriptions[handle]?.waiters ?? [:]
-            subscriptions[handle]?.waiters = [:]
-            for w in waiters.values { w.resume(returning: true) }
+            subscriptions[handle]?.waiters.resumeAll(with: .success(true))
             if let failure { throw failure }
         }
     }
@@ -184,26 +176,13 @@ extension Peripheral {
     /// Waits until the CCCD write under way at `handle` ends; a cancelled caller stops
     /// waiting at once (the write goes on).
     private func waitForCCCDWrite(_ handle: UInt16, target: String) async throws(GATTError) {
-        nextSubscriptionWaiter &+= 1
-        let id = nextSubscriptionWaiter
-        let ended = await withTaskCancellationHandler {
-            await withCheckedContinuation { (c: CheckedContinuation<Bool, Never>) in
-                if Task.isCancelled {
-                    c.resume(returning: false)
-                } else if subscriptions[handle]?.writing == true {
-                    subscriptions[handle]?.waiters[id] = c
-                } else {
-                    c.resume(returning: true)
-                }
-            }
-        } onCancel: { [executor] in
-            executor.queue.async { self.enter(on: executor) { $0.subscriptions[handle]?.waiters.removeValue(forKey: id)?.resume(returning: false) } }
-        }
+        guard let sub = subscriptions[handle], sub.writing else { return }
+        let ended = await sub.waiters.wait(cancelled: { _ in .success(false) }).get()
         if !ended { throw .cancelled(operation: "waiting for the CCCD write of", target: target) }
     }
 
     func reconcile(_ handle: UInt16) async throws(GATTError) {
-        try await reconcile(handle, target: "handle 0x\(hex4(handle))")
+        try await reconcile(handle, target: "handle \(handle.hex)")
     }
 }
 
@@ -225,57 +204,5 @@ final class LazySubscription: @unchecked Sendable { // used by the stream's sing
         let s = try await peripheral.subscription(to: characteristic, indications: indications, bufferingPolicy: .unbounded)
         subscription = s
         return try await s.next()
-    }
-}
-
-/// Resumes a continuation once, whichever of a result, a timeout or the caller's
-/// cancellation comes first (from any thread), then cancels the timer and the consumer.
-/// A result that comes before the continuation is set is kept and given to it.
-final class ResumeOnce: Sendable {
-    typealias Reply = CheckedContinuation<Result<[UInt8], GATTError>, Never>
-    private struct State {
-        var reply: Reply?
-        var timer: (any ScheduledTimer)?
-        var consumer: Task<Void, Never>?
-        var outcome: Result<[UInt8], GATTError>?
-    }
-    private let state = Mutex(State())
-
-    func set(_ c: Reply) {
-        let outcome = state.withLock { s -> Result<[UInt8], GATTError>? in
-            if s.outcome == nil { s.reply = c }
-            return s.outcome
-        }
-        if let outcome { c.resume(returning: outcome) }
-    }
-
-    func setTimer(_ timer: any ScheduledTimer) {
-        let alreadyDone = state.withLock { s -> Bool in
-            if s.outcome != nil { return true }
-            s.timer = timer
-            return false
-        }
-        if alreadyDone { timer.cancel() }
-    }
-
-    func setConsumer(_ consumer: Task<Void, Never>) {
-        let alreadyDone = state.withLock { s -> Bool in
-            if s.outcome != nil { return true }
-            s.consumer = consumer
-            return false
-        }
-        if alreadyDone { consumer.cancel() }
-    }
-
-    func resume(_ result: Result<[UInt8], GATTError>) {
-        let (reply, timer, consumer) = state.withLock { s -> (Reply?, (any ScheduledTimer)?, Task<Void, Never>?) in
-            if s.outcome != nil { return (nil, nil, nil) }
-            s.outcome = result
-            defer { s.reply = nil; s.timer = nil; s.consumer = nil }
-            return (s.reply, s.timer, s.consumer)
-        }
-        timer?.cancel()
-        consumer?.cancel()
-        reply?.resume(returning: result)
     }
 }

@@ -30,31 +30,29 @@ public actor Peripheral {
 
     enum Readiness {
         case idle
-        /// The first call prepares the bearer; the others wait here, by id.
-        case preparing([UInt64: CheckedContinuation<Result<Void, GATTError>, Never>])
+        /// The first call prepares the bearer; the others wait in `readinessWaiters`.
+        case preparing
         case ready
     }
     var readiness = Readiness.idle
-    var nextReadinessWaiter: UInt64 = 0
+    let readinessWaiters: Waiters<Void, GATTError>
     /// Set once the link is gone for good.
     var terminalError: GATTError?
     /// The ATT channel closed while the connection may still be restored: new calls wait for
     /// the restore (`restoreWaiters`) until `reattach` or `terminate` settles it.
     var linkDown = false
-    /// Calls waiting for the restore, by id: each is resumed once, by whichever of the
-    /// restore, the end of the link, its timer or its task's cancellation comes first.
-    var restoreWaiters: [UInt64: CheckedContinuation<Result<Void, GATTError>, Never>] = [:]
-    var nextRestoreWaiter: UInt64 = 0
+    /// Calls waiting for the restore: each is resumed once, by whichever of the restore, the
+    /// end of the link, its deadline or its task's cancellation comes first.
+    let restoreWaiters: Waiters<Void, GATTError>
 
     struct Subscription {
         let cccdHandle: UInt16
         var written: UInt16 = 0
         var writing = false
-        /// Calls waiting for the CCCD write under way, by id (true: it ended; false: the
-        /// waiting task was cancelled).
-        var waiters: [UInt64: CheckedContinuation<Bool, Never>] = [:]
+        /// Calls waiting for the CCCD write under way (true: it ended; false: the waiting
+        /// task was cancelled).
+        let waiters: Waiters<Bool, Never>
     }
-    var nextSubscriptionWaiter: UInt64 = 0
 
     /// A peripheral over an ATT channel (CID 0x0004 of a link, or any `L2CAPChannel`).
     /// `peer` keys the cache; `scheduler` times the ATT transactions (a dispatch timer on the
@@ -89,6 +87,8 @@ public actor Peripheral {
         self.clientMTU = clientMTU
         self.scheduler = scheduler
         self.transactionTimeout = transactionTimeout
+        self.readinessWaiters = Waiters(executor: channel.executor, scheduler: scheduler)
+        self.restoreWaiters = Waiters(executor: channel.executor, scheduler: scheduler)
         let observed = ObservedChannel(channel)
         self.channel = observed
         self.bearer = ATTBearer(channel: observed, scheduler: scheduler, clientMTU: clientMTU, transactionTimeout: transactionTimeout)
@@ -128,13 +128,11 @@ public actor Peripheral {
             try result.get()
             return try await procedures()
         case .idle:
-            readiness = .preparing([:])
+            readiness = .preparing
             let result: Result<Void, GATTError>
             do throws(GATTError) { try await prepare(); result = .success(()) } catch { result = .failure(error) }
-            let waiters: [UInt64: CheckedContinuation<Result<Void, GATTError>, Never>]
-            if case .preparing(let w) = readiness { waiters = w } else { waiters = [:] }
             if case .success = result { readiness = .ready } else { readiness = .idle }
-            for w in waiters.values { w.resume(returning: result) }
+            readinessWaiters.resumeAll(with: result)
             try result.get()
             return GATTProcedures(bearer: bearer)
         }
@@ -142,29 +140,8 @@ public actor Peripheral {
 
     /// Waits for the call preparing the bearer; a cancelled caller stops waiting at once.
     private func waitForPreparation() async -> Result<Void, GATTError> {
-        nextReadinessWaiter &+= 1
-        let id = nextReadinessWaiter
         let cancelled = GATTError.cancelled(operation: "waiting for the ATT bearer to be prepared for", target: peerDescription)
-        return await withTaskCancellationHandler {
-            await withCheckedContinuation { (c: CheckedContinuation<Result<Void, GATTError>, Never>) in
-                if Task.isCancelled {
-                    c.resume(returning: .failure(cancelled))
-                } else if case .preparing(var waiters) = readiness {
-                    waiters[id] = c
-                    readiness = .preparing(waiters)
-                } else {
-                    c.resume(returning: .success(()))
-                }
-            }
-        } onCancel: { [executor] in
-            executor.queue.async { self.enter(on: executor) { $0.resumeReadinessWaiter(id, .failure(cancelled)) } }
-        }
-    }
-
-    private func resumeReadinessWaiter(_ id: UInt64, _ result: Result<Void, GATTError>) {
-        guard case .preparing(var waiters) = readiness, let c = waiters.removeValue(forKey: id) else { return }
-        readiness = .preparing(waiters)
-        c.resume(returning: result)
+        return await readinessWaiters.wait(cancelled: { _ in .failure(cancelled) })
     }
 
     private func prepare() async throws(GATTError) {
@@ -265,37 +242,15 @@ public actor Peripheral {
     /// transaction timeout on the peripheral's scheduler; the end of the link fails it at
     /// once with the reason, and so does the cancellation of its task.
     private func waitForRestore() async throws(GATTError) {
-        nextRestoreWaiter += 1
-        let id = nextRestoreWaiter
         let limit = transactionTimeout
         let peerName = peerDescription
-        let timer = scheduler.schedule(after: limit) { [weak self, executor] in
-            self?.enter(on: executor) {
-                $0.resumeRestoreWaiter(id, .failure(.disconnected(
-                    peer: peerName, reason: "the link was not restored within the ATT transaction timeout (\(limit))")))
-            }
-        }
+        let expired = GATTError.disconnected(peer: peerName, reason: "the link was not restored within the ATT transaction timeout (\(limit))")
         let cancelled = GATTError.cancelled(operation: "waiting for the link to be restored to", target: peerName)
-        let result = await withTaskCancellationHandler {
-            await withCheckedContinuation { (c: CheckedContinuation<Result<Void, GATTError>, Never>) in
-                if Task.isCancelled { c.resume(returning: .failure(cancelled)) } else { restoreWaiters[id] = c }
-            }
-        } onCancel: { [executor] in
-            // Any thread: the waiter is looked up, and resumed if still there, on the queue.
-            executor.queue.async { self.enter(on: executor) { $0.resumeRestoreWaiter(id, .failure(cancelled)) } }
-        }
-        timer.cancel()
-        try result.get()
-    }
-
-    private func resumeRestoreWaiter(_ id: UInt64, _ result: Result<Void, GATTError>) {
-        restoreWaiters.removeValue(forKey: id)?.resume(returning: result)
+        try await restoreWaiters.wait(deadline: (limit, .failure(expired)), cancelled: { _ in .failure(cancelled) }).get()
     }
 
     private func resumeRestoreWaiters(_ result: Result<Void, GATTError>) {
-        let waiters = restoreWaiters.values
-        restoreWaiters.removeAll()
-        for w in waiters { w.resume(returning: result) }
+        restoreWaiters.resumeAll(with: result)
     }
 
     /// The link was restored: a new bearer over the new ATT channel, the MTU exchanged again,

@@ -12,3 +12,10 @@ public enum GATTProcedureError: Error, Sendable, Equatable, CustomStringConverti
         }
     }
 }
+
+extension GATTProcedureError: BLEError {
+    public var isCancellation: Bool {
+        if case .att(let error) = self { return error.isCancellation }
+        return false
+    }
+}

@@ -35,10 +35,10 @@ public struct GATTProcedures: Sendable {
             }
             for e in list {
                 guard e.handle >= next, e.endGroupHandle >= e.handle else {
-                    throw .invalidResponse("service at 0x\(hex4(e.handle))-0x\(hex4(e.endGroupHandle)) does not follow 0x\(hex4(next &- 1)): handles must increase")
+                    throw .invalidResponse("service at \(e.handle.hex)-\(e.endGroupHandle.hex) does not follow \((next &- 1).hex): handles must increase")
                 }
                 guard e.value.count == 2 || e.value.count == 16, let uuid = BluetoothUUID(littleEndian: e.value) else {
-                    throw .invalidResponse("service at 0x\(hex4(e.handle)) has a \(e.value.count)-byte UUID")
+                    throw .invalidResponse("service at \(e.handle.hex) has a \(e.value.count)-byte UUID")
                 }
                 services.append(GATTService(uuid: uuid, handle: e.handle, endHandle: e.endGroupHandle))
                 if e.endGroupHandle == 0xFFFF { return services }
@@ -61,7 +61,7 @@ public struct GATTProcedures: Sendable {
             }
             for r in list {
                 guard r.start >= next, r.end >= r.start else {
-                    throw .invalidResponse("service at 0x\(hex4(r.start))-0x\(hex4(r.end)) does not follow 0x\(hex4(next &- 1)): handles must increase")
+                    throw .invalidResponse("service at \(r.start.hex)-\(r.end.hex) does not follow \((next &- 1).hex): handles must increase")
                 }
                 services.append(GATTService(uuid: uuid, handle: r.start, endHandle: r.end))
                 if r.end == 0xFFFF { return services }
@@ -86,10 +86,10 @@ public struct GATTProcedures: Sendable {
             }
             for e in list {
                 guard e.handle >= next else {
-                    throw .invalidResponse("include declaration 0x\(hex4(e.handle)) does not follow 0x\(hex4(next &- 1)): handles must increase")
+                    throw .invalidResponse("include declaration \(e.handle.hex) does not follow \((next &- 1).hex): handles must increase")
                 }
                 guard e.value.count == 4 || e.value.count == 6 else {
-                    throw .invalidResponse("include declaration 0x\(hex4(e.handle)) has \(e.value.count) bytes, not 4 or 6")
+                    throw .invalidResponse("include declaration \(e.handle.hex) has \(e.value.count) bytes, not 4 or 6")
                 }
                 let start = UInt16(e.value[0]) | UInt16(e.value[1]) << 8
                 let end = UInt16(e.value[2]) | UInt16(e.value[3]) << 8
@@ -99,7 +99,7 @@ public struct GATTProcedures: Sendable {
                 } else {
                     guard case .readResponse(let v) = try await request(.readRequest(handle: start)),
                           v.count == 16, let u = BluetoothUUID(littleEndian: v) else {
-                        throw .invalidResponse("included service declaration 0x\(hex4(start)) does not hold a 128-bit UUID")
+                        throw .invalidResponse("included service declaration \(start.hex) does not hold a 128-bit UUID")
                     }
                     uuid = u
                 }
@@ -127,14 +127,14 @@ public struct GATTProcedures: Sendable {
             }
             for e in list {
                 guard e.handle >= next, e.handle <= service.endHandle else {
-                    throw .invalidResponse("characteristic declaration 0x\(hex4(e.handle)) does not follow 0x\(hex4(next &- 1)) within \(service.range): handles must increase")
+                    throw .invalidResponse("characteristic declaration \(e.handle.hex) does not follow \((next &- 1).hex) within \(service.range): handles must increase")
                 }
                 guard e.value.count == 5 || e.value.count == 19, let u = BluetoothUUID(littleEndian: e.value[3...]) else {
-                    throw .invalidResponse("characteristic declaration 0x\(hex4(e.handle)) has \(e.value.count) bytes, not 5 or 19")
+                    throw .invalidResponse("characteristic declaration \(e.handle.hex) has \(e.value.count) bytes, not 5 or 19")
                 }
                 let valueHandle = UInt16(e.value[1]) | UInt16(e.value[2]) << 8
                 guard valueHandle > e.handle, valueHandle <= service.endHandle else {
-                    throw .invalidResponse("characteristic declaration 0x\(hex4(e.handle)) points at value handle 0x\(hex4(valueHandle)) outside \(service.range)")
+                    throw .invalidResponse("characteristic declaration \(e.handle.hex) points at value handle \(valueHandle.hex) outside \(service.range)")
                 }
                 declarations.append((e.handle, e.value[0], valueHandle, u))
                 if e.handle == 0xFFFF { break }
@@ -173,7 +173,7 @@ public struct GATTProcedures: Sendable {
             }
             for e in entries {
                 guard e.handle >= next, e.handle <= range.end else {
-                    throw .invalidResponse("descriptor 0x\(hex4(e.handle)) does not follow 0x\(hex4(next &- 1)) within \(range): handles must increase")
+                    throw .invalidResponse("descriptor \(e.handle.hex) does not follow \((next &- 1).hex) within \(range): handles must increase")
                 }
                 found.append(GATTDescriptor(uuid: e.uuid, handle: e.handle))
                 if e.handle == 0xFFFF { return found }

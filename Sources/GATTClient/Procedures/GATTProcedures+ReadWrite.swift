@@ -19,7 +19,7 @@ extension GATTProcedures {
         var value = try await read(handle: handle)
         var part = value.count
         while part == mtu - 1 {
-            guard value.count <= 0xFFFF else { throw .invalidResponse("value of handle 0x\(hex4(handle)) exceeds 65535 bytes") }
+            guard value.count <= 0xFFFF else { throw .invalidResponse("value of handle \(handle.hex) exceeds 65535 bytes") }
             let rsp: ATTPDU
             do { rsp = try await bearer.request(.readBlobRequest(handle: handle, offset: UInt16(value.count))) } catch {
                 if case .errorResponse(let code, _, _) = error, code == .attributeNotLong || code == .invalidOffset { break }
@@ -40,7 +40,7 @@ extension GATTProcedures {
         var previous: UInt16 = 0
         for e in list {
             guard e.handle > previous, e.handle >= range.start, e.handle <= range.end else {
-                throw .invalidResponse("attribute 0x\(hex4(e.handle)) is outside \(range) or out of order")
+                throw .invalidResponse("attribute \(e.handle.hex) is outside \(range) or out of order")
             }
             previous = e.handle
         }
@@ -110,7 +110,7 @@ extension GATTProcedures {
                 guard case .prepareWriteResponse(let h, let o, let v) = rsp, h == w.handle, o == offset, v == part else {
                     await cancelPreparedWrites()
                     if case .prepareWriteResponse(let h, let o, let v) = rsp {
-                        throw .invalidResponse("Prepare Write Response echoed handle 0x\(hex4(h)) offset \(o) with \(v.count) bytes for handle 0x\(hex4(w.handle)) offset \(offset) with \(part.count) bytes\(h == w.handle && o == offset ? " (value differs)" : ""); the queued writes were cancelled")
+                        throw .invalidResponse("Prepare Write Response echoed handle \(h.hex) offset \(o) with \(v.count) bytes for handle \(w.handle.hex) offset \(offset) with \(part.count) bytes\(h == w.handle && o == offset ? " (value differs)" : ""); the queued writes were cancelled")
                     }
                     throw .invalidResponse("expected a Prepare Write Response")
                 }

@@ -190,5 +190,5 @@ public struct Appearance: GATTDecodable, GATTEncodable, Sendable, Hashable, Cust
     public var subcategory: UInt8 { UInt8(rawValue & 0x3F) }
     /// The assigned name ("Heart Rate Sensor: Heart Rate Belt").
     public var name: String? { AssignedNumbers.appearanceName(rawValue) }
-    public var description: String { name ?? "Appearance 0x\(hex4(rawValue))" }
+    public var description: String { name ?? "Appearance \(rawValue.hex)" }
 }

@@ -12,6 +12,8 @@ struct GlobalOptions: Sendable {
     var verbosity: Int
     /// Bound on connecting and on each non-streaming step, in seconds.
     var timeout: Double
+    /// `$BLE_LOG` (trace, debug, info, notice, warning, error, critical), else warning.
+    var environmentLogLevel: LogLevel
 
     static let specs: [OptionSpec] = [
         .value("device", "d", "SPEC", "controller: hci0, hci-raw:0, tcp:HOST:PORT, unix:PATH, serial:/dev/ttyUSB0[@BAUD][,rtscts] (default $BLE_DEVICE, else hci0)"),
@@ -27,6 +29,7 @@ struct GlobalOptions: Sendable {
         btsnoop = args.value("btsnoop")
         json = args.has("json")
         verbosity = args.count("verbose")
+        environmentLogLevel = environment["BLE_LOG"].flatMap { LogLevel(name: $0) } ?? .warning
         timeout = try args.value("timeout").map { v throws(UsageError) in try Values.seconds(v, option: "--timeout") } ?? 15
     }
 
@@ -36,7 +39,7 @@ struct GlobalOptions: Sendable {
     /// info, debug, trace.
     var logLevel: LogLevel {
         switch verbosity {
-        case 0: return Logger.environmentLevel
+        case 0: return environmentLogLevel
         case 1: return .info
         case 2: return .debug
         default: return .trace

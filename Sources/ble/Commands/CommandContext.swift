@@ -8,10 +8,12 @@ struct CommandContext: Sendable {
     var console: Console
     var environment: [String: String]
 
-    var logger: Logger {
+    /// The CLI opts in to the library's log lines: "ble[level]: ..." on the console's
+    /// status stream (stderr), at the level of -v or `$BLE_LOG` (warnings by default).
+    var logger: BLELogger {
         let console = self.console
-        return Logger(minimumLevel: globals.logLevel) { level, text in
-            console.status("ble[\(level)]: \(text)")
+        return BLELogger(label: "ble", minimumLevel: globals.logLevel) { record in
+            console.status(record.formatted)
         }
     }
 

@@ -75,7 +75,7 @@ enum ReadCommand {
                     received += 1
                     if let count, received >= count { break }
                 }
-            } catch is CancellationError {
+            } catch let error as any BLEError where error.isCancellation {
             }
         }
     }

@@ -58,7 +58,7 @@ enum ScanCommand {
                 }
                 ctx.console.out(ctx.globals.json ? ScanFormat.json(name, p).text : ScanFormat.line(name, p))
             }
-        } catch is CancellationError {
+        } catch let error as any BLEError where error.isCancellation {
         }
     }
 

@@ -59,12 +59,12 @@ enum ScanFormat {
 
     /// The live table, strongest first, as ANSI text that redraws the screen from the top.
     /// Lines are cut to the terminal's `width` so none wraps and the redraw stays in place.
-    static func table(_ list: [DiscoveredPeripheral], now: UInt64, console: Console, width: Int) -> String {
+    static func table(_ list: [DiscoveredPeripheral], now: ContinuousClock.Instant, console: Console, width: Int) -> String {
         let sorted = list.sorted { $0.smoothedRSSI > $1.smoothedRSSI }
         func cut(_ s: String) -> String { s.count > width ? String(s.prefix(max(1, width - 1))) : s }
         var lines = [console.paint(cut(row(["ADDRESS", "NAME", "RSSI", "TX", "SERVICES", "MANUFACTURER", "SEEN", "DATA"])), "1")]
         for p in sorted {
-            let age = now >= p.lastSeen ? Double(now - p.lastSeen) / 1e9 : 0
+            let age = max(0, p.lastSeen.duration(to: now) / .seconds(1))
             let seen = age < 1 ? "now" : "\(Int(age)) s ago"
             let tx = p.advertisingData.txPowerLevel.map { String($0) } ?? "-"
             lines.append(cut(row([address(p), p.name.map(TerminalText.escape) ?? "-", rssi(p), tx, services(p).joined(separator: ", "),

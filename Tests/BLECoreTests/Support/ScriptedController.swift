@@ -143,7 +143,7 @@ final class LateManualScheduler: TimerScheduler {
         return m
     }
 
-    func now() -> UInt64 { manual.now() }
+    func now() -> ContinuousClock.Instant { manual.now() }
     func schedule(after delay: Duration, _ work: @escaping @Sendable () -> Void) -> any ScheduledTimer {
         manual.schedule(after: delay, work)
     }

@@ -35,6 +35,8 @@ struct LabBed {
     /// Between the simulated peripheral and `server`: passes every PDU through until a test
     /// sets a trigger (`faults.on(_:occurrence:_:)`).
     let faults: FaultInjectingATTServer
+    /// Between `faults` and `server`: open until a test closes it to hold the client's PDUs.
+    let gate: GatedATTServer
     let transport: any HCITransport
     let central: Central
     let link: Connection
@@ -45,7 +47,8 @@ struct LabBed {
         vc = VirtualController(options: options.controller)
         peer = options.peer
         server = GATTServer(database: options.database, queue: vc.queue)
-        faults = FaultInjectingATTServer(wrapping: server, queue: vc.queue)
+        gate = GatedATTServer(server, queue: vc.queue)
+        faults = FaultInjectingATTServer(wrapping: gate, queue: vc.queue)
         vc.addPeripheral(SimulatedPeripheral(address: peer, advertisingData: [0x02, 0x01, 0x06], attServer: faults))
         transport = try options.transport(vc)
         central = Central(transport: transport, options: vc.centralOptions())

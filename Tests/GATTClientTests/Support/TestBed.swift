@@ -14,7 +14,7 @@ struct TestBed {
     init(_ database: GATTDatabase = .lab(), clientMTU: UInt16 = 517, prepareQueueLimit: Int = 64,
          faults: GATTServer.Faults = .init(), scheduler: ((DispatchQueue) -> any TimerScheduler)? = nil,
          cache: GATTCache? = nil, peer: LEAddress? = nil, sharing other: TestBed? = nil) {
-        executor = other?.executor ?? AdapterExecutor(label: "gatt-test")
+        executor = other?.executor ?? cache?.executor ?? AdapterExecutor(label: "gatt-test")
         server = other?.server ?? GATTServer(database: database, queue: executor.queue, prepareQueueLimit: prepareQueueLimit, faults: faults)
         channel = LoopbackATTChannel(server: server, executor: executor)
         peripheral = Peripheral(channel: channel, peer: peer, cache: cache, clientMTU: clientMTU,
@@ -33,15 +33,4 @@ enum Lab {
     static let indicateCounter = CharacteristicIdentifier(uuid: uuid(4), service: service)
     static let secret = CharacteristicIdentifier(uuid: uuid(5), service: service)
     static let notifyCounter = CharacteristicIdentifier(uuid: uuid(6), service: service)
-}
-
-/// Waits (bounded) until `condition` holds; the server answers on the adapter queue, so a
-/// few turns of it are enough (the bound is for a heavily loaded machine).
-func eventually(_ what: Comment, within seconds: Double = 30, _ condition: @Sendable () async -> Bool) async {
-    let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(seconds * 1e9)
-    while DispatchTime.now().uptimeNanoseconds < deadline {
-        if await condition() { return }
-        try? await Task.sleep(for: .milliseconds(2))
-    }
-    Issue.record("timed out waiting: \(what)")
 }

@@ -4,7 +4,7 @@
 ///     try HCIEvent.forEachAdvertisingReport(h4: bytes) { report in
 ///         if report.rssi > -70 { seen(report.address, report.data) }
 ///     }
-public struct AdvertisingReportView {
+@_spi(Internals) public struct AdvertisingReportView {
     /// True for an extended report (subevent 0x0D), false for a legacy one (0x02).
     public let isExtended: Bool
     /// The raw Event_Type: the legacy 8-bit value, or the extended 16-bit bitfield.
@@ -42,20 +42,12 @@ public struct AdvertisingReportView {
         self.periodicAdvertisingInterval = periodicAdvertisingInterval
     }
 
-    /// The Event_Type as the extended report's bitfield; legacy types are mapped as in
-    /// Vol 4, Part E, 7.7.65.13 (ADV_IND 0x13, ADV_DIRECT_IND 0x15, ADV_SCAN_IND 0x12,
-    /// ADV_NONCONN_IND 0x10, SCAN_RSP 0x1B).
+    /// The Event_Type as the extended report's bitfield (legacy types mapped by
+    /// `ExtendedAdvertisingEventType(legacy:)`).
     @inlinable
     public var extendedEventType: ExtendedAdvertisingEventType {
-        if isExtended { return ExtendedAdvertisingEventType(rawValue: eventType) }
-        switch eventType {
-        case 0x00: return ExtendedAdvertisingEventType(rawValue: 0x13)
-        case 0x01: return ExtendedAdvertisingEventType(rawValue: 0x15)
-        case 0x02: return ExtendedAdvertisingEventType(rawValue: 0x12)
-        case 0x03: return ExtendedAdvertisingEventType(rawValue: 0x10)
-        case 0x04: return ExtendedAdvertisingEventType(rawValue: 0x1B)
-        default: return ExtendedAdvertisingEventType(rawValue: 0x10)
-        }
+        isExtended ? ExtendedAdvertisingEventType(rawValue: eventType)
+                   : ExtendedAdvertisingEventType(legacy: UInt8(truncatingIfNeeded: eventType))
     }
 
     /// True when the advertiser accepts connections.
@@ -72,7 +64,7 @@ extension HCIEvent {
     ///
     ///     let n = try HCIEvent.forEachAdvertisingReport(in: raw) { print($0.address) }
     @inlinable @discardableResult
-    public static func forEachAdvertisingReport(in parameters: UnsafeRawBufferPointer,
+    @_spi(Internals) public static func forEachAdvertisingReport(in parameters: UnsafeRawBufferPointer,
                                                 _ body: (AdvertisingReportView) -> Void) throws(DecodeError) -> Int {
         guard parameters.count >= 2 else {
             if parameters.count == 1, parameters[0] != LESubevent.advertisingReport,
@@ -133,7 +125,7 @@ extension HCIEvent {
 
     /// As `forEachAdvertisingReport(in:_:)`, for LE Meta parameters held in an array.
     @inlinable @discardableResult
-    public static func forEachAdvertisingReport(in parameters: [UInt8],
+    @_spi(Internals) public static func forEachAdvertisingReport(in parameters: [UInt8],
                                                 _ body: (AdvertisingReportView) -> Void) throws(DecodeError) -> Int {
         let result: Result<Int, DecodeError> = parameters.withUnsafeBytes { raw in
             do throws(DecodeError) { return .success(try forEachAdvertisingReport(in: raw, body)) } catch { return .failure(error) }
@@ -147,7 +139,7 @@ extension HCIEvent {
     ///
     ///     try HCIEvent.forEachAdvertisingReport(h4: buffer) { filter.offer($0) }
     @inlinable @discardableResult
-    public static func forEachAdvertisingReport(h4 packet: UnsafeRawBufferPointer,
+    @_spi(Internals) public static func forEachAdvertisingReport(h4 packet: UnsafeRawBufferPointer,
                                                 _ body: (AdvertisingReportView) -> Void) throws(DecodeError) -> Int {
         guard packet.count >= 3 else { throw .truncated(what: "HCI Event packet", needed: 3 - packet.count) }
         guard packet[0] == HCIPacketType.event.rawValue, packet[1] == Code.leMeta else { return 0 }

@@ -160,6 +160,21 @@ public struct ExtendedAdvertisingEventType: OptionSet, Hashable, Sendable, Custo
         rawValue = flags.rawValue & 0x1F | UInt16(dataStatus.rawValue) << 5
     }
 
+    /// A legacy report's Event_Type (7.7.65.2) as the bits 7.7.65.13 gives the legacy PDUs:
+    /// ADV_IND 0x13, ADV_DIRECT_IND 0x15, ADV_SCAN_IND 0x12, ADV_NONCONN_IND 0x10 (also for
+    /// reserved values), SCAN_RSP 0x1B.
+    ///
+    ///     ExtendedAdvertisingEventType(legacy: 0x00)   // connectable, scannable, legacy
+    @inlinable public init(legacy eventType: UInt8) {
+        switch eventType {
+        case 0x00: rawValue = 0x13
+        case 0x01: rawValue = 0x15
+        case 0x02: rawValue = 0x12
+        case 0x04: rawValue = 0x1B
+        default: rawValue = 0x10
+        }
+    }
+
     public var description: String {
         var parts: [String] = []
         if contains(.connectable) { parts.append("connectable") }

@@ -22,8 +22,7 @@ public struct HCIVersion: RawRepresentable, Hashable, Sendable, Comparable, Cust
     }
 
     public var description: String {
-        let hex = String(rawValue, radix: 16, uppercase: true)
-        return "\(name) (0x\(hex.count == 1 ? "0" : "")\(hex))"
+        "\(name) (\(rawValue.hex))"
     }
 
     public static func < (a: Self, b: Self) -> Bool { a.rawValue < b.rawValue }
