@@ -19,7 +19,7 @@ import Testing
 
     final class Warnings: Sendable {
         let lines = Mutex<[String]>([])
-        var logger: Logger { Logger(minimumLevel: .warning) { _, text in self.lines.withLock { $0.append(text) } } }
+        var logger: BLELogger { BLELogger(minimumLevel: .warning) { record in self.lines.withLock { $0.append(record.message) } } }
         var all: [String] { lines.withLock { $0 } }
     }
 

@@ -27,7 +27,7 @@ public final class BTSnoopWriter: @unchecked Sendable { // fd, offsets and count
     public static let defaultMaximumPendingBytes = 4 * 1024 * 1024
 
     private let queue: DispatchQueue
-    private let logger: Logger
+    private let logger: BLELogger
     private let writeSyscall: @Sendable (Int32, UnsafeRawPointer, Int) -> Int
     private let pendingBytes = Atomic<Int>(0)
     private let dropped = Atomic<UInt32>(0)
@@ -41,13 +41,13 @@ public final class BTSnoopWriter: @unchecked Sendable { // fd, offsets and count
 
     /// Creates (truncates) the file and writes the header.
     public convenience init(path: String, maximumPendingBytes: Int = BTSnoopWriter.defaultMaximumPendingBytes,
-                            logger: Logger = Logger()) throws(TransportError) {
+                            logger: BLELogger = .standardError(label: "btsnoop")) throws(TransportError) {
         try self.init(path: path, maximumPendingBytes: maximumPendingBytes, logger: logger,
                       queue: DispatchQueue(label: "ble.btsnoop-writer"), write: { Glibc.write($0, $1, $2) })
     }
 
     /// `queue` and `write` are seams for tests (a suspended queue, a failing disk).
-    init(path: String, maximumPendingBytes: Int, logger: Logger, queue: DispatchQueue,
+    init(path: String, maximumPendingBytes: Int, logger: BLELogger, queue: DispatchQueue,
          write: @escaping @Sendable (Int32, UnsafeRawPointer, Int) -> Int) throws(TransportError) {
         self.path = path
         self.maximumPendingBytes = maximumPendingBytes
