@@ -44,11 +44,6 @@ func roundTrip<T: GATTDecodable & GATTEncodable & Equatable>(_ type: T.Type, _ b
     }
 }
 
-/// GATTClient's own helper (Sources/GATTClient/Model), which the value files use.
-func hex4(_ v: UInt16) -> String {
-    let s = String(v, radix: 16, uppercase: true)
-    return String(repeating: "0", count: max(0, 4 - s.count)) + s
-}
 #else
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt { 0 }
