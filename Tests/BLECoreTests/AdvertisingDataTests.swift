@@ -70,6 +70,19 @@ import Testing
         #expect(expected.type == bytes[1])
     }
 
+    /// Advertising Interval (1.15): 0x0020 units of 0.625 ms; the 4-octet form 0x00000640;
+    /// Peripheral Connection Interval Range (1.9): 0x0006 and 0x0C80 units of 1.25 ms, and
+    /// 0xFFFF for no specific maximum.
+    @Test func intervalsAreDurations() {
+        #expect(AdvertisingData(bytes: [0x03, 0x1A, 0x20, 0x00]).advertisingInterval == .milliseconds(20))
+        #expect(AdvertisingData(bytes: [0x05, 0x2F, 0x40, 0x06, 0x00, 0x00]).advertisingInterval == .seconds(1))
+        let range = AdvertisingData(bytes: [0x05, 0x12, 0x06, 0x00, 0x80, 0x0C]).peripheralConnectionIntervalRange
+        #expect(range?.minimum == .microseconds(7_500) && range?.maximum == .seconds(4))
+        let open = AdvertisingData(bytes: [0x05, 0x12, 0x06, 0x00, 0xFF, 0xFF]).peripheralConnectionIntervalRange
+        #expect(open?.minimum == .microseconds(7_500) && open?.maximum == nil)
+        #expect(AdvertisingData(bytes: [0x02, 0x01, 0x06]).advertisingInterval == nil)
+    }
+
     @Test func allTypesInOneBufferRoundTrip() {
         let bytes = Self.vectors.flatMap(\.0)
         let ad = AdvertisingData(bytes: bytes)

@@ -92,6 +92,7 @@ struct VirtualControllerLinkTests {
         let (vc, central) = try await VC.stack()
         _ = try await central.connect(VC.peer)
         let range = ConnectionParameterRange(minimumInterval: 0x0030, maximumInterval: 0x0040, peripheralLatency: 2, supervisionTimeout: 0x0258)
+        #expect(range.intervals.minimum == .milliseconds(60) && range.intervals.maximum == .milliseconds(80) && range.timeout == .seconds(6))
         try vc.requestParameterUpdate(from: VC.peer, range, identifier: 7)
         let response = try await vc.waitForL2CAP(channelID: L2CAPChannelID.leSignaling)
         // Connection Parameter Update Response (Vol 3, Part A, 4.21): code 0x13, identifier 7,
@@ -104,7 +105,7 @@ struct VirtualControllerLinkTests {
     }
 
     @Test func parameterUpdateRequestRejectedByPolicy() async throws {
-        let (vc, central) = try await VC.stack(central: { o in o.parameterUpdatePolicy = { _, range in range.maximumInterval <= 0x0020 } })
+        let (vc, central) = try await VC.stack(central: { o in o.parameterUpdatePolicy = { _, range in range.intervals.maximum <= .milliseconds(40) } })
         _ = try await central.connect(VC.peer)
         let range = ConnectionParameterRange(minimumInterval: 0x0030, maximumInterval: 0x0040, peripheralLatency: 0, supervisionTimeout: 0x0258)
         try vc.requestParameterUpdate(from: VC.peer, range, identifier: 9)

@@ -43,14 +43,15 @@ struct VirtualRadioTests {
             // LE Set Scan Enable (0x200C, 7.8.11): enable, no duplicate filtering.
             try socket.command([0x0C, 0x20, 0x02, 0x01, 0x00], deadline: .now + .seconds(5))
 
+            // The sensor is the scenario's only advertiser: the first report must be its, with
+            // a random address (Address_Type 0x01). Waiting past the deadline throws.
             let deadline = ContinuousClock.now + .seconds(5)
-            var found = false
-            while !found {
-                let packet = try socket.receivePacket(deadline: deadline)
-                guard let report = Self.firstAdvertisingReport(packet) else { continue }
-                found = report.address == expectedAddress && report.addressType == 0x01
+            var first: (address: [UInt8], addressType: UInt8)?
+            while first == nil {
+                first = Self.firstAdvertisingReport(try socket.receivePacket(deadline: deadline)).map { ($0.address, $0.addressType) }
             }
-            #expect(found)
+            #expect(first?.address == expectedAddress)
+            #expect(first?.addressType == 0x01)
         }
     }
 

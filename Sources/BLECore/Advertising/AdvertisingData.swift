@@ -140,4 +140,33 @@ extension AdvertisingData {
         for s in structures { if case .appearance(let a) = s { return a } }
         return nil
     }
+
+    /// The Advertising Interval (Vol 3, Part C, 11; Supplement, Part A, 1.15), from the
+    /// 2-octet or 4-octet form, in 0.625 ms units on the air.
+    ///
+    ///     AdvertisingData(bytes: [0x03, 0x1A, 0x20, 0x00]).advertisingInterval   // 20 ms
+    public var advertisingInterval: Duration? {
+        for s in structures {
+            switch s {
+            case .advertisingInterval(let units): return HCITimeUnit.slot.duration(units)
+            case .longAdvertisingInterval(let units): return HCITimeUnit.slot.duration(units)
+            default: continue
+            }
+        }
+        return nil
+    }
+
+    /// The Peripheral Connection Interval Range (Supplement, Part A, 1.9), in 1.25 ms units on
+    /// the air; a bound the peripheral leaves open (0xFFFF) is nil.
+    ///
+    ///     AdvertisingData(bytes: [0x05, 0x12, 0x06, 0x00, 0x80, 0x0C]).peripheralConnectionIntervalRange   // 7.5 ms...4 s
+    public var peripheralConnectionIntervalRange: (minimum: Duration?, maximum: Duration?)? {
+        for s in structures {
+            if case .peripheralConnectionIntervalRange(let lo, let hi) = s {
+                func bound(_ units: UInt16) -> Duration? { units == 0xFFFF ? nil : HCITimeUnit.connectionInterval.duration(units) }
+                return (bound(lo), bound(hi))
+            }
+        }
+        return nil
+    }
 }

@@ -31,6 +31,18 @@ public struct ConnectionParameterRange: Hashable, Sendable {
     }
 }
 
+extension ConnectionParameterRange {
+    /// The requested connection intervals as durations (the PDU carries 1.25 ms units).
+    ///
+    ///     options.parameterUpdatePolicy = { _, range in range.intervals.maximum <= .milliseconds(40) }
+    public var intervals: (minimum: Duration, maximum: Duration) {
+        (HCITimeUnit.connectionInterval.duration(minimumInterval), HCITimeUnit.connectionInterval.duration(maximumInterval))
+    }
+
+    /// The requested supervision timeout as a duration (the PDU carries 10 ms units).
+    public var timeout: Duration { HCITimeUnit.supervisionTimeout.duration(supervisionTimeout) }
+}
+
 /// One command on the LE signaling channel (Vol 3, Part A, 4).
 ///
 ///     let cmd = try L2CAPSignalingCommand(bytes: sdu)   // e.g. a Connection Parameter Update Request
