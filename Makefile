@@ -4,13 +4,13 @@ SWIFT ?= swift
 SWIFTFLAGS := -Xswiftc -warnings-as-errors
 VENV := .venv
 PY := $(VENV)/bin/python
-APT_PACKAGES := libbluetooth-dev libssl-dev pkg-config tshark bluez tmux libmosquitto-dev mosquitto mosquitto-clients
+APT_PACKAGES := libbluetooth-dev libssl-dev pkg-config tshark bluez tmux libmosquitto-dev mosquitto mosquitto-clients libyaml-dev
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Seconds each fuzz target runs in `make test` (make fuzz runs longer).
 FUZZ_SMOKE_SECONDS ?= 15
 FUZZ_SECONDS ?= 300
 
-.PHONY: all deps apt venv build test test-swift test-fuzz test-examples test-vm demo bench fuzz soak clean docs
+.PHONY: all deps apt venv build test test-swift test-fuzz test-examples test-vm demo bench fuzz soak clean docs install
 
 all: build
 
@@ -77,6 +77,17 @@ docs: apt
 
 clean:
 	rm -rf .build Examples/.build $(VENV)
+
+# Installs ble, its man page and bash/zsh completions under $(DESTDIR)$(PREFIX). Builds a
+# release binary first unless BLE_BIN names one (scripts/test-install uses the debug build).
+PREFIX ?= /usr/local
+install:
+	@if [ -z "$(BLE_BIN)" ]; then $(SWIFT) build -c release --product ble $(SWIFTFLAGS); fi
+	bin="$(BLE_BIN)"; [ -n "$$bin" ] || bin="$$($(SWIFT) build -c release --show-bin-path)/ble"; \
+	install -Dm755 "$$bin" "$(DESTDIR)$(PREFIX)/bin/ble"
+	install -Dm644 docs/ble.1 "$(DESTDIR)$(PREFIX)/share/man/man1/ble.1"
+	install -Dm644 completions/ble.bash "$(DESTDIR)$(PREFIX)/share/bash-completion/completions/ble"
+	install -Dm644 completions/_ble "$(DESTDIR)$(PREFIX)/share/zsh/site-functions/_ble"
 
 # Benchmarks (release build), side by side with Bumble on the same bytes; prints JSON.
 bench: deps

@@ -622,6 +622,10 @@ def advertising_payloads(spec: DeviceSpec, adv: dict[str, Any]) -> tuple[bytes, 
         fields.append(
             ad_structure(0xFF, struct.pack("<H", int(m["companyId"])) + bytes.fromhex(m.get("data", "")))
         )
+    for entry in adv.get("serviceData", []):
+        # Service Data - 16-bit UUID (0x16) or 128-bit UUID (0x21), Supplement Part A 1.11.
+        uuid = entry["uuid"]
+        fields.append(ad_structure(0x16 if len(uuid) == 4 else 0x21, uuid_bytes(uuid) + bytes.fromhex(entry.get("data", ""))))
     data = b"".join(fields)
     name = ad_structure(0x09, spec.name.encode("utf-8"))
     if len(data) + len(name) <= 31:

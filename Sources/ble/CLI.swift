@@ -3,7 +3,7 @@ import Foundation
 
 /// The `ble` tool: global options, subcommand dispatch, exit status.
 enum CLI {
-    static let version = "0.1.0"
+    static let version = SwiftBLEHost.version
 
     enum ExitCode {
         static let success: Int32 = 0

@@ -23,11 +23,12 @@ import Testing
         ("{\"fields\": [{\"padding\": 500}, {\"string\": \"0123456789abcdef\"}]}", "payload encodes to 516 bytes, more than the 512"),
         ("{\"fields\": [{\"u8\": 99999999999999999999999}]}", "payload field 0: \"u8\" needs a whole number"),
         ("{\"fields\": {\"u8\": 1}}", "payload file has \"fields\" that is not an array"),
-        ("[1, 2]", "payload file must hold a JSON object"),
-        ("{\"fields\": [", "payload file is not valid JSON at byte 12: unexpected end of file"),
-        ("{\"fields\": [{\"u8\": 1}]} trailing", "payload file is not valid JSON at byte 24: unexpected text after the JSON value"),
-        (String(repeating: "[", count: 40), "payload file is not valid JSON at byte 17: nested deeper than 16 levels"),
-        ("{\"fields\": [{\"string\": \"\\ud800\"}]}", "payload file is not valid JSON at byte 30: lone high surrogate"),
+        ("[1, 2]", "payload file must hold an object (a mapping)"),
+        ("{\"fields\": [", "payload file is not valid JSON: Unexpected end of file during JSON parse."),
+        ("{\"fields\": [{\"u8\": 1}]} trailing", "payload file is not valid JSON: Invalid value around character 24."),
+        (String(repeating: "[", count: 40), "payload file is not valid JSON: Unexpected end of file during JSON parse."),
+        (String(repeating: "[", count: 40) + String(repeating: "]", count: 40), "payload file is not valid JSON: nested deeper than 16 levels"),
+        ("{\"fields\": [{\"string\": \"\\ud800\"}]}", "payload file is not valid JSON: Unexpected end of file during string parse (expected low-surrogate code point but did not find one)."),
     ])
     func badPayloadsAreUsageErrors(_ text: String, _ message: String) async throws {
         let file = try write(text)
@@ -35,6 +36,25 @@ import Testing
         let run = try await BLETool.run(["write", "F0:5E:B1:00:00:02", "-c", "2A19", "--file", file.path])
         #expect(run.status == 2, "\(text): \(run.stderr)")
         #expect(run.stderrLines.count == 1)
+        #expect(run.stderr.contains(message), "\(text): \(run.stderr)")
+    }
+
+    /// YAML through libyaml: plain scalars are integers or strings by the field's type, a
+    /// quoted scalar is a string; aliases that expand without end and syntax errors are refused.
+    @Test(arguments: [
+        ("fields:\n  - u8: 256\n", "payload field 0: 256 is out of range for u8 (0...255)"),
+        ("fields:\n  - u32le: \"5\"\n", "payload field 0: \"u32le\" needs an integer, not a string"),
+        ("fields: [u8: 1\n", "payload file is not valid YAML: line 2, column 1: did not find expected ',' or ']'"),
+        ("fields: {u8: 1}\n", "payload file has \"fields\" that is not an array"),
+        ("a: &a [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\nc: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\nfields: [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\n",
+         "payload file is not valid YAML: more than 10000 values"),
+    ])
+    func badYAMLPayloadsAreUsageErrors(_ text: String, _ message: String) async throws {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("payload-\(UUID().uuidString).yaml")
+        try Data(text.utf8).write(to: url)
+        defer { try? FileManager.default.removeItem(at: url) }
+        let run = try await BLETool.run(["write", "F0:5E:B1:00:00:02", "-c", "2A19", "--file", url.path])
+        #expect(run.status == 2, "\(text): \(run.stderr)")
         #expect(run.stderr.contains(message), "\(text): \(run.stderr)")
     }
 

@@ -124,13 +124,14 @@ import Testing
             let scratch = "6E400003-B5A3-F393-E0A9-E50E24DCCA9E"
             let d = ["-d", radio.transportSpec]
             // (arguments, bytes expected back). Payload bytes by hand from the field rules:
-            // all-types.json: u8 1 | u16le 513 = 01 02 | u32le 5 | i16le -2 = FE FF | "hi" | 0A 0B | 3 x 00.
+            // all-types.json and .yaml: u8 1 | u16le 513 = 01 02 | u32le 5 | i16le -2 = FE FF | "hi" | 0A 0B | 3 x 00.
             // big-endian.json: u16be 513 = 02 01 | i32be -2 = FF FF FF FE | u24le 0x123456 |
             // i8 -128 = 80 | "é😀" in UTF-8 = C3 A9 F0 9F 98 80.
             let cases: [([String], String)] = [
                 (["--hex", "01 02 03 04"], "01020304"),
                 (["--string", "hello"], "68656c6c6f"),
                 (["--file", BLETool.fixture("cli/payloads/all-types.json").path], "01" + "0102" + "05000000" + "feff" + "6869" + "0a0b" + "000000"),
+                (["--file", BLETool.fixture("cli/payloads/all-types.yaml").path], "01" + "0102" + "05000000" + "feff" + "6869" + "0a0b" + "000000"),
                 (["--file", BLETool.fixture("cli/payloads/big-endian.json").path], "0201" + "fffffffe" + "563412" + "80" + "c3a9f09f9880"),
                 (["--hex", "cafe", "--without-response"], "cafe"),
             ]

@@ -16,9 +16,11 @@ public final class SnoopingTransport: HCITransport {
         self.writer = writer
     }
 
-    /// Creates (truncates) the capture at `path`.
-    public convenience init(wrapping inner: any HCITransport, path: String) throws(TransportError) {
-        self.init(wrapping: inner, writer: try BTSnoopWriter(path: path))
+    /// Creates (truncates) the capture at `path`; the writer's warnings (records dropped
+    /// behind a slow disk, a failed write) go to `logger`.
+    public convenience init(wrapping inner: any HCITransport, path: String,
+                            logger: BLELogger = .standardError(label: "btsnoop")) throws(TransportError) {
+        self.init(wrapping: inner, writer: try BTSnoopWriter(path: path, logger: logger))
     }
 
     public func start(on queue: DispatchQueue, handler: @escaping @Sendable (TransportEvent) -> Void) throws(TransportError) {

@@ -8,7 +8,7 @@ func withCentral<T: Sendable>(_ ctx: CommandContext, _ body: (Central) async thr
     var transport = try spec.open()
     if let path = ctx.globals.btsnoop {
         do {
-            transport = try SnoopingTransport(wrapping: transport, path: path)
+            transport = try SnoopingTransport(wrapping: transport, path: path, logger: ctx.logger)
         } catch {
             transport.close()
             throw error

@@ -1,5 +1,4 @@
 import BLECore
-import Foundation
 
 /// `ble decode FILE.btsnoop`: every packet of a capture, one line each.
 enum DecodeCommand {
@@ -20,42 +19,14 @@ enum DecodeCommand {
 
     static func run(_ ctx: CommandContext) async throws {
         let path = try ctx.positionals(["FILE.btsnoop"])[0]
-        let attributes = try? FileManager.default.attributesOfItem(atPath: path)
-        guard let size = attributes?[.size] as? Int else {
-            throw CLIFailure("cannot read \(path): no such file; give the path of a btsnoop capture")
-        }
-        guard size <= maximumFileSize else {
-            throw CLIFailure("\(path) is \(size) bytes, more than the \(maximumFileSize) bytes 'ble decode' reads; split it with 'editcap -c'")
-        }
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw CLIFailure("cannot read \(path): permission denied or not a regular file")
-        }
+        let data = try CaptureFile.read(path, limit: maximumFileSize)
         let reader: BTSnoopReader
         do {
-            reader = try BTSnoopReader(bytes: [UInt8](data))
+            reader = try BTSnoopReader(bytes: data)
         } catch {
             throw CLIFailure("\(path) is not a btsnoop capture: \(error)")
         }
-        var describer = PacketDescriber()
-        // Record numbers as in the file (and in Wireshark): undecodable records keep theirs.
-        var bad = reader.undecodable[...]
-        var number = 0
-        func reportBad() {
-            while let b = bad.first, b.index == number + 1 {
-                number += 1
-                bad = bad.dropFirst()
-                ctx.console.out(ctx.globals.json
-                    ? JSON.object([("index", .int(b.index)), ("error", .string("\(b.error)")), ("bytes", .string(hexString(b.bytes)))]).text
-                    : "\(pad(String(b.index), 5)) undecodable packet (\(b.error)): \(hexString(b.bytes.prefix(32)))")
-            }
-        }
-        for record in reader.records {
-            reportBad()
-            number += 1
-            let line = describer.describe(record, index: number)
-            ctx.console.out(ctx.globals.json ? line.json.text : line.text)
-        }
-        reportBad()
+        CaptureDecoder.lines(of: reader, json: ctx.globals.json) { ctx.console.out($0) }
         if let trailing = reader.trailingError {
             ctx.console.status("the capture ends with a cut record: \(trailing)")
         }

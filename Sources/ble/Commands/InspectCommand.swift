@@ -11,7 +11,7 @@ enum InspectCommand {
             .flag("read", nil, "read every readable characteristic and descriptor and show its value"),
             DeviceArgument.scanTimeoutOption,
         ],
-        details: DeviceArgument.details + ["Values are shown as hex, as an unsigned integer and UTF-8 text when those fit, and decoded for known characteristics (Heart Rate Measurement, Battery Level, Body Sensor Location)."],
+        details: DeviceArgument.details + ["Values are shown as hex, as an unsigned integer and UTF-8 text when those fit, and decoded for known characteristics (Heart Rate Measurement, Battery Level, Body Sensor Location, Appearance)."],
         examples: [
             ("ble inspect F0:5E:B1:00:00:01", "the tree with SIG names"),
             ("ble inspect \"HRM\" --read", "2A19 - Battery Level [read, notify] = 0x5A (1 byte, uint 90, \"Z\") -> 90 %"),
@@ -39,7 +39,7 @@ enum InspectCommand {
                         var line = "  \(c.uuid)\(c.name.map { " - \($0)" } ?? "")  \(props)"
                         switch value {
                         case .success(let v): line += " = " + ValueFormatter.text(v, uuid: c.uuid)
-                        case .failure(let e): line += " = (read failed: \(CLI.oneLine("\(e)")))"
+                        case .failure(let e): line += " = (read failed: \(TerminalText.escape(CLI.oneLine("\(e)"))))"
                         case nil: break
                         }
                         ctx.console.out(line)
@@ -54,7 +54,7 @@ enum InspectCommand {
                             var line = "    Descriptor \(d.uuid)\(d.name.map { " - \($0)" } ?? "")"
                             switch dvalue {
                             case .success(let v): line += " = " + ValueFormatter.text(v, uuid: nil)
-                            case .failure(let e): line += " = (read failed: \(CLI.oneLine("\(e)")))"
+                            case .failure(let e): line += " = (read failed: \(TerminalText.escape(CLI.oneLine("\(e)"))))"
                             case nil: break
                             }
                             ctx.console.out(line)

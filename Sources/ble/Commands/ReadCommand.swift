@@ -6,19 +6,22 @@ enum ReadCommand {
     static let spec = CommandSpec(
         name: "read",
         summary: "read a characteristic once, or stream its notifications or indications",
-        usage: ["read DEVICE -c CHAR [-s SERVICE] [--notify | --indicate] [--count N]"],
+        usage: ["read DEVICE -c CHAR [-s SERVICE] [--notify | --indicate] [--count N] [--raw] [--out FILE]"],
         options: [
             .value("characteristic", "c", "UUID", "the characteristic (required)"),
             .value("service", "s", "UUID", "the service holding it (default: the first service that has it)"),
             .flag("notify", nil, "subscribe and print each notification with a timestamp"),
             .flag("indicate", nil, "subscribe and print each indication with a timestamp"),
             .value("count", "n", "N", "stop after N notifications or indications (default: until Ctrl-C)"),
+            .flag("raw", nil, "write the value's bytes to stdout as they are, nothing else (each notification's bytes in turn)"),
+            .value("out", "o", "FILE", "also write the value's bytes to FILE (created or truncated; notifications are appended in turn)"),
             DeviceArgument.scanTimeoutOption,
         ],
         details: DeviceArgument.details,
         examples: [
             ("ble read F0:5E:B1:00:00:01 -c 2A19", "0x5A (1 byte, uint 90, \"Z\") -> 90 %"),
             ("ble read \"HRM\" -c 2A37 --notify --count 10", "ten heart-rate measurements, one line each"),
+            ("ble read F0:5E:B1:00:00:02 -c 2A00 --raw > name.bin", "the value's bytes, nothing else"),
             ("ble read F0:5E:B1:00:00:02 -s 6E400001-B5A3-F393-E0A9-E50E24DCCA9E -c 6E400004-B5A3-F393-E0A9-E50E24DCCA9E --indicate --json", "indications as JSON lines"),
         ],
         run: run)
@@ -34,6 +37,17 @@ enum ReadCommand {
         let count = try a.value("count").map { v throws(UsageError) in try Values.integer(v, option: "--count", as: UInt32.self) }
         if count != nil && !a.has("notify") && !a.has("indicate") { throw UsageError("--count applies to --notify or --indicate") }
         let subscribe = a.has("notify") ? "notification" : a.has("indicate") ? "indication" : nil
+        let raw = a.has("raw")
+        if raw && ctx.globals.json { throw UsageError("give --raw or --json, not both") }
+        let out = try a.value("out").map { path throws(CLIFailure) in try ValueFile(path: path) }
+        defer { out?.close() }
+        /// Prints one value as asked: raw bytes, a JSON line or a text line; and into --out.
+        func emit(_ value: [UInt8], time: String?) throws(CLIFailure) {
+            try out?.append(value)
+            if raw { ctx.console.bytes(value); return }
+            if ctx.globals.json { ctx.console.out(line(value, uuid: uuid, time: time).text); return }
+            ctx.console.out((time.map { "\($0)  " } ?? "") + ValueFormatter.text(value, uuid: uuid))
+        }
 
         try await withPeripheral(ctx) { peripheral in
             let (id, characteristic) = try await withTimeout(ctx.globals.timeoutDuration, "discovering \(uuid.gattDisplayName)") {
@@ -43,7 +57,7 @@ enum ReadCommand {
                 let value = try await withTimeout(ctx.globals.timeoutDuration, "reading \(uuid.gattDisplayName)") {
                     try await peripheral.read(id)
                 }
-                ctx.console.out(ctx.globals.json ? line(value, uuid: uuid, time: nil).text : ValueFormatter.text(value, uuid: uuid))
+                try emit(value, time: nil)
                 return
             }
             let needed: GATTCharacteristicProperties = kind == "notification" ? .notify : .indicate
@@ -57,7 +71,7 @@ enum ReadCommand {
             do {
                 for try await value in stream {
                     let time = Clock.timestamp()
-                    ctx.console.out(ctx.globals.json ? line(value, uuid: uuid, time: time).text : "\(time)  \(ValueFormatter.text(value, uuid: uuid))")
+                    try emit(value, time: time)
                     received += 1
                     if let count, received >= count { break }
                 }

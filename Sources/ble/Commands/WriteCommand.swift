@@ -6,8 +6,8 @@ import GATTClient
 enum WriteCommand {
     static let spec = CommandSpec(
         name: "write",
-        summary: "write a characteristic: hex bytes, a string, or a typed JSON payload file",
-        usage: ["write DEVICE -c CHAR [-s SERVICE] (--hex HEX | --string TEXT | --file PAYLOAD.json) [--without-response] [--expect-reply-on CHAR]"],
+        summary: "write a characteristic: hex bytes, a string, or a typed JSON or YAML payload file",
+        usage: ["write DEVICE -c CHAR [-s SERVICE] (--hex HEX | --string TEXT | --file PAYLOAD.yaml|.json) [--without-response] [--expect-reply-on CHAR]"],
         options: [
             .value("characteristic", "c", "UUID", "the characteristic (required)"),
             .value("service", "s", "UUID", "the service holding it (default: the first service that has it)"),
@@ -19,7 +19,7 @@ enum WriteCommand {
             DeviceArgument.scanTimeoutOption,
         ],
         details: DeviceArgument.details + [
-            "A payload file lists typed fields encoded in order (little-endian unless 'be'):\n  {\"fields\": [{\"u8\": 1}, {\"u16le\": 513}, {\"u32le\": 5}, {\"i16le\": -2}, {\"string\": \"hi\"}, {\"hex\": \"0a0b\"}, {\"padding\": 3}]}\nTypes: u8 i8 u16le u16be i16le i16be u24le u32le u32be i32le i32be u64le i64le string hex padding. At most 512 bytes.",
+            "A payload file lists typed fields encoded in order (little-endian unless 'be'):\n  {\"fields\": [{\"u8\": 1}, {\"u16le\": 513}, {\"u32le\": 5}, {\"i16le\": -2}, {\"string\": \"hi\"}, {\"hex\": \"0a0b\"}, {\"padding\": 3}]}\nor the same in YAML (a .yaml/.yml file, or any file not starting with '{' or '['):\n  fields: [{u8: 1}, {u16le: 513}, {string: hi}, {hex: \"0a0b\"}]\nTypes: u8 i8 u16le u16be i16le i16be u24le u32le u32be i32le i32be u64le i64le string hex padding. At most 512 bytes.",
         ],
         examples: [
             ("ble write F0:5E:B1:00:00:02 -c 6E400003-B5A3-F393-E0A9-E50E24DCCA9E --hex 01020304", "four bytes with a Write Request"),
@@ -87,7 +87,7 @@ enum WriteCommand {
         // Read one byte past the limit so an oversized file is refused, never loaded whole.
         let data = (try? handle.read(upToCount: PayloadParser.maximumInputSize + 1)) ?? nil
         do {
-            return try PayloadParser.parse([UInt8](data ?? Data()))
+            return try PayloadFile.parse([UInt8](data ?? Data()), name: path)
         } catch {
             throw UsageError("\(path): \(error)")
         }

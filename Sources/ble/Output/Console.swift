@@ -37,8 +37,13 @@ struct Console: Sendable {
         colour ? "\u{1B}[\(sgr)m\(text)\u{1B}[0m" : text
     }
 
-    static func write(_ fd: Int32, _ text: String) {
-        var bytes = Array(text.utf8)
+    /// Bytes as they are on stdout (`ble read --raw`).
+    func bytes(_ data: [UInt8]) { Console.write(1, data) }
+
+    static func write(_ fd: Int32, _ text: String) { write(fd, Array(text.utf8)) }
+
+    static func write(_ fd: Int32, _ data: [UInt8]) {
+        var bytes = data
         bytes.withUnsafeMutableBytes { buf in
             var offset = 0
             while offset < buf.count {

@@ -23,10 +23,14 @@ enum ScanFormat {
     /// One line for a pipe: "F0:5E:B1:00:00:01/random  -42 dBm  "HRM sim"  180D Heart Rate  Apple, Inc.".
     static func line(_ event: String, _ p: DiscoveredPeripheral) -> String {
         var parts = [event, address(p), "\(rssi(p)) dBm"]
-        parts.append(p.name.map { "\"\($0)\"" } ?? "-")
+        parts.append(p.name.map { "\"\(TerminalText.escape($0))\"" } ?? "-")
         let s = services(p)
         if !s.isEmpty { parts.append("services " + s.joined(separator: ", ")) }
         if let m = manufacturer(p) { parts.append("manufacturer \(m)") }
+        if let tx = p.advertisingData.txPowerLevel { parts.append("tx power \(tx) dBm") }
+        let beacons = AdvertisedData.beacons(p.advertisingData)
+        for b in beacons { parts.append(TerminalText.escape(b.summary)) }
+        for (uuid, data) in AdvertisedData.serviceData(p.advertisingData) { parts.append("service data \(uuid) \(hexString(data))") }
         if !p.isConnectable { parts.append("non-connectable") }
         return parts.joined(separator: "  ")
     }
@@ -44,7 +48,12 @@ enum ScanFormat {
             ("manufacturers", .array(p.advertisingData.manufacturerData.map { m in
                 .object([("id", .int(Int(m.companyID))), ("name", .optional(AssignedNumbers.companyName(m.companyID))), ("data", .string(hexString(m.data)))])
             })),
-            ("txPower", p.txPower.map { .int(Int($0)) } ?? .null),
+            // The advertised TX Power Level (AD type 0x0A), not the report's field.
+            ("txPower", p.advertisingData.txPowerLevel.map { .int(Int($0)) } ?? .null),
+            ("serviceData", .array(AdvertisedData.serviceData(p.advertisingData).map { s in
+                .object([("uuid", .string("\(s.uuid)")), ("data", .string(hexString(s.data)))])
+            })),
+            ("beacons", .array(AdvertisedData.beacons(p.advertisingData).map(\.json))),
         ])
     }
 
@@ -53,11 +62,13 @@ enum ScanFormat {
     static func table(_ list: [DiscoveredPeripheral], now: ContinuousClock.Instant, console: Console, width: Int) -> String {
         let sorted = list.sorted { $0.smoothedRSSI > $1.smoothedRSSI }
         func cut(_ s: String) -> String { s.count > width ? String(s.prefix(max(1, width - 1))) : s }
-        var lines = [console.paint(cut(row(["ADDRESS", "NAME", "RSSI", "SERVICES", "MANUFACTURER", "SEEN"])), "1")]
+        var lines = [console.paint(cut(row(["ADDRESS", "NAME", "RSSI", "TX", "SERVICES", "MANUFACTURER", "SEEN", "DATA"])), "1")]
         for p in sorted {
             let age = max(0, p.lastSeen.duration(to: now) / .seconds(1))
             let seen = age < 1 ? "now" : "\(Int(age)) s ago"
-            lines.append(cut(row([address(p), p.name ?? "-", rssi(p), services(p).joined(separator: ", "), manufacturer(p) ?? "-", seen])))
+            let tx = p.advertisingData.txPowerLevel.map { String($0) } ?? "-"
+            lines.append(cut(row([address(p), p.name.map(TerminalText.escape) ?? "-", rssi(p), tx, services(p).joined(separator: ", "),
+                                  manufacturer(p) ?? "-", seen, data(p)])))
         }
         lines.append(console.paint(cut("\(sorted.count) device\(sorted.count == 1 ? "" : "s") - Ctrl-C to stop"), "2"))
         var out = "\u{1B}[H"
@@ -65,8 +76,16 @@ enum ScanFormat {
         return out + "\u{1B}[J"
     }
 
+    /// The table's last column: decoded beacons, else service data as UUID=hex.
+    static func data(_ p: DiscoveredPeripheral) -> String {
+        let beacons = AdvertisedData.beacons(p.advertisingData)
+        if !beacons.isEmpty { return TerminalText.escape(beacons.map(\.summary).joined(separator: "; ")) }
+        let list = AdvertisedData.serviceData(p.advertisingData).map { "\($0.uuid)=\(hexString($0.data))" }
+        return list.isEmpty ? "-" : list.joined(separator: " ")
+    }
+
     static func row(_ cells: [String]) -> String {
-        let widths = [24, 20, 5, 30, 20, 8]
+        let widths = [24, 20, 5, 4, 30, 20, 8, 60]
         var s = ""
         for (i, c) in cells.enumerated() {
             let w = i < widths.count ? widths[i] : 10

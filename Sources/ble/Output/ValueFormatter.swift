@@ -12,7 +12,7 @@ enum ValueFormatter {
     static func text(_ value: [UInt8], uuid: BluetoothUUID?) -> String {
         var parts = ["\(value.count) byte\(value.count == 1 ? "" : "s")"]
         if let u = uint(value) { parts.append("uint \(u)") }
-        if let s = utf8(value) { parts.append("\"\(s)\"") }
+        if let s = utf8(value) { parts.append("\"\(shownText(s))\"") }
         var s = value.isEmpty ? "(empty)" : "0x" + hex(value)
         s += " (" + parts.joined(separator: ", ") + ")"
         if let uuid, let decoded = decoded(value, uuid: uuid) { s += " -> \(decoded)" }
@@ -39,14 +39,19 @@ enum ValueFormatter {
         return value.reversed().reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
     }
 
-    /// The value as text when it is valid UTF-8 of printable characters (trailing NULs dropped).
+    /// The value as text when it is valid UTF-8 of printable characters, line breaks and tabs
+    /// (trailing NULs dropped), exactly as sent: JSON carries it as it is, `text` cuts it to
+    /// `shownBytes` characters and escapes it for the terminal.
     static func utf8(_ value: [UInt8]) -> String? {
         var bytes = value[...]
         while bytes.last == 0 { bytes = bytes.dropLast() }
         guard !bytes.isEmpty, let s = String(validating: bytes, as: UTF8.self) else { return nil }
         guard s.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7F || $0 == "\n" || $0 == "\t" }) else { return nil }
-        let shown = s.count > shownBytes ? String(s.prefix(shownBytes)) + "..." : s
-        return shown.replacingOccurrences(of: "\n", with: "\\n").replacingOccurrences(of: "\t", with: "\\t")
+        return s
+    }
+
+    static func shownText(_ s: String) -> String {
+        TerminalText.escape(s.count > shownBytes ? String(s.prefix(shownBytes)) + "..." : s)
     }
 
     /// The typed decoder's reading for known characteristics.
@@ -69,6 +74,10 @@ enum ValueFormatter {
         case 0x2A38:
             guard let l = try? BodySensorLocation(gattValue: value) else { return "malformed Body Sensor Location" }
             return l.name
+        case 0x2A01:
+            // Appearance (Core Specification Supplement, Part A, 1.12; names from Assigned Numbers 2.6).
+            guard let a = try? Appearance(gattValue: value) else { return "malformed Appearance" }
+            return a.name ?? "unknown appearance (category \(a.category), subcategory \(a.subcategory))"
         default:
             return nil
         }

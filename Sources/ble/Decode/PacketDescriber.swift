@@ -10,18 +10,22 @@ struct PacketDescriber {
     /// One decoded packet.
     struct Line: Sendable {
         var index: Int
+        /// Microseconds since the first packet: negative when a capture's clock stepped
+        /// back, up to 2^64 - 1 when timestamps sit at the two ends of the 64-bit range.
+        var micros: Int128
         /// Seconds since the first packet.
-        var time: Double
+        var time: Double { Double(micros) / 1_000_000 }
         var direction: PacketDirection
         /// "CMD", "EVT", "ACL", "SCO", "ISO".
         var kind: String
+        /// Exact text (names as advertised); `text` escapes it for a terminal.
         var summary: String
         var fields: [(String, JSON)]
 
         var text: String {
             let arrow = direction == .sent ? "<" : ">"
-            let t = String(format6(time))
-            return "\(pad(String(index), 5)) \(pad(t, 12)) \(arrow) \(kind) \(summary)"
+            let t = formatSeconds(micros: micros)
+            return "\(pad(String(index), 5)) \(pad(t, 12)) \(arrow) \(kind) \(TerminalText.escape(summary))"
         }
 
         var json: JSON {
@@ -38,8 +42,8 @@ struct PacketDescriber {
     mutating func describe(_ record: BTSnoopRecord, index: Int) -> Line {
         let first = firstTimestamp ?? record.timestamp
         firstTimestamp = first
-        let time = Double(record.timestamp - first) / 1_000_000
-        var line = Line(index: index, time: time, direction: record.direction, kind: "", summary: "", fields: [])
+        let micros = Int128(record.timestamp) - Int128(first)
+        var line = Line(index: index, micros: micros, direction: record.direction, kind: "", summary: "", fields: [])
         switch record.packet {
         case .command(let c):
             line.kind = "CMD"
@@ -105,10 +109,12 @@ func ms(_ units: UInt16, _ unit: Double) -> String {
     return v == v.rounded() ? String(Int(v)) : String(v)
 }
 
-func format6(_ t: Double) -> String {
-    let micros = Int((t * 1_000_000).rounded())
-    let frac = String(micros % 1_000_000)
-    return "\(micros / 1_000_000).\(String(repeating: "0", count: 6 - frac.count))\(frac)"
+/// "12.000345", "-1.500000": microseconds as seconds with six decimals, for any value.
+func formatSeconds(micros: Int128) -> String {
+    let magnitude = micros.magnitude
+    let frac = String(magnitude % 1_000_000)
+    let sign = micros < 0 ? "-" : ""
+    return "\(sign)\(magnitude / 1_000_000).\(String(repeating: "0", count: 6 - frac.count))\(frac)"
 }
 
 func pad(_ s: String, _ width: Int) -> String {
