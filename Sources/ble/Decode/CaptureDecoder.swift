@@ -11,9 +11,10 @@ enum CaptureDecoder {
         var describer = PacketDescriber()
         var bad = capture.undecodable[...]
         var number = 0
-        func reportBad() {
+        /// Emits the undecodable records numbered up to `limit`.
+        func reportBad(through limit: Int) {
             // `<=`: records the reader skipped (monitor notes) keep no line of their own.
-            while let b = bad.first, b.index <= number + 1 {
+            while let b = bad.first, b.index <= limit {
                 number += 1
                 bad = bad.dropFirst()
                 emit(json
@@ -22,12 +23,11 @@ enum CaptureDecoder {
             }
         }
         for record in capture.records {
-            reportBad()
+            reportBad(through: number + 1)
             number += 1
             let line = describer.describe(record, index: number)
             emit(json ? line.json.text : line.text)
         }
-        number = Int.max - 1
-        reportBad()
+        reportBad(through: .max)
     }
 }
