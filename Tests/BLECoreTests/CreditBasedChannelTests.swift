@@ -164,7 +164,7 @@ struct CreditBasedChannelTests {
         let receive = Task { try await channel.receive() }
         await vc.settle()
         try vc.disconnect(VC.peer, reason: .connectionTimeout)
-        let error = L2CAPChannelError.link(.disconnected(peer: "\(VC.peer.address)", reason: .connectionTimeout))
+        let error = L2CAPChannelError.link(.disconnected(peer: VC.peer.address, reason: .connectionTimeout))
         await #expect(throws: error) { try await send.value }
         await #expect(throws: error) { try await receive.value }
     }

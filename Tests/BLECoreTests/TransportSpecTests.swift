@@ -34,6 +34,8 @@ import Testing
         ("hci-1", "adapter index \"-1\" is not a number"),
         ("hci-user:", "missing adapter index after \"hci-user:\""),
         ("hci-raw:a", "adapter index \"a\" is not a number"),
+        ("tcp:[[]:1", "\"[\" and \"]\" only enclose an IPv6 address (tcp:[ADDRESS]:PORT)"),  // found by the TransportSpec fuzz target
+        ("tcp:a]:1", "\"[\" and \"]\" only enclose an IPv6 address (tcp:[ADDRESS]:PORT)"),
         ("hci-raw:65535", "adapter index 65535 is out of range 0-65534"),
         ("tcp", "tcp needs an argument after \"tcp:\""),
         ("tcp:localhost", "missing port (tcp:HOST:PORT)"),

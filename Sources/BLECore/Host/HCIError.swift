@@ -6,6 +6,9 @@ public enum HCIError: Error, Sendable, Equatable, CustomStringConvertible {
     case commandFailed(opcode: HCIOpcode, status: HCIStatus)
     /// No Command Complete or Command Status arrived in time.
     case commandTimeout(opcode: HCIOpcode, milliseconds: Int)
+    /// The command waited its whole timeout for a command credit and was never sent: the
+    /// controller granted none (Num_HCI_Command_Packets 0) and had no command in flight.
+    case noCommandCredit(opcode: HCIOpcode, milliseconds: Int)
     /// The transport to the controller is gone; the text says why.
     case transportLost(String)
     /// The caller's task was cancelled before the command was sent: the controller never saw it.
@@ -32,6 +35,8 @@ public enum HCIError: Error, Sendable, Equatable, CustomStringConvertible {
             return "\(opcode) failed: \(status)\(hint)"
         case .commandTimeout(let opcode, let ms):
             return "\(opcode) got no Command Complete or Command Status within \(ms) ms; the controller may be hung: reset it or check the transport"
+        case .noCommandCredit(let opcode, let ms):
+            return "\(opcode) was not sent within \(ms) ms: the controller granted no command credit (Num_HCI_Command_Packets 0) with nothing in flight; it may be hung: reset it or check the transport"
         case .transportLost(let why):
             return "the controller transport is lost (\(why)); reopen the adapter"
         case .cancelled(let opcode):

@@ -2,7 +2,11 @@
 /// (Num_HCI_Command_Packets), go out one per credit, and are matched with their Command
 /// Complete or Command Status; a timeout frees the credit a lost completion would have
 /// returned; cancelled callers leave at once (`.cancelled` before sending,
-/// `.cancelledAfterSending` after).
+/// `.cancelledAfterSending` after). A command still queued when its timeout passes fails with
+/// `.noCommandCredit`; when nothing is in flight the host then assumes one credit, so a
+/// controller that set the credit to zero with nothing outstanding cannot wedge the queue.
+/// A completion that echoes a Connection_Handle is matched by handle too, so a late answer
+/// for a command that timed out never completes another link's command.
 extension HCIHost {
     struct PendingCommand {
         let packet: HCICommandPacket
@@ -11,6 +15,7 @@ extension HCIHost {
         /// there, but the command is still tracked so that its completion is taken (and its
         /// timer still frees a lost credit).
         let waiter: Waiters<[UInt8], HCIError>.ID
+        /// The deadline of the phase the command is in: waiting for a credit, or for its completion.
         var timer: (any ScheduledTimer)?
     }
 
@@ -31,6 +36,11 @@ extension HCIHost {
         }) { id in
             waitingCommands.append(PendingCommand(packet: command, timeout: timeout, waiter: id))
             pumpCommands()
+            if let index = waitingCommands.firstIndex(where: { $0.waiter == id }) {
+                waitingCommands[index].timer = scheduler.schedule(after: timeout) { [weak self, executor] in
+                    self?.enter(on: executor) { $0.queuedCommandExpired(id) }
+                }
+            }
         }
         return try result.get()
     }
@@ -40,7 +50,9 @@ extension HCIHost {
     /// finds it (`.cancelledAfterSending`).
     func commandCancelled(_ id: Waiters<[UInt8], HCIError>.ID, opcode: HCIOpcode) -> HCIError {
         if sentCommands.contains(where: { $0.waiter == id }) { return .cancelledAfterSending(opcode: opcode) }
-        waitingCommands.removeAll { $0.waiter == id }
+        if let index = waitingCommands.firstIndex(where: { $0.waiter == id }) {
+            waitingCommands.remove(at: index).timer?.cancel()
+        }
         return .cancelled(opcode: opcode)
     }
 
@@ -59,6 +71,7 @@ extension HCIHost {
             }
             commandCredits -= 1
             let id = command.waiter
+            command.timer?.cancel()
             command.timer = scheduler.schedule(after: command.timeout) { [weak self, executor] in
                 self?.enter(on: executor) { $0.commandTimedOut(id) }
             }
@@ -67,8 +80,9 @@ extension HCIHost {
     }
 
     func completeCommand(_ opcode: HCIOpcode, _ result: Result<[UInt8], HCIError>) {
-        guard let index = sentCommands.firstIndex(where: { $0.packet.opcode == opcode }) else {
-            logger.log(.debug, "completion for \(opcode) that no caller is waiting for")
+        let echoed = Self.echoedHandle(opcode, result)
+        guard let index = sentCommands.firstIndex(where: { $0.packet.opcode == opcode && (echoed == nil || Self.handle(of: $0.packet) == echoed) }) else {
+            logger.log(.debug, "completion for \(opcode) that no caller is waiting for (late, after a timeout?)")
             return
         }
         let command = sentCommands.remove(at: index)
@@ -92,6 +106,39 @@ extension HCIHost {
         // again so a single unanswered command cannot wedge the host.
         commandCredits = max(commandCredits, 1)
         pumpCommands()
+    }
+
+    /// A command still waiting for a credit reached its timeout: it fails, and with nothing in
+    /// flight no completion will ever return a credit, so the host assumes one.
+    func queuedCommandExpired(_ id: Waiters<[UInt8], HCIError>.ID) {
+        guard let index = waitingCommands.firstIndex(where: { $0.waiter == id }) else { return }
+        let command = waitingCommands.remove(at: index)
+        let ms = Int(command.timeout.nanoseconds / 1_000_000)
+        logger.log(.warning, "\(command.packet.opcode) got no command credit within \(ms) ms", metadata: ["opcode": command.packet.opcode.rawValue.hex])
+        commandWaiters.resume(id, with: .failure(.noCommandCredit(opcode: command.packet.opcode, milliseconds: ms)))
+        if sentCommands.isEmpty {
+            commandCredits = max(commandCredits, 1)
+            pumpCommands()
+        }
+    }
+
+    /// Commands whose parameters and return parameters (after the Status) both begin with a
+    /// Connection_Handle (Vol 4, Part E): Read Transmit Power Level, Read RSSI, LE Read
+    /// Channel Map, LE Long Term Key Request Reply and Negative Reply, LE Remote Connection
+    /// Parameter Request Reply and Negative Reply, LE Set Data Length, LE Read PHY.
+    static let handleEchoingOpcodes: Set<UInt16> = [0x0C2D, 0x1405, 0x2015, 0x201A, 0x201B, 0x2020, 0x2021, 0x2022, 0x2030]
+
+    /// The Connection_Handle a Command Complete echoes, for the commands that echo one.
+    static func echoedHandle(_ opcode: HCIOpcode, _ result: Result<[UInt8], HCIError>) -> UInt16? {
+        guard handleEchoingOpcodes.contains(opcode.rawValue), case .success(let rp) = result, rp.count >= 3 else { return nil }
+        return (UInt16(rp[1]) | UInt16(rp[2]) << 8) & 0x0FFF
+    }
+
+    /// The Connection_Handle a command packet starts with.
+    static func handle(of packet: HCICommandPacket) -> UInt16? {
+        guard packet.parameters.count >= 2 else { return nil }
+        let p = packet.parameters
+        return (UInt16(p[p.startIndex]) | UInt16(p[p.startIndex + 1]) << 8) & 0x0FFF
     }
 
     func failAllCommands(_ error: HCIError) {

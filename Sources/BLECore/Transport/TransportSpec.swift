@@ -140,6 +140,7 @@ public enum TransportSpec: Hashable, Sendable, CustomStringConvertible {
             if host.contains(":") { throw invalid("an IPv6 address goes in brackets: tcp:[\(host)]:\(portText)") }
         }
         if host.isEmpty { throw invalid("missing host (tcp:HOST:PORT)") }
+        if host.contains(where: { $0 == "[" || $0 == "]" }) { throw invalid("\"[\" and \"]\" only enclose an IPv6 address (tcp:[ADDRESS]:PORT)") }
         if portText.isEmpty { throw invalid("missing port (tcp:HOST:PORT)") }
         guard portText.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), portText.utf8.count <= 9, let port = Int(portText) else {
             throw invalid("port \"\(portText)\" is not a number")

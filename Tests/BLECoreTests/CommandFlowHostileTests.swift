@@ -1,0 +1,60 @@
+import Testing
+@testable import BLECore
+@testable import BLETestSupport
+
+/// A controller that misbehaves in its command flow cannot wedge the host or make it answer
+/// the wrong caller. Virtual time only; bytes from the Core Specification, Vol 4, Part E
+/// (7.7.14 Command Complete, 7.5.4 Read RSSI, 7.4.6 Read BD_ADDR).
+@Suite(.timeLimit(.minutes(1)))
+struct CommandFlowHostileTests {
+    static let readRSSI = HCIOpcode(rawValue: 0x1405)
+    static let readBDADDR = HCIOpcode(rawValue: 0x1009)
+
+    @Test func lateReadRSSIAnswerNeverCompletesAnotherLinksRead() async throws {
+        let (vc, central) = try await VC.stack()
+        let host = central.host
+        vc.answer(Self.readRSSI, with: .events { _ in [] }, times: 2)
+        let first = Task { try await host.send(HCICommand.readRSSI(handle: 0x0040), timeout: .seconds(2)) }
+        try await vc.waitForCommand(Self.readRSSI)
+        await vc.advance(by: .seconds(2))
+        await #expect(throws: HCIError.commandTimeout(opcode: Self.readRSSI, milliseconds: 2000)) { try await first.value }
+
+        let second = Task { try await host.send(HCICommand.readRSSI(handle: 0x0041), timeout: .seconds(2)) }
+        try await vc.waitForCommand(Self.readRSSI, count: 2)
+        await vc.settle()
+        // Command Complete: Num_HCI_Command_Packets 1, opcode 0x1405, Status 0, Handle 0x0040,
+        // RSSI -10: the late answer to the first read, for the other link.
+        vc.inject(.event(HCIEventPacket(code: 0x0E, parameters: [0x01, 0x05, 0x14, 0x00, 0x40, 0x00, 0xF6])))
+        await vc.settle()
+        #expect(await host.sentCommands.map(\.packet.opcode) == [Self.readRSSI], "the late answer leaves the second read waiting")
+        // The answer for handle 0x0041: RSSI -20.
+        vc.inject(.event(HCIEventPacket(code: 0x0E, parameters: [0x01, 0x05, 0x14, 0x00, 0x41, 0x00, 0xEC])))
+        #expect(try await value(of: second) == [0x00, 0x41, 0x00, 0xEC])
+    }
+
+    @Test func zeroCreditWithNothingInFlightDoesNotWedgeTheQueue() async throws {
+        let (vc, central) = try await VC.stack()
+        let host = central.host
+        // Command Complete with opcode 0x0000 (a credit update for no command) and
+        // Num_HCI_Command_Packets 0, while the host has nothing outstanding.
+        vc.inject(.event(HCIEventPacket(code: 0x0E, parameters: [0x00, 0x00, 0x00])))
+        await vc.settle()
+        #expect(await host.commandCredits == 0)
+        let sentBefore = vc.commandsReceived.count
+
+        let stuck = Task { try await host.send(HCICommand.readBDADDR(), timeout: .seconds(2)) }
+        for _ in 0..<10_000 where await host.waitingCommands.isEmpty { await Task.yield() }
+        #expect(await host.waitingCommands.count == 1)
+        await vc.advance(by: .milliseconds(1999))
+        #expect(vc.commandsReceived.count == sentBefore, "no command goes out without a credit")
+        await vc.advance(by: .milliseconds(1))
+        let error = HCIError.noCommandCredit(opcode: Self.readBDADDR, milliseconds: 2000)
+        await #expect(throws: error) { try await stuck.value }
+        #expect(error.description.contains("Num_HCI_Command_Packets 0"))
+
+        // With nothing in flight the host assumed a credit: the next command goes out and completes.
+        let next = try await host.send(HCICommand.readBDADDR(), timeout: .seconds(2))
+        #expect(next == [0x00] + vc.address.littleEndianBytes)
+        #expect(await host.waitingCommands.isEmpty)
+    }
+}
