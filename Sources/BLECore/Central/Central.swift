@@ -167,6 +167,21 @@ public actor Central {
         connectionEventStream.finish()
     }
 
+    /// Ends every link and reconnect attempt at once, as the loss of the controller does:
+    /// each Connection reports `disconnected(willReconnect: false)` and fails its pending work.
+    func endAllLinks(reason: String) {
+        reconnectTimers.values.forEach { $0.cancel() }
+        reconnectTimers.removeAll()
+        reconnectTasks.values.forEach { $0.task.cancel() }
+        reconnectTasks.removeAll()
+        let connections = Array(connectionsByPeer.values)
+        connectionsByPeer.removeAll()
+        connectionsByHandle.removeAll()
+        for connection in connections {
+            connection.enter(on: executor) { $0.transportLost(reason) }
+        }
+    }
+
     // MARK: - Events
 
     func handle(_ event: HostEvent) {
@@ -176,16 +191,7 @@ public actor Central {
             failPendingConnect(.command(peer: pendingConnect?.peer ?? LEAddress(.zero, type: .public), .transportLost(why)))
             // No link survives its controller: every connection ends now (no reconnect, the
             // adapter is gone), so its events, disconnect waiters and GATT users learn it.
-            reconnectTimers.values.forEach { $0.cancel() }
-            reconnectTimers.removeAll()
-            reconnectTasks.values.forEach { $0.task.cancel() }
-            reconnectTasks.removeAll()
-            let connections = Array(connectionsByPeer.values)
-            connectionsByPeer.removeAll()
-            connectionsByHandle.removeAll()
-            for connection in connections {
-                connection.enter(on: executor) { $0.transportLost(why) }
-            }
+            endAllLinks(reason: why)
             setState(.transportLost, reason: why)
         case .event(let e):
             handle(e)

@@ -56,16 +56,7 @@ extension Central {
     /// Ends every scan and link, as the loss of the radio does, and takes `new` as the state.
     func goDown(to new: AdapterState, reason: String) async {
         failPendingConnect(.adapterNotReady(new))
-        reconnectTimers.values.forEach { $0.cancel() }
-        reconnectTimers.removeAll()
-        reconnectTasks.values.forEach { $0.task.cancel() }
-        reconnectTasks.removeAll()
-        let connections = Array(connectionsByPeer.values)
-        connectionsByPeer.removeAll()
-        connectionsByHandle.removeAll()
-        for connection in connections {
-            connection.enter(on: executor) { $0.transportLost(reason) }
-        }
+        endAllLinks(reason: reason)
         setState(new, reason: reason)
         await scanner.stopAll(error: ScanError.adapterNotReady(new))
     }
