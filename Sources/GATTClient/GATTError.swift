@@ -20,6 +20,10 @@ public enum GATTError: Error, Sendable, Equatable, CustomStringConvertible {
     case disconnected(peer: String, reason: String)
     /// The peer did not answer within the ATT transaction timeout (Vol 3, Part F, 3.3.3).
     case timeout(operation: String, target: String, peer: String)
+    /// A procedure of several requests (discovery, a long read or write) did not end within
+    /// `limit` (`Peripheral`'s `procedureTimeout`): the peer answered, but too slowly.
+    /// `progress` says how far it got.
+    case procedureTimeout(GATTProcedureProgress, limit: Duration, peer: BluetoothAddress)
     /// The peer's answer broke the protocol: malformed, or inconsistent with the request
     /// (handles not increasing during discovery, a Prepare Write echo that differs...).
     case malformed(operation: String, target: String, peer: String, detail: String)
@@ -63,6 +67,8 @@ public enum GATTError: Error, Sendable, Equatable, CustomStringConvertible {
             return "\(peer) disconnected: \(reason)"
         case .timeout(let op, let target, let peer):
             return "no response from \(peer) within the ATT transaction timeout \(op) \(target); the link must be reconnected"
+        case .procedureTimeout(let progress, let limit, let peer):
+            return "\(progress.procedure) on \(peer) did not end within its limit of \(limit) (\(progress)); the peer answers too slowly: retry later, or give the Peripheral a longer procedureTimeout if this peer is known to be slow"
         case .malformed(let op, let target, let peer, let detail):
             return "\(peer) answered with a malformed or inconsistent response \(op) \(target): \(detail)"
         case .invalidValue(let error, let target, let peer):

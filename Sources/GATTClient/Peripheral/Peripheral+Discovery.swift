@@ -135,11 +135,15 @@ extension Peripheral {
         await storeInCache()
     }
 
-    /// A Service Changed indication: the affected range is forgotten now and re-discovered
-    /// on the next use; streams of characteristics in it end with `.serviceChanged`.
+    /// A Service Changed indication (already confirmed by the bearer): the affected range is
+    /// forgotten now and re-discovered on the next use, merged with the ranges of earlier
+    /// indications not re-discovered yet (one re-discovery for a burst); streams of
+    /// characteristics in it end with `.serviceChanged`. A range that is not one (start 0
+    /// or after end) counts as every handle.
     func serviceChanged(_ value: [UInt8]) {
         guard value.count == 4 else { return }
-        let range = ATTHandleRange(start: UInt16(value[0]) | UInt16(value[1]) << 8, end: UInt16(value[2]) | UInt16(value[3]) << 8)
+        var range = ATTHandleRange(start: UInt16(value[0]) | UInt16(value[1]) << 8, end: UInt16(value[2]) | UInt16(value[3]) << 8)
+        if range.start == 0 || range.start > range.end { range = .all }
         database.invalidate(range)
         database.databaseHash = nil
         let affected = routes.handles.filter { $0 >= range.start && $0 <= range.end }
@@ -150,10 +154,17 @@ extension Peripheral {
             route.notifications.finish(throwing: error)
             route.indications.finish(throwing: error)
         }
-        if let cache, let peer {
-            let snapshot = database
-            Task { await cache.store(snapshot, for: peer) }
+        // One cache store for a burst: the first indication schedules it, it stores the
+        // snapshot as it is then.
+        if cache != nil, !cacheStoreScheduled {
+            cacheStoreScheduled = true
+            Task { await self.storeScheduledSnapshot() }
         }
+    }
+
+    private func storeScheduledSnapshot() async {
+        cacheStoreScheduled = false
+        await storeInCache()
     }
 
     func storeInCache() async {

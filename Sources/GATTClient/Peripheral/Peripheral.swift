@@ -11,6 +11,9 @@ public actor Peripheral {
     public nonisolated let peer: LEAddress?
     /// The peer in messages ("F0:F1:F2:F3:F4:F5").
     public nonisolated let peerDescription: String
+    /// The peer's address, as errors carry it (00:00:00:00:00:00 for a channel that names
+    /// no address).
+    public nonisolated let peerAddress: BluetoothAddress
     public nonisolated let executor: AdapterExecutor
     public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
 
@@ -19,11 +22,15 @@ public actor Peripheral {
     let clientMTU: UInt16
     let scheduler: any TimerScheduler
     let transactionTimeout: Duration
+    /// The overall limit of one multi-request procedure (`GATTProcedures.procedureTimeout`).
+    public nonisolated let procedureTimeout: Duration?
 
     /// The current ATT bearer (replaced when a reconnect policy restores the link).
     public private(set) var bearer: ATTBearer
     var channel: ObservedChannel
     var database = GATTDatabaseSnapshot()
+    /// A cache store after Service Changed is queued and has not run yet.
+    var cacheStoreScheduled = false
     nonisolated let routes = NotificationRoutes()
     /// CCCD bookkeeping by value handle.
     var subscriptions: [UInt16: Subscription] = [:]
@@ -58,31 +65,38 @@ public actor Peripheral {
 
     /// A peripheral over an ATT channel (CID 0x0004 of a link, or any `L2CAPChannel`).
     /// `peer` keys the cache; `scheduler` times the ATT transactions (a dispatch timer on the
-    /// channel's queue by default).
+    /// channel's queue by default); `procedureTimeout` bounds each procedure of several
+    /// requests (discovery, long reads and writes) as a whole, nil for no bound.
     public init(channel: any L2CAPChannel, peer: LEAddress? = nil, cache: GATTCache? = nil, clientMTU: UInt16 = 517,
-                scheduler: (any TimerScheduler)? = nil, transactionTimeout: Duration = .seconds(30)) {
+                scheduler: (any TimerScheduler)? = nil, transactionTimeout: Duration = .seconds(30),
+                procedureTimeout: Duration? = GATTProcedures.defaultProcedureTimeout) {
         self.init(channel: channel, connection: nil, peer: peer, cache: cache, clientMTU: clientMTU,
                   scheduler: scheduler ?? DispatchTimerScheduler(queue: channel.executor.queue),
-                  transactionTimeout: transactionTimeout)
+                  transactionTimeout: transactionTimeout, procedureTimeout: procedureTimeout)
     }
 
     /// A peripheral over `connection`'s ATT channel. With a reconnect policy on the
     /// connection, notification streams survive drops: after the link is restored the bearer
     /// is rebuilt, the MTU re-exchanged and every subscribed CCCD written again. Calls made
     /// while the link is being restored wait for it (at most one ATT transaction timeout).
-    public init(connection: Connection, cache: GATTCache? = nil, clientMTU: UInt16 = 517) async throws(GATTError) {
+    /// Each procedure of several requests (discovery, long reads and writes) ends within
+    /// `procedureTimeout` (nil: no bound) or fails with `GATTError.procedureTimeout`.
+    public init(connection: Connection, cache: GATTCache? = nil, clientMTU: UInt16 = 517,
+                procedureTimeout: Duration? = GATTProcedures.defaultProcedureTimeout) async throws(GATTError) {
         let channel: any L2CAPChannel
         do { channel = try await connection.attChannel() } catch { throw .connection(error) }
         self.init(channel: channel, connection: connection, peer: connection.peer, cache: cache, clientMTU: clientMTU,
-                  scheduler: connection.scheduler, transactionTimeout: .seconds(30))
+                  scheduler: connection.scheduler, transactionTimeout: .seconds(30), procedureTimeout: procedureTimeout)
         // From the start, not on first use: a drop before the first call must be followed too.
         installConnectionHooks(connection)
     }
 
     init(channel: any L2CAPChannel, connection: Connection?, peer: LEAddress?, cache: GATTCache?, clientMTU: UInt16,
-         scheduler: any TimerScheduler, transactionTimeout: Duration) {
+         scheduler: any TimerScheduler, transactionTimeout: Duration, procedureTimeout: Duration?) {
         self.peer = peer
         self.peerDescription = peer.map { "\($0.address)" } ?? channel.peerDescription
+        self.peerAddress = peer?.address ?? BluetoothAddress(channel.peerDescription) ?? BluetoothAddress(rawValue: 0)
+        self.procedureTimeout = procedureTimeout
         self.executor = channel.executor
         self.connection = connection
         self.cache = cache
@@ -122,7 +136,7 @@ public actor Peripheral {
         }
         switch readiness {
         case .ready:
-            return GATTProcedures(bearer: bearer)
+            return GATTProcedures(bearer: bearer, procedureTimeout: procedureTimeout)
         case .preparing:
             let result = await waitForPreparation()
             // The preparing call was cancelled, not this one: prepare again.
@@ -136,7 +150,7 @@ public actor Peripheral {
             if case .success = result { readiness = .ready } else { readiness = .idle }
             readinessWaiters.resumeAll(with: result)
             try result.get()
-            return GATTProcedures(bearer: bearer)
+            return GATTProcedures(bearer: bearer, procedureTimeout: procedureTimeout)
         }
     }
 
@@ -158,7 +172,7 @@ public actor Peripheral {
         } catch {
             if case .errorResponse = error {} else { throw gattError(.att(error), "exchanging the MTU", "with the server") }
         }
-        let procedures = GATTProcedures(bearer: bearer)
+        let procedures = GATTProcedures(bearer: bearer, procedureTimeout: procedureTimeout)
         if let cache, let peer {
             let hash = try await readDatabaseHash(procedures)
             if database.services == nil, let cached = await cache.snapshot(for: peer), cached.databaseHash == hash {
@@ -306,6 +320,8 @@ public actor Peripheral {
         switch error {
         case .invalidResponse(let why):
             return .malformed(operation: operation, target: target, peer: peerDescription, detail: why)
+        case .procedureTimeout(let progress, let limit):
+            return .procedureTimeout(progress, limit: limit, peer: peerAddress)
         case .att(let att):
             switch att {
             case .errorResponse(let code, _, _):
