@@ -69,13 +69,13 @@ struct ProcedureDeadlineTests {
         let peripheral = bed.peripheral
         let pattern = try await peripheral.resolve(Lab.pattern)
         await slow.setDelay(.seconds(25), scheduler: scheduler)
+        let start = await bed.server.receivedOpcodes().count
         let read = Task { () -> GATTError? in
             do throws(GATTError) { _ = try await peripheral.read(Lab.pattern); return nil } catch { return error }
         }
         // The 600-octet pattern at ATT_MTU 23 takes a Read and 27 Read Blob Requests (Vol 3,
         // Part G, 4.8.3): 700 s at 25 s each. Read at 25 s, one Read Blob at 50 s, the
         // second due at 75 s: the 60 s limit ends it with 44 octets read.
-        let start = await bed.server.receivedOpcodes().count
         for n in 1...3 {
             #expect(await bed.server.waitUntil("request \(n) of the read arrived") { $0.log.count == start + n })
             await scheduler.advance(by: .seconds(25))
@@ -97,11 +97,11 @@ struct ProcedureDeadlineTests {
         let peripheral = bed.peripheral
         _ = try await peripheral.resolve(Lab.pattern)
         await slow.setDelay(.seconds(29), scheduler: scheduler)
+        let start = await bed.server.receivedOpcodes().count
         let read = Task { () -> Result<[UInt8], GATTError> in
             do throws(GATTError) { return .success(try await peripheral.read(Lab.pattern)) } catch { return .failure(error) }
         }
         // 28 requests, 29 s each: 812 s, and the whole value arrives.
-        let start = await bed.server.receivedOpcodes().count
         for n in 1...28 {
             #expect(await bed.server.waitUntil("request \(n) of the read arrived") { $0.log.count == start + n })
             await scheduler.advance(by: .seconds(29))

@@ -31,7 +31,7 @@ extension Peripheral {
             do {
                 try await securityRaiser(needed)
             } catch {
-                throw .securityNeeded(attribute: code, needed: needed, peer: peerDescription, reason: "\(error)")
+                throw .securityNeeded(attribute: code, needed: needed, peer: peerAddress, reason: "\(error)")
             }
             return try await body()
         }

@@ -156,7 +156,7 @@ public actor Peripheral {
 
     /// Waits for the call preparing the bearer; a cancelled caller stops waiting at once.
     private func waitForPreparation() async -> Result<Void, GATTError> {
-        let cancelled = GATTError.cancelled(operation: "waiting for the ATT bearer to be prepared for", target: peerDescription)
+        let cancelled = GATTError.cancelled(operation: .waitingForPreparation, target: .server)
         return await readinessWaiters.wait(cancelled: { _ in .failure(cancelled) })
     }
 
@@ -170,7 +170,7 @@ public actor Peripheral {
         do throws(ATTError) {
             _ = try await bearer.exchangeMTU()
         } catch {
-            if case .errorResponse = error {} else { throw gattError(.att(error), "exchanging the MTU", "with the server") }
+            if case .errorResponse = error {} else { throw gattError(.att(error), .exchangingMTU, .server) }
         }
         let procedures = GATTProcedures(bearer: bearer, procedureTimeout: procedureTimeout)
         if let cache, let peer {
@@ -193,7 +193,7 @@ public actor Peripheral {
             return try await p.read(type: GATTAttributeType.databaseHash).first?.value
         } catch {
             if case .att(.errorResponse) = error { return nil }
-            throw gattError(error, "reading", GATTAttributeType.databaseHash.gattDisplayName)
+            throw gattError(error, .reading, .attribute(GATTAttributeType.databaseHash, handle: nil))
         }
     }
 
@@ -205,7 +205,7 @@ public actor Peripheral {
             c.onReconnect { [weak self] link in await self?.reattach(link) }
             return (c.events(), c.isConnected, c.isReconnecting, c.lastDisconnectReason)
         }
-        let peerName = peerDescription
+        let peerName = peerAddress
         Task { [weak self] in
             for await event in events {
                 guard let self else { return }
@@ -240,8 +240,8 @@ public actor Peripheral {
         readiness = .idle
         for h in subscriptions.keys { subscriptions[h]?.written = 0 }
         // Without a connection to restore it, or with the transport gone, nothing comes back.
-        if connection == nil { terminate(.disconnected(peer: peerDescription, reason: Self.reason(of: error))) }
-        if case .transportLost = error { terminate(.disconnected(peer: peerDescription, reason: Self.reason(of: error))) }
+        if connection == nil { terminate(.disconnected(peer: peerAddress, reason: Self.reason(of: error))) }
+        if case .transportLost = error { terminate(.disconnected(peer: peerAddress, reason: Self.reason(of: error))) }
         // Otherwise the connection's events decide: a restore (reattach) or the end (terminate).
         if terminalError == nil { linkDown = true }
     }
@@ -259,9 +259,8 @@ public actor Peripheral {
     /// once with the reason, and so does the cancellation of its task.
     private func waitForRestore() async throws(GATTError) {
         let limit = transactionTimeout
-        let peerName = peerDescription
-        let expired = GATTError.disconnected(peer: peerName, reason: "the link was not restored within the ATT transaction timeout (\(limit))")
-        let cancelled = GATTError.cancelled(operation: "waiting for the link to be restored to", target: peerName)
+        let expired = GATTError.disconnected(peer: peerAddress, reason: "the link was not restored within the ATT transaction timeout (\(limit))")
+        let cancelled = GATTError.cancelled(operation: .waitingForRestore, target: .server)
         try await restoreWaiters.wait(deadline: (limit, .failure(expired)), cancelled: { _ in .failure(cancelled) }).get()
     }
 
@@ -316,28 +315,28 @@ public actor Peripheral {
         }
     }
 
-    func gattError(_ error: GATTProcedureError, _ operation: String, _ target: String) -> GATTError {
+    func gattError(_ error: GATTProcedureError, _ operation: GATTOperation, _ target: GATTTarget) -> GATTError {
         switch error {
         case .invalidResponse(let why):
-            return .malformed(operation: operation, target: target, peer: peerDescription, detail: why)
+            return .malformed(operation: operation, target: target, peer: peerAddress, detail: why)
         case .procedureTimeout(let progress, let limit):
             return .procedureTimeout(progress, limit: limit, peer: peerAddress)
         case .att(let att):
             switch att {
             case .errorResponse(let code, _, _):
-                return .attribute(code, operation: operation, target: target, peer: peerDescription)
+                return .attribute(code, operation: operation, target: target, peer: peerAddress)
             case .transactionTimeout:
-                return .timeout(operation: operation, target: target, peer: peerDescription)
+                return .timeout(operation: operation, target: target, peer: peerAddress)
             case .linkClosed(let why):
-                return terminalError ?? .disconnected(peer: peerDescription, reason: Self.reason(of: why))
+                return terminalError ?? .disconnected(peer: peerAddress, reason: Self.reason(of: why))
             case .cancelled:
                 return .cancelled(operation: operation, target: target)
             case .pduTooLarge(_, let size, let mtu):
                 return .valueTooLong(length: size - 3, maximum: Int(mtu) - 3, operation: operation, target: target)
             case .malformedResponse(_, let why):
-                return .malformed(operation: operation, target: target, peer: peerDescription, detail: "\(why)")
+                return .malformed(operation: operation, target: target, peer: peerAddress, detail: "\(why)")
             default:
-                return .malformed(operation: operation, target: target, peer: peerDescription, detail: "\(att)")
+                return .malformed(operation: operation, target: target, peer: peerAddress, detail: "\(att)")
             }
         }
     }
