@@ -1,6 +1,7 @@
 import Testing
 import ATT
 @testable import BLETestSupport
+@testable import BLECore
 @testable import GATTClient
 
 /// A server that ignores ATT_MTU (Vol 3, Part F, 3.2.8: no PDU may be longer), seen through a
@@ -51,6 +52,23 @@ struct OversizedPDUPeripheralTests {
         var values = stream.makeAsyncIterator()
         #expect(try await values.next() == [1, 0, 0, 0])
         #expect(await peripheral.bearer.oversizedPDUCount == 1)
+    }
+
+    @Test func anOversizedNotificationOverTheVirtualControllerIsDroppedAfterReassembly() async throws {
+        // ATT_MTU 23 on a real link of the in-process controller: the 600-octet notification
+        // arrives in several ACL packets, is reassembled by L2CAP and refused by the bearer.
+        let bed = try await LabBed(.init(clientMTU: 23))
+        let peripheral = bed.peripheral
+        let stream = try await peripheral.subscribe(to: Lab.notifyCounter)
+        let handle = try #require(await bed.server.valueHandle(of: Lab.notifyCounter.uuid))
+        let server = bed.server
+        let pdu = [0x1B, UInt8(handle & 0xFF), UInt8(handle >> 8)] + [UInt8](repeating: 0xEE, count: 597)
+        await server.onQueue { for state in server.links.values { state.link.sendToCentral(pdu) } }
+        #expect(await bed.server.notify(characteristic: Lab.notifyCounter.uuid, value: [2, 0, 0, 0]) == 1)
+        var values = stream.makeAsyncIterator()
+        #expect(try await values.next() == [2, 0, 0, 0])
+        #expect(await peripheral.bearer.oversizedPDUCount == 1)
+        #expect(await peripheral.mtu == 23)
     }
 }
 
