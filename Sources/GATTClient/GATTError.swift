@@ -105,7 +105,7 @@ public enum GATTError: Error, Sendable, Equatable, CustomStringConvertible {
         case .timeout(let op, let target, let peer):
             return "no response from \(peer) within the ATT transaction timeout \(op) \(target); the link must be reconnected"
         case .procedureTimeout(let progress, let limit, let peer):
-            return "\(progress.procedure) on \(peer) did not end within its limit of \(limit) (\(progress)); the peer answers too slowly: retry later, or give the Peripheral a longer procedureTimeout if this peer is known to be slow"
+            return "\(progress.procedure) on \(peer) did not end within its limit of \(limit) (\(progress.details)); the peer answers too slowly: retry later, or give the Peripheral a longer procedureTimeout if this peer is known to be slow"
         case .malformed(let op, let target, let peer, let detail):
             return "\(peer) answered with a malformed or inconsistent response \(op) \(target): \(detail); retry, and report it to the peer's maker if it persists"
         case .invalidValue(let error, let target, let peer):

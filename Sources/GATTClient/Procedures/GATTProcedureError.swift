@@ -12,7 +12,7 @@ public enum GATTProcedureError: Error, Sendable, Equatable, CustomStringConverti
         switch self {
         case .att(let e): return "\(e)"
         case .invalidResponse(let why): return why
-        case .procedureTimeout(let progress, let limit): return "\(progress.procedure) did not end within \(limit) (\(progress))"
+        case .procedureTimeout(let progress, let limit): return "\(progress.procedure) did not end within \(limit) (\(progress.details))"
         }
     }
 }

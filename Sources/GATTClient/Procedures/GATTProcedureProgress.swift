@@ -65,12 +65,17 @@ public struct GATTProcedureProgress: Sendable, Hashable, CustomStringConvertible
         self.nextHandle = nextHandle
     }
 
-    public var description: String {
-        var text = "\(procedure)"
-        if let range { text += " over \(range)" }
-        text += ": \(responses) response\(responses == 1 ? "" : "s"), \(found) \(procedure.foundNoun)"
-        if let nextHandle { text += ", next handle \(nextHandle.hex)" }
-        return text
+    public var description: String { "\(procedure): \(details)" }
+
+    /// How far it got, without the procedure's name: "over 0x0001-0xFFFF, 10 responses,
+    /// 11 services, next handle 0x0015".
+    var details: String {
+        var parts: [String] = []
+        if let range { parts.append("over \(range)") }
+        parts.append("\(responses) response\(responses == 1 ? "" : "s")")
+        parts.append("\(found) \(procedure.foundNoun)")
+        if let nextHandle { parts.append("next handle \(nextHandle.hex)") }
+        return parts.joined(separator: ", ")
     }
 }
 
