@@ -30,8 +30,10 @@ extension Central {
     /// On timeout the attempt is cancelled at the controller. Cancelling the calling task
     /// throws `.cancelled` at once; an attempt already sent is cancelled at the controller
     /// (LE Create Connection Cancel) in the background, and the next attempt waits for it.
-    /// With a reconnect policy, an unexpected drop is followed by new attempts and the returned
-    /// `Connection` carries on.
+    /// With a reconnect policy, an unexpected drop is followed by new attempts, each bounded
+    /// by `timeout`, and the returned `Connection` carries on. A peer that already has a
+    /// connection gets it back when the options are the same, and
+    /// `ConnectionError.alreadyConnected` when they differ.
     ///
     ///     let link = try await central.connect(peer, timeout: .seconds(10), reconnect: .always(maxAttempts: 5))
     public func connect(
@@ -41,10 +43,16 @@ extension Central {
         parameters: ConnectionRequestParameters = .default
     ) async throws(ConnectionError) -> Connection {
         guard state == .poweredOn else { throw .adapterNotReady(state) }
-        if let existing = connectionsByPeer[peer], existing.enter(on: executor, { $0.isConnected }) { return existing }
+        let options = ConnectOptions(timeout: timeout, reconnect: reconnect, parameters: parameters)
+        if let existing = connectionsByPeer[peer] {
+            let had = existing.enter(on: executor) { ConnectOptions(timeout: $0.connectTimeout, reconnect: $0.reconnectPolicy, parameters: $0.requestParameters) }
+            let differences = options.differences(from: had)
+            if !differences.isEmpty { throw .alreadyConnected(peer: peer, differing: differences) }
+            if existing.enter(on: executor, { $0.isConnected || $0.isReconnecting }) { return existing }
+        }
         connectionEventStream.yield(PeerConnectionEvent(peer: peer, event: .connecting(attempt: 1)))
         let (handle, params) = try await establish(peer, timeout: timeout, parameters: parameters)
-        let connection = Connection(central: self, host: host, peer: peer, handle: handle, parameters: params, policy: reconnect, request: parameters)
+        let connection = Connection(central: self, host: host, peer: peer, handle: handle, parameters: params, options: options)
         connectionsByPeer[peer] = connection
         connectionsByHandle[handle] = connection
         connection.enter(on: executor) { $0.emit(.connected(handle: handle, parameters: params)) }
@@ -257,83 +265,23 @@ extension Central {
         finishPendingConnect(.success((handle, parameters)))
     }
 
+    /// Disconnection Complete: the link's connection decides what follows.
     func disconnected(handle: UInt16, reason: HCIStatus) {
         guard let connection = connectionsByHandle.removeValue(forKey: handle) else { return }
-        let (peer, local, policy) = connection.enter(on: executor) { ($0.peer, $0.locallyClosed, $0.reconnectPolicy) }
-        let delay = local || state != .poweredOn ? nil : policy.delay(reason: reason, attempt: 1)
-        connection.enter(on: executor) { $0.detached(reason: reason, willReconnect: delay != nil) }
-        if let delay {
-            scheduleReconnect(connection, attempt: 1, delay: delay, lastError: "\(reason)")
-        } else if connectionsByPeer[peer] === connection {
-            connectionsByPeer[peer] = nil
-        }
+        let adapter = state
+        connection.enter(on: executor) { $0.linkDropped(reason: reason, adapter: adapter) }
     }
 
-    func scheduleReconnect(_ connection: Connection, attempt: Int, delay: Duration, lastError: String) {
-        let peer = connection.peer
-        connection.enter(on: executor) { $0.emit(.reconnecting(attempt: attempt, delay: delay)) }
-        reconnectTimers[peer] = scheduler.schedule(after: delay) { [weak self, executor] in
-            self?.enter(on: executor) { central in
-                central.reconnectTimers[peer] = nil
-                // Kept so that disconnect() can stop the attempt (Task cancellation cancels
-                // the pending LE Create Connection); `reconnect` removes it when it ends.
-                central.reconnectTasks[peer] = (connection, Task { await central.reconnect(connection, attempt: attempt) })
-            }
-        }
+    /// A reconnect attempt of `connection` created the link `handle`.
+    func linkRestored(_ connection: Connection, handle: UInt16) {
+        connectionsByHandle[handle] = connection
+        startLinkSetup(connection, handle: handle, parameters: connection.enter(on: executor) { $0.requestParameters })
     }
 
-    func reconnect(_ connection: Connection, attempt: Int) async {
-        let peer = connection.peer
-        defer { if reconnectTasks[peer]?.connection === connection { reconnectTasks[peer] = nil } }
-        // Ended by disconnect() meanwhile: it already told the observers.
-        guard !connection.enter(on: executor, { $0.locallyClosed }) else { return }
-        guard state == .poweredOn else {
-            giveUpReconnecting(connection, lastError: "the adapter is \(state)")
-            return
-        }
-        connection.enter(on: executor) { c in
-            c.reconnectAttempts = attempt
-            c.emit(.connecting(attempt: attempt + 1))
-        }
-        do {
-            let request = connection.enter(on: executor) { $0.requestParameters }
-            let (handle, params) = try await establish(peer, timeout: .seconds(10), parameters: request)
-            guard !connection.enter(on: executor, { $0.locallyClosed }) else {
-                // disconnect() ended the connection as this attempt completed: so does the new link.
-                options.logger.log(.info, "disconnecting \(handle.hex) to \(peer): the connection was closed while it was being restored")
-                let host = self.host
-                Task { try? await host.send(HCICommand.disconnect(handle: handle, reason: .remoteUserTerminatedConnection)) }
-                return
-            }
-            connectionsByHandle[handle] = connection
-            connection.enter(on: executor) { $0.attached(handle: handle, parameters: params) }
-            startLinkSetup(connection, handle: handle, parameters: request)
-            await connection.runReconnectHooks()
-        } catch {
-            let (policy, reason, local) = connection.enter(on: executor) {
-                ($0.reconnectPolicy, $0.lastDisconnectReason ?? .connectionFailedToBeEstablished, $0.locallyClosed)
-            }
-            if let delay = policy.delay(reason: reason, attempt: attempt + 1), !local {
-                scheduleReconnect(connection, attempt: attempt + 1, delay: delay, lastError: "\(error)")
-            } else {
-                giveUpReconnecting(connection, lastError: "\(error)")
-            }
-        }
-    }
-
-    /// The policy's restore of `connection` ends: `.reconnectFailed` (unless it already ended).
-    func giveUpReconnecting(_ connection: Connection, lastError: String) {
-        connection.enter(on: executor) { $0.reconnectEnded(lastError: lastError) }
+    /// `connection` ended for good: the central forgets it.
+    func forget(_ connection: Connection) {
         if connectionsByPeer[connection.peer] === connection { connectionsByPeer[connection.peer] = nil }
-    }
-
-    /// Stops the restore of `connection`: its backoff timer, or the attempt under way. With
-    /// the link down, the central forgets the connection.
-    func cancelReconnect(_ connection: Connection, linkDown: Bool) {
-        let peer = connection.peer
-        reconnectTimers.removeValue(forKey: peer)?.cancel()
-        if reconnectTasks[peer]?.connection === connection { reconnectTasks.removeValue(forKey: peer)?.task.cancel() }
-        if linkDown, connectionsByPeer[peer] === connection { connectionsByPeer[peer] = nil }
+        for (handle, c) in connectionsByHandle where c === connection { connectionsByHandle[handle] = nil }
     }
 
     /// After connecting: read the peer's features, then ask for data length extension and the
