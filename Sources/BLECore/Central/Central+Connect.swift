@@ -7,23 +7,46 @@ extension Central {
     /// (cancelled) so that it ends in the background and releases the connect turn itself.
     typealias ConnectWaitOutcome = (result: ConnectResult, handedOff: Bool)
 
+    /// The one attempt pending at the controller.
     struct PendingConnect {
         let peer: LEAddress
-        /// The caller in `connectWaiters`, while it waits for the completion.
-        var waiter: Waiters<ConnectWaitOutcome, Never>.ID?
-        var timer: (any ScheduledTimer)?
-        /// Set once the attempt is being cancelled: the error to report when it ends.
-        var abortError: ConnectionError?
-        /// The completion, when it arrived before the caller started waiting (a fast
-        /// controller can send it right behind the Command Status).
-        var early: ConnectResult?
-        /// The caller was cancelled and has returned: the attempt is being cancelled at the
-        /// controller and ends without it, releasing the connect turn then.
-        var callerGone = false
         /// The scan was paused for this attempt: it resumes when the attempt ends.
-        var pausedScan = false
+        let pausedScan: Bool
+        var phase: Phase
 
-        init(peer: LEAddress) { self.peer = peer }
+        enum Phase {
+            /// LE Create Connection is going out; its caller does not wait yet.
+            case sending
+            /// The completion arrived before the caller started waiting (a fast controller
+            /// can send it right behind the Command Status).
+            case completedEarly(ConnectResult)
+            /// The caller waits in `connectWaiters` until the completion or its connect timeout.
+            case waiting(waiter: Waiters<ConnectWaitOutcome, Never>.ID, timeout: any ScheduledTimer)
+            /// LE Create Connection Cancel is out: `error` is reported when the attempt ends, at
+            /// the latest when `limit` fires. Without a `waiter` the caller was cancelled and
+            /// has returned: the attempt ends without it and releases the connect turn then.
+            case aborting(error: ConnectionError, waiter: Waiters<ConnectWaitOutcome, Never>.ID?, limit: any ScheduledTimer)
+        }
+
+        /// The error to report once an attempt being cancelled ends.
+        var abortError: ConnectionError? {
+            if case .aborting(let error, _, _) = phase { return error }
+            return nil
+        }
+
+        /// The caller waiting for the completion, if one waits.
+        var waiter: Waiters<ConnectWaitOutcome, Never>.ID? {
+            switch phase {
+            case .waiting(let waiter, _), .aborting(_, let waiter?, _): return waiter
+            case .sending, .completedEarly, .aborting(_, nil, _): return nil
+            }
+        }
+
+        /// The caller was cancelled and has returned: the attempt ends without it.
+        var callerGone: Bool {
+            if case .aborting(_, nil, _) = phase { return true }
+            return false
+        }
     }
 
     /// Connects to `peer`. One attempt is pending at the controller at a time; others queue.
@@ -75,8 +98,7 @@ extension Central {
             }
             // Registered before the command goes out so that a completion arriving in the same
             // read as the Command Status finds its attempt.
-            pendingConnect = PendingConnect(peer: peer)
-            pendingConnect?.pausedScan = pausedScan
+            pendingConnect = PendingConnect(peer: peer, pausedScan: pausedScan, phase: .sending)
             do throws(HCIError) {
                 try await host.send(createConnectionCommand(peer, parameters))
                 sent = true
@@ -99,21 +121,21 @@ extension Central {
                 throw .command(peer: peer, error)
             }
         }
-        if let early = pendingConnect?.early {
+        if case .completedEarly(let early)? = pendingConnect?.phase {
             pendingConnect = nil
             endConnectAttempt(peer, pausedScan: pausedScan)
             return try early.get()
         }
-        if pendingConnect == nil { pendingConnect = PendingConnect(peer: peer) }
+        if pendingConnect == nil { pendingConnect = PendingConnect(peer: peer, pausedScan: pausedScan, phase: .sending) }
         let outcome = await connectWaiters.wait(cancelled: { [weak self, executor] _ in
             let handedOff = self?.enter(on: executor) { $0.connectCallerCancelled() } ?? false
             return .success((.failure(.cancelled(peer: peer)), handedOff))
         }) { id in
-            pendingConnect?.waiter = id
             let ms = Int(timeout.nanoseconds / 1_000_000)
-            pendingConnect?.timer = scheduler.schedule(after: timeout) { [weak self, executor] in
+            let timer = scheduler.schedule(after: timeout) { [weak self, executor] in
                 self?.enter(on: executor) { $0.abortPendingConnect(.timeout(peer: peer, milliseconds: ms)) }
             }
+            pendingConnect?.phase = .waiting(waiter: id, timeout: timer)
         }.get()
         if !outcome.handedOff { endConnectAttempt(peer, pausedScan: pausedScan) }
         return try outcome.result.get()
@@ -130,20 +152,27 @@ extension Central {
     /// The caller waiting for the pending attempt was cancelled: it gets `.cancelled` now,
     /// and the attempt is cancelled at the controller without it (true: it was handed off).
     func connectCallerCancelled() -> Bool {
-        guard var pending = pendingConnect, !pending.callerGone else { return false }
-        pending.waiter = nil
-        pending.callerGone = true
-        pendingConnect = pending
-        abortPendingConnect(.cancelled(peer: pending.peer))
-        return true
+        guard let pending = pendingConnect else { return false }
+        switch pending.phase {
+        case .waiting(_, let timeout):
+            timeout.cancel()
+            startAbort(.cancelled(peer: pending.peer), waiter: nil)
+            return true
+        case .aborting(let error, _?, let limit):
+            pendingConnect?.phase = .aborting(error: error, waiter: nil, limit: limit)
+            return true
+        case .sending, .completedEarly, .aborting(_, nil, _):
+            return false
+        }
     }
 
     /// The caller was cancelled after the create command went out, before its Command
     /// Status: the attempt is cancelled at the controller without it (or, when it already
     /// completed, ended here).
     func handOffPendingConnect(_ peer: LEAddress, pausedScan: Bool) {
-        guard var pending = pendingConnect else { return endConnectAttempt(peer, pausedScan: pausedScan) }
-        if let early = pending.early {
+        guard let pending = pendingConnect else { return endConnectAttempt(peer, pausedScan: pausedScan) }
+        switch pending.phase {
+        case .completedEarly(let early):
             pendingConnect = nil
             if case .success((let handle, _)) = early {
                 options.logger.log(.info, "disconnecting \(handle.hex) to \(pending.peer): its connect call was cancelled")
@@ -151,29 +180,35 @@ extension Central {
                 Task { try? await host.send(HCICommand.disconnect(handle: handle, reason: .remoteUserTerminatedConnection)) }
             }
             endConnectAttempt(pending.peer, pausedScan: pending.pausedScan)
-            return
+        case .sending:
+            startAbort(.cancelled(peer: pending.peer), waiter: nil)
+        case .waiting(_, let timeout):
+            timeout.cancel()
+            startAbort(.cancelled(peer: pending.peer), waiter: nil)
+        case .aborting(let error, _, let limit):
+            pendingConnect?.phase = .aborting(error: error, waiter: nil, limit: limit)
         }
-        pending.callerGone = true
-        pendingConnect = pending
-        abortPendingConnect(.cancelled(peer: pending.peer))
     }
 
-    /// Timeout or cancellation: LE Create Connection Cancel, then wait (bounded) for the
-    /// completion with Unknown Connection Identifier (0x02).
+    /// The connect timeout passed: the attempt is cancelled at the controller.
     func abortPendingConnect(_ error: ConnectionError) {
-        guard var pending = pendingConnect, pending.waiter != nil || pending.callerGone,
-              pending.abortError == nil, pending.early == nil else { return }
-        pending.timer?.cancel()
-        pending.abortError = error
-        let peer = pending.peer
+        guard case .waiting(let waiter, let timeout)? = pendingConnect?.phase else { return }
+        timeout.cancel()
+        startAbort(error, waiter: waiter)
+    }
+
+    /// LE Create Connection Cancel, then wait (bounded) for the completion with Unknown
+    /// Connection Identifier (0x02); the attempt then ends with `error`.
+    private func startAbort(_ error: ConnectionError, waiter: Waiters<ConnectWaitOutcome, Never>.ID?) {
+        guard let peer = pendingConnect?.peer else { return }
         let waitLimit = options.connectCancelTimeout
-        pending.timer = scheduler.schedule(after: waitLimit) { [weak self, executor] in
+        let limit = scheduler.schedule(after: waitLimit) { [weak self, executor] in
             self?.enter(on: executor) { central in
                 central.options.logger.log(.warning, "the controller never completed the cancelled connection attempt to \(peer) within \(Int(waitLimit.nanoseconds / 1_000_000)) ms; giving up on it")
                 central.finishPendingConnect(.failure(error))
             }
         }
-        pendingConnect = pending
+        pendingConnect?.phase = .aborting(error: error, waiter: waiter, limit: limit)
         let host = self.host
         Task { [weak self] in
             do {
@@ -189,19 +224,20 @@ extension Central {
     /// waits); an attempt its caller left releases the connect turn.
     func finishPendingConnect(_ result: ConnectResult) {
         guard let pending = pendingConnect else { return }
-        if pending.callerGone {
-            pending.timer?.cancel()
+        switch pending.phase {
+        case .sending:
+            pendingConnect?.phase = .completedEarly(result)
+        case .completedEarly:
+            break
+        case .waiting(let waiter, let timer), .aborting(_, let waiter?, let timer):
+            timer.cancel()
+            pendingConnect = nil
+            connectWaiters.resume(waiter, with: .success((result, false)))
+        case .aborting(_, nil, let limit):
+            limit.cancel()
             pendingConnect = nil
             endConnectAttempt(pending.peer, pausedScan: pending.pausedScan)
-            return
         }
-        guard let waiter = pending.waiter else {
-            if pending.early == nil { pendingConnect?.early = result }
-            return
-        }
-        pending.timer?.cancel()
-        pendingConnect = nil
-        connectWaiters.resume(waiter, with: .success((result, false)))
     }
 
     func failPendingConnect(_ error: ConnectionError) {
