@@ -113,4 +113,24 @@ struct LinkLifecycleTests {
         #expect(vc.connections.count == 1)
         #expect(await central.host.linkCount == 1)
     }
+
+    @Test func resetAfterHardwareErrorPowersOnByItselfAndRestoresTheLink() async throws {
+        let (vc, central) = try await VC.stack(central: { $0.resetAfterHardwareError = true })
+        let link = try await central.connect(VC.peer, reconnect: Self.policy, parameters: Self.quiet())
+        var events = await link.events().makeAsyncIterator()
+        var states = await central.stateEvents().makeAsyncIterator()
+        #expect(await states.next() == .poweredOn)
+        // HCI_Reset (Vol 4, Part E, 7.3.2).
+        let resets = vc.commandsReceived.filter { $0.opcode.rawValue == 0x0C03 }.count
+        vc.hardwareError(code: 0x01)
+        #expect(await events.nextLifecycle() == .disconnected(reason: .hardwareFailure, willReconnect: true))
+        #expect(await states.next() == .resetting)
+        #expect(await states.next() == .poweredOn)
+        #expect(await events.nextLifecycle() == .reconnecting(attempt: 1, delay: .seconds(1)))
+        #expect(vc.commandsReceived.filter { $0.opcode.rawValue == 0x0C03 }.count == resets + 1)
+        await vc.advance(by: .seconds(1))
+        #expect(await events.nextLifecycle() == .connecting(attempt: 2))
+        guard case .connected? = await events.nextLifecycle() else { Issue.record("the link was not restored"); return }
+        #expect(await central.state == .poweredOn)
+    }
 }

@@ -89,6 +89,11 @@ extension Central {
     /// attempt completed (`finishPendingConnect`).
     func establish(_ peer: LEAddress, timeout: Duration, parameters: ConnectionRequestParameters) async throws(ConnectionError) -> (UInt16, ConnectionParameters) {
         try await acquireConnectTurn(peer)
+        // The controller may have been reset (or lost) while this attempt waited for its turn.
+        guard state == .poweredOn else {
+            releaseConnectTurn()
+            throw .adapterNotReady(state)
+        }
         var pausedScan = false
         var sent = false
         while !sent {

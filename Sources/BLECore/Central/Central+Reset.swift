@@ -36,6 +36,15 @@ extension Central {
         for connection in Array(connectionsByPeer.values) {
             connection.enter(on: executor) { $0.controllerReset(reason: linkReason) }
         }
+        if case .hardwareError = cause, options.resetAfterHardwareError {
+            Task { [weak self] in
+                do {
+                    _ = try await self?.powerOn()
+                } catch {
+                    self?.options.logger.log(.error, "resetting the controller after its Hardware Error failed: \(error)")
+                }
+            }
+        }
     }
 
     /// The controller is set up again: restores that waited for it go on.

@@ -22,6 +22,9 @@ public actor Central {
         public var executor: AdapterExecutor? = nil
         /// Label of the executor's queue.
         public var label = "adapter"
+        /// After a Hardware Error, reset and set up the controller again at once, as
+        /// `powerOn()` does, instead of staying `.resetting` until the application calls it.
+        public var resetAfterHardwareError = false
         /// Limits for a peripheral's Connection Parameter Update Request; nil accepts every
         /// valid request.
         public var parameterUpdatePolicy: (@Sendable (UInt16, ConnectionParameterRange) -> Bool)? = nil

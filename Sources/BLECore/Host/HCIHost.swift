@@ -173,7 +173,7 @@ public actor HCIHost {
     /// The controller lost its state (a Hardware Error, or HCI_Reset about to go out): every
     /// link ends here (its queued PDUs and channels fail with `LinkError.controllerReset`)
     /// and every ACL buffer is free again.
-    public func clearControllerState(hardwareError code: UInt8?) {
+    func clearControllerState(hardwareError code: UInt8?) {
         for (handle, link) in links { linkLost(handle: handle, error: .controllerReset(peer: link.peer.address, hardwareError: code)) }
         links.removeAll()
         readyLinks.removeAll()
