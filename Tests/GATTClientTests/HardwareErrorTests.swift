@@ -67,6 +67,7 @@ struct HardwareErrorTests {
         #expect(await bed.central.host.sentCommands.isEmpty)
         #expect(await bed.central.connectionsByHandle.isEmpty)
         #expect(await !bed.central.snapshot.isScanning)
+        #expect(await bed.central.scanner.subscriberCount == 1, "the scan subscriber stays")
         // New work waits for the reset: a connect fails at once; the scan subscriber stays.
         await #expect(throws: ConnectionError.adapterNotReady(.resetting)) { try await bed.central.connect(Self.second) }
         #expect(await bed.peripheral.linkDown)
@@ -90,11 +91,17 @@ struct HardwareErrorTests {
         guard case .connected? = await second.nextLifecycle() else { Issue.record("the second link was not restored"); return }
         #expect(bed.vc.connections.count == 2)
         #expect(await bed.central.state == .poweredOn)
-        #expect(scanning.isCancelled == false)
+        #expect(await bed.central.scanner.subscriberCount == 1)
+        #expect(await bed.central.snapshot.isScanning)
 
         // The peripheral carries on over the restored link.
         #expect(try await CallsDuringOutageTests.read(bed).outcome(bed)?.get() == Self.pattern)
         await bed.central.close()
         #expect(await scanning.value == nil)
     }
+}
+
+extension Scanner {
+    /// Subscribers of the shared scan now.
+    var subscriberCount: Int { subscribers.count }
 }
