@@ -133,4 +133,22 @@ struct LinkLifecycleTests {
         guard case .connected? = await events.nextLifecycle() else { Issue.record("the link was not restored"); return }
         #expect(await central.state == .poweredOn)
     }
+
+    @Test func hardwareErrorFailsQueuedSendsAndFreesEveryBuffer() async throws {
+        let (vc, central) = try await VC.stack { o in o.aclPacketCount = 1; o.packetCompletion = .manual }
+        let link = try await central.connect(VC.peer, parameters: Self.quiet())
+        let channel = try await link.attChannel()
+        try await channel.send([0x52, 0x03, 0x00, 0x01]) // holds the one controller buffer
+        let queued = Task { try await channel.send([0x52, 0x03, 0x00, 0x02]) }
+        await vc.settle()
+        #expect(await central.host.aclCredits == 0)
+        vc.hardwareError(code: 0x05)
+        let error = LinkError.controllerReset(peer: VC.peer.address, hardwareError: 0x05)
+        await #expect(throws: error) { try await queued.value }
+        #expect("\(error)".contains("Hardware Error 0x05"))
+        #expect(await central.host.aclCredits == 1)
+        #expect(await central.host.readyLinks.isEmpty)
+        #expect(vc.aclReceived.count == 1)
+        await #expect(throws: LinkError.self) { try await channel.send([0x52, 0x03, 0x00, 0x03]) }
+    }
 }
