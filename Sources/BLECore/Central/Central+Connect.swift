@@ -163,10 +163,14 @@ extension Central {
             timeout.cancel()
             startAbort(.cancelled(peer: pending.peer), waiter: nil)
             return true
+        case .sending:
+            // Cancelled before it started to wait: the command is out, the attempt is pending.
+            startAbort(.cancelled(peer: pending.peer), waiter: nil)
+            return true
         case .aborting(let error, _?, let limit):
             pendingConnect?.phase = .aborting(error: error, waiter: nil, limit: limit)
             return true
-        case .sending, .completedEarly, .aborting(_, nil, _):
+        case .completedEarly, .aborting(_, nil, _):
             return false
         }
     }
