@@ -306,6 +306,7 @@ class Peripheral:
     connected_at: dict[int, float] = field(default_factory=dict)
     notifications_sent: dict[int, int] = field(default_factory=dict)
     links_dropped: int = 0
+    forget_bonds: bool = False
     drops: set[asyncio.Task] = field(default_factory=set)
 
     def build(self) -> None:
@@ -450,9 +451,11 @@ class Peripheral:
 
     def install_pairing(self, rule: Any) -> None:
         """pairing: {"io": one of IO_CAPABILITIES, "sc": bool, "mitm": bool, "bonding": bool,
-        "passkey": N, "confirmNumbers": bool}. The peripheral pairs as these say: it
-        shows (or types) the fixed passkey N, and answers a numeric comparison with
-        confirmNumbers (default true). Without the key, Bumble's defaults apply."""
+        "passkey": N, "confirmNumbers": bool, "forgetBonds": bool}. The peripheral pairs as
+        these say: it shows (or types) the fixed passkey N, and answers a numeric comparison
+        with confirmNumbers (default true). With forgetBonds it forgets every bond when a link
+        ends, so the next encryption with the old key is refused (PIN or Key Missing).
+        Without the key, Bumble's defaults apply."""
         if rule is None:
             return
         if not isinstance(rule, dict):
@@ -470,6 +473,7 @@ class Peripheral:
             delegate=delegate,
         )
         self.device.pairing_config_factory = lambda connection: config
+        self.forget_bonds = bool(rule.get("forgetBonds", False))
 
     # -- connections -----------------------------------------------------------------
 
@@ -521,6 +525,11 @@ class Peripheral:
 
     def on_disconnection(self, handle: int, reason: int) -> None:
         log.info("%s: disconnected (handle 0x%04X, reason 0x%02X)", self.spec.id, handle, reason)
+        if self.forget_bonds and self.device.keystore is not None:
+            log.info("%s: forgetting its bonds", self.spec.id)
+            task = asyncio.get_running_loop().create_task(self.device.keystore.delete_all())
+            self.drops.add(task)
+            task.add_done_callback(self.drops.discard)
         for key in [k for k in self.tasks if k[0] == handle]:
             self.tasks.pop(key).cancel()
         self.att_requests.pop(handle, None)

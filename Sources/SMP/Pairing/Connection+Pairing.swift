@@ -43,7 +43,7 @@ extension Connection {
     public func requireSecurity(_ level: SecurityLevel, options: PairingOptions = PairingOptions(), agent: any PairingAgent = JustWorksAgent(),
                                 store: (any BondStore)? = nil) async throws(PairingError) {
         if securityLevel >= level { return }
-        if let ltk = store?.bond(for: peer)?.longTermKey, ltk.level >= level {
+        if let ltk = store?.bond(resolving: peer)?.longTermKey, ltk.level >= level {
             do throws(ConnectionError) {
                 try await startEncryption(longTermKey: ltk.key, ediv: ltk.ediv, rand: ltk.rand, level: ltk.level)
                 return

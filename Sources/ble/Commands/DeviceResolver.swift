@@ -1,4 +1,5 @@
 import BLECore
+import SMP
 
 /// Turns the DEVICE argument into an address: `F0:5E:B1:00:00:01` (random unless suffixed
 /// `/public`), or a name substring found by scanning.
@@ -29,10 +30,23 @@ enum DeviceResolver {
     }
 
     /// The address to connect to: given, or the first device whose name contains the text,
-    /// scanning for at most `scanTimeout`.
-    static func resolve(_ target: Target, central: Central, scanTimeout: Duration, console: Console) async throws -> LEAddress {
+    /// scanning for at most `scanTimeout`. A bonded peer with an IRK may advertise with a
+    /// resolvable private address that changes (Vol 6, Part B, 1.3.2.2): its current address
+    /// is found by scanning, resolved with the IRK (else the address is used as given).
+    static func resolve(_ target: Target, central: Central, scanTimeout: Duration, console: Console, bonds: (any BondStore)? = nil) async throws -> LEAddress {
         switch target {
         case .address(let a):
+            guard let bonds, let bond = bonds.bond(for: a), bond.identityResolvingKey != nil else { return a }
+            await central.setAddressResolver(bonds.addressResolver)
+            var options = ScanOptions()
+            options.timeout = scanTimeout
+            for try await event in await central.scan(filter: ScanFilter(), options: options) {
+                guard case .discovered(let p) = event, p.isConnectable else { continue }
+                if p.address == a || p.identity.address == bond.address.address || p.identity.address == a.address {
+                    if p.address != a { console.status("\(a.address) advertises as \(p.address) (resolved with its IRK)") }
+                    return p.address
+                }
+            }
             return a
         case .name(let needle):
             console.status("scanning for a device named like \"\(needle)\"...")
