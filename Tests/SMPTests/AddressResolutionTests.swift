@@ -46,12 +46,20 @@ struct AddressResolutionTests {
         let central = Central(transport: vc.makeTransport(), options: vc.centralOptions())
         try await central.powerOn()
         await central.setAddressResolver(MemoryBondStore([Self.bond]).addressResolver)
-        var seen: [BluetoothAddress: LEAddress?] = [:]
-        for try await event in await central.scan() {
-            guard case .discovered(let p) = event else { continue }
-            seen[p.address.address] = p.identityAddress
-            if seen.count == 3 { break }
+        let stream = await central.scan()
+        let collect = Task { () -> [BluetoothAddress: LEAddress?] in
+            var seen: [BluetoothAddress: LEAddress?] = [:]
+            for try await event in stream {
+                guard case .discovered(let p) = event else { continue }
+                seen[p.address.address] = p.identityAddress
+                if seen.count == 3 { break }
+            }
+            return seen
         }
+        // Each advertises every 100 ms of virtual time.
+        await vc.settle()
+        await vc.advance(by: .milliseconds(250))
+        let seen = try await collect.value
         #expect(seen[Self.rpa.address] == .some(Self.identity))
         #expect(seen[second.address] == .some(Self.identity))
         #expect(seen[stranger.address] == .some(nil))
