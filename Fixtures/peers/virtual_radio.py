@@ -317,7 +317,19 @@ class Peripheral:
         config.address = hci.Address(self.spec.address, hci.Address.RANDOM_DEVICE_ADDRESS)
         config.irk = bytes(hci.Address(self.spec.address)) * 3
         config.irk = config.irk[:16]
+        irk = raw.get("irk")
+        if irk is not None:
+            # As the specification prints keys (most significant octet first); Bumble keeps
+            # them least significant first.
+            if not isinstance(irk, str) or len(irk.replace(" ", "")) != 32:
+                raise ScenarioError(f"device {self.spec.id}: 'irk' must be 32 hex digits")
+            config.irk = bytes.fromhex(irk.replace(" ", ""))[::-1]
         adv = raw.get("advertising", {})
+        if adv.get("privacy", False):
+            # Advertise and connect with a resolvable private address made from the IRK
+            # (Vol 6, Part B, 1.3.2.2), a new one each run; the identity address is "address".
+            config.le_privacy_enabled = True
+            config.le_rpa_timeout = 0
         interval = float(adv.get("intervalMs", 100))
         config.advertising_interval_min = interval
         config.advertising_interval_max = interval

@@ -82,6 +82,53 @@ import SMP
             await central.close()
         }
     }
+
+    /// Bumble's own resolvable private address (its IRK is the sample IRK of Vol 3, Part H,
+    /// D.7): the bond gets the identity address and IRK, and scan results resolve the address
+    /// to the identity with it.
+    @Test(.timeLimit(.minutes(1)))
+    func aPeerWithAResolvablePrivateAddressIsRecognisedByItsIdentity() async throws {
+        try await VirtualRadio.with(scenario: "security") { radio in
+            let device = try #require(radio.device("private"))
+            let identity = try #require(LEAddress(device.address, type: .random))
+            let central = try await Central.open(radio.transportSpec)
+            let store = MemoryBondStore()
+            await central.setAddressResolver(store.addressResolver)
+            let current = try await Self.discover(central, named: "SC private sim")
+            #expect(current.address.randomKind == .resolvablePrivate)
+            #expect(current.identityAddress == nil, "resolved before there was a bond")
+
+            let link = try await central.connect(current.address, timeout: .seconds(10))
+            let bond = try await link.pair(store: store)
+            #expect(bond.identityAddress == identity)
+            #expect(bond.identityResolvingKey == 0xEC02_34A3_57C8_AD05_3410_10A6_0A39_7D9B)
+            #expect(ResolvablePrivateAddress.resolves(current.address, irk: try #require(bond.identityResolvingKey)))
+            #expect(store.bond(resolving: current.address) == bond)
+            try await link.disconnect()
+
+            // Known now: the scan names the device by its identity, and the bond encrypts a
+            // new link made to its private address.
+            await central.setAddressResolver(store.addressResolver)
+            let again = try await Self.discover(central, named: "SC private sim")
+            #expect(again.identityAddress == identity)
+            #expect(again.identity == identity)
+            let second = try await central.connect(again.address, timeout: .seconds(10))
+            try await second.requireSecurity(.encrypted, agent: CountingAgent(), store: store)
+            #expect(await second.securityLevel == .encrypted)
+            let peripheral = try await Peripheral(connection: second)
+            #expect(try await peripheral.read(encrypted) == Array("encrypted".utf8))
+            await central.close()
+        }
+    }
+
+    static func discover(_ central: Central, named name: String) async throws -> DiscoveredPeripheral {
+        var options = ScanOptions()
+        options.timeout = .seconds(10)
+        for try await event in await central.scan(filter: ScanFilter(nameContains: name), options: options) {
+            if case .discovered(let p) = event, p.isConnectable { return p }
+        }
+        throw CancellationError()
+    }
 }
 
 /// Counts the pairings that reached the agent (Just Works asks it to confirm).

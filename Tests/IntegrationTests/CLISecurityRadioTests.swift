@@ -75,3 +75,26 @@ import BLETestSupport
         }
     }
 }
+
+extension CLISecurityRadioTests {
+    /// A bonded device that advertises with a resolvable private address is reached by its
+    /// identity address: `read` scans, resolves the address with the bond's IRK and encrypts.
+    @Test(.timeLimit(.minutes(2)))
+    func readReachesABondedPrivateDeviceByItsIdentityAddress() async throws {
+        let dir = try CLIPairRadioTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        try await VirtualRadio.with(scenario: "security") { radio in
+            let identity = try #require(radio.device("private")).address
+            let d = ["-d", radio.transportSpec, "--bond-dir", dir.path]
+            let pair = try await BLETool.run(d + ["pair", "SC private sim"])
+            #expect(pair.status == 0, "\(pair.stderr)")
+            let bonds = try await BLETool.run(d + ["bonds"])
+            #expect(bonds.stdoutLines.first?.contains("identity \(identity)/random") == true, "\(bonds.stdout)")
+
+            let read = try await BLETool.run(d + ["read", identity, "-c", Self.encrypted, "--raw"])
+            #expect(read.status == 0, "\(read.stderr)")
+            #expect(read.stdout == "encrypted")
+            #expect(read.stderrLines.contains { $0.hasPrefix("\(identity) advertises as ") && $0.hasSuffix("(resolved with its IRK)") }, "\(read.stderr)")
+        }
+    }
+}

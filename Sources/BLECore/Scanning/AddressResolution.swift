@@ -22,7 +22,7 @@ extension Central {
     ///
     ///     await central.setAddressResolver(bonds.addressResolver)
     public func setAddressResolver(_ resolver: AddressResolver?) {
-        scanner.enter(on: executor) { $0.addressResolver = resolver }
+        scanner.enter(on: executor) { $0.setAddressResolver(resolver) }
     }
 
     /// Loads `entries` into the controller's resolving list and turns address resolution on
@@ -66,6 +66,14 @@ extension HCICommand {
 }
 
 extension Scanner {
+    /// Installs `resolver` and resolves the devices already known again (a bond made since).
+    func setAddressResolver(_ resolver: AddressResolver?) {
+        addressResolver = resolver
+        for (key, record) in devices where !record.peripheral.isAnonymous {
+            devices[key]?.peripheral.identityAddress = identity(of: record.peripheral.address)
+        }
+    }
+
     /// The identity address of a report's advertiser: the controller's resolution (address
     /// types 0x02/0x03 carry the identity), else the resolver's for a resolvable private address.
     func identity(of address: LEAddress) -> LEAddress? {
