@@ -98,3 +98,21 @@ extension CLISecurityRadioTests {
         }
     }
 }
+
+extension CLISecurityRadioTests {
+    /// `connect` encrypts with the bond at once and shows it in the link's events.
+    @Test(.timeLimit(.minutes(2)))
+    func connectEncryptsWithTheBond() async throws {
+        let dir = try CLIPairRadioTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        try await VirtualRadio.with(scenario: "security") { radio in
+            let device = try #require(radio.device("jw")).address
+            let d = ["-d", radio.transportSpec, "--bond-dir", dir.path]
+            #expect(try await BLETool.run(d + ["pair", device]).status == 0)
+            let run = try await BLETool.interrupt(d + ["connect", device]) { $0.contains("security: encrypted") }
+            #expect(run.status == 130)
+            #expect(run.stdout.contains("connected (handle"))
+            #expect(run.stderr.contains("connected to \(device) (random static) (encrypted); Ctrl-C to disconnect"), "\(run.stderr)")
+        }
+    }
+}
