@@ -53,6 +53,10 @@ extension Connection {
                 if case .command(_, .commandFailed(_, let status)) = error, status == .pinOrKeyMissing {
                     throw PairingError(peer: peer, .peerForgotBond)
                 }
+                // Some peers end the link instead, with the same reason.
+                if case .disconnected(_, let reason) = error, reason == .pinOrKeyMissing {
+                    throw PairingError(peer: peer, .peerForgotBond)
+                }
                 throw PairingError(peer: peer, .link(error))
             }
         }
