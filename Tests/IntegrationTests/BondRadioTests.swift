@@ -114,6 +114,8 @@ import SMP
             let again = try await Self.discover(central, named: "SC private sim")
             #expect(again.identityAddress == identity)
             #expect(again.identity == identity)
+            // Connecting by identity: the address it uses now, found by scanning.
+            #expect(try await central.currentAddress(of: identity, bonds: store) == again.address)
             let second = try await central.connect(again.address, timeout: .seconds(10))
             try await second.requireSecurity(.encrypted, agent: CountingAgent(), store: store)
             #expect(await second.securityLevel == .encrypted)

@@ -36,18 +36,9 @@ enum DeviceResolver {
     static func resolve(_ target: Target, central: Central, scanTimeout: Duration, console: Console, bonds: (any BondStore)? = nil) async throws -> LEAddress {
         switch target {
         case .address(let a):
-            guard let bonds, let bond = bonds.bond(for: a), bond.identityResolvingKey != nil else { return a }
-            await central.setAddressResolver(bonds.addressResolver)
-            var options = ScanOptions()
-            options.timeout = scanTimeout
-            for try await event in await central.scan(filter: ScanFilter(), options: options) {
-                guard case .discovered(let p) = event, p.isConnectable else { continue }
-                if p.address == a || p.identity.address == bond.address.address || p.identity.address == a.address {
-                    if p.address != a { console.status("\(a.address) advertises as \(p.address) (resolved with its IRK)") }
-                    return p.address
-                }
-            }
-            return a
+            guard let bonds, let now = try await central.currentAddress(of: a, bonds: bonds, timeout: scanTimeout) else { return a }
+            if now != a { console.status("\(a.address) advertises as \(now.address) (resolved with its IRK)") }
+            return now
         case .name(let needle):
             console.status("scanning for a device named like \"\(needle)\"...")
             var options = ScanOptions()
