@@ -25,7 +25,7 @@ extension Peripheral {
             try await securityRaiser(level)
             return nil
         } catch {
-            return .securityNeeded(attribute: .insufficientEncryption, needed: level, peer: peerDescription, reason: "\(error)")
+            return .securityNeeded(attribute: .insufficientEncryption, needed: level, peer: peerAddress, reason: "\(error)")
         }
     }
 
