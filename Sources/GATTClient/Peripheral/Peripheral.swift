@@ -298,7 +298,7 @@ public actor Peripheral {
         switch error {
         case .disconnected(_, let reason): "\(reason)"
         case .closed: "closed by this host"
-        case .transportLost, .tooLarge, .cancelled: "\(error)"
+        case .transportLost, .tooLarge, .cancelled, .sendTimeout, .queueFull: "\(error)"
         }
     }
 
