@@ -58,3 +58,13 @@ extension HCIHost {
     /// Outbound PDUs that failed with `LinkError.sendTimeout` or found their link's queue full.
     public var failedOutboundPDUs: (timedOut: Int, queueFull: Int) { (safeguards.sendTimeouts, safeguards.queueOverflows) }
 }
+
+extension HCIHost {
+    /// What link `handle` holds now: packets handed to the controller and not yet completed,
+    /// and bytes waiting in its queue; nil for a link the host does not know.
+    ///
+    ///     if let status = await host.aclLinkStatus(handle: 0x0040), status.queuedBytes > 0 { ... }
+    public func aclLinkStatus(handle: UInt16) -> (inFlight: Int, queuedBytes: Int)? {
+        links[handle].map { ($0.inFlight, $0.queuedBytes) }
+    }
+}
