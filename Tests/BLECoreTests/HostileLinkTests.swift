@@ -157,6 +157,23 @@ struct HostileLinkTests {
         #expect(vc.commandsReceived.allSatisfy { $0.opcode.rawValue != 0x2013 })
     }
 
+    @Test func pdusBeforeTheBearerExistsAreBoundedInBytes() async throws {
+        let (vc, central) = try await VC.stack()
+        let connection = try await central.connect(VC.peer)
+        // 40 notifications of 503 bytes (Vol 3, Part F, 3.4.7.1: 0x1B, handle 0x0003, 500
+        // value bytes) before anyone reads the ATT channel: 16 fit in the 8 KiB held back.
+        for i in 0..<40 {
+            try vc.sendL2CAP(from: VC.peer, channelID: L2CAPChannelID.att, payload: [0x1B, 0x03, 0x00] + Array(repeating: UInt8(i), count: 500))
+        }
+        await vc.settle()
+        let received = Mutex<[[UInt8]]>([])
+        let channel = try await connection.attChannel()
+        channel.setHandlers(receive: { sdu in received.withLock { $0.append(sdu) } }, close: { _ in })
+        await vc.settle()
+        #expect(received.withLock { $0.count } == 16)
+        #expect(received.withLock { $0.map { $0[3] } } == (0..<16).map { UInt8($0) }, "the oldest are kept, in order")
+    }
+
     @Test func linkOfTheKernelOnHCIRawIsLeftAlone() async throws {
         let server = EchoATTServer()
         let (vc, central) = try await VC.stack(central: { $0.resetController = false }, server: server)
