@@ -124,6 +124,11 @@ extension HCIHost {
             logLimited(.queueFull, .warning, "\(full); dropping a \(payload.count)-byte PDU on channel \(channelID.hex)")
             return
         }
+        if channelID == L2CAPChannelID.att, payload.count == 3, payload[0] == 0x02 || payload[0] == 0x03 {
+            // Exchange MTU Request or Response (Vol 3, Part F, 3.4.2): the Rx MTU announced
+            // here is the largest ATT PDU the peer may send on this link.
+            link.attMaximumPDU = max(23, Int(payload[1]) | Int(payload[2]) << 8)
+        }
         let fragments = ACLFragmenter.fragments(handle: link.handle, channelID: channelID, payload: payload, fragmentSize: aclPacketLength)
         let deadline = scheduler.now() + safeguards.sendTimeout
         for (i, f) in fragments.enumerated() {
