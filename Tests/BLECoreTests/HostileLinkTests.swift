@@ -156,13 +156,13 @@ struct HostileLinkTests {
         #expect(log.matching("of 600 bytes, more than the 517 the channel accepts").count == 1)
         #expect(vc.commandsReceived.allSatisfy { $0.opcode.rawValue != 0x2013 })
 
-        // Once this side announced Client Rx MTU 64 (Exchange MTU Request, Vol 3, Part F,
-        // 3.4.2.1: 02 4000), a 100-byte notification is refused and a 64-byte one delivered.
-        try await channel.send([0x02, 0x40, 0x00])
+        // Once this side announced Client Rx MTU 1024 (Exchange MTU Request, Vol 3, Part F,
+        // 3.4.2.1: 02 0004), a 1,100-byte notification is refused and a 700-byte one delivered.
+        try await channel.send([0x02, 0x00, 0x04])
         #expect(await received.next() == [0x03, 0xF7, 0x00])
-        try vc.sendL2CAP(from: VC.peer, channelID: L2CAPChannelID.att, payload: [0x1B, 0x03, 0x00] + Array(repeating: 0x01, count: 97))
-        try vc.sendL2CAP(from: VC.peer, channelID: L2CAPChannelID.att, payload: [0x1B, 0x03, 0x00] + Array(repeating: 0x02, count: 61))
-        #expect(await received.next() == [0x1B, 0x03, 0x00] + Array(repeating: 0x02, count: 61))
+        try vc.sendL2CAP(from: VC.peer, channelID: L2CAPChannelID.att, payload: [0x1B, 0x03, 0x00] + Array(repeating: 0x01, count: 1097))
+        try vc.sendL2CAP(from: VC.peer, channelID: L2CAPChannelID.att, payload: [0x1B, 0x03, 0x00] + Array(repeating: 0x02, count: 697))
+        #expect(await received.next() == [0x1B, 0x03, 0x00] + Array(repeating: 0x02, count: 697))
         #expect(await host.oversizedInboundPDUs == 3)
     }
 

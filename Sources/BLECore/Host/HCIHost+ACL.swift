@@ -125,9 +125,10 @@ extension HCIHost {
             return
         }
         if channelID == L2CAPChannelID.att, payload.count == 3, payload[0] == 0x02 || payload[0] == 0x03 {
-            // Exchange MTU Request or Response (Vol 3, Part F, 3.4.2): the Rx MTU announced
-            // here is the largest ATT PDU the peer may send on this link.
-            link.attMaximumPDU = max(23, Int(payload[1]) | Int(payload[2]) << 8)
+            // Exchange MTU Request or Response (Vol 3, Part F, 3.4.2): the peer may send ATT
+            // PDUs up to the Rx MTU announced here. Only ever raised: a PDU sized for the MTU
+            // in force may still be on its way.
+            link.attMaximumPDU = max(link.attMaximumPDU, Int(payload[1]) | Int(payload[2]) << 8)
         }
         let fragments = ACLFragmenter.fragments(handle: link.handle, channelID: channelID, payload: payload, fragmentSize: aclPacketLength)
         let deadline = scheduler.now() + safeguards.sendTimeout

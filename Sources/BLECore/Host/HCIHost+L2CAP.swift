@@ -82,9 +82,9 @@ extension HCIHost {
 
 /// The largest inbound PDU each kind of channel accepts, which bounds reassembly.
 enum L2CAPInboundLimits {
-    /// ATT before any Exchange MTU: the largest ATT_MTU the stack's bearer offers by default
-    /// (Client Rx MTU 517). Once this side sends its Exchange MTU Request or Response, the Rx
-    /// MTU it announced is the link's limit; `HCIHost.setMaximumInboundPDULength` sets it too.
+    /// ATT: the largest ATT_MTU the stack's bearer offers by default (Client Rx MTU 517),
+    /// raised to the Rx MTU this side announces in an Exchange MTU Request or Response when
+    /// that is larger, or by `HCIHost.setMaximumInboundPDULength`.
     static let attDefault = 517
     /// MTUsig on LE-U: 23 octets (Vol 3, Part A, 4).
     static let signaling = 23
