@@ -307,7 +307,7 @@ public actor Peripheral {
         switch error {
         case .disconnected(_, let reason): "\(reason)"
         case .closed: "closed by this host"
-        case .transportLost, .controllerReset, .tooLarge, .cancelled: "\(error)"
+        case .transportLost, .controllerReset, .tooLarge, .cancelled, .sendTimeout, .queueFull: "\(error)"
         }
     }
 
