@@ -33,7 +33,7 @@ public actor ATTBearer {
     public private(set) var droppedPDUCount = 0
 
     /// Read by the channel's receive handler for notifications without entering the actor.
-    private nonisolated let route = ValueRoute()
+    private nonisolated let route = ValueRoute.make()
     private var valueHandler: (@Sendable (ATTValueEvent) -> Void)? { route.handler }
     private var indicationHandler: (@Sendable (ATTValueEvent, _ confirm: @escaping @Sendable () -> Void) -> Void)?
     /// True from an indication handed to `indicationHandler` until it confirms it.
@@ -371,10 +371,11 @@ public actor ATTBearer {
             awaitingConfirmation = true
             let executor = channel.executor
             indicationHandler(event) { [weak self] in
+                guard let bearer = self else { return }
                 if executor.isOnQueue {
-                    self?.assumeIsolated { $0.confirmIndication() }
+                    bearer.assumeIsolated { $0.confirmIndication() }
                 } else {
-                    executor.queue.async { self?.assumeIsolated { $0.confirmIndication() } }
+                    executor.queue.async { bearer.assumeIsolated { $0.confirmIndication() } }
                 }
             }
         default:
@@ -413,10 +414,13 @@ final class ValueRoute: @unchecked Sendable { // only read and written on the ad
     /// handler is set, it hands them to `handler`.
     @exclusivity(unchecked) var receiver: @Sendable (UnsafeRawBufferPointer) -> Bool = { _ in false }
 
-    init() {
-        receiver = ValueRoute.receiver { [unowned self] handle, value in
-            self.handler?(ATTValueEvent(handle: handle, value: Array(value), isIndication: false))
+    /// A route whose receiver hands notifications to `handler`.
+    static func make() -> ValueRoute {
+        let route = ValueRoute()
+        route.receiver = ValueRoute.receiver { [unowned route] handle, value in
+            route.handler?(ATTValueEvent(handle: handle, value: Array(value), isIndication: false))
         }
+        return route
     }
 
     /// The receiver for `deliver`: it takes Handle Value Notifications (Vol 3, Part F,
