@@ -168,6 +168,14 @@ public final class MulticastBuffer<Element: Sendable>: @unchecked Sendable { // 
         /// An emptied array given back by the consumer, reused for the next batch.
         @usableFromInline @exclusivity(unchecked) var spare: [Element] = []
         @usableFromInline @exclusivity(unchecked) var waiter: UnsafeContinuation<Delivery, Never>?
+        /// Set by a consumer that finished its batch and waits for the next one, without a hop
+        /// onto the adapter queue (which may be busy with a burst of packets): the producer
+        /// hands it what is queued at its next `push`, or the job the consumer queued does.
+        /// `armedContinuation` and `returned` are written before `armed` is set (releasing)
+        /// and read by whoever clears it (acquiring).
+        @usableFromInline let armed = Atomic<Bool>(false)
+        @exclusivity(unchecked) var armedContinuation: UnsafeContinuation<Delivery, Never>?
+        @exclusivity(unchecked) var returned: [Element] = []
         var end: (any Error)??
         var cancelled = false
         /// Values the policy dropped for this subscriber; read from any thread.
@@ -194,6 +202,7 @@ public final class MulticastBuffer<Element: Sendable>: @unchecked Sendable { // 
         /// Queues or hands over `value`; false when the policy dropped a value.
         @inlinable
         func push(_ value: Element) -> Bool {
+            if armed.load(ordering: .relaxed) { return handOver(value) }
             if let waiter {
                 // Nothing is queued while a consumer waits.
                 self.waiter = nil
@@ -217,6 +226,30 @@ public final class MulticastBuffer<Element: Sendable>: @unchecked Sendable { // 
                 }
             }
             return false
+        }
+
+        /// The consumer armed itself while this value came: it takes everything queued with it.
+        @usableFromInline
+        func handOver(_ value: Element) -> Bool {
+            guard let c = claimArmed() else { return push(value) }
+            pending.append(value)
+            take(returning: [], c)
+            return true
+        }
+
+        /// The armed consumer's continuation, once (nil when another claimed it first), with
+        /// the array it gave back kept for reuse. On the adapter queue.
+        func claimArmed() -> UnsafeContinuation<Delivery, Never>? {
+            guard armed.exchange(false, ordering: .acquiring), let c = armedContinuation else { return nil }
+            armedContinuation = nil
+            if spare.capacity < returned.capacity { spare = returned }
+            returned = []
+            return c
+        }
+
+        /// The job an arming consumer queues: serves it unless a `push` already did.
+        func takeIfArmed() {
+            if let c = claimArmed() { take(returning: [], c) }
         }
 
         /// The consumer's hop: everything queued, the end, or a wait for the next value.
@@ -267,6 +300,7 @@ public final class MulticastBuffer<Element: Sendable>: @unchecked Sendable { // 
 
         func finish(_ error: (any Error)?) {
             owner = nil
+            if let c = claimArmed() { waiter = c }
             // Held values are delivered before the end (at most one per held indication).
             if !cancelled { for (value, _) in parked { pending.append(value) } }
             releaseParked()
@@ -287,6 +321,7 @@ public final class MulticastBuffer<Element: Sendable>: @unchecked Sendable { // 
         /// The consuming task was cancelled: end the iteration and leave.
         func cancel() {
             cancelled = true
+            if let c = claimArmed() { waiter = c }
             pending.removeAll()
             head = 0
             releaseParked()
@@ -358,10 +393,15 @@ public final class MulticastSubscription<Element: Sendable>: @unchecked Sendable
         batch = []
         let queue = self.queue, adapterQueue = executor.queue
         // Not `Waiters`: the one consumer waits off the executor and hands its drained batch
-        // back in the same hop; this is the per-batch hot path of every stream.
+        // back in the same hop; this is the per-batch hot path of every stream. Armed, the
+        // producer serves it at its next value even while a burst keeps the queue busy, so
+        // the consumer works on one batch while the next one fills.
         let delivery = await withTaskCancellationHandler {
             await withUnsafeContinuation { (c: UnsafeContinuation<Buffer.Delivery, Never>) in
-                adapterQueue.async { queue.take(returning: drained, c) }
+                queue.returned = drained
+                queue.armedContinuation = c
+                queue.armed.store(true, ordering: .releasing)
+                adapterQueue.async { queue.takeIfArmed() }
             }
         } onCancel: {
             adapterQueue.async { queue.cancel() }
