@@ -384,6 +384,18 @@ public final class MulticastSubscription<Element: Sendable>: @unchecked Sendable
         return try await refill()
     }
 
+    /// The next value of the batch in hand without suspending, or nil when it is used up
+    /// (then `next()` fetches the next batch): the per-value path of a consumer that is behind.
+    @inlinable
+    public func nextBuffered() -> Element? {
+        precondition(!busy.exchange(true, ordering: .acquiring), "a MulticastSubscription was iterated from two tasks at once")
+        defer { busy.store(false, ordering: .releasing) }
+        guard index < batch.count else { return nil }
+        let value = batch[index]
+        index += 1
+        return value
+    }
+
     @usableFromInline
     nonisolated(nonsending) func refill() async throws -> Element? {
         if finished { return nil }

@@ -12,8 +12,8 @@ import Synchronization
 ///     print(readings.droppedCount)   // what the buffering policy dropped
 public struct NotificationStream<Element: Sendable>: AsyncSequence, Sendable {
     public typealias Failure = any Error
-    let source: LazySubscription
-    let transform: @Sendable ([UInt8]) throws -> Element
+    @usableFromInline let source: LazySubscription
+    @usableFromInline let transform: @Sendable ([UInt8]) throws -> Element
 
     /// Values the stream's buffering policy dropped because its consumer was behind (0
     /// before iteration starts). Readable from any task.
@@ -25,15 +25,23 @@ public struct NotificationStream<Element: Sendable>: AsyncSequence, Sendable {
     /// not decode, `StreamError.consumerTooSlow`) after the values buffered before it.
     public struct Iterator: AsyncIteratorProtocol {
         public typealias Failure = any Error
-        let source: LazySubscription
-        let transform: @Sendable ([UInt8]) throws -> Element
+        @usableFromInline let source: LazySubscription
+        @usableFromInline let transform: @Sendable ([UInt8]) throws -> Element
+
+        init(source: LazySubscription, transform: @escaping @Sendable ([UInt8]) throws -> Element) {
+            self.source = source; self.transform = transform
+        }
 
         public mutating func next() async throws -> Element? {
+            if let bytes = source.nextBuffered() { return try transform(bytes) }
             guard let bytes = try await source.next() else { return nil }
             return try transform(bytes)
         }
 
+        /// Inlinable: a value already in hand is returned without an async call.
+        @inlinable
         public mutating func next(isolation actor: isolated (any Actor)?) async throws(any Error) -> Element? {
+            if let bytes = source.nextBuffered() { return try transform(bytes) }
             guard let bytes = try await source.next() else { return nil }
             return try transform(bytes)
         }
@@ -42,13 +50,14 @@ public struct NotificationStream<Element: Sendable>: AsyncSequence, Sendable {
 
 /// The subscription behind a lazily subscribing stream: subscribes on the first `next()`,
 /// then reads the subscriber's batches directly (no stream in between).
+@usableFromInline
 final class LazySubscription: @unchecked Sendable { // `subscription` belongs to the stream's single consumer, one `next()` at a time; `shared` is behind a lock
     let peripheral: Peripheral
     let characteristic: CharacteristicIdentifier
     let indications: Bool
     let bufferingPolicy: StreamBufferingPolicy
     // Unchecked: only the stream's one consumer touches it, one `next()` at a time.
-    @exclusivity(unchecked) var subscription: MulticastSubscription<[UInt8]>?
+    @usableFromInline @exclusivity(unchecked) var subscription: MulticastSubscription<[UInt8]>?
     /// The same subscription for `droppedCount`, read from any task (never on the value path).
     private let shared = Mutex<MulticastSubscription<[UInt8]>?>(nil)
 
@@ -59,6 +68,11 @@ final class LazySubscription: @unchecked Sendable { // `subscription` belongs to
 
     var droppedCount: Int { shared.withLock { $0?.droppedCount ?? 0 } }
 
+    /// A value of the batch in hand, without suspending (see `MulticastSubscription.nextBuffered`).
+    @inlinable
+    func nextBuffered() -> [UInt8]? { subscription?.nextBuffered() }
+
+    @usableFromInline
     nonisolated(nonsending) func next() async throws -> [UInt8]? {
         if let subscription { return try await subscription.next() }
         let s = try await peripheral.subscription(to: characteristic, indications: indications, bufferingPolicy: bufferingPolicy)
