@@ -80,6 +80,26 @@ import BLECore
         #expect(onQueue { buffer.subscriberCount } == 0)
     }
 
+    @Test func aBroadcasterStreamEndsWithConsumerTooSlowUnderEndingWhenFull() async throws {
+        let states = Broadcaster<Int>(executor: executor)
+        let (ending, plain) = onQueue { (states.subscribeThrowing(bufferingPolicy: .endingWhenFull(2)), states.subscribe(bufferingPolicy: .endingWhenFull(2))) }
+        onQueue { for i in 1...3 { states.yield(i) } }
+        #expect(onQueue { states.subscriberCount } == 0)
+        var got: [Int] = []
+        do {
+            for try await v in ending { got.append(v) }
+            Issue.record("the stream should end with consumerTooSlow")
+        } catch let error as StreamError {
+            guard case .consumerTooSlow(_, let limit) = error else { return }
+            #expect(limit == 2)
+        }
+        #expect(got == [1, 2])
+        // A stream that cannot throw just ends after what it held.
+        var plainGot: [Int] = []
+        for await v in plain { plainGot.append(v) }
+        #expect(plainGot == [1, 2])
+    }
+
     @Test func withoutSubscribersAValueIsAcceptedAtOnce() {
         let buffer = MulticastBuffer<Int>(executor: executor, name: "indications")
         let accepted = Accepted()
