@@ -259,10 +259,14 @@ public actor Peripheral {
         bearer = ATTBearer(channel: observed, scheduler: scheduler, clientMTU: clientMTU, transactionTimeout: transactionTimeout)
         readiness = .idle
         for h in subscriptions.keys { subscriptions[h]?.written = 0 }
+        // A link that was encrypted is encrypted again (with the bond) before any request or
+        // CCCD write: those attributes may need it (Vol 3, Part C, 10.3.1.1 and 10.3.2.2).
+        let securityFailure = await restoreSecurity(link)
         // Calls made during the outage go on now; they queue behind this preparation.
         linkDown = false
         resumeRestoreWaiters(.success(()))
         do throws(GATTError) {
+            if let securityFailure { throw securityFailure }
             _ = try await procedures()
         } catch {
             for h in subscriptions.keys { resubscriptionFailed(h, error) }
