@@ -127,7 +127,7 @@ if selected("w2") { do {
     let deliverRuns = min(runs, 3)
     let one = try await NotifyWorkload.deliver(stack, name: "W2b notify delivered: 1 subscriber (notifications(for:))",
                                                links: 1, subscribers: 1, perLink: perLink, runs: deliverRuns)
-    add(one, target: rate(one, atLeast: 1_000_000))
+    add(one, target: rate(one, atLeast: 5_000_000))
     let fanOut = try await NotifyWorkload.deliver(stack, name: "W2b notify delivered: 16 subscribers on one characteristic",
                                                   links: 1, subscribers: 16, perLink: perLink / 16, runs: deliverRuns)
     add(fanOut, target: rate(fanOut, atLeast: 1_000_000))

@@ -111,7 +111,7 @@ enum MemoryWorkload {
         let routedBefore = counter()
         stack.queue.sync { bytes.withUnsafeBytes { raw in for _ in 0..<(n / rounds) { stack.tap.feed(raw) } } }
         let routed = Double(counter() - routedBefore) / Double(n)
-        let stream = try await link.peripheral.subscribe(to: link.measurement)
+        let stream = try await link.peripheral.subscribe(to: link.measurement, bufferingPolicy: .unbounded)
         let warmup = NotifyWorkload.batch([link], rounds: rounds, marker: 0x00)
         let tap = stack.tap
         let consumer = Task.detached { () -> Int in

@@ -53,7 +53,8 @@ enum NotifyWorkload {
             var consumers: [Task<Int, any Error>] = []
             for link in used {
                 for _ in 0..<subscribers {
-                    let stream = link.peripheral.notifications(for: link.measurement)
+                    // Unbounded: every value is counted (the default bound drops the oldest while behind).
+                    let stream = link.peripheral.notifications(for: link.measurement, bufferingPolicy: .unbounded)
                     let target = batches * rounds
                     consumers.append(Task.detached {
                         var seen = 0

@@ -97,7 +97,7 @@ enum HeartRateSession {
         var bpm: [UInt16] = []
         // The iterator is kept until the control point write is done, as when the capture was
         // recorded: the CCCD is cleared after that write, not before.
-        var readings: AsyncThrowingStream<HeartRateMeasurement, any Error>.AsyncIterator? =
+        var readings: NotificationStream<HeartRateMeasurement>.Iterator? =
             peripheral.notifications(for: CharacteristicIdentifier(uuid: "2A37", service: heartRate), as: HeartRateMeasurement.self).makeAsyncIterator()
         while bpm.count < 10, let reading = try await readings?.next() { bpm.append(reading.beatsPerMinute) }
         try await peripheral.write([0x01], to: CharacteristicIdentifier(uuid: "2A39", service: heartRate), type: .withResponse)

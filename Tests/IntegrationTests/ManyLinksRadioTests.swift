@@ -120,7 +120,7 @@ struct ManyLinksRadioTests {
             let dropper = try #require(peripherals.first { $0.id == "dropper" })
             var consumers: [Task<Void, any Error>] = []
             for (index, entry) in peripherals.enumerated() {
-                let stream = index % 2 == 0
+                let stream: any AsyncSequence<[UInt8], any Error> & Sendable = index % 2 == 0
                     ? try await entry.peripheral.subscribe(to: Soak.labCounter)
                     : entry.peripheral.notifications(for: Soak.labCounter)
                 let id = entry.id

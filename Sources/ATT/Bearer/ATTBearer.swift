@@ -37,8 +37,11 @@ public actor ATTBearer {
     public private(set) var oversizedPDUCount = 0
 
     /// Read by the channel's receive handler for notifications without entering the actor.
-    private nonisolated let route = ValueRoute()
+    private nonisolated let route = ValueRoute.make()
     private var valueHandler: (@Sendable (ATTValueEvent) -> Void)? { route.handler }
+    private var indicationHandler: (@Sendable (ATTValueEvent, _ confirm: @escaping @Sendable () -> Void) -> Void)?
+    /// True from an indication handed to `indicationHandler` until it confirms it.
+    private var awaitingConfirmation = false
     private var droppedPDUHandler: (@Sendable ([UInt8], DecodeError) -> Void)?
 
     private struct Queued {
@@ -79,11 +82,16 @@ public actor ATTBearer {
         if channel.executor.isOnQueue { install() } else { channel.executor.queue.async(execute: install) }
     }
 
-    /// The channel handlers. Handle Value Notifications, the hot path, go from the handler
-    /// straight to the value handler: entering the actor with `assumeIsolated` costs several
-    /// hundred nanoseconds per call, more than the rest of the route together.
+    /// The channel handlers. Every inbound SDU is first offered to the route's notification
+    /// receiver (`ValueRoute.receiver`), the one place a Handle Value Notification is
+    /// recognised: the channel's raw receiver for PDUs read whole from a transport's buffer,
+    /// and the receive handler below for everything else. A notification goes from there
+    /// straight to its handler: entering the actor with `assumeIsolated` costs several
+    /// hundred nanoseconds per call, more than the rest of the route together. Other PDUs
+    /// enter the actor.
     private static func handlerInstaller(channel: any L2CAPChannel, bearer: ATTBearer, route: ValueRoute) -> @Sendable () -> Void {
         { [weak bearer] in
+            channel.setRawReceiver(route.rawReceiver())
             channel.setSliceHandlers(
                 receive: { [weak bearer] sdu in
                     if sdu.count > route.maximumPDULength {
@@ -92,12 +100,12 @@ public actor ATTBearer {
                         let head = Array(sdu.prefix(ATTBearer.oversizedHeadLength))
                         let size = sdu.count
                         bearer?.assumeIsolated { $0.receiveOversized(head, size: size) }
-                    } else if sdu.count >= 3, sdu[sdu.startIndex] == ATTOpcode.handleValueNotification.rawValue {
-                        route.deliverNotification(sdu)
-                    } else {
-                        let bytes = Array(sdu)
-                        bearer?.assumeIsolated { $0.receive(bytes) }
+                        return
                     }
+                    let receiver = route.receiver
+                    if sdu.withUnsafeBytes({ receiver($0) }) { return }
+                    let bytes = Array(sdu)
+                    bearer?.assumeIsolated { $0.receive(bytes) }
                 },
                 close: { [weak bearer] error in bearer?.assumeIsolated { $0.linkClosed(error) } })
         }
@@ -106,9 +114,21 @@ public actor ATTBearer {
     // MARK: Configuration
 
     /// Sets the receiver of notifications and indications. It runs on the adapter queue and
-    /// should return quickly; an indication is confirmed once it returns.
+    /// should return quickly; an indication is confirmed once it returns (unless an
+    /// indication handler is set).
     public func setValueHandler(_ handler: @escaping @Sendable (ATTValueEvent) -> Void) {
         route.handler = handler
+    }
+
+    /// Sets the receiver of Handle Value Indications (Vol 3, Part F, 3.4.7.2), which decides
+    /// when each is confirmed: `confirm` sends the Handle Value Confirmation (3.4.7.3). Call it
+    /// once, when the value is safely held; until then the server sends no further indication
+    /// (3.3.2), so a slow receiver slows the server. An indication that arrives before the
+    /// previous one was confirmed is dropped (`droppedPDUCount`). Runs on the adapter queue.
+    ///
+    ///     await bearer.setIndicationHandler { event, confirm in buffer.yield(event.value, whenAccepted: confirm) }
+    public func setIndicationHandler(_ handler: @escaping @Sendable (ATTValueEvent, _ confirm: @escaping @Sendable () -> Void) -> Void) {
+        indicationHandler = handler
     }
 
     /// Sets the receiver of Handle Value Notifications (Vol 3, Part F, 3.4.7.1 and 3.4.7.4):
@@ -119,8 +139,8 @@ public actor ATTBearer {
     ///
     ///     await bearer.setNotificationHandler { handle, value in if handle == 0x0012 { parse(value) } }
     public func setNotificationHandler(_ handler: @escaping @Sendable (_ handle: UInt16, _ value: UnsafeRawBufferPointer) -> Void) {
-        route.notificationHandler = handler
-        channel.setRawReceiver(ValueRoute.rawNotificationReceiver(handler, route: route))
+        route.receiver = ValueRoute.receiver(handler)
+        channel.setRawReceiver(route.rawReceiver())
     }
 
     /// Sets an observer of inbound PDUs that were dropped (malformed, or a response with no
@@ -375,16 +395,46 @@ public actor ATTBearer {
             return
         }
         switch pdu {
-        case .handleValueNotification(let handle, let value):
-            route.deliverNotification(handle: handle, value: value)
         case .multipleHandleValueNotification(let values):
-            for v in values { route.deliverNotification(handle: v.handle, value: v.value) }
+            // Each value takes the route of a Handle Value Notification.
+            for v in values {
+                var single: [UInt8] = [ATTOpcode.handleValueNotification.rawValue, UInt8(v.handle & 0xFF), UInt8(v.handle >> 8)]
+                single += v.value
+                _ = single.withUnsafeBytes { route.receiver($0) }
+            }
         case .handleValueIndication(let handle, let value):
-            valueHandler?(ATTValueEvent(handle: handle, value: value, isIndication: true))
-            reply(.handleValueConfirmation)
+            let event = ATTValueEvent(handle: handle, value: value, isIndication: true)
+            guard let indicationHandler else {
+                valueHandler?(event)
+                reply(.handleValueConfirmation)
+                return
+            }
+            if awaitingConfirmation {
+                drop(sdu, .malformed(what: "Handle Value Indication", detail: "it arrived before the previous indication was confirmed"))
+                return
+            }
+            awaitingConfirmation = true
+            let executor = channel.executor
+            indicationHandler(event) { [weak self] in
+                guard let bearer = self else { return }
+                if executor.isOnQueue {
+                    bearer.assumeIsolated { $0.confirmIndication() }
+                } else {
+                    executor.queue.async { bearer.assumeIsolated { $0.confirmIndication() } }
+                }
+            }
         default:
+            // Handle Value Notifications never get here: the route's receiver took them
+            // (one shorter than 3 octets failed to decode above).
             break
         }
+    }
+
+    /// Sends the confirmation of the indication handed to the indication handler.
+    private func confirmIndication() {
+        guard awaitingConfirmation else { return }
+        awaitingConfirmation = false
+        reply(.handleValueConfirmation)
     }
 
     /// Sends a response or confirmation, unless the bearer is no longer usable.
@@ -405,43 +455,35 @@ public actor ATTBearer {
 final class ValueRoute: @unchecked Sendable { // only read and written on the adapter queue: by the bearer's isolated code and by the channel's handlers, which both run there
     // Unchecked: confined to the adapter queue (see above).
     @exclusivity(unchecked) var handler: (@Sendable (ATTValueEvent) -> Void)?
-    /// Takes notifications instead of `handler` when set.
-    @exclusivity(unchecked) var notificationHandler: (@Sendable (UInt16, UnsafeRawBufferPointer) -> Void)?
     /// ATT_MTU: longer inbound PDUs are rejected before anything reads their content.
     @exclusivity(unchecked) var maximumPDULength = Int(ATTBearer.defaultMTU)
+    /// Takes Handle Value Notifications; the rest goes to the bearer. Until a notification
+    /// handler is set, it hands them to `handler`.
+    @exclusivity(unchecked) var receiver: @Sendable (UnsafeRawBufferPointer) -> Bool = { _ in false }
 
-    /// A Handle Value Notification (Vol 3, Part F, 3.4.7.1: opcode 0x1B, handle, value),
-    /// at least 3 octets, undecoded: the value stays a view of the received bytes.
-    @inline(__always)
-    func deliverNotification(_ sdu: ArraySlice<UInt8>) {
-        let s = sdu.startIndex
-        let handle = UInt16(sdu[s + 1]) | UInt16(sdu[s + 2]) << 8
-        if let notificationHandler {
-            sdu[(s + 3)...].withUnsafeBytes { notificationHandler(handle, $0) }
-        } else {
-            handler?(ATTValueEvent(handle: handle, valueBytes: sdu[(s + 3)...], isIndication: false))
+    /// A route whose receiver hands notifications to `handler`.
+    static func make() -> ValueRoute {
+        let route = ValueRoute()
+        route.receiver = ValueRoute.receiver { [unowned route] handle, value in
+            route.handler?(ATTValueEvent(handle: handle, value: Array(value), isIndication: false))
         }
+        return route
     }
 
-    /// A decoded notification's value.
-    func deliverNotification(handle: UInt16, value: [UInt8]) {
-        if let notificationHandler {
-            value.withUnsafeBytes { notificationHandler(handle, $0) }
-        } else {
-            handler?(ATTValueEvent(handle: handle, value: value, isIndication: false))
-        }
+    /// The channel's raw receiver: `receiver` for PDUs no longer than ATT_MTU; a longer one
+    /// goes the usual way, which rejects it.
+    func rawReceiver() -> @Sendable (UnsafeRawBufferPointer) -> Bool {
+        { [receiver] sdu in sdu.count <= self.maximumPDULength && receiver(sdu) }
     }
 
-    /// The channel's raw receiver for `handler`: it takes Handle Value Notifications and
-    /// leaves anything else to go the usual way. `handler` is captured, not looked up, so a
-    /// notification costs no reference count here.
-    static func rawNotificationReceiver(_ handler: @escaping @Sendable (UInt16, UnsafeRawBufferPointer) -> Void, route: ValueRoute)
+    /// The receiver for `deliver`: it takes Handle Value Notifications (Vol 3, Part F,
+    /// 3.4.7.1: opcode 0x1B, handle, value) and leaves anything else to the bearer. `deliver`
+    /// is captured, not looked up, so a notification costs no reference count here.
+    static func receiver(_ deliver: @escaping @Sendable (UInt16, UnsafeRawBufferPointer) -> Void)
         -> @Sendable (UnsafeRawBufferPointer) -> Bool {
         { sdu in
-            // A PDU longer than ATT_MTU goes the usual way, which rejects it.
-            guard sdu.count >= 3, sdu.count <= route.maximumPDULength,
-                  sdu[0] == ATTOpcode.handleValueNotification.rawValue else { return false }
-            handler(UInt16(sdu[1]) | UInt16(sdu[2]) << 8, UnsafeRawBufferPointer(rebasing: sdu[3...]))
+            guard let handle = ATTPDU.notificationHandle(in: sdu) else { return false }
+            deliver(handle, UnsafeRawBufferPointer(rebasing: sdu[3...]))
             return true
         }
     }

@@ -37,40 +37,51 @@ final class ACLInlet: @unchecked Sendable { // `links` and its table are touched
         return i < table.count ? table[i]?.takeUnretainedValue() : nil
     }
 
-    /// Delivers `packet` when it holds one whole PDU for a link's ATT channel; false leaves it
-    /// to the host. Called from the transport callback on the adapter queue.
+    /// The inlet's one test (Vol 4, Part E, 5.4.2 and Vol 3, Part A, 3.1): `l2cap`, the data of
+    /// an ACL packet that is not a continuation, holds exactly one whole L2CAP PDU for the ATT
+    /// channel of `link`, which has no reassembly in progress, within the largest PDU it takes.
+    @inline(__always)
+    private static func isWholeATTPDU(_ link: HCIHost.Link, continuing: Bool, _ l2cap: UnsafeRawBufferPointer) -> Bool {
+        guard !continuing, l2cap.count >= 4, !link.reassembler.inProgress else { return false }
+        let length = Int(l2cap[0]) | Int(l2cap[1]) << 8
+        return length + 4 == l2cap.count && length <= link.reassembler.maximumPDULength
+            && UInt16(l2cap[2]) | UInt16(l2cap[3]) << 8 == L2CAPChannelID.att
+    }
+
+    /// Delivers `packet` to its link's ATT channel when it holds one whole ATT PDU; false
+    /// leaves it to the host (which reassembles fragments into the same channel). Called from
+    /// the transport callback on the adapter queue, for transports that hand over packets.
     @inline(__always)
     func deliverWholeATTPDU(_ packet: ACLDataPacket) -> Bool {
         dispatchPrecondition(condition: .onQueue(queue))
         guard isOpen.load(ordering: .relaxed), let link = link(packet.handle), let att = link.att,
-              link.reassembler.singleFragmentChannel(packet) == L2CAPChannelID.att else { return false }
+              packet.data.withUnsafeBytes({ Self.isWholeATTPDU(link, continuing: packet.boundary == .continuing, $0) })
+        else { return false }
         att.deliver(packet.data[4...])
         return true
     }
 
-    /// The raw form of `deliverWholeATTPDU`, offered by transports that read bytes
-    /// (`HCITransport.setACLReceiver`): `acl` is an ACL packet's header and data, valid only
-    /// during the call. True when the ATT channel took the PDU without a copy; false leaves
-    /// the packet to be built and handled as usual (including by `deliverWholeATTPDU`).
+    /// The same for transports that read bytes (`HCITransport.setACLReceiver`): `acl` is an
+    /// ACL packet's header and data, valid only during the call, offered to the ATT channel's
+    /// raw receiver (`L2CAPChannel.setRawReceiver`: the bearer's notification receiver). True
+    /// when it took the PDU without a copy; false leaves the packet to be built and handled as
+    /// usual, by `deliverWholeATTPDU` first.
     @inline(__always)
     func deliverRawATTPDU(_ acl: UnsafeRawBufferPointer) -> Bool {
         #if DEBUG
         dispatchPrecondition(condition: .onQueue(queue))
         #endif
-        // Header (Vol 4, Part E, 5.4.2): handle and flags, data total length; then the L2CAP
-        // basic header (Vol 3, Part A, 3.1): length, channel ID. One whole PDU, not a continuation.
+        // The ACL header: handle and flags, data total length (checked by the transport).
         guard acl.count >= 8, isOpen.load(ordering: .relaxed) else { return false }
         let i = Int(acl[0]) | Int(acl[1] & 0x0F) << 8
-        let l2capLength = Int(acl[4]) | Int(acl[5]) << 8
-        guard (acl[1] >> 4) & 0b11 != ACLPacketBoundary.continuing.rawValue, l2capLength + 8 == acl.count,
-              UInt16(acl[6]) | UInt16(acl[7]) << 8 == L2CAPChannelID.att,
-              i < table.count, let entry = table[i] else { return false }
+        guard i < table.count, let entry = table[i] else { return false }
+        let continuing = (acl[1] >> 4) & 0b11 == ACLPacketBoundary.continuing.rawValue
         // Unretained: `links` owns the link, removals happen only on this queue, and the link
         // is read only before the receiver runs (the receiver itself is retained for its call).
         return entry._withUnsafeGuaranteedRef { link in
-            guard !link.reassembler.inProgress, l2capLength <= link.reassembler.maximumPDULength,
-                  let receive = link.attRawReceiver else { return false }
-            return receive(UnsafeRawBufferPointer(rebasing: acl[8...]))
+            let l2cap = UnsafeRawBufferPointer(rebasing: acl[4...])
+            guard Self.isWholeATTPDU(link, continuing: continuing, l2cap), let receive = link.attRawReceiver else { return false }
+            return receive(UnsafeRawBufferPointer(rebasing: l2cap[4...]))
         }
     }
 

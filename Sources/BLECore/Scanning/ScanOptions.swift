@@ -87,6 +87,7 @@ extension StreamBufferingPolicy {
         case .unbounded: return .unbounded
         case .bufferingNewest(let n): return .bufferingNewest(max(1, n))
         case .bufferingOldest(let n): return .bufferingOldest(max(1, n))
+        case .endingWhenFull(let n): return .endingWhenFull(max(1, n))
         }
     }
 }

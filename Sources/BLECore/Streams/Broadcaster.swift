@@ -23,12 +23,14 @@ public final class Broadcaster<Element: Sendable>: @unchecked Sendable { // muta
         case plain(AsyncStream<Element>.Continuation)
         case throwing(AsyncThrowingStream<Element, any Error>.Continuation)
 
-        @inlinable
-        func yield(_ value: Element) {
+        /// False when the stream's buffer dropped `value`.
+        @inlinable @discardableResult
+        func yield(_ value: Element) -> Bool {
             switch self {
-            case .plain(let c): c.yield(value)
-            case .throwing(let c): c.yield(value)
+            case .plain(let c): if case .dropped = c.yield(value) { return false }
+            case .throwing(let c): if case .dropped = c.yield(value) { return false }
             }
+            return true
         }
 
         func finish(_ error: (any Error)?) {
@@ -42,6 +44,8 @@ public final class Broadcaster<Element: Sendable>: @unchecked Sendable { // muta
     let executor: AdapterExecutor
     @usableFromInline let replay: Replay
     @usableFromInline var sinks: [UInt64: Sink] = [:]
+    /// The limits of the subscribers whose policy is `endingWhenFull`, by id.
+    @usableFromInline var endingLimits: [UInt64: Int] = [:]
     private var nextID: UInt64 = 0
     @usableFromInline var latest: Element?
     private var ended: (any Error)??
@@ -60,18 +64,18 @@ public final class Broadcaster<Element: Sendable>: @unchecked Sendable { // muta
     /// A new stream of the values yielded from now on (preceded by the latest one with `.latest`).
     public func subscribe(bufferingPolicy: StreamBufferingPolicy = .unbounded) -> AsyncStream<Element> {
         let (stream, c) = AsyncStream<Element>.makeStream(bufferingPolicy: bufferingPolicy.plain())
-        c.onTermination = terminationHandler(add(.plain(c)))
+        c.onTermination = terminationHandler(add(.plain(c), bufferingPolicy))
         return stream
     }
 
     /// Like `subscribe`, for streams that end with an error (a disconnect, a lost transport).
     public func subscribeThrowing(bufferingPolicy: StreamBufferingPolicy = .unbounded) -> AsyncThrowingStream<Element, any Error> {
         let (stream, c) = AsyncThrowingStream<Element, any Error>.makeStream(bufferingPolicy: bufferingPolicy.throwing())
-        c.onTermination = terminationHandler(add(.throwing(c)))
+        c.onTermination = terminationHandler(add(.throwing(c), bufferingPolicy))
         return stream
     }
 
-    private func add(_ sink: Sink) -> UInt64? {
+    private func add(_ sink: Sink, _ policy: StreamBufferingPolicy) -> UInt64? {
         if replay == .latest, let latest { sink.yield(latest) }
         if let ended {
             sink.finish(ended)
@@ -80,6 +84,7 @@ public final class Broadcaster<Element: Sendable>: @unchecked Sendable { // muta
         let id = nextID
         nextID += 1
         sinks[id] = sink
+        if case .endingWhenFull(let n) = policy { endingLimits[id] = max(0, n) }
         onSubscriberCountChange?(sinks.count)
         return id
     }
@@ -94,6 +99,7 @@ public final class Broadcaster<Element: Sendable>: @unchecked Sendable { // muta
     }
 
     private func remove(_ id: UInt64) {
+        endingLimits[id] = nil
         guard sinks.removeValue(forKey: id) != nil else { return }
         onSubscriberCountChange?(sinks.count)
     }
@@ -107,7 +113,19 @@ public final class Broadcaster<Element: Sendable>: @unchecked Sendable { // muta
     @inlinable func deliver(_ value: Element) {
         if replay == .latest { latest = value }
         if sinks.isEmpty { return }
-        for sink in sinks.values { sink.yield(value) }
+        if endingLimits.isEmpty {
+            for sink in sinks.values { sink.yield(value) }
+            return
+        }
+        for (id, sink) in sinks where !sink.yield(value) { overflowed(id) }
+    }
+
+    /// A subscriber's buffer dropped a value: under `endingWhenFull` the consumer is too far
+    /// behind, and its stream ends after what it holds.
+    @usableFromInline func overflowed(_ id: UInt64) {
+        guard let limit = endingLimits[id], let sink = sinks[id] else { return }
+        sink.finish(StreamError.consumerTooSlow(stream: "a stream of \(Element.self)", limit: limit))
+        remove(id)
     }
 
     /// Ends every stream (throwing streams with `error`); later subscribers get an ended stream.
@@ -115,6 +133,7 @@ public final class Broadcaster<Element: Sendable>: @unchecked Sendable { // muta
         ended = .some(error)
         let all = sinks
         sinks.removeAll()
+        endingLimits.removeAll()
         for sink in all.values { sink.finish(error) }
         if !all.isEmpty { onSubscriberCountChange?(0) }
     }
@@ -123,6 +142,7 @@ public final class Broadcaster<Element: Sendable>: @unchecked Sendable { // muta
     public func finishCurrent(throwing error: (any Error)? = nil) {
         let all = sinks
         sinks.removeAll()
+        endingLimits.removeAll()
         for sink in all.values { sink.finish(error) }
         if !all.isEmpty { onSubscriberCountChange?(0) }
     }

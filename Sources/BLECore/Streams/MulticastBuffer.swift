@@ -11,7 +11,11 @@ import Synchronization
 /// The producer side (`yield`, `finish`, `subscribe`) runs on the adapter queue. Each
 /// subscription is iterated by one task at a time, as with `AsyncThrowingStream`. A buffering
 /// policy bounds the values queued for a subscriber (a batch being iterated belongs to the
-/// consumer); values it drops are counted in `droppedCount` and logged.
+/// consumer); values it drops are counted in `droppedCount` (and per subscriber in
+/// `MulticastSubscription.droppedCount`) and logged; under `endingWhenFull` the subscriber's
+/// iteration ends with `StreamError.consumerTooSlow` instead. `yield(_:whenAccepted:)`
+/// never drops: a full subscriber takes the value once its consumer makes room (the
+/// back-pressure of indications, confirmed only then).
 ///
 ///     let values = MulticastBuffer<[UInt8]>(executor: executor, name: "notifications of 0x0012")
 ///     let subscription = values.subscribe(bufferingPolicy: .bufferingNewest(16))   // on the adapter queue
@@ -65,11 +69,51 @@ public final class MulticastBuffer<Element: Sendable>: @unchecked Sendable { // 
         }
     }
 
+    /// Delivers `value` to every subscriber without dropping it: a subscriber whose buffer is
+    /// full takes it once its consumer has made room. `accepted` runs on the adapter queue once
+    /// every subscriber holds the value (at once when all have room, or when there are none;
+    /// a subscriber that leaves meanwhile no longer counts). Call on the adapter queue.
+    ///
+    ///     buffer.yield(value, whenAccepted: { bearer.confirm() })   // an indication
+    public func yield(_ value: Element, whenAccepted accepted: @escaping @Sendable () -> Void) {
+        let acceptance = Acceptance(accepted)
+        for queue in queues {
+            if queue.parked.isEmpty, queue.hasRoom {
+                _ = queue.push(value)
+            } else {
+                acceptance.remaining += 1
+                queue.parked.append((value, acceptance))
+            }
+        }
+        acceptance.release(0)
+    }
+
+    /// A value held back by full subscribers: `done` runs once all of them have taken it.
+    final class Acceptance {
+        var remaining = 0
+        private var done: (@Sendable () -> Void)?
+        init(_ done: @escaping @Sendable () -> Void) { self.done = done }
+        /// One subscriber took the value (or left); `n` is 1, or 0 to check only.
+        func release(_ n: Int) {
+            remaining -= n
+            guard remaining <= 0, let done else { return }
+            self.done = nil
+            done()
+        }
+    }
+
     @usableFromInline
     func dropped(_ queue: SubscriberQueue) {
+        if queue.endsWhenFull {
+            // `endingWhenFull`: the iteration ends after what is queued; the subscriber leaves.
+            logger.log(.warning, "\(name): a subscriber fell \(queue.limit) values behind; its stream ends (policy \(queue.policy))",
+                       metadata: ["stream": name])
+            queue.finish(StreamError.consumerTooSlow(stream: name, limit: queue.limit))
+            remove(queue)
+            return
+        }
         droppedCount += 1
-        queue.dropped += 1
-        let n = queue.dropped
+        let n = queue.dropped.add(1, ordering: .relaxed).newValue
         // 1, 10, 100, ...: every drop is counted, the log is not flooded.
         var p = 1
         while p < n { p *= 10 }
@@ -116,15 +160,28 @@ public final class MulticastBuffer<Element: Sendable>: @unchecked Sendable { // 
         @usableFromInline let limit: Int
         /// When full: drop the oldest queued value (true) or the new one (false).
         @usableFromInline let keepNewest: Bool
+        /// When full: end the subscriber's iteration (`endingWhenFull`).
+        @usableFromInline let endsWhenFull: Bool
         /// Queued values are `pending[head...]`.
         @usableFromInline @exclusivity(unchecked) var pending: [Element] = []
         @usableFromInline @exclusivity(unchecked) var head = 0
         /// An emptied array given back by the consumer, reused for the next batch.
         @usableFromInline @exclusivity(unchecked) var spare: [Element] = []
         @usableFromInline @exclusivity(unchecked) var waiter: UnsafeContinuation<Delivery, Never>?
+        /// Set by a consumer that finished its batch and waits for the next one, without a hop
+        /// onto the adapter queue (which may be busy with a burst of packets): the producer
+        /// hands it what is queued at its next `push`, or the job the consumer queued does.
+        /// `armedContinuation` and `returned` are written before `armed` is set (releasing)
+        /// and read by whoever clears it (acquiring).
+        @usableFromInline let armed = Atomic<Bool>(false)
+        @exclusivity(unchecked) var armedContinuation: UnsafeContinuation<Delivery, Never>?
+        @exclusivity(unchecked) var returned: [Element] = []
         var end: (any Error)??
         var cancelled = false
-        @usableFromInline var dropped = 0
+        /// Values the policy dropped for this subscriber; read from any thread.
+        @usableFromInline let dropped = Atomic<Int>(0)
+        /// Values of `yield(_:whenAccepted:)` waiting for room, in order.
+        var parked: [(value: Element, acceptance: Acceptance)] = []
         /// Strong while subscribed (a cycle with `queues` that `leave` and `finish` break):
         /// a weak reference would give the buffer a side table, and every retain of it on the
         /// per-value path would take the slow route.
@@ -134,16 +191,18 @@ public final class MulticastBuffer<Element: Sendable>: @unchecked Sendable { // 
 
         init(_ policy: StreamBufferingPolicy) {
             self.policy = policy
-            switch policy {
-            case .bufferingOldest(let n): limit = max(0, n); keepNewest = false
-            case .bufferingNewest(let n): limit = max(0, n); keepNewest = true
-            case .unbounded: limit = .max; keepNewest = false
-            }
+            limit = policy.limit ?? .max
+            if case .bufferingNewest = policy { keepNewest = true } else { keepNewest = false }
+            if case .endingWhenFull = policy { endsWhenFull = true } else { endsWhenFull = false }
         }
+
+        /// True when a value pushed now would be neither dropped nor refused.
+        var hasRoom: Bool { waiter != nil || pending.count - head < limit }
 
         /// Queues or hands over `value`; false when the policy dropped a value.
         @inlinable
         func push(_ value: Element) -> Bool {
+            if armed.load(ordering: .relaxed) { return handOver(value) }
             if let waiter {
                 // Nothing is queued while a consumer waits.
                 self.waiter = nil
@@ -158,6 +217,7 @@ public final class MulticastBuffer<Element: Sendable>: @unchecked Sendable { // 
                 return true
             }
             if keepNewest, limit > 0 {
+                // Drop the oldest.
                 pending.append(value)
                 head += 1
                 if head >= 32, head * 2 >= pending.count {
@@ -168,6 +228,30 @@ public final class MulticastBuffer<Element: Sendable>: @unchecked Sendable { // 
             return false
         }
 
+        /// The consumer armed itself while this value came: it takes everything queued with it.
+        @usableFromInline
+        func handOver(_ value: Element) -> Bool {
+            guard let c = claimArmed() else { return push(value) }
+            pending.append(value)
+            take(returning: [], c)
+            return true
+        }
+
+        /// The armed consumer's continuation, once (nil when another claimed it first), with
+        /// the array it gave back kept for reuse. On the adapter queue.
+        func claimArmed() -> UnsafeContinuation<Delivery, Never>? {
+            guard armed.exchange(false, ordering: .acquiring), let c = armedContinuation else { return nil }
+            armedContinuation = nil
+            if spare.capacity < returned.capacity { spare = returned }
+            returned = []
+            return c
+        }
+
+        /// The job an arming consumer queues: serves it unless a `push` already did.
+        func takeIfArmed() {
+            if let c = claimArmed() { take(returning: [], c) }
+        }
+
         /// The consumer's hop: everything queued, the end, or a wait for the next value.
         func take(returning drained: [Element], _ c: UnsafeContinuation<Delivery, Never>) {
             if spare.capacity < drained.capacity { spare = drained }
@@ -176,7 +260,17 @@ public final class MulticastBuffer<Element: Sendable>: @unchecked Sendable { // 
                 pending = spare
                 spare = []
                 head = 0
+                admitParked()
                 c.resume(returning: .values(batch, start: start))
+            } else if !parked.isEmpty {
+                // No room at all (a zero limit): the waiting consumer takes the oldest held value.
+                let (value, acceptance) = parked.removeFirst()
+                var batch = spare
+                spare = []
+                batch.append(value)
+                acceptance.release(1)
+                admitParked()
+                c.resume(returning: .values(batch, start: 0))
             } else if cancelled {
                 c.resume(returning: .end(nil))
             } else if let end {
@@ -188,20 +282,49 @@ public final class MulticastBuffer<Element: Sendable>: @unchecked Sendable { // 
             }
         }
 
+        /// Moves held values into the queue while it has room.
+        func admitParked() {
+            while !parked.isEmpty, pending.count - head < limit {
+                let (value, acceptance) = parked.removeFirst()
+                pending.append(value)
+                acceptance.release(1)
+            }
+        }
+
+        /// Lets go of the held values: they no longer wait for this subscriber.
+        func releaseParked() {
+            let all = parked
+            parked.removeAll()
+            for (_, acceptance) in all { acceptance.release(1) }
+        }
+
         func finish(_ error: (any Error)?) {
             owner = nil
+            if let c = claimArmed() { waiter = c }
+            // Held values are delivered before the end (at most one per held indication).
+            if !cancelled { for (value, _) in parked { pending.append(value) } }
+            releaseParked()
             if end == nil { end = .some(error) }
             if let waiter {
                 self.waiter = nil
-                waiter.resume(returning: .end(error))
+                if pending.count > head {
+                    let batch = pending, start = head
+                    pending = []
+                    head = 0
+                    waiter.resume(returning: .values(batch, start: start))
+                } else {
+                    waiter.resume(returning: .end(error))
+                }
             }
         }
 
         /// The consuming task was cancelled: end the iteration and leave.
         func cancel() {
             cancelled = true
+            if let c = claimArmed() { waiter = c }
             pending.removeAll()
             head = 0
+            releaseParked()
             if let waiter {
                 self.waiter = nil
                 waiter.resume(returning: .end(nil))
@@ -210,6 +333,7 @@ public final class MulticastBuffer<Element: Sendable>: @unchecked Sendable { // 
         }
 
         func leave() {
+            releaseParked()
             owner?.remove(self)
             owner = nil
         }
@@ -236,6 +360,10 @@ public final class MulticastSubscription<Element: Sendable>: @unchecked Sendable
         self.executor = executor
     }
 
+    /// Values this subscriber's buffering policy dropped because its consumer was behind.
+    /// Readable from any thread.
+    public var droppedCount: Int { queue.dropped.load(ordering: .relaxed) }
+
     deinit {
         let queue = self.queue
         executor.queue.async { queue.leave() }
@@ -256,6 +384,18 @@ public final class MulticastSubscription<Element: Sendable>: @unchecked Sendable
         return try await refill()
     }
 
+    /// The next value of the batch in hand without suspending, or nil when it is used up
+    /// (then `next()` fetches the next batch): the per-value path of a consumer that is behind.
+    @inlinable
+    public func nextBuffered() -> Element? {
+        precondition(!busy.exchange(true, ordering: .acquiring), "a MulticastSubscription was iterated from two tasks at once")
+        defer { busy.store(false, ordering: .releasing) }
+        guard index < batch.count else { return nil }
+        let value = batch[index]
+        index += 1
+        return value
+    }
+
     @usableFromInline
     nonisolated(nonsending) func refill() async throws -> Element? {
         if finished { return nil }
@@ -265,10 +405,15 @@ public final class MulticastSubscription<Element: Sendable>: @unchecked Sendable
         batch = []
         let queue = self.queue, adapterQueue = executor.queue
         // Not `Waiters`: the one consumer waits off the executor and hands its drained batch
-        // back in the same hop; this is the per-batch hot path of every stream.
+        // back in the same hop; this is the per-batch hot path of every stream. Armed, the
+        // producer serves it at its next value even while a burst keeps the queue busy, so
+        // the consumer works on one batch while the next one fills.
         let delivery = await withTaskCancellationHandler {
             await withUnsafeContinuation { (c: UnsafeContinuation<Buffer.Delivery, Never>) in
-                adapterQueue.async { queue.take(returning: drained, c) }
+                queue.returned = drained
+                queue.armedContinuation = c
+                queue.armed.store(true, ordering: .releasing)
+                adapterQueue.async { queue.takeIfArmed() }
             }
         } onCancel: {
             adapterQueue.async { queue.cancel() }

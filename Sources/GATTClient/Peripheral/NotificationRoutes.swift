@@ -41,21 +41,25 @@ final class NotificationRoutes: @unchecked Sendable { // read and written only o
         return entries.remove(at: i)
     }
 
-    func deliver(_ event: ATTValueEvent) {
-        event.valueBytes.withUnsafeBytes { deliver(handle: event.handle, value: $0, isIndication: event.isIndication) }
+    /// A Handle Value Notification whose bytes are valid only during the call (the bearer's
+    /// notification handler).
+    @inline(__always)
+    func deliverNotification(handle: UInt16, value: UnsafeRawBufferPointer) {
+        guard let i = handles.firstIndex(of: handle) else { return }
+        let buffer = entries[i].notifications
+        // The value is copied out of the received bytes only when someone listens.
+        if buffer.subscriberCount > 0 { buffer.yield(Array(value)) }
     }
 
-    /// A value whose bytes are valid only during the call (the bearer's notification handler).
-    @inline(__always)
-    func deliver(handle: UInt16, value: UnsafeRawBufferPointer, isIndication: Bool) {
-        if let i = handles.firstIndex(of: handle) {
-            let route = entries[i]
-            let buffer = isIndication ? route.indications : route.notifications
-            // The value is copied out of the received bytes only when someone listens.
-            if buffer.subscriberCount > 0 { buffer.yield(Array(value)) }
-        } else if handle == serviceChangedHandle, isIndication {
-            serviceChanged?(Array(value))
+    /// A Handle Value Indication (the bearer's indication handler): `confirm` runs once every
+    /// subscriber's buffer holds the value, at once when none is full.
+    func deliverIndication(_ event: ATTValueEvent, confirm: @escaping @Sendable () -> Void) {
+        if let i = handles.firstIndex(of: event.handle), entries[i].indications.subscriberCount > 0 {
+            entries[i].indications.yield(event.value, whenAccepted: confirm)
+            return
         }
+        if event.handle == serviceChangedHandle { serviceChanged?(event.value) }
+        confirm()
     }
 
     /// Ends every stream with `error`.
@@ -76,6 +80,9 @@ final class ObservedChannel: L2CAPChannel, @unchecked Sendable { // `onClose` is
     var executor: AdapterExecutor { base.executor }
     var peerDescription: String { base.peerDescription }
     func send(_ sdu: [UInt8]) async throws(LinkError) { try await base.send(sdu) }
+    /// Forwarded, so the bearer's responses and confirmations leave in order through the
+    /// channel's own queue (not a task each, the protocol's default).
+    func enqueue(_ sdu: [UInt8]) { base.enqueue(sdu) }
     func setHandlers(receive: @escaping @Sendable ([UInt8]) -> Void, close: @escaping @Sendable (LinkError) -> Void) {
         base.setHandlers(receive: receive, close: { [weak self] error in
             close(error)

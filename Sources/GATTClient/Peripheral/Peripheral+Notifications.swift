@@ -4,10 +4,16 @@ extension Peripheral {
     /// subscribers share one CCCD write; it is cleared after the last one stops iterating.
     /// The stream throws `GATTError.disconnected` when the link ends for good.
     ///
+    /// The stream is bounded (`StreamBufferingPolicy.notificationDefault` unless given):
+    /// notifications beyond the bound are dropped as the policy says and counted
+    /// (`droppedValueCount(for:)`), or end the stream with `StreamError.consumerTooSlow`;
+    /// indications are never dropped, each is confirmed once it is in the buffer, so a slow
+    /// consumer slows the server instead of growing memory.
+    ///
     ///     let values = try await peripheral.subscribe(to: measurement)
     public func subscribe(
         to characteristic: CharacteristicIdentifier, indications: Bool = false,
-        bufferingPolicy: StreamBufferingPolicy = .unbounded
+        bufferingPolicy: StreamBufferingPolicy = .notificationDefault
     ) async throws(GATTError) -> AsyncThrowingStream<[UInt8], any Error> {
         try await subscription(to: characteristic, indications: indications, bufferingPolicy: bufferingPolicy).stream()
     }
@@ -45,31 +51,50 @@ extension Peripheral {
     }
 
     /// A characteristic's notifications as a stream that subscribes when iteration starts;
-    /// errors (not found, CCCD refused, disconnect) end the iteration.
+    /// errors (not found, CCCD refused, disconnect) end the iteration. Bounded as
+    /// `subscribe(to:)` says; the stream's `droppedCount` counts what its policy dropped.
     ///
     ///     for try await value in peripheral.notifications(for: measurement) { ... }
-    public nonisolated func notifications(for characteristic: CharacteristicIdentifier) -> AsyncThrowingStream<[UInt8], any Error> {
-        let source = LazySubscription(peripheral: self, characteristic: characteristic, indications: false)
-        return AsyncThrowingStream(unfolding: { try await source.next() })
+    public nonisolated func notifications(
+        for characteristic: CharacteristicIdentifier, bufferingPolicy: StreamBufferingPolicy = .notificationDefault
+    ) -> NotificationStream<[UInt8]> {
+        lazyStream(characteristic, indications: false, bufferingPolicy, { $0 })
     }
 
     /// Notifications decoded as `T`; a value that does not decode ends the stream with
     /// `GATTError.invalidValue`.
     ///
-    ///     let readings: AsyncThrowingStream<HeartRateMeasurement, Error> = peripheral.notifications(for: measurement)
-    public nonisolated func notifications<T: GATTDecodable & Sendable>(for characteristic: CharacteristicIdentifier, as type: T.Type = T.self) -> AsyncThrowingStream<T, any Error> {
-        lazyStream(characteristic, indications: false, decoder(characteristic))
+    ///     let readings: NotificationStream<HeartRateMeasurement> = peripheral.notifications(for: measurement)
+    public nonisolated func notifications<T: GATTDecodable & Sendable>(
+        for characteristic: CharacteristicIdentifier, as type: T.Type = T.self,
+        bufferingPolicy: StreamBufferingPolicy = .notificationDefault
+    ) -> NotificationStream<T> {
+        lazyStream(characteristic, indications: false, bufferingPolicy, decoder(characteristic))
     }
 
-    /// A characteristic's indications (each confirmed once handed to the subscribers).
-    public nonisolated func indications(for characteristic: CharacteristicIdentifier) -> AsyncThrowingStream<[UInt8], any Error> {
-        let source = LazySubscription(peripheral: self, characteristic: characteristic, indications: true)
-        return AsyncThrowingStream(unfolding: { try await source.next() })
+    /// A characteristic's indications, each confirmed once it is in the stream's buffer.
+    public nonisolated func indications(
+        for characteristic: CharacteristicIdentifier, bufferingPolicy: StreamBufferingPolicy = .notificationDefault
+    ) -> NotificationStream<[UInt8]> {
+        lazyStream(characteristic, indications: true, bufferingPolicy, { $0 })
     }
 
     /// Indications decoded as `T`.
-    public nonisolated func indications<T: GATTDecodable & Sendable>(for characteristic: CharacteristicIdentifier, as type: T.Type = T.self) -> AsyncThrowingStream<T, any Error> {
-        lazyStream(characteristic, indications: true, decoder(characteristic))
+    public nonisolated func indications<T: GATTDecodable & Sendable>(
+        for characteristic: CharacteristicIdentifier, as type: T.Type = T.self,
+        bufferingPolicy: StreamBufferingPolicy = .notificationDefault
+    ) -> NotificationStream<T> {
+        lazyStream(characteristic, indications: true, bufferingPolicy, decoder(characteristic))
+    }
+
+    /// Values the buffering policies of `characteristic`'s current and past subscribers
+    /// dropped because their consumers were behind (notifications, or indications).
+    ///
+    ///     if try await peripheral.droppedValueCount(for: measurement) > 0 { print("reader too slow") }
+    public func droppedValueCount(for characteristic: CharacteristicIdentifier, indications: Bool = false) async throws(GATTError) -> Int {
+        let c = try await resolve(characteristic)
+        guard let route = routes.route(c.valueHandle) else { return 0 }
+        return (indications ? route.indications : route.notifications).droppedCount
     }
 
     /// Subscribes to `response`'s notifications, then writes `value` to `characteristic`,
@@ -118,13 +143,10 @@ extension Peripheral {
         }
     }
 
-    nonisolated func lazyStream<T: Sendable>(_ c: CharacteristicIdentifier, indications: Bool,
-                                              _ transform: @escaping @Sendable ([UInt8]) throws -> T) -> AsyncThrowingStream<T, any Error> {
-        let source = LazySubscription(peripheral: self, characteristic: c, indications: indications)
-        return AsyncThrowingStream(unfolding: {
-            guard let bytes = try await source.next() else { return nil }
-            return try transform(bytes)
-        })
+    nonisolated func lazyStream<T: Sendable>(_ c: CharacteristicIdentifier, indications: Bool, _ policy: StreamBufferingPolicy,
+                                              _ transform: @escaping @Sendable ([UInt8]) throws -> T) -> NotificationStream<T> {
+        NotificationStream(source: LazySubscription(peripheral: self, characteristic: c, indications: indications, bufferingPolicy: policy),
+                           transform: transform)
     }
 
     func route(for handle: UInt16) -> NotificationRoutes.Route {
@@ -186,23 +208,3 @@ extension Peripheral {
     }
 }
 
-/// The subscription behind a lazily subscribing stream: subscribes on the first `next()`,
-/// then reads the subscriber's batches directly (no stream in between).
-final class LazySubscription: @unchecked Sendable { // used by the stream's single consumer, one `next()` at a time
-    let peripheral: Peripheral
-    let characteristic: CharacteristicIdentifier
-    let indications: Bool
-    // Unchecked: only the stream's one consumer touches it, one `next()` at a time.
-    @exclusivity(unchecked) var subscription: MulticastSubscription<[UInt8]>?
-
-    init(peripheral: Peripheral, characteristic: CharacteristicIdentifier, indications: Bool) {
-        self.peripheral = peripheral; self.characteristic = characteristic; self.indications = indications
-    }
-
-    nonisolated(nonsending) func next() async throws -> [UInt8]? {
-        if let subscription { return try await subscription.next() }
-        let s = try await peripheral.subscription(to: characteristic, indications: indications, bufferingPolicy: .unbounded)
-        subscription = s
-        return try await s.next()
-    }
-}

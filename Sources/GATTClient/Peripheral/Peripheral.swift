@@ -162,8 +162,8 @@ public actor Peripheral {
 
     private func prepare() async throws(GATTError) {
         let routes = self.routes
-        await bearer.setValueHandler { event in routes.deliver(event) }
-        await bearer.setNotificationHandler { handle, value in routes.deliver(handle: handle, value: value, isIndication: false) }
+        await bearer.setNotificationHandler { handle, value in routes.deliverNotification(handle: handle, value: value) }
+        await bearer.setIndicationHandler { event, confirm in routes.deliverIndication(event, confirm: confirm) }
         routes.serviceChanged = { [weak self, executor] value in
             self?.enter(on: executor) { $0.serviceChanged(value) }
         }

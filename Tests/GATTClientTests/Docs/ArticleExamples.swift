@@ -160,3 +160,10 @@ func averageHeartRate(_ peripheral: Peripheral, samples: Int) async throws -> Do
     }
     return Double(total) / Double(count)
 }
+
+// GATTClient/GATTClient.docc/Notifications.md, Bounded streams
+func boundedReadings(_ peripheral: Peripheral, _ measurement: CharacteristicIdentifier, process: ([UInt8]) -> Void) async throws {
+    let readings = peripheral.notifications(for: measurement, bufferingPolicy: .bufferingNewest(64))
+    for try await value in readings { process(value) }
+    print("dropped while behind: \(readings.droppedCount)")
+}

@@ -128,7 +128,7 @@ import BLETestSupport
         fake.add(battery)
         let events = await central.connectionEvents()
         let peripheral = try await central.connect(battery.identifier, reconnect: .custom { _, attempt in attempt <= 3 ? .zero : nil })
-        let levels: AsyncThrowingStream<BatteryLevel, any Error> = peripheral.notifications(for: Self.level)
+        let levels: NotificationStream<BatteryLevel> = peripheral.notifications(for: Self.level)
         let received = Task { () -> [UInt8] in
             var got: [UInt8] = []
             for try await level in levels {

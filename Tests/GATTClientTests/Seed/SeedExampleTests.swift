@@ -92,7 +92,7 @@ import BLETestSupport
         try await peripheral.write([0x01], to: Self.controlPoint)
         #expect(try await hrm.writes(to: Self.controlPoint) == [[0x01]])
 
-        let readings: AsyncThrowingStream<HeartRateMeasurement, Error> = peripheral.notifications(for: Self.measurement)
+        let readings: NotificationStream<HeartRateMeasurement> = peripheral.notifications(for: Self.measurement)
         let received = Task { () -> [UInt16] in
             var bpm: [UInt16] = []
             for try await reading in readings {

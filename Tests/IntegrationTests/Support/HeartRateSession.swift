@@ -38,7 +38,7 @@ struct HeartRateSession {
         // The subscription is kept until the control point write is answered, so the CCCD is
         // cleared after that write: the two requests go out in one order every time, as the
         // recording and the replay of it need.
-        var readings: AsyncThrowingStream<HeartRateMeasurement, any Error>.AsyncIterator? =
+        var readings: NotificationStream<HeartRateMeasurement>.Iterator? =
             peripheral.notifications(for: CharacteristicIdentifier(uuid: "2A37", service: heartRate), as: HeartRateMeasurement.self).makeAsyncIterator()
         while bpm.count < 10, let reading = try await readings?.next() { bpm.append(reading.beatsPerMinute) }
         // Heart Rate Control Point: 0x01 resets Energy Expended (Heart Rate Service 3.3).

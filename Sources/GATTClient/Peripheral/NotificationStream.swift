@@ -1,0 +1,90 @@
+import BLECore
+import Synchronization
+
+/// A characteristic's notifications or indications (`Peripheral.notifications(for:)`): it
+/// subscribes when iteration starts and hands values over in batches. The consumer's task
+/// waits only when nothing is buffered; once woken it takes everything buffered in one hop
+/// and iterates it without synchronising, so a consumer that is behind catches up at the
+/// cost of a read from an array per value. One task iterates it at a time.
+///
+///     let readings = peripheral.notifications(for: measurement, as: HeartRateMeasurement.self)
+///     for try await r in readings { print(r.beatsPerMinute) }
+///     print(readings.droppedCount)   // what the buffering policy dropped
+public struct NotificationStream<Element: Sendable>: AsyncSequence, Sendable {
+    public typealias Failure = any Error
+    @usableFromInline let source: LazySubscription
+    @usableFromInline let transform: @Sendable ([UInt8]) throws -> Element
+
+    /// Values the stream's buffering policy dropped because its consumer was behind (0
+    /// before iteration starts). Readable from any task.
+    public var droppedCount: Int { source.droppedCount }
+
+    public func makeAsyncIterator() -> Iterator { Iterator(source: source, transform: transform) }
+
+    /// Iterates the stream; `next()` throws the stream's end (a disconnect, a value that does
+    /// not decode, `StreamError.consumerTooSlow`) after the values buffered before it.
+    public struct Iterator: AsyncIteratorProtocol {
+        public typealias Failure = any Error
+        @usableFromInline let source: LazySubscription
+        @usableFromInline let transform: @Sendable ([UInt8]) throws -> Element
+
+        init(source: LazySubscription, transform: @escaping @Sendable ([UInt8]) throws -> Element) {
+            self.source = source; self.transform = transform
+        }
+
+        public mutating func next() async throws -> Element? {
+            if let bytes = source.nextBuffered() { return try transform(bytes) }
+            guard let bytes = try await source.next() else { return nil }
+            return try transform(bytes)
+        }
+
+        /// Inlinable: a value already in hand is returned without an async call.
+        @inlinable
+        public mutating func next(isolation actor: isolated (any Actor)?) async throws(any Error) -> Element? {
+            if let bytes = source.nextBuffered() { return try transform(bytes) }
+            guard let bytes = try await source.next() else { return nil }
+            return try transform(bytes)
+        }
+    }
+}
+
+/// The subscription behind a lazily subscribing stream: subscribes on the first `next()`,
+/// then reads the subscriber's batches directly (no stream in between).
+@usableFromInline
+final class LazySubscription: @unchecked Sendable { // `subscription` belongs to the stream's single consumer, one `next()` at a time; `shared` is behind a lock
+    let peripheral: Peripheral
+    let characteristic: CharacteristicIdentifier
+    let indications: Bool
+    let bufferingPolicy: StreamBufferingPolicy
+    // Unchecked: only the stream's one consumer touches it, one `next()` at a time.
+    @usableFromInline @exclusivity(unchecked) var subscription: MulticastSubscription<[UInt8]>?
+    /// The same subscription for `droppedCount`, read from any task (never on the value path).
+    private let shared = Mutex<MulticastSubscription<[UInt8]>?>(nil)
+
+    init(peripheral: Peripheral, characteristic: CharacteristicIdentifier, indications: Bool, bufferingPolicy: StreamBufferingPolicy) {
+        self.peripheral = peripheral; self.characteristic = characteristic; self.indications = indications
+        self.bufferingPolicy = bufferingPolicy
+    }
+
+    var droppedCount: Int { shared.withLock { $0?.droppedCount ?? 0 } }
+
+    /// A value of the batch in hand, without suspending (see `MulticastSubscription.nextBuffered`).
+    @inlinable
+    func nextBuffered() -> [UInt8]? { subscription?.nextBuffered() }
+
+    @usableFromInline
+    nonisolated(nonsending) func next() async throws -> [UInt8]? {
+        if let subscription { return try await subscription.next() }
+        let s = try await peripheral.subscription(to: characteristic, indications: indications, bufferingPolicy: bufferingPolicy)
+        subscription = s
+        shared.withLock { $0 = s }
+        return try await s.next()
+    }
+}
+
+extension StreamBufferingPolicy {
+    /// The policy of notification and indication streams unless one is given: the newest
+    /// 1,024 values (about one second of the densest link). Notifications beyond it drop the
+    /// oldest, counted; indications wait for room before they are confirmed.
+    public static var notificationDefault: StreamBufferingPolicy { .bufferingNewest(1024) }
+}
