@@ -24,6 +24,7 @@ extension KernelTierGuestTests {
     func kernelModeCreditChannelEcho() async throws {
         try await KernelTierGuest.afterRelease { try HCIAdapters.bringUp(index: 0) }
         let executor = AdapterExecutor(label: "kernel-mode-psm")
+        let links = try LinkWatch()
         do {
             let channel = try await L2CAPSocketChannel.connect(adapterIndex: 0, peer: KernelTierGuest.hrm, psm: Self.echoPSM, mtu: 4096, executor: executor, timeout: .seconds(40))
             try #require(channel.psm == Self.echoPSM)
@@ -66,6 +67,7 @@ extension KernelTierGuestTests {
                 #expect(psm == 0x0099)
                 print("kernel mode, refused PSM: \(error)")
             }
+            try #require(await links.idle(within: .seconds(20)), "the kernel did not end the link after the channels closed")
         } catch {
             try? HCIAdapters.bringDown(index: 0)
             throw error
@@ -80,14 +82,18 @@ extension KernelTierGuestTests {
         let executor = AdapterExecutor(label: "kernel-mode-security")
         let scheduler = DispatchTimerScheduler(queue: executor.queue)
         let byUUID = ATTPDU.readByTypeRequest(range: ATTHandleRange(start: 0x0001, end: 0xFFFF), type: Self.secret)
+        let links = try LinkWatch()
         do {
             let plain = try await L2CAPSocketChannel.connect(adapterIndex: 0, peer: KernelTierGuest.hrm, executor: executor, timeout: .seconds(40))
-            let refused = try await ATTBearer(channel: plain, scheduler: scheduler).request(byUUID)
-            plain.close()
-            guard case .errorResponse(_, _, let code) = refused else {
-                throw Unexpected(what: "read of the encrypted characteristic on a plain link: \(refused)")
+            do {
+                let answer = try await ATTBearer(channel: plain, scheduler: scheduler).request(byUUID)
+                plain.close()
+                throw Unexpected(what: "read of the encrypted characteristic on a plain link: \(answer)")
+            } catch let error as ATTError {
+                plain.close()
+                guard case .errorResponse(let code, _, _) = error else { throw error }
+                try #require(code == ATTErrorCode(0x0F), "error \(code)")
             }
-            try #require(code == ATTErrorCode(0x0F), "error \(code)")
             #expect(plain.securityLevel == SecurityLevel.none)
 
             let secure = try await L2CAPSocketChannel.connect(adapterIndex: 0, peer: KernelTierGuest.hrm, security: .encrypted, executor: executor, timeout: .seconds(40))
@@ -100,6 +106,7 @@ extension KernelTierGuestTests {
             }
             try #require(entry.value == Array("secret".utf8), "value \(entry.value)")
             print("kernel mode, BT_SECURITY: level \(level), read \(entry.value.count) bytes")
+            try #require(await links.idle(within: .seconds(20)), "the kernel did not end the link after the channels closed")
         } catch {
             try? HCIAdapters.bringDown(index: 0)
             throw error
@@ -175,5 +182,52 @@ extension KernelTierGuestTests {
         try #require(reader.records.count == 6, "capture holds \(reader.records.count) records")
         try #require(reader.records.contains { if case .command(let c) = $0.packet { return c.opcode.rawValue == 0x0C03 } else { return false } })
         KernelTierGuest.pass("monitorCommand")
+    }
+}
+
+/// hci0's LE links as the monitor channel shows them, so a test can wait until the kernel has
+/// ended every link (it does so a few seconds after the last socket on it closes). Powering
+/// the adapter down with a link up would leave the peer believing it is still connected, and
+/// not advertising, for the next test.
+final class LinkWatch: Sendable {
+    private let monitor: HCIMonitor
+    private final class Handles: Sendable { let set = Mutex(Set<UInt16>()) }
+    private let open = Handles()
+    /// The number of open links after each change.
+    private let changes: AsyncStream<Int>
+    private let reader: Task<Void, Never>
+
+    init() throws {
+        let monitor = try HCIMonitor.open()
+        self.monitor = monitor
+        let (changes, sink) = AsyncStream.makeStream(of: Int.self)
+        self.changes = changes
+        let open = self.open
+        reader = Task {
+            for await event in monitor.events {
+                guard case .packet(0, .received, .event(let e), _) = event, let decoded = try? HCIEvent(e) else { continue }
+                switch decoded {
+                case .leConnectionComplete(let c) where c.status == .success:
+                    sink.yield(open.set.withLock { $0.insert(c.handle); return $0.count })
+                case .leEnhancedConnectionComplete(let c) where c.status == .success:
+                    sink.yield(open.set.withLock { $0.insert(c.handle); return $0.count })
+                case .disconnectionComplete(let d):
+                    sink.yield(open.set.withLock { $0.remove(d.handle); return $0.count })
+                default:
+                    break
+                }
+            }
+        }
+    }
+
+    deinit {
+        reader.cancel()
+        monitor.close()
+    }
+
+    /// True once no link is open (after at least one was seen), false after `limit`.
+    func idle(within limit: Duration) async -> Bool {
+        let open = self.open
+        return await KernelTierGuest.first(of: changes.filter { _ in open.set.withLock { $0.isEmpty } }, within: limit) != nil
     }
 }
