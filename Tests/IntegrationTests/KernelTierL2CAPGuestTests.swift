@@ -67,7 +67,7 @@ extension KernelTierGuestTests {
                 #expect(psm == 0x0099)
                 print("kernel mode, refused PSM: \(error)")
             }
-            try #require(await links.idle(within: .seconds(20)), "the kernel did not end the link after the channels closed")
+            try await links.endAll()
         } catch {
             try? HCIAdapters.bringDown(index: 0)
             throw error
@@ -106,7 +106,7 @@ extension KernelTierGuestTests {
             }
             try #require(entry.value == Array("secret".utf8), "value \(entry.value)")
             print("kernel mode, BT_SECURITY: level \(level), read \(entry.value.count) bytes")
-            try #require(await links.idle(within: .seconds(20)), "the kernel did not end the link after the channels closed")
+            try await links.endAll()
         } catch {
             try? HCIAdapters.bringDown(index: 0)
             throw error
@@ -185,10 +185,9 @@ extension KernelTierGuestTests {
     }
 }
 
-/// hci0's LE links as the monitor channel shows them, so a test can wait until the kernel has
-/// ended every link (it does so a few seconds after the last socket on it closes). Powering
-/// the adapter down with a link up would leave the peer believing it is still connected, and
-/// not advertising, for the next test.
+/// hci0's LE links as the monitor channel shows them, so a test can end them all before it
+/// powers the adapter down: HCIDEVDOWN with a link up would leave the peer believing it is
+/// still connected, and not advertising, for the next test.
 final class LinkWatch: Sendable {
     private let monitor: HCIMonitor
     private final class Handles: Sendable { let set = Mutex(Set<UInt16>()) }
@@ -225,9 +224,26 @@ final class LinkWatch: Sendable {
         monitor.close()
     }
 
-    /// True once no link is open (after at least one was seen), false after `limit`.
-    func idle(within limit: Duration) async -> Bool {
+    /// Ends every open link with HCI_Disconnect (Remote User Terminated Connection) through a
+    /// raw-channel HCI socket, as another program could, and waits for their Disconnection
+    /// Complete. The kernel keeps an LE link up long after a refused channel on it, so the
+    /// tests do not rely on its idle timer.
+    func endAll(within limit: Duration = .seconds(15)) async throws {
+        let handles = open.set.withLock { $0 }
+        guard !handles.isEmpty else { return }
+        let host = HCIHost(transport: try HCISocketTransport(index: 0, channel: .raw), executor: AdapterExecutor(label: "link-watch"))
+        try await host.start()
+        do {
+            for handle in handles {
+                _ = try await host.send(HCICommand.disconnect(handle: handle, reason: .remoteUserTerminatedConnection))
+            }
+        } catch {
+            await host.close()
+            throw error
+        }
+        await host.close()
         let open = self.open
-        return await KernelTierGuest.first(of: changes.filter { _ in open.set.withLock { $0.isEmpty } }, within: limit) != nil
+        let ended = await KernelTierGuest.first(of: changes.filter { _ in open.set.withLock { $0.isEmpty } }, within: limit) != nil
+        try #require(ended || open.set.withLock { $0.isEmpty }, "links \(open.set.withLock { $0 }) still open \(limit) after HCI_Disconnect")
     }
 }
