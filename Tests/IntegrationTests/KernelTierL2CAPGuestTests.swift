@@ -76,7 +76,7 @@ extension KernelTierGuestTests {
         KernelTierGuest.pass("kernelModeCreditChannelEcho")
     }
 
-    @Test("Kernel mode: without BT_SECURITY the encrypted characteristic is refused; with .encrypted the kernel pairs and it reads")
+    @Test("Kernel mode: without BT_SECURITY the encrypted characteristic is refused; with .encrypted (and LE enabled through mgmt) the kernel pairs and it reads")
     func kernelModeSecurity() async throws {
         try await KernelTierGuest.afterRelease { try HCIAdapters.bringUp(index: 0) }
         let executor = AdapterExecutor(label: "kernel-mode-security")
@@ -95,6 +95,18 @@ extension KernelTierGuestTests {
                 try #require(code == ATTErrorCode(0x0F), "error \(code)")
             }
             #expect(plain.securityLevel == SecurityLevel.none)
+
+            // Without bluetoothd nothing enabled LE in the kernel's management interface, and
+            // the kernel skips LE pairing: asking for .encrypted fails instead of going on.
+            do {
+                let unpaired = try await L2CAPSocketChannel.connect(adapterIndex: 0, peer: KernelTierGuest.hrm, security: .encrypted, executor: executor, timeout: .seconds(40))
+                unpaired.close()
+                print("kernel mode, BT_SECURITY: LE was already enabled, the kernel paired without Set Low Energy")
+            } catch {
+                guard case .securityNotReached(_, .encrypted, _) = error else { throw error }
+                print("kernel mode, BT_SECURITY before Set Low Energy: \(error)")
+            }
+            try HCIAdapters.enableLowEnergy(index: 0)
 
             let secure = try await L2CAPSocketChannel.connect(adapterIndex: 0, peer: KernelTierGuest.hrm, security: .encrypted, executor: executor, timeout: .seconds(40))
             let level = try #require(secure.securityLevel)

@@ -26,6 +26,10 @@ public enum L2CAPSocketError: Error, Sendable, Equatable, CustomStringConvertibl
     /// The peer or the kernel refused the channel to `psm` (ECONNREFUSED, EACCES...): the peer
     /// serves no such PSM, or the security level asked for (or the peer's) was not reached.
     case channelRefused(peer: String, psm: UInt16, security: SecurityLevel?, errno: Int32)
+    /// The channel came up below the security level asked for: the kernel did not pair. It
+    /// skips pairing on LE when LE is not enabled through its management interface (bluetoothd
+    /// or `btmgmt le on` does that); the socket was closed.
+    case securityNotReached(peer: String, requested: SecurityLevel, reached: SecurityLevel?)
 
     public var description: String {
         switch self {
@@ -46,6 +50,8 @@ public enum L2CAPSocketError: Error, Sendable, Equatable, CustomStringConvertibl
             return "permission denied opening an L2CAP socket (\(errnoName(err))): run as root or grant 'sudo setcap cap_net_admin,cap_net_raw+eip' to the program"
         case .system(let op, let peer, let err):
             return "\(op) failed for \(peer): \(errnoName(err))"
+        case .securityNotReached(let peer, let requested, let reached):
+            return "the kernel connected to \(peer) \(reached.map { "\($0)" } ?? "at an unknown security level"), not \(requested) as asked (BT_SECURITY): it skips LE pairing unless LE is enabled through its management interface; start bluetoothd or run 'btmgmt le on' (HCIAdapters.enableLowEnergy(index:)), then retry"
         case .channelRefused(let peer, let psm, let security, let err):
             let level = security.map { " or could not reach the security level asked for (\($0))" } ?? " or needs a security level (pass security:)"
             return "\(peer) refused the L2CAP channel to PSM 0x\(L2CAPChannelError.hex4(psm)) (\(errnoName(err))): the peer may not serve this PSM\(level)"
@@ -174,6 +180,10 @@ public final class L2CAPSocketChannel: L2CAPChannel, @unchecked Sendable { // st
             try result.get()
         }
         let channel = L2CAPSocketChannel(fd: fd, peer: peer, psm: psm, executor: executor)
+        if let security, security > .none, (channel.securityLevel ?? .none) < security {
+            _ = Glibc.close(fd)
+            throw .securityNotReached(peer: name, requested: security, reached: channel.securityLevel)
+        }
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
             executor.queue.async {
                 channel.startReading()
