@@ -106,7 +106,12 @@ extension KernelTierGuestTests {
                 guard case .securityNotReached(_, .encrypted, _) = error else { throw error }
                 print("kernel mode, BT_SECURITY before Set Low Energy: \(error)")
             }
+            // The kernel registers its SMP channel when it powers the adapter on with the
+            // management interface in use: enable LE while the adapter is down.
+            try await links.endAll()
+            try HCIAdapters.bringDown(index: 0)
             try HCIAdapters.enableLowEnergy(index: 0)
+            try HCIAdapters.bringUp(index: 0)
 
             let secure = try await L2CAPSocketChannel.connect(adapterIndex: 0, peer: KernelTierGuest.hrm, security: .encrypted, executor: executor, timeout: .seconds(40))
             let level = try #require(secure.securityLevel)

@@ -26,9 +26,9 @@ public enum L2CAPSocketError: Error, Sendable, Equatable, CustomStringConvertibl
     /// The peer or the kernel refused the channel to `psm` (ECONNREFUSED, EACCES...): the peer
     /// serves no such PSM, or the security level asked for (or the peer's) was not reached.
     case channelRefused(peer: String, psm: UInt16, security: SecurityLevel?, errno: Int32)
-    /// The channel came up below the security level asked for: the kernel did not pair. It
-    /// skips pairing on LE when LE is not enabled through its management interface (bluetoothd
-    /// or `btmgmt le on` does that); the socket was closed.
+    /// The channel came up below the security level asked for: the kernel did not pair (it
+    /// has no LE SMP channel unless LE was enabled through its management interface before
+    /// the adapter was powered on, as bluetoothd does); the socket was closed.
     case securityNotReached(peer: String, requested: SecurityLevel, reached: SecurityLevel?)
 
     public var description: String {
@@ -51,7 +51,7 @@ public enum L2CAPSocketError: Error, Sendable, Equatable, CustomStringConvertibl
         case .system(let op, let peer, let err):
             return "\(op) failed for \(peer): \(errnoName(err))"
         case .securityNotReached(let peer, let requested, let reached):
-            return "the kernel connected to \(peer) \(reached.map { "\($0)" } ?? "at an unknown security level"), not \(requested) as asked (BT_SECURITY): it skips LE pairing unless LE is enabled through its management interface; start bluetoothd or run 'btmgmt le on' (HCIAdapters.enableLowEnergy(index:)), then retry"
+            return "the kernel connected to \(peer) at security level '\(reached.map { "\($0)" } ?? "unknown")' while BT_SECURITY asked for '\(requested)': the kernel did not pair (without bluetoothd it has no LE SMP channel); enable LE through its management interface while the adapter is down (HCIAdapters.enableLowEnergy(index:), or 'btmgmt le on'), power it up, then retry"
         case .channelRefused(let peer, let psm, let security, let err):
             let level = security.map { " or could not reach the security level asked for (\($0))" } ?? " or needs a security level (pass security:)"
             return "\(peer) refused the L2CAP channel to PSM 0x\(L2CAPChannelError.hex4(psm)) (\(errnoName(err))): the peer may not serve this PSM\(level)"

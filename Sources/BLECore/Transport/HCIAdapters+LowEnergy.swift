@@ -5,11 +5,14 @@ import CHCI
 
 extension HCIAdapters {
     /// Enables LE on adapter hciN through the kernel's management interface (Set Low Energy,
-    /// opcode 0x000D, on HCI_CHANNEL_CONTROL), as bluetoothd does at start. Without it the
-    /// kernel connects LE links but skips LE pairing, so BT_SECURITY has no effect. Needs
-    /// CAP_NET_ADMIN; waits at most `timeout` for the kernel's answer.
+    /// opcode 0x000D, on HCI_CHANNEL_CONTROL), as bluetoothd does at start. Without bluetoothd
+    /// the kernel connects LE links but has no SMP channel, so it cannot pair and BT_SECURITY
+    /// is not reached. The kernel registers SMP when it powers the adapter on with the
+    /// management interface in use: call this while the adapter is down, then bring it up.
+    /// Needs CAP_NET_ADMIN; waits at most `timeout` for the kernel's answer.
     ///
     ///     try HCIAdapters.enableLowEnergy(index: 0)
+    ///     try HCIAdapters.bringUp(index: 0)
     public static func enableLowEnergy(index: Int, timeout: Duration = .seconds(5)) throws(TransportError) {
         let device = "hci\(index)"
         // HCI_DEV_NONE: the control channel is bound to no adapter; commands name it.
