@@ -153,7 +153,7 @@ public final class HCIMonitor: @unchecked Sendable { // fd and buffer touched on
             let identLength = Int(payload[1])
             let ident = String(decoding: payload.dropFirst(2).prefix(identLength).prefix { $0 != 0 }, as: UTF8.self)
             let message = String(decoding: payload.dropFirst(2 + identLength).prefix { $0 != 0 }, as: UTF8.self)
-            return .note(adapter: rawIndex == 0xFFFF ? nil : index, text: ident.isEmpty ? message : "\(ident): \(message)")
+            return .note(adapter: rawIndex == 0xFFFF ? nil : index, text: [ident, message].filter { !$0.isEmpty }.joined(separator: ": "))
         default:
             return nil
         }
