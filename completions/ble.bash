@@ -22,6 +22,8 @@ _ble() {
             COMPREPLY=($(compgen -f -- "$cur")); return ;;
         -i|--adapter)
             COMPREPLY=($(compgen -W "hci0 hci1 hci2" -- "$cur")); return ;;
+        --security)
+            COMPREPLY=($(compgen -W "encrypted authenticated" -- "$cur")); return ;;
         --timeout|--duration|--count|-n|--min-rssi|--reconnect|--scan-timeout)
             return ;;
     esac

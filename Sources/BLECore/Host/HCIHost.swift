@@ -163,10 +163,21 @@ public actor HCIHost {
         case .hardwareError(let code):
             logger.log(.error, "controller hardware error \(code.hex)")
             failAllCommands(.hardwareError(code: code))
+            clearControllerState(hardwareError: code)
             deliver(event)
         default:
             deliver(event)
         }
+    }
+
+    /// The controller lost its state (a Hardware Error, or HCI_Reset about to go out): every
+    /// link ends here (its queued PDUs and channels fail with `LinkError.controllerReset`)
+    /// and every ACL buffer is free again.
+    func clearControllerState(hardwareError code: UInt8?) {
+        for (handle, link) in links { linkLost(handle: handle, error: .controllerReset(peer: link.peer.address, hardwareError: code)) }
+        links.removeAll()
+        readyLinks.removeAll()
+        aclCredits = aclPacketCount
     }
 
     func deliver(_ event: HCIEvent) {

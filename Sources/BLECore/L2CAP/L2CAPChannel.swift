@@ -4,6 +4,9 @@ public enum LinkError: Error, Sendable, Equatable, CustomStringConvertible {
     case disconnected(peer: BluetoothAddress, reason: HCIStatus)
     /// The transport to the controller was lost.
     case transportLost(String)
+    /// The controller was reset, after Hardware Error `hardwareError` when it reported one:
+    /// every link is gone.
+    case controllerReset(peer: BluetoothAddress, hardwareError: UInt8?)
     /// The channel was closed by this host, or link `handle` is not (or no longer) known.
     case closed(peer: BluetoothAddress?, handle: UInt16?)
     /// The SDU is larger than the channel can carry.
@@ -16,6 +19,10 @@ public enum LinkError: Error, Sendable, Equatable, CustomStringConvertible {
         switch self {
         case .disconnected(let peer, let reason): return "\(peer) disconnected: \(reason)"
         case .transportLost(let why): return "link lost with the transport: \(why)"
+        case .controllerReset(let peer, let code?):
+            return "the link to \(peer) ended: the controller reported Hardware Error \(code.hex) and must be reset; power the adapter on again (a reconnect policy restores the link then)"
+        case .controllerReset(let peer, nil):
+            return "the link to \(peer) ended: the controller was reset; a reconnect policy restores it once the adapter is powered on"
         case .closed(let peer?, _): return "the channel to \(peer) was closed by this host; connect again to use it"
         case .closed(nil, let handle):
             return "no link with handle \(handle.map { $0.hex } ?? "(none)") is open (it was closed); connect again"
