@@ -11,6 +11,14 @@ LocalLink is driven by a Bumble Device that advertises as a heart-rate monitor:
     (0x180D) with Heart Rate Measurement (0x2A37, notify, sent once a second to subscribers: 00 48) and Body Sensor Location
     (0x2A38, read, 0x01 = chest).
 
+The peripheral also serves, for the kernel's L2CAP sockets:
+
+    an LE credit-based channel echo server on LE_PSM 0x0080 (MTU 2048, MPS 247, 16 credits:
+    every SDU is written back), and a service B1E5E000-5EC0-4E00-8000-000000000001 whose
+    characteristic B1E5E000-5EC0-4E00-8000-000000000002 reads "secret" only on an encrypted
+    link (else ATT error Insufficient Encryption 0x0F). Pairing is Bumble's default: Secure
+    Connections or legacy, no input/no output (Just Works), bonding.
+
 Usage (inside a kernel that has hci_vhci loaded, as root):
 
     python vhci_controller.py [--vhci /dev/vhci] [--address C0:00:00:00:00:01]
@@ -23,7 +31,7 @@ import asyncio
 import logging
 import signal
 
-from bumble import gatt
+from bumble import gatt, l2cap
 from bumble.controller import Controller
 from bumble.device import Device
 from bumble.hci import Address
@@ -31,6 +39,9 @@ from bumble.link import LocalLink
 from bumble.transport import open_transport
 
 PERIPHERAL_ADDRESS = "F0:00:00:00:48:52"
+ECHO_PSM = 0x0080
+SECURE_SERVICE = "B1E5E000-5EC0-4E00-8000-000000000001"
+SECURE_CHARACTERISTIC = "B1E5E000-5EC0-4E00-8000-000000000002"
 ADVERTISING_DATA = bytes.fromhex("020106" "0409" "48524d" "0303" "0d18")
 
 
@@ -48,6 +59,28 @@ def heart_rate_service() -> gatt.Service:
         bytes([0x01]),  # Chest
     )
     return gatt.Service(gatt.GATT_HEART_RATE_SERVICE, [measurement, location])
+
+
+def secure_service() -> gatt.Service:
+    secret = gatt.Characteristic(
+        SECURE_CHARACTERISTIC,
+        gatt.Characteristic.Properties.READ,
+        gatt.Characteristic.READABLE | gatt.Characteristic.READ_REQUIRES_ENCRYPTION,
+        b"secret",
+    )
+    return gatt.Service(SECURE_SERVICE, [secret])
+
+
+def serve_echo(device: Device) -> None:
+    """Writes every SDU received on LE_PSM ECHO_PSM back on its channel."""
+
+    def on_channel(channel: l2cap.LeCreditBasedChannel) -> None:
+        channel.sink = channel.write
+
+    device.create_l2cap_server(
+        spec=l2cap.LeCreditBasedChannelSpec(psm=ECHO_PSM, mtu=2048, mps=247, max_credits=16),
+        handler=on_channel,
+    )
 
 
 async def notify_heart_rate(device: Device, measurement: gatt.Characteristic) -> None:
@@ -83,6 +116,8 @@ async def run(vhci_path: str, address: str) -> None:
         )
         service = heart_rate_service()
         device.add_service(service)
+        device.add_service(secure_service())
+        serve_echo(device)
         notifier = asyncio.create_task(notify_heart_rate(device, service.characteristics[0]))
         await device.power_on()
         await device.start_advertising(

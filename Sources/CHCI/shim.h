@@ -68,6 +68,43 @@ static inline int chci_connect_l2(int fd, const struct sockaddr_l2 *addr) {
     return connect(fd, (const struct sockaddr *)addr, sizeof(*addr));
 }
 
+/* The local CID of a connected L2CAP socket (getsockname), or -1 with errno set. */
+static inline int chci_l2cap_local_cid(int fd) {
+    struct sockaddr_l2 addr;
+    socklen_t len = sizeof(addr);
+    memset(&addr, 0, sizeof(addr));
+    if (getsockname(fd, (struct sockaddr *)&addr, &len) < 0) return -1;
+    return btohs(addr.l2_cid);
+}
+
+/* BT_SECURITY (SOL_BLUETOOTH): sets or reads the security level (BT_SECURITY_LOW..FIPS). */
+static inline int chci_set_bt_security(int fd, uint8_t level) {
+    struct bt_security sec;
+    memset(&sec, 0, sizeof(sec));
+    sec.level = level;
+    return setsockopt(fd, SOL_BLUETOOTH, BT_SECURITY, &sec, sizeof(sec));
+}
+
+static inline int chci_get_bt_security(int fd) {
+    struct bt_security sec;
+    socklen_t len = sizeof(sec);
+    memset(&sec, 0, sizeof(sec));
+    if (getsockopt(fd, SOL_BLUETOOTH, BT_SECURITY, &sec, &len) < 0) return -1;
+    return sec.level;
+}
+
+/* BT_RCVMTU / BT_SNDMTU (SOL_BLUETOOTH), 16-bit values. */
+static inline int chci_set_bt_mtu(int fd, int option, uint16_t mtu) {
+    return setsockopt(fd, SOL_BLUETOOTH, option, &mtu, sizeof(mtu));
+}
+
+static inline int chci_get_bt_mtu(int fd, int option) {
+    uint16_t mtu = 0;
+    socklen_t len = sizeof(mtu);
+    if (getsockopt(fd, SOL_BLUETOOTH, option, &mtu, &len) < 0) return -1;
+    return mtu;
+}
+
 /* Fills a hci_dev_list_req for HCIGETDEVLIST with room for HCI_MAX_DEV entries. */
 struct chci_dev_list {
     uint16_t dev_num;

@@ -15,7 +15,7 @@ enum CLI {
     static let commands: [CommandSpec] = [
         AdaptersCommand.spec, InfoCommand.spec, ScanCommand.spec, ConnectCommand.spec,
         InspectCommand.spec, ReadCommand.spec, WriteCommand.spec, DecodeCommand.spec,
-        PairCommand.spec, BondsCommand.spec, L2CAPCommand.spec, RunGatewayCommand.spec,
+        PairCommand.spec, BondsCommand.spec, L2CAPCommand.spec, RunGatewayCommand.spec, MonitorCommand.spec,
     ]
 
     static var topHelp: String {

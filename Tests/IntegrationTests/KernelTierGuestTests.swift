@@ -3,6 +3,7 @@ import BLECore
 import GATTClient
 import Dispatch
 import Foundation
+import Synchronization
 import Testing
 
 #if canImport(Glibc)
@@ -524,6 +525,22 @@ enum KernelTierGuest {
         if asNobody { arguments = ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"] + arguments }
         var environment = ProcessInfo.processInfo.environment
         environment["BLE_KERNEL_TIER_CHILD"] = role
+        let interrupted = Mutex(interruptAfterLine == nil)
+        return try await runProgram(arguments, environment: environment) { line, pid in
+            let send = interrupted.withLock { done in
+                guard !done, line == interruptAfterLine else { return false }
+                done = true
+                return true
+            }
+            if send { kill(pid, SIGINT) }
+        }
+    }
+
+    /// Runs `arguments` (stdin /dev/null, stdout and stderr together) and calls `onLine` with
+    /// each line it prints and its pid, on a reader thread. The program is killed if it has
+    /// not exited within 120 s.
+    static func runProgram(_ arguments: [String], environment: [String: String] = ProcessInfo.processInfo.environment,
+                           onLine: @escaping @Sendable (String, pid_t) -> Void = { _, _ in }) async throws -> Child {
         let envStrings = environment.map { "\($0.key)=\($0.value)" }
 
         var fds: [Int32] = [0, 0]
@@ -570,16 +587,15 @@ enum KernelTierGuest {
             let thread = Thread {
                 var output = [UInt8]()
                 var buffer = [UInt8](repeating: 0, count: 4096)
-                var interrupted = interruptAfterLine == nil
+                var lineStart = 0
                 while true {
                     let n = buffer.withUnsafeMutableBytes { read(readEnd, $0.baseAddress, $0.count) }
                     if n < 0 && errno == EINTR { continue }
                     if n <= 0 { break }
                     output += buffer[..<n]
-                    if !interrupted, let line = interruptAfterLine,
-                       String(decoding: output, as: UTF8.self).split(separator: "\n").contains(where: { $0 == line }) {
-                        interrupted = true
-                        kill(childPID, SIGINT)
+                    while let end = output[lineStart...].firstIndex(of: UInt8(ascii: "\n")) {
+                        onLine(String(decoding: output[lineStart..<end], as: UTF8.self), childPID)
+                        lineStart = end + 1
                     }
                 }
                 _ = close(readEnd)

@@ -23,6 +23,13 @@ public enum L2CAPSocketError: Error, Sendable, Equatable, CustomStringConvertibl
     case permissionDenied(errno: Int32)
     /// Another system call failed.
     case system(operation: String, peer: String, errno: Int32)
+    /// The peer or the kernel refused the channel to `psm` (ECONNREFUSED, EACCES...): the peer
+    /// serves no such PSM, or the security level asked for (or the peer's) was not reached.
+    case channelRefused(peer: String, psm: UInt16, security: SecurityLevel?, errno: Int32)
+    /// The channel came up below the security level asked for: the kernel did not pair (it
+    /// has no LE SMP channel unless LE was enabled through its management interface before
+    /// the adapter was powered on, as bluetoothd does); the socket was closed.
+    case securityNotReached(peer: String, requested: SecurityLevel, reached: SecurityLevel?)
 
     public var description: String {
         switch self {
@@ -43,14 +50,21 @@ public enum L2CAPSocketError: Error, Sendable, Equatable, CustomStringConvertibl
             return "permission denied opening an L2CAP socket (\(errnoName(err))): run as root or grant 'sudo setcap cap_net_admin,cap_net_raw+eip' to the program"
         case .system(let op, let peer, let err):
             return "\(op) failed for \(peer): \(errnoName(err))"
+        case .securityNotReached(let peer, let requested, let reached):
+            return "the kernel connected to \(peer) at security level '\(reached.map { "\($0)" } ?? "unknown")' while BT_SECURITY asked for '\(requested)': the kernel did not pair (without bluetoothd it has no LE SMP channel); enable LE through its management interface while the adapter is down (HCIAdapters.enableLowEnergy(index:), or 'btmgmt le on'), power it up, then retry"
+        case .channelRefused(let peer, let psm, let security, let err):
+            let level = security.map { " or could not reach the security level asked for (\($0))" } ?? " or needs a security level (pass security:)"
+            return "\(peer) refused the L2CAP channel to PSM 0x\(L2CAPChannelError.hex4(psm)) (\(errnoName(err))): the peer may not serve this PSM\(level)"
         }
     }
 }
 
 /// An L2CAP channel made by the kernel: a SOCK_SEQPACKET BTPROTO_L2CAP socket connected to a
-/// peer's ATT fixed channel (CID 0x0004, Core Spec Vol 3, Part A, 2.1). The kernel owns the
-/// adapter (it must be up) and creates the LE link; each read is one SDU. `ATTBearer` runs
-/// over it exactly as over the host's own `FixedChannel`.
+/// peer's ATT fixed channel (CID 0x0004, Core Spec Vol 3, Part A, 2.1), or to an LE_PSM as an
+/// LE credit-based channel (see `connect(adapter:peer:psm:mtu:security:executor:timeout:)`).
+/// The kernel owns the adapter (it must be up), creates the LE link, pairs when a security
+/// level is asked for (BT_SECURITY); each read is one SDU. `ATTBearer` runs over it exactly
+/// as over the host's own `FixedChannel`.
 ///
 ///     let channel = try await L2CAPSocketChannel.connect(peer: LEAddress("F0:00:00:00:48:52", type: .random)!, executor: executor)
 ///     let bearer = ATTBearer(channel: channel, scheduler: DispatchTimerScheduler(queue: executor.queue))
@@ -58,8 +72,22 @@ public final class L2CAPSocketChannel: L2CAPChannel, @unchecked Sendable { // st
     public nonisolated let executor: AdapterExecutor
     /// The peer the socket is connected to.
     public let peer: LEAddress
-    private let fd: Int32
-    private var io: DispatchFD?
+    /// The LE_PSM of a credit-based channel; nil for the ATT fixed channel.
+    public let psm: UInt16?
+    /// This side's CID (0x0004 for ATT, a dynamic CID for a PSM).
+    public let localCID: UInt16
+    /// The largest SDU this side receives (BT_RCVMTU) and the peer does (BT_SNDMTU), as the
+    /// kernel negotiated them.
+    public let mtu: Int
+    public let peerMTU: Int
+    /// The link's security level when the channel came up (BT_SECURITY), nil if unknown.
+    public let securityLevel: SecurityLevel?
+    let fd: Int32
+    var io: DispatchFD?
+    /// The SDU queue behind `receive(timeout:)` and `send(_:timeout:)` (credit-based channels).
+    var inbox: SocketChannelInbox?
+    /// The kernel reported the end of the channel without an error (the peer disconnected it).
+    var peerEnded = false
     private var receive: (@Sendable ([UInt8]) -> Void)?
     private var closeHandler: (@Sendable (LinkError) -> Void)?
     /// Inbound SDUs that arrived before handlers were installed (bounded).
@@ -73,9 +101,15 @@ public final class L2CAPSocketChannel: L2CAPChannel, @unchecked Sendable { // st
     /// The ATT fixed channel (Vol 3, Part A, 2.1).
     static let attChannelID: UInt16 = 0x0004
 
-    private init(fd: Int32, peer: LEAddress, executor: AdapterExecutor) {
+    private init(fd: Int32, peer: LEAddress, psm: UInt16?, executor: AdapterExecutor) {
         self.fd = fd
         self.peer = peer
+        self.psm = psm
+        let cid = chci_l2cap_local_cid(fd)
+        localCID = cid > 0 ? UInt16(cid) : (psm == nil ? Self.attChannelID : 0)
+        mtu = Int(max(0, chci_get_bt_mtu(fd, BT_RCVMTU)))
+        peerMTU = Int(max(0, chci_get_bt_mtu(fd, BT_SNDMTU)))
+        securityLevel = Self.level(kernel: chci_get_bt_security(fd))
         self.executor = executor
         readBuffer = .allocate(byteCount: Self.readBufferSize, alignment: 8)
     }
@@ -89,28 +123,52 @@ public final class L2CAPSocketChannel: L2CAPChannel, @unchecked Sendable { // st
 
     /// Connects the ATT channel to `peer` through the adapter with address `adapter` (nil: the
     /// kernel picks a powered LE adapter). Throws on failure or after `timeout`, cancelling the
-    /// kernel's attempt (closing the socket does).
+    /// kernel's attempt (closing the socket does). With `security`, the kernel raises the
+    /// link to that level (pairing Just Works with its default IO capability) before the
+    /// channel is up.
     ///
     ///     let channel = try await L2CAPSocketChannel.connect(peer: hrm, executor: executor, timeout: .seconds(20))
     public static func connect(
         adapter: BluetoothAddress? = nil,
         peer: LEAddress,
+        security: SecurityLevel? = nil,
         executor: AdapterExecutor,
         timeout: Duration = .seconds(20)
     ) async throws(L2CAPSocketError) -> L2CAPSocketChannel {
+        try await open(adapter: adapter, peer: peer, psm: nil, mtu: nil, security: security, executor: executor, timeout: timeout)
+    }
+
+    /// Opens the socket, sets its options, connects (ATT fixed channel when `psm` is nil).
+    static func open(
+        adapter: BluetoothAddress?, peer: LEAddress, psm: UInt16?, mtu: Int?, security: SecurityLevel?,
+        executor: AdapterExecutor, timeout: Duration
+    ) async throws(L2CAPSocketError) -> L2CAPSocketChannel {
         let name = "\(peer)"
-        let fd = try openBound(adapter: adapter, peerName: name)
+        let fd = try openBound(adapter: adapter, fixedChannel: psm == nil, peerName: name)
+        do throws(L2CAPSocketError) {
+            if let security { try setSecurity(fd, security, peerName: name) }
+            if let mtu { try setReceiveMTU(fd, mtu, peerName: name) }
+        } catch {
+            _ = Glibc.close(fd)
+            throw error
+        }
+        func failure(_ err: Int32) -> L2CAPSocketError {
+            if let psm, err == ECONNREFUSED || (security != nil && (err == EACCES || err == EPERM)) {
+                return .channelRefused(peer: name, psm: psm, security: security, errno: err)
+            }
+            return connectError(err, peerName: name)
+        }
         var remote = sockaddr_l2()
-        chci_fill_sockaddr_l2(&remote, peer.address.littleEndianBytes, addressType(peer.type), 0, attChannelID)
+        chci_fill_sockaddr_l2(&remote, peer.address.littleEndianBytes, addressType(peer.type), psm ?? 0, psm == nil ? attChannelID : 0)
         if chci_connect_l2(fd, &remote) < 0 {
             let err = errno
             guard err == EINPROGRESS else {
                 _ = Glibc.close(fd)
-                throw connectError(err, peerName: name)
+                throw failure(err)
             }
             // Not `Waiters`: this waits in a static function before any actor on the executor
             // exists, and the outcome also decides when the socket is closed (`ConnectWait`).
-            let wait = ConnectWait(fd: fd, queue: executor.queue, peerName: name)
+            let wait = ConnectWait(fd: fd, queue: executor.queue, peerName: name, failure: failure)
             let ms = Int(timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
             let result = await withTaskCancellationHandler {
                 await withCheckedContinuation { (c: CheckedContinuation<Result<Void, L2CAPSocketError>, Never>) in
@@ -121,7 +179,11 @@ public final class L2CAPSocketChannel: L2CAPChannel, @unchecked Sendable { // st
             }
             try result.get()
         }
-        let channel = L2CAPSocketChannel(fd: fd, peer: peer, executor: executor)
+        let channel = L2CAPSocketChannel(fd: fd, peer: peer, psm: psm, executor: executor)
+        if let security, security > .none, (channel.securityLevel ?? .none) < security {
+            _ = Glibc.close(fd)
+            throw .securityNotReached(peer: name, requested: security, reached: channel.securityLevel)
+        }
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
             executor.queue.async {
                 channel.startReading()
@@ -137,9 +199,15 @@ public final class L2CAPSocketChannel: L2CAPChannel, @unchecked Sendable { // st
     public static func connect(
         adapterIndex: Int,
         peer: LEAddress,
+        security: SecurityLevel? = nil,
         executor: AdapterExecutor,
         timeout: Duration = .seconds(20)
     ) async throws(L2CAPSocketError) -> L2CAPSocketChannel {
+        try await connect(adapter: adapterAddress(index: adapterIndex, peer: peer), peer: peer, security: security, executor: executor, timeout: timeout)
+    }
+
+    /// The address of adapter hciN, from the kernel's list.
+    static func adapterAddress(index adapterIndex: Int, peer: LEAddress) throws(L2CAPSocketError) -> BluetoothAddress {
         let adapters: [AdapterInfo]
         do {
             adapters = try HCIAdapters.list()
@@ -150,7 +218,26 @@ public final class L2CAPSocketChannel: L2CAPChannel, @unchecked Sendable { // st
         guard let adapter = adapters.first(where: { $0.index == adapterIndex }) else {
             throw .noSuchAdapter(index: adapterIndex, available: adapters.map(\.index))
         }
-        return try await connect(adapter: adapter.address, peer: peer, executor: executor, timeout: timeout)
+        return adapter.address
+    }
+
+    /// BT_SECURITY_LOW (1) to BT_SECURITY_FIPS (4) have the numbers of LE security mode 1's
+    /// levels (`SecurityLevel`); BT_SECURITY_SDP (0) is no security as well.
+    static func level(kernel: Int32) -> SecurityLevel? {
+        kernel == 0 ? SecurityLevel.none : SecurityLevel(rawValue: Int(kernel))
+    }
+
+    static func setSecurity(_ fd: Int32, _ level: SecurityLevel, peerName: String) throws(L2CAPSocketError) {
+        guard chci_set_bt_security(fd, UInt8(level.rawValue)) == 0 else {
+            throw .system(operation: "setsockopt(BT_SECURITY, level \(level.rawValue))", peer: peerName, errno: errno)
+        }
+    }
+
+    static func setReceiveMTU(_ fd: Int32, _ mtu: Int, peerName: String) throws(L2CAPSocketError) {
+        // LE credit-based channels: MTU 23 to 65535 (Vol 3, Part A, 4.22).
+        guard (23...65_535).contains(mtu), chci_set_bt_mtu(fd, BT_RCVMTU, UInt16(mtu)) == 0 else {
+            throw .system(operation: "setsockopt(BT_RCVMTU, \(mtu)) (23 to 65535)", peer: peerName, errno: (23...65_535).contains(mtu) ? errno : EINVAL)
+        }
     }
 
     /// BDADDR_LE_PUBLIC or BDADDR_LE_RANDOM, as sockaddr_l2 wants the peer's address type.
@@ -158,8 +245,9 @@ public final class L2CAPSocketChannel: L2CAPChannel, @unchecked Sendable { // st
         type.isRandom ? UInt8(BDADDR_LE_RANDOM) : UInt8(BDADDR_LE_PUBLIC)
     }
 
-    /// A non-blocking L2CAP socket bound to the local ATT channel, LE address type.
-    private static func openBound(adapter: BluetoothAddress?, peerName: String) throws(L2CAPSocketError) -> Int32 {
+    /// A non-blocking L2CAP socket bound to the local ATT channel (or, for a PSM, to no
+    /// channel), LE address type.
+    private static func openBound(adapter: BluetoothAddress?, fixedChannel: Bool, peerName: String) throws(L2CAPSocketError) -> Int32 {
         let type = Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
         let fd = socket(AF_BLUETOOTH, type, BTPROTO_L2CAP)
         if fd < 0 {
@@ -171,7 +259,7 @@ public final class L2CAPSocketChannel: L2CAPChannel, @unchecked Sendable { // st
         // Binding the ATT CID keeps the channel a fixed channel; without it the kernel would
         // open an LE credit-based channel.
         var local = sockaddr_l2()
-        chci_fill_sockaddr_l2(&local, (adapter ?? .zero).littleEndianBytes, UInt8(BDADDR_LE_PUBLIC), 0, attChannelID)
+        chci_fill_sockaddr_l2(&local, (adapter ?? .zero).littleEndianBytes, UInt8(BDADDR_LE_PUBLIC), 0, fixedChannel ? attChannelID : 0)
         if chci_bind_l2(fd, &local) < 0 {
             let err = errno
             _ = Glibc.close(fd)
@@ -240,7 +328,7 @@ public final class L2CAPSocketChannel: L2CAPChannel, @unchecked Sendable { // st
             })
     }
 
-    private func readAvailable() {
+    func readAvailable() {
         while closedError == nil {
             let n = recv(fd, readBuffer.baseAddress, readBuffer.count, Int32(MSG_DONTWAIT))
             if n < 0 {
@@ -252,6 +340,7 @@ public final class L2CAPSocketChannel: L2CAPChannel, @unchecked Sendable { // st
             }
             if n == 0 {
                 let err = socketError(fd)
+                peerEnded = err == 0
                 fail(err != 0 ? linkError(err) : .transportLost("the kernel ended the L2CAP channel to \(peerDescription) (end of stream)"))
                 return
             }
@@ -282,7 +371,7 @@ public final class L2CAPSocketChannel: L2CAPChannel, @unchecked Sendable { // st
         return Int(options.omtu)
     }
 
-    private func fail(_ error: LinkError) {
+    func fail(_ error: LinkError) {
         guard closedError == nil else { return }
         closedError = error
         let handler = closeHandler
@@ -307,15 +396,17 @@ private final class ConnectWait: @unchecked Sendable { // state touched only on 
     let fd: Int32
     let queue: DispatchQueue
     let peerName: String
+    let failure: (Int32) -> L2CAPSocketError
     private var continuation: CheckedContinuation<Result<Void, L2CAPSocketError>, Never>?
     private var source: DispatchSourceWrite?
     private var timer: (any ScheduledTimer)?
     private var outcome: Result<Void, L2CAPSocketError>?
 
-    init(fd: Int32, queue: DispatchQueue, peerName: String) {
+    init(fd: Int32, queue: DispatchQueue, peerName: String, failure: @escaping (Int32) -> L2CAPSocketError) {
         self.fd = fd
         self.queue = queue
         self.peerName = peerName
+        self.failure = failure
     }
 
     func start(_ c: CheckedContinuation<Result<Void, L2CAPSocketError>, Never>, timeout: Duration, milliseconds: Int) {
@@ -328,7 +419,7 @@ private final class ConnectWait: @unchecked Sendable { // state touched only on 
         let source = DispatchSource.makeWriteSource(fileDescriptor: fd, queue: queue)
         source.setEventHandler { [self] in
             let err = socketError(fd)
-            finish(err == 0 ? .success(()) : .failure(L2CAPSocketChannel.connectError(err, peerName: peerName)))
+            finish(err == 0 ? .success(()) : .failure(failure(err)))
         }
         self.source = source
         timer = DispatchTimerScheduler(queue: queue).schedule(after: timeout) { [self] in

@@ -32,6 +32,9 @@ final class DispatchFD: @unchecked Sendable { // state touched only on `queue`
 
     /// Bytes accepted by `write` and not yet handed to the kernel.
     private(set) var pendingBytes = 0
+    /// Runs on `queue` each time the outgoing queue empties (every packet went to the kernel).
+    var onDrained: (@Sendable () -> Void)?
+    private var readPaused = false
 
     init(fd: Int32, queue: DispatchQueue, packetMode: Bool, isSocket: Bool) {
         self.fd = fd
@@ -53,6 +56,20 @@ final class DispatchFD: @unchecked Sendable { // state touched only on `queue`
         liveSources += 1
         readSource = source
         source.resume()
+    }
+
+    /// Stops calling `onReadable` until `resumeReading()`: data waits in the kernel (which, on
+    /// a credit-based L2CAP channel, then grants the peer no more credits).
+    func pauseReading() {
+        guard !readPaused, !cancelled, let readSource else { return }
+        readPaused = true
+        readSource.suspend()
+    }
+
+    func resumeReading() {
+        guard readPaused else { return }
+        readPaused = false
+        readSource?.resume()
     }
 
     /// Queues `bytes` (one packet) and writes as much as the kernel takes now.
@@ -148,6 +165,7 @@ final class DispatchFD: @unchecked Sendable { // state touched only on `queue`
         outgoing.removeAll(keepingCapacity: true)
         outgoingHead = 0
         disarm()
+        onDrained?()
     }
 
     private func disarm() {
@@ -161,10 +179,15 @@ final class DispatchFD: @unchecked Sendable { // state touched only on `queue`
         guard !cancelled else { return }
         cancelled = true
         onWriteError = nil
+        onDrained = nil
         outgoing = []
         outgoingHead = 0
         pendingBytes = 0
-        if let readSource { readSource.cancel() }
+        if let readSource {
+            readSource.cancel()
+            // A suspended source never runs its cancel handler; resume it so it can.
+            if readPaused { readPaused = false; readSource.resume() }
+        }
         if let writeSource {
             writeSource.cancel()
             // A suspended source never runs its cancel handler; resume it so it can.

@@ -37,7 +37,12 @@ struct PacketDescriber {
 
     private struct LinkKey: Hashable { var handle: UInt16; var sent: Bool }
     private var reassemblers: [LinkKey: ACLReassembler] = [:]
+    /// The dynamic channels opened so far, and what they carry.
+    var channelMap = ChannelMap()
     private var firstTimestamp: Int64?
+
+    /// `firstTimestamp`: the time origin (default: the first record described).
+    init(firstTimestamp: Int64? = nil) { self.firstTimestamp = firstTimestamp }
     /// Describes the record numbered `index` (from 1) in the capture.
     mutating func describe(_ record: BTSnoopRecord, index: Int) -> Line {
         let first = firstTimestamp ?? record.timestamp
@@ -51,6 +56,13 @@ struct PacketDescriber {
         case .event(let e):
             line.kind = "EVT"
             (line.summary, line.fields) = Self.event(e)
+            // Disconnection Complete, status success (Vol 4, Part E, 7.7.5): the handle is free.
+            if e.code == 0x05, e.parameters.count >= 3, e.parameters[0] == 0 {
+                let handle = (UInt16(e.parameters[1]) | UInt16(e.parameters[2]) << 8) & 0x0FFF
+                channelMap.linkEnded(handle: handle)
+                reassemblers[LinkKey(handle: handle, sent: true)] = nil
+                reassemblers[LinkKey(handle: handle, sent: false)] = nil
+            }
         case .acl(let a):
             line.kind = "ACL"
             (line.summary, line.fields) = acl(a, sent: record.direction == .sent)
@@ -91,12 +103,20 @@ struct PacketDescriber {
             switch cid {
             case L2CAPChannelID.att:
                 s += " ATT len \(payload.count) | " + Self.att(payload, fields: &fields)
-            case L2CAPChannelID.leSignaling:
-                s += " LE signaling len \(payload.count) | " + Self.signaling(payload)
+            case L2CAPChannelID.leSignaling, Self.bredrSignaling:
+                let le = cid == L2CAPChannelID.leSignaling
+                s += " \(le ? "LE signaling" : "signaling") len \(payload.count) | " + signaling(payload, single: le, handle: a.handle, sent: sent, fields: &fields)
             case L2CAPChannelID.securityManager:
                 s += " SMP len \(payload.count) | code 0x\(payload.first.map { hex($0, width: 2) } ?? "--")"
+                if let code = payload.first { fields.append(("smpCode", .int(Int(code)))) }
+                fields.append(("smp", .string(hexString(payload))))
             default:
-                s += " len \(payload.count)"
+                if let channel = channelMap.channel(handle: a.handle, sent: sent, cid: cid) {
+                    s += " " + dynamic(payload, channel: channel, key: ChannelMap.Key(handle: a.handle, sent: sent, cid: cid), fields: &fields)
+                } else {
+                    s += " len \(payload.count)"
+                    fields.append(("payload", .string(hexString(payload))))
+                }
             }
         }
         return (s, fields)
