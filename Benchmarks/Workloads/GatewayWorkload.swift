@@ -65,11 +65,7 @@ enum GatewayWorkload {
         guard subscriber.waitForTopics(prefix: "ble/bench/devices/C0000000100", suffix: "/link", count: links, timeout: 30) else {
             throw BenchError("the gateway did not hold its \(links) links within 30 s")
         }
-        let ready = ContinuousClock.now + .seconds(5)
-        while !vc.isScanning {
-            guard ContinuousClock.now < ready else { throw BenchError("the gateway's scan did not start within 5 s") }
-            try await Task.sleep(for: .milliseconds(10))
-        }
+        try await vc.waitUntil("the gateway's scan", timeout: .seconds(10)) { $0.isScanning }
 
         let feeder = GatewayFeeder(tap: tap, queue: vc.adapterExecutor.queue)
         let notifyQueue = DispatchQueue(label: "bench.notify")

@@ -2,9 +2,10 @@
 /// value always gives the same text (and tests can compare it as text). The one JSON writer
 /// of the `ble` tool's output and the gateway's payloads.
 ///
-/// Numbers: a `.double` with a whole value (up to 10^15 in magnitude) is written as an
-/// integer (`45`, not `45.0`); other finite values in Swift's shortest round-trip form
-/// (`23.2`, `1e-07`); infinities and NaN as `null`, since JSON has no text for them.
+/// Numbers: a `.double` with a whole value up to 2^53 in magnitude (where every integer is
+/// exact) is written as an integer (`45`, not `45.0`); other finite values in Swift's
+/// shortest round-trip form (`23.2`, `1e-07`, `1e+16`); infinities and NaN as `null`, since
+/// JSON has no text for them.
 ///
 ///     JSONValue.object([("address", .string("C0:11:22:33:44:55")), ("rssi", .int(-60))]).text
 public indirect enum JSONValue: Sendable, Hashable {
@@ -56,7 +57,7 @@ public indirect enum JSONValue: Sendable, Hashable {
     static func number(_ d: Double, into out: inout String) {
         if !d.isFinite {
             out += "null"
-        } else if d == d.rounded() && abs(d) < 1e15 {
+        } else if d == d.rounded() && abs(d) <= 9_007_199_254_740_992 {
             out += String(Int64(d))
         } else {
             out += String(d)
