@@ -45,7 +45,7 @@ let package = Package(
         .testTarget(name: "SMPTests", dependencies: ["SMP", "BLECore", "BLETestSupport"]),
         .testTarget(name: "ATTTests", dependencies: ["ATT", "BLECore", "BLETestSupport"]),
         .testTarget(name: "GATTClientTests", dependencies: ["GATTClient", "ATT", "BLECore", "BLETestSupport"]),
-        .testTarget(name: "BLEGatewayTests", dependencies: ["BLEGateway", "GATTClient", "BLECore", "BLETestSupport"]),
+        .testTarget(name: "BLEGatewayTests", dependencies: ["BLEGateway", "GATTClient", "BLECore", "BLETestSupport", "SMP"]),
         .testTarget(name: "IntegrationTests", dependencies: ["GATTClient", "ATT", "BLECore", "BLETestSupport", "SMP"]),
     ],
     swiftLanguageModes: [.v6]
