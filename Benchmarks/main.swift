@@ -200,9 +200,9 @@ if selected("memory") { do {
 
 // Gateway at scale (docs/gateway.md): one gateway, then the fleet of `ble gateway` processes.
 if selected("gateway") { do {
-    let single = try GatewayWorkload.single(seconds: quick ? 10 : 30, directory: tmp)
+    let single = try await GatewayWorkload.single(seconds: quick ? 10 : 30, directory: tmp)
     add(single, target: Target(description: "<= 10 % of one core", met: (single.extra["cpuPercentOfOneCore"] ?? .infinity) <= 10))
-    let fleet = try GatewayWorkload.fleet(gateways: 8, devices: 200, rounds: quick ? 5 : 20, directory: tmp)
+    let fleet = try await GatewayWorkload.fleet(gateways: 8, devices: 200, rounds: quick ? 5 : 20, directory: tmp)
     add(fleet, target: Target(description: "every device topic gets every message", met: fleet.extra["complete"] == 1))
 } catch {
     log("gateway failed: \(error)")

@@ -27,12 +27,15 @@ enum GatewayWorkload {
 
     // MARK: One gateway
 
-    static func single(seconds: Int, directory: URL) throws -> Measurement {
-        let broker = try BenchBroker.start(directory: directory)
+    static func single(seconds: Int, directory: URL) async throws -> Measurement {
+        progress("gateway: starting mosquitto")
+        let broker = try await offThread { try BenchBroker.start(directory: directory) }
         defer { broker.stop() }
-        let subscriber = try BenchSubscriber.start(port: broker.port, pattern: "ble/bench/#")
+        progress("gateway: mosquitto on port \(broker.port); starting mosquitto_sub")
+        let subscriber = try await offThread { try BenchSubscriber.start(port: broker.port, pattern: "ble/bench/#") }
         defer { subscriber.stop() }
-        return try runBlocking { try await singleRun(seconds: seconds, broker: broker, subscriber: subscriber) }
+        progress("gateway: mosquitto on port \(broker.port), subscriber ready")
+        return try await singleRun(seconds: seconds, broker: broker, subscriber: subscriber)
     }
 
     static func singleRun(seconds: Int, broker: BenchBroker, subscriber: BenchSubscriber) async throws -> Measurement {
@@ -62,11 +65,13 @@ enum GatewayWorkload {
         let gateway = try Gateway(central: central, config: config)
         let task = Task { try await gateway.run() }
         // Every link subscribed (its retained `connected`), and the scan running.
-        guard subscriber.waitForTopics(prefix: "ble/bench/devices/C0000000100", suffix: "/link", count: links, timeout: 30) else {
+        progress("gateway: running, waiting for its \(links) links")
+        guard try await offThread({ subscriber.waitForTopics(prefix: "ble/bench/devices/C0000000100", suffix: "/link", count: links, timeout: 30) }) else {
             throw BenchError("the gateway did not hold its \(links) links within 30 s")
         }
         try await vc.waitUntil("the gateway's scan", timeout: .seconds(10)) { $0.isScanning }
 
+        progress("gateway: links up, scanning; feeding for \(seconds) s")
         let feeder = GatewayFeeder(tap: tap, queue: vc.adapterExecutor.queue)
         let notifyQueue = DispatchQueue(label: "bench.notify")
         let notifier = DispatchSource.makeTimerSource(queue: notifyQueue)
@@ -89,6 +94,7 @@ enum GatewayWorkload {
         let cpu = DenseWorkload.cpuSeconds() - cpuStart
         let wall = ContinuousClock.now - wallStart
         let wallSeconds = Double(wall.components.seconds) + Double(wall.components.attoseconds) / 1e18
+        progress("gateway: fed \(sent) reports in \(elapsed) s; draining")
         _ = await gateway.publisher.drain(timeout: .seconds(10))
         let delivered = await gateway.publisher.delivered - deliveredStart
         let dropped = await gateway.publisher.dropped
@@ -134,50 +140,56 @@ enum GatewayWorkload {
 
     // MARK: Fleet
 
-    static func fleet(gateways: Int, devices: Int, rounds: Int, directory: URL) throws -> Measurement {
-        let broker = try BenchBroker.start(directory: directory)
+    static func fleet(gateways: Int, devices: Int, rounds: Int, directory: URL) async throws -> Measurement {
+        let broker = try await offThread { try BenchBroker.start(directory: directory) }
         defer { broker.stop() }
-        let subscriber = try BenchSubscriber.start(port: broker.port, pattern: "ble/#")
+        let subscriber = try await offThread { try BenchSubscriber.start(port: broker.port, pattern: "ble/#") }
         defer { subscriber.stop() }
         var options = VirtualController.Options()
         options.time = .immediate
         var radios: [VirtualController] = []
-        var processes: [Process] = []
-        defer { for p in processes where p.isRunning { p.terminate() } }
+        var processes: [pid_t] = []
+        defer { for pid in processes { kill(pid, SIGKILL); var st: Int32 = 0; waitpid(pid, &st, WNOHANG) } }
         let ble = try bleExecutable()
         for g in 0..<gateways {
             let vc = VirtualController(options: options)
             for i in 0..<devices { vc.addPeripheral(fleetDevice(g, i, round: 0)) }
             let spec = try vc.servePseudoTerminal()
             radios.append(vc)
-            let p = Process()
-            p.executableURL = ble
-            p.arguments = ["-d", spec, "gateway", "--mqtt", "mqtt://127.0.0.1:\(broker.port)", "--id", "fleet\(g)", "--passive",
-                           "--publish-interval", "3600", "--lost-after", "3600", "--metrics-interval", "3600"]
-            p.standardOutput = FileHandle.nullDevice
-            try p.run()
-            processes.append(p)
+            processes.append(try spawn(ble.path, ["-d", spec, "gateway", "--mqtt", "mqtt://127.0.0.1:\(broker.port)", "--id", "fleet\(g)",
+                                                  "--passive", "--publish-interval", "3600", "--lost-after", "3600", "--metrics-interval", "3600"],
+                                       log: directory.appendingPathComponent("gateway\(g).log").path).pid)
         }
         // Round 0: the advertising each radio does when its gateway's scan starts.
         let total = gateways * devices
-        guard subscriber.waitForDeviceMessages(total: total, timeout: 60) else {
+        progress("fleet: \(gateways) gateways started; waiting for round 0 (\(total) device messages)")
+        guard try await offThread({ subscriber.waitForDeviceMessages(total: total, timeout: 60) }) else {
             throw BenchError("round 0: \(subscriber.deviceMessageCount()) of \(total) device messages within 60 s")
         }
-        let cpuStart = processes.map { processCPUSeconds($0.processIdentifier) }
+        let cpuStart = processes.map { processCPUSeconds($0) }
         let start = ContinuousClock.now
         for r in 1...rounds {
-            Thread.sleep(until: Date(timeIntervalSinceNow: 1))
+            // The workload's pace: one round a second.
+            try await Task.sleep(until: start + .seconds(r), clock: .continuous)
             for (g, vc) in radios.enumerated() {
                 for i in 0..<devices { vc.addPeripheral(fleetDevice(g, i, round: r)) }
             }
         }
         let expected = total * (rounds + 1)
-        let complete = subscriber.waitForDeviceMessages(total: expected, timeout: 60)
+        progress("fleet: \(rounds) rounds sent; waiting for \(expected) device messages")
+        let complete = try await offThread { subscriber.waitForDeviceMessages(total: expected, timeout: 60) }
         let wall = ContinuousClock.now - start
         let wallSeconds = Double(wall.components.seconds) + Double(wall.components.attoseconds) / 1e18
-        let cpu = zip(processes, cpuStart).map { processCPUSeconds($0.0.processIdentifier) - $0.1 }
-        for p in processes { p.terminate() }
-        for p in processes { p.waitUntilExit() }
+        let cpu = zip(processes, cpuStart).map { processCPUSeconds($0.0) - $0.1 }
+        // SIGTERM: each gateway stops cleanly (links closed, `offline` published).
+        let running = processes
+        for pid in running { kill(pid, SIGTERM) }
+        let statuses = try await offThread { running.map { pid -> Int32 in
+            var status: Int32 = 0
+            while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+            return status
+        } }
+        processes = []
         let counts = subscriber.countsPerDeviceTopic()
         let short = counts.values.filter { $0 < rounds + 1 }.count
         let missing = total - counts.count
@@ -189,6 +201,7 @@ enum GatewayWorkload {
             "topics": Double(counts.count), "topicsShort": Double(short + missing),
             "topicsOver": Double(counts.values.filter { $0 > rounds + 1 }.count),
             "complete": complete && short == 0 && missing == 0 ? 1 : 0,
+            "cleanExits": Double(statuses.filter { $0 == 0 }.count),
             "cpuPercentPerGatewayMean": cpu.reduce(0, +) / Double(max(cpu.count, 1)) / wallSeconds * 100,
             "cpuPercentPerGatewayMax": (cpu.max() ?? 0) / wallSeconds * 100,
         ]
@@ -214,6 +227,53 @@ enum GatewayWorkload {
         throw BenchError("no ble executable next to \(here.path); build it with 'swift build -c release --product ble'")
     }
 
+    /// Starts `path` with a clean signal state (nothing blocked; SIGTERM, SIGHUP, SIGINT at
+    /// their defaults, whatever the starting thread blocks), stdout to /dev/null, stderr to `log`.
+    /// With `pipeFD` 1 or 2, that output goes to a pipe instead, whose read end is returned.
+    static func spawn(_ path: String, _ arguments: [String], log: String = "/dev/null", pipeFD: Int32? = nil) throws -> (pid: pid_t, output: Int32?) {
+        var fds: [Int32] = [-1, -1]
+        if pipeFD != nil { guard pipe(&fds) == 0 else { throw BenchError("pipe: errno \(errno)") } }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 2, log, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        if let pipeFD {
+            posix_spawn_file_actions_adddup2(&actions, fds[1], pipeFD)
+            posix_spawn_file_actions_addclose(&actions, fds[0])
+            posix_spawn_file_actions_addclose(&actions, fds[1])
+        }
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var none = sigset_t()
+        sigemptyset(&none)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for s in [SIGTERM, SIGHUP, SIGINT, SIGPIPE] { sigaddset(&defaults, s) }
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        let argv = ([path] + arguments).map { strdup($0) } + [nil]
+        defer { for a in argv { free(a) } }
+        var pid: pid_t = 0
+        let rc = posix_spawn(&pid, path, &actions, &attributes, argv, environ)
+        if pipeFD != nil { close(fds[1]) }
+        guard rc == 0 else {
+            if pipeFD != nil { close(fds[0]) }
+            throw BenchError("cannot start \(path): \(String(cString: strerror(rc)))")
+        }
+        return (pid, pipeFD != nil ? fds[0] : nil)
+    }
+
+    /// Stops a child started by `spawn`: SIGTERM, then waits for it.
+    static func stop(_ pid: pid_t) {
+        kill(pid, SIGTERM)
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+    }
+
     /// utime + stime of a process (/proc/PID/stat fields 14 and 15, in clock ticks).
     static func processCPUSeconds(_ pid: Int32) -> Double {
         guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
@@ -223,23 +283,15 @@ enum GatewayWorkload {
         return (u + s) / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 
-    /// Runs `body` to completion from synchronous code (the benchmark's main flow is async).
-    static func runBlocking<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
-        let done = DispatchSemaphore(value: 0)
-        let box = ResultBox<T>()
-        Task {
-            do { box.set(.success(try await body())) } catch { box.set(.failure(error)) }
-            done.signal()
+    /// Runs blocking work (process start, waits on the subscriber) on a thread of its own, so
+    /// the cooperative pool keeps its threads for the gateway.
+    static func offThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { c in
+            Thread { c.resume(with: Result { try body() }) }.start()
         }
-        done.wait()
-        return try box.get()
     }
-}
 
-final class ResultBox<T: Sendable>: @unchecked Sendable { // written once before the semaphore signal, read after the wait
-    private var result: Result<T, any Error>?
-    func set(_ r: Result<T, any Error>) { result = r }
-    func get() throws -> T { try result!.get() }
+    static func progress(_ s: String) { FileHandle.standardError.write(Data((s + "\n").utf8)) }
 }
 
 final class Counter: @unchecked Sendable { // used only on one serial queue
@@ -331,11 +383,11 @@ final class GatewayFeeder: @unchecked Sendable { // all state is touched only on
 /// mosquitto on a free local port, for one workload.
 final class BenchBroker: @unchecked Sendable { // immutable after start
     let port: Int
-    let process: Process
+    let pid: pid_t
 
-    private init(port: Int, process: Process) {
+    private init(port: Int, pid: pid_t) {
         self.port = port
-        self.process = process
+        self.pid = pid
     }
 
     static func start(directory: URL) throws -> BenchBroker {
@@ -343,28 +395,28 @@ final class BenchBroker: @unchecked Sendable { // immutable after start
         guard let executable else { throw BenchError("mosquitto not found; apt-get install mosquitto (make deps does)") }
         let port = try freePort()
         let conf = directory.appendingPathComponent("mosquitto-\(port).conf")
-        try "listener \(port) 127.0.0.1\nallow_anonymous true\nmax_queued_messages 100000\nlog_dest stderr\nlog_type error\nlog_type notice\n"
+        try "listener \(port) 127.0.0.1\nallow_anonymous true\nmax_queued_messages 100000\nlog_dest stderr\nlog_type error\nlog_type warning\nlog_type notice\nlog_type information\n"
             .write(to: conf, atomically: true, encoding: .utf8)
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: executable)
-        p.arguments = ["-c", conf.path]
-        let err = Pipe()
-        p.standardError = err
-        try p.run()
-        // Ready when it says it is running (it exits at once on a bad config).
+        let (pid, output) = try GatewayWorkload.spawn(executable, ["-c", conf.path], pipeFD: 2)
+        guard let output else { throw BenchError("no pipe from mosquitto") }
+        // Ready when it says it is running (it exits at once on a bad config); the rest of
+        // its log is drained by a thread of its own so it never blocks on a full pipe.
         var text = ""
+        var buffer = [UInt8](repeating: 0, count: 4096)
         while !text.contains(" running") {
-            let data = err.fileHandleForReading.availableData
-            if data.isEmpty { throw BenchError("mosquitto exited before it was running: \(text)") }
-            text += String(decoding: data, as: UTF8.self)
+            let n = read(output, &buffer, buffer.count)
+            if n <= 0 { close(output); GatewayWorkload.stop(pid); throw BenchError("mosquitto exited before it was running: \(text)") }
+            text += String(decoding: buffer[0..<n], as: UTF8.self)
         }
-        return BenchBroker(port: port, process: p)
+        Thread.detachNewThread {
+            var sink = [UInt8](repeating: 0, count: 4096)
+            while read(output, &sink, sink.count) > 0 {}
+            close(output)
+        }
+        return BenchBroker(port: port, pid: pid)
     }
 
-    func stop() {
-        process.terminate()
-        process.waitUntilExit()
-    }
+    func stop() { GatewayWorkload.stop(pid) }
 
     static func freePort() throws -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -385,7 +437,7 @@ final class BenchBroker: @unchecked Sendable { // immutable after start
 /// message one line: receive time (Unix seconds), topic, payload. A reader thread keeps the
 /// lines and wakes whoever waits for a count.
 final class BenchSubscriber: @unchecked Sendable { // `text`, `deviceCounts` and the waits are guarded by `condition`
-    let process: Process
+    let pid: pid_t
     private let condition = NSCondition()
     private var text: [String] = []
     private var partial = ""
@@ -393,23 +445,27 @@ final class BenchSubscriber: @unchecked Sendable { // `text`, `deviceCounts` and
     private var deviceMessages = 0
     private var linkTopics = Set<String>()
 
-    private init(process: Process) { self.process = process }
+    private init(pid: pid_t) { self.pid = pid }
 
     static func start(port: Int, pattern: String) throws -> BenchSubscriber {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/mosquitto_sub")
-        p.arguments = ["-h", "127.0.0.1", "-p", "\(port)", "-q", "1", "-t", pattern, "-t", "bench/probe", "-F", "%U %t %p"]
-        let out = Pipe()
-        p.standardOutput = out
-        let s = BenchSubscriber(process: p)
-        out.fileHandleForReading.readabilityHandler = { h in s.take(h.availableData) }
-        try p.run()
-        // Subscribed once a probe published after the start comes back.
-        let pub = Process()
-        pub.executableURL = URL(fileURLWithPath: "/usr/bin/mosquitto_pub")
-        pub.arguments = ["-h", "127.0.0.1", "-p", "\(port)", "-t", "bench/probe", "-m", "1", "-r"]
-        try pub.run()
-        pub.waitUntilExit()
+        let (pid, output) = try GatewayWorkload.spawn("/usr/bin/mosquitto_sub",
+            ["-h", "127.0.0.1", "-p", "\(port)", "-q", "1", "-t", pattern, "-t", "bench/probe", "-F", "%U %t %p"], pipeFD: 1)
+        guard let output else { throw BenchError("no pipe from mosquitto_sub") }
+        let s = BenchSubscriber(pid: pid)
+        // Its own thread reads the lines until mosquitto_sub ends.
+        Thread.detachNewThread {
+            var buffer = [UInt8](repeating: 0, count: 65536)
+            while true {
+                let n = read(output, &buffer, buffer.count)
+                if n <= 0 { break }
+                s.take(Data(buffer[0..<n]))
+            }
+            close(output)
+        }
+        // Subscribed once a retained probe comes back.
+        let (pub, _) = try GatewayWorkload.spawn("/usr/bin/mosquitto_pub", ["-h", "127.0.0.1", "-p", "\(port)", "-t", "bench/probe", "-m", "1", "-r"])
+        var status: Int32 = 0
+        while waitpid(pub, &status, 0) < 0 && errno == EINTR {}
         guard s.wait(timeout: 10, until: { $0.text.contains { $0.contains(" bench/probe ") } }) else {
             throw BenchError("mosquitto_sub did not receive its probe within 10 s")
         }
@@ -480,8 +536,5 @@ final class BenchSubscriber: @unchecked Sendable { // `text`, `deviceCounts` and
         return (t, f[1], f[2])
     }
 
-    func stop() {
-        process.terminate()
-        process.waitUntilExit()
-    }
+    func stop() { GatewayWorkload.stop(pid) }
 }
