@@ -218,7 +218,7 @@ struct CancellationTests {
         for _ in 0..<10_000 where await central.host.waitingCommands.isEmpty { await Task.yield() }
         call.cancel()
         #expect(await failure(of: call) as? ConnectionError == .command(peer: VC.peer, .cancelled(opcode: Self.disconnect)))
-        #expect(await !link.locallyClosed)
+        #expect(await link.linkState == .connected(handle: 0x0040))
         vc.grantCommandCredits(1)
         _ = try await bounded { try await link.readRSSI() }
         #expect(!vc.commandsReceived.contains { $0.opcode == Self.disconnect })

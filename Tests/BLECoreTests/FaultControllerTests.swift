@@ -109,7 +109,7 @@ struct FaultControllerTests {
         #expect(await central.connectionsByHandle.isEmpty)
         #expect(await central.connectionsByPeer.isEmpty)
         #expect(await central.pendingConnect == nil)
-        #expect(await central.reconnectTimers.isEmpty)
+        #expect(await link.linkState == .closed(.transportLost(why)))
         #expect(faulty.delayedPacketCount == 0)
     }
 

@@ -144,7 +144,8 @@ struct CallsDuringOutageTests {
         #expect(await events.nextLifecycle() == .reconnectFailed(attempts: 0, lastError: "disconnect() was called while the link was being restored"))
         #expect(await bed.peripheral.restoreWaiters.isEmpty)
         #expect(await !bed.link.isReconnecting)
-        #expect(await bed.central.reconnectTimers.isEmpty)
+        // No backoff timer or attempt is left: the link's one state is closed.
+        #expect(await bed.link.linkState == .closed(.restoreEnded(attempts: 0, lastError: "disconnect() was called while the link was being restored")))
         #expect(await bed.central.connectionsByPeer.isEmpty)
 
         // Later calls fail at once the same way, and the backoff passes with no new attempt.
@@ -181,7 +182,7 @@ struct CallsDuringOutageTests {
         }
         await bed.vc.settle()
         #expect(await bed.central.pendingConnect == nil)
-        #expect(await bed.central.reconnectTasks.isEmpty)
+        #expect(await bed.link.linkState == .closed(.restoreEnded(attempts: 1, lastError: "disconnect() was called while the link was being restored")))
         #expect(await bed.central.connectionsByPeer.isEmpty)
         #expect(await !bed.link.isConnected)
         await bed.central.close()

@@ -7,31 +7,56 @@ extension Central {
     /// (cancelled) so that it ends in the background and releases the connect turn itself.
     typealias ConnectWaitOutcome = (result: ConnectResult, handedOff: Bool)
 
+    /// The one attempt pending at the controller.
     struct PendingConnect {
         let peer: LEAddress
-        /// The caller in `connectWaiters`, while it waits for the completion.
-        var waiter: Waiters<ConnectWaitOutcome, Never>.ID?
-        var timer: (any ScheduledTimer)?
-        /// Set once the attempt is being cancelled: the error to report when it ends.
-        var abortError: ConnectionError?
-        /// The completion, when it arrived before the caller started waiting (a fast
-        /// controller can send it right behind the Command Status).
-        var early: ConnectResult?
-        /// The caller was cancelled and has returned: the attempt is being cancelled at the
-        /// controller and ends without it, releasing the connect turn then.
-        var callerGone = false
         /// The scan was paused for this attempt: it resumes when the attempt ends.
-        var pausedScan = false
+        let pausedScan: Bool
+        var phase: Phase
 
-        init(peer: LEAddress) { self.peer = peer }
+        enum Phase {
+            /// LE Create Connection is going out; its caller does not wait yet.
+            case sending
+            /// The completion arrived before the caller started waiting (a fast controller
+            /// can send it right behind the Command Status).
+            case completedEarly(ConnectResult)
+            /// The caller waits in `connectWaiters` until the completion or its connect timeout.
+            case waiting(waiter: Waiters<ConnectWaitOutcome, Never>.ID, timeout: any ScheduledTimer)
+            /// LE Create Connection Cancel is out: `error` is reported when the attempt ends, at
+            /// the latest when `limit` fires. Without a `waiter` the caller was cancelled and
+            /// has returned: the attempt ends without it and releases the connect turn then.
+            case aborting(error: ConnectionError, waiter: Waiters<ConnectWaitOutcome, Never>.ID?, limit: any ScheduledTimer)
+        }
+
+        /// The error to report once an attempt being cancelled ends.
+        var abortError: ConnectionError? {
+            if case .aborting(let error, _, _) = phase { return error }
+            return nil
+        }
+
+        /// The caller waiting for the completion, if one waits.
+        var waiter: Waiters<ConnectWaitOutcome, Never>.ID? {
+            switch phase {
+            case .waiting(let waiter, _), .aborting(_, let waiter?, _): return waiter
+            case .sending, .completedEarly, .aborting(_, nil, _): return nil
+            }
+        }
+
+        /// The caller was cancelled and has returned: the attempt ends without it.
+        var callerGone: Bool {
+            if case .aborting(_, nil, _) = phase { return true }
+            return false
+        }
     }
 
     /// Connects to `peer`. One attempt is pending at the controller at a time; others queue.
     /// On timeout the attempt is cancelled at the controller. Cancelling the calling task
     /// throws `.cancelled` at once; an attempt already sent is cancelled at the controller
     /// (LE Create Connection Cancel) in the background, and the next attempt waits for it.
-    /// With a reconnect policy, an unexpected drop is followed by new attempts and the returned
-    /// `Connection` carries on.
+    /// With a reconnect policy, an unexpected drop is followed by new attempts, each bounded
+    /// by `timeout`, and the returned `Connection` carries on. A peer that already has a
+    /// connection gets it back when the options are the same, and
+    /// `ConnectionError.alreadyConnected` when they differ.
     ///
     ///     let link = try await central.connect(peer, timeout: .seconds(10), reconnect: .always(maxAttempts: 5))
     public func connect(
@@ -41,10 +66,16 @@ extension Central {
         parameters: ConnectionRequestParameters = .default
     ) async throws(ConnectionError) -> Connection {
         guard state == .poweredOn else { throw .adapterNotReady(state) }
-        if let existing = connectionsByPeer[peer], existing.enter(on: executor, { $0.isConnected }) { return existing }
+        let options = ConnectOptions(timeout: timeout, reconnect: reconnect, parameters: parameters)
+        if let existing = connectionsByPeer[peer] {
+            let had = existing.enter(on: executor) { ConnectOptions(timeout: $0.connectTimeout, reconnect: $0.reconnectPolicy, parameters: $0.requestParameters) }
+            let differences = options.differences(from: had)
+            if !differences.isEmpty { throw .alreadyConnected(peer: peer, differing: differences) }
+            if existing.enter(on: executor, { $0.isConnected || $0.isReconnecting }) { return existing }
+        }
         connectionEventStream.yield(PeerConnectionEvent(peer: peer, event: .connecting(attempt: 1)))
         let (handle, params) = try await establish(peer, timeout: timeout, parameters: parameters)
-        let connection = Connection(central: self, host: host, peer: peer, handle: handle, parameters: params, policy: reconnect, request: parameters)
+        let connection = Connection(central: self, host: host, peer: peer, handle: handle, parameters: params, options: options)
         connectionsByPeer[peer] = connection
         connectionsByHandle[handle] = connection
         connection.enter(on: executor) { $0.emit(.connected(handle: handle, parameters: params)) }
@@ -58,6 +89,11 @@ extension Central {
     /// attempt completed (`finishPendingConnect`).
     func establish(_ peer: LEAddress, timeout: Duration, parameters: ConnectionRequestParameters) async throws(ConnectionError) -> (UInt16, ConnectionParameters) {
         try await acquireConnectTurn(peer)
+        // The controller may have been reset (or lost) while this attempt waited for its turn.
+        guard state == .poweredOn else {
+            releaseConnectTurn()
+            throw .adapterNotReady(state)
+        }
         var pausedScan = false
         var sent = false
         while !sent {
@@ -67,8 +103,7 @@ extension Central {
             }
             // Registered before the command goes out so that a completion arriving in the same
             // read as the Command Status finds its attempt.
-            pendingConnect = PendingConnect(peer: peer)
-            pendingConnect?.pausedScan = pausedScan
+            pendingConnect = PendingConnect(peer: peer, pausedScan: pausedScan, phase: .sending)
             do throws(HCIError) {
                 try await host.send(createConnectionCommand(peer, parameters))
                 sent = true
@@ -91,21 +126,21 @@ extension Central {
                 throw .command(peer: peer, error)
             }
         }
-        if let early = pendingConnect?.early {
+        if case .completedEarly(let early)? = pendingConnect?.phase {
             pendingConnect = nil
             endConnectAttempt(peer, pausedScan: pausedScan)
             return try early.get()
         }
-        if pendingConnect == nil { pendingConnect = PendingConnect(peer: peer) }
+        if pendingConnect == nil { pendingConnect = PendingConnect(peer: peer, pausedScan: pausedScan, phase: .sending) }
         let outcome = await connectWaiters.wait(cancelled: { [weak self, executor] _ in
             let handedOff = self?.enter(on: executor) { $0.connectCallerCancelled() } ?? false
             return .success((.failure(.cancelled(peer: peer)), handedOff))
         }) { id in
-            pendingConnect?.waiter = id
             let ms = Int(timeout.nanoseconds / 1_000_000)
-            pendingConnect?.timer = scheduler.schedule(after: timeout) { [weak self, executor] in
+            let timer = scheduler.schedule(after: timeout) { [weak self, executor] in
                 self?.enter(on: executor) { $0.abortPendingConnect(.timeout(peer: peer, milliseconds: ms)) }
             }
+            pendingConnect?.phase = .waiting(waiter: id, timeout: timer)
         }.get()
         if !outcome.handedOff { endConnectAttempt(peer, pausedScan: pausedScan) }
         return try outcome.result.get()
@@ -122,20 +157,31 @@ extension Central {
     /// The caller waiting for the pending attempt was cancelled: it gets `.cancelled` now,
     /// and the attempt is cancelled at the controller without it (true: it was handed off).
     func connectCallerCancelled() -> Bool {
-        guard var pending = pendingConnect, !pending.callerGone else { return false }
-        pending.waiter = nil
-        pending.callerGone = true
-        pendingConnect = pending
-        abortPendingConnect(.cancelled(peer: pending.peer))
-        return true
+        guard let pending = pendingConnect else { return false }
+        switch pending.phase {
+        case .waiting(_, let timeout):
+            timeout.cancel()
+            startAbort(.cancelled(peer: pending.peer), waiter: nil)
+            return true
+        case .sending:
+            // Cancelled before it started to wait: the command is out, the attempt is pending.
+            startAbort(.cancelled(peer: pending.peer), waiter: nil)
+            return true
+        case .aborting(let error, _?, let limit):
+            pendingConnect?.phase = .aborting(error: error, waiter: nil, limit: limit)
+            return true
+        case .completedEarly, .aborting(_, nil, _):
+            return false
+        }
     }
 
     /// The caller was cancelled after the create command went out, before its Command
     /// Status: the attempt is cancelled at the controller without it (or, when it already
     /// completed, ended here).
     func handOffPendingConnect(_ peer: LEAddress, pausedScan: Bool) {
-        guard var pending = pendingConnect else { return endConnectAttempt(peer, pausedScan: pausedScan) }
-        if let early = pending.early {
+        guard let pending = pendingConnect else { return endConnectAttempt(peer, pausedScan: pausedScan) }
+        switch pending.phase {
+        case .completedEarly(let early):
             pendingConnect = nil
             if case .success((let handle, _)) = early {
                 options.logger.log(.info, "disconnecting \(handle.hex) to \(pending.peer): its connect call was cancelled")
@@ -143,29 +189,35 @@ extension Central {
                 Task { try? await host.send(HCICommand.disconnect(handle: handle, reason: .remoteUserTerminatedConnection)) }
             }
             endConnectAttempt(pending.peer, pausedScan: pending.pausedScan)
-            return
+        case .sending:
+            startAbort(.cancelled(peer: pending.peer), waiter: nil)
+        case .waiting(_, let timeout):
+            timeout.cancel()
+            startAbort(.cancelled(peer: pending.peer), waiter: nil)
+        case .aborting(let error, _, let limit):
+            pendingConnect?.phase = .aborting(error: error, waiter: nil, limit: limit)
         }
-        pending.callerGone = true
-        pendingConnect = pending
-        abortPendingConnect(.cancelled(peer: pending.peer))
     }
 
-    /// Timeout or cancellation: LE Create Connection Cancel, then wait (bounded) for the
-    /// completion with Unknown Connection Identifier (0x02).
+    /// The connect timeout passed: the attempt is cancelled at the controller.
     func abortPendingConnect(_ error: ConnectionError) {
-        guard var pending = pendingConnect, pending.waiter != nil || pending.callerGone,
-              pending.abortError == nil, pending.early == nil else { return }
-        pending.timer?.cancel()
-        pending.abortError = error
-        let peer = pending.peer
+        guard case .waiting(let waiter, let timeout)? = pendingConnect?.phase else { return }
+        timeout.cancel()
+        startAbort(error, waiter: waiter)
+    }
+
+    /// LE Create Connection Cancel, then wait (bounded) for the completion with Unknown
+    /// Connection Identifier (0x02); the attempt then ends with `error`.
+    private func startAbort(_ error: ConnectionError, waiter: Waiters<ConnectWaitOutcome, Never>.ID?) {
+        guard let peer = pendingConnect?.peer else { return }
         let waitLimit = options.connectCancelTimeout
-        pending.timer = scheduler.schedule(after: waitLimit) { [weak self, executor] in
+        let limit = scheduler.schedule(after: waitLimit) { [weak self, executor] in
             self?.enter(on: executor) { central in
                 central.options.logger.log(.warning, "the controller never completed the cancelled connection attempt to \(peer) within \(Int(waitLimit.nanoseconds / 1_000_000)) ms; giving up on it")
                 central.finishPendingConnect(.failure(error))
             }
         }
-        pendingConnect = pending
+        pendingConnect?.phase = .aborting(error: error, waiter: waiter, limit: limit)
         let host = self.host
         Task { [weak self] in
             do {
@@ -181,19 +233,20 @@ extension Central {
     /// waits); an attempt its caller left releases the connect turn.
     func finishPendingConnect(_ result: ConnectResult) {
         guard let pending = pendingConnect else { return }
-        if pending.callerGone {
-            pending.timer?.cancel()
+        switch pending.phase {
+        case .sending:
+            pendingConnect?.phase = .completedEarly(result)
+        case .completedEarly:
+            break
+        case .waiting(let waiter, let timer), .aborting(_, let waiter?, let timer):
+            timer.cancel()
+            pendingConnect = nil
+            connectWaiters.resume(waiter, with: .success((result, false)))
+        case .aborting(_, nil, let limit):
+            limit.cancel()
             pendingConnect = nil
             endConnectAttempt(pending.peer, pausedScan: pending.pausedScan)
-            return
         }
-        guard let waiter = pending.waiter else {
-            if pending.early == nil { pendingConnect?.early = result }
-            return
-        }
-        pending.timer?.cancel()
-        pendingConnect = nil
-        connectWaiters.resume(waiter, with: .success((result, false)))
     }
 
     func failPendingConnect(_ error: ConnectionError) {
@@ -237,6 +290,13 @@ extension Central {
             return
         }
         let peerAddress = peer ?? LEAddress(.zero, type: .public)
+        // On a kernel-owned adapter (hci-raw) a link this central did not ask for is the
+        // kernel's: the host leaves it alone (no link, nothing ever sent on it).
+        if options.resetController == false, role != 0x00 || pendingConnect?.peer.address != peerAddress.address {
+            options.logger.log(.debug, "connection \(handle.hex) to \(peerAddress) belongs to the kernel; leaving it alone")
+            host.enter(on: executor) { $0.addForeignLink(handle: handle) }
+            return
+        }
         // Register the link before anything else so its first ACL packet finds it.
         host.enter(on: executor) { $0.addLink(handle: handle, peer: peerAddress) }
         guard role == 0x00, let pending = pendingConnect, pending.abortError == nil else {
@@ -244,10 +304,6 @@ extension Central {
             // or one we did not initiate): end it.
             if let pending = pendingConnect, let abort = pending.abortError {
                 finishPendingConnect(.failure(abort))
-            } else if options.resetController == false {
-                // On a kernel-owned adapter (hci-raw) the kernel makes its own links: not ours to end.
-                options.logger.log(.debug, "connection \(handle.hex) to \(peerAddress) belongs to the kernel")
-                return
             }
             options.logger.log(.info, "disconnecting unexpected connection \(handle.hex) to \(peerAddress)")
             let host = self.host
@@ -257,83 +313,23 @@ extension Central {
         finishPendingConnect(.success((handle, parameters)))
     }
 
+    /// Disconnection Complete: the link's connection decides what follows.
     func disconnected(handle: UInt16, reason: HCIStatus) {
         guard let connection = connectionsByHandle.removeValue(forKey: handle) else { return }
-        let (peer, local, policy) = connection.enter(on: executor) { ($0.peer, $0.locallyClosed, $0.reconnectPolicy) }
-        let delay = local || state != .poweredOn ? nil : policy.delay(reason: reason, attempt: 1)
-        connection.enter(on: executor) { $0.detached(reason: reason, willReconnect: delay != nil) }
-        if let delay {
-            scheduleReconnect(connection, attempt: 1, delay: delay, lastError: "\(reason)")
-        } else if connectionsByPeer[peer] === connection {
-            connectionsByPeer[peer] = nil
-        }
+        let adapter = state
+        connection.enter(on: executor) { $0.linkDropped(reason: reason, adapter: adapter) }
     }
 
-    func scheduleReconnect(_ connection: Connection, attempt: Int, delay: Duration, lastError: String) {
-        let peer = connection.peer
-        connection.enter(on: executor) { $0.emit(.reconnecting(attempt: attempt, delay: delay)) }
-        reconnectTimers[peer] = scheduler.schedule(after: delay) { [weak self, executor] in
-            self?.enter(on: executor) { central in
-                central.reconnectTimers[peer] = nil
-                // Kept so that disconnect() can stop the attempt (Task cancellation cancels
-                // the pending LE Create Connection); `reconnect` removes it when it ends.
-                central.reconnectTasks[peer] = (connection, Task { await central.reconnect(connection, attempt: attempt) })
-            }
-        }
+    /// A reconnect attempt of `connection` created the link `handle`.
+    func linkRestored(_ connection: Connection, handle: UInt16) {
+        connectionsByHandle[handle] = connection
+        startLinkSetup(connection, handle: handle, parameters: connection.enter(on: executor) { $0.requestParameters })
     }
 
-    func reconnect(_ connection: Connection, attempt: Int) async {
-        let peer = connection.peer
-        defer { if reconnectTasks[peer]?.connection === connection { reconnectTasks[peer] = nil } }
-        // Ended by disconnect() meanwhile: it already told the observers.
-        guard !connection.enter(on: executor, { $0.locallyClosed }) else { return }
-        guard state == .poweredOn else {
-            giveUpReconnecting(connection, lastError: "the adapter is \(state)")
-            return
-        }
-        connection.enter(on: executor) { c in
-            c.reconnectAttempts = attempt
-            c.emit(.connecting(attempt: attempt + 1))
-        }
-        do {
-            let request = connection.enter(on: executor) { $0.requestParameters }
-            let (handle, params) = try await establish(peer, timeout: .seconds(10), parameters: request)
-            guard !connection.enter(on: executor, { $0.locallyClosed }) else {
-                // disconnect() ended the connection as this attempt completed: so does the new link.
-                options.logger.log(.info, "disconnecting \(handle.hex) to \(peer): the connection was closed while it was being restored")
-                let host = self.host
-                Task { try? await host.send(HCICommand.disconnect(handle: handle, reason: .remoteUserTerminatedConnection)) }
-                return
-            }
-            connectionsByHandle[handle] = connection
-            connection.enter(on: executor) { $0.attached(handle: handle, parameters: params) }
-            startLinkSetup(connection, handle: handle, parameters: request)
-            await connection.runReconnectHooks()
-        } catch {
-            let (policy, reason, local) = connection.enter(on: executor) {
-                ($0.reconnectPolicy, $0.lastDisconnectReason ?? .connectionFailedToBeEstablished, $0.locallyClosed)
-            }
-            if let delay = policy.delay(reason: reason, attempt: attempt + 1), !local {
-                scheduleReconnect(connection, attempt: attempt + 1, delay: delay, lastError: "\(error)")
-            } else {
-                giveUpReconnecting(connection, lastError: "\(error)")
-            }
-        }
-    }
-
-    /// The policy's restore of `connection` ends: `.reconnectFailed` (unless it already ended).
-    func giveUpReconnecting(_ connection: Connection, lastError: String) {
-        connection.enter(on: executor) { $0.reconnectEnded(lastError: lastError) }
+    /// `connection` ended for good: the central forgets it.
+    func forget(_ connection: Connection) {
         if connectionsByPeer[connection.peer] === connection { connectionsByPeer[connection.peer] = nil }
-    }
-
-    /// Stops the restore of `connection`: its backoff timer, or the attempt under way. With
-    /// the link down, the central forgets the connection.
-    func cancelReconnect(_ connection: Connection, linkDown: Bool) {
-        let peer = connection.peer
-        reconnectTimers.removeValue(forKey: peer)?.cancel()
-        if reconnectTasks[peer]?.connection === connection { reconnectTasks.removeValue(forKey: peer)?.task.cancel() }
-        if linkDown, connectionsByPeer[peer] === connection { connectionsByPeer[peer] = nil }
+        for (handle, c) in connectionsByHandle where c === connection { connectionsByHandle[handle] = nil }
     }
 
     /// After connecting: read the peer's features, then ask for data length extension and the

@@ -43,10 +43,8 @@ extension Central {
             guard let c = connectionsByHandle[handle] else { return }
             c.enter(on: executor) { $0.keyRefreshCompleted(status: status) }
         case .hardwareError(let code):
-            // Vol 4, Part E, 7.7.16: the controller needs a reset. Pending work has failed in
-            // the host already; say so in the state until the application powers on again.
-            failPendingConnect(.command(peer: pendingConnect?.peer ?? LEAddress(.zero, type: .public), .hardwareError(code: code)))
-            setState(.resetting, reason: "the controller reported Hardware Error \(code.hex); call powerOn() to reset it")
+            // Vol 4, Part E, 7.7.16: the controller failed and needs a reset.
+            controllerWasReset(.hardwareError(code: code))
         case .unknown(let code, let parameters):
             options.logger.log(.debug, "unhandled event \(code.hex) [\(parameters.hexString())]")
         case .leUnknown(let subevent, let parameters):

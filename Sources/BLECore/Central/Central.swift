@@ -22,6 +22,9 @@ public actor Central {
         public var executor: AdapterExecutor? = nil
         /// Label of the executor's queue.
         public var label = "adapter"
+        /// After a Hardware Error, reset and set up the controller again at once, as
+        /// `powerOn()` does, instead of staying `.resetting` until the application calls it.
+        public var resetAfterHardwareError = false
         /// Limits for a peripheral's Connection Parameter Update Request; nil accepts every
         /// valid request.
         public var parameterUpdatePolicy: (@Sendable (UInt16, ConnectionParameterRange) -> Bool)? = nil
@@ -54,12 +57,11 @@ public actor Central {
     let connectTurns: Waiters<Bool, Never>
     /// The caller of the pending attempt, while it waits for the completion.
     let connectWaiters: Waiters<ConnectWaitOutcome, Never>
-    var reconnectTimers: [LEAddress: any ScheduledTimer] = [:]
-    /// Reconnect attempts under way, by peer.
-    var reconnectTasks: [LEAddress: (connection: Connection, task: Task<Void, Never>)] = [:]
     let scanner: Scanner
     /// Answers LE Long Term Key Requests from stored keys (Central+Security.swift).
     var longTermKeyProvider: LongTermKeyProvider?
+    /// The Security Manager's state that outlives a link (module SMP: pairing back-off).
+    package var securityState: (any AnyObject & Sendable)?
 
     /// Opens the transport named by `spec` (see `TransportSpec`) and brings the controller up.
     public static func open(_ spec: String, options: Options = Options()) async throws -> Central {
@@ -130,9 +132,12 @@ public actor Central {
                 throw error
             }
         }
+        let reset = options.resetController ?? true
+        // HCI_Reset ends every link and the scan at the controller: the host forgets them too.
+        if reset { controllerWasReset(.reset) }
         setState(.resetting)
         do {
-            let info = try await host.initializeController(reset: options.resetController ?? true)
+            let info = try await host.initializeController(reset: reset)
             controllerInfo = info
             guard info.supportsLE else {
                 setState(.unsupported, reason: "the controller does not support LE")
@@ -140,6 +145,7 @@ public actor Central {
             }
             scanner.enter(on: executor) { $0.configure(info: info) }
             setState(.poweredOn)
+            adapterPoweredOn()
             return info
         } catch let error as HCIError {
             if state == .resetting { setState(.transportLost, reason: "\(error)") }
@@ -153,8 +159,6 @@ public actor Central {
     /// still closes the transport (every link and stream ends on this side), but sends no more HCI
     /// Disconnect and waits for nothing.
     public func close() async {
-        reconnectTimers.values.forEach { $0.cancel() }
-        reconnectTimers.removeAll()
         for connection in Array(connectionsByPeer.values) {
             try? await connection.disconnect(reason: .remoteUserTerminatedConnection, timeout: .seconds(1))
         }
@@ -170,10 +174,6 @@ public actor Central {
     /// Ends every link and reconnect attempt at once, as the loss of the controller does:
     /// each Connection reports `disconnected(willReconnect: false)` and fails its pending work.
     func endAllLinks(reason: String) {
-        reconnectTimers.values.forEach { $0.cancel() }
-        reconnectTimers.removeAll()
-        reconnectTasks.values.forEach { $0.task.cancel() }
-        reconnectTasks.removeAll()
         let connections = Array(connectionsByPeer.values)
         connectionsByPeer.removeAll()
         connectionsByHandle.removeAll()

@@ -11,25 +11,23 @@ public actor Connection {
     let host: HCIHost
     weak var central: Central?
 
-    /// Connection_Handle while connected.
-    public internal(set) var handle: UInt16?
     public internal(set) var parameters: ConnectionParameters
     public internal(set) var dataLength = DataLength()
     public internal(set) var phy: (tx: LEPHY, rx: LEPHY) = (.le1M, .le1M)
     /// The peer's LE features (bit mask of Vol 6, Part B, 4.6) once read.
     public internal(set) var remoteFeatures: UInt64?
-    public internal(set) var reconnectPolicy: ReconnectPolicy
-    /// What the application asked for when connecting (reused on reconnect).
-    public internal(set) var requestParameters: ConnectionRequestParameters
-    /// Set when the application asked for the disconnect: never reconnect then.
-    var locallyClosed = false
-    /// True while the link is down and its reconnect policy is restoring it; false once it is
-    /// back (`.connected`) or the restore ended (`.reconnectFailed`).
-    public internal(set) var isReconnecting = false
-    /// Connection attempts the policy made since the last drop.
-    var reconnectAttempts = 0
-    /// The reason of the last drop, when not connected.
-    public internal(set) var lastDisconnectReason: HCIStatus?
+    /// What the application asked for when connecting; reconnect attempts reuse all of it.
+    public private(set) var reconnectPolicy: ReconnectPolicy
+    public private(set) var requestParameters: ConnectionRequestParameters
+    /// The connect timeout, which bounds every reconnect attempt too.
+    public private(set) var connectTimeout: Duration
+    /// The one state of the link; only `Connection+Lifecycle.swift` changes it.
+    var lifecycle: Lifecycle
+    /// Observers of `linkState` (the GATT layer), called on the executor at each transition.
+    var linkStateObservers: [@Sendable (LinkState) -> Void] = []
+    let linkStateStream: Broadcaster<LinkState>
+    /// Numbers the restore's attempts, so a late end of an old one is told apart.
+    var attemptCounter: UInt64 = 0
     let eventStream: Broadcaster<ConnectionEvent>
     /// Encryption of the link (see Connection+Security.swift).
     public internal(set) var securityLevel: SecurityLevel = .none
@@ -39,16 +37,18 @@ public actor Connection {
     /// the wait timed out; false: the caller was cancelled).
     let disconnectWaiters: Waiters<Bool, Never>
 
-    init(central: Central, host: HCIHost, peer: LEAddress, handle: UInt16, parameters: ConnectionParameters, policy: ReconnectPolicy, request: ConnectionRequestParameters) {
-        self.requestParameters = request
+    init(central: Central, host: HCIHost, peer: LEAddress, handle: UInt16, parameters: ConnectionParameters, options: ConnectOptions) {
+        self.requestParameters = options.parameters
+        self.connectTimeout = options.timeout
+        self.lifecycle = .connected(handle: handle)
         self.executor = host.executor
         self.host = host
         self.central = central
         self.peer = peer
-        self.handle = handle
         self.parameters = parameters
-        self.reconnectPolicy = policy
+        self.reconnectPolicy = options.reconnect
         self.eventStream = Broadcaster(executor: host.executor)
+        self.linkStateStream = Broadcaster(executor: host.executor, replay: .latest)
         self.disconnectWaiters = Waiters(executor: host.executor, scheduler: host.scheduler)
     }
 
@@ -56,7 +56,53 @@ public actor Connection {
     /// transaction timer) run on it, so a manual clock in tests covers them too.
     public nonisolated var scheduler: any TimerScheduler { host.scheduler }
 
+    /// Connection_Handle while connected (or disconnecting).
+    public var handle: UInt16? {
+        switch lifecycle {
+        case .connected(let h), .disconnecting(let h): return h
+        case .restoring, .closed: return nil
+        }
+    }
+
     public var isConnected: Bool { handle != nil }
+
+    var isDisconnecting: Bool {
+        if case .disconnecting = lifecycle { return true }
+        return false
+    }
+
+    /// True while the link is down and its reconnect policy is restoring it; false once it is
+    /// back (`.connected`) or the restore ended (`.reconnectFailed`).
+    public var isReconnecting: Bool {
+        if case .restoring = lifecycle { return true }
+        return false
+    }
+
+    /// The reason of the last drop, when not connected.
+    public var lastDisconnectReason: HCIStatus? {
+        switch lifecycle {
+        case .connected, .disconnecting: return nil
+        case .restoring(let r): return r.reason
+        case .closed(_, let reason): return reason
+        }
+    }
+
+    /// The state of the link now.
+    public var linkState: LinkState { lifecycle.state }
+
+    /// The state of the link now, then every change (`LinkState` draws the transitions).
+    public func linkStates(bufferingPolicy: StreamBufferingPolicy = .unbounded) -> AsyncStream<LinkState> {
+        if linkStateStream.latestValue == nil { linkStateStream.yield(linkState) }
+        return linkStateStream.subscribe(bufferingPolicy: bufferingPolicy)
+    }
+
+    /// Calls `observer` with the state now and then at every transition, on the executor in
+    /// the same turn as the transition: the GATT layer follows the link with it, so a call
+    /// made right after a drop already sees the link down.
+    package func observeLinkState(_ observer: @escaping @Sendable (LinkState) -> Void) {
+        linkStateObservers.append(observer)
+        observer(linkState)
+    }
 
     /// The lifecycle of this link from now on.
     public func events(bufferingPolicy: StreamBufferingPolicy = .unbounded) -> AsyncStream<ConnectionEvent> {
@@ -85,32 +131,26 @@ public actor Connection {
     /// not sent yet (the link stays up, as if not called), and
     /// `.command(peer:, .cancelledAfterSending)` once it was (the link still ends).
     public func disconnect(reason: HCIStatus = .remoteUserTerminatedConnection, timeout: Duration = .seconds(5)) async throws(ConnectionError) {
-        let wasLocallyClosed = locallyClosed
-        locallyClosed = true
-        let linkDown = handle == nil
-        central?.enter(on: executor) { $0.cancelReconnect(self, linkDown: linkDown) }
         guard let handle else {
             // Down and being restored: the restore ends here, and observers (a Peripheral's
             // waiting calls and streams) learn that the link will not come back.
-            reconnectEnded(lastError: "disconnect() was called while the link was being restored")
+            endRestore(lastError: "disconnect() was called while the link was being restored")
             return
         }
+        let wasConnected = !isDisconnecting
         let command = HCICommand.disconnect(handle: handle, reason: reason)
+        startDisconnecting(handle)
         do throws(HCIError) {
             try await host.send(command)
         } catch {
             if case .commandFailed(_, .unknownConnectionIdentifier) = error { return }
-            // Never sent: the link is up and nothing changed (no restore was under way).
-            if case .cancelled = error, self.handle == handle { locallyClosed = wasLocallyClosed }
+            // Never sent: the link is up and nothing changed.
+            if case .cancelled = error, wasConnected { disconnectNotSent(handle) }
             throw .command(peer: peer, error)
         }
         if self.handle == nil { return }
         let ended = await disconnectWaiters.wait(deadline: (timeout, .success(true)), cancelled: { _ in .success(false) }).get()
         if !ended { throw .command(peer: peer, .cancelledAfterSending(opcode: command.opcode)) }
-    }
-
-    func resumeDisconnectWaiters() {
-        disconnectWaiters.resumeAll(with: .success(true))
     }
 
     /// Reads the RSSI of the link (HCI_Read_RSSI), in dBm.
@@ -133,48 +173,9 @@ public actor Connection {
         }
     }
 
-    // MARK: - Driven by the central on the executor
-
     func emit(_ event: ConnectionEvent) {
         eventStream.yield(event)
         central?.enter(on: executor) { $0.connectionEventStream.yield(PeerConnectionEvent(peer: peer, event: event)) }
-    }
-
-    func attached(handle: UInt16, parameters: ConnectionParameters) {
-        self.handle = handle
-        isReconnecting = false
-        self.parameters = parameters
-        lastDisconnectReason = nil
-        emit(.connected(handle: handle, parameters: parameters))
-    }
-
-    func detached(reason: HCIStatus, willReconnect: Bool) {
-        handle = nil
-        lastDisconnectReason = reason
-        isReconnecting = willReconnect
-        reconnectAttempts = 0
-        emit(.disconnected(reason: reason, willReconnect: willReconnect))
-        resumeDisconnectWaiters()
-        linkSecurityEnded(reason: reason)
-    }
-
-    /// The transport is gone: the link ends for good.
-    func transportLost(_ why: String) {
-        locallyClosed = true
-        if handle != nil {
-            detached(reason: .connectionTerminatedByLocalHost, willReconnect: false)
-        } else {
-            reconnectEnded(lastError: "transport lost: \(why)")
-            resumeDisconnectWaiters()
-        }
-    }
-
-    /// The restore of the link stopped for good: `.reconnectFailed`, once per outage, and
-    /// only while one was under way.
-    func reconnectEnded(lastError: String) {
-        guard isReconnecting else { return }
-        isReconnecting = false
-        emit(.reconnectFailed(attempts: reconnectAttempts, lastError: lastError))
     }
 
     func runReconnectHooks() async {

@@ -13,6 +13,9 @@ public enum ConnectionError: Error, Sendable, Equatable, CustomStringConvertible
     case disconnected(peer: LEAddress, reason: HCIStatus)
     /// The adapter is not powered on.
     case adapterNotReady(AdapterState)
+    /// `connect` was called for a peer that already has a connection, with other `options`
+    /// than that connection's: use the connection you have, or `disconnect()` it first.
+    case alreadyConnected(peer: LEAddress, differing: [ConnectOption])
 
     public var description: String {
         switch self {
@@ -32,6 +35,9 @@ public enum ConnectionError: Error, Sendable, Equatable, CustomStringConvertible
             return "\(peer) disconnected: \(reason)"
         case .adapterNotReady(let state):
             return "the adapter is \(state), not powered on"
+        case .alreadyConnected(let peer, let differing):
+            let names = differing.map(\.rawValue).joined(separator: ", ")
+            return "\(peer) already has a connection, made with another \(names): use that connection, or disconnect() it first and connect again with the new options"
         }
     }
 }

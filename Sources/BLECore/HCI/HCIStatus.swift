@@ -7,6 +7,8 @@ public struct HCIStatus: RawRepresentable, Hashable, Sendable, CustomStringConve
 
     public static let success = HCIStatus(rawValue: 0x00)
     public static let unknownConnectionIdentifier = HCIStatus(rawValue: 0x02)
+    /// The controller failed (the reason links report after a Hardware Error event).
+    public static let hardwareFailure = HCIStatus(rawValue: 0x03)
     /// The peer (or controller) has no key for the link: the bond was forgotten.
     public static let pinOrKeyMissing = HCIStatus(rawValue: 0x06)
     public static let memoryCapacityExceeded = HCIStatus(rawValue: 0x07)

@@ -4,6 +4,9 @@ public enum LinkError: Error, Sendable, Equatable, CustomStringConvertible {
     case disconnected(peer: BluetoothAddress, reason: HCIStatus)
     /// The transport to the controller was lost.
     case transportLost(String)
+    /// The controller was reset, after Hardware Error `hardwareError` when it reported one:
+    /// every link is gone.
+    case controllerReset(peer: BluetoothAddress, hardwareError: UInt8?)
     /// The channel was closed by this host, or link `handle` is not (or no longer) known.
     case closed(peer: BluetoothAddress?, handle: UInt16?)
     /// The SDU is larger than the channel can carry.
@@ -11,17 +14,30 @@ public enum LinkError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The task sending an SDU on channel `channelID` of link `handle` was cancelled: it
     /// stopped waiting; fragments already queued may still go out. The link is unaffected.
     case cancelled(peer: BluetoothAddress, handle: UInt16, channelID: UInt16)
+    /// A PDU on channel `channelID` of link `handle` found no controller buffer within the
+    /// host's send timeout: the peer has stopped acknowledging the link's packets. Not sent.
+    case sendTimeout(peer: BluetoothAddress, handle: UInt16, channelID: UInt16, milliseconds: Int)
+    /// Link `handle`'s send queue already holds `queuedBytes` of its `limit`: the PDU was refused.
+    case queueFull(peer: BluetoothAddress, handle: UInt16, channelID: UInt16, queuedBytes: Int, limit: Int)
 
     public var description: String {
         switch self {
         case .disconnected(let peer, let reason): return "\(peer) disconnected: \(reason)"
         case .transportLost(let why): return "link lost with the transport: \(why)"
+        case .controllerReset(let peer, let code?):
+            return "the link to \(peer) ended: the controller reported Hardware Error \(code.hex) and must be reset; power the adapter on again (a reconnect policy restores the link then)"
+        case .controllerReset(let peer, nil):
+            return "the link to \(peer) ended: the controller was reset; a reconnect policy restores it once the adapter is powered on"
         case .closed(let peer?, _): return "the channel to \(peer) was closed by this host; connect again to use it"
         case .closed(nil, let handle):
             return "no link with handle \(handle.map { $0.hex } ?? "(none)") is open (it was closed); connect again"
         case .tooLarge(let size, let max): return "\(size)-byte SDU exceeds the channel's maximum of \(max) bytes"
         case .cancelled(let peer, let handle, let cid):
             return "sending on L2CAP channel \(cid.hex) of handle \(handle.hex) to \(peer) was cancelled; what was already queued may still be sent"
+        case .sendTimeout(let peer, let handle, let cid, let ms):
+            return "a PDU on L2CAP channel \(cid.hex) of handle \(handle.hex) to \(peer) found no controller buffer within \(ms) ms: the peer stopped acknowledging packets (out of range or hung?); disconnect it or try later"
+        case .queueFull(let peer, let handle, let cid, let queued, let limit):
+            return "the send queue of handle \(handle.hex) to \(peer) is full (\(queued) of \(limit) bytes waiting); the PDU on L2CAP channel \(cid.hex) was refused: the peer takes data slower than it is sent, so wait for earlier sends or disconnect it"
         }
     }
 }

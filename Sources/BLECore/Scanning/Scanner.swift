@@ -35,6 +35,8 @@ actor Scanner {
     var subscribers: [UInt64: ScanSubscriber] = [:]
     var nextSubscriberID: UInt64 = 0
     var devices: [DeviceKey: DeviceRecord] = [:]
+    /// Resolves advertisers' private addresses to identities (AddressResolution.swift).
+    var addressResolver: AddressResolver?
     var fragments: [FragmentKey: Fragment] = [:]
     var fragmentSequence: UInt64 = 0
     /// Fires when the oldest device may have passed `tableExpiry`.
@@ -42,6 +44,9 @@ actor Scanner {
 
     /// Connecting on a controller that cannot scan and initiate at once.
     var paused = false
+    /// The controller was reset and is not set up again yet: it scans for nobody, and the
+    /// subscribers wait (`configure` lets the scan run again).
+    var controllerDown = false
     /// What the controller runs now; nil when it is not scanning.
     var applied: ControllerScanParameters? {
         didSet { if (oldValue == nil) != (applied == nil) { onScanningChange?() } }
@@ -68,6 +73,15 @@ actor Scanner {
     func configure(info: ControllerInfo) {
         useExtended = info.supportsExtendedScanning
         lostReason = nil
+        controllerDown = false
+        reconcile()
+    }
+
+    /// The controller was reset (a Hardware Error, or HCI_Reset): it scans no more. The
+    /// subscribers stay; the scan runs again for them once the controller is set up.
+    func controllerReset() {
+        controllerDown = true
+        applied = nil
     }
 
     // MARK: - Subscribers
@@ -163,7 +177,7 @@ actor Scanner {
 
     /// What the controller should run now: the union of the subscribers' wishes, or nothing.
     var target: ControllerScanParameters? {
-        guard !paused, lostReason == nil else { return nil }
+        guard !paused, !controllerDown, lostReason == nil else { return nil }
         return ControllerScanParameters.union(subscribers.values.lazy.map(\.parameters))
     }
 
@@ -200,11 +214,14 @@ actor Scanner {
             do throws(HCIError) {
                 try await setParameters(want)
                 try await setEnable(true)
-                // The transport may have gone while the command was answered.
-                guard lostReason == nil else { break }
+                // The transport may have gone, or the controller been reset, while the
+                // command was answered.
+                guard lostReason == nil, !controllerDown else { break }
                 applied = want
                 logger.log(.debug, "scanning: \(want)")
             } catch {
+                // Failed by a Hardware Error: the scan starts again after the reset.
+                if controllerDown { break }
                 if case .commandFailed(_, .commandDisallowed) = error, !retriedAfterDisallowed {
                     // A kernel-owned or previously used controller may still be scanning: stop it once and retry.
                     retriedAfterDisallowed = true
@@ -215,7 +232,7 @@ actor Scanner {
                 finishAll(error: error)
             }
         }
-        if lostReason != nil { applied = nil }
+        if lostReason != nil || controllerDown { applied = nil }
         reconciling = false
         settledWaiters.resumeAll(with: .success(()))
     }

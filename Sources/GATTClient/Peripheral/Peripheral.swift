@@ -183,53 +183,45 @@ public actor Peripheral {
         }
     }
 
-    /// Follows `connection`: its restores (`reattach`) and its end (`terminate`). Runs in one
-    /// turn of the adapter queue, so nothing the connection does from here on is missed; what
-    /// happened since the ATT channel was taken is read from its state.
+    /// Follows `connection` through its one link-state signal: down (calls wait for the
+    /// restore), up again on a new handle (`reattach`), or closed for good (`terminate`). The
+    /// signal comes on the adapter queue in the same turn as the transition, and first with
+    /// the state now, so nothing the connection does from here on is missed.
     private func installConnectionHooks(_ connection: Connection) {
-        let (events, connected, reconnecting, lastReason) = connection.enter(on: executor) { c in
-            c.onReconnect { [weak self] link in await self?.reattach(link) }
-            return (c.events(), c.isConnected, c.isReconnecting, c.lastDisconnectReason)
-        }
-        let peerName = peerDescription
-        Task { [weak self] in
-            for await event in events {
-                guard let self else { return }
-                switch event {
-                case .disconnected(let reason, let willReconnect) where !willReconnect:
-                    await self.terminate(.disconnected(peer: peerName, reason: "\(reason)"))
-                    return
-                case .reconnectFailed(let attempts, let lastError):
-                    let why = attempts == 0 ? lastError
-                        : "gave up reconnecting after \(attempts) attempt\(attempts == 1 ? "" : "s"): \(lastError)"
-                    await self.terminate(.disconnected(peer: peerName, reason: why))
-                    return
-                default:
-                    break
-                }
+        let executor = self.executor
+        connection.enter(on: executor) { c in
+            c.observeLinkState { [weak self] state in
+                self?.enter(on: executor) { $0.linkStateChanged(state, of: connection) }
             }
         }
-        if connected {
-            // Restored before the hook was registered: take the new link now.
+    }
+
+    func linkStateChanged(_ state: LinkState, of connection: Connection) {
+        guard terminalError == nil else { return }
+        switch state {
+        case .connected:
+            // Up again after a drop: take the new link.
             if linkDown { Task { await reattach(connection) } }
-        } else if reconnecting {
-            if terminalError == nil { linkDown = true }
-        } else {
-            terminate(.disconnected(peer: peerName, reason: lastReason.map { "\($0)" } ?? "the link ended"))
+        case .reconnecting, .connecting:
+            readiness = .idle
+            for h in subscriptions.keys { subscriptions[h]?.written = 0 }
+            linkDown = true
+        case .disconnecting:
+            break
+        case .closed(let why):
+            terminate(.disconnected(peer: peerDescription, reason: "\(why)"))
         }
     }
 
     // MARK: Link events
 
+    /// The ATT channel closed. Over a `Connection` the link state decides what follows
+    /// (`linkStateChanged`); a bare channel does not come back.
     func channelClosed(_ closed: ObservedChannel, _ error: LinkError) {
         guard closed === channel else { return }
         readiness = .idle
         for h in subscriptions.keys { subscriptions[h]?.written = 0 }
-        // Without a connection to restore it, or with the transport gone, nothing comes back.
         if connection == nil { terminate(.disconnected(peer: peerDescription, reason: Self.reason(of: error))) }
-        if case .transportLost = error { terminate(.disconnected(peer: peerDescription, reason: Self.reason(of: error))) }
-        // Otherwise the connection's events decide: a restore (reattach) or the end (terminate).
-        if terminalError == nil { linkDown = true }
     }
 
     func terminate(_ error: GATTError) {
@@ -267,10 +259,14 @@ public actor Peripheral {
         bearer = ATTBearer(channel: observed, scheduler: scheduler, clientMTU: clientMTU, transactionTimeout: transactionTimeout)
         readiness = .idle
         for h in subscriptions.keys { subscriptions[h]?.written = 0 }
+        // A link that was encrypted is encrypted again (with the bond) before any request or
+        // CCCD write: those attributes may need it (Vol 3, Part C, 10.3.1.1 and 10.3.2.2).
+        let securityFailure = await restoreSecurity(link)
         // Calls made during the outage go on now; they queue behind this preparation.
         linkDown = false
         resumeRestoreWaiters(.success(()))
         do throws(GATTError) {
+            if let securityFailure { throw securityFailure }
             _ = try await procedures()
         } catch {
             for h in subscriptions.keys { resubscriptionFailed(h, error) }
@@ -298,7 +294,7 @@ public actor Peripheral {
         switch error {
         case .disconnected(_, let reason): "\(reason)"
         case .closed: "closed by this host"
-        case .transportLost, .tooLarge, .cancelled: "\(error)"
+        case .transportLost, .controllerReset, .tooLarge, .cancelled, .sendTimeout, .queueFull: "\(error)"
         }
     }
 
