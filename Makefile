@@ -92,4 +92,5 @@ install:
 # Benchmarks (release build), side by side with Bumble on the same bytes; prints JSON.
 bench: deps
 	$(SWIFT) build -c release --product Benchmarks $(SWIFTFLAGS)
+	$(SWIFT) build -c release --product ble $(SWIFTFLAGS)
 	.build/release/Benchmarks --python $(abspath $(PY))

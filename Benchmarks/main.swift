@@ -10,7 +10,7 @@ var runs = 5
 var quick = false
 var allocationsChild = false
 var perConnectionChild = false
-/// Workload keys to run (w1, w2, w3, w4, w5, memory); all when empty.
+/// Workload keys to run (w1, w2, w3, w4, w5, dense, memory, gateway); all when empty.
 var only: Set<String> = []
 var args = CommandLine.arguments.dropFirst()
 while let a = args.popFirst() {
@@ -196,6 +196,16 @@ if selected("memory") { do {
     }
 } catch {
     log("memory failed: \(error)")
+} }
+
+// Gateway at scale (docs/gateway.md): one gateway, then the fleet of `ble gateway` processes.
+if selected("gateway") { do {
+    let single = try await GatewayWorkload.single(seconds: quick ? 10 : 30, directory: tmp)
+    add(single, target: Target(description: "<= 10 % of one core", met: (single.extra["cpuPercentOfOneCore"] ?? .infinity) <= 10))
+    let fleet = try await GatewayWorkload.fleet(gateways: 8, devices: 200, rounds: quick ? 5 : 20, directory: tmp)
+    add(fleet, target: Target(description: "every device topic gets every message", met: fleet.extra["complete"] == 1))
+} catch {
+    log("gateway failed: \(error)")
 } }
 
 let encoder = JSONEncoder()

@@ -39,6 +39,8 @@ import Testing
         (#"{"devices": [{"address": "C0:11:22:33:44:55", "read": [{"service": "180F", "characteristic": "2A19"}]}]}"#, "devices[0].read[0].intervalSeconds"),
         (#"{"devices": [{"address": "C0:11:22:33:44:55", "reconect": {}}]}"#, "devices[0].reconect"),
         (#"{"devices": [{"address": "C0:11:22:33:44:55", "reconnect": {"maxAttempts": -1}}]}"#, "devices[0].reconnect.maxAttempts"),
+        (#"{"devices": [{"address": "C0:11:22:33:44:55", "security": "high"}]}"#, "devices[0].security"),
+        (#"{"devices": [{"address": "C0:11:22:33:44:55", "security": 2}]}"#, "devices[0].security"),
         (#"{"devices": [{"address": "C0:11:22:33:44:55"}, {"address": "C0:11:22:33:44:55"}]}"#, "devices[1].address"),
     ])
     func eachMistakeNamesItsKey(json: String, key: String) {
@@ -56,7 +58,8 @@ import Testing
          "devices": [{"address": "C0:11:22:33:44:55", "addressType": "random",
                       "subscribe": [{"service": "180D", "characteristic": "2A37"}],
                       "read": [{"service": "180F", "characteristic": "2A19", "intervalSeconds": 600}],
-                      "reconnect": {"maxAttempts": 10, "initialDelaySeconds": 1, "maximumDelaySeconds": 120}}]}
+                      "reconnect": {"maxAttempts": 10, "initialDelaySeconds": 1, "maximumDelaySeconds": 120}},
+                     {"address": "C0:11:22:33:44:66", "security": "secureConnections"}]}
         """#
         let c = try GatewayConfig.decode(Data(json.utf8))
         try c.validate()
@@ -69,6 +72,7 @@ import Testing
         #expect(d.subscribe == [GatewayConfig.CharacteristicRef(service: BluetoothUUID(uuid16: 0x180D), characteristic: BluetoothUUID(uuid16: 0x2A37))])
         #expect(d.read.first?.interval == .seconds(600))
         #expect(d.reconnect.maxAttempts == 10 && d.reconnect.maximumDelay == .seconds(120))
+        #expect(d.security == nil && c.devices.last?.security == .secureConnections)
         let o = try c.mqttOptions()
         #expect(o.host == "broker.example" && o.port == 8884 && o.tls?.caFile == "/etc/ca.pem")
         #expect(o.will == MQTTMessage(topic: "site1/hall/status", text: "offline", qos: .atLeastOnce, retain: true))

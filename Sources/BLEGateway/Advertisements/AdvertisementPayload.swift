@@ -9,11 +9,6 @@ public enum AdvertisementPayload {
         .object(presentPairs(p, includeRSSI: true))
     }
 
-    /// The same message without RSSI: what "changed" compares.
-    static func content(_ p: DiscoveredPeripheral) -> JSONText {
-        .object(presentPairs(p, includeRSSI: false))
-    }
-
     /// `{"address":..,"addressType":..,"state":"lost"}`.
     public static func lost(_ address: LEAddress) -> JSONText {
         .object([("address", .string(address.address.description)), ("addressType", .string(address.type.description)),

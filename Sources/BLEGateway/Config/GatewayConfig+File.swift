@@ -169,7 +169,8 @@ private struct FileCharacteristic: Decodable {
 
 private struct FileDevice: Decodable {
     var device: GatewayConfig.Device
-    enum K: String, CodingKey, CaseIterable { case address, addressType, subscribe, read, reconnect }
+    enum K: String, CodingKey, CaseIterable { case address, addressType, subscribe, read, reconnect, security }
+    static let levels: [(String, SecurityLevel)] = [("encrypted", .encrypted), ("authenticated", .authenticated), ("secureConnections", .secureConnections)]
     enum R: String, CodingKey, CaseIterable { case maxAttempts, initialDelaySeconds, maximumDelaySeconds }
 
     init(from decoder: any Decoder) throws {
@@ -187,6 +188,12 @@ private struct FileDevice: Decodable {
             throw ConfigError(key: GatewayConfig.keyPath(c.codingPath + [K.address]), "\"\(text)\" is not an address like C0:11:22:33:44:55")
         }
         device = GatewayConfig.Device(address: address)
+        if let s = try c.decodeIfPresent(String.self, forKey: .security) {
+            guard let level = Self.levels.first(where: { $0.0 == s })?.1 else {
+                throw ConfigError(key: GatewayConfig.keyPath(c.codingPath + [K.security]), "\"\(s)\" is not one of \(Self.levels.map(\.0).joined(separator: ", "))")
+            }
+            device.security = level
+        }
         device.subscribe = try c.decodeIfPresent([FileCharacteristic].self, forKey: .subscribe)?.map(\.ref) ?? []
         let reads = try c.decodeIfPresent([FileCharacteristic].self, forKey: .read) ?? []
         for (i, r) in reads.enumerated() {

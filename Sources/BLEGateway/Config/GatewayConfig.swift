@@ -86,6 +86,10 @@ public struct GatewayConfig: Sendable, Hashable {
         public var subscribe: [CharacteristicRef] = []
         public var read: [PeriodicRead] = []
         public var reconnect = Reconnect()
+        /// The security level the link needs before anything else (nil: none asked): the
+        /// bond from the gateway's bond store encrypts it, else the gateway pairs (Just
+        /// Works) and keeps the new bond.
+        public var security: SecurityLevel?
         public init(address: LEAddress) { self.address = address }
     }
 

@@ -16,14 +16,15 @@ struct AdvertisementLoop {
         let options = ScanOptions(mode: scan.passive ? .passive : .active, allowDuplicates: true,
                                   lostTimeout: scan.lostAfter, bufferingPolicy: .bufferingNewest(4096))
         let clock = ContinuousClock()
-        var last: [LEAddress: (content: String, time: ContinuousClock.Instant)] = [:]
+        var last: [LEAddress: (content: Content, time: ContinuousClock.Instant)] = [:]
         var announced: [LEAddress: [String]] = [:]
         do {
             for try await event in await central.scan(options: options) {
                 counters.reports.add(1, ordering: .relaxed)
                 switch event {
                 case .discovered(let p), .updated(let p):
-                    let content = AdvertisementPayload.content(p).text
+                    // What the message says apart from the RSSI; compared without writing it.
+                    let content = Content(data: p.advertisingData, connectable: p.isConnectable, txPower: p.txPower)
                     let now = clock.now
                     if let previous = last[p.address], previous.content == content, now - previous.time < scan.publishInterval { continue }
                     last[p.address] = (content, now)
@@ -48,5 +49,15 @@ struct AdvertisementLoop {
         } catch {
             // The scan ended (adapter gone, cancelled): the gateway's metrics show no reports.
         }
+    }
+}
+
+extension AdvertisementLoop {
+    /// Everything a device's message is made of besides its address and RSSI
+    /// (`AdvertisementPayload.presentPairs`): equal contents give equal messages.
+    struct Content: Equatable {
+        var data: AdvertisingData
+        var connectable: Bool
+        var txPower: Int8?
     }
 }

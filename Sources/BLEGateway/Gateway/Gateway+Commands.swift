@@ -1,5 +1,6 @@
 import BLECore
 import GATTClient
+import SMP
 
 extension Gateway {
     /// Answers each command on `responses/<id>` (QoS 1); commands run concurrently, so a slow
@@ -110,11 +111,23 @@ extension Gateway {
         guard connectIfNeeded else { throw CommandError("notConnected", "no link to \(address); send connect first") }
         let connection: Connection
         do { connection = try await central.connect(address, timeout: .seconds(10), reconnect: policy) } catch { throw .connection(error) }
+        // A configured device that asks for a security level gets it before anything else:
+        // encrypted with its bond from the store, or paired (Just Works) and bonded.
+        let level = config.devices.first { $0.address == address }?.security
+        if let level {
+            do throws(PairingError) {
+                try await connection.requireSecurity(level, store: bonds)
+            } catch {
+                try? await connection.disconnect()
+                throw CommandError("security", error.description)
+            }
+        }
         let peripheral: Peripheral
         do { peripheral = try await Peripheral(connection: connection) } catch {
             try? await connection.disconnect()
             throw .gatt(error)
         }
+        if level != nil { await peripheral.setSecurityRaiser(connection.securityRaiser(store: bonds)) }
         let link = Link(connection: connection, peripheral: peripheral)
         links[address] = link
         return link

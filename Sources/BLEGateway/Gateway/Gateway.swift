@@ -1,5 +1,6 @@
 import BLECore
 import GATTClient
+import SMP
 import Synchronization
 
 /// The BLE→MQTT gateway on one `Central`: advertisements to `ble/GWID/devices/<ADDRESS>`,
@@ -13,6 +14,8 @@ public actor Gateway {
     public nonisolated let publisher: Publisher
     public nonisolated let topics: GatewayTopics
     public private(set) var config: GatewayConfig
+    /// Where the bonds of devices with a `security` level come from (and new ones go).
+    public nonisolated let bonds: (any BondStore)?
     nonisolated let counters = Counters()
 
     var scanTask: Task<Void, Never>?
@@ -33,9 +36,12 @@ public actor Gateway {
     }
 
     /// Checks `config` and makes the MQTT client (will `offline` on the status topic).
-    public init(central: Central, config: GatewayConfig) throws(GatewayError) {
+    /// `bonds` serves the devices whose config asks for a security level (`FileBondStore`
+    /// on the `--bond-dir` directory in `ble gateway`).
+    public init(central: Central, config: GatewayConfig, bonds: (any BondStore)? = nil) throws(GatewayError) {
         do { try config.validate() } catch { throw .config(error) }
         self.central = central
+        self.bonds = bonds
         self.config = config
         topics = config.topics
         let client: MQTTClient

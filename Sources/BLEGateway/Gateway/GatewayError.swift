@@ -16,7 +16,7 @@ public enum GatewayError: Error, Sendable, Hashable, CustomStringConvertible {
 
 /// A failed command, answered on `ble/GWID/responses/<id>`: a stable code and the message.
 public struct CommandError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// "badRequest", "notConnected", "connection", "gatt", "unknownCommand".
+    /// "badRequest", "notConnected", "connection", "gatt", "security", "unknownCommand".
     public var code: String
     public var message: String
 

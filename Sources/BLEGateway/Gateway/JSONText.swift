@@ -1,72 +1,9 @@
-/// A JSON value written with its keys in the order given, so payloads read the same every
-/// time (and tests can compare them as text).
+import BLECore
+
+/// The gateway's payloads are BLECore's `JSONValue` (the one JSON writer of the package).
 ///
 ///     JSONText.object([("address", .string("C0:11:22:33:44:55")), ("rssi", .int(-60))]).text
-public indirect enum JSONText: Sendable, Hashable {
-    case string(String)
-    case int(Int)
-    case double(Double)
-    case bool(Bool)
-    case null
-    case array([JSONText])
-    case object([(String, JSONText)])
-
-    public var text: String {
-        var out = ""
-        write(into: &out)
-        return out
-    }
-
-    public var bytes: [UInt8] { Array(text.utf8) }
-
-    func write(into out: inout String) {
-        switch self {
-        case .string(let s): Self.quote(s, into: &out)
-        case .int(let i): out += String(i)
-        case .double(let d):
-            if d.isFinite { out += d == d.rounded() && abs(d) < 1e15 ? String(Int64(d)) : String(d) } else { out += "null" }
-        case .bool(let b): out += b ? "true" : "false"
-        case .null: out += "null"
-        case .array(let items):
-            out += "["
-            for (i, item) in items.enumerated() {
-                if i > 0 { out += "," }
-                item.write(into: &out)
-            }
-            out += "]"
-        case .object(let pairs):
-            out += "{"
-            for (i, (key, value)) in pairs.enumerated() {
-                if i > 0 { out += "," }
-                Self.quote(key, into: &out)
-                out += ":"
-                value.write(into: &out)
-            }
-            out += "}"
-        }
-    }
-
-    static func quote(_ s: String, into out: inout String) {
-        out += "\""
-        for u in s.unicodeScalars {
-            switch u {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where u.value < 0x20:
-                let hex = String(u.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: out.unicodeScalars.append(u)
-            }
-        }
-        out += "\""
-    }
-
-    public static func == (a: JSONText, b: JSONText) -> Bool { a.text == b.text }
-    public func hash(into h: inout Hasher) { h.combine(text) }
-}
+public typealias JSONText = JSONValue
 
 extension Array where Element == UInt8 {
     /// Upper-case hex without separators ("0215A1").

@@ -1,8 +1,19 @@
+import BLECore
+
 /// The gateway's side of the broker: a bounded queue of outgoing messages in front of the
-/// MQTT client. A message leaves the queue when the broker acknowledged it (QoS 1) or it was
-/// written (QoS 0); messages handed out when the link dropped go back to the front and are
-/// sent again after the reconnect (QoS 1: at least once). When the queue is full the oldest
-/// message is dropped and counted.
+/// MQTT client.
+///
+/// A message is *waiting* until it is handed to libmosquitto, then *in flight* until the
+/// client reports it done: acknowledged (QoS 1) or written (QoS 0). libmosquitto keeps a QoS 1
+/// message it was handed across a broker drop and sends it again after the reconnect, so such
+/// a message stays in flight; a QoS 0 message in flight at a drop is lost inside libmosquitto,
+/// so it goes back to the front of the queue.
+///
+/// The bound: waiting plus in flight is at most `capacity`. A message that would go beyond
+/// drops the oldest waiting message or, when every message is in flight, the oldest in flight
+/// (the publisher stops tracking it: it is neither sent again nor counted as delivered, though
+/// libmosquitto may still deliver it since it already has it). Each drop counts once in
+/// `dropped`, so after every message is done, `enqueued == delivered + dropped`.
 ///
 ///     let publisher = Publisher(client: client, capacity: 10_000, onConnect: [online], subscriptions: ["ble/gw1/commands"])
 ///     await publisher.enqueue(message)
@@ -14,49 +25,74 @@ public actor Publisher {
     private let incomingFeed: AsyncStream<MQTTMessage>.Continuation
     private let onConnect: [MQTTMessage]
     private let subscriptions: [String]
+    private let executor: AdapterExecutor
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
 
     private var queue: [MQTTMessage] = []
     private var head = 0
-    /// Sent, unacknowledged messages by message id, with the order they were sent in (message
-    /// ids wrap at 65535, so they cannot order them).
+    /// Handed to the client, not yet done, by message id, with the order they were handed
+    /// over in (message ids wrap at 65535, so they cannot order them).
     private var inflight: [Int32: (order: UInt64, message: MQTTMessage)] = [:]
+    /// Dropped while in flight: the client still holds them (they count against `window`).
+    private var abandoned: [Int32: MQTTQoS] = [:]
     private var sent: UInt64 = 0
-    private var window: Int
+    private let window: Int
     public private(set) var isConnected = false
+    /// Messages given to `enqueue`.
+    public private(set) var enqueued = 0
+    /// Messages dropped: beyond the bound, or refused for good by the client (too large, bad topic).
     public private(set) var dropped = 0
+    /// Messages done: acknowledged (QoS 1) or written (QoS 0).
     public private(set) var delivered = 0
     public private(set) var reconnects = 0
     public private(set) var connections = 0
     public private(set) var lastError: MQTTError?
-    private var drainWaiters: [CheckedContinuation<Void, Never>] = []
-    private var connectWaiters: [CheckedContinuation<Void, Never>] = []
+    private let drained: Waiters<Bool, Never>
+    private let connected: Waiters<Bool, Never>
 
     /// `onConnect` goes out first on every (re)connect (the retained `online`), then the
-    /// `subscriptions` are made again.
-    public init(client: MQTTClient, capacity: Int, onConnect: [MQTTMessage] = [], subscriptions: [String] = []) {
+    /// `subscriptions` are made again. The publisher runs on `executor` (its own by default);
+    /// the timeouts of `drain` and `waitUntilConnected` come from `scheduler` (dispatch
+    /// timers on the executor's queue by default; a manual clock in tests).
+    public init(client: MQTTClient, capacity: Int, onConnect: [MQTTMessage] = [], subscriptions: [String] = [],
+                executor: AdapterExecutor? = nil, scheduler: (any TimerScheduler)? = nil) {
         self.client = client
         self.capacity = max(1, capacity)
         self.onConnect = onConnect
         self.subscriptions = subscriptions
+        let executor = executor ?? AdapterExecutor(label: "gateway.publisher")
+        self.executor = executor
+        let scheduler = scheduler ?? DispatchTimerScheduler(queue: executor.queue)
+        drained = Waiters(executor: executor, scheduler: scheduler)
+        connected = Waiters(executor: executor, scheduler: scheduler)
         window = max(1, client.options.maximumInflight)
         (incoming, incomingFeed) = AsyncStream.makeStream(of: MQTTMessage.self, bufferingPolicy: .bufferingNewest(1024))
     }
 
-    /// Messages waiting, including those sent and not yet acknowledged.
+    /// Messages waiting, including those in flight (handed to the client, not yet done).
     public var depth: Int { queue.count - head + inflight.count }
 
-    /// Queues `message`; drops the oldest waiting message when the queue is full.
+    /// Messages in flight now.
+    public var inFlight: Int { inflight.count }
+
+    /// Queues `message`; when the queue is full, drops the oldest (see the type's comment).
     public func enqueue(_ message: MQTTMessage) {
-        if depth >= capacity {
-            if head < queue.count {
-                head += 1
-                compact()
-            }
-            dropped += 1
-            if depth >= capacity { return }
-        }
+        enqueued += 1
+        if depth >= capacity { dropOldest() }
         queue.append(message)
         pump()
+    }
+
+    /// The oldest waiting message or, when none waits, the oldest in flight leaves the bound.
+    private func dropOldest() {
+        dropped += 1
+        if head < queue.count {
+            head += 1
+            compact()
+        } else if let oldest = inflight.min(by: { $0.value.order < $1.value.order }) {
+            inflight[oldest.key] = nil
+            abandoned[oldest.key] = oldest.value.message.qos
+        }
     }
 
     /// Handles the client's events until the calling task is cancelled.
@@ -75,70 +111,59 @@ public actor Publisher {
             if connections > 1 { reconnects += 1 }
             for m in onConnect { _ = try? client.publish(m) }
             for s in subscriptions { _ = try? client.subscribe(s, qos: .atLeastOnce) }
-            let waiters = connectWaiters
-            connectWaiters = []
-            for w in waiters { w.resume() }
+            if !connected.isEmpty { connected.resumeAll(with: .success(true)) }
             pump()
         case .disconnected(let error):
             lastError = error
             guard isConnected else { return }
             isConnected = false
-            requeueInflight()
+            requeueUnsent()
         case .delivered(let mid):
-            if inflight.removeValue(forKey: mid) != nil { delivered += 1 }
+            if inflight.removeValue(forKey: mid) != nil {
+                delivered += 1
+            } else {
+                abandoned[mid] = nil
+            }
             pump()
         case .message(let m):
             incomingFeed.yield(m)
         }
     }
 
-    /// Returns once the broker has every queued message, or after `timeout`.
-    public func drain(timeout: Duration) async {
-        if depth == 0 { return }
-        let timer = Task { [weak self] in
-            try? await Task.sleep(for: timeout)
-            await self?.releaseDrainWaiters()
-        }
-        await withCheckedContinuation { drainWaiters.append($0) }
-        timer.cancel()
+    /// Waits until the broker has every queued message (true), or `timeout` passed or the
+    /// task was cancelled first (false).
+    @discardableResult
+    public func drain(timeout: Duration) async -> Bool {
+        if depth == 0 { return true }
+        let result = await drained.wait(deadline: (timeout, .success(false)), cancelled: { _ in .success(false) })
+        guard case .success(let done) = result else { return false }
+        return done
     }
 
-    /// Returns once the client is connected, or after `timeout`.
-    public func waitUntilConnected(timeout: Duration) async {
-        if isConnected { return }
-        let timer = Task { [weak self] in
-            try? await Task.sleep(for: timeout)
-            await self?.releaseConnectWaiters()
-        }
-        await withCheckedContinuation { connectWaiters.append($0) }
-        timer.cancel()
-    }
-
-    private func releaseDrainWaiters() {
-        let waiters = drainWaiters
-        drainWaiters = []
-        for w in waiters { w.resume() }
-    }
-
-    private func releaseConnectWaiters() {
-        let waiters = connectWaiters
-        connectWaiters = []
-        for w in waiters { w.resume() }
+    /// Waits until the client is connected (true), or `timeout` passed or the task was
+    /// cancelled first (false).
+    @discardableResult
+    public func waitUntilConnected(timeout: Duration) async -> Bool {
+        if isConnected { return true }
+        let result = await connected.wait(deadline: (timeout, .success(false)), cancelled: { _ in .success(false) })
+        guard case .success(let up) = result else { return false }
+        return up
     }
 
     private func pump() {
-        while isConnected, inflight.count < window, head < queue.count {
+        while isConnected, inflight.count + abandoned.count < window, head < queue.count {
             let m = queue[head]
             do {
                 let mid = try client.publish(m)
-                head += 1
-                sent += 1
-                inflight[mid] = (sent, m)
+                track(m, mid)
             } catch {
                 lastError = error
                 if error.isNotConnected {
+                    // libmosquitto keeps a QoS 1 message it was given while the link is down
+                    // and sends it after the reconnect; a QoS 0 one it refuses.
+                    if m.qos != .atMostOnce, let mid = error.messageID { track(m, mid) }
                     isConnected = false
-                    requeueInflight()
+                    requeueUnsent()
                 } else {
                     head += 1 // the broker can never take this one (too large, bad topic): drop it
                     dropped += 1
@@ -147,14 +172,23 @@ public actor Publisher {
             }
         }
         compact()
-        if depth == 0 && !drainWaiters.isEmpty { releaseDrainWaiters() }
+        if depth == 0 && !drained.isEmpty { drained.resumeAll(with: .success(true)) }
     }
 
-    /// Sent, unacknowledged messages go back to the front in the order they were sent.
-    private func requeueInflight() {
-        guard !inflight.isEmpty else { return }
-        let again = inflight.values.sorted { $0.order < $1.order }.map(\.message)
-        inflight = [:]
+    private func track(_ m: MQTTMessage, _ mid: Int32) {
+        head += 1
+        sent += 1
+        inflight[mid] = (sent, m)
+    }
+
+    /// At a drop, QoS 0 messages in flight go back to the front in the order they were handed
+    /// over; QoS 1 ones stay with the client, which sends them again after the reconnect.
+    private func requeueUnsent() {
+        abandoned = abandoned.filter { $0.value != .atMostOnce }
+        let lost = inflight.filter { $0.value.message.qos == .atMostOnce }
+        guard !lost.isEmpty else { return }
+        for mid in lost.keys { inflight[mid] = nil }
+        let again = lost.values.sorted { $0.order < $1.order }.map(\.message)
         queue = again + queue[head...]
         head = 0
     }

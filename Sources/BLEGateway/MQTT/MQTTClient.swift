@@ -107,14 +107,17 @@ public final class MQTTClient: @unchecked Sendable { // `handle` is used only th
     }
 
     /// Hands `message` to libmosquitto and returns its message id (see `.delivered`).
-    /// Throws with `isNotConnected` while the broker is away.
+    /// Throws with `isNotConnected` while the broker is away; a QoS 1 message then still
+    /// has its `messageID`, and libmosquitto sends it after the reconnect.
     @discardableResult
     public func publish(_ message: MQTTMessage) throws(MQTTError) -> Int32 {
         var mid: Int32 = 0
         let rc = message.payload.withUnsafeBytes {
             mosquitto_publish(handle, &mid, message.topic, Int32($0.count), $0.baseAddress, message.qos.rawValue, message.retain)
         }
-        try check("mosquitto_publish(\(message.topic))", rc)
+        guard rc == MOSQ_ERR_SUCCESS.rawValue else {
+            throw MQTTError(operation: "mosquitto_publish(\(message.topic))", code: rc, detail: Self.text(rc), messageID: mid == 0 ? nil : mid)
+        }
         return mid
     }
 

@@ -98,11 +98,15 @@ public struct MQTTError: Error, Sendable, Hashable, CustomStringConvertible {
     /// MOSQ_ERR_* value, or the CONNACK return code for "CONNACK".
     public var code: Int32
     public var detail: String
+    /// The message id libmosquitto gave the message of a failed `publish` (it keeps a QoS 1
+    /// message it could not send yet and sends it after the reconnect).
+    public var messageID: Int32?
 
-    public init(operation: String, code: Int32, detail: String) {
+    public init(operation: String, code: Int32, detail: String, messageID: Int32? = nil) {
         self.operation = operation
         self.code = code
         self.detail = detail
+        self.messageID = messageID
     }
 
     /// The client is not connected to the broker (MOSQ_ERR_NO_CONN).

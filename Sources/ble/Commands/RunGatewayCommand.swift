@@ -2,6 +2,7 @@ import BLECore
 import BLEGateway
 import Dispatch
 import Foundation
+import SMP
 
 /// `ble gateway`: the BLE→MQTT gateway until SIGTERM or Ctrl-C; SIGHUP reloads the config.
 enum RunGatewayCommand {
@@ -42,9 +43,17 @@ enum RunGatewayCommand {
         let config = try configuration(ctx)
         let console = ctx.console
         try await withCentral(ctx) { central in
+            // Bonds of the devices that ask for a security level: the adapter's store under
+            // --bond-dir / $BLE_BOND_DIR. Without such devices a store that cannot be opened
+            // (no writable directory for a service user) is no reason to stop.
+            let bonds: FileBondStore?
+            do { bonds = try await BondsCommand.store(ctx, central: central) } catch {
+                if config.devices.contains(where: { $0.security != nil }) { throw error }
+                bonds = nil
+            }
             let gateway: Gateway
             do throws(GatewayError) {
-                gateway = try Gateway(central: central, config: config)
+                gateway = try Gateway(central: central, config: config, bonds: bonds)
             } catch {
                 if case GatewayError.config(let e) = error { throw UsageError(e.description) }
                 throw CLIFailure(error.description)

@@ -93,6 +93,10 @@ final class Broker: @unchecked Sendable { // `process` is replaced only by resta
         while waitpid(p.pid, &status, 0) < 0 && errno == EINTR {}
     }
 
+    /// Sends `s` to mosquitto (SIGSTOP freezes it with its connections open: nothing is
+    /// acknowledged until SIGCONT).
+    func signal(_ s: Int32) { process?.signal(s) }
+
     /// Stops and starts again on the same port and persistence file.
     func restart() async throws {
         stop()

@@ -2,6 +2,7 @@ import BLECore
 import BLEGateway
 import BLETestSupport
 import Foundation
+import SMP
 
 /// A `Gateway` on a `Central` over the in-process virtual controller (immediate time: each
 /// simulated peripheral advertises once when the scan starts), publishing to `broker`.
@@ -14,7 +15,8 @@ struct GatewayBed {
     let gateway: Gateway
     let task: Task<Void, any Error>
 
-    init(broker: Broker, peripherals: [SimulatedPeripheral], _ configure: (inout GatewayConfig) -> Void = { _ in }) async throws {
+    init(broker: Broker, peripherals: [SimulatedPeripheral], bonds: (any BondStore)? = nil,
+         _ configure: (inout GatewayConfig) -> Void = { _ in }) async throws {
         var options = VirtualController.Options()
         options.time = .immediate
         vc = VirtualController(options: options)
@@ -27,7 +29,7 @@ struct GatewayBed {
         config.broker.reconnectDelay = .seconds(1)
         config.broker.reconnectMaximumDelay = .seconds(1)
         configure(&config)
-        let gateway = try Gateway(central: central, config: config)
+        let gateway = try Gateway(central: central, config: config, bonds: bonds)
         self.gateway = gateway
         task = Task { try await gateway.run() }
     }

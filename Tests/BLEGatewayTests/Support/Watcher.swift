@@ -112,6 +112,9 @@ actor Watcher {
         waiters.remove(at: i).c.resume(returning: nil)
     }
 
+    /// Forgets the messages recorded so far (the next `next` waits for new ones).
+    func clear() { messages = [] }
+
     /// Messages recorded on `topic`.
     func on(_ topic: String) -> [MQTTMessage] { messages.filter { $0.topic == topic } }
 

@@ -1,0 +1,540 @@
+import BLECore
+import BLEGateway
+import BLETestSupport
+import Dispatch
+import Foundation
+import GATTClient
+
+/// The gateway at scale (docs/gateway.md), against a real mosquitto on a free local port.
+///
+/// One gateway: `Gateway` on a `Central` over the in-process virtual controller, 1,000
+/// advertisers reported at 10,000 reports/s (H4 LE Advertising Report events fed into the
+/// host as in the dense scene; each advertiser's manufacturer data changes once a second, so
+/// about 1,000 advertisement messages/s go out) and 8 links from the config, each notifying
+/// its Heart Rate Measurement 10 times a second through the virtual controller (QoS 1).
+/// Measured: process CPU time (getrusage) per second of the run, and the latency from a
+/// report's feed into the host to its message reaching a `mosquitto_sub` subscriber.
+///
+/// The fleet: 8 `ble gateway` processes, each on its own virtual controller served on a
+/// pseudo-terminal with 200 devices; every round each device advertises new data, so each
+/// device topic gets one message per round. Counted per topic at one subscriber: nothing may
+/// be missing; CPU per gateway process from /proc/PID/stat.
+enum GatewayWorkload {
+    static let advertisers = 1_000
+    static let reportsPerSecond = 10_000
+    static let links = 8
+    static let notificationsPerSecondPerLink = 10
+
+    // MARK: One gateway
+
+    static func single(seconds: Int, directory: URL) async throws -> Measurement {
+        progress("gateway: starting mosquitto")
+        let broker = try await offThread { try BenchBroker.start(directory: directory) }
+        defer { broker.stop() }
+        progress("gateway: mosquitto on port \(broker.port); starting mosquitto_sub")
+        let subscriber = try await offThread { try BenchSubscriber.start(port: broker.port, pattern: "ble/bench/#") }
+        defer { subscriber.stop() }
+        progress("gateway: mosquitto on port \(broker.port), subscriber ready")
+        return try await singleRun(seconds: seconds, broker: broker, subscriber: subscriber)
+    }
+
+    static func singleRun(seconds: Int, broker: BenchBroker, subscriber: BenchSubscriber) async throws -> Measurement {
+        var options = VirtualController.Options()
+        options.time = .immediate
+        options.aclPacketCount = 64
+        let vc = VirtualController(options: options)
+        var servers: [GATTServer] = []
+        var config = GatewayConfig()
+        config.broker.url = "mqtt://127.0.0.1:\(broker.port)"
+        config.id = "bench"
+        config.metricsInterval = .seconds(1)
+        config.scan.publishInterval = .seconds(30)
+        config.scan.lostAfter = .seconds(30)
+        for i in 0..<links {
+            let server = GATTServer(database: .heartRateMonitor(), queue: vc.queue)
+            servers.append(server)
+            let address = LEAddress(BluetoothAddress(rawValue: 0xC0_00_00_00_10_00 + UInt64(i)), type: .random)
+            vc.addPeripheral(SimulatedPeripheral(address: address, advertisingData: [0x02, 0x01, 0x06], attServer: server))
+            var device = GatewayConfig.Device(address: address)
+            device.subscribe = [GatewayConfig.CharacteristicRef(service: BluetoothUUID(uuid16: 0x180D), characteristic: BluetoothUUID(uuid16: 0x2A37))]
+            config.devices.append(device)
+        }
+        let tap = TapTransport(vc.makeTransport())
+        let central = Central(transport: tap, options: vc.centralOptions())
+        try await central.powerOn()
+        let gateway = try Gateway(central: central, config: config)
+        let task = Task { try await gateway.run() }
+        // Every link subscribed (its retained `connected`), and the scan running.
+        progress("gateway: running, waiting for its \(links) links")
+        guard try await offThread({ subscriber.waitForTopics(prefix: "ble/bench/devices/C0000000100", suffix: "/link", count: links, timeout: 30) }) else {
+            throw BenchError("the gateway did not hold its \(links) links within 30 s")
+        }
+        try await vc.waitUntil("the gateway's scan", timeout: .seconds(10)) { $0.isScanning }
+
+        progress("gateway: links up, scanning; feeding for \(seconds) s")
+        let feeder = GatewayFeeder(tap: tap, queue: vc.adapterExecutor.queue)
+        let notifyQueue = DispatchQueue(label: "bench.notify")
+        let notifier = DispatchSource.makeTimerSource(queue: notifyQueue)
+        let notified = Counter()
+        notifier.schedule(deadline: .now(), repeating: .milliseconds(1000 / notificationsPerSecondPerLink))
+        notifier.setEventHandler {
+            let n = notified.next()
+            for server in servers {
+                Task { _ = await server.notify(characteristic: BluetoothUUID(uuid16: 0x2A37), value: [0x00, UInt8(truncatingIfNeeded: n)]) }
+            }
+        }
+        let deliveredStart = await gateway.publisher.delivered
+        let cpuStart = DenseWorkload.cpuSeconds()
+        let wallStart = ContinuousClock.now
+        feeder.start()
+        notifier.resume()
+        try await Task.sleep(for: .seconds(seconds))
+        notifier.cancel()
+        let (sent, elapsed) = feeder.stop()
+        let cpu = DenseWorkload.cpuSeconds() - cpuStart
+        let wall = ContinuousClock.now - wallStart
+        let wallSeconds = Double(wall.components.seconds) + Double(wall.components.attoseconds) / 1e18
+        progress("gateway: fed \(sent) reports in \(elapsed) s; draining")
+        _ = await gateway.publisher.drain(timeout: .seconds(10))
+        let delivered = await gateway.publisher.delivered - deliveredStart
+        let dropped = await gateway.publisher.dropped
+        task.cancel()
+        _ = try? await task.value
+        await central.close()
+
+        // Latency: the first message of each (advertiser, epoch) against the feed of the
+        // report that changed the data.
+        var latencies: [Double] = []
+        var seen = Set<Int>()
+        var notifications = 0
+        for line in subscriber.lines() {
+            guard let (time, topic, payload) = BenchSubscriber.split(line) else { continue }
+            if topic.hasSuffix("/180D/2A37") { notifications += 1; continue }
+            guard let range = payload.range(of: "\"FFFF\":\"") else { continue }
+            let hex = payload[range.upperBound...].prefix(8)
+            guard hex.count == 8, let v = UInt32(hex, radix: 16) else { continue }
+            let i = Int(v >> 24) | Int((v >> 16) & 0xFF) << 8
+            let epoch = Int((v >> 8) & 0xFF) | Int(v & 0xFF) << 8
+            let key = epoch * advertisers + i
+            guard epoch > 0, seen.insert(key).inserted else { continue }
+            let n = epoch * 10 * advertisers + i   // the first report of that epoch
+            guard let fed = feeder.feedTime(of: n) else { continue }
+            latencies.append((time - fed) * 1e6)
+        }
+        latencies.sort()
+        func percentile(_ p: Double) -> Double { latencies.isEmpty ? .nan : latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))] }
+        var m = Measurement(name: "gateway: 1,000 advertisers at 10,000 reports/s + 8 notifying links -> mosquitto (reports)",
+                            operations: sent, seconds: elapsed, operationsPerSecond: Double(sent) / elapsed)
+        m.extra = [
+            "cpuPercentOfOneCore": cpu / wallSeconds * 100,
+            "cpuMicrosecondsPerReport": cpu * 1e6 / Double(max(sent, 1)),
+            "publishesPerSecond": Double(delivered) / wallSeconds,
+            "dropped": Double(dropped),
+            "notificationsReceived": Double(notifications),
+            "latencySamples": Double(latencies.count),
+            "latencyP50Microseconds": percentile(0.5), "latencyP99Microseconds": percentile(0.99),
+            "latencyMaxMicroseconds": latencies.last ?? .nan,
+        ]
+        return m
+    }
+
+    // MARK: Fleet
+
+    static func fleet(gateways: Int, devices: Int, rounds: Int, directory: URL) async throws -> Measurement {
+        let broker = try await offThread { try BenchBroker.start(directory: directory) }
+        defer { broker.stop() }
+        let subscriber = try await offThread { try BenchSubscriber.start(port: broker.port, pattern: "ble/#") }
+        defer { subscriber.stop() }
+        var options = VirtualController.Options()
+        options.time = .immediate
+        var radios: [VirtualController] = []
+        var processes: [pid_t] = []
+        defer { for pid in processes { kill(pid, SIGKILL); var st: Int32 = 0; waitpid(pid, &st, WNOHANG) } }
+        let ble = try bleExecutable()
+        for g in 0..<gateways {
+            let vc = VirtualController(options: options)
+            for i in 0..<devices { vc.addPeripheral(fleetDevice(g, i, round: 0)) }
+            let spec = try vc.servePseudoTerminal()
+            radios.append(vc)
+            processes.append(try spawn(ble.path, ["-d", spec, "gateway", "--mqtt", "mqtt://127.0.0.1:\(broker.port)", "--id", "fleet\(g)",
+                                                  "--passive", "--publish-interval", "3600", "--lost-after", "3600", "--metrics-interval", "3600"],
+                                       log: directory.appendingPathComponent("gateway\(g).log").path).pid)
+        }
+        // Round 0: the advertising each radio does when its gateway's scan starts.
+        let total = gateways * devices
+        progress("fleet: \(gateways) gateways started; waiting for round 0 (\(total) device messages)")
+        guard try await offThread({ subscriber.waitForDeviceMessages(total: total, timeout: 60) }) else {
+            throw BenchError("round 0: \(subscriber.deviceMessageCount()) of \(total) device messages within 60 s")
+        }
+        let cpuStart = processes.map { processCPUSeconds($0) }
+        let start = ContinuousClock.now
+        for r in 1...rounds {
+            // The workload's pace: one round a second.
+            try await Task.sleep(until: start + .seconds(r), clock: .continuous)
+            for (g, vc) in radios.enumerated() {
+                for i in 0..<devices { vc.addPeripheral(fleetDevice(g, i, round: r)) }
+            }
+        }
+        let expected = total * (rounds + 1)
+        progress("fleet: \(rounds) rounds sent; waiting for \(expected) device messages")
+        let complete = try await offThread { subscriber.waitForDeviceMessages(total: expected, timeout: 60) }
+        let wall = ContinuousClock.now - start
+        let wallSeconds = Double(wall.components.seconds) + Double(wall.components.attoseconds) / 1e18
+        let cpu = zip(processes, cpuStart).map { processCPUSeconds($0.0) - $0.1 }
+        // SIGTERM: each gateway stops cleanly (links closed, `offline` published).
+        let running = processes
+        for pid in running { kill(pid, SIGTERM) }
+        let statuses = try await offThread { running.map { pid -> Int32 in
+            var status: Int32 = 0
+            while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+            return status
+        } }
+        processes = []
+        let counts = subscriber.countsPerDeviceTopic()
+        let short = counts.values.filter { $0 < rounds + 1 }.count
+        let missing = total - counts.count
+        let received = counts.values.reduce(0, +)
+        var m = Measurement(name: "gateway fleet: \(gateways) ble gateway processes x \(devices) devices, \(rounds) rounds -> one mosquitto (device messages)",
+                            operations: received, seconds: wallSeconds, operationsPerSecond: Double(received) / wallSeconds)
+        m.extra = [
+            "expectedMessages": Double(expected), "receivedMessages": Double(received),
+            "topics": Double(counts.count), "topicsShort": Double(short + missing),
+            "topicsOver": Double(counts.values.filter { $0 > rounds + 1 }.count),
+            "complete": complete && short == 0 && missing == 0 ? 1 : 0,
+            "cleanExits": Double(statuses.filter { $0 == 0 }.count),
+            "cpuPercentPerGatewayMean": cpu.reduce(0, +) / Double(max(cpu.count, 1)) / wallSeconds * 100,
+            "cpuPercentPerGatewayMax": (cpu.max() ?? 0) / wallSeconds * 100,
+        ]
+        return m
+    }
+
+    /// Device `i` of gateway `g` in round `r`: flags and manufacturer data of company 0xFFFF
+    /// (reserved for tests, Assigned Numbers 7.1) holding g, i and r.
+    static func fleetDevice(_ g: Int, _ i: Int, round r: Int) -> SimulatedPeripheral {
+        let address = LEAddress(BluetoothAddress(rawValue: 0xC2_00_00_00_00_00 | UInt64(g) << 16 | UInt64(i)), type: .random)
+        return SimulatedPeripheral(address: address, advertisingData: [0x02, 0x01, 0x06, 0x07, 0xFF, 0xFF, 0xFF,
+                                                                       UInt8(g), UInt8(i & 0xFF), UInt8(i >> 8), UInt8(r & 0xFF)],
+                                   isConnectable: false)
+    }
+
+    /// `ble` next to this executable (make bench builds both), else the debug build.
+    static func bleExecutable() throws -> URL {
+        let here = URL(fileURLWithPath: CommandLine.arguments[0]).standardizedFileURL.deletingLastPathComponent()
+        for candidate in [here.appendingPathComponent("ble"), here.deletingLastPathComponent().appendingPathComponent("debug/ble")]
+        where FileManager.default.isExecutableFile(atPath: candidate.path) {
+            return candidate
+        }
+        throw BenchError("no ble executable next to \(here.path); build it with 'swift build -c release --product ble'")
+    }
+
+    /// Starts `path` with a clean signal state (nothing blocked; SIGTERM, SIGHUP, SIGINT at
+    /// their defaults, whatever the starting thread blocks), stdout to /dev/null, stderr to `log`.
+    /// With `pipeFD` 1 or 2, that output goes to a pipe instead, whose read end is returned.
+    static func spawn(_ path: String, _ arguments: [String], log: String = "/dev/null", pipeFD: Int32? = nil) throws -> (pid: pid_t, output: Int32?) {
+        var fds: [Int32] = [-1, -1]
+        if pipeFD != nil { guard pipe(&fds) == 0 else { throw BenchError("pipe: errno \(errno)") } }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 2, log, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        if let pipeFD {
+            posix_spawn_file_actions_adddup2(&actions, fds[1], pipeFD)
+            posix_spawn_file_actions_addclose(&actions, fds[0])
+            posix_spawn_file_actions_addclose(&actions, fds[1])
+        }
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var none = sigset_t()
+        sigemptyset(&none)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for s in [SIGTERM, SIGHUP, SIGINT, SIGPIPE] { sigaddset(&defaults, s) }
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        let argv = ([path] + arguments).map { strdup($0) } + [nil]
+        defer { for a in argv { free(a) } }
+        var pid: pid_t = 0
+        let rc = posix_spawn(&pid, path, &actions, &attributes, argv, environ)
+        if pipeFD != nil { close(fds[1]) }
+        guard rc == 0 else {
+            if pipeFD != nil { close(fds[0]) }
+            throw BenchError("cannot start \(path): \(String(cString: strerror(rc)))")
+        }
+        return (pid, pipeFD != nil ? fds[0] : nil)
+    }
+
+    /// Stops a child started by `spawn`: SIGTERM, then waits for it.
+    static func stop(_ pid: pid_t) {
+        kill(pid, SIGTERM)
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+    }
+
+    /// utime + stime of a process (/proc/PID/stat fields 14 and 15, in clock ticks).
+    static func processCPUSeconds(_ pid: Int32) -> Double {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = text.lastIndex(of: ")") else { return 0 }
+        let fields = text[text.index(after: close)...].split(separator: " ")
+        guard fields.count > 13, let u = Double(fields[11]), let s = Double(fields[12]) else { return 0 }
+        return (u + s) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
+    /// Runs blocking work (process start, waits on the subscriber) on a thread of its own, so
+    /// the cooperative pool keeps its threads for the gateway.
+    static func offThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { c in
+            Thread { c.resume(with: Result { try body() }) }.start()
+        }
+    }
+
+    static func progress(_ s: String) { FileHandle.standardError.write(Data((s + "\n").utf8)) }
+}
+
+final class Counter: @unchecked Sendable { // used only on one serial queue
+    private var n = 0
+    func next() -> Int { n += 1; return n }
+}
+
+/// Feeds 10,000 LE Advertising Reports a second from 1,000 advertisers on the adapter queue
+/// (a 2 ms dispatch timer sends what is due) and remembers when each batch went in.
+final class GatewayFeeder: @unchecked Sendable { // all state is touched only on `queue`
+    let tap: TapTransport
+    let queue: DispatchQueue
+    private var timer: DispatchSourceTimer?
+    private var startTime: UInt64 = 0
+    private var sent = 0
+    private var buffer: [UInt8] = []
+    /// (first report of the batch, wall-clock seconds when it was fed).
+    private var batches: [(first: Int, time: Double)] = []
+
+    init(tap: TapTransport, queue: DispatchQueue) {
+        self.tap = tap
+        self.queue = queue
+        buffer.reserveCapacity(64 * 1024)
+    }
+
+    func start() {
+        let t = DispatchSource.makeTimerSource(queue: queue)
+        t.schedule(deadline: .now(), repeating: .milliseconds(2), leeway: .microseconds(500))
+        t.setEventHandler { [unowned self] in tick() }
+        queue.sync { startTime = DispatchTime.now().uptimeNanoseconds }
+        timer = t
+        t.resume()
+    }
+
+    func stop() -> (Int, Double) {
+        queue.sync {
+            timer?.cancel()
+            timer = nil
+            return (sent, Double(DispatchTime.now().uptimeNanoseconds - startTime) / 1e9)
+        }
+    }
+
+    /// Wall-clock seconds at which report `n` went into the host.
+    func feedTime(of n: Int) -> Double? {
+        queue.sync {
+            guard n < sent else { return nil }
+            var lo = 0, hi = batches.count - 1
+            while lo < hi {
+                let mid = (lo + hi + 1) / 2
+                if batches[mid].first <= n { lo = mid } else { hi = mid - 1 }
+            }
+            return batches.isEmpty ? nil : batches[lo].time
+        }
+    }
+
+    private func tick() {
+        let elapsed = DispatchTime.now().uptimeNanoseconds - startTime
+        let due = Int(elapsed / UInt64(1_000_000_000 / GatewayWorkload.reportsPerSecond))
+        let count = min(due - sent, 2_000)
+        guard count > 0 else { return }
+        buffer.removeAll(keepingCapacity: true)
+        for n in sent..<(sent + count) { appendReport(n) }
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        batches.append((sent, Double(now.tv_sec) + Double(now.tv_nsec) / 1e9))
+        sent += count
+        buffer.withUnsafeBytes { tap.feed($0) }
+    }
+
+    /// Report `n`: advertiser n % 1000 in round n / 1000; its manufacturer data (company
+    /// 0xFFFF) holds the advertiser and the epoch (round / 10, so it changes once a second);
+    /// a quarter also carry Battery service data, RSSI changes every report.
+    private func appendReport(_ n: Int) {
+        let i = n % GatewayWorkload.advertisers
+        let round = n / GatewayWorkload.advertisers
+        let epoch = round / 10
+        var ad: [UInt8] = [0x02, 0x01, 0x06, 0x07, 0xFF, 0xFF, 0xFF, UInt8(i & 0xFF), UInt8(i >> 8), UInt8(epoch & 0xFF), UInt8((epoch >> 8) & 0xFF)]
+        if i % 4 == 0 { ad += [0x04, 0x16, 0x0F, 0x18, UInt8(50 + i % 50)] }
+        // LE Advertising Report (Vol 4, Part E, 7.7.65.2): one ADV_IND from a random static address.
+        buffer += [0x04, 0x3E, UInt8(12 + ad.count), 0x02, 0x01, 0x00, 0x01]
+        let address: UInt64 = 0xC1_00_00_00_00_00 | UInt64(i)
+        for b in 0..<6 { buffer.append(UInt8(truncatingIfNeeded: address >> (8 * b))) }
+        buffer.append(UInt8(ad.count))
+        buffer += ad
+        buffer.append(UInt8(bitPattern: Int8(-40 - n % 30)))
+    }
+}
+
+/// mosquitto on a free local port, for one workload.
+final class BenchBroker: @unchecked Sendable { // immutable after start
+    let port: Int
+    let pid: pid_t
+
+    private init(port: Int, pid: pid_t) {
+        self.port = port
+        self.pid = pid
+    }
+
+    static func start(directory: URL) throws -> BenchBroker {
+        let executable = ["/usr/sbin/mosquitto", "/usr/local/sbin/mosquitto", "/usr/bin/mosquitto"].first { FileManager.default.isExecutableFile(atPath: $0) }
+        guard let executable else { throw BenchError("mosquitto not found; apt-get install mosquitto (make deps does)") }
+        let port = try freePort()
+        let conf = directory.appendingPathComponent("mosquitto-\(port).conf")
+        try "listener \(port) 127.0.0.1\nallow_anonymous true\nmax_queued_messages 100000\nlog_dest stderr\nlog_type error\nlog_type warning\nlog_type notice\nlog_type information\n"
+            .write(to: conf, atomically: true, encoding: .utf8)
+        let (pid, output) = try GatewayWorkload.spawn(executable, ["-c", conf.path], pipeFD: 2)
+        guard let output else { throw BenchError("no pipe from mosquitto") }
+        // Ready when it says it is running (it exits at once on a bad config); the rest of
+        // its log is drained by a thread of its own so it never blocks on a full pipe.
+        var text = ""
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while !text.contains(" running") {
+            let n = read(output, &buffer, buffer.count)
+            if n <= 0 { close(output); GatewayWorkload.stop(pid); throw BenchError("mosquitto exited before it was running: \(text)") }
+            text += String(decoding: buffer[0..<n], as: UTF8.self)
+        }
+        Thread.detachNewThread {
+            var sink = [UInt8](repeating: 0, count: 4096)
+            while read(output, &sink, sink.count) > 0 {}
+            close(output)
+        }
+        return BenchBroker(port: port, pid: pid)
+    }
+
+    func stop() { GatewayWorkload.stop(pid) }
+
+    static func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw BenchError("socket: errno \(errno)") }
+        defer { close(fd) }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) } }
+        guard bound == 0 else { throw BenchError("bind: errno \(errno)") }
+        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
+        return Int(UInt16(bigEndian: addr.sin_port))
+    }
+}
+
+/// `mosquitto_sub` in its own process (so its work is not in the gateway's CPU time), each
+/// message one line: receive time (Unix seconds), topic, payload. A reader thread keeps the
+/// lines and wakes whoever waits for a count.
+final class BenchSubscriber: @unchecked Sendable { // `text`, `deviceCounts` and the waits are guarded by `condition`
+    let pid: pid_t
+    private let condition = NSCondition()
+    private var text: [String] = []
+    private var partial = ""
+    private var deviceCounts: [Substring: Int] = [:]
+    private var deviceMessages = 0
+    private var linkTopics = Set<String>()
+
+    private init(pid: pid_t) { self.pid = pid }
+
+    static func start(port: Int, pattern: String) throws -> BenchSubscriber {
+        let (pid, output) = try GatewayWorkload.spawn("/usr/bin/mosquitto_sub",
+            ["-h", "127.0.0.1", "-p", "\(port)", "-q", "1", "-t", pattern, "-t", "bench/probe", "-F", "%U %t %p"], pipeFD: 1)
+        guard let output else { throw BenchError("no pipe from mosquitto_sub") }
+        let s = BenchSubscriber(pid: pid)
+        // Its own thread reads the lines until mosquitto_sub ends.
+        Thread.detachNewThread {
+            var buffer = [UInt8](repeating: 0, count: 65536)
+            while true {
+                let n = read(output, &buffer, buffer.count)
+                if n <= 0 { break }
+                s.take(Data(buffer[0..<n]))
+            }
+            close(output)
+        }
+        // Subscribed once a retained probe comes back.
+        let (pub, _) = try GatewayWorkload.spawn("/usr/bin/mosquitto_pub", ["-h", "127.0.0.1", "-p", "\(port)", "-t", "bench/probe", "-m", "1", "-r"])
+        var status: Int32 = 0
+        while waitpid(pub, &status, 0) < 0 && errno == EINTR {}
+        guard s.wait(timeout: 10, until: { $0.text.contains { $0.contains(" bench/probe ") } }) else {
+            throw BenchError("mosquitto_sub did not receive its probe within 10 s")
+        }
+        return s
+    }
+
+    private func take(_ data: Data) {
+        guard !data.isEmpty else { return }
+        condition.lock()
+        partial += String(decoding: data, as: UTF8.self)
+        var lines = partial.split(separator: "\n", omittingEmptySubsequences: false)
+        partial = String(lines.removeLast())
+        for line in lines {
+            let fields = line.split(separator: " ", maxSplits: 2)
+            if fields.count == 3 {
+                let topic = fields[1]
+                let levels = topic.split(separator: "/")
+                if levels.count == 4 && levels[2] == "devices" {
+                    deviceCounts[topic, default: 0] += 1
+                    deviceMessages += 1
+                } else if levels.count == 5 && levels[4] == "link" {
+                    linkTopics.insert(String(topic))
+                }
+            }
+            text.append(String(line))
+        }
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    private func wait(timeout: Double, until done: (BenchSubscriber) -> Bool) -> Bool {
+        let deadline = Date(timeIntervalSinceNow: timeout)
+        condition.lock()
+        defer { condition.unlock() }
+        while !done(self) {
+            if !condition.wait(until: deadline) { return done(self) }
+        }
+        return true
+    }
+
+    func waitForTopics(prefix: String, suffix: String, count: Int, timeout: Double) -> Bool {
+        wait(timeout: timeout) { s in s.linkTopics.filter { $0.hasPrefix(prefix) && $0.hasSuffix(suffix) }.count >= count }
+    }
+
+    func waitForDeviceMessages(total: Int, timeout: Double) -> Bool {
+        wait(timeout: timeout) { $0.deviceMessages >= total }
+    }
+
+    func deviceMessageCount() -> Int {
+        condition.lock(); defer { condition.unlock() }
+        return deviceMessages
+    }
+
+    func countsPerDeviceTopic() -> [Substring: Int] {
+        condition.lock(); defer { condition.unlock() }
+        return deviceCounts
+    }
+
+    func lines() -> [String] {
+        condition.lock(); defer { condition.unlock() }
+        return text
+    }
+
+    /// "1701234567.123456789 topic payload" into its parts.
+    static func split(_ line: String) -> (Double, Substring, Substring)? {
+        let f = line.split(separator: " ", maxSplits: 2)
+        guard f.count == 3, let t = Double(f[0]) else { return nil }
+        return (t, f[1], f[2])
+    }
+
+    func stop() { GatewayWorkload.stop(pid) }
+}
