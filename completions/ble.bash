@@ -20,6 +20,8 @@ _ble() {
             COMPREPLY=($(compgen -W "hci0 hci1 hci-raw:0 tcp:127.0.0.1: unix: serial:/dev/ttyUSB0 pty replay:" -- "$cur")); return ;;
         --btsnoop|-o|--out|-f|--file)
             COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        --security)
+            COMPREPLY=($(compgen -W "encrypted authenticated" -- "$cur")); return ;;
         --timeout|--duration|--count|-n|--min-rssi|--reconnect|--scan-timeout)
             return ;;
     esac

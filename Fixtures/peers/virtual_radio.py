@@ -306,6 +306,7 @@ class Peripheral:
     connected_at: dict[int, float] = field(default_factory=dict)
     notifications_sent: dict[int, int] = field(default_factory=dict)
     links_dropped: int = 0
+    forget_bonds: bool = False
     drops: set[asyncio.Task] = field(default_factory=set)
 
     def build(self) -> None:
@@ -316,7 +317,19 @@ class Peripheral:
         config.address = hci.Address(self.spec.address, hci.Address.RANDOM_DEVICE_ADDRESS)
         config.irk = bytes(hci.Address(self.spec.address)) * 3
         config.irk = config.irk[:16]
+        irk = raw.get("irk")
+        if irk is not None:
+            # As the specification prints keys (most significant octet first); Bumble keeps
+            # them least significant first.
+            if not isinstance(irk, str) or len(irk.replace(" ", "")) != 32:
+                raise ScenarioError(f"device {self.spec.id}: 'irk' must be 32 hex digits")
+            config.irk = bytes.fromhex(irk.replace(" ", ""))[::-1]
         adv = raw.get("advertising", {})
+        if adv.get("privacy", False):
+            # Advertise and connect with a resolvable private address made from the IRK
+            # (Vol 6, Part B, 1.3.2.2), a new one each run; the identity address is "address".
+            config.le_privacy_enabled = True
+            config.le_rpa_timeout = 0
         interval = float(adv.get("intervalMs", 100))
         config.advertising_interval_min = interval
         config.advertising_interval_max = interval
@@ -450,9 +463,11 @@ class Peripheral:
 
     def install_pairing(self, rule: Any) -> None:
         """pairing: {"io": one of IO_CAPABILITIES, "sc": bool, "mitm": bool, "bonding": bool,
-        "passkey": N, "confirmNumbers": bool}. The peripheral pairs as these say: it
-        shows (or types) the fixed passkey N, and answers a numeric comparison with
-        confirmNumbers (default true). Without the key, Bumble's defaults apply."""
+        "passkey": N, "confirmNumbers": bool, "forgetBonds": bool}. The peripheral pairs as
+        these say: it shows (or types) the fixed passkey N, and answers a numeric comparison
+        with confirmNumbers (default true). With forgetBonds it forgets every bond when a link
+        ends, so the next encryption with the old key is refused (PIN or Key Missing).
+        Without the key, Bumble's defaults apply."""
         if rule is None:
             return
         if not isinstance(rule, dict):
@@ -470,6 +485,7 @@ class Peripheral:
             delegate=delegate,
         )
         self.device.pairing_config_factory = lambda connection: config
+        self.forget_bonds = bool(rule.get("forgetBonds", False))
 
     # -- connections -----------------------------------------------------------------
 
@@ -521,6 +537,11 @@ class Peripheral:
 
     def on_disconnection(self, handle: int, reason: int) -> None:
         log.info("%s: disconnected (handle 0x%04X, reason 0x%02X)", self.spec.id, handle, reason)
+        if self.forget_bonds and self.device.keystore is not None:
+            log.info("%s: forgetting its bonds", self.spec.id)
+            task = asyncio.get_running_loop().create_task(self.device.keystore.delete_all())
+            self.drops.add(task)
+            task.add_done_callback(self.drops.discard)
         for key in [k for k in self.tasks if k[0] == handle]:
             self.tasks.pop(key).cancel()
         self.att_requests.pop(handle, None)

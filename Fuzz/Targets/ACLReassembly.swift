@@ -5,7 +5,8 @@ import BLECore
 /// Packet_Boundary_Flag, bits 0-5: data length) followed by its data; the bytes left at the
 /// end become one L2CAP payload for a fragmenter round trip. Properties:
 /// - a completed PDU is never longer than the maximum and its payload matches the L2CAP
-///   length field of the bytes that were pushed;
+///   length field of the bytes that were pushed; a PDU reassembled from fragments is never
+///   longer than its channel's limit, and only PDUs over it are refused;
 /// - after any sequence of fragments, `ACLFragmenter`'s fragments of a payload reassemble to
 ///   exactly that payload (a start fragment always recovers the reassembler).
 @_cdecl("LLVMFuzzerTestOneInput")
@@ -13,14 +14,23 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     var input = FuzzInput(data, size)
     let maximum = [23, 27, 64, 247, 512, 65_535][Int(input.u8() % 6)]
     var reassembler = ACLReassembler(maximumPDULength: maximum)
+    let channelLimit = [0, 23, 65][Int(input.u8() % 3)]
 
     let fragmentCount = Int(input.u8() % 16)
     for _ in 0..<fragmentCount where !input.isAtEnd {
         let header = input.u8()
         let boundary = ACLPacketBoundary(rawValue: header >> 6) ?? .continuing
         let fragment = ACLDataPacket(handle: 0x0040, boundary: boundary, data: input.take(Int(header & 0x3F)))
-        if case .complete(_, let payload) = reassembler.push(fragment) {
+        // Odd channel IDs accept at most `channelLimit` bytes (what a destination channel accepts).
+        let limit = { (cid: UInt16) in cid & 1 == 1 ? channelLimit : maximum }
+        switch reassembler.receive(fragment, limit: limit) {
+        case .complete(let cid, let payload):
             fuzzCheck(payload.count <= maximum, "completed PDU of \(payload.count) bytes over the maximum \(maximum)")
+            fuzzCheck(fragment.data.count == payload.count + 4 || payload.count <= limit(cid), "reassembled PDU of \(payload.count) bytes over its channel's limit")
+        case .oversized(let cid, let length, let max, _):
+            fuzzCheck(length > max && max == min(limit(cid), maximum), "refused a PDU of \(length) bytes under the limit \(max)")
+        case .incomplete, .dropped:
+            break
         }
     }
 

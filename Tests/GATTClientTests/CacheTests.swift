@@ -65,7 +65,7 @@ import BLETestSupport
             _ = try await it.next()
             Issue.record("the stream should end")
         } catch let error as GATTError {
-            #expect(error == .serviceChanged(range: ATTHandleRange(start: 12, end: 0xFFFF), peer: "F0:F1:F2:F3:F4:F5"))
+            #expect(error == .serviceChanged(range: ATTHandleRange(start: 12, end: 0xFFFF), peer: BluetoothAddress("F0:F1:F2:F3:F4:F5")!))
         }
         // Subscribing again re-discovers and works.
         let again = try await bed.peripheral.subscribe(to: Lab.notifyCounter)

@@ -84,7 +84,7 @@ struct CallsDuringOutageTests {
             Issue.record("expected GATTError.disconnected, got \(String(describing: result))")
             return nil
         }
-        #expect(who == peerText)
+        #expect(who == BluetoothAddress(peerText))
         return reason
     }
 
@@ -144,7 +144,7 @@ struct CallsDuringOutageTests {
         #expect(bed.vc.elapsed == clock, "no virtual time was needed")
         #expect(Self.disconnectedReason(result) == "disconnect() was called while the link was being restored")
         if case .failure(let error)? = result {
-            #expect("\(error)" == "C0:11:22:33:44:77 disconnected: disconnect() was called while the link was being restored")
+            #expect("\(error)" == "C0:11:22:33:44:77 disconnected: disconnect() was called while the link was being restored; connect again to go on")
         }
         #expect(await events.nextLifecycle() == .reconnectFailed(attempts: 0, lastError: "disconnect() was called while the link was being restored"))
         #expect(await bed.peripheral.restoreWaiters.isEmpty)
@@ -270,8 +270,8 @@ struct CallsDuringOutageTests {
             Issue.record("expected GATTError.cancelled, got \(String(describing: result))")
             return
         }
-        #expect(operation == "waiting for the link to be restored to")
-        #expect(target == Self.peerText)
+        #expect(operation == .waitingForRestore)
+        #expect(target == .server)
         #expect(await bed.peripheral.restoreWaiters.count == 1)
         #expect(kept.result == nil)
 

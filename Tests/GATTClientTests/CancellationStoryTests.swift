@@ -27,7 +27,7 @@ import GATTClient
             ATTError.cancelled(.readRequest),
             ATTError.linkClosed(Self.linkCancelled),
             GATTProcedureError.att(.cancelled(.writeRequest)),
-            GATTError.cancelled(operation: "reading", target: "Battery Level (2A19)"),
+            GATTError.cancelled(operation: .reading, target: .attribute(BluetoothUUID(uuid16: 0x2A19), handle: 0x0003)),
             GATTError.connection(.cancelled(peer: Self.peer)),
             L2CAPSocketError.cancelled(peer: "F0:F1:F2:F3:F4:F5"),
         ]
@@ -44,7 +44,7 @@ import GATTClient
             ATTError.transactionTimeout(.readRequest),
             ATTError.linkClosed(.transportLost("closed")),
             GATTProcedureError.invalidResponse("handles do not increase"),
-            GATTError.timeout(operation: "reading", target: "Battery Level (2A19)", peer: "F0:F1:F2:F3:F4:F5"),
+            GATTError.timeout(operation: .reading, target: .attribute(BluetoothUUID(uuid16: 0x2A19), handle: 0x0003), peer: Self.peer.address),
             ScanError.transportLost("closed"),
             L2CAPSocketError.timeout(peer: "F0:F1:F2:F3:F4:F5", milliseconds: 100),
         ]

@@ -58,8 +58,8 @@ struct GATTCancellationTests {
             Issue.record("expected GATTError.cancelled")
             return
         }
-        #expect(operation == "waiting for the ATT bearer to be prepared for")
-        #expect(target == Self.peerText)
+        #expect(operation == .waitingForPreparation)
+        #expect(target == .server)
         #expect(await peripheral.readinessWaiterCount == 0)
 
         // The preparing call leaves too: a call waiting for it takes the preparation over,
@@ -185,7 +185,7 @@ struct GATTCancellationTests {
             Issue.record("expected GATTError.cancelled")
             return
         }
-        #expect(operation == "awaiting a notification from")
+        #expect(operation == .awaitingNotification)
         let value = try await bounded { try await peripheral.read(Lab.scratch) }
         #expect(value.first == 0x05)
         // The subscription made for the call ends with it: the CCCD is cleared.

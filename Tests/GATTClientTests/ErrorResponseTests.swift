@@ -11,7 +11,7 @@ import BLETestSupport
             _ = try await bed.peripheral.read(measurement)
             Issue.record("the read should fail")
         } catch {
-            #expect(error.description == "Read Not Permitted (0x02) reading Heart Rate Measurement (2A37) on F0:F1:F2:F3:F4:F5")
+            #expect(error.description == "Read Not Permitted (0x02) reading Heart Rate Measurement (2A37) at handle 0x000E on F0:F1:F2:F3:F4:F5")
         }
         let location = CharacteristicIdentifier(uuid: "2A38", service: hr)
         #expect(try await bed.peripheral.read(location, as: BodySensorLocation.self) == .chest)

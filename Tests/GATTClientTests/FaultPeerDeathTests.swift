@@ -20,7 +20,7 @@ struct FaultPeerDeathTests {
             Issue.record("expected GATTError.disconnected, got \(String(describing: error))")
             return
         }
-        #expect(peer == "C0:11:22:33:44:66")
+        #expect(peer == BluetoothAddress("C0:11:22:33:44:66"))
         // Connection Timeout (0x08), the reason the controller reported.
         #expect(reason.contains("0x08"))
         #expect(elapsed < .seconds(5))

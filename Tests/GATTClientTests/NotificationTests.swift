@@ -89,7 +89,7 @@ import GATTClient
             Issue.record("the stream should throw")
         } catch let error as GATTError {
             guard case .disconnected(let peer, _) = error else { Issue.record("\(error)"); return }
-            #expect(peer == "F0:F1:F2:F3:F4:F5")
+            #expect(peer == BluetoothAddress("F0:F1:F2:F3:F4:F5"))
         }
         await #expect(throws: GATTError.self) { _ = try await bed.peripheral.read(Lab.pattern) }
     }

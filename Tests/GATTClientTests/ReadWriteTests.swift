@@ -64,7 +64,7 @@ import GATTClient
             Issue.record("the read should fail")
         } catch {
             #expect(error.attErrorCode == .insufficientEncryption)
-            #expect(error.description == "Insufficient Encryption (0x0F) reading 6E400005-B5A3-F393-E0A9-E50E24DCCA9E on F0:F1:F2:F3:F4:F5; pair or encrypt the link, then retry")
+            #expect(error.description == "Insufficient Encryption (0x0F) reading 6E400005-B5A3-F393-E0A9-E50E24DCCA9E at handle 0x0018 on F0:F1:F2:F3:F4:F5; pair or encrypt the link, then retry")
         }
         bed.channel.serverLink.isEncrypted = true
         #expect(try await bed.peripheral.read(Lab.secret, as: String.self) == "secret")
@@ -80,7 +80,7 @@ import GATTClient
             _ = try await bed.peripheral.read(CharacteristicIdentifier(uuid: "2A37", service: hr))
             Issue.record("the read should fail")
         } catch {
-            #expect(error.description.hasPrefix("Insufficient Authentication (0x05) reading Heart Rate Measurement (2A37) on F0:F1:F2:F3:F4:F5"))
+            #expect(error.description.hasPrefix("Insufficient Authentication (0x05) reading Heart Rate Measurement (2A37) at handle 0x0009 on F0:F1:F2:F3:F4:F5"))
         }
     }
 
@@ -120,7 +120,7 @@ import GATTClient
             Issue.record("the long write should fail")
         } catch {
             #expect(error.attErrorCode == .prepareQueueFull)
-            #expect(error.description.hasPrefix("Prepare Queue Full (0x09) writing UART TX Characteristic (6E400003-B5A3-F393-E0A9-E50E24DCCA9E) on F0:F1:F2:F3:F4:F5"))
+            #expect(error.description.hasPrefix("Prepare Queue Full (0x09) writing UART TX Characteristic (6E400003-B5A3-F393-E0A9-E50E24DCCA9E) at handle 0x0011 on F0:F1:F2:F3:F4:F5"))
         }
         let opcodes = await bed.server.receivedOpcodes()
         #expect(opcodes.filter { $0 == .prepareWriteRequest }.count == 5)
@@ -137,11 +137,12 @@ import GATTClient
         }
         #expect(await bed.server.waitUntil("the discovery request was sent") { $0.log.count == 2 })
         await scheduler.advance(by: .seconds(29))
-        #expect(await scheduler.pendingCount() == 1)
+        // The transaction timer and the discovery's overall limit (300 s).
+        #expect(await scheduler.pendingCount() == 2)
         await scheduler.advance(by: .seconds(1))
         let error = await read.value
         guard case .timeout(let op, let target, let peer) = error else { Issue.record("\(String(describing: error))"); return }
-        #expect(op == "discovering" && target == "the primary services" && peer == "F0:F1:F2:F3:F4:F5")
+        #expect(op == .discovering && target == .services(.all) && peer == BluetoothAddress("F0:F1:F2:F3:F4:F5"))
     }
 }
 

@@ -142,10 +142,10 @@ struct ResubscribeAfterReconnectTests {
                 Issue.record("expected GATTError.disconnected, got \(error)")
                 return
             }
-            #expect(who == "C0:11:22:33:44:77")
+            #expect(who == BluetoothAddress("C0:11:22:33:44:77"))
             // Vol 1, Part F, 1.3: error code 0x08 is Connection Timeout.
             #expect(reason.contains("Connection Timeout") && reason.contains("0x08"), "\(reason)")
-            #expect("\(error)" == "C0:11:22:33:44:77 disconnected: Connection Timeout (0x08)")
+            #expect("\(error)" == "C0:11:22:33:44:77 disconnected: Connection Timeout (0x08); connect again to go on")
         }
         // A minute of virtual time: no attempt to connect again.
         await bed.vc.advance(by: .seconds(60))

@@ -61,7 +61,7 @@ struct FaultRadioTests {
                 Issue.record("expected GATTError.disconnected, got \(error)")
                 return
             }
-            #expect(who == device.address)
+            #expect(who == BluetoothAddress(device.address))
             #expect(reason.contains("lost"))
         }
         #expect(await !link.isConnected)

@@ -158,6 +158,19 @@ struct SecurityManagerTests {
         #expect(await link.securityLevel == SecurityLevel.none)
     }
 
+    /// A peer that ends the link when it has no key (Disconnection Complete, Vol 4, Part E,
+    /// 7.7.5, reason PIN or Key Missing) is reported the same way.
+    @Test func peerThatDisconnectsForAMissingKeyForgotTheBond() async throws {
+        let handle = try #require(await link.handle)
+        let h = [UInt8(handle & 0xFF), UInt8(handle >> 8)]
+        vc.answer(HCIOpcode(rawValue: 0x2019), with: .events({ _ in
+            [HCIEventPacket(code: 0x0F, parameters: [0x00, 0x01, 0x19, 0x20]), HCIEventPacket(code: 0x05, parameters: [0x00] + h + [0x06])]
+        }))
+        let ltk = LongTermKey(key: 0x1234, ediv: 0, rand: 0, keySize: 16, authenticated: false, secureConnections: true)
+        let store = MemoryBondStore([Bond(peer: Self.peer, longTermKey: ltk)])
+        await #expect(throws: PairingError(peer: Self.peer, .peerForgotBond)) { try await link.requireSecurity(.encrypted, store: store) }
+    }
+
     /// LE Long Term Key Request (Vol 4, Part E, 7.7.65.5: subevent 0x05, handle, Random_Number,
     /// EDIV) is answered from the provider with LE Long Term Key Request Reply (7.8.25), and
     /// refused with the Negative Reply (7.8.26) when it has no key.

@@ -29,8 +29,12 @@ public actor ATTBearer {
     public private(set) var mtu: UInt16 = ATTBearer.defaultMTU
     /// Why the bearer can no longer be used (transaction timeout or link closed), or nil.
     public private(set) var failure: ATTError?
-    /// Inbound PDUs dropped because they were malformed or unsolicited.
+    /// Inbound PDUs dropped because they were malformed, unsolicited or longer than ATT_MTU.
     public private(set) var droppedPDUCount = 0
+    /// Inbound PDUs longer than ATT_MTU (Vol 3, Part F, 3.2.8), whatever was done with them:
+    /// a response fails its request, a request is answered with Invalid PDU, a notification
+    /// or indication is dropped (an indication is still confirmed).
+    public private(set) var oversizedPDUCount = 0
 
     /// Read by the channel's receive handler for notifications without entering the actor.
     private nonisolated let route = ValueRoute()
@@ -82,7 +86,13 @@ public actor ATTBearer {
         { [weak bearer] in
             channel.setSliceHandlers(
                 receive: { [weak bearer] sdu in
-                    if sdu.count >= 3, sdu[sdu.startIndex] == ATTOpcode.handleValueNotification.rawValue {
+                    if sdu.count > route.maximumPDULength {
+                        // Longer than ATT_MTU (Vol 3, Part F, 3.2.8): judged by its first
+                        // octets and its size, never copied.
+                        let head = Array(sdu.prefix(ATTBearer.oversizedHeadLength))
+                        let size = sdu.count
+                        bearer?.assumeIsolated { $0.receiveOversized(head, size: size) }
+                    } else if sdu.count >= 3, sdu[sdu.startIndex] == ATTOpcode.handleValueNotification.rawValue {
                         route.deliverNotification(sdu)
                     } else {
                         let bytes = Array(sdu)
@@ -110,7 +120,7 @@ public actor ATTBearer {
     ///     await bearer.setNotificationHandler { handle, value in if handle == 0x0012 { parse(value) } }
     public func setNotificationHandler(_ handler: @escaping @Sendable (_ handle: UInt16, _ value: UnsafeRawBufferPointer) -> Void) {
         route.notificationHandler = handler
-        channel.setRawReceiver(ValueRoute.rawNotificationReceiver(handler))
+        channel.setRawReceiver(ValueRoute.rawNotificationReceiver(handler, route: route))
     }
 
     /// Sets an observer of inbound PDUs that were dropped (malformed, or a response with no
@@ -137,16 +147,19 @@ public actor ATTBearer {
     /// matching response. An Error Response fails with `.errorResponse`; no response within
     /// `transactionTimeout` fails this and every later call with `.transactionTimeout`.
     /// Cancelling the calling task removes a queued request; a request already sent keeps
-    /// the bearer waiting for its response, but the caller gets `.cancelled` at once.
+    /// the bearer waiting for its response, but the caller gets `.cancelled` at once. With
+    /// `deadline`, the caller stops waiting after that long with `.deadlinePassed`, the same
+    /// way (a whole procedure's limit; the bearer stays usable).
     ///
     ///     guard case .readResponse(let value) = try await bearer.request(.readRequest(handle: 3)) else { ... }
-    public func request(_ pdu: ATTPDU) async throws(ATTError) -> ATTPDU {
+    public func request(_ pdu: ATTPDU, deadline: Duration? = nil) async throws(ATTError) -> ATTPDU {
         let opcode = pdu.opcode
         guard opcode.kind == .request else { throw .notARequest(opcode) }
         if let failure { throw failure }
         let bytes = pdu.bytes
         guard bytes.count <= Int(mtu) else { throw .pduTooLarge(opcode, size: bytes.count, mtu: mtu) }
-        let result = await requests.wait(cancelled: { [weak self] id in
+        let expiry = deadline.map { (after: $0, result: Result<ATTPDU, ATTError>.failure(.deadlinePassed(opcode))) }
+        let result = await requests.wait(deadline: expiry, cancelled: { [weak self] id in
             self?.assumeIsolated { $0.queue.removeAll { $0.id == id } }
             return .failure(.cancelled(opcode))
         }) { id in
@@ -213,6 +226,8 @@ public actor ATTBearer {
         guard inFlight == nil, failure == nil, !queue.isEmpty else { return }
         let next = queue.removeFirst()
         let id = next.id
+        // A caller whose deadline passed while it was queued: its request is never sent.
+        guard requests.contains(id) else { return startNext() }
         let timer = scheduler.schedule(after: transactionTimeout) { [weak self] in
             self?.assumeIsolated { $0.transactionTimedOut(id) }
         }
@@ -260,8 +275,12 @@ public actor ATTBearer {
 
     private func applyMTU(peerRxMTU: UInt16) {
         mtu = max(ATTBearer.defaultMTU, min(clientMTU, peerRxMTU))
+        route.maximumPDULength = Int(mtu)
         mtuKnown = true
     }
+
+    /// How many octets of an oversized PDU are kept for the dropped-PDU handler.
+    static let oversizedHeadLength = 8
 
     // MARK: Inbound
 
@@ -277,6 +296,30 @@ public actor ATTBearer {
         case .request, .unknown: receiveRequest(sdu, opcode)
         case .notification, .indication: receiveValue(sdu)
         case .command, .confirmation: break   // this client supports no inbound command; it sends no indication
+        }
+    }
+
+    /// A PDU longer than ATT_MTU, "the maximum size of any packet sent between a client and
+    /// a server" (Vol 3, Part F, 3.2.8), of which only the first octets were kept. It is
+    /// invalid whatever it holds: a response fails the request in flight, a request gets an
+    /// Error Response with Invalid PDU (0x04, 3.4.1.1), a notification is dropped, an
+    /// indication is dropped and confirmed (the confirmation only acknowledges receipt; not
+    /// sending it would stall the peer's indications until its transaction timeout).
+    private func receiveOversized(_ head: [UInt8], size: Int) {
+        guard let first = head.first else { return }
+        let opcode = ATTOpcode(first)
+        oversizedPDUCount += 1
+        drop(head, .malformed(what: opcode.name, detail: "\(size) octets exceed the ATT_MTU of \(mtu) (Vol 3, Part F, 3.2.8)"))
+        switch opcode.kind {
+        case .response:
+            guard let current = inFlight else { return }
+            finish(.failure(.oversizedPDU(opcode, size: size, mtu: mtu, request: current.opcode)))
+        case .request, .unknown:
+            reply(.errorResponse(request: opcode, handle: 0, error: .invalidPDU))
+        case .indication:
+            reply(.handleValueConfirmation)
+        case .notification, .command, .confirmation:
+            break
         }
     }
 
@@ -364,6 +407,8 @@ final class ValueRoute: @unchecked Sendable { // only read and written on the ad
     @exclusivity(unchecked) var handler: (@Sendable (ATTValueEvent) -> Void)?
     /// Takes notifications instead of `handler` when set.
     @exclusivity(unchecked) var notificationHandler: (@Sendable (UInt16, UnsafeRawBufferPointer) -> Void)?
+    /// ATT_MTU: longer inbound PDUs are rejected before anything reads their content.
+    @exclusivity(unchecked) var maximumPDULength = Int(ATTBearer.defaultMTU)
 
     /// A Handle Value Notification (Vol 3, Part F, 3.4.7.1: opcode 0x1B, handle, value),
     /// at least 3 octets, undecoded: the value stays a view of the received bytes.
@@ -390,10 +435,12 @@ final class ValueRoute: @unchecked Sendable { // only read and written on the ad
     /// The channel's raw receiver for `handler`: it takes Handle Value Notifications and
     /// leaves anything else to go the usual way. `handler` is captured, not looked up, so a
     /// notification costs no reference count here.
-    static func rawNotificationReceiver(_ handler: @escaping @Sendable (UInt16, UnsafeRawBufferPointer) -> Void)
+    static func rawNotificationReceiver(_ handler: @escaping @Sendable (UInt16, UnsafeRawBufferPointer) -> Void, route: ValueRoute)
         -> @Sendable (UnsafeRawBufferPointer) -> Bool {
         { sdu in
-            guard sdu.count >= 3, sdu[0] == ATTOpcode.handleValueNotification.rawValue else { return false }
+            // A PDU longer than ATT_MTU goes the usual way, which rejects it.
+            guard sdu.count >= 3, sdu.count <= route.maximumPDULength,
+                  sdu[0] == ATTOpcode.handleValueNotification.rawValue else { return false }
             handler(UInt16(sdu[1]) | UInt16(sdu[2]) << 8, UnsafeRawBufferPointer(rebasing: sdu[3...]))
             return true
         }

@@ -14,6 +14,9 @@ public enum ATTError: Error, Sendable, Equatable, CustomStringConvertible {
     case linkClosed(LinkError)
     /// The calling task was cancelled while its `request` waited.
     case cancelled(ATTOpcode)
+    /// The caller's deadline (`request(_:deadline:)`) passed before the response came; the
+    /// bearer stays usable.
+    case deadlinePassed(ATTOpcode)
     /// The response to `request` could not be decoded.
     case malformedResponse(request: ATTOpcode, DecodeError)
     /// The peer answered `request` with a PDU of another opcode.
@@ -24,6 +27,9 @@ public enum ATTError: Error, Sendable, Equatable, CustomStringConvertible {
     case notACommand(ATTOpcode)
     /// The encoded PDU is longer than the bearer's ATT_MTU.
     case pduTooLarge(ATTOpcode, size: Int, mtu: UInt16)
+    /// The peer answered `request` with a PDU (`opcode`) longer than ATT_MTU, which no PDU
+    /// may be (Vol 3, Part F, 3.2.8); it was not read. The bearer stays usable.
+    case oversizedPDU(ATTOpcode, size: Int, mtu: UInt16, request: ATTOpcode)
 
     public var description: String {
         switch self {
@@ -37,6 +43,8 @@ public enum ATTError: Error, Sendable, Equatable, CustomStringConvertible {
             return "ATT bearer closed: \(why)"
         case .cancelled(let request):
             return "\(request.name) was cancelled by its caller"
+        case .deadlinePassed(let request):
+            return "\(request.name) got no response before its caller's deadline; the bearer stays usable"
         case .malformedResponse(let request, let why):
             return "the response to \(request.name) is malformed: \(why)"
         case .unexpectedResponse(let request, let response):
@@ -47,6 +55,8 @@ public enum ATTError: Error, Sendable, Equatable, CustomStringConvertible {
             return "\(opcode) is not an ATT command; use request(_:) for requests"
         case .pduTooLarge(let opcode, let size, let mtu):
             return "\(opcode.name) of \(size) octets exceeds the ATT_MTU of \(mtu); shorten the value or use a long procedure"
+        case .oversizedPDU(let opcode, let size, let mtu, let request):
+            return "\(request.name) was answered with a \(opcode.name) of \(size) octets, longer than the ATT_MTU of \(mtu) (Vol 3, Part F, 3.2.8); the peer breaks the protocol: retry, and report it to the peer's maker if it persists"
         }
     }
 }

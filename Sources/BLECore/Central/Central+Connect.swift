@@ -290,6 +290,13 @@ extension Central {
             return
         }
         let peerAddress = peer ?? LEAddress(.zero, type: .public)
+        // On a kernel-owned adapter (hci-raw) a link this central did not ask for is the
+        // kernel's: the host leaves it alone (no link, nothing ever sent on it).
+        if options.resetController == false, role != 0x00 || pendingConnect?.peer.address != peerAddress.address {
+            options.logger.log(.debug, "connection \(handle.hex) to \(peerAddress) belongs to the kernel; leaving it alone")
+            host.enter(on: executor) { $0.addForeignLink(handle: handle) }
+            return
+        }
         // Register the link before anything else so its first ACL packet finds it.
         host.enter(on: executor) { $0.addLink(handle: handle, peer: peerAddress) }
         guard role == 0x00, let pending = pendingConnect, pending.abortError == nil else {
@@ -297,10 +304,6 @@ extension Central {
             // or one we did not initiate): end it.
             if let pending = pendingConnect, let abort = pending.abortError {
                 finishPendingConnect(.failure(abort))
-            } else if options.resetController == false {
-                // On a kernel-owned adapter (hci-raw) the kernel makes its own links: not ours to end.
-                options.logger.log(.debug, "connection \(handle.hex) to \(peerAddress) belongs to the kernel")
-                return
             }
             options.logger.log(.info, "disconnecting unexpected connection \(handle.hex) to \(peerAddress)")
             let host = self.host

@@ -60,6 +60,8 @@ public actor Central {
     let scanner: Scanner
     /// Answers LE Long Term Key Requests from stored keys (Central+Security.swift).
     var longTermKeyProvider: LongTermKeyProvider?
+    /// The Security Manager's state that outlives a link (module SMP: pairing back-off).
+    package var securityState: (any AnyObject & Sendable)?
 
     /// Opens the transport named by `spec` (see `TransportSpec`) and brings the controller up.
     public static func open(_ spec: String, options: Options = Options()) async throws -> Central {

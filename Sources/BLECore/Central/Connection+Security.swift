@@ -87,6 +87,7 @@ extension Connection {
     private func setSecurityLevel(_ level: SecurityLevel) {
         guard level != securityLevel else { return }
         securityLevel = level
+        security.levelToRestore = level
         emit(.securityChanged(level))
     }
 
@@ -108,12 +109,34 @@ package struct ConnectionSecurity {
     var waiters: Waiters<UInt8?, ConnectionError>?
     /// The Security Manager's per-link state (module SMP), kept with the link it belongs to.
     package var manager: (any AnyObject & Sendable)?
+    /// The level the link had when it dropped (a drop does not clear it).
+    var levelToRestore = SecurityLevel.none
 }
 
 extension Connection {
+    /// The level the link had before it last dropped (`.none` if it was not encrypted): a
+    /// restored link should reach it again before its first request (a reconnect with a bond
+    /// re-encrypts before resubscribing).
+    ///
+    ///     if await link.securityLevelToRestore > link.securityLevel { try await link.requireSecurity(...) }
+    public var securityLevelToRestore: SecurityLevel { security.levelToRestore }
+
     /// The Security Manager's per-link state (module SMP).
     package var securityManagerState: (any AnyObject & Sendable)? {
         get { security.manager }
         set { security.manager = newValue }
+    }
+}
+
+extension Connection {
+    /// The central's Security Manager state that outlives links (module SMP), made by
+    /// `make` on first use; nil once the central is gone.
+    package func centralSecurityState(make: @Sendable () -> any AnyObject & Sendable) -> (any AnyObject & Sendable)? {
+        central?.enter(on: executor) { c in
+            if let s = c.securityState { return s }
+            let s = make()
+            c.securityState = s
+            return s
+        }
     }
 }

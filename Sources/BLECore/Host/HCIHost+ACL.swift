@@ -1,15 +1,36 @@
 /// ACL data: credits, fair scheduling across links, fragmentation and reassembly
 /// (Core Spec Vol 4, Part E, 4.1 and 5.4.2).
+///
+/// One peer that stops acknowledging (its Number Of Completed Packets never come) cannot take
+/// the controller from the others: a link holds at most its share of the controller's
+/// buffers (`aclLinkShare`), a PDU that finds no buffer within `aclSendTimeout` fails with
+/// `LinkError.sendTimeout`, and a link's queue holds at most `aclLinkQueueLimit` bytes
+/// (`LinkError.queueFull` beyond).
 extension HCIHost {
+    /// One fragment waiting for a controller buffer; the last fragment of a PDU carries its waiter.
+    struct QueuedFragment {
+        let packet: ACLDataPacket
+        let channelID: UInt16
+        let done: Waiters<Void, LinkError>.ID?
+        /// When the PDU fails with `sendTimeout` if still here (the same for all its fragments).
+        let deadline: ContinuousClock.Instant
+    }
+
     /// Per-connection state kept by the host.
     final class Link {
         let handle: UInt16
         let peer: LEAddress
         // Unchecked: a Link is touched only by its host, on the adapter executor.
         @exclusivity(unchecked) var reassembler = ACLReassembler()
-        /// Fragments waiting for a controller buffer; the last fragment of a PDU carries its waiter.
-        var queue: [(packet: ACLDataPacket, done: Waiters<Void, LinkError>.ID?)] = []
+        /// Fragments waiting for a controller buffer.
+        var queue: [QueuedFragment] = []
         var queueHead = 0
+        /// Bytes of ACL data in `queue[queueHead...]`.
+        var queuedBytes = 0
+        /// In `readyLinks`: has queued fragments and is below its share.
+        var isReady = false
+        /// Fires at the deadline of the oldest queued fragment.
+        var sendDeadline: (any ScheduledTimer)?
         /// Fragments handed to the controller and not yet reported by Number Of Completed Packets.
         var inFlight = 0
         var channels: [UInt16: FixedChannel] = [:]
@@ -19,6 +40,10 @@ extension HCIHost {
         @exclusivity(unchecked) var att: FixedChannel?
         /// The ATT channel's raw receiver (`FixedChannel.setRawReceiver`), for the inlet.
         @exclusivity(unchecked) var attRawReceiver: (@Sendable (UnsafeRawBufferPointer) -> Bool)?
+        /// The largest ATT PDU the link accepts (`setMaximumInboundPDULength`).
+        var attMaximumPDU = L2CAPInboundLimits.attDefault
+        /// Connection Parameter Update Requests being applied (HCIHost+L2CAP.swift).
+        var parameterUpdate = ParameterUpdateState.idle
 
         init(handle: UInt16, peer: LEAddress) {
             self.handle = handle
@@ -39,6 +64,7 @@ extension HCIHost {
     /// Connection Complete, before any data for the handle can arrive.
     public func addLink(handle: UInt16, peer: LEAddress) {
         if links[handle] != nil { linkLost(handle: handle, error: .closed(peer: links[handle]?.peer.address, handle: handle)) }
+        safeguards.foreignHandles.remove(handle & 0x0FFF)
         links[handle] = Link(handle: handle, peer: peer)
     }
 
@@ -61,10 +87,14 @@ extension HCIHost {
 
     /// Sends one L2CAP basic-mode PDU; returns once its last fragment was handed to the
     /// controller. A cancelled caller returns at once with `LinkError.cancelled`; fragments
-    /// already queued still go out (a PDU is never cut short on the link).
+    /// already queued still go out (a PDU is never cut short on the link). A PDU that finds no
+    /// controller buffer within `aclSendTimeout` fails with `LinkError.sendTimeout`; one that
+    /// would take the link's queue past `aclLinkQueueLimit` bytes fails at once with
+    /// `LinkError.queueFull`.
     public func sendL2CAP(handle: UInt16, channelID: UInt16, payload: [UInt8]) async throws(LinkError) {
         if let lostReason { throw .transportLost(lostReason) }
         guard let link = links[handle] else { throw .closed(peer: nil, handle: handle) }
+        if let full = queueFullError(link: link, channelID: channelID, payloadCount: payload.count) { throw full }
         // The error is only built when needed: this is the path of every Write Command.
         let peer = link.peer.address
         let result = await sendWaiters.wait(cancelled: { _ in .failure(.cancelled(peer: peer, handle: handle, channelID: channelID)) }) { id in
@@ -73,46 +103,133 @@ extension HCIHost {
         try result.get()
     }
 
+    /// `LinkError.queueFull` when a PDU of `payloadCount` bytes does not fit in the link's queue.
+    func queueFullError(link: Link, channelID: UInt16, payloadCount: Int) -> LinkError? {
+        guard link.queuedBytes > 0, link.queuedBytes + payloadCount + 4 > safeguards.linkQueueLimit else { return nil }
+        safeguards.queueOverflows += 1
+        return .queueFull(peer: link.peer.address, handle: link.handle, channelID: channelID,
+                          queuedBytes: link.queuedBytes, limit: safeguards.linkQueueLimit)
+    }
+
     /// Queues a PDU without waiting when the link still exists.
     func enqueueIfLinked(handle: UInt16, channelID: UInt16, payload: [UInt8]) {
         guard lostReason == nil, let link = links[handle] else { return }
         enqueue(link: link, channelID: channelID, payload: payload)
     }
 
-    /// Queues a PDU without waiting (the host's own signaling and SMP answers).
+    /// Queues a PDU (the host's own signaling and SMP answers without a waiter). Without a
+    /// waiter, a PDU that does not fit in the link's queue is dropped and logged.
     func enqueue(link: Link, channelID: UInt16, payload: [UInt8], done: Waiters<Void, LinkError>.ID? = nil) {
-        let fragments = ACLFragmenter.fragments(handle: link.handle, channelID: channelID, payload: payload, fragmentSize: aclPacketLength)
-        for (i, f) in fragments.enumerated() {
-            link.queue.append((f, i == fragments.count - 1 ? done : nil))
+        if done == nil, let full = queueFullError(link: link, channelID: channelID, payloadCount: payload.count) {
+            logLimited(.queueFull, .warning, "\(full); dropping a \(payload.count)-byte PDU on channel \(channelID.hex)")
+            return
         }
-        if !readyLinks.contains(link.handle) { readyLinks.append(link.handle) }
+        if channelID == L2CAPChannelID.att, payload.count == 3, payload[0] == 0x02 || payload[0] == 0x03 {
+            // Exchange MTU Request or Response (Vol 3, Part F, 3.4.2): the peer may send ATT
+            // PDUs up to the Rx MTU announced here. Only ever raised: a PDU sized for the MTU
+            // in force may still be on its way.
+            link.attMaximumPDU = max(link.attMaximumPDU, Int(payload[1]) | Int(payload[2]) << 8)
+        }
+        let fragments = ACLFragmenter.fragments(handle: link.handle, channelID: channelID, payload: payload, fragmentSize: aclPacketLength)
+        let deadline = scheduler.now() + safeguards.sendTimeout
+        for (i, f) in fragments.enumerated() {
+            link.queue.append(QueuedFragment(packet: f, channelID: channelID, done: i == fragments.count - 1 ? done : nil, deadline: deadline))
+            link.queuedBytes += f.data.count
+        }
+        markReady(link)
         pumpACL()
+        if link.hasQueued, link.sendDeadline == nil { armSendDeadline(link) }
+    }
+
+    /// The most packets one link may have in the controller at once: with several links, an
+    /// equal share of the buffers; alone, all but one, so that a link that connects next
+    /// finds a buffer even when this one's peer never acknowledges.
+    var aclLinkShare: Int {
+        let links = self.links.count
+        return links <= 1 ? max(1, aclPacketCount - 1) : max(1, aclPacketCount / links)
+    }
+
+    /// Puts a link with queued fragments in the round-robin, unless it is there already.
+    func markReady(_ link: Link) {
+        guard !link.isReady, link.hasQueued else { return }
+        link.isReady = true
+        readyLinks.append(link.handle)
     }
 
     /// Hands queued fragments to the controller while it has buffers, one fragment per link in
-    /// turn, so a busy link never starves another.
+    /// turn, so a busy link never starves another. A link at its share leaves the turn until
+    /// Number Of Completed Packets brings it below.
     func pumpACL() {
-        while aclCredits > 0, !readyLinks.isEmpty, lostReason == nil {
+        guard lostReason == nil else { return }
+        let share = aclLinkShare
+        while aclCredits > 0, !readyLinks.isEmpty {
             let handle = readyLinks.removeFirst()
-            guard let link = links[handle], link.hasQueued else { continue }
-            let (packet, done) = link.queue[link.queueHead]
+            guard let link = links[handle] else { continue }
+            guard link.hasQueued, link.inFlight < share else {
+                link.isReady = false
+                continue
+            }
+            let entry = link.queue[link.queueHead]
             link.queueHead += 1
+            link.queuedBytes -= entry.packet.data.count
             if link.queueHead == link.queue.count {
                 link.queue.removeAll(keepingCapacity: true)
                 link.queueHead = 0
+                link.isReady = false
             } else {
                 readyLinks.append(handle)
             }
             do {
-                try transport.send(.acl(packet))
+                try transport.send(.acl(entry.packet))
             } catch {
-                if let done { sendWaiters.resume(done, with: .failure(.transportLost("\(error)"))) }
+                if let done = entry.done { sendWaiters.resume(done, with: .failure(.transportLost("\(error)"))) }
                 continue
             }
             aclCredits -= 1
             link.inFlight += 1
-            if let done { sendWaiters.resume(done, with: .success(())) }
+            if let done = entry.done { sendWaiters.resume(done, with: .success(())) }
         }
+    }
+
+    /// Arms the link's timer for the deadline of its oldest queued fragment.
+    func armSendDeadline(_ link: Link) {
+        guard link.hasQueued else { return }
+        let handle = link.handle
+        let delay = max(.zero, link.queue[link.queueHead].deadline - scheduler.now())
+        link.sendDeadline = scheduler.schedule(after: delay) { [weak self, executor] in
+            self?.enter(on: executor) { $0.sendDeadlinePassed(handle: handle) }
+        }
+    }
+
+    /// Fails every queued PDU whose deadline passed with `LinkError.sendTimeout`. The rest of
+    /// a PDU whose first fragments went out goes too: the peer drops the partial PDU when
+    /// the next start fragment arrives (Vol 3, Part A, 7.2).
+    func sendDeadlinePassed(handle: UInt16) {
+        guard let link = links[handle] else { return }
+        link.sendDeadline = nil
+        let now = scheduler.now()
+        var failed = 0
+        while link.hasQueued, link.queue[link.queueHead].deadline <= now {
+            let entry = link.queue[link.queueHead]
+            link.queueHead += 1
+            link.queuedBytes -= entry.packet.data.count
+            if entry.packet.boundary != .continuing { failed += 1 }
+            if let done = entry.done {
+                let ms = Int(safeguards.sendTimeout.nanoseconds / 1_000_000)
+                sendWaiters.resume(done, with: .failure(.sendTimeout(peer: link.peer.address, handle: handle, channelID: entry.channelID, milliseconds: ms)))
+            }
+        }
+        if !link.hasQueued {
+            link.queue.removeAll(keepingCapacity: true)
+            link.queueHead = 0
+            link.isReady = false
+            readyLinks.removeAll { $0 == handle }
+        }
+        if failed > 0 {
+            safeguards.sendTimeouts += failed
+            logLimited(.sendTimeout, .warning, "handle \(handle.hex) to \(link.peer.address): \(failed) PDU(s) found no controller buffer within \(safeguards.sendTimeout) (\(link.inFlight) packets unacknowledged); they failed with a send timeout")
+        }
+        armSendDeadline(link)
     }
 
     func returnCredits(handle: UInt16, count: Int) {
@@ -120,29 +237,42 @@ extension HCIHost {
         let n = min(count, link.inFlight)
         link.inFlight -= n
         aclCredits += n
+        markReady(link)
     }
 
     func receiveACL(_ packet: ACLDataPacket) {
         guard let link = inlet.link(packet.handle) else {
-            logger.log(.warning, "dropping ACL data for unknown handle \(packet.handle.hex) (\(packet.data.count) bytes)")
+            if safeguards.foreignHandles.contains(packet.handle & 0x0FFF) {
+                logLimited(.foreignHandle, .debug, "ignoring ACL data on handle \(packet.handle.hex), a link of another host on this adapter")
+            } else {
+                logLimited(.unknownHandle, .warning, "dropping ACL data for unknown handle \(packet.handle.hex) (\(packet.data.count) bytes)")
+            }
             return
         }
         if let cid = link.reassembler.singleFragmentChannel(packet) {
             routeL2CAP(link: link, channelID: cid, payload: packet.data[4...])
             return
         }
-        switch link.reassembler.receive(packet) {
+        let outcome = link.reassembler.receive(packet) { cid in Self.inboundLimit(link: link, channelID: cid) }
+        switch outcome {
         case .complete(let cid, let payload):
             routeL2CAP(link: link, channelID: cid, payload: payload)
         case .incomplete:
             break
         case .dropped(let why):
-            logger.log(.warning, "handle \(packet.handle.hex): \(why)")
+            safeguards.inboundDrops += 1
+            logLimited(.reassembly, .warning, "handle \(packet.handle.hex) (\(link.peer.address)): \(why)")
+        case .oversized(let cid, let length, let maximum, let head):
+            safeguards.inboundDrops += 1
+            safeguards.oversizedPDUs += 1
+            logLimited(.reassembly, .warning, "handle \(packet.handle.hex) (\(link.peer.address)): dropping a PDU on channel \(cid.hex) of \(length) bytes, more than the \(maximum) the channel accepts; its fragments are discarded unbuffered")
+            oversizedPDURefused(link: link, channelID: cid, length: length, head: head)
         }
     }
 
     /// Disconnection Complete: return the link's credits, fail its queue and close its channels.
     func linkDisconnected(handle: UInt16, reason: HCIStatus) {
+        safeguards.foreignHandles.remove(handle)
         guard let link = links[handle] else { return }
         linkLost(handle: handle, error: .disconnected(peer: link.peer.address, reason: reason))
     }
@@ -153,17 +283,24 @@ extension HCIHost {
         aclCredits += link.inFlight
         link.inFlight = 0
         readyLinks.removeAll { $0 == handle }
+        link.isReady = false
+        link.sendDeadline?.cancel()
+        link.sendDeadline = nil
         for entry in link.queue[link.queueHead...] {
             if let done = entry.done { sendWaiters.resume(done, with: .failure(error)) }
         }
         link.queue.removeAll()
         link.queueHead = 0
+        link.queuedBytes = 0
         link.reassembler.reset()
         for channel in link.channels.values { channel.closed(error) }
         creditBasedLinkLost(link, error: error)
+        parameterUpdateLinkLost(link)
         link.channels.removeAll()
         link.att = nil
         link.attRawReceiver = nil
+        // Fewer links: each remaining one's share grew.
+        for other in links.values { markReady(other) }
         pumpACL()
     }
 }

@@ -66,6 +66,8 @@ public actor HCIHost {
     /// Decides on a peripheral's Connection Parameter Update Request (handle, requested range);
     /// nil accepts every valid request.
     var parameterUpdatePolicy: (@Sendable (UInt16, ConnectionParameterRange) -> Bool)?
+    /// Limits against misbehaving peers and controllers, and their counters (HostSafeguards.swift).
+    var safeguards = HostSafeguards()
 
     public init(transport: any HCITransport, executor: AdapterExecutor, scheduler: (any TimerScheduler)? = nil, logger: BLELogger = .silent) {
         self.transport = transport
@@ -131,7 +133,7 @@ public actor HCIHost {
                 event = try HCIEvent(raw)
             } catch {
                 undecodableEvents += 1
-                logger.log(.warning, "dropping undecodable event \(raw.code.hex) [\(raw.parameters.hexString())]: \(error)")
+                logLimited(.undecodableEvent, .warning, "dropping undecodable event \(raw.code.hex) [\(raw.parameters.hexString())]: \(error)")
                 return
             }
             handle(event)
@@ -157,6 +159,9 @@ public actor HCIHost {
         case .numberOfCompletedPackets(let entries):
             for entry in entries { returnCredits(handle: entry.handle, count: Int(entry.count)) }
             pumpACL()
+        case .leConnectionUpdateComplete(let e):
+            parameterUpdateCompleted(handle: e.handle)
+            deliver(event)
         case .disconnectionComplete(let e):
             if e.status == .success { linkDisconnected(handle: e.handle, reason: e.reason) }
             deliver(event)
@@ -177,6 +182,7 @@ public actor HCIHost {
         for (handle, link) in links { linkLost(handle: handle, error: .controllerReset(peer: link.peer.address, hardwareError: code)) }
         links.removeAll()
         readyLinks.removeAll()
+        safeguards.foreignHandles.removeAll()
         aclCredits = aclPacketCount
     }
 

@@ -3,8 +3,11 @@
 ///
 /// A start fragment begins a PDU whose total size comes from the L2CAP length field; continuation
 /// fragments append until it is complete. Bounded: a PDU can never grow past
-/// `maximumPDULength` + 4 bytes. A start fragment arriving mid-PDU drops the partial PDU and
-/// starts over; a continuation with no PDU in progress is dropped. Both are reported.
+/// `maximumPDULength` + 4 bytes, nor past what its destination channel accepts (`limit`): a
+/// start fragment that announces more is refused (`.oversized`) and the continuations of that
+/// PDU are discarded as they come, never buffered. A start fragment arriving mid-PDU drops the
+/// partial PDU and starts over; a continuation with no PDU in progress is dropped. Both are
+/// reported.
 ///
 /// `receive` hands out the payload as a view: of the fragment itself for a PDU in one
 /// fragment (no copy), of the reassembly buffer otherwise (reused for the next PDU).
@@ -27,10 +30,15 @@ public struct ACLReassembler: Sendable {
         /// A whole PDU: channel ID and information payload (indices are those of the
         /// underlying array, not 0-based).
         case complete(channelID: UInt16, payload: ArraySlice<UInt8>)
-        /// More fragments are needed.
+        /// More fragments are needed (or the fragment belongs to a refused PDU and was discarded).
         case incomplete
         /// The fragment was dropped or reset a partial PDU; the text says why (for the log).
         case dropped(String)
+        /// A start fragment announced `length` bytes on `channelID`, more than the `maximum`
+        /// the channel accepts: refused, and its continuations are discarded. `head` is the
+        /// information payload the start fragment carried (a signaling command's code and
+        /// identifier, for its Command Reject).
+        case oversized(channelID: UInt16, length: Int, maximum: Int, head: ArraySlice<UInt8>)
     }
 
     /// Largest L2CAP information payload accepted (the L2CAP length field is 16 bits).
@@ -38,6 +46,8 @@ public struct ACLReassembler: Sendable {
     private var buffer: [UInt8] = []
     private var expected = 0
     public private(set) var inProgress = false
+    /// Bytes still to come of a refused PDU: its continuations are discarded.
+    private var discarding = 0
 
     public init(maximumPDULength: Int = 65_535) {
         self.maximumPDULength = maximumPDULength
@@ -49,6 +59,8 @@ public struct ACLReassembler: Sendable {
         case .complete(let cid, let payload): return .complete(channelID: cid, payload: Array(payload))
         case .incomplete: return .incomplete
         case .dropped(let why): return .dropped(why)
+        case .oversized(let cid, let length, let maximum, _):
+            return .dropped("L2CAP length \(length) on channel 0x\(String(cid, radix: 16, uppercase: true)) exceeds the \(maximum) bytes it accepts")
         }
     }
 
@@ -57,7 +69,7 @@ public struct ACLReassembler: Sendable {
     /// nothing else needs doing. Nil for anything `receive` must handle.
     @inline(__always)
     public func singleFragmentChannel(_ packet: ACLDataPacket) -> UInt16? {
-        guard !inProgress, packet.boundary != .continuing else { return nil }
+        guard !inProgress, discarding == 0, packet.boundary != .continuing else { return nil }
         let d = packet.data
         guard d.count >= 4 else { return nil }
         let length = Int(d[0]) | Int(d[1]) << 8
@@ -68,33 +80,51 @@ public struct ACLReassembler: Sendable {
     /// Takes one fragment; a completed PDU's payload is a view, valid as long as it is held
     /// (a copy-on-write view: later fragments never change it).
     public mutating func receive(_ packet: ACLDataPacket) -> SliceOutcome {
+        let maximum = maximumPDULength
+        return receive(packet) { _ in maximum }
+    }
+
+    /// Like `receive(_:)`, with `limit` giving the largest information payload the destination
+    /// channel accepts (asked once per PDU, when its basic header is complete).
+    public mutating func receive(_ packet: ACLDataPacket, limit: (UInt16) -> Int) -> SliceOutcome {
         switch packet.boundary {
         case .firstFlushable, .firstNonFlushable, .complete:
             let reset = inProgress
             let partial = buffer.count
             buffer.removeAll(keepingCapacity: true)
             inProgress = false
-            let outcome = start(packet.data)
+            discarding = 0
+            let outcome = start(packet.data, limit: limit)
             if reset, case .incomplete = outcome {
                 return .dropped("start fragment while \(partial) of \(expected) bytes were pending: partial PDU discarded")
             }
             return outcome
         case .continuing:
+            if discarding > 0 {
+                guard packet.data.count <= discarding else {
+                    discarding = 0
+                    return .dropped("continuation overruns the L2CAP length of a refused PDU by \(packet.data.count - discarding) bytes")
+                }
+                discarding -= packet.data.count
+                return .incomplete
+            }
             guard inProgress else {
                 return .dropped("continuation fragment (\(packet.data.count) bytes) with no PDU in progress")
             }
-            guard buffer.count + packet.data.count <= expected else {
+            // While the basic header is incomplete the PDU's size is unknown: the fragment is
+            // taken and sized by `finishIfComplete`.
+            guard buffer.count + packet.data.count <= expected || (expected == 4 && buffer.count < 4) else {
                 let over = buffer.count + packet.data.count - expected
                 buffer.removeAll(keepingCapacity: true)
                 inProgress = false
                 return .dropped("continuation overruns the L2CAP length by \(over) bytes: PDU discarded")
             }
             buffer.append(contentsOf: packet.data)
-            return finishIfComplete()
+            return finishIfComplete(limit: limit)
         }
     }
 
-    private mutating func start(_ data: [UInt8]) -> SliceOutcome {
+    private mutating func start(_ data: [UInt8], limit: (UInt16) -> Int) -> SliceOutcome {
         // Fast path: a whole PDU in one fragment (the common notification case).
         if data.count >= 4 {
             let length = Int(data[0]) | Int(data[1]) << 8
@@ -108,23 +138,33 @@ public struct ACLReassembler: Sendable {
             if data.count > length + 4 {
                 return .dropped("start fragment holds \(data.count - 4) bytes but the L2CAP length says \(length)")
             }
+            let maximum = min(limit(cid), maximumPDULength)
+            if length > maximum {
+                discarding = length + 4 - data.count
+                return .oversized(channelID: cid, length: length, maximum: maximum, head: data[4...])
+            }
             expected = length + 4
         } else {
-            // The basic header itself is split; its length is known once 2 bytes arrive.
+            // The basic header itself is split; the PDU is sized once its 4 bytes arrive.
             expected = 4
         }
         buffer.append(contentsOf: data)
         inProgress = true
-        return finishIfComplete()
+        return finishIfComplete(limit: limit)
     }
 
-    private mutating func finishIfComplete() -> SliceOutcome {
-        if expected == 4 && buffer.count >= 2 {
+    private mutating func finishIfComplete(limit: (UInt16) -> Int) -> SliceOutcome {
+        if expected == 4 && buffer.count >= 4 {
             let length = Int(buffer[0]) | Int(buffer[1]) << 8
-            if length > maximumPDULength {
+            let cid = UInt16(buffer[2]) | UInt16(buffer[3]) << 8
+            let maximum = min(limit(cid), maximumPDULength)
+            if length > maximum {
+                let received = buffer.count - 4
                 buffer.removeAll(keepingCapacity: true)
                 inProgress = false
-                return .dropped("L2CAP length \(length) exceeds the maximum \(maximumPDULength)")
+                guard received <= length else { return .dropped("fragments hold more bytes than the L2CAP length says") }
+                discarding = length - received
+                return .oversized(channelID: cid, length: length, maximum: maximum, head: [])
             }
             expected = length + 4
             if buffer.count > expected {
@@ -145,6 +185,7 @@ public struct ACLReassembler: Sendable {
         buffer.removeAll()
         inProgress = false
         expected = 0
+        discarding = 0
     }
 }
 

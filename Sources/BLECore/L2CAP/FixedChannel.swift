@@ -10,8 +10,11 @@ public final class FixedChannel: L2CAPChannel, @unchecked Sendable { // state to
     // Unchecked: set and called only on the adapter executor.
     @exclusivity(unchecked) private var receive: (@Sendable (ArraySlice<UInt8>) -> Void)?
     private var close: (@Sendable (LinkError) -> Void)?
-    /// Inbound SDUs that arrived before handlers were installed (bounded).
+    /// Inbound SDUs that arrived before handlers were installed: at most 64, of at most
+    /// `earlyByteLimit` bytes in all (copied, so a view never pins a larger buffer).
     private var early: [ArraySlice<UInt8>] = []
+    private var earlyBytes = 0
+    static let earlyByteLimit = 8 * 1024
     private var closedError: LinkError?
 
     init(host: HCIHost, handle: UInt16, channelID: UInt16, peer: LEAddress) {
@@ -48,6 +51,7 @@ public final class FixedChannel: L2CAPChannel, @unchecked Sendable { // state to
         self.close = close
         let pending = early
         early.removeAll()
+        earlyBytes = 0
         for sdu in pending { receive(sdu) }
         if let closedError { close(closedError) }
     }
@@ -62,8 +66,9 @@ public final class FixedChannel: L2CAPChannel, @unchecked Sendable { // state to
     func deliver(_ sdu: ArraySlice<UInt8>) {
         if let receive {
             receive(sdu)
-        } else if early.count < 64 {
-            early.append(sdu)
+        } else if early.count < 64, earlyBytes + sdu.count <= Self.earlyByteLimit {
+            early.append(ArraySlice(Array(sdu)))
+            earlyBytes += sdu.count
         }
     }
 

@@ -14,6 +14,11 @@ public enum LinkError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The task sending an SDU on channel `channelID` of link `handle` was cancelled: it
     /// stopped waiting; fragments already queued may still go out. The link is unaffected.
     case cancelled(peer: BluetoothAddress, handle: UInt16, channelID: UInt16)
+    /// A PDU on channel `channelID` of link `handle` found no controller buffer within the
+    /// host's send timeout: the peer has stopped acknowledging the link's packets. Not sent.
+    case sendTimeout(peer: BluetoothAddress, handle: UInt16, channelID: UInt16, milliseconds: Int)
+    /// Link `handle`'s send queue already holds `queuedBytes` of its `limit`: the PDU was refused.
+    case queueFull(peer: BluetoothAddress, handle: UInt16, channelID: UInt16, queuedBytes: Int, limit: Int)
 
     public var description: String {
         switch self {
@@ -29,6 +34,10 @@ public enum LinkError: Error, Sendable, Equatable, CustomStringConvertible {
         case .tooLarge(let size, let max): return "\(size)-byte SDU exceeds the channel's maximum of \(max) bytes"
         case .cancelled(let peer, let handle, let cid):
             return "sending on L2CAP channel \(cid.hex) of handle \(handle.hex) to \(peer) was cancelled; what was already queued may still be sent"
+        case .sendTimeout(let peer, let handle, let cid, let ms):
+            return "a PDU on L2CAP channel \(cid.hex) of handle \(handle.hex) to \(peer) found no controller buffer within \(ms) ms: the peer stopped acknowledging packets (out of range or hung?); disconnect it or try later"
+        case .queueFull(let peer, let handle, let cid, let queued, let limit):
+            return "the send queue of handle \(handle.hex) to \(peer) is full (\(queued) of \(limit) bytes waiting); the PDU on L2CAP channel \(cid.hex) was refused: the peer takes data slower than it is sent, so wait for earlier sends or disconnect it"
         }
     }
 }

@@ -60,6 +60,12 @@ public struct DiscoveredPeripheral: Sendable, Hashable, CustomStringConvertible 
     public var txPower: Int8?
     /// Advertising_SID of extended advertising; nil for legacy advertising.
     public var advertisingSID: UInt8?
+    /// The identity address of a bonded peer that advertises with a resolvable private
+    /// address (resolved with its IRK, or by the controller's resolving list).
+    public var identityAddress: LEAddress? = nil
+
+    /// The address that names the device for good: its identity address when known.
+    public var identity: LEAddress { identityAddress ?? address }
 
     /// The Complete (else Shortened) Local Name.
     public var name: String? { advertisingData.localName }
@@ -67,6 +73,7 @@ public struct DiscoveredPeripheral: Sendable, Hashable, CustomStringConvertible 
     public var description: String {
         var s = "\(address)"
         if isAnonymous { s = "anonymous" }
+        if let identityAddress, identityAddress.address != address.address { s += " (identity \(identityAddress.address))" }
         if let name { s += " \"\(name)\"" }
         if rssi != 127 { s += " \(rssi) dBm" }
         if !isConnectable { s += " non-connectable" }

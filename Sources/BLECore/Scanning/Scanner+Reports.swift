@@ -91,6 +91,7 @@ extension Scanner {
                 smoothedRSSI: Double(rssi), lastSeen: now, eventType: eventType, isConnectable: eventType.contains(.connectable),
                 isAnonymous: addressType == 0xFF, isDataTruncated: false, directAddress: direct, txPower: nil,
                 advertisingSID: sid))
+            if addressType != 0xFF { record.peripheral.identityAddress = identity(of: LEAddress(address, type: type)) }
             changed = true
             isNew = true
         }

@@ -35,6 +35,8 @@ actor Scanner {
     var subscribers: [UInt64: ScanSubscriber] = [:]
     var nextSubscriberID: UInt64 = 0
     var devices: [DeviceKey: DeviceRecord] = [:]
+    /// Resolves advertisers' private addresses to identities (AddressResolution.swift).
+    var addressResolver: AddressResolver?
     var fragments: [FragmentKey: Fragment] = [:]
     var fragmentSequence: UInt64 = 0
     /// Fires when the oldest device may have passed `tableExpiry`.

@@ -12,7 +12,9 @@ public struct GATTDatabaseSnapshot: Sendable, Hashable {
     public internal(set) var includedServices: [UInt16: [GATTIncludedService]] = [:]
     /// The Database Hash read from the peer, when it has one (Vol 3, Part G, 7.3).
     public internal(set) var databaseHash: [UInt8]?
-    /// Ranges a Service Changed indication invalidated and that are not re-discovered yet.
+    /// What Service Changed indications invalidated and is not re-discovered yet: at most
+    /// one range, the smallest covering every indicated one, so a burst of indications costs
+    /// one re-discovery.
     public internal(set) var staleRanges: [ATTHandleRange] = []
 
     public init() {}
@@ -33,7 +35,11 @@ public struct GATTDatabaseSnapshot: Sendable, Hashable {
             }
         }
         services = kept
-        staleRanges.append(range)
+        if let stale = staleRanges.first {
+            staleRanges = [ATTHandleRange(start: min(stale.start, range.start), end: max(stale.end, range.end))]
+        } else {
+            staleRanges = [range]
+        }
     }
 
     /// Inserts services re-discovered in a stale range, in handle order.

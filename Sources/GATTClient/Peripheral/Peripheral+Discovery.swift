@@ -8,7 +8,7 @@ extension Peripheral {
             do throws(GATTProcedureError) {
                 database.services = try await p.discoverAllPrimaryServices()
             } catch {
-                throw gattError(error, "discovering", "the primary services")
+                throw gattError(error, .discovering, .services(.all))
             }
             await storeInCache()
             try await configureServiceChanged(p)
@@ -17,7 +17,7 @@ extension Peripheral {
             do throws(GATTProcedureError) {
                 database.merge(try await p.discoverAllPrimaryServices(in: stale), rediscovered: stale)
             } catch {
-                throw gattError(error, "re-discovering", "the services in \(stale)")
+                throw gattError(error, .rediscovering, .services(stale))
             }
             await storeInCache()
         }
@@ -39,7 +39,7 @@ extension Peripheral {
             await storeInCache()
             return found
         } catch {
-            throw gattError(error, "discovering characteristics of", service.uuid.gattDisplayName)
+            throw gattError(error, .discoveringCharacteristics, .attribute(service.uuid, handle: service.handle))
         }
     }
 
@@ -54,7 +54,7 @@ extension Peripheral {
             await storeInCache()
             return found
         } catch {
-            throw gattError(error, "finding included services of", s.uuid.gattDisplayName)
+            throw gattError(error, .findingIncludedServices, .attribute(s.uuid, handle: s.handle))
         }
     }
 
@@ -73,7 +73,7 @@ extension Peripheral {
             await storeInCache()
             return found
         } catch {
-            throw gattError(error, "discovering descriptors of", c.uuid.gattDisplayName)
+            throw gattError(error, .discoveringDescriptors, .attribute(c.uuid, handle: c.valueHandle))
         }
     }
 
@@ -83,7 +83,7 @@ extension Peripheral {
     public func resolve(_ id: ServiceIdentifier) async throws(GATTError) -> GATTService {
         let all = try await services()
         guard let s = all.first(where: { $0.uuid == id.uuid }) else {
-            throw .serviceNotFound(id.uuid, peer: peerDescription, available: all.map(\.uuid))
+            throw .serviceNotFound(id.uuid, peer: peerAddress, available: all.map(\.uuid))
         }
         return s
     }
@@ -92,7 +92,7 @@ extension Peripheral {
     public func resolve(_ id: CharacteristicIdentifier) async throws(GATTError) -> GATTCharacteristic {
         let all = try await characteristics(of: try await resolve(id.service))
         guard let c = all.first(where: { $0.uuid == id.uuid }) else {
-            throw .characteristicNotFound(id.uuid, service: id.service.uuid, peer: peerDescription, available: all.map(\.uuid))
+            throw .characteristicNotFound(id.uuid, service: id.service.uuid, peer: peerAddress, available: all.map(\.uuid))
         }
         return c
     }
@@ -102,7 +102,7 @@ extension Peripheral {
         let c = try await resolve(id.characteristic)
         let all = try await descriptors(of: c)
         guard let d = all.first(where: { $0.uuid == id.uuid }) else {
-            throw .descriptorNotFound(id.uuid, characteristic: c.uuid, peer: peerDescription, available: all.map(\.uuid))
+            throw .descriptorNotFound(id.uuid, characteristic: c.uuid, peer: peerAddress, available: all.map(\.uuid))
         }
         return d
     }
@@ -113,7 +113,7 @@ extension Peripheral {
     /// directly (it also runs while the bearer is being prepared).
     func configureServiceChanged(_ p: GATTProcedures) async throws(GATTError) {
         guard let gatt = database.services?.first(where: { $0.uuid == GATTAttributeType.genericAttributeService }) else { return }
-        let target = GATTAttributeType.serviceChanged.gattDisplayName
+        var target = GATTTarget.attribute(GATTAttributeType.serviceChanged, handle: nil)
         do throws(GATTProcedureError) {
             var chars = database.characteristics[gatt.handle] ?? []
             if database.characteristics[gatt.handle] == nil {
@@ -121,6 +121,7 @@ extension Peripheral {
                 database.characteristics[gatt.handle] = chars
             }
             guard let sc = chars.first(where: { $0.uuid == GATTAttributeType.serviceChanged }), sc.properties.contains(.indicate) else { return }
+            target = .attribute(sc.uuid, handle: sc.valueHandle)
             var descs = database.descriptors[sc.valueHandle] ?? []
             if database.descriptors[sc.valueHandle] == nil {
                 descs = try await p.discoverDescriptors(of: sc)
@@ -130,30 +131,41 @@ extension Peripheral {
             guard let cccd = descs.first(where: { $0.uuid == GATTAttributeType.clientCharacteristicConfiguration }) else { return }
             try await p.writeClientConfiguration(handle: cccd.handle, value: 0x0002)
         } catch {
-            throw gattError(error, "enabling indications of", target)
+            throw gattError(error, .enablingIndications, target)
         }
         await storeInCache()
     }
 
-    /// A Service Changed indication: the affected range is forgotten now and re-discovered
-    /// on the next use; streams of characteristics in it end with `.serviceChanged`.
+    /// A Service Changed indication (already confirmed by the bearer): the affected range is
+    /// forgotten now and re-discovered on the next use, merged with the ranges of earlier
+    /// indications not re-discovered yet (one re-discovery for a burst); streams of
+    /// characteristics in it end with `.serviceChanged`. A range that is not one (start 0
+    /// or after end) counts as every handle.
     func serviceChanged(_ value: [UInt8]) {
         guard value.count == 4 else { return }
-        let range = ATTHandleRange(start: UInt16(value[0]) | UInt16(value[1]) << 8, end: UInt16(value[2]) | UInt16(value[3]) << 8)
+        var range = ATTHandleRange(start: UInt16(value[0]) | UInt16(value[1]) << 8, end: UInt16(value[2]) | UInt16(value[3]) << 8)
+        if range.start == 0 || range.start > range.end { range = .all }
         database.invalidate(range)
         database.databaseHash = nil
         let affected = routes.handles.filter { $0 >= range.start && $0 <= range.end }
         for h in affected {
             subscriptions[h] = nil
             guard let route = routes.remove(h) else { continue }
-            let error = GATTError.serviceChanged(range: range, peer: peerDescription)
+            let error = GATTError.serviceChanged(range: range, peer: peerAddress)
             route.notifications.finish(throwing: error)
             route.indications.finish(throwing: error)
         }
-        if let cache, let peer {
-            let snapshot = database
-            Task { await cache.store(snapshot, for: peer) }
+        // One cache store for a burst: the first indication schedules it, it stores the
+        // snapshot as it is then.
+        if cache != nil, !cacheStoreScheduled {
+            cacheStoreScheduled = true
+            Task { await self.storeScheduledSnapshot() }
         }
+    }
+
+    private func storeScheduledSnapshot() async {
+        cacheStoreScheduled = false
+        await storeInCache()
     }
 
     func storeInCache() async {

@@ -21,22 +21,22 @@ extension Peripheral {
         let c = try await resolve(characteristic)
         let needed: GATTCharacteristicProperties = indications ? .indicate : .notify
         guard c.properties.contains(needed) else {
-            throw .notSupported(operation: indications ? "indications" : "notifications", target: c.uuid.gattDisplayName,
-                                properties: c.properties, peer: peerDescription)
+            throw .notSupported(operation: indications ? .indications : .notifications, target: .attribute(c.uuid, handle: c.valueHandle),
+                                properties: c.properties, peer: peerAddress)
         }
         let handle = c.valueHandle
         if subscriptions[handle] == nil {
             let descs = try await descriptors(of: c)
             guard let cccd = descs.first(where: { $0.uuid == GATTAttributeType.clientCharacteristicConfiguration }) else {
                 throw .descriptorNotFound(GATTAttributeType.clientCharacteristicConfiguration, characteristic: c.uuid,
-                                          peer: peerDescription, available: descs.map(\.uuid))
+                                          peer: peerAddress, available: descs.map(\.uuid))
             }
             if subscriptions[handle] == nil { subscriptions[handle] = Subscription(cccdHandle: cccd.handle, waiters: Waiters(executor: executor, scheduler: scheduler)) }
         }
         let route = self.route(for: handle)
         let subscription = (indications ? route.indications : route.notifications).subscribe(bufferingPolicy: bufferingPolicy)
         do throws(GATTError) {
-            try await reconcile(handle, target: c.uuid.gattDisplayName)
+            try await reconcile(handle, target: .attribute(c.uuid, handle: handle))
         } catch {
             // Dropping `subscription` unsubscribes it; the CCCD follows the remaining subscribers.
             throw error
@@ -82,10 +82,10 @@ extension Peripheral {
     ) async throws(GATTError) -> [UInt8] {
         let stream = try await subscribe(to: response, indications: indication)
         try await write(value, to: characteristic, type: type)
-        let target = response.uuid.gattDisplayName
-        let peerName = peerDescription
-        let cancelled = GATTError.cancelled(operation: "awaiting a notification from", target: target)
-        let expired = GATTError.timeout(operation: "awaiting a notification from", target: target, peer: peerName)
+        let target = GATTTarget.attribute(response.uuid, handle: try await resolve(response).valueHandle)
+        let peerName = peerAddress
+        let cancelled = GATTError.cancelled(operation: .awaitingNotification, target: target)
+        let expired = GATTError.timeout(operation: .awaitingNotification, target: target, peer: peerName)
         let reply = Waiters<[UInt8], GATTError>(executor: executor, scheduler: scheduler)
         var consumer: Task<Void, Never>?
         let result = await reply.wait(deadline: (timeout, .failure(expired)), cancelled: { _ in .failure(cancelled) }) { [executor] id in
@@ -110,10 +110,10 @@ extension Peripheral {
     // MARK: Internals
 
     nonisolated func decoder<T: GATTDecodable & Sendable>(_ c: CharacteristicIdentifier) -> @Sendable ([UInt8]) throws -> T {
-        let peer = peerDescription
+        let peer = peerAddress
         return { bytes in
             do throws(GATTValueError) { return try T(gattValue: bytes) } catch {
-                throw GATTError.invalidValue(error, target: c.uuid.gattDisplayName, peer: peer)
+                throw GATTError.invalidValue(error, target: .attribute(c.uuid, handle: nil), peer: peer)
             }
         }
     }
@@ -142,11 +142,11 @@ extension Peripheral {
     func subscribersChanged(_ handle: UInt16) {
         guard let sub = subscriptions[handle], !sub.writing, terminalError == nil,
               sub.written != (routes.route(handle)?.configuration ?? 0) else { return }
-        Task { try? await self.reconcile(handle, target: "handle \(handle.hex)") }
+        Task { try? await self.reconcile(handle, target: .handle(handle)) }
     }
 
     /// Writes the CCCD until it matches what the subscribers need; one write at a time.
-    func reconcile(_ handle: UInt16, target: String) async throws(GATTError) {
+    func reconcile(_ handle: UInt16, target: GATTTarget) async throws(GATTError) {
         while let sub = subscriptions[handle] {
             if sub.writing {
                 try await waitForCCCDWrite(handle, target: target)
@@ -165,7 +165,7 @@ extension Peripheral {
                 try await p.writeClientConfiguration(handle: sub.cccdHandle, value: wanted)
                 subscriptions[handle]?.written = wanted
             } catch {
-                failure = gattError(error, wanted == 0 ? "disabling notifications of" : "subscribing to", target)
+                failure = gattError(error, wanted == 0 ? .disablingNotifications : .subscribing, target)
             }
             subscriptions[handle]?.writing = false
             subscriptions[handle]?.waiters.resumeAll(with: .success(true))
@@ -175,14 +175,14 @@ extension Peripheral {
 
     /// Waits until the CCCD write under way at `handle` ends; a cancelled caller stops
     /// waiting at once (the write goes on).
-    private func waitForCCCDWrite(_ handle: UInt16, target: String) async throws(GATTError) {
+    private func waitForCCCDWrite(_ handle: UInt16, target: GATTTarget) async throws(GATTError) {
         guard let sub = subscriptions[handle], sub.writing else { return }
         let ended = await sub.waiters.wait(cancelled: { _ in .success(false) }).get()
-        if !ended { throw .cancelled(operation: "waiting for the CCCD write of", target: target) }
+        if !ended { throw .cancelled(operation: .waitingForCCCDWrite, target: target) }
     }
 
     func reconcile(_ handle: UInt16) async throws(GATTError) {
-        try await reconcile(handle, target: "handle \(handle.hex)")
+        try await reconcile(handle, target: .handle(handle))
     }
 }
 

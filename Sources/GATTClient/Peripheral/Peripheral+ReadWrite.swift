@@ -13,7 +13,7 @@ extension Peripheral {
     ///     let level = try await peripheral.read(batteryLevel)
     public func read(_ characteristic: CharacteristicIdentifier) async throws(GATTError) -> [UInt8] {
         let c = try await resolve(characteristic)
-        return try await withSecurityRetry { () async throws(GATTError) in try await readValue(handle: c.valueHandle, target: c.uuid.gattDisplayName) }
+        return try await withSecurityRetry { () async throws(GATTError) in try await readValue(handle: c.valueHandle, target: .attribute(c.uuid, handle: c.valueHandle)) }
     }
 
     /// Reads and decodes a characteristic's value.
@@ -22,7 +22,8 @@ extension Peripheral {
     public func read<T: GATTDecodable>(_ characteristic: CharacteristicIdentifier, as type: T.Type) async throws(GATTError) -> T {
         let bytes = try await read(characteristic)
         do { return try T(gattValue: bytes) } catch {
-            throw .invalidValue(error, target: characteristic.uuid.gattDisplayName, peer: peerDescription)
+            let handle = try await resolve(characteristic).valueHandle
+            throw .invalidValue(error, target: .attribute(characteristic.uuid, handle: handle), peer: peerAddress)
         }
     }
 
@@ -31,24 +32,24 @@ extension Peripheral {
         var handles: [UInt16] = []
         for c in characteristics { handles.append(try await resolve(c).valueHandle) }
         let p = try await procedures()
-        let target = characteristics.map(\.description).joined(separator: ", ")
+        let target = GATTTarget.attributes(characteristics.map(\.uuid), handles: handles)
         do throws(GATTProcedureError) {
             return try await p.readMultipleVariable(handles: handles).map(\.value)
         } catch {
-            throw gattError(error, "reading", target)
+            throw gattError(error, .reading, target)
         }
     }
 
     /// Reads a descriptor's value (long values to the end).
     public func readDescriptor(_ descriptor: DescriptorIdentifier) async throws(GATTError) -> [UInt8] {
         let d = try await resolve(descriptor)
-        return try await readValue(handle: d.handle, target: descriptor.description)
+        return try await readValue(handle: d.handle, target: .attribute(d.uuid, handle: d.handle))
     }
 
     /// Writes a descriptor's value with a Write Request.
     public func writeDescriptor(_ value: some GATTEncodable, to descriptor: DescriptorIdentifier) async throws(GATTError) {
         let d = try await resolve(descriptor)
-        try await writeValue(value.gattValue, handle: d.handle, type: .withResponse, target: descriptor.description)
+        try await writeValue(value.gattValue, handle: d.handle, type: .withResponse, target: .attribute(d.uuid, handle: d.handle))
     }
 
     /// Writes a characteristic's value. With `.withResponse` a value longer than
@@ -58,7 +59,7 @@ extension Peripheral {
     public func write(_ value: some GATTEncodable, to characteristic: CharacteristicIdentifier, type: GATTWriteType = .withResponse) async throws(GATTError) {
         let c = try await resolve(characteristic)
         let bytes = value.gattValue
-        try await withSecurityRetry { () async throws(GATTError) in try await writeValue(bytes, handle: c.valueHandle, type: type, target: c.uuid.gattDisplayName) }
+        try await withSecurityRetry { () async throws(GATTError) in try await writeValue(bytes, handle: c.valueHandle, type: type, target: .attribute(c.uuid, handle: c.valueHandle)) }
     }
 
     /// Writes with Prepare Write / Execute Write whatever the length (Write Long
@@ -69,7 +70,7 @@ extension Peripheral {
         do throws(GATTProcedureError) {
             try await p.writeLong(handle: c.valueHandle, value: value.gattValue, offset: offset)
         } catch {
-            throw gattError(error, "writing", c.uuid.gattDisplayName)
+            throw gattError(error, .writing, .attribute(c.uuid, handle: c.valueHandle))
         }
     }
 
@@ -84,7 +85,7 @@ extension Peripheral {
         do throws(GATTProcedureError) {
             try await p.reliableWrite(resolved)
         } catch {
-            throw gattError(error, "reliably writing", writes.map(\.characteristic.description).joined(separator: ", "))
+            throw gattError(error, .reliablyWriting, .attributes(writes.map(\.characteristic.uuid), handles: resolved.map(\.handle)))
         }
     }
 
@@ -98,20 +99,20 @@ extension Peripheral {
 
     // MARK: By handle
 
-    func readValue(handle: UInt16, target: String) async throws(GATTError) -> [UInt8] {
+    func readValue(handle: UInt16, target: GATTTarget) async throws(GATTError) -> [UInt8] {
         let p = try await procedures()
         do throws(GATTProcedureError) {
             return try await p.readLong(handle: handle)
         } catch {
-            throw gattError(error, "reading", target)
+            throw gattError(error, .reading, target)
         }
     }
 
-    func writeValue(_ value: [UInt8], handle: UInt16, type: GATTWriteType, target: String) async throws(GATTError) {
+    func writeValue(_ value: [UInt8], handle: UInt16, type: GATTWriteType, target: GATTTarget) async throws(GATTError) {
         let p = try await procedures()
         let max = Int(await bearer.mtu) - 3
         if type == .withoutResponse, value.count > max {
-            throw .valueTooLong(length: value.count, maximum: max, operation: "writing without response to", target: target)
+            throw .valueTooLong(length: value.count, maximum: max, operation: .writingWithoutResponse, target: target)
         }
         do throws(GATTProcedureError) {
             switch type {
@@ -123,7 +124,7 @@ extension Peripheral {
                 try await p.writeWithoutResponse(handle: handle, value: value)
             }
         } catch {
-            throw gattError(error, "writing", target)
+            throw gattError(error, .writing, target)
         }
     }
 }

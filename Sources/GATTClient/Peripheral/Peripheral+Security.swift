@@ -16,6 +16,19 @@ extension Peripheral {
         securityRaiser = raiser
     }
 
+    /// On a restored link: raises security back to what the link had, with the raiser (a
+    /// bond re-encrypts without pairing). Returns why it could not, if it could not.
+    func restoreSecurity(_ link: Connection) async -> GATTError? {
+        let level = await link.securityLevelToRestore
+        guard level > .none, let securityRaiser, await link.securityLevel < level else { return nil }
+        do {
+            try await securityRaiser(level)
+            return nil
+        } catch {
+            return .securityNeeded(attribute: .insufficientEncryption, needed: level, peer: peerAddress, reason: "\(error)")
+        }
+    }
+
     /// Runs `body`; when the peer refuses it for lack of security, raises the level once and
     /// runs it again.
     func withSecurityRetry<T>(_ body: () async throws(GATTError) -> T) async throws(GATTError) -> T {
@@ -31,7 +44,7 @@ extension Peripheral {
             do {
                 try await securityRaiser(needed)
             } catch {
-                throw .securityNeeded(attribute: code, needed: needed, peer: peerDescription, reason: "\(error)")
+                throw .securityNeeded(attribute: code, needed: needed, peer: peerAddress, reason: "\(error)")
             }
             return try await body()
         }

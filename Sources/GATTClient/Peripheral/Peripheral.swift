@@ -11,6 +11,9 @@ public actor Peripheral {
     public nonisolated let peer: LEAddress?
     /// The peer in messages ("F0:F1:F2:F3:F4:F5").
     public nonisolated let peerDescription: String
+    /// The peer's address, as errors carry it (00:00:00:00:00:00 for a channel that names
+    /// no address).
+    public nonisolated let peerAddress: BluetoothAddress
     public nonisolated let executor: AdapterExecutor
     public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
 
@@ -19,11 +22,15 @@ public actor Peripheral {
     let clientMTU: UInt16
     let scheduler: any TimerScheduler
     let transactionTimeout: Duration
+    /// The overall limit of one multi-request procedure (`GATTProcedures.procedureTimeout`).
+    public nonisolated let procedureTimeout: Duration?
 
     /// The current ATT bearer (replaced when a reconnect policy restores the link).
     public private(set) var bearer: ATTBearer
     var channel: ObservedChannel
     var database = GATTDatabaseSnapshot()
+    /// A cache store after Service Changed is queued and has not run yet.
+    var cacheStoreScheduled = false
     nonisolated let routes = NotificationRoutes()
     /// CCCD bookkeeping by value handle.
     var subscriptions: [UInt16: Subscription] = [:]
@@ -58,31 +65,38 @@ public actor Peripheral {
 
     /// A peripheral over an ATT channel (CID 0x0004 of a link, or any `L2CAPChannel`).
     /// `peer` keys the cache; `scheduler` times the ATT transactions (a dispatch timer on the
-    /// channel's queue by default).
+    /// channel's queue by default); `procedureTimeout` bounds each procedure of several
+    /// requests (discovery, long reads and writes) as a whole, nil for no bound.
     public init(channel: any L2CAPChannel, peer: LEAddress? = nil, cache: GATTCache? = nil, clientMTU: UInt16 = 517,
-                scheduler: (any TimerScheduler)? = nil, transactionTimeout: Duration = .seconds(30)) {
+                scheduler: (any TimerScheduler)? = nil, transactionTimeout: Duration = .seconds(30),
+                procedureTimeout: Duration? = GATTProcedures.defaultProcedureTimeout) {
         self.init(channel: channel, connection: nil, peer: peer, cache: cache, clientMTU: clientMTU,
                   scheduler: scheduler ?? DispatchTimerScheduler(queue: channel.executor.queue),
-                  transactionTimeout: transactionTimeout)
+                  transactionTimeout: transactionTimeout, procedureTimeout: procedureTimeout)
     }
 
     /// A peripheral over `connection`'s ATT channel. With a reconnect policy on the
     /// connection, notification streams survive drops: after the link is restored the bearer
     /// is rebuilt, the MTU re-exchanged and every subscribed CCCD written again. Calls made
     /// while the link is being restored wait for it (at most one ATT transaction timeout).
-    public init(connection: Connection, cache: GATTCache? = nil, clientMTU: UInt16 = 517) async throws(GATTError) {
+    /// Each procedure of several requests (discovery, long reads and writes) ends within
+    /// `procedureTimeout` (nil: no bound) or fails with `GATTError.procedureTimeout`.
+    public init(connection: Connection, cache: GATTCache? = nil, clientMTU: UInt16 = 517,
+                procedureTimeout: Duration? = GATTProcedures.defaultProcedureTimeout) async throws(GATTError) {
         let channel: any L2CAPChannel
         do { channel = try await connection.attChannel() } catch { throw .connection(error) }
         self.init(channel: channel, connection: connection, peer: connection.peer, cache: cache, clientMTU: clientMTU,
-                  scheduler: connection.scheduler, transactionTimeout: .seconds(30))
+                  scheduler: connection.scheduler, transactionTimeout: .seconds(30), procedureTimeout: procedureTimeout)
         // From the start, not on first use: a drop before the first call must be followed too.
         installConnectionHooks(connection)
     }
 
     init(channel: any L2CAPChannel, connection: Connection?, peer: LEAddress?, cache: GATTCache?, clientMTU: UInt16,
-         scheduler: any TimerScheduler, transactionTimeout: Duration) {
+         scheduler: any TimerScheduler, transactionTimeout: Duration, procedureTimeout: Duration?) {
         self.peer = peer
         self.peerDescription = peer.map { "\($0.address)" } ?? channel.peerDescription
+        self.peerAddress = peer?.address ?? BluetoothAddress(channel.peerDescription) ?? BluetoothAddress(rawValue: 0)
+        self.procedureTimeout = procedureTimeout
         self.executor = channel.executor
         self.connection = connection
         self.cache = cache
@@ -122,7 +136,7 @@ public actor Peripheral {
         }
         switch readiness {
         case .ready:
-            return GATTProcedures(bearer: bearer)
+            return GATTProcedures(bearer: bearer, procedureTimeout: procedureTimeout)
         case .preparing:
             let result = await waitForPreparation()
             // The preparing call was cancelled, not this one: prepare again.
@@ -136,13 +150,13 @@ public actor Peripheral {
             if case .success = result { readiness = .ready } else { readiness = .idle }
             readinessWaiters.resumeAll(with: result)
             try result.get()
-            return GATTProcedures(bearer: bearer)
+            return GATTProcedures(bearer: bearer, procedureTimeout: procedureTimeout)
         }
     }
 
     /// Waits for the call preparing the bearer; a cancelled caller stops waiting at once.
     private func waitForPreparation() async -> Result<Void, GATTError> {
-        let cancelled = GATTError.cancelled(operation: "waiting for the ATT bearer to be prepared for", target: peerDescription)
+        let cancelled = GATTError.cancelled(operation: .waitingForPreparation, target: .server)
         return await readinessWaiters.wait(cancelled: { _ in .failure(cancelled) })
     }
 
@@ -156,9 +170,9 @@ public actor Peripheral {
         do throws(ATTError) {
             _ = try await bearer.exchangeMTU()
         } catch {
-            if case .errorResponse = error {} else { throw gattError(.att(error), "exchanging the MTU", "with the server") }
+            if case .errorResponse = error {} else { throw gattError(.att(error), .exchangingMTU, .server) }
         }
-        let procedures = GATTProcedures(bearer: bearer)
+        let procedures = GATTProcedures(bearer: bearer, procedureTimeout: procedureTimeout)
         if let cache, let peer {
             let hash = try await readDatabaseHash(procedures)
             if database.services == nil, let cached = await cache.snapshot(for: peer), cached.databaseHash == hash {
@@ -179,7 +193,7 @@ public actor Peripheral {
             return try await p.read(type: GATTAttributeType.databaseHash).first?.value
         } catch {
             if case .att(.errorResponse) = error { return nil }
-            throw gattError(error, "reading", GATTAttributeType.databaseHash.gattDisplayName)
+            throw gattError(error, .reading, .attribute(GATTAttributeType.databaseHash, handle: nil))
         }
     }
 
@@ -209,7 +223,7 @@ public actor Peripheral {
         case .disconnecting:
             break
         case .closed(let why):
-            terminate(.disconnected(peer: peerDescription, reason: "\(why)"))
+            terminate(.disconnected(peer: peerAddress, reason: "\(why)"))
         }
     }
 
@@ -221,7 +235,7 @@ public actor Peripheral {
         guard closed === channel else { return }
         readiness = .idle
         for h in subscriptions.keys { subscriptions[h]?.written = 0 }
-        if connection == nil { terminate(.disconnected(peer: peerDescription, reason: Self.reason(of: error))) }
+        if connection == nil { terminate(.disconnected(peer: peerAddress, reason: Self.reason(of: error))) }
     }
 
     func terminate(_ error: GATTError) {
@@ -237,9 +251,8 @@ public actor Peripheral {
     /// once with the reason, and so does the cancellation of its task.
     private func waitForRestore() async throws(GATTError) {
         let limit = transactionTimeout
-        let peerName = peerDescription
-        let expired = GATTError.disconnected(peer: peerName, reason: "the link was not restored within the ATT transaction timeout (\(limit))")
-        let cancelled = GATTError.cancelled(operation: "waiting for the link to be restored to", target: peerName)
+        let expired = GATTError.disconnected(peer: peerAddress, reason: "the link was not restored within the ATT transaction timeout (\(limit))")
+        let cancelled = GATTError.cancelled(operation: .waitingForRestore, target: .server)
         try await restoreWaiters.wait(deadline: (limit, .failure(expired)), cancelled: { _ in .failure(cancelled) }).get()
     }
 
@@ -259,10 +272,14 @@ public actor Peripheral {
         bearer = ATTBearer(channel: observed, scheduler: scheduler, clientMTU: clientMTU, transactionTimeout: transactionTimeout)
         readiness = .idle
         for h in subscriptions.keys { subscriptions[h]?.written = 0 }
+        // A link that was encrypted is encrypted again (with the bond) before any request or
+        // CCCD write: those attributes may need it (Vol 3, Part C, 10.3.1.1 and 10.3.2.2).
+        let securityFailure = await restoreSecurity(link)
         // Calls made during the outage go on now; they queue behind this preparation.
         linkDown = false
         resumeRestoreWaiters(.success(()))
         do throws(GATTError) {
+            if let securityFailure { throw securityFailure }
             _ = try await procedures()
         } catch {
             for h in subscriptions.keys { resubscriptionFailed(h, error) }
@@ -290,30 +307,32 @@ public actor Peripheral {
         switch error {
         case .disconnected(_, let reason): "\(reason)"
         case .closed: "closed by this host"
-        case .transportLost, .controllerReset, .tooLarge, .cancelled: "\(error)"
+        case .transportLost, .controllerReset, .tooLarge, .cancelled, .sendTimeout, .queueFull: "\(error)"
         }
     }
 
-    func gattError(_ error: GATTProcedureError, _ operation: String, _ target: String) -> GATTError {
+    func gattError(_ error: GATTProcedureError, _ operation: GATTOperation, _ target: GATTTarget) -> GATTError {
         switch error {
         case .invalidResponse(let why):
-            return .malformed(operation: operation, target: target, peer: peerDescription, detail: why)
+            return .malformed(operation: operation, target: target, peer: peerAddress, detail: why)
+        case .procedureTimeout(let progress, let limit):
+            return .procedureTimeout(progress, limit: limit, peer: peerAddress)
         case .att(let att):
             switch att {
             case .errorResponse(let code, _, _):
-                return .attribute(code, operation: operation, target: target, peer: peerDescription)
+                return .attribute(code, operation: operation, target: target, peer: peerAddress)
             case .transactionTimeout:
-                return .timeout(operation: operation, target: target, peer: peerDescription)
+                return .timeout(operation: operation, target: target, peer: peerAddress)
             case .linkClosed(let why):
-                return terminalError ?? .disconnected(peer: peerDescription, reason: Self.reason(of: why))
+                return terminalError ?? .disconnected(peer: peerAddress, reason: Self.reason(of: why))
             case .cancelled:
                 return .cancelled(operation: operation, target: target)
             case .pduTooLarge(_, let size, let mtu):
                 return .valueTooLong(length: size - 3, maximum: Int(mtu) - 3, operation: operation, target: target)
             case .malformedResponse(_, let why):
-                return .malformed(operation: operation, target: target, peer: peerDescription, detail: "\(why)")
+                return .malformed(operation: operation, target: target, peer: peerAddress, detail: "\(why)")
             default:
-                return .malformed(operation: operation, target: target, peer: peerDescription, detail: "\(att)")
+                return .malformed(operation: operation, target: target, peer: peerAddress, detail: "\(att)")
             }
         }
     }

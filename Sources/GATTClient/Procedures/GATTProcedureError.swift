@@ -4,11 +4,15 @@ public enum GATTProcedureError: Error, Sendable, Equatable, CustomStringConverti
     case att(ATTError)
     /// The response is well-formed ATT but inconsistent with the procedure.
     case invalidResponse(String)
+    /// The procedure did not end within `limit` (`GATTProcedures.procedureTimeout`), each of
+    /// its requests answered in time or not: `progress` says how far it got.
+    case procedureTimeout(GATTProcedureProgress, limit: Duration)
 
     public var description: String {
         switch self {
         case .att(let e): return "\(e)"
         case .invalidResponse(let why): return why
+        case .procedureTimeout(let progress, let limit): return "\(progress.procedure) did not end within \(limit) (\(progress.details))"
         }
     }
 }

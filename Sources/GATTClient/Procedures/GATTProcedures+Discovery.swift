@@ -3,10 +3,30 @@
 /// response that breaks the procedure (handles that do not increase end it with an error,
 /// never loop).
 ///
+/// A procedure of several requests ends within `procedureTimeout` or fails with
+/// `.procedureTimeout`, however slowly (within each request's transaction timeout) the peer
+/// answers.
+///
 ///     let services = try await GATTProcedures(bearer: bearer).discoverAllPrimaryServices()
 public struct GATTProcedures: Sendable {
+    /// The overall limit of a procedure by default: ten ATT transaction timeouts, room for a
+    /// large database or a 512-octet value at ATT_MTU 23 on the slowest connection interval
+    /// (4 s), while a peer that stretches every answer to the 30 s timeout is cut off.
+    public static let defaultProcedureTimeout: Duration = .seconds(300)
+
     public let bearer: ATTBearer
-    public init(bearer: ATTBearer) { self.bearer = bearer }
+    /// How long one procedure may take from its first request to its last response; nil:
+    /// no limit beyond each request's transaction timeout.
+    public let procedureTimeout: Duration?
+
+    public init(bearer: ATTBearer, procedureTimeout: Duration? = GATTProcedures.defaultProcedureTimeout) {
+        self.bearer = bearer
+        self.procedureTimeout = procedureTimeout
+    }
+
+    func run(_ procedure: GATTProcedureKind, _ range: ATTHandleRange?) -> GATTProcedureRun {
+        GATTProcedureRun(procedure, range: range, bearer: bearer, limit: procedureTimeout)
+    }
 
     @inline(__always)
     func request(_ pdu: ATTPDU) async throws(GATTProcedureError) -> ATTPDU {
@@ -26,9 +46,10 @@ public struct GATTProcedures: Sendable {
     /// Discover All Primary Services (4.4.1): Read By Group Type of «Primary Service».
     public func discoverAllPrimaryServices(in range: ATTHandleRange = .all) async throws(GATTProcedureError) -> [GATTService] {
         var services: [GATTService] = []
+        var run = run(.discoverAllPrimaryServices, range)
         var next = range.start
         while next <= range.end && next != 0 {
-            guard let rsp = try await requestUnlessNotFound(.readByGroupTypeRequest(
+            guard let rsp = try await run.requestUnlessNotFound(.readByGroupTypeRequest(
                 range: ATTHandleRange(start: next, end: range.end), type: GATTAttributeType.primaryService)) else { break }
             guard case .readByGroupTypeResponse(let list) = rsp, !list.isEmpty else {
                 throw .invalidResponse("Read By Group Type Response with no entries")
@@ -44,6 +65,8 @@ public struct GATTProcedures: Sendable {
                 if e.endGroupHandle == 0xFFFF { return services }
                 next = e.endGroupHandle + 1
             }
+            run.progress.found = services.count
+            run.progress.nextHandle = next
         }
         return services
     }
@@ -52,9 +75,10 @@ public struct GATTProcedures: Sendable {
     public func discoverPrimaryServices(uuid: BluetoothUUID, in range: ATTHandleRange = .all) async throws(GATTProcedureError) -> [GATTService] {
         let value = uuid.uuid16.map { [UInt8(truncatingIfNeeded: $0), UInt8(truncatingIfNeeded: $0 >> 8)] } ?? uuid.as128.littleEndianBytes
         var services: [GATTService] = []
+        var run = run(.discoverPrimaryServices(uuid), range)
         var next = range.start
         while next <= range.end && next != 0 {
-            guard let rsp = try await requestUnlessNotFound(.findByTypeValueRequest(
+            guard let rsp = try await run.requestUnlessNotFound(.findByTypeValueRequest(
                 range: ATTHandleRange(start: next, end: range.end), type: GATTAttributeType.primaryService, value: value)) else { break }
             guard case .findByTypeValueResponse(let list) = rsp, !list.isEmpty else {
                 throw .invalidResponse("Find By Type Value Response with no entries")
@@ -67,6 +91,8 @@ public struct GATTProcedures: Sendable {
                 if r.end == 0xFFFF { return services }
                 next = r.end + 1
             }
+            run.progress.found = services.count
+            run.progress.nextHandle = next
         }
         return services
     }
@@ -77,9 +103,10 @@ public struct GATTProcedures: Sendable {
     /// 128-bit included UUID is read from the included service's declaration.
     public func findIncludedServices(of service: GATTService) async throws(GATTProcedureError) -> [GATTIncludedService] {
         var found: [GATTIncludedService] = []
+        var run = run(.findIncludedServices, service.range)
         var next = service.handle
         while next <= service.endHandle && next != 0 {
-            guard let rsp = try await requestUnlessNotFound(.readByTypeRequest(
+            guard let rsp = try await run.requestUnlessNotFound(.readByTypeRequest(
                 range: ATTHandleRange(start: next, end: service.endHandle), type: GATTAttributeType.include)) else { break }
             guard case .readByTypeResponse(let list) = rsp, !list.isEmpty else {
                 throw .invalidResponse("Read By Type Response with no entries")
@@ -97,7 +124,7 @@ public struct GATTProcedures: Sendable {
                 if e.value.count == 6 {
                     uuid = BluetoothUUID(uuid16: UInt16(e.value[4]) | UInt16(e.value[5]) << 8)
                 } else {
-                    guard case .readResponse(let v) = try await request(.readRequest(handle: start)),
+                    guard case .readResponse(let v) = try await run.request(.readRequest(handle: start)),
                           v.count == 16, let u = BluetoothUUID(littleEndian: v) else {
                         throw .invalidResponse("included service declaration \(start.hex) does not hold a 128-bit UUID")
                     }
@@ -108,6 +135,8 @@ public struct GATTProcedures: Sendable {
                 if e.handle == 0xFFFF { return found }
                 next = e.handle + 1
             }
+            run.progress.found = found.count
+            run.progress.nextHandle = next
         }
         return found
     }
@@ -118,9 +147,10 @@ public struct GATTProcedures: Sendable {
     /// given: Read By Type of «Characteristic» in the service's range.
     public func discoverCharacteristics(of service: GATTService, uuid: BluetoothUUID? = nil) async throws(GATTProcedureError) -> [GATTCharacteristic] {
         var declarations: [(handle: UInt16, properties: UInt8, valueHandle: UInt16, uuid: BluetoothUUID)] = []
+        var run = run(.discoverCharacteristics, service.range)
         var next = service.handle
         while next <= service.endHandle && next != 0 {
-            guard let rsp = try await requestUnlessNotFound(.readByTypeRequest(
+            guard let rsp = try await run.requestUnlessNotFound(.readByTypeRequest(
                 range: ATTHandleRange(start: next, end: service.endHandle), type: GATTAttributeType.characteristic)) else { break }
             guard case .readByTypeResponse(let list) = rsp, !list.isEmpty else {
                 throw .invalidResponse("Read By Type Response with no entries")
@@ -141,6 +171,8 @@ public struct GATTProcedures: Sendable {
                 next = e.handle + 1
             }
             if declarations.last?.handle == 0xFFFF { break }
+            run.progress.found = declarations.count
+            run.progress.nextHandle = next
         }
         var result: [GATTCharacteristic] = []
         for (i, d) in declarations.enumerated() {
@@ -165,9 +197,10 @@ public struct GATTProcedures: Sendable {
     /// Find Information over `range` (4.7.1).
     public func discoverDescriptors(in range: ATTHandleRange) async throws(GATTProcedureError) -> [GATTDescriptor] {
         var found: [GATTDescriptor] = []
+        var run = run(.discoverDescriptors, range)
         var next = range.start
         while next <= range.end && next != 0 {
-            guard let rsp = try await requestUnlessNotFound(.findInformationRequest(ATTHandleRange(start: next, end: range.end))) else { break }
+            guard let rsp = try await run.requestUnlessNotFound(.findInformationRequest(ATTHandleRange(start: next, end: range.end))) else { break }
             guard case .findInformationResponse(_, let entries) = rsp, !entries.isEmpty else {
                 throw .invalidResponse("Find Information Response with no entries")
             }
@@ -179,6 +212,8 @@ public struct GATTProcedures: Sendable {
                 if e.handle == 0xFFFF { return found }
                 next = e.handle + 1
             }
+            run.progress.found = found.count
+            run.progress.nextHandle = next
         }
         return found
     }

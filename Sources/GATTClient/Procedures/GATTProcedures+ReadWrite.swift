@@ -16,14 +16,18 @@ extension GATTProcedures {
     /// part fills the PDU (ATT_MTU - 1 octets). Attribute Not Long after the first part ends it.
     public func readLong(handle: UInt16) async throws(GATTProcedureError) -> [UInt8] {
         let mtu = Int(await bearer.mtu)
-        var value = try await read(handle: handle)
+        var run = run(.readLong(handle: handle), nil)
+        guard case .readResponse(var value) = try await run.request(.readRequest(handle: handle)) else {
+            throw .invalidResponse("expected a Read Response")
+        }
         var part = value.count
         while part == mtu - 1 {
+            run.progress.found = value.count
             guard value.count <= 0xFFFF else { throw .invalidResponse("value of handle \(handle.hex) exceeds 65535 bytes") }
             let rsp: ATTPDU
-            do { rsp = try await bearer.request(.readBlobRequest(handle: handle, offset: UInt16(value.count))) } catch {
+            do throws(ATTError) { rsp = try await run.attRequest(.readBlobRequest(handle: handle, offset: UInt16(value.count))) } catch {
                 if case .errorResponse(let code, _, _) = error, code == .attributeNotLong || code == .invalidOffset { break }
-                throw .att(error)
+                throw run.wrap(error)
             }
             guard case .readBlobResponse(let chunk) = rsp else { throw .invalidResponse("expected a Read Blob Response") }
             value += chunk
@@ -93,6 +97,7 @@ extension GATTProcedures {
     /// sends Execute Write with flags 0x00 (cancel) before failing.
     public func reliableWrite(_ writes: [(handle: UInt16, value: [UInt8], offset: UInt16)]) async throws(GATTProcedureError) {
         let chunk = max(1, Int(await bearer.mtu) - 5)
+        var run = run(.writeLong(handles: writes.map(\.handle)), nil)
         for w in writes {
             guard Int(w.offset) + w.value.count <= 0xFFFF + 1 else {
                 throw .invalidResponse("a \(w.value.count)-byte value at offset \(w.offset) does not fit the 16-bit offset field")
@@ -103,9 +108,15 @@ extension GATTProcedures {
                 let part = Array(w.value[start..<end])
                 let offset = w.offset &+ UInt16(truncatingIfNeeded: start)
                 let rsp: ATTPDU
-                do { rsp = try await bearer.request(.prepareWriteRequest(handle: w.handle, offset: offset, value: part)) } catch {
-                    await cancelPreparedWrites()
-                    throw .att(error)
+                do throws(ATTError) { rsp = try await run.attRequest(.prepareWriteRequest(handle: w.handle, offset: offset, value: part)) } catch {
+                    if case .deadlinePassed = error {
+                        // Queued behind the unanswered Prepare Write; the procedure ends now.
+                        let bearer = bearer
+                        Task { _ = try? await bearer.request(.executeWriteRequest(.cancel)) }
+                    } else {
+                        await cancelPreparedWrites()
+                    }
+                    throw run.wrap(error)
                 }
                 guard case .prepareWriteResponse(let h, let o, let v) = rsp, h == w.handle, o == offset, v == part else {
                     await cancelPreparedWrites()
@@ -115,9 +126,10 @@ extension GATTProcedures {
                     throw .invalidResponse("expected a Prepare Write Response")
                 }
                 start = end
+                run.progress.found += part.count
             } while start < w.value.count
         }
-        guard case .executeWriteResponse = try await request(.executeWriteRequest(.write)) else {
+        guard case .executeWriteResponse = try await run.request(.executeWriteRequest(.write)) else {
             throw .invalidResponse("expected an Execute Write Response")
         }
     }

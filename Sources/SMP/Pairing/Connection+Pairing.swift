@@ -43,7 +43,7 @@ extension Connection {
     public func requireSecurity(_ level: SecurityLevel, options: PairingOptions = PairingOptions(), agent: any PairingAgent = JustWorksAgent(),
                                 store: (any BondStore)? = nil) async throws(PairingError) {
         if securityLevel >= level { return }
-        if let ltk = store?.bond(for: peer)?.longTermKey, ltk.level >= level {
+        if let ltk = store?.bond(resolving: peer)?.longTermKey, ltk.level >= level {
             do throws(ConnectionError) {
                 try await startEncryption(longTermKey: ltk.key, ediv: ltk.ediv, rand: ltk.rand, level: ltk.level)
                 return
@@ -51,6 +51,10 @@ extension Connection {
                 // PIN or Key Missing (0x06): the peer forgot the bond. Say so; pairing again is
                 // the app's decision (`pair`), since it replaces the stored keys.
                 if case .command(_, .commandFailed(_, let status)) = error, status == .pinOrKeyMissing {
+                    throw PairingError(peer: peer, .peerForgotBond)
+                }
+                // Some peers end the link instead, with the same reason.
+                if case .disconnected(_, let reason) = error, reason == .pinOrKeyMissing {
                     throw PairingError(peer: peer, .peerForgotBond)
                 }
                 throw PairingError(peer: peer, .link(error))

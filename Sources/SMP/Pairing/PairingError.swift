@@ -26,6 +26,9 @@ public struct PairingError: Error, Sendable, Equatable, CustomStringConvertible 
         /// Encrypting with the stored bond failed with PIN or Key Missing (0x06): the peer
         /// no longer has the bond.
         case peerForgotBond
+        /// Pairing with this peer failed on its authentication shortly before: a new attempt
+        /// must wait this long (Repeated Attempts, Vol 3, Part H, 2.3.6).
+        case repeatedAttempts(retryAfter: Duration)
     }
 
     public var peer: LEAddress
@@ -66,7 +69,11 @@ public struct PairingError: Error, Sendable, Equatable, CustomStringConvertible 
         case .crypto(let e):
             return "pairing with \(who) failed: \(e)"
         case .peerForgotBond:
-            return "\(who) no longer has the bond (encryption failed with PIN or Key Missing, 0x06): remove the bond (ble bonds --remove \(who)) and pair again"
+            return "\(who) no longer has the bond (encryption with the stored key failed with PIN or Key Missing, 0x06): pair again to replace it ('ble pair \(who)', or Connection.pair(store:))"
+        case .repeatedAttempts(let wait):
+            let ms = wait.components.seconds * 1000 + wait.components.attoseconds / 1_000_000_000_000_000
+            let tenths = (ms + 99) / 100
+            return "pairing with \(who) failed on its authentication just before: try again in \(tenths / 10).\(tenths % 10) s (Repeated Attempts, Vol 3, Part H, 2.3.6)"
         }
     }
 

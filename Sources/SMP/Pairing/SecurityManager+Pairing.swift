@@ -11,6 +11,8 @@ extension SecurityManager {
         if timedOut { throw PairingError(peer: peer, .channelDead) }
         if let closedError { throw PairingError(peer: peer, .channelClosed(closedError)) }
         guard !running else { throw PairingError(peer: peer, .busy) }
+        let attempts = repeatedAttempts()
+        if let wait = attempts?.wait(for: peer, now: scheduler.now()) { throw PairingError(peer: peer, .repeatedAttempts(retryAfter: wait)) }
         running = true
         inbox.removeAll()
         pendingFailure = nil
@@ -21,8 +23,11 @@ extension SecurityManager {
             timer = nil
         }
         do throws(PairingError.Kind) {
-            return try await runPairing(options, agent)
+            let bond = try await runPairing(options, agent)
+            attempts?.succeeded(peer)
+            return bond
         } catch {
+            if RepeatedAttempts.counts(error) { attempts?.failed(peer, now: scheduler.now()) }
             switch error {
             case .localFailed(let reason, _): send(.pairingFailed(reason))
             case .cancelled, .crypto, .link: send(.pairingFailed(.unspecifiedReason))
@@ -77,8 +82,7 @@ extension SecurityManager {
             key = try await legacy(preq, pres, model, keySize, agent)
         }
         do throws(ConnectionError) {
-            guard let connection else { throw .disconnected(peer: peer, reason: .connectionTerminatedByLocalHost) }
-            try await connection.startEncryption(longTermKey: key.key, ediv: key.ediv, rand: key.rand, level: key.level)
+            try await encryptLink(key)
         } catch {
             throw .link(error)
         }
@@ -88,6 +92,12 @@ extension SecurityManager {
         if sc { bond.longTermKey = key }
         bond.localLongTermKey = sendKeys(pres.initiatorKeyDistribution, sc: sc, keySize: keySize, model: model)
         return bond
+    }
+
+    /// The central's record of failed attempts (2.3.6), shared by all its links.
+    func repeatedAttempts() -> RepeatedAttempts? {
+        guard let connection else { return nil }
+        return connection.enter(on: executor) { $0.centralSecurityState { RepeatedAttempts() } } as? RepeatedAttempts
     }
 
     func unexpected(_ pdu: SMPPDU, expecting: String) -> PairingError.Kind {

@@ -16,7 +16,7 @@ public actor SecurityManager {
     public nonisolated let handle: UInt16
     nonisolated let channel: any L2CAPChannel
     nonisolated let scheduler: any TimerScheduler
-    weak var connection: Connection?
+    nonisolated weak let connection: Connection?
 
     /// Received PDUs no procedure has taken yet (bounded).
     var inbox: [SMPPDU] = []
@@ -36,16 +36,35 @@ public actor SecurityManager {
     var keyPair: P256KeyPair?
     var localOOB: OOBData?
 
+    /// Encrypts the link with the key pairing made (Connection.startEncryption).
+    let encryptLink: @Sendable (LongTermKey) async throws(ConnectionError) -> Void
+
     init(connection: Connection, channel: any L2CAPChannel, handle: UInt16, local: LEAddress) {
-        self.executor = connection.executor
+        let peer = connection.peer
+        self.init(executor: connection.executor, channel: channel, scheduler: connection.scheduler, peer: peer, local: local, handle: handle,
+                  connection: connection) { [weak connection] key throws(ConnectionError) in
+            guard let connection else { throw .disconnected(peer: peer, reason: .connectionTerminatedByLocalHost) }
+            try await connection.startEncryption(longTermKey: key.key, ediv: key.ediv, rand: key.rand, level: key.level)
+        }
+    }
+
+    /// A Security Manager over any channel, encrypting with `encryptLink` (the pairing state
+    /// machine without a link: fuzzing, tests).
+    package init(executor: AdapterExecutor, channel: any L2CAPChannel, scheduler: any TimerScheduler, peer: LEAddress, local: LEAddress,
+                 handle: UInt16, connection: Connection? = nil, encryptLink: @escaping @Sendable (LongTermKey) async throws(ConnectionError) -> Void) {
+        self.executor = executor
         self.connection = connection
         self.channel = channel
-        self.scheduler = connection.scheduler
-        self.peer = connection.peer
+        self.scheduler = scheduler
+        self.peer = peer
         self.local = local
         self.handle = handle
-        self.waiters = Waiters(executor: connection.executor, scheduler: connection.scheduler)
+        self.encryptLink = encryptLink
+        self.waiters = Waiters(executor: executor, scheduler: scheduler)
     }
+
+    /// Starts taking PDUs from the channel (package use: the fuzz target).
+    package func startReceiving() { start() }
 
     /// Starts taking PDUs from the channel. Called once, on the executor.
     func start() {

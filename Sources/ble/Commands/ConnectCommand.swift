@@ -5,12 +5,13 @@ enum ConnectCommand {
     static let spec = CommandSpec(
         name: "connect",
         summary: "connect to a device and hold the link, printing its events until Ctrl-C",
-        usage: ["connect DEVICE [--reconnect N] [--scan-timeout SECONDS]"],
+        usage: ["connect DEVICE [--reconnect N] [--security encrypted|authenticated] [--scan-timeout SECONDS]"],
         options: [
             .value("reconnect", nil, "N", "after an unexpected drop, reconnect up to N times (0: never; default 0)"),
+            LinkSecurity.option,
             .value("scan-timeout", nil, "SECONDS", "how long to scan when DEVICE is a name (default 10)"),
         ],
-        details: DeviceArgument.details,
+        details: DeviceArgument.details + LinkSecurity.details,
         examples: [
             ("ble connect F0:5E:B1:00:00:01", "a random address"),
             ("ble connect 00:1A:7D:DA:71:13/public --reconnect 5", "a public address, reconnecting after drops"),
@@ -22,15 +23,28 @@ enum ConnectCommand {
         let target = try DeviceResolver.parse(try ctx.positionals(["DEVICE"])[0])
         let attempts = try ctx.args.value("reconnect").map { v throws(UsageError) in try Values.integer(v, option: "--reconnect", as: UInt16.self) } ?? 0
         let scanTimeout = try DeviceArgument.scanTimeout(ctx)
+        let required = try LinkSecurity.parse(ctx)
         try await withCentral(ctx) { central in
-            let peer = try await DeviceResolver.resolve(target, central: central, scanTimeout: scanTimeout, console: ctx.console)
+            let security = try await LinkSecurity(ctx, required: required, central: central)
+            let peer = try await DeviceResolver.resolve(target, central: central, scanTimeout: scanTimeout, console: ctx.console, bonds: security.store)
             let policy: ReconnectPolicy = attempts == 0 ? .never : .always(maxAttempts: Int(attempts))
             let events = await central.connectionEvents()
             ctx.console.status("connecting to \(peer)...")
             let link = try await central.connect(peer, timeout: ctx.globals.timeoutDuration, reconnect: policy)
-            ctx.console.status("connected to \(peer); Ctrl-C to disconnect")
+            do {
+                try await security.apply(to: link)
+            } catch {
+                try? await link.disconnect(timeout: .seconds(2))
+                throw error
+            }
+            let level = await link.securityLevel
+            ctx.console.status("connected to \(peer)\(level > .none ? " (\(level))" : ""); Ctrl-C to disconnect")
             for await e in events where e.peer == peer {
                 print(ctx, e.event, peer: peer)
+                // A restored link is encrypted again before anything else (a bond, --security).
+                if case .connected = e.event, await link.securityLevel == .none {
+                    do { try await security.apply(to: link) } catch { ctx.console.error("\(error)") }
+                }
                 if case .disconnected(_, let again) = e.event, !again { break }
                 if case .reconnectFailed = e.event { break }
             }

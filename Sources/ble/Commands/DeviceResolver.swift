@@ -1,4 +1,5 @@
 import BLECore
+import SMP
 
 /// Turns the DEVICE argument into an address: `F0:5E:B1:00:00:01` (random unless suffixed
 /// `/public`), or a name substring found by scanning.
@@ -29,11 +30,15 @@ enum DeviceResolver {
     }
 
     /// The address to connect to: given, or the first device whose name contains the text,
-    /// scanning for at most `scanTimeout`.
-    static func resolve(_ target: Target, central: Central, scanTimeout: Duration, console: Console) async throws -> LEAddress {
+    /// scanning for at most `scanTimeout`. A bonded peer with an IRK may advertise with a
+    /// resolvable private address that changes (Vol 6, Part B, 1.3.2.2): its current address
+    /// is found by scanning, resolved with the IRK (else the address is used as given).
+    static func resolve(_ target: Target, central: Central, scanTimeout: Duration, console: Console, bonds: (any BondStore)? = nil) async throws -> LEAddress {
         switch target {
         case .address(let a):
-            return a
+            guard let bonds, let now = try await central.currentAddress(of: a, bonds: bonds, timeout: scanTimeout) else { return a }
+            if now != a { console.status("\(a.address) advertises as \(now.address) (resolved with its IRK)") }
+            return now
         case .name(let needle):
             console.status("scanning for a device named like \"\(needle)\"...")
             var options = ScanOptions()

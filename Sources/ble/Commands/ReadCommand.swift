@@ -6,7 +6,7 @@ enum ReadCommand {
     static let spec = CommandSpec(
         name: "read",
         summary: "read a characteristic once, or stream its notifications or indications",
-        usage: ["read DEVICE -c CHAR [-s SERVICE] [--notify | --indicate] [--count N] [--raw] [--out FILE]"],
+        usage: ["read DEVICE -c CHAR [-s SERVICE] [--notify | --indicate] [--count N] [--raw] [--out FILE] [--security encrypted|authenticated]"],
         options: [
             .value("characteristic", "c", "UUID", "the characteristic (required)"),
             .value("service", "s", "UUID", "the service holding it (default: the first service that has it)"),
@@ -15,9 +15,10 @@ enum ReadCommand {
             .value("count", "n", "N", "stop after N notifications or indications (default: until Ctrl-C)"),
             .flag("raw", nil, "write the value's bytes to stdout as they are, nothing else (each notification's bytes in turn)"),
             .value("out", "o", "FILE", "also write the value's bytes to FILE (created or truncated; notifications are appended in turn)"),
+            LinkSecurity.option,
             DeviceArgument.scanTimeoutOption,
         ],
-        details: DeviceArgument.details,
+        details: DeviceArgument.details + LinkSecurity.details,
         examples: [
             ("ble read F0:5E:B1:00:00:01 -c 2A19", "0x5A (1 byte, uint 90, \"Z\") -> 90 %"),
             ("ble read \"HRM\" -c 2A37 --notify --count 10", "ten heart-rate measurements, one line each"),

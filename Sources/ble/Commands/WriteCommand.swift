@@ -7,7 +7,7 @@ enum WriteCommand {
     static let spec = CommandSpec(
         name: "write",
         summary: "write a characteristic: hex bytes, a string, or a typed JSON or YAML payload file",
-        usage: ["write DEVICE -c CHAR [-s SERVICE] (--hex HEX | --string TEXT | --file PAYLOAD.yaml|.json) [--without-response] [--expect-reply-on CHAR]"],
+        usage: ["write DEVICE -c CHAR [-s SERVICE] (--hex HEX | --string TEXT | --file PAYLOAD.yaml|.json) [--without-response] [--expect-reply-on CHAR] [--security encrypted|authenticated]"],
         options: [
             .value("characteristic", "c", "UUID", "the characteristic (required)"),
             .value("service", "s", "UUID", "the service holding it (default: the first service that has it)"),
@@ -16,9 +16,10 @@ enum WriteCommand {
             .value("file", "f", "FILE", "a payload file of typed fields (see below)"),
             .flag("without-response", nil, "Write Command instead of Write Request (no acknowledgement)"),
             .value("expect-reply-on", nil, "UUID", "subscribe to this characteristic first and print the first notification after the write"),
+            LinkSecurity.option,
             DeviceArgument.scanTimeoutOption,
         ],
-        details: DeviceArgument.details + [
+        details: DeviceArgument.details + LinkSecurity.details + [
             "A payload file lists typed fields encoded in order (little-endian unless 'be'):\n  {\"fields\": [{\"u8\": 1}, {\"u16le\": 513}, {\"u32le\": 5}, {\"i16le\": -2}, {\"string\": \"hi\"}, {\"hex\": \"0a0b\"}, {\"padding\": 3}]}\nor the same in YAML (a .yaml/.yml file, or any file not starting with '{' or '['):\n  fields: [{u8: 1}, {u16le: 513}, {string: hi}, {hex: \"0a0b\"}]\nTypes: u8 i8 u16le u16be i16le i16be u24le u32le u32be i32le i32be u64le i64le string hex padding. At most 512 bytes.",
         ],
         examples: [

@@ -107,6 +107,20 @@ func resetEnergyExpended(_ peripheral: Peripheral) async throws -> ATTErrorCode?
     }
 }
 
+// GATTClient/GATTClient.docc/GATT.md
+func connectToSlowSensor(_ link: Connection) async throws -> Peripheral {
+    // A sensor on a 4 s connection interval with a large database: allow 15 minutes.
+    try await Peripheral(connection: link, procedureTimeout: .seconds(900))
+}
+
+// GATTClient/GATTClient.docc/GATT.md
+func describe(_ error: GATTError) -> String {
+    if case .procedureTimeout(let progress, _, let peer) = error {
+        return "\(peer): \(progress.procedure) stopped after \(progress.responses) responses"
+    }
+    return "\(error.peer.map { "\($0)" } ?? "-"): \(error.target.map { "\($0)" } ?? "-")"
+}
+
 // GATTClient/GATTClient.docc/GettingStarted.md
 func waitUntilPoweredOn(_ central: Central) async {
     for await state in await central.stateEvents() where state == .poweredOn { break }

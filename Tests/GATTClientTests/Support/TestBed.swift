@@ -11,14 +11,17 @@ struct TestBed {
     let channel: LoopbackATTChannel
     let peripheral: Peripheral
 
+    /// `wrap` puts a misbehaving layer between the channel and the server.
     init(_ database: GATTDatabase = .lab(), clientMTU: UInt16 = 517, prepareQueueLimit: Int = 64,
          faults: GATTServer.Faults = .init(), scheduler: ((DispatchQueue) -> any TimerScheduler)? = nil,
-         cache: GATTCache? = nil, peer: LEAddress? = nil, sharing other: TestBed? = nil) {
+         cache: GATTCache? = nil, peer: LEAddress? = nil, sharing other: TestBed? = nil,
+         procedureTimeout: Duration? = GATTProcedures.defaultProcedureTimeout,
+         wrap: ((GATTServer) -> any SimulatedATTServer)? = nil) {
         executor = other?.executor ?? cache?.executor ?? AdapterExecutor(label: "gatt-test")
         server = other?.server ?? GATTServer(database: database, queue: executor.queue, prepareQueueLimit: prepareQueueLimit, faults: faults)
-        channel = LoopbackATTChannel(server: server, executor: executor)
+        channel = LoopbackATTChannel(server: wrap?(server) ?? server, executor: executor)
         peripheral = Peripheral(channel: channel, peer: peer, cache: cache, clientMTU: clientMTU,
-                                scheduler: scheduler?(executor.queue))
+                                scheduler: scheduler?(executor.queue), procedureTimeout: procedureTimeout)
     }
 }
 

@@ -1,0 +1,60 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import BLECore
+import GATTClient
+import SMP
+
+/// What `read`, `write`, `inspect` and `connect` do about security (Vol 3, Part C, 10.2):
+/// a stored bond encrypts the link at once; `--security LEVEL` asks for that level before the
+/// first request, pairing through the terminal when there is no bond good enough.
+struct LinkSecurity: Sendable {
+    static let option = OptionSpec.value("security", nil, "LEVEL",
+                                         "encrypted or authenticated: reach this level before the first request, pairing when no bond gives it (default: encrypt with a stored bond, if any)")
+    static let details = ["A stored bond (see 'ble pair', 'ble bonds') encrypts the link before the first request; a device that refuses a request for lack of security gets paired on the spot."]
+
+    let required: SecurityLevel?
+    let store: FileBondStore
+    let agent: TerminalAgent
+
+    static func parse(_ ctx: CommandContext) throws(UsageError) -> SecurityLevel? {
+        guard let v = ctx.args.value("security") else { return nil }
+        switch v {
+        case "encrypted": return .encrypted
+        case "authenticated": return .authenticated
+        default: throw UsageError("--security needs encrypted or authenticated, not \"\(v)\"")
+        }
+    }
+
+    init(_ ctx: CommandContext, required: SecurityLevel?, central: Central) async throws {
+        self.required = required
+        store = try await BondsCommand.store(ctx, central: central)
+        await central.setAddressResolver(store.addressResolver)
+        agent = TerminalAgent(console: ctx.console, passkey: nil)
+    }
+
+    /// The pairing options for `level`: MITM protection (with an IO capability that can give
+    /// it) for `.authenticated`.
+    func options(for level: SecurityLevel) -> PairingOptions {
+        var o = PairingOptions()
+        o.ioCapability = level >= .authenticated || isatty(0) == 1 ? .keyboardDisplay : .noInputNoOutput
+        return o
+    }
+
+    /// Encrypts `link` with its bond, or raises it to `--security`; throws one line naming the
+    /// peer and what to do.
+    func apply(to link: Connection) async throws {
+        let level = required ?? (store.bond(resolving: link.peer)?.longTermKey != nil ? .encrypted : nil)
+        guard let level else { return }
+        do throws(PairingError) {
+            try await link.requireSecurity(level, options: options(for: level), agent: agent, store: store)
+        } catch {
+            throw CLIFailure("\(error)")
+        }
+    }
+
+    /// Lets the Peripheral pair when the device refuses a request for lack of security.
+    func install(on peripheral: Peripheral, link: Connection) async {
+        await peripheral.setSecurityRaiser(link.securityRaiser(options: options(for: .encrypted), agent: agent, store: store))
+    }
+}

@@ -1,0 +1,87 @@
+import Testing
+import BLETestSupport
+import ATT
+
+/// A peer that sends PDUs longer than ATT_MTU, "the maximum size of any packet sent between
+/// a client and a server" (Core Spec 5.4, Vol 3, Part F, 3.2.8): the bearer judges them by
+/// their first octets and their size, never copies them, and keeps working. PDU layouts from
+/// Vol 3, Part F, 3.4.
+@Suite(.timeLimit(.minutes(1)))
+struct OversizedPDUTests {
+    let channel = FakeChannel()
+    let scheduler: ManualScheduler
+    let bearer: ATTBearer
+
+    init() {
+        scheduler = ManualScheduler(queue: channel.executor.queue)
+        bearer = ATTBearer(channel: channel, scheduler: scheduler)
+    }
+
+    /// Exchange MTU (3.4.2.1/3.4.2.2): Client Rx MTU 517 (0x0205), Server Rx MTU `server`.
+    func exchange(server: UInt16) async throws {
+        let bearer = bearer
+        let exchange = Task { try await bearer.exchangeMTU() }
+        #expect(await channel.waitForSent(count: 1) == [[0x02, 0x05, 0x02]])
+        await channel.inject([0x03, UInt8(server & 0xFF), UInt8(server >> 8)])
+        #expect(try await exchange.value == server)
+    }
+
+    @Test func aResponseLongerThanTheDefaultMTUFailsItsRequestAndTheBearerGoesOn() async {
+        let dropped = AsyncStream.makeStream(of: [UInt8].self)
+        await bearer.setDroppedPDUHandler { head, _ in dropped.continuation.yield(head) }
+        let tasks = await bearer.spawn([.readRequest(handle: 3)])
+        #expect(await channel.waitForSent(count: 1) == [[0x0A, 0x03, 0x00]])
+        // A Read Response (0x0B) of 24 octets at ATT_MTU 23.
+        await channel.inject([0x0B] + [UInt8](repeating: 0x55, count: 23))
+        let result = await tasks[0].value
+        #expect(result == .failure(.oversizedPDU(.readResponse, size: 24, mtu: 23, request: .readRequest)))
+        if case .failure(let error) = result {
+            #expect(error.description.hasPrefix("Read Request was answered with a Read Response of 24 octets, longer than the ATT_MTU of 23"))
+        }
+        var it = dropped.stream.makeAsyncIterator()
+        #expect(await it.next() == [0x0B, 0x55, 0x55, 0x55, 0x55, 0x55, 0x55, 0x55])   // the first 8 octets only
+        #expect(await bearer.oversizedPDUCount == 1)
+        // A 23-octet response is fine, and the bearer is usable.
+        let next = await bearer.spawn([.readRequest(handle: 3)])
+        _ = await channel.waitForSent(count: 2)
+        await channel.inject([0x0B] + [UInt8](repeating: 0x66, count: 22))
+        #expect(await next[0].value == .success(.readResponse(value: [UInt8](repeating: 0x66, count: 22))))
+        #expect(await bearer.failure == nil)
+    }
+
+    @Test func afterTheExchangeTheNegotiatedMTUIsTheLimitForEveryKindOfPDU() async throws {
+        let values = AsyncStream.makeStream(of: ATTValueEvent.self)
+        await bearer.setValueHandler { values.continuation.yield($0) }
+        try await exchange(server: 100)
+        // Handle Value Notification (0x1B) of handle 0x0012: 100 octets pass, 101 do not.
+        await channel.inject([0x1B, 0x12, 0x00] + [UInt8](repeating: 1, count: 97))
+        await channel.inject([0x1B, 0x12, 0x00] + [UInt8](repeating: 2, count: 98))
+        // Handle Value Indication (0x1D) of 101 octets: dropped, confirmed (0x1E).
+        await channel.inject([0x1D, 0x12, 0x00] + [UInt8](repeating: 3, count: 98))
+        #expect(await channel.waitForSent(count: 2).last == [0x1E])
+        // A Write Request (0x12) of 101 octets: Error Response (0x01) for Write Request,
+        // handle 0x0000, Invalid PDU (0x04) (3.4.1.1).
+        await channel.inject([0x12, 0x20, 0x00] + [UInt8](repeating: 4, count: 98))
+        #expect(await channel.waitForSent(count: 3).last == [0x01, 0x12, 0x00, 0x00, 0x04])
+        // A 100-octet indication still goes through and is confirmed.
+        await channel.inject([0x1D, 0x12, 0x00] + [UInt8](repeating: 5, count: 97))
+        #expect(await channel.waitForSent(count: 4).last == [0x1E])
+        var it = values.stream.makeAsyncIterator()
+        #expect(await it.next() == ATTValueEvent(handle: 0x12, value: [UInt8](repeating: 1, count: 97), isIndication: false))
+        #expect(await it.next() == ATTValueEvent(handle: 0x12, value: [UInt8](repeating: 5, count: 97), isIndication: true))
+        #expect(await bearer.oversizedPDUCount == 3)
+        #expect(await bearer.failure == nil)
+    }
+
+    @Test func aNotificationHandlerNeverSeesAnOversizedNotification() async throws {
+        let notes = AsyncStream.makeStream(of: [UInt8].self)
+        await bearer.setNotificationHandler { _, value in notes.continuation.yield(Array(value)) }
+        // 64 KiB of notification at ATT_MTU 23, then a valid one.
+        await channel.inject([0x1B, 0x12, 0x00] + [UInt8](repeating: 0xEE, count: 65_532))
+        await channel.inject([0x1B, 0x12, 0x00, 0x07])
+        var it = notes.stream.makeAsyncIterator()
+        #expect(await it.next() == [0x07])
+        #expect(await bearer.oversizedPDUCount == 1)
+        #expect(await bearer.droppedPDUCount == 1)
+    }
+}

@@ -1,0 +1,223 @@
+import Synchronization
+import Testing
+@testable import BLECore
+@testable import BLETestSupport
+
+/// One misbehaving peer or controller never stalls, bloats or crashes the host: the other
+/// links keep working, memory stays bounded, errors are typed. Virtual time only; bytes from
+/// the Core Specification (Vol 3, Part A: 3.1 basic header, 4.1 Command Reject, 4.20/4.21
+/// Connection Parameter Update; Vol 3, Part H, 3.5.1 Pairing Request; Vol 4, Part E, 7.7.65.1
+/// and 7.7.65.3 LE Connection Complete and LE Connection Update Complete).
+@Suite(.timeLimit(.minutes(1)))
+struct HostileLinkTests {
+    static let peerB = LEAddress(BluetoothAddress(rawValue: 0xC0_66_77_88_99_AA), type: .random)
+
+    /// Records every log line of the stack.
+    final class LogLines: Sendable {
+        let records = Mutex<[BLELogRecord]>([])
+        var logger: BLELogger { BLELogger(label: "test", minimumLevel: .debug) { [self] r in records.withLock { $0.append(r) } } }
+        func matching(_ text: String) -> [String] { records.withLock { $0.map(\.message).filter { $0.contains(text) } } }
+    }
+
+    /// A Write Command (Vol 3, Part F, 3.4.5.3: opcode 0x52, handle 0x0003) carrying `value`.
+    static func writeCommand(_ value: UInt8) -> [UInt8] { [0x52, 0x03, 0x00, value] }
+
+    @Test func peerThatNeverAcknowledgesKeepsItsShareWhileOtherLinksFlow() async throws {
+        let serverA = EchoATTServer(), serverB = EchoATTServer()
+        let (vc, central) = try await VC.stack({ o in o.aclPacketCount = 4; o.packetCompletion = .manual }, server: serverA)
+        vc.addPeripheral(SimulatedPeripheral(address: Self.peerB, advertisingData: [0x02, 0x01, 0x06], attServer: serverB))
+        _ = try await central.connect(VC.peer)
+        _ = try await central.connect(Self.peerB)
+        let host = central.host
+        let a = try #require(vc.handle(of: VC.peer)), b = try #require(vc.handle(of: Self.peerB))
+        // Each Write Command is an 8-byte ACL fragment (4-byte basic header + 4): 5 fit in 40 bytes.
+        await host.setACLLimits(sendTimeout: .seconds(5), linkQueueBytes: 40)
+        let att = L2CAPChannelID.att
+
+        // Link A's peer never completes a packet: it gets its share (4 buffers / 2 links) ...
+        try await host.sendL2CAP(handle: a, channelID: att, payload: Self.writeCommand(1))
+        try await host.sendL2CAP(handle: a, channelID: att, payload: Self.writeCommand(2))
+        // ... and the rest waits in its queue, up to its bound.
+        let queued = (3...7).map { i in Task { try await host.sendL2CAP(handle: a, channelID: att, payload: Self.writeCommand(UInt8(i))) } }
+        for _ in 0..<10_000 where await host.aclLinkStatus(handle: a)?.queuedBytes != 40 { await Task.yield() }
+        #expect(await host.aclLinkStatus(handle: a)! == (inFlight: 2, queuedBytes: 40))
+        await #expect(throws: LinkError.queueFull(peer: VC.peer.address, handle: a, channelID: att, queuedBytes: 40, limit: 40)) {
+            try await host.sendL2CAP(handle: a, channelID: att, payload: Self.writeCommand(8))
+        }
+
+        // Link B's writes go through the buffers A cannot take.
+        for i in 1...20 {
+            try await host.sendL2CAP(handle: b, channelID: att, payload: Self.writeCommand(UInt8(i)))
+            vc.completePackets(for: Self.peerB)
+            #expect(await host.aclLinkStatus(handle: a)!.inFlight == 2, "A never holds more than its share")
+        }
+        await vc.settle()
+        #expect(serverB.pdus == (1...20).map { Self.writeCommand(UInt8($0)) })
+        #expect(serverA.pdus == [Self.writeCommand(1), Self.writeCommand(2)])
+        #expect(vc.aclFlowControlViolations == 0)
+
+        // A's queued sends fail typed once the send timeout passes; its queue is empty again.
+        await vc.advance(by: .seconds(5))
+        for task in queued {
+            await #expect(throws: LinkError.sendTimeout(peer: VC.peer.address, handle: a, channelID: att, milliseconds: 5000)) { try await task.value }
+        }
+        #expect(await host.aclLinkStatus(handle: a)! == (inFlight: 2, queuedBytes: 0))
+        #expect(await host.failedOutboundPDUs == (timedOut: 5, queueFull: 1))
+        #expect(LinkError.sendTimeout(peer: VC.peer.address, handle: a, channelID: att, milliseconds: 5000).description.contains("handle \(a.hex)"))
+
+        // B still works; and once A's peer acknowledges, A works again.
+        try await host.sendL2CAP(handle: b, channelID: att, payload: Self.writeCommand(21))
+        vc.completePackets()
+        try await host.sendL2CAP(handle: a, channelID: att, payload: Self.writeCommand(9))
+        await vc.settle()
+        #expect(serverA.pdus.last == Self.writeCommand(9) && serverB.pdus.last == Self.writeCommand(21))
+    }
+
+    @Test func parameterUpdateFloodIsAnsweredOnceEachAndAppliedLatestOnly() async throws {
+        let (vc, central) = try await VC.stack()
+        _ = try await central.connect(VC.peer)
+        let handle = try #require(vc.handle(of: VC.peer))
+        let updates = { vc.commandsReceived.filter { $0.opcode.rawValue == 0x2013 } }
+        // The controller takes each LE Connection Update with Command Status (status 0,
+        // Num_HCI_Command_Packets 1, opcode 0x2013) and completes it only when the test says.
+        vc.answer(HCIOpcode(rawValue: 0x2013), with: .events { _ in [HCIEventPacket(code: 0x0F, parameters: [0x00, 0x01, 0x13, 0x20])] })
+        for i in 1...100 {
+            let range = ConnectionParameterRange(minimumInterval: UInt16(0x0018 + i), maximumInterval: 0x0100, peripheralLatency: 0, supervisionTimeout: 0x0258)
+            try vc.requestParameterUpdate(from: VC.peer, range, identifier: UInt8(i))
+        }
+        await vc.settle()
+        // Every request has its Connection Parameter Update Response (code 0x13, length 2,
+        // result 0x0000), with its own identifier, in order.
+        let responses = vc.l2capReceived.filter { $0.channelID == L2CAPChannelID.leSignaling }.map(\.payload)
+        #expect(responses == (1...100).map { [0x13, UInt8($0), 0x02, 0x00, 0x00, 0x00] })
+        // One LE Connection Update is under way; the other 99 collapse into one pending update.
+        #expect(updates().count == 1)
+        #expect(try HCICommand.LEConnectionUpdate(parameters: updates()[0].parameters).parameters.intervalMin == 0x0019)
+
+        // LE Connection Update Complete (subevent 0x03): status 0, the handle, interval 0x0100,
+        // latency 0, timeout 0x0258. The latest request (minimum interval 0x0018 + 100) goes next.
+        let complete = HCIEventPacket(code: 0x3E, parameters: [0x03, 0x00, UInt8(handle & 0xFF), UInt8(handle >> 8), 0x00, 0x01, 0x00, 0x00, 0x58, 0x02])
+        vc.inject(.event(complete))
+        await vc.settle()
+        #expect(updates().count == 2)
+        #expect(try HCICommand.LEConnectionUpdate(parameters: updates()[1].parameters).parameters.intervalMin == 0x0018 + 100)
+        vc.inject(.event(complete))
+        await vc.settle()
+        #expect(updates().count == 2, "nothing pending: no third command")
+    }
+
+    @Test func floodOfMalformedPacketsWritesOneLinePerInterval() async throws {
+        let log = LogLines()
+        let (vc, central) = try await VC.stack(central: { $0.logger = log.logger })
+        _ = try await central.connect(VC.peer)
+        // 1,000 signaling commands of one byte (too short for the command header, Vol 3,
+        // Part A, 4) and 1,000 ACL packets for a handle that does not exist.
+        for _ in 0..<1000 {
+            try vc.sendL2CAP(from: VC.peer, channelID: L2CAPChannelID.leSignaling, payload: [0x12])
+            vc.inject(.acl(ACLDataPacket(handle: 0x0ABC, boundary: .firstFlushable, data: [0x01, 0x00, 0x04, 0x00, 0x0A])))
+        }
+        await vc.settle()
+        #expect(log.matching("malformed LE signaling command").count == 1)
+        #expect(log.matching("unknown handle 0x0ABC").count == 1)
+        // Each malformed command still gets its Command Reject (Vol 3, Part A, 4.1).
+        #expect(vc.l2capReceived.filter { $0.channelID == L2CAPChannelID.leSignaling }.count == 1000)
+
+        await vc.advance(by: .seconds(10))
+        try vc.sendL2CAP(from: VC.peer, channelID: L2CAPChannelID.leSignaling, payload: [0x12])
+        await vc.settle()
+        let lines = log.matching("malformed LE signaling command")
+        #expect(lines.count == 2)
+        #expect(lines.last?.contains("(999 similar lines suppressed") == true)
+    }
+
+    @Test func pduLongerThanItsChannelAcceptsIsDroppedUnbuffered() async throws {
+        let log = LogLines()
+        let (vc, central) = try await VC.stack({ $0.controllerToHostFragmentSize = 27 }, central: { $0.logger = log.logger })
+        let connection = try await central.connect(VC.peer)
+        let host = central.host
+        let channel = try await connection.attChannel()
+        let (stream, continuation) = AsyncStream.makeStream(of: [UInt8].self)
+        channel.setHandlers(receive: { continuation.yield($0) }, close: { _ in continuation.finish() })
+
+        // An ATT PDU of 600 bytes, more than the 517 the link accepts, in 23 fragments.
+        try vc.sendL2CAP(from: VC.peer, channelID: L2CAPChannelID.att, payload: [0x1B, 0x03, 0x00] + Array(repeating: 0xEE, count: 597))
+        // A 40-byte signaling command (Connection Parameter Update Request code 0x12,
+        // identifier 9), more than MTUsig 23: Command Reject, Signaling MTU exceeded (0x0001),
+        // with MTUsig 23: 01 09 0400 0100 1700.
+        try vc.sendL2CAP(from: VC.peer, channelID: L2CAPChannelID.leSignaling, payload: [0x12, 0x09, 0x24, 0x00] + Array(repeating: 0, count: 36))
+        // Then a notification (Vol 3, Part F, 3.4.7.1) in one fragment: still delivered.
+        try vc.sendL2CAP(from: VC.peer, channelID: L2CAPChannelID.att, payload: [0x1B, 0x03, 0x00, 0x2A])
+        var received = stream.makeAsyncIterator()
+        #expect(await received.next() == [0x1B, 0x03, 0x00, 0x2A])
+        await vc.settle()
+        #expect(await host.oversizedInboundPDUs == 2)
+        #expect(await host.droppedInboundPDUs == 2, "the continuations of a refused PDU are discarded, not counted as more drops")
+        #expect(vc.l2capReceived.filter { $0.channelID == L2CAPChannelID.leSignaling }.map(\.payload) == [[0x01, 0x09, 0x04, 0x00, 0x01, 0x00, 0x17, 0x00]])
+        #expect(log.matching("of 600 bytes, more than the 517 the channel accepts").count == 1)
+        #expect(vc.commandsReceived.allSatisfy { $0.opcode.rawValue != 0x2013 })
+
+        // Once this side announced Client Rx MTU 1024 (Exchange MTU Request, Vol 3, Part F,
+        // 3.4.2.1: 02 0004), a 1,100-byte notification is refused and a 700-byte one delivered.
+        try await channel.send([0x02, 0x00, 0x04])
+        #expect(await received.next() == [0x03, 0xF7, 0x00])
+        try vc.sendL2CAP(from: VC.peer, channelID: L2CAPChannelID.att, payload: [0x1B, 0x03, 0x00] + Array(repeating: 0x01, count: 1097))
+        try vc.sendL2CAP(from: VC.peer, channelID: L2CAPChannelID.att, payload: [0x1B, 0x03, 0x00] + Array(repeating: 0x02, count: 697))
+        #expect(await received.next() == [0x1B, 0x03, 0x00] + Array(repeating: 0x02, count: 697))
+        #expect(await host.oversizedInboundPDUs == 3)
+    }
+
+    @Test func pdusBeforeTheBearerExistsAreBoundedInBytes() async throws {
+        let (vc, central) = try await VC.stack()
+        let connection = try await central.connect(VC.peer)
+        // 40 notifications of 503 bytes (Vol 3, Part F, 3.4.7.1: 0x1B, handle 0x0003, 500
+        // value bytes) before anyone reads the ATT channel: 16 fit in the 8 KiB held back.
+        for i in 0..<40 {
+            try vc.sendL2CAP(from: VC.peer, channelID: L2CAPChannelID.att, payload: [0x1B, 0x03, 0x00] + Array(repeating: UInt8(i), count: 500))
+        }
+        await vc.settle()
+        let received = Mutex<[[UInt8]]>([])
+        let channel = try await connection.attChannel()
+        channel.setHandlers(receive: { sdu in received.withLock { $0.append(sdu) } }, close: { _ in })
+        await vc.settle()
+        #expect(received.withLock { $0.count } == 16)
+        #expect(received.withLock { $0.map { $0[3] } } == (0..<16).map { UInt8($0) }, "the oldest are kept, in order")
+    }
+
+    @Test func linkOfTheKernelOnHCIRawIsLeftAlone() async throws {
+        let server = EchoATTServer()
+        let (vc, central) = try await VC.stack(central: { $0.resetController = false }, server: server)
+        _ = try await central.connect(VC.peer)
+        let host = central.host
+        let ours = try #require(vc.handle(of: VC.peer))
+        await vc.settle() // our link's setup (features, data length, PHY) is done
+        let before = vc.commandsReceived.count
+        // LE Connection Complete (subevent 0x01) that nobody here asked for: status 0, handle
+        // 0x0099, role Peripheral (0x01), public peer 11:22:33:44:55:66, interval 0x0028,
+        // latency 0, timeout 0x01F4, clock accuracy 0.
+        vc.inject(.event(HCIEventPacket(code: 0x3E, parameters: [0x01, 0x00, 0x99, 0x00, 0x01, 0x00, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11, 0x28, 0x00, 0x00, 0x00, 0xF4, 0x01, 0x00])))
+        // Its peer then asks for a parameter update (code 0x12, id 1, length 8), sends a Pairing
+        // Request (SMP 0x01: IO capability 0x03, no OOB, bonding, max key size 16, key
+        // distribution 0x07/0x07) and an unknown signaling code 0x7F.
+        let foreign: [[UInt8]] = [
+            [0x0C, 0x00, 0x05, 0x00, 0x12, 0x01, 0x08, 0x00, 0x18, 0x00, 0x28, 0x00, 0x00, 0x00, 0xF4, 0x01],
+            [0x07, 0x00, 0x06, 0x00, 0x01, 0x03, 0x00, 0x01, 0x10, 0x07, 0x07],
+            [0x04, 0x00, 0x05, 0x00, 0x7F, 0x02, 0x00, 0x00],
+        ]
+        for data in foreign { vc.inject(.acl(ACLDataPacket(handle: 0x0099, boundary: .firstFlushable, data: data))) }
+        await vc.settle()
+        #expect(vc.aclReceived.allSatisfy { $0.handle != 0x0099 }, "nothing is sent on the kernel's link")
+        #expect(vc.commandsReceived.count == before, "no Disconnect, no LE Connection Update: \(vc.commandsReceived.dropFirst(before).map { $0.opcode })")
+        #expect(await host.hasLink(0x0099) == false)
+        #expect(await host.isForeignLink(0x0099))
+
+        // Our own link still works.
+        try await host.sendL2CAP(handle: ours, channelID: L2CAPChannelID.att, payload: Self.writeCommand(7))
+        await vc.settle()
+        #expect(server.pdus.last == Self.writeCommand(7))
+
+        // Disconnection Complete (0x05) for the kernel's link: status 0, handle 0x0099, reason 0x13.
+        vc.inject(.event(HCIEventPacket(code: 0x05, parameters: [0x00, 0x99, 0x00, 0x13])))
+        await vc.settle()
+        #expect(await host.isForeignLink(0x0099) == false)
+    }
+}

@@ -1,0 +1,79 @@
+import Testing
+import ATT
+@testable import BLETestSupport
+@testable import BLECore
+@testable import GATTClient
+
+/// A server that ignores ATT_MTU (Vol 3, Part F, 3.2.8: no PDU may be longer), seen through a
+/// `Peripheral` at ATT_MTU 23: typed errors, nothing oversized delivered, the link usable.
+@Suite(.timeLimit(.minutes(1)))
+struct OversizedPDUPeripheralTests {
+    static func bed() throws -> (TestBed, OversizingATTServer) {
+        let holder = OversizingHolder()
+        let bed = TestBed(clientMTU: 23, wrap: { server in
+            let hostile = OversizingATTServer(wrapping: server, queue: server.queue)
+            holder.server = hostile
+            return hostile
+        })
+        return (bed, try #require(holder.server))
+    }
+
+    @Test func anOversizedReadResponseFailsTheReadWithATypedError() async throws {
+        let (bed, hostile) = try Self.bed()
+        let peripheral = bed.peripheral
+        let pattern = try await peripheral.resolve(Lab.pattern)
+        await hostile.pad(to: 600)
+        do {
+            _ = try await peripheral.read(Lab.pattern)
+            Issue.record("the read should fail")
+        } catch {
+            guard case .malformed(let operation, let target, let peer, let detail) = error else {
+                Issue.record("expected GATTError.malformed, got \(error)")
+                return
+            }
+            #expect(operation == .reading)
+            #expect(target == .attribute(Lab.pattern.uuid, handle: pattern.valueHandle))
+            #expect(peer == BluetoothAddress("F0:F1:F2:F3:F4:F5"))
+            #expect(detail.contains("Read Request was answered with a Read Response of 600 octets, longer than the ATT_MTU of 23"))
+        }
+        #expect(await peripheral.bearer.oversizedPDUCount == 1)
+        await hostile.pad(to: nil)
+        #expect(try await peripheral.read(Lab.pattern) == (0..<600).map { UInt8(truncatingIfNeeded: $0) })
+    }
+
+    @Test func anOversizedNotificationNeverReachesTheStream() async throws {
+        let (bed, hostile) = try Self.bed()
+        let peripheral = bed.peripheral
+        let stream = try await peripheral.subscribe(to: Lab.notifyCounter)
+        let handle = try #require(await bed.server.valueHandle(of: Lab.notifyCounter.uuid))
+        // Handle Value Notification (0x1B) of 600 octets, then a valid one of 7.
+        await hostile.sendRaw([0x1B, UInt8(handle & 0xFF), UInt8(handle >> 8)] + [UInt8](repeating: 0xEE, count: 597))
+        #expect(await bed.server.notify(characteristic: Lab.notifyCounter.uuid, value: [1, 0, 0, 0]) == 1)
+        var values = stream.makeAsyncIterator()
+        #expect(try await values.next() == [1, 0, 0, 0])
+        #expect(await peripheral.bearer.oversizedPDUCount == 1)
+    }
+
+    @Test func anOversizedNotificationOverTheVirtualControllerNeverReachesTheStream() async throws {
+        // ATT_MTU 23 on a real link of the in-process controller: the 600-octet notification
+        // arrives in several ACL packets; the host's reassembly already refuses it (the ATT
+        // channel accepts at most the Rx MTU this side announced, 23), so the bearer's own
+        // check, which covers channels that do not bound their PDUs, never sees it.
+        let bed = try await LabBed(.init(clientMTU: 23))
+        let peripheral = bed.peripheral
+        let stream = try await peripheral.subscribe(to: Lab.notifyCounter)
+        let handle = try #require(await bed.server.valueHandle(of: Lab.notifyCounter.uuid))
+        let server = bed.server
+        let pdu = [0x1B, UInt8(handle & 0xFF), UInt8(handle >> 8)] + [UInt8](repeating: 0xEE, count: 597)
+        await server.onQueue { for state in server.links.values { state.link.sendToCentral(pdu) } }
+        #expect(await bed.server.notify(characteristic: Lab.notifyCounter.uuid, value: [2, 0, 0, 0]) == 1)
+        var values = stream.makeAsyncIterator()
+        #expect(try await values.next() == [2, 0, 0, 0])
+        #expect(await peripheral.bearer.oversizedPDUCount == 0)
+        #expect(await peripheral.mtu == 23)
+    }
+}
+
+final class OversizingHolder: @unchecked Sendable { // written once during TestBed.init, read afterwards by the same test
+    var server: OversizingATTServer?
+}

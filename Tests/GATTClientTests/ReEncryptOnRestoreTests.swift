@@ -1,0 +1,96 @@
+import Testing
+import Synchronization
+import ATT
+@testable import BLETestSupport
+@testable import BLECore
+@testable import GATTClient
+
+/// A restored link that was encrypted is encrypted again before anything else is sent on it:
+/// the MTU exchange and the CCCD writes of the resubscription wait for the security raiser
+/// (a bond's LTK), since a peer may require encryption for them (Vol 3, Part C, 10.3.2.2).
+@Suite(.timeLimit(.minutes(1)))
+struct ReEncryptOnRestoreTests {
+    /// HCI_LE_Enable_Encryption answered as a controller whose peer has the key: Command
+    /// Status (Vol 4, Part E, 7.7.15), then Encryption Change (7.7.8: status, handle, enabled).
+    static func encryptingAnswer(_ command: HCICommandPacket) -> [HCIEventPacket] {
+        let h = Array(command.parameters.prefix(2))
+        return [HCIEventPacket(code: 0x0F, parameters: [0x00, 0x01, 0x19, 0x20]),
+                HCIEventPacket(code: 0x08, parameters: [0x00] + h + [0x01])]
+    }
+
+    @Test func restoredLinkIsEncryptedBeforeTheCCCDIsWrittenAgain() async throws {
+        let bed = try await LabBed(policy: ResubscribeAfterReconnectTests.always)
+        bed.vc.answer(HCIOpcode(rawValue: 0x2019), with: .events(Self.encryptingAnswer))
+        try await bed.link.startEncryption(longTermKey: 0x42, ediv: 0, rand: 0, level: .encrypted)
+        let link = bed.link
+        let vc = bed.vc
+        // What the raiser saw of the new link when it was called: ATT PDUs already sent on it.
+        let seenOnRaise = Mutex<[Int]>([])
+        await bed.peripheral.setSecurityRaiser { level in
+            let handle = await link.handle ?? 0
+            seenOnRaise.withLock { $0.append(vc.l2capReceived.filter { $0.handle == handle && $0.channelID == L2CAPChannelID.att }.count) }
+            try await link.startEncryption(longTermKey: 0x42, ediv: 0, rand: 0, level: level)
+        }
+        let cccd = try await bed.cccdHandle(Lab.notifyCounter)
+        let stream = try await bed.peripheral.subscribe(to: Lab.notifyCounter)
+        var values = stream.makeAsyncIterator()
+        var events = await bed.link.events().makeAsyncIterator()
+
+        let secondHandle = try await bed.dropAndReconnect(&events)
+        #expect(await events.nextLifecycle() == .securityChanged(.encrypted))
+        try await bed.vc.waitUntil("the CCCD written on the new link") { vc in
+            vc.l2capReceived.contains { $0.handle == secondHandle && $0.payload == ResubscribeAfterReconnectTests.cccdWrite(cccd, 0x0001) }
+        }
+        // Called once, before the first ATT PDU of the new link.
+        #expect(seenOnRaise.withLock { $0 } == [0])
+        let enables = bed.vc.commandsReceived.filter { $0.opcode.rawValue == 0x2019 }
+        #expect(enables.map { Array($0.parameters.prefix(2)) }.last == [UInt8(secondHandle & 0xFF), UInt8(secondHandle >> 8)])
+        #expect(await bed.link.securityLevel == .encrypted)
+        #expect(await bed.server.notify(characteristic: Lab.notifyCounter.uuid, value: [9, 0, 0, 0]) == 1)
+        #expect(try await values.next() == [9, 0, 0, 0])
+        await bed.central.close()
+    }
+
+    /// The bond no longer works on the restored link (the peer lost it): the subscription's
+    /// stream ends with a typed error that says security is needed, and no CCCD is written.
+    @Test func failedReEncryptionEndsTheStreamsWithTheReason() async throws {
+        let bed = try await LabBed(policy: ResubscribeAfterReconnectTests.always)
+        bed.vc.answer(HCIOpcode(rawValue: 0x2019), with: .events(Self.encryptingAnswer), times: 1)
+        try await bed.link.startEncryption(longTermKey: 0x42, ediv: 0, rand: 0, level: .encrypted)
+        let link = bed.link
+        await bed.peripheral.setSecurityRaiser { level in
+            try await link.startEncryption(longTermKey: 0x42, ediv: 0, rand: 0, level: level)
+        }
+        let stream = try await bed.peripheral.subscribe(to: Lab.notifyCounter)
+        var values = stream.makeAsyncIterator()
+        var events = await bed.link.events().makeAsyncIterator()
+        let secondHandle = try await bed.dropAndReconnect(&events)
+        do {
+            _ = try await values.next()
+            Issue.record("the stream went on without encryption")
+        } catch let error as GATTError {
+            guard case .securityNeeded(_, let needed, _, let reason) = error else { Issue.record("unexpected \(error)"); return }
+            #expect(needed == .encrypted)
+            #expect(reason.contains("PIN or Key Missing"))
+        }
+        #expect(bed.attPDUs(on: secondHandle).filter { $0.first == 0x12 }.isEmpty)
+        await bed.central.close()
+    }
+}
+
+extension LabBed {
+    /// Drops the link (supervision timeout) and lets the reconnect policy restore it after
+    /// its backoff; returns the new link's handle.
+    fileprivate func dropAndReconnect(_ events: inout AsyncStream<ConnectionEvent>.AsyncIterator) async throws -> UInt16 {
+        try vc.disconnect(peer, reason: .connectionTimeout)
+        #expect(await events.nextLifecycle() == .disconnected(reason: .connectionTimeout, willReconnect: true))
+        #expect(await events.nextLifecycle() == .reconnecting(attempt: 1, delay: ResubscribeAfterReconnectTests.backoff))
+        await vc.advance(by: ResubscribeAfterReconnectTests.backoff)
+        #expect(await events.nextLifecycle() == .connecting(attempt: 2))
+        guard case .connected(let handle, _)? = await events.nextLifecycle() else {
+            Issue.record("the link was not restored")
+            throw CancellationError()
+        }
+        return handle
+    }
+}
