@@ -46,7 +46,8 @@ struct CancellationTests {
         vc.answer(Self.readBDADDR, with: .events { _ in [] }, times: 1)
         let call = Task { try await host.send(HCICommand.readBDADDR()) }
         try await vc.waitForCommand(Self.readBDADDR, count: 2) // the first was part of the bring-up
-        for _ in 0..<10_000 where await host.sentCommands.isEmpty { await Task.yield() }
+        try await host.commandWaiters.waitForCount("the Read BD_ADDR caller parked") { $0 == 1 }
+        #expect(await host.sentCommands.count == 1)
         call.cancel()
         #expect(await failure(of: call) as? HCIError == .cancelledAfterSending(opcode: Self.readBDADDR))
 
@@ -54,7 +55,8 @@ struct CancellationTests {
         #expect(await host.commandCredits == 0)
         #expect(await host.sentCommands.map(\.packet.opcode) == [Self.readBDADDR])
         let next = Task { try await host.send(HCICommand.readBDADDR()) }
-        for _ in 0..<10_000 where await host.waitingCommands.isEmpty { await Task.yield() }
+        try await host.commandWaiters.waitForCount("the next command queued") { $0 == 1 }
+        #expect(await host.waitingCommands.count == 1)
         await vc.settle()
         #expect(vc.commandsReceived.filter { $0.opcode == Self.readBDADDR }.count == 2, "nothing goes out before the credit is back")
 
@@ -75,7 +77,7 @@ struct CancellationTests {
         _ = try await bounded { try await host.send(HCICommand.readBDADDR()) } // answered with Num_HCI_Command_Packets 0
         #expect(await host.commandCredits == 0)
         let call = Task { try await host.send(HCICommand.readLocalVersionInformation()) }
-        for _ in 0..<10_000 where await host.waitingCommands.isEmpty { await Task.yield() }
+        try await host.commandWaiters.waitForCount("the command queued for a credit") { $0 == 1 }
         #expect(await host.waitingCommands.count == 1)
         call.cancel()
         #expect(await failure(of: call) as? HCIError == .cancelled(opcode: Self.readLocalVersion))
@@ -95,7 +97,8 @@ struct CancellationTests {
         let (vc, central) = try await VC.stack()
         let attempt = Task { try await central.connect(Self.absent) }
         try await vc.waitForCommand(.leCreateConnection)
-        for _ in 0..<10_000 where await central.pendingConnect?.waiter == nil { await Task.yield() }
+        try await central.connectWaiters.waitForCount("the connect caller parked") { $0 == 1 }
+        #expect(await central.pendingConnect?.waiter != nil)
         attempt.cancel()
         #expect(await failure(of: attempt) as? ConnectionError == .cancelled(peer: Self.absent))
         try await vc.waitForCommand(Self.leCreateConnectionCancel)
@@ -116,15 +119,15 @@ struct CancellationTests {
         vc.answer(Self.leCreateConnectionCancel, with: .events { _ in [] }, times: 1)
         let attempt = Task { try await central.connect(Self.absent) }
         try await vc.waitForCommand(.leCreateConnection)
-        for _ in 0..<10_000 where await central.pendingConnect?.waiter == nil { await Task.yield() }
+        try await central.connectWaiters.waitForCount("the connect caller parked") { $0 == 1 }
+        #expect(await central.pendingConnect?.waiter != nil)
         attempt.cancel()
         #expect(await failure(of: attempt) as? ConnectionError == .cancelled(peer: Self.absent))
         try await vc.waitForCommand(Self.leCreateConnectionCancel)
         #expect(await central.pendingConnect?.callerGone == true)
 
         let next = Task { try await central.connect(VC.peer, parameters: Self.quiet) }
-        for _ in 0..<10_000 where await central.connectTurns.isEmpty { await Task.yield() }
-        #expect(await central.connectTurns.count == 1)
+        try await central.connectTurns.waitForCount("the next attempt waiting for its turn") { $0 == 1 }
         await vc.settle()
         #expect(vc.commandsReceived.filter { $0.opcode == .leCreateConnection }.count == 1, "the next attempt waits")
 
@@ -146,8 +149,7 @@ struct CancellationTests {
         let first = Task { try await central.connect(Self.absent) }
         try await vc.waitForCommand(.leCreateConnection)
         let second = Task { try await central.connect(VC.peer, parameters: Self.quiet) }
-        for _ in 0..<10_000 where await central.connectTurns.isEmpty { await Task.yield() }
-        #expect(await central.connectTurns.count == 1)
+        try await central.connectTurns.waitForCount("the next attempt waiting for its turn") { $0 == 1 }
         second.cancel()
         #expect(await failure(of: second) as? ConnectionError == .cancelled(peer: VC.peer))
         #expect(await central.connectTurns.isEmpty)
@@ -170,7 +172,8 @@ struct CancellationTests {
         vc.answer(.leCreateConnection, with: .events { _ in [] }, times: 1)
         let attempt = Task { try await central.connect(Self.absent) }
         try await vc.waitForCommand(.leCreateConnection)
-        for _ in 0..<10_000 where await central.host.sentCommands.isEmpty { await Task.yield() }
+        try await central.host.commandWaiters.waitForCount("LE Create Connection waiting for its status") { $0 == 1 }
+        #expect(await central.host.sentCommands.count == 1)
         attempt.cancel()
         #expect(await failure(of: attempt) as? ConnectionError == .cancelled(peer: Self.absent))
         #expect(await central.pendingConnect?.callerGone == true)
@@ -197,7 +200,7 @@ struct CancellationTests {
         vc.answer(Self.disconnect, with: .status(.success), times: 1)
         let call = Task { try await link.disconnect() }
         try await vc.waitForCommand(Self.disconnect)
-        for _ in 0..<10_000 where await link.disconnectWaiters.isEmpty { await Task.yield() }
+        try await link.disconnectWaiters.waitForCount("disconnect() waiting for Disconnection Complete") { $0 == 1 }
         call.cancel()
         #expect(await failure(of: call) as? ConnectionError == .command(peer: VC.peer, .cancelledAfterSending(opcode: Self.disconnect)))
         #expect(await link.disconnectWaiters.isEmpty)
@@ -215,7 +218,8 @@ struct CancellationTests {
         vc.setCommandCredits(0)
         _ = try await bounded { try await link.readRSSI() } // answered with Num_HCI_Command_Packets 0
         let call = Task { try await link.disconnect() }
-        for _ in 0..<10_000 where await central.host.waitingCommands.isEmpty { await Task.yield() }
+        try await central.host.commandWaiters.waitForCount("HCI Disconnect queued for a credit") { $0 == 1 }
+        #expect(await central.host.waitingCommands.count == 1)
         call.cancel()
         #expect(await failure(of: call) as? ConnectionError == .command(peer: VC.peer, .cancelled(opcode: Self.disconnect)))
         #expect(await link.linkState == .connected(handle: 0x0040))
@@ -236,7 +240,7 @@ struct CancellationTests {
         vc.answer(Self.disconnect, with: .status(.success), times: 1) // no Disconnection Complete
         let close = Task { await central.close() }
         try await vc.waitForCommand(Self.disconnect)
-        for _ in 0..<10_000 where await link.disconnectWaiters.isEmpty { await Task.yield() }
+        try await link.disconnectWaiters.waitForCount("disconnect() waiting for Disconnection Complete") { $0 == 1 }
         close.cancel()
         #expect(await outcome(of: close) != nil, "close() returns once cancelled")
         #expect(await central.state == .poweredOff)
@@ -259,7 +263,8 @@ struct CancellationTests {
         try await bounded { try await host.sendL2CAP(handle: handle, channelID: L2CAPChannelID.att, payload: writeCommand) }
         #expect(await host.aclCredits == 0)
         let call = Task { try await host.sendL2CAP(handle: handle, channelID: L2CAPChannelID.att, payload: writeCommand) }
-        for _ in 0..<10_000 where await host.readyLinks.isEmpty { await Task.yield() }
+        try await host.sendWaiters.waitForCount("the PDU queued for a buffer") { $0 == 1 }
+        #expect(await host.readyLinks == [handle])
         call.cancel()
         #expect(await failure(of: call) as? LinkError == .cancelled(peer: VC.peer.address, handle: handle, channelID: L2CAPChannelID.att))
 
@@ -268,7 +273,8 @@ struct CancellationTests {
         vc.completePackets()
         try await vc.waitForL2CAP(channelID: L2CAPChannelID.att, count: 2)
         let next = Task { try await host.sendL2CAP(handle: handle, channelID: L2CAPChannelID.att, payload: writeCommand) }
-        for _ in 0..<10_000 where await host.readyLinks.isEmpty { await Task.yield() }
+        try await host.sendWaiters.waitForCount("the PDU queued for a buffer") { $0 == 1 }
+        #expect(await host.readyLinks == [handle])
         vc.completePackets()
         try await value(of: next)
         try await vc.waitForL2CAP(channelID: L2CAPChannelID.att, count: 3)
@@ -281,7 +287,7 @@ struct CancellationTests {
     @Test func virtualControllerWaitEndsWhenCancelled() async throws {
         let (vc, _) = try await VC.stack()
         let wait = Task { try await vc.waitUntil("something that never happens", timeout: .seconds(60)) { _ in false } }
-        for _ in 0..<10_000 where vc.onQueue({ vc.waiters.isEmpty }) { await Task.yield() }
+        try await vc.waitUntil("the first wait added") { vc in vc.waiters.contains { $0.what == "something that never happens" } }
         wait.cancel()
         #expect(await failure(of: wait) as? VirtualControllerError == .cancelled(waitingFor: "something that never happens"))
         #expect(vc.onQueue { vc.waiters.isEmpty && vc.unaddedWaiters.isEmpty })

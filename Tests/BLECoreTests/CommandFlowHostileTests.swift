@@ -43,7 +43,7 @@ struct CommandFlowHostileTests {
         let sentBefore = vc.commandsReceived.count
 
         let stuck = Task { try await host.send(HCICommand.readBDADDR(), timeout: .seconds(2)) }
-        for _ in 0..<10_000 where await host.waitingCommands.isEmpty { await Task.yield() }
+        try await host.commandWaiters.waitForCount("Read BD_ADDR queued for a credit") { $0 == 1 }
         #expect(await host.waitingCommands.count == 1)
         await vc.advance(by: .milliseconds(1999))
         #expect(vc.commandsReceived.count == sentBefore, "no command goes out without a credit")

@@ -81,7 +81,7 @@ struct FaultControllerTests {
         let connecting = Task { () async -> ConnectionError? in
             do throws(ConnectionError) { _ = try await central.connect(absent); return nil } catch { return error }
         }
-        await central.waitUntilCommandWaits()
+        try await central.waitUntilCommandWaits()
         #expect(await central.host.sentCommands.count == 1) // Read RSSI holds the one credit
         #expect(await central.host.waitingCommands.count == 1) // LE Create Connection waits behind it
         faulty.cut(reason: "controller unplugged")
@@ -136,10 +136,11 @@ struct FaultControllerTests {
 }
 
 extension Central {
-    /// Returns once a command waits behind the one in flight (the connect attempt above);
-    /// bounded, since the attempt reaches the host through a task.
-    func waitUntilCommandWaits() async {
-        for _ in 0..<10_000 where await host.waitingCommands.isEmpty { await Task.yield() }
+    /// Returns once a command waits behind the one in flight (the connect attempt above):
+    /// two callers wait for their commands, and a real-time bound ends a wait that never gets there.
+    func waitUntilCommandWaits() async throws {
+        try await host.commandWaiters.waitForCount("a command queued behind the one in flight") { $0 == 2 }
+        #expect(await !host.waitingCommands.isEmpty)
     }
 }
 

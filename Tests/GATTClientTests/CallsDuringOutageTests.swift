@@ -63,14 +63,18 @@ struct CallsDuringOutageTests {
         try bed.vc.disconnect(bed.peer, reason: .connectionTimeout)
         #expect(await events.nextLifecycle() == .disconnected(reason: .connectionTimeout, willReconnect: true))
         #expect(await events.nextLifecycle() == .reconnecting(attempt: 1, delay: backoff))
-        for _ in 0..<10_000 where await !bed.peripheral.linkDown { await Task.yield() }
+        // The peripheral follows the link state in the same turn as the events above.
         #expect(await bed.peripheral.linkDown)
         #expect(await bed.link.isReconnecting)
     }
 
     /// Returns once `count` calls wait for the restore.
     static func waiting(_ bed: LabBed, _ count: Int = 1) async {
-        for _ in 0..<10_000 where await bed.peripheral.restoreWaiters.count < count { await Task.yield() }
+        do {
+            try await bed.peripheral.restoreWaiters.waitForCount("\(count) calls waiting for the restore") { $0 >= count }
+        } catch {
+            Issue.record("\(error)")
+        }
         #expect(await bed.peripheral.restoreWaiters.count == count)
     }
 
@@ -109,7 +113,8 @@ struct CallsDuringOutageTests {
         var events = await bed.link.events().makeAsyncIterator()
         try bed.vc.disconnect(bed.peer, reason: .connectionTimeout)
         #expect(await events.nextLifecycle() == .disconnected(reason: .connectionTimeout, willReconnect: true))
-        for _ in 0..<10_000 where await !bed.peripheral.linkDown { await Task.yield() }
+        // The peripheral follows the link state in the same turn as the drop.
+        #expect(await bed.peripheral.linkDown)
 
         let read = Self.read(bed)
         await Self.waiting(bed)

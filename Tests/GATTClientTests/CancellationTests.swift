@@ -1,7 +1,7 @@
 import Testing
 import Dispatch
 import Synchronization
-import ATT
+@testable import ATT
 @testable import BLETestSupport
 @testable import BLECore
 @testable import GATTClient
@@ -49,7 +49,7 @@ struct GATTCancellationTests {
         let preparing = Task { try await peripheral.read(Lab.scratch) }
         try await bed.held(1)
         let waiting = Task { try await peripheral.read(Lab.scratch) }
-        for _ in 0..<10_000 where await peripheral.readinessWaiterCount < 1 { await Task.yield() }
+        try await peripheral.readinessWaiters.waitForCount("a call waiting for the preparation") { $0 == 1 }
         #expect(await peripheral.readinessWaiterCount == 1)
 
         // A waiting call leaves at once; the preparing one goes on.
@@ -65,7 +65,8 @@ struct GATTCancellationTests {
         // The preparing call leaves too: a call waiting for it takes the preparation over,
         // joining the Exchange MTU already sent.
         let later = Task { try await peripheral.read(Lab.scratch) }
-        for _ in 0..<10_000 where await peripheral.readinessWaiterCount < 1 { await Task.yield() }
+        try await peripheral.readinessWaiters.waitForCount("the later call waiting for the preparation") { $0 == 1 }
+        #expect(await peripheral.readinessWaiterCount == 1)
         preparing.cancel()
         #expect(Self.isCancelled(await failure(of: preparing)))
         bed.gate.open()
@@ -91,7 +92,8 @@ struct GATTCancellationTests {
         #expect(await bearer.hasRequestInFlight)
 
         let next = Task { try await peripheral.read(Lab.scratch) }
-        for _ in 0..<10_000 where await bearer.queuedRequestCount == 0 { await Task.yield() }
+        try await bearer.requests.waitForCount("the next read queued behind the one in flight") { $0 == 1 }
+        #expect(await bearer.queuedRequestCount == 1)
         await bed.vc.settle()
         #expect(bed.count(0x0A) == readsBefore + 1, "the next Read Request waits for the response")
         bed.gate.open()
@@ -122,7 +124,8 @@ struct GATTCancellationTests {
         try await bounded { try await peripheral.write([0x01], to: Lab.scratch, type: .withoutResponse) }
         #expect(await bed.central.host.aclCredits == 0)
         let write = Task { try await peripheral.write([0x02], to: Lab.scratch, type: .withoutResponse) }
-        for _ in 0..<10_000 where await bed.central.host.readyLinks.isEmpty { await Task.yield() }
+        try await bed.central.host.sendWaiters.waitForCount("the Write Command queued for a buffer") { $0 == 1 }
+        #expect(await !bed.central.host.readyLinks.isEmpty)
         write.cancel()
         #expect(Self.isCancelled(await failure(of: write)))
 
@@ -130,7 +133,8 @@ struct GATTCancellationTests {
         bed.vc.completePackets()
         await bed.vc.settle()
         let next = Task { try await peripheral.write([0x03], to: Lab.scratch, type: .withoutResponse) }
-        for _ in 0..<10_000 where await bed.central.host.readyLinks.isEmpty { await Task.yield() }
+        try await bed.central.host.sendWaiters.waitForCount("the Write Command queued for a buffer") { $0 == 1 }
+        #expect(await !bed.central.host.readyLinks.isEmpty)
         bed.vc.completePackets()
         try await value(of: next)
         await bed.vc.settle()
@@ -154,7 +158,8 @@ struct GATTCancellationTests {
         await bed.vc.settle()
         let others = await peripheral.subscriptionWaiterCount(handle)
         let second = Task { try await peripheral.subscribe(to: Lab.notifyCounter) }
-        for _ in 0..<10_000 where await peripheral.subscriptionWaiterCount(handle) == others { await Task.yield() }
+        let subscribers = try #require(await peripheral.subscriptions[handle]?.waiters)
+        try await subscribers.waitForCount("the second subscriber parked") { $0 == others + 1 }
         #expect(await peripheral.subscriptionWaiterCount(handle) == others + 1)
         second.cancel()
         #expect(Self.isCancelled(await failure(of: second)))

@@ -56,7 +56,8 @@ import BLETestSupport
         // Link B: a Read Request issued while A's writes are waiting.
         let reader = Task { try await pb.read(Lab.scratch) }
         let handleB = try #require(vc.handle(of: Self.b))
-        for _ in 0..<10_000 where await !central.host.readyLinks.contains(handleB) { await Task.yield() }
+        // A's next write and B's request both wait for a buffer.
+        try await central.host.sendWaiters.waitForCount("B's request queued behind A's writes") { $0 >= 2 }
         #expect(await central.host.readyLinks.contains(handleB))
 
         // Return the buffer one packet at a time and note when B's request leaves.

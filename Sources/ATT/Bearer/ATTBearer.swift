@@ -57,7 +57,7 @@ public actor ATTBearer {
         let timer: any ScheduledTimer
     }
     /// The callers of `request`.
-    private let requests: Waiters<ATTPDU, ATTError>
+    let requests: Waiters<ATTPDU, ATTError>
     private var queue: [Queued] = []
     private var inFlight: InFlight?
 

@@ -28,6 +28,10 @@ public final class Waiters<Value: Sendable, Failure: Error>: @unchecked Sendable
     private var nextID: ID = 0
     /// No live waiter has an id below this one: where `resumeFirst` starts looking.
     private var oldest: ID = 0
+    /// Told the count after every change (tests only): empty otherwise, so the data path
+    /// only checks `isEmpty`.
+    private var countObservers: [UInt64: (Int) -> Void] = [:]
+    private var nextCountObserver: UInt64 = 0
 
     public init(executor: AdapterExecutor, scheduler: any TimerScheduler) {
         self.executor = executor
@@ -69,6 +73,7 @@ public final class Waiters<Value: Sendable, Failure: Error>: @unchecked Sendable
                 }
                 entries[id] = entry
                 added(id)
+                if !countObservers.isEmpty { countChanged() }
             }
         } onCancel: {
             executor.queue.async { self.cancel(id) }
@@ -81,6 +86,7 @@ public final class Waiters<Value: Sendable, Failure: Error>: @unchecked Sendable
         guard let entry = entries.removeValue(forKey: id) else { return false }
         entry.timer?.cancel()
         entry.continuation.resume(returning: result)
+        if !countObservers.isEmpty { countChanged() }
         return true
     }
 
@@ -110,5 +116,30 @@ public final class Waiters<Value: Sendable, Failure: Error>: @unchecked Sendable
         guard let entry = entries.removeValue(forKey: id) else { return }
         entry.timer?.cancel()
         entry.continuation.resume(returning: entry.cancelled(id))
+        if !countObservers.isEmpty { countChanged() }
+    }
+
+    // MARK: Observing the count (tests)
+
+    /// Calls `observer` on the executor with `count` after every change (a waiter added, once
+    /// its `added` ran; a waiter resumed, cancelled or expired) until `removeCountObserver`
+    /// is given the returned token. On the executor; for tests that wait for a caller to be
+    /// parked (see `BLETestSupport`'s `waitForCount`).
+    ///
+    ///     let token = waiters.addCountObserver { count in if count == 2 { ... } }
+    @_spi(Internals) public func addCountObserver(_ observer: @escaping (Int) -> Void) -> UInt64 {
+        nextCountObserver &+= 1
+        countObservers[nextCountObserver] = observer
+        return nextCountObserver
+    }
+
+    /// Stops the observer `token` stands for; on the executor.
+    @_spi(Internals) public func removeCountObserver(_ token: UInt64) {
+        countObservers[token] = nil
+    }
+
+    private func countChanged() {
+        let count = entries.count
+        for observer in countObservers.values { observer(count) }
     }
 }

@@ -94,6 +94,8 @@ extension VirtualController {
         waiter.timeout = item
         waiters.append(waiter)
         queue.asyncAfter(deadline: .now() + .milliseconds(ms), execute: item)
+        // A new waiter is a change too: a wait may be for another wait to be in place.
+        checkWaiters()
     }
 
     /// On the queue: the task waiting as `id` was cancelled. A waiter not added yet (its
