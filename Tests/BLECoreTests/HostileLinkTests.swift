@@ -39,7 +39,7 @@ struct HostileLinkTests {
         try await host.sendL2CAP(handle: a, channelID: att, payload: Self.writeCommand(2))
         // ... and the rest waits in its queue, up to its bound.
         let queued = (3...7).map { i in Task { try await host.sendL2CAP(handle: a, channelID: att, payload: Self.writeCommand(UInt8(i))) } }
-        for _ in 0..<10_000 where await host.aclLinkStatus(handle: a)?.queuedBytes != 40 { await Task.yield() }
+        try await host.sendWaiters.waitForCount("A's five sends queued") { $0 == 5 }
         #expect(await host.aclLinkStatus(handle: a)! == (inFlight: 2, queuedBytes: 40))
         await #expect(throws: LinkError.queueFull(peer: VC.peer.address, handle: a, channelID: att, queuedBytes: 40, limit: 40)) {
             try await host.sendL2CAP(handle: a, channelID: att, payload: Self.writeCommand(8))

@@ -85,12 +85,12 @@ import Testing
         // UID: frame 0x00, TX -20, namespace 00112233445566778899, instance AABBCCDDEEFF.
         let uid: [UInt8] = [0x00, 0xEC, 0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0x99, 0xAA, 0xBB, 0xCC, 0xDD, 0xEE, 0xFF]
         var ad = AdvertisingData([.serviceData16(uuid: 0xFEAA, data: uid)])
-        #expect(JSONText.object(KnownFormats.decode(ad)).text ==
+        #expect(JSONValue.object(KnownFormats.decode(ad)).text ==
                 #"{"eddystone":{"frame":"uid","txPower":-20,"namespace":"00112233445566778899","instance":"AABBCCDDEEFF"}}"#)
         // TLM: version 0, 3000 mV, 25.5 °C (0x1980 in 8.8), 258 advertisements, 100.0 s.
         let tlm: [UInt8] = [0x20, 0x00, 0x0B, 0xB8, 0x19, 0x80, 0x00, 0x00, 0x01, 0x02, 0x00, 0x00, 0x03, 0xE8]
         ad = AdvertisingData([.serviceData16(uuid: 0xFEAA, data: tlm)])
-        #expect(JSONText.object(KnownFormats.decode(ad)).text ==
+        #expect(JSONValue.object(KnownFormats.decode(ad)).text ==
                 #"{"eddystone":{"frame":"tlm","batteryMillivolts":3000,"temperature":25.5,"advertisements":258,"uptimeSeconds":100}}"#)
     }
 

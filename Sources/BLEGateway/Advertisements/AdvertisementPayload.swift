@@ -5,19 +5,19 @@ public enum AdvertisementPayload {
     /// `{"address":..,"addressType":..,"state":"present","name":..,"rssi":..,"txPower":..,
     /// "connectable":..,"services":[..],"manufacturerData":{"004C":"hex"},"serviceData":{"180F":"hex"},
     /// "decoded":{..}}`; absent fields are left out.
-    public static func present(_ p: DiscoveredPeripheral) -> JSONText {
+    public static func present(_ p: DiscoveredPeripheral) -> JSONValue {
         .object(presentPairs(p, includeRSSI: true))
     }
 
     /// `{"address":..,"addressType":..,"state":"lost"}`.
-    public static func lost(_ address: LEAddress) -> JSONText {
+    public static func lost(_ address: LEAddress) -> JSONValue {
         .object([("address", .string(address.address.description)), ("addressType", .string(address.type.description)),
                  ("state", .string("lost"))])
     }
 
-    static func presentPairs(_ p: DiscoveredPeripheral, includeRSSI: Bool) -> [(String, JSONText)] {
+    static func presentPairs(_ p: DiscoveredPeripheral, includeRSSI: Bool) -> [(String, JSONValue)] {
         let ad = p.advertisingData
-        var pairs: [(String, JSONText)] = [
+        var pairs: [(String, JSONValue)] = [
             ("address", .string(p.address.address.description)),
             ("addressType", .string(p.address.type.description)),
             ("state", .string("present")),
@@ -50,9 +50,9 @@ public enum AdvertisementPayload {
     /// OpenMQTTGateway's BTtoMQTT message: `id`, `mac_type`, `name`, `rssi`, `txpower`,
     /// `manufacturerdata` and `servicedata` as hex, `servicedatauuid`, and `batt`, `tempc`, `hum`
     /// where decoded.
-    public static func openMQTTGateway(_ p: DiscoveredPeripheral) -> JSONText {
+    public static func openMQTTGateway(_ p: DiscoveredPeripheral) -> JSONValue {
         let ad = p.advertisingData
-        var pairs: [(String, JSONText)] = [("id", .string(p.address.address.description)),
+        var pairs: [(String, JSONValue)] = [("id", .string(p.address.address.description)),
                                            ("mac_type", .int(Int(p.address.type.rawValue & 0x01)))]
         if let name = ad.localName { pairs.append(("name", .string(name))) }
         pairs.append(("rssi", .int(Int(p.rssi))))

@@ -28,7 +28,7 @@ public enum HomeAssistantDiscovery {
         let have = Set(keys(p))
         return sensors.filter { have.contains($0.key) }.map { s in
             let id = "\(topics.gatewayID)_\(compact)_\(s.key)"
-            let payload = JSONText.object([
+            let payload = JSONValue.object([
                 ("name", .string("\(name) \(s.key)")),
                 ("unique_id", .string(id)),
                 ("state_topic", .string(topics.device(p.address.address))),

@@ -12,8 +12,8 @@ public enum KnownFormats {
     static let apple: UInt16 = 0x004C
 
     /// The decoded values of one advertisement, as JSON pairs (empty when nothing applies).
-    public static func decode(_ data: AdvertisingData) -> [(String, JSONText)] {
-        var out: [(String, JSONText)] = []
+    public static func decode(_ data: AdvertisingData) -> [(String, JSONValue)] {
+        var out: [(String, JSONValue)] = []
         let serviceData = data.serviceData
         // Battery Level (0...100 %), carried as service data of the Battery service or of the
         // Battery Level characteristic (Battery Service 1.1, 3.1).
@@ -42,7 +42,7 @@ public enum KnownFormats {
     }
 
     /// Apple iBeacon: 0x02 0x15, proximity UUID (16), major (BE), minor (BE), measured power.
-    static func iBeacon(_ d: [UInt8]) -> JSONText? {
+    static func iBeacon(_ d: [UInt8]) -> JSONValue? {
         guard d.count == 23, d[0] == 0x02, d[1] == 0x15 else { return nil }
         let uuid = Array(d[2..<18]).hexUpper
         let parts = [uuid.prefix(8), uuid.dropFirst(8).prefix(4), uuid.dropFirst(12).prefix(4), uuid.dropFirst(16).prefix(4), uuid.dropFirst(20)]
@@ -59,7 +59,7 @@ public enum KnownFormats {
                                 ".com", ".org", ".edu", ".net", ".info", ".biz", ".gov"]
 
     /// Eddystone service data (UUID 0xFEAA): UID (0x00), URL (0x10) and unencrypted TLM (0x20) frames.
-    static func eddystoneFrame(_ d: [UInt8]) -> JSONText? {
+    static func eddystoneFrame(_ d: [UInt8]) -> JSONValue? {
         guard let type = d.first else { return nil }
         switch type {
         case 0x00 where d.count == 18 || d.count == 20:

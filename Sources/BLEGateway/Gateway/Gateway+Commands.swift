@@ -17,7 +17,7 @@ extension Gateway {
     }
 
     func execute(_ command: GatewayCommand) async {
-        let result: Result<[(String, JSONText)], CommandError>
+        let result: Result<[(String, JSONValue)], CommandError>
         do throws(CommandError) {
             result = .success(try await perform(command))
         } catch {
@@ -26,8 +26,8 @@ extension Gateway {
         await answer(command.id, command: command.kind.rawValue, result)
     }
 
-    func answer(_ id: String, command: String?, _ result: Result<[(String, JSONText)], CommandError>) async {
-        var pairs: [(String, JSONText)] = [("id", .string(id))]
+    func answer(_ id: String, command: String?, _ result: Result<[(String, JSONValue)], CommandError>) async {
+        var pairs: [(String, JSONValue)] = [("id", .string(id))]
         if let command { pairs.append(("command", .string(command))) }
         switch result {
         case .success(let extra):
@@ -37,10 +37,10 @@ extension Gateway {
             pairs.append(("ok", .bool(false)))
             pairs.append(("error", .object([("code", .string(error.code)), ("message", .string(error.message))])))
         }
-        await publisher.enqueue(MQTTMessage(topic: topics.response(id), payload: JSONText.object(pairs).bytes, qos: .atLeastOnce))
+        await publisher.enqueue(MQTTMessage(topic: topics.response(id), payload: JSONValue.object(pairs).bytes, qos: .atLeastOnce))
     }
 
-    func perform(_ command: GatewayCommand) async throws(CommandError) -> [(String, JSONText)] {
+    func perform(_ command: GatewayCommand) async throws(CommandError) -> [(String, JSONValue)] {
         switch command.kind {
         case .scan:
             applyScan(command.enabled ?? true)

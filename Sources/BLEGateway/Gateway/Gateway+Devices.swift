@@ -68,7 +68,7 @@ extension Gateway {
                             return
                         } catch {
                             // A refused read (ATT error) is published and retried at the next period.
-                            await publisher.enqueue(MQTTMessage(topic: topic + "/error", payload: JSONText.object([("message", .string(error.description))]).bytes))
+                            await publisher.enqueue(MQTTMessage(topic: topic + "/error", payload: JSONValue.object([("message", .string(error.description))]).bytes))
                         }
                         do { try await Task.sleep(for: r.interval) } catch { return }
                     }
@@ -92,9 +92,9 @@ extension Gateway {
 
     /// Retained `{"state":"connected"|"disconnected"|"error"}` on `ble/GWID/devices/<ADDRESS>/link`.
     func publishLinkState(_ address: LEAddress, _ state: String, _ message: String?) async {
-        var pairs: [(String, JSONText)] = [("state", .string(state))]
+        var pairs: [(String, JSONValue)] = [("state", .string(state))]
         if let message { pairs.append(("message", .string(message))) }
-        await publisher.enqueue(MQTTMessage(topic: topics.device(address.address) + "/link", payload: JSONText.object(pairs).bytes,
+        await publisher.enqueue(MQTTMessage(topic: topics.device(address.address) + "/link", payload: JSONValue.object(pairs).bytes,
                                             qos: .atLeastOnce, retain: true))
     }
 }

@@ -145,7 +145,7 @@ public actor Gateway {
             let reports = counters.reports.load(ordering: .relaxed)
             let delivered = await publisher.delivered
             let elapsed = max(1e-9, Double((now - lastTime).components.seconds) + Double((now - lastTime).components.attoseconds) / 1e18)
-            let payload = JSONText.object([
+            let payload = JSONValue.object([
                 ("reportsPerSecond", .double(((Double(reports - lastReports) / elapsed) * 10).rounded() / 10)),
                 ("publishesPerSecond", .double(((Double(delivered - lastDelivered) / elapsed) * 10).rounded() / 10)),
                 ("links", .int(counters.linksUp.load(ordering: .relaxed))),
@@ -160,6 +160,6 @@ public actor Gateway {
 
     /// A value read or notified from a characteristic: `{"value":"HEX"}`.
     static func valuePayload(_ value: [UInt8]) -> [UInt8] {
-        JSONText.object([("value", .string(value.hexUpper))]).bytes
+        JSONValue.object([("value", .string(value.hexUpper))]).bytes
     }
 }

@@ -1,10 +1,5 @@
 import BLECore
 
-/// The gateway's payloads are BLECore's `JSONValue` (the one JSON writer of the package).
-///
-///     JSONText.object([("address", .string("C0:11:22:33:44:55")), ("rssi", .int(-60))]).text
-public typealias JSONText = JSONValue
-
 extension Array where Element == UInt8 {
     /// Upper-case hex without separators ("0215A1").
     var hexUpper: String {
