@@ -1,0 +1,128 @@
+import Dispatch
+import Synchronization
+import BLECore
+import GATTClient
+import BLETestSupport
+
+/// The whole host stack as one state machine: a `Central` and a GATTClient `Peripheral` run on
+/// the in-process virtual controller (shared virtual clock, one adapter queue) while an app
+/// powers on, scans, connects, discovers, subscribes, reads and writes, and the input plays
+/// a hostile controller next to the well-behaved one, injecting HCI events and ACL data.
+///
+/// Input: one octet of app choices, then records, each a selector octet and its body:
+/// - 0, 1: an event: code, length, parameters (Vol 4, Part E, 5.4.4);
+/// - 2: an LE Meta event (0x3E): subevent code, length, parameters;
+/// - 3: ATT on the app's link: length, ATT PDU (sent in an L2CAP B-frame on CID 0x0004);
+/// - 4: L2CAP on the app's link: channel ID (2 octets), length, payload;
+/// - 5: any ACL packet: handle and flags (2 octets), length, data;
+/// - 6: virtual time, in steps of 10 ms (one octet);
+/// - 7: virtual time, in steps of 1 s (one octet).
+/// After each record the stack settles. Property: no trap, and once the input is used up the
+/// app's script ends within 31 virtual minutes of further time (every step has a timeout).
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+    var input = FuzzInput(Array(UnsafeBufferPointer(start: data, count: size)))
+    let choices = input.u8()
+    let vc = VirtualController()
+    let server = GATTServer(database: .heartRateMonitor(), queue: vc.queue)
+    vc.addPeripheral(SimulatedPeripheral(address: HostHarness.peer, advertisingData: HostHarness.advertising, attServer: server))
+    let central = Central(transport: vc.makeTransport(), options: vc.centralOptions())
+
+    let appDone = DispatchSemaphore(value: 0)
+    Task {
+        await HostHarness.script(central, choices: choices)
+        appDone.signal()
+    }
+    var appEnded = false
+    while !input.isAtEnd {
+        let step = HostHarness.record(&input, controller: vc)
+        blocking { await vc.advance(by: step) }
+    }
+    // Every wait of the script has a timeout on the virtual clock: moving it on ends them all.
+    for _ in 0..<60 where !appEnded {
+        appEnded = appDone.wait(timeout: .now() + .milliseconds(20)) == .success
+        if !appEnded { blocking { await vc.advance(by: .seconds(31)) } }
+    }
+    fuzzCheck(appEnded, "the app's script did not end after 31 minutes of virtual time")
+    blocking { await central.close() }
+    return 0
+}
+
+enum HostHarness {
+    static let peer = LEAddress(BluetoothAddress(rawValue: 0xF0_5E_B1_00_00_01), type: .random)
+    /// Flags, Heart Rate service UUID, name (Vol 3, Part C, 11 / Supplement to the Core Specification, Part A).
+    static let advertising: [UInt8] = [0x02, 0x01, 0x06, 0x03, 0x03, 0x0D, 0x18, 0x04, 0x09, 0x48, 0x52, 0x4D]
+    static let heartRate = BluetoothUUID(uuid16: 0x180D)
+
+    /// The app: each step may fail (the controller is hostile); it goes on as far as it can.
+    static func script(_ central: Central, choices: UInt8) async {
+        do {
+            _ = try await central.powerOn()
+            let scan = await central.scan(services: [heartRate])
+            let scanner = Task { for try await _ in scan {} }
+            defer { scanner.cancel() }
+            let link = try await central.connect(peer, timeout: .seconds(2))
+            scanner.cancel()
+            let peripheral = try await Peripheral(connection: link)
+            _ = try await peripheral.services()
+            let service = ServiceIdentifier(uuid: "180D")
+            let battery = CharacteristicIdentifier(uuid: "2A19", service: ServiceIdentifier(uuid: "180F"))
+            let values = try await peripheral.subscribe(to: CharacteristicIdentifier(uuid: "2A37", service: service),
+                                                       indications: choices & 1 != 0)
+            let listener = Task { for try await _ in values {} }
+            defer { listener.cancel() }
+            _ = try await peripheral.read(CharacteristicIdentifier(uuid: "2A38", service: service))
+            try await peripheral.write([0x01] as [UInt8], to: CharacteristicIdentifier(uuid: "2A39", service: service),
+                                       type: choices & 0x80 != 0 ? .withoutResponse : .withResponse)
+            _ = try await peripheral.read(battery)
+            listener.cancel()
+            try await link.disconnect()
+        } catch { trace("app stopped: \(error)") }
+        trace("app ended")
+    }
+
+    /// Sends one record of the input to the host; returns the virtual time to move on by.
+    static func record(_ input: inout FuzzInput, controller vc: VirtualController) -> Duration {
+        let handle = vc.handle(of: peer) ?? 0x0040
+        switch input.u8() % 8 {
+        case 0, 1:
+            let code = input.u8()
+            vc.inject(.event(HCIEventPacket(code: code, parameters: input.take(Int(input.u8())))))
+        case 2:
+            let subevent = input.u8()
+            vc.inject(.event(HCIEventPacket(code: 0x3E, parameters: [subevent] + input.take(Int(input.u8())))))
+        case 3:
+            vc.inject(.acl(ACLDataPacket(handle: handle, boundary: .firstFlushable, data: bFrame(channel: 0x0004, input.take(Int(input.u8()))))))
+        case 4:
+            let channel = input.u16()
+            vc.inject(.acl(ACLDataPacket(handle: handle, boundary: .firstFlushable, data: bFrame(channel: channel, input.take(Int(input.u8()))))))
+        case 5:
+            let header = input.u16()
+            let boundary = ACLPacketBoundary(rawValue: UInt8(header >> 12) & 0b11) ?? .continuing
+            vc.inject(.acl(ACLDataPacket(handle: header, boundary: boundary, broadcast: UInt8(header >> 14), data: input.take(Int(input.u16() % 1024)))))
+        case 6:
+            return .milliseconds(10 * Int64(input.u8()))
+        default:
+            return .seconds(Int64(input.u8()))
+        }
+        return .zero
+    }
+
+    /// An L2CAP basic frame (Vol 3, Part A, 3.1): length, channel ID, payload.
+    static func bFrame(channel: UInt16, _ payload: [UInt8]) -> [UInt8] {
+        [UInt8(payload.count & 0xFF), UInt8(payload.count >> 8), UInt8(channel & 0xFF), UInt8(channel >> 8)] + payload
+    }
+}
+
+/// Runs `work` to its end from the fuzzer's own (non-async) thread.
+func blocking(_ work: @escaping @Sendable () async -> Void) {
+    let finished = DispatchSemaphore(value: 0)
+    Task {
+        await work()
+        finished.signal()
+    }
+    finished.wait()
+}
+
+import Glibc // getenv
+func trace(_ s: String) { if getenv("HS_TRACE") != nil { let t = s + "\n"; _ = t.utf8CString.withUnsafeBufferPointer { write(2, $0.baseAddress, $0.count - 1) } } }
