@@ -204,7 +204,10 @@ public actor Peripheral {
     private func installConnectionHooks(_ connection: Connection) {
         let executor = self.executor
         connection.enter(on: executor) { c in
-            c.observeLinkState { [weak self] state in
+            // Weak: the connection keeps its observers for its whole life, so a strong
+            // capture of it here would be a cycle that outlives the Central's close().
+            c.observeLinkState { [weak self, weak connection] state in
+                guard let connection else { return }
                 self?.enter(on: executor) { $0.linkStateChanged(state, of: connection) }
             }
         }

@@ -1,0 +1,37 @@
+import Testing
+import BLETestSupport
+
+/// A Peripheral over a Connection must not keep that Connection alive: the link-state
+/// observer it installs once held the Connection strongly from the Connection's own observer
+/// list, so every Connection that had a Peripheral (with its host and waiters) outlived
+/// `Central.close()`. Found by the HostStateful fuzz target on its shortest input (one options
+/// octet 0x00, no injected packets: Fuzz/corpus/HostStateful/leak-peripheral-connection-cycle).
+@Suite struct PeripheralReleaseTests {
+    @Test(.timeLimit(.minutes(1)))
+    func connectionIsReleasedAfterCloseWhenAPeripheralUsedIt() async throws {
+        let vc = VirtualController()
+        let server = GATTServer(database: .heartRateMonitor(), queue: vc.queue)
+        let peer = try #require(LEAddress("F0:5E:B1:00:00:01", type: .random))
+        vc.addPeripheral(SimulatedPeripheral(address: peer, attServer: server))
+        let central = Central(transport: vc.makeTransport(), options: vc.centralOptions())
+        _ = try await central.powerOn()
+
+        weak var released: Connection?
+        weak var releasedPeripheral: Peripheral?
+        do {
+            let link = try await central.connect(peer, timeout: .seconds(2))
+            let peripheral = try await Peripheral(connection: link)
+            let services = try await peripheral.services().map(\.uuid)
+            #expect(services.contains(BluetoothUUID(uuid16: 0x180D)))
+            try await link.disconnect()
+            released = link
+            releasedPeripheral = peripheral
+        }
+        await central.close()
+        // The manual clock drops the cancelled timers (whose work holds the link) as it moves.
+        vc.closeTransport()
+        await vc.advance(by: .seconds(60))
+        #expect(releasedPeripheral == nil)
+        #expect(released == nil)
+    }
+}
