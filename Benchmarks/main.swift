@@ -224,10 +224,12 @@ if selected("l2cap") { do {
         let input = L2CAPWorkload.h4(Array(sdus.prefix(c.bumbleSDUs)), mps: 247, handle: 0x0040, cid: 0x0040)
         let packets = c.bumbleSDUs * L2CAPWorkload.framesPerSDU(c.size, mps: 247)
         add(frames, bumble: "l2cap_frames", input: input, iterations: packets, target: share(frames))
-        let (host, hostInput, hostPackets) = try await L2CAPWorkload.host(
-            name: "l2cap host: H4 ACL K-frames -> HCIHost -> CreditBasedChannel.receive, \(c.label) (SDU bytes)",
-            sduSize: c.size, mps: 247, perRound: c.perRound, rounds: c.count / c.perRound, runs: min(runs, 3))
-        add(host, bumble: "l2cap_host", input: hostInput, iterations: min(hostPackets, packets), target: share(host))
+        for onChannel in [true, false] {
+            let (host, hostInput, hostPackets) = try await L2CAPWorkload.host(
+                name: "l2cap host: H4 ACL K-frames -> HCIHost -> CreditBasedChannel.receive \(onChannel ? "on the channel's executor" : "from a task"), \(c.label) (SDU bytes)",
+                sduSize: c.size, mps: 247, perRound: c.perRound, rounds: c.count / c.perRound, runs: min(runs, 3), onChannel: onChannel)
+            add(host, bumble: onChannel ? "l2cap_host" : nil, input: hostInput, iterations: min(hostPackets, packets), target: share(host))
+        }
     }
 } catch {
     log("l2cap failed: \(error)")

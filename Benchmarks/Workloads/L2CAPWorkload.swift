@@ -61,7 +61,10 @@ enum L2CAPWorkload {
 
     /// K-frames through the host to one channel; SDU bytes per second (wall clock) and the
     /// process CPU time they took.
-    static func host(name: String, sduSize: Int, mps: Int, perRound: Int, rounds: Int, runs: Int) async throws -> (Measurement, bumbleInput: [UInt8], packets: Int) {
+    /// `onChannel`: the SDUs are taken by code isolated to the channel (its adapter executor),
+    /// so `receive()` costs no hop between threads; otherwise by this task, one hop each way
+    /// per SDU, as an application's task pays.
+    static func host(name: String, sduSize: Int, mps: Int, perRound: Int, rounds: Int, runs: Int, onChannel: Bool) async throws -> (Measurement, bumbleInput: [UInt8], packets: Int) {
         let stack = try await BenchStack.make(links: 1)
         defer { Task { await stack.close() } }
         let link = stack.links[0]
@@ -89,11 +92,9 @@ enum L2CAPWorkload {
             var last: [UInt8] = []
             for _ in 0..<rounds {
                 stack.queue.async { bytes.withUnsafeBytes { tap.feed($0) } }
-                for _ in 0..<perRound {
-                    guard let sdu = try await channel.receive(timeout: .seconds(10)) else { throw BenchError("the channel closed: \(String(describing: await channel.endError))") }
-                    received += sdu.count
-                    last = sdu
-                }
+                let (n, sdu) = onChannel ? try await take(perRound, from: channel) : try await take(perRound, across: channel)
+                received += n
+                last = sdu
             }
             let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
             let cpu = processCPUSeconds() - cpuStart
@@ -110,6 +111,30 @@ enum L2CAPWorkload {
         m.extra["mps"] = Double(mps)
         m.extra["cpuSecondsPerWallSecond"] = bestCPU / best
         return (m, bytes, framesPerRound)
+    }
+
+    /// Takes `count` SDUs on the channel's executor; their bytes and the last one.
+    static func take(_ count: Int, from channel: isolated CreditBasedChannel) async throws -> (Int, [UInt8]) {
+        var received = 0
+        var last: [UInt8] = []
+        for _ in 0..<count {
+            guard let sdu = try await channel.receive(timeout: .seconds(10)) else { throw BenchError("the channel closed: \(String(describing: channel.endError))") }
+            received += sdu.count
+            last = sdu
+        }
+        return (received, last)
+    }
+
+    /// Takes `count` SDUs from this task (a hop to the channel's executor and back per SDU).
+    static func take(_ count: Int, across channel: CreditBasedChannel) async throws -> (Int, [UInt8]) {
+        var received = 0
+        var last: [UInt8] = []
+        for _ in 0..<count {
+            guard let sdu = try await channel.receive(timeout: .seconds(10)) else { throw BenchError("the channel closed: \(String(describing: await channel.endError))") }
+            received += sdu.count
+            last = sdu
+        }
+        return (received, last)
     }
 
     /// The CPU share of one link at the radio's limit: a 2M PHY link carries about 1.4 Mbit/s
