@@ -144,6 +144,7 @@ enum L2CAPWorkload {
         return [
             "megabytesPerSecond": bytesPerSecond / 1e6,
             "cpuNanosecondsPerByte": cpuSecondsPerByte * 1e9,
+            "megabytesPerCPUSecond": 1e-6 / cpuSecondsPerByte,
             "cpuPercentOfOneCoreAt1_4Mbit": cpuSecondsPerByte * radio * 100,
         ]
     }
