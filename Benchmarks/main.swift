@@ -10,7 +10,7 @@ var runs = 5
 var quick = false
 var allocationsChild = false
 var perConnectionChild = false
-/// Workload keys to run (w1, w2, w3, w4, w5, dense, memory, gateway); all when empty.
+/// Workload keys to run (w1, w2, w3, w4, w5, dense, memory, gateway, l2cap); all when empty.
 var only: Set<String> = []
 var args = CommandLine.arguments.dropFirst()
 while let a = args.popFirst() {
@@ -206,6 +206,33 @@ if selected("gateway") { do {
     add(fleet, target: Target(description: "every device topic gets every message", met: fleet.extra["complete"] == 1))
 } catch {
     log("gateway failed: \(error)")
+} }
+
+// L2CAP credit-based channel data: segmentation + reassembly, alone and through the host.
+if selected("l2cap") { do {
+    // One link at the radio's limit (2M PHY, about 1.4 Mbit/s) must cost far below 1 % of a core.
+    func share(_ m: Measurement) -> Target {
+        Target(description: "< 1 % of one core per link at 1.4 Mbit/s", met: (m.extra["cpuPercentOfOneCoreAt1_4Mbit"] ?? .infinity) < 1)
+    }
+    let cases: [(label: String, size: Int, count: Int, perRound: Int, bumbleSDUs: Int)] = [
+        ("65,535-byte SDUs, MPS 247", 65_535, quick ? 32 : 256, 32, 16),
+        ("23-byte SDUs, MPS 247", 23, quick ? 100_000 : 1_000_000, 10_000, 20_000),
+    ]
+    for c in cases {
+        let sdus = L2CAPWorkload.sdus(size: c.size, count: c.count)
+        let frames = L2CAPWorkload.frames(name: "l2cap frames: KFrameSegmenter -> KFrameReassembler, \(c.label) (SDU bytes)", sdus: sdus, mps: 247, runs: runs)
+        let input = L2CAPWorkload.h4(Array(sdus.prefix(c.bumbleSDUs)), mps: 247, handle: 0x0040, cid: 0x0040)
+        let packets = c.bumbleSDUs * L2CAPWorkload.framesPerSDU(c.size, mps: 247)
+        add(frames, bumble: "l2cap_frames", input: input, iterations: packets, target: share(frames))
+        for onChannel in [true, false] {
+            let (host, hostInput, hostPackets) = try await L2CAPWorkload.host(
+                name: "l2cap host: H4 ACL K-frames -> HCIHost -> CreditBasedChannel.receive \(onChannel ? "on the channel's executor" : "from a task"), \(c.label) (SDU bytes)",
+                sduSize: c.size, mps: 247, perRound: c.perRound, rounds: c.count / c.perRound, runs: min(runs, 3), onChannel: onChannel)
+            add(host, bumble: onChannel ? "l2cap_host" : nil, input: hostInput, iterations: min(hostPackets, packets), target: share(host))
+        }
+    }
+} catch {
+    log("l2cap failed: \(error)")
 } }
 
 let encoder = JSONEncoder()

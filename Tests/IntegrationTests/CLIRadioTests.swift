@@ -171,10 +171,16 @@ import Testing
             let last = try #require(run.stderrLines.last)
             #expect(last.hasPrefix("ble: the device has no characteristic Heart Rate Measurement (2A37)"))
 
-            // 6E400005 needs an encrypted link (scenario lab.json: permissions readEncrypted).
-            let encrypted = try await BLETool.run(["-d", radio.transportSpec, "read", lab, "-c", "6E400005-B5A3-F393-E0A9-E50E24DCCA9E"])
-            #expect(encrypted.status == 1)
-            #expect(encrypted.stderrLines.last?.hasPrefix("ble: Insufficient Encryption (0x0F) reading 6E400005-B5A3-F393-E0A9-E50E24DCCA9E") == true)
+            // 6E400005 needs an encrypted link (scenario lab.json: permissions readEncrypted):
+            // the device refuses the read, the tool pairs on the spot (Just Works), keeps the
+            // bond in the bond directory and reads again.
+            let bonds = FileManager.default.temporaryDirectory.appendingPathComponent("ble-bonds-\(UUID().uuidString)")
+            defer { try? FileManager.default.removeItem(at: bonds) }
+            let encrypted = try await BLETool.run(["-d", radio.transportSpec, "--bond-dir", bonds.path, "read", lab, "-c", "6E400005-B5A3-F393-E0A9-E50E24DCCA9E"])
+            #expect(encrypted.status == 0, "\(encrypted.stderr)")
+            #expect(!encrypted.stdout.isEmpty)
+            let stored = FileManager.default.enumerator(atPath: bonds.path)?.compactMap { $0 as? String } ?? []
+            #expect(stored.contains { $0.hasSuffix("\(lab)-random") }, "\(stored)")
 
             // Nobody advertises this address: the connect attempt times out after --timeout.
             let absent = try await BLETool.run(["-d", radio.transportSpec, "--timeout", "1", "connect", "F0:5E:B1:00:00:99"])

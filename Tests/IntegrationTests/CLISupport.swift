@@ -33,8 +33,20 @@ enum BLETool {
         env.removeValue(forKey: "BLE_LOG")
         env["NO_COLOR"] = "1"
         for (k, v) in extra { env[k] = v }
+        let bonds = try isolateBonds(arguments, &env)
+        defer { bonds.map { try? FileManager.default.removeItem(at: $0) } }
         let run = try await Subprocess.run(executable, arguments, environment: env, killAfter: .milliseconds(Int64(timeout * 1000)))
         return Run(status: run.status, stdout: run.stdout, stderr: run.stderr)
+    }
+
+    /// A run that names no bond directory gets a fresh empty one (removed afterwards), so a
+    /// bond one test makes never reaches another test or the user's own store.
+    private static func isolateBonds(_ arguments: [String], _ env: inout [String: String]) throws -> URL? {
+        guard !arguments.contains("--bond-dir"), env["BLE_BOND_DIR"] == nil || env["BLE_BOND_DIR"] == ProcessInfo.processInfo.environment["BLE_BOND_DIR"] else { return nil }
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("ble-bonds-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        env["BLE_BOND_DIR"] = dir.path
+        return dir
     }
 
     /// Runs `ble arguments` and sends it SIGINT (Ctrl-C) once its stdout satisfies `ready`.
@@ -45,6 +57,8 @@ enum BLETool {
         process.arguments = arguments
         var env = ProcessInfo.processInfo.environment
         env["NO_COLOR"] = "1"
+        let bonds = try isolateBonds(arguments, &env)
+        defer { bonds.map { try? FileManager.default.removeItem(at: $0) } }
         process.environment = env
         let out = Pipe(), err = Pipe()
         process.standardOutput = out
