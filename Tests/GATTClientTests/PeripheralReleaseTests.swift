@@ -5,7 +5,7 @@ import BLETestSupport
 /// observer it installs once held the Connection strongly from the Connection's own observer
 /// list, so every Connection that had a Peripheral (with its host and waiters) outlived
 /// `Central.close()`. Found by the HostStateful fuzz target on its shortest input (one options
-/// octet 0x00, no injected packets: Fuzz/corpus/HostStateful/leak-peripheral-connection-cycle).
+/// octet 0x00, no injected packets: Fuzz/corpus/HostStateful/peripheral-connection-cycle).
 @Suite struct PeripheralReleaseTests {
     @Test(.timeLimit(.minutes(1)))
     func connectionIsReleasedAfterCloseWhenAPeripheralUsedIt() async throws {
