@@ -28,7 +28,6 @@ final class FDTransportLifecycle: @unchecked Sendable { // touched only on the s
     }
 
     deinit {
-        errorWatch?.cancel()
         if let io {
             io.queue.async { io.cancel() }
         } else if state == .idle {

@@ -31,6 +31,11 @@ final class SocketErrorWatch: @unchecked Sendable { // `source` is touched only 
         source.resume()
     }
 
+    deinit {
+        // The event handler holds the watch only while it runs, so this never races it.
+        source?.cancel()
+    }
+
     /// Stops watching. Idempotent.
     func cancel() {
         source?.cancel()
