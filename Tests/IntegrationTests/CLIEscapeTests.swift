@@ -27,6 +27,7 @@ import Testing
 
     @Test func scanLinesEscapeTheNameAndJSONKeepsIt() async throws {
         let radio = FakeRadio([Self.device()])
+        defer { radio.close() }
         let run = try await radio.run(["scan", "--duration", "1"])
         #expect(run.status == 0, "\(run.stderr)")
         #expect(!Self.hasControls(run.stdout), "\(run.stdout.debugDescription)")
@@ -40,6 +41,7 @@ import Testing
 
     @Test func inspectAndReadEscapeValues() async throws {
         let radio = FakeRadio([Self.device()])
+        defer { radio.close() }
         let inspect = try await radio.run(["inspect", Self.address, "--read"])
         #expect(inspect.status == 0, "\(inspect.stderr)")
         #expect(!Self.hasControls(inspect.stdout), "\(inspect.stdout.debugDescription)")

@@ -12,6 +12,7 @@ import Testing
 
     @Test func scanJSONFindsTheDevices() async throws {
         let radio = FakeRadio([FakePeers.heartRateMonitor(), FakePeers.lab(), FakePeers.battery()])
+        defer { radio.close() }
         let run = try await radio.run(["scan", "--json", "--duration", "1"])
         #expect(run.status == 0, "\(run.stderr)")
         let events = try BLETool.jsonLines(run)
@@ -30,6 +31,7 @@ import Testing
 
     @Test func scanLinesFiltersAndPassiveMode() async throws {
         let radio = FakeRadio([FakePeers.heartRateMonitor(), FakePeers.lab(), FakePeers.battery()])
+        defer { radio.close() }
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("scan-\(UUID().uuidString).btsnoop")
         defer { try? FileManager.default.removeItem(at: file) }
         let run = try await radio.run(["--btsnoop", file.path, "scan", "--passive", "--name", "lab", "--duration=1"])
@@ -45,6 +47,7 @@ import Testing
 
     @Test func inspectReadShowsValuesAndTypedDecoding() async throws {
         let radio = FakeRadio([FakePeers.heartRateMonitor()])
+        defer { radio.close() }
         let run = try await radio.run(["inspect", "F0:5E:B1:00:00:01", "--read"])
         #expect(run.status == 0, "\(run.stderr)")
         // Body Sensor Location 0x01 is "Chest" (Heart Rate Service 1.0, 3.2.1).
@@ -61,6 +64,7 @@ import Testing
     @Test func notifyPrintsEachHeartRateAndWriteAwaitsTheReply() async throws {
         let hrm = FakePeers.heartRateMonitor()
         let radio = FakeRadio([hrm])
+        defer { radio.close() }
         let bpms: [UInt8] = [60, 72, 90, 120, 150]
         let json = try radio.launch(["read", "F0:5E:B1:00:00:01", "-c", "2A37", "--notify", "--count", "5", "--json"])
         try await hrm.waitForSubscriber(to: FakePeers.measurement, timeout: .seconds(30))
@@ -99,6 +103,7 @@ import Testing
     @Test func writeThenReadBack() async throws {
         let lab = FakePeers.lab()
         let radio = FakeRadio([lab])
+        defer { radio.close() }
         let scratch = CharacteristicIdentifier(uuid: "6E400003-B5A3-F393-E0A9-E50E24DCCA9E", service: FakePeers.labService)
         // (arguments, bytes expected back). Payload bytes by hand from the field rules:
         // all-types.json and .yaml: u8 1 | u16le 513 = 01 02 | u32le 5 | i16le -2 = FE FF | "hi" | 0A 0B | 3 x 00.
@@ -127,6 +132,7 @@ import Testing
     @Test func indicationsStreamAndWrongModeIsRefused() async throws {
         let lab = FakePeers.lab()
         let radio = FakeRadio([lab])
+        defer { radio.close() }
         let counter = "6E400004-B5A3-F393-E0A9-E50E24DCCA9E"   // indicate-only counter, lab.json
         let run = try radio.launch(["read", Self.lab, "-c", counter, "--indicate", "--count", "3", "--json"])
         try await lab.waitForSubscriber(to: FakePeers.labCounter, timeout: .seconds(30))
@@ -146,6 +152,7 @@ import Testing
 
     @Test func missingCharacteristicAndAbsentDeviceAreOneLineFailures() async throws {
         let radio = FakeRadio([FakePeers.lab()])
+        defer { radio.close() }
         let run = try await radio.run(["read", Self.lab, "-c", "2A37"])
         #expect(run.status == 1)
         let last = try #require(run.stderrLines.last)
@@ -159,6 +166,7 @@ import Testing
 
     @Test func btsnoopTeeRecordsTheSession() async throws {
         let radio = FakeRadio([])
+        defer { radio.close() }
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("session-\(UUID().uuidString).btsnoop")
         defer { try? FileManager.default.removeItem(at: file) }
         let info = try await radio.run(["--btsnoop", file.path, "info", "--json"])
@@ -174,6 +182,7 @@ import Testing
     @Test func connectHoldsTheLinkUntilInterrupted() async throws {
         let lab = FakePeers.lab()
         let radio = FakeRadio([lab])
+        defer { radio.close() }
         let run = try await radio.interrupt(["connect", "Lab sim"]) { $0.contains("connected (handle") }
         #expect(run.status == 130)
         #expect(run.stdout.contains("connecting (attempt 1)"))
@@ -188,6 +197,7 @@ import Testing
     @Test func connectReconnectsAfterADrop() async throws {
         let dropper = FakePeripheral(name: "Dropper sim", address: FakePeers.address("F0:5E:B1:00:00:11"))
         let radio = FakeRadio([dropper])
+        defer { radio.close() }
         // The peer ends the first link (Remote User Terminated Connection, 0x13) once it is up.
         var dropped = false
         let run = try await radio.interrupt(["connect", "F0:5E:B1:00:00:11", "--reconnect", "3", "--json"]) { text in

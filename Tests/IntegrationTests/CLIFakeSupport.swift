@@ -17,8 +17,12 @@ struct FakeRadio {
         for p in peripherals { fake.add(p) }
     }
 
-    /// The controller's public address, as `ble info` reports it.
-    var hostAddress: String { "\(fake.controller.address)" }
+    /// Closes the controller's pseudo-terminal (each one otherwise stays open, with the
+    /// controller behind it, for as long as the test process runs).
+    ///
+    ///     let radio = FakeRadio([FakePeers.lab()])
+    ///     defer { radio.close() }
+    func close() { fake.controller.closeTransport() }
 
     /// `ble -d <the fake> arguments`. Each run gets a pseudo-terminal of its own: the
     /// controller starts from reset, as a replugged adapter does, so nothing one run left

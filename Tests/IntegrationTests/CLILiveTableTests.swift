@@ -38,6 +38,7 @@ import Testing
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/tmux")))
     func liveTableShowsDeviceNamesAndCtrlCExits130() async throws {
         let radio = FakeRadio([FakePeers.heartRateMonitor(), FakePeers.lab(), FakePeers.battery()])
+        defer { radio.close() }
         let spec = try radio.fake.servePseudoTerminal()
         let socket = "ble-cli-test-\(getpid())"
         // The shell survives the Ctrl-C (its trap runs in the shell only) to print the status.

@@ -8,6 +8,7 @@ import Testing
 @Suite(.serialized) struct CLIReadOutputTests {
     @Test func rawBytesOutFileAndAppearance() async throws {
         let radio = FakeRadio([FakePeers.heartRateMonitor()])
+        defer { radio.close() }
         let hrm = "F0:5E:B1:00:00:01"
         let raw = try await radio.run(["read", hrm, "-c", "2A38", "--raw"])
         #expect(raw.status == 0, "\(raw.stderr)")

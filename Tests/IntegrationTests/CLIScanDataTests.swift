@@ -36,6 +36,7 @@ import Testing
 
     @Test func linesAndJSONShowServiceDataBeaconsAndTxPower() async throws {
         let radio = FakeRadio(Self.devices())
+        defer { radio.close() }
         let run = try await radio.run(["scan", "--duration", "1"])
         #expect(run.status == 0, "\(run.stderr)")
         let eddy = run.stdoutLines.last { $0.contains(Self.eddystone) } ?? ""
