@@ -104,7 +104,7 @@ import Testing
         let lab = FakePeers.lab()
         let radio = FakeRadio([lab])
         defer { radio.close() }
-        let scratch = CharacteristicIdentifier(uuid: "6E400003-B5A3-F393-E0A9-E50E24DCCA9E", service: FakePeers.labService)
+        let scratchID = CharacteristicIdentifier(uuid: "6E400003-B5A3-F393-E0A9-E50E24DCCA9E", service: FakePeers.labService)
         // (arguments, bytes expected back). Payload bytes by hand from the field rules:
         // all-types.json and .yaml: u8 1 | u16le 513 = 01 02 | u32le 5 | i16le -2 = FE FF | "hi" | 0A 0B | 3 x 00.
         // big-endian.json: u16be 513 = 02 01 | i32be -2 = FF FF FF FE | u24le 0x123456 |
@@ -124,9 +124,9 @@ import Testing
             #expect(r.status == 0, "\(r.stderr)")
             let value = try #require(try BLETool.jsonLines(r).first)
             #expect(value["hex"] as? String == expected, "\(args)")
-            #expect(try await lab.writes(to: scratch).last.map { $0.map { String(format: "%02x", $0) }.joined() } == expected, "\(args)")
+            #expect(try await lab.writes(to: scratchID).last.map { $0.map { String(format: "%02x", $0) }.joined() } == expected, "\(args)")
         }
-        #expect(try await lab.writes(to: scratch).count == cases.count)
+        #expect(try await lab.writes(to: scratchID).count == cases.count)
     }
 
     @Test func indicationsStreamAndWrongModeIsRefused() async throws {

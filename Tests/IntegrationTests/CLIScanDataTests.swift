@@ -5,8 +5,8 @@ import Testing
 /// `ble scan` shows service data (UUID and hex), decoded Eddystone and iBeacon frames and the
 /// advertised TX Power Level (AD type 0x0A) in its lines and JSON. Two fakes advertise bytes
 /// written here from the formats (AD structures: length, type, data; Core Specification
-/// Supplement, Part A, 1.1 flags, 1.3 local name, 1.4 manufacturer data, 1.5 TX power level,
-/// 1.11 service data; types from Assigned Numbers 2.3):
+/// Supplement, Part A, 1.1 service UUIDs, 1.2 local name, 1.3 flags, 1.4 manufacturer data,
+/// 1.5 TX power level, 1.11 service data; type codes from Assigned Numbers 2.3):
 /// - an Eddystone-URL frame (Eddystone protocol specification, URL frame: type 0x10, TX power
 ///   at 0 m 0xE8 = -24 dBm, scheme 0x03 "https://", "example", expansion 0x07 ".com") as
 ///   Service Data for FEAA, with TX Power Level 4 dBm;
