@@ -17,6 +17,9 @@ public actor Gateway {
     /// Where the bonds of devices with a `security` level come from (and new ones go).
     public nonisolated let bonds: (any BondStore)?
     nonisolated let counters = Counters()
+    /// How the adapter is opened again when it goes away (see Gateway+Adapter.swift).
+    public nonisolated let adapterReopen: AdapterReopenPolicy
+    var adapter = AdapterStatus()
 
     var scanTask: Task<Void, Never>?
     var deviceTasks: [LEAddress: Task<Void, Never>] = [:]
@@ -38,8 +41,10 @@ public actor Gateway {
     /// Checks `config` and makes the MQTT client (will `offline` on the status topic).
     /// `bonds` serves the devices whose config asks for a security level (`FileBondStore`
     /// on the `--bond-dir` directory in `ble gateway`).
-    public init(central: Central, config: GatewayConfig, bonds: (any BondStore)? = nil) throws(GatewayError) {
+    public init(central: Central, config: GatewayConfig, bonds: (any BondStore)? = nil,
+                adapterReopen: AdapterReopenPolicy = AdapterReopenPolicy()) throws(GatewayError) {
         do { try config.validate() } catch { throw .config(error) }
+        self.adapterReopen = adapterReopen
         self.central = central
         self.bonds = bonds
         self.config = config
@@ -69,6 +74,7 @@ public actor Gateway {
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await self.commandLoop() }
             group.addTask { await self.metricsLoop() }
+            group.addTask { await self.adapterLoop() }
             await group.waitForAll()
         }
         // Cancelled: the shutdown runs in its own task so that its waits are not cut short.
@@ -152,6 +158,8 @@ public actor Gateway {
                 ("reconnects", .int(await publisher.reconnects)),
                 ("dropped", .int(await publisher.dropped)),
                 ("queueDepth", .int(await publisher.depth)),
+                ("adapter", .string(adapter.state)),
+                ("adapterReopens", .int(adapter.reopens)),
             ])
             (lastReports, lastDelivered, lastTime) = (reports, delivered, now)
             await publisher.enqueue(MQTTMessage(topic: topics.metrics, payload: payload.bytes, qos: .atMostOnce, retain: true))

@@ -5,12 +5,16 @@ import BLECore
 /// scans stopped, capture flushed). The close runs in a task of its own: after Ctrl-C the
 /// command's task is cancelled, and a cancelled task's HCI_Disconnect is never sent, which
 /// would leave the links up on the controller after the tool exits.
-func withCentral<T: Sendable>(_ ctx: CommandContext, _ body: (Central) async throws -> T) async throws -> T {
+/// `reopenable`: the central opens the transport itself and can open it again
+/// (`Central.reopen`) after the adapter went away; a `--btsnoop` capture starts over then.
+func withCentral<T: Sendable>(_ ctx: CommandContext, reopenable: Bool = false, _ body: (Central) async throws -> T) async throws -> T {
     let spec = try TransportSpec.parse(ctx.globals.device)
-    var transport = try spec.open()
-    if let path = ctx.globals.btsnoop {
-        do {
-            transport = try SnoopingTransport(wrapping: transport, path: path, logger: ctx.logger)
+    let btsnoop = ctx.globals.btsnoop, logger = ctx.logger
+    let open = { @Sendable () throws(TransportError) -> any HCITransport in
+        let transport = try spec.open()
+        guard let path = btsnoop else { return transport }
+        do throws(TransportError) {
+            return try SnoopingTransport(wrapping: transport, path: path, logger: logger)
         } catch {
             transport.close()
             throw error
@@ -20,7 +24,8 @@ func withCentral<T: Sendable>(_ ctx: CommandContext, _ body: (Central) async thr
     options.logger = ctx.logger
     options.commandTimeout = min(ctx.globals.timeoutDuration, .seconds(10))
     if case .hciRaw = spec { options.resetController = false }
-    let central = Central(transport: transport, options: options)
+    let central = reopenable ? Central(opening: open, name: ctx.globals.device, options: options)
+        : Central(transport: try open(), options: options)
     do {
         try await withTimeout(ctx.globals.timeoutDuration, "waiting for the controller at \(spec) to come up") {
             _ = try await central.powerOn()

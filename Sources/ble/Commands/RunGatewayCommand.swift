@@ -42,7 +42,7 @@ enum RunGatewayCommand {
         _ = try ctx.positionals([])
         let config = try configuration(ctx)
         let console = ctx.console
-        try await withCentral(ctx) { central in
+        try await withCentral(ctx, reopenable: true) { central in
             // Bonds of the devices that ask for a security level: the adapter's store under
             // --bond-dir / $BLE_BOND_DIR. Without such devices a store that cannot be opened
             // (no writable directory for a service user) is no reason to stop.

@@ -1,0 +1,119 @@
+import BLECore
+import BLEGateway
+import BLETestSupport
+import Foundation
+import Synchronization
+import Testing
+
+/// The gateway's adapter goes away (the virtual controller closes its end of the link, as an
+/// unplugged dongle does; opening fails as the kernel's ENODEV does) and comes back: the loss
+/// and the reopen are published, advertisements and the configured link's notifications
+/// resume, all through a real mosquitto.
+@Suite(.serialized) struct AdapterLossTests {
+    /// The adapter's plug: while out, opening fails with `.noSuchAdapter`.
+    final class Plug: Sendable {
+        let vc: VirtualController
+        let present = Atomic<Bool>(true)
+        init(_ vc: VirtualController) { self.vc = vc }
+
+        func open() throws(TransportError) -> any HCITransport {
+            guard present.load(ordering: .relaxed) else { throw .noSuchAdapter(index: 0, available: []) }
+            return vc.makeTransport()
+        }
+
+        func unplug() {
+            present.store(false, ordering: .relaxed)
+            vc.closeTransport()
+        }
+    }
+
+    static func object(_ m: MQTTMessage) -> [String: Any] {
+        (try? JSONSerialization.jsonObject(with: Data(m.payload))) as? [String: Any] ?? [:]
+    }
+
+    @Test func theGatewayReopensItsAdapterAndResumes() async throws {
+        let broker = try await Broker.start()
+        defer { broker.stop() }
+        let watcher = try await Watcher.start(broker, "ble/#")
+        var options = VirtualController.Options()
+        options.time = .immediate
+        let vc = VirtualController(options: options)
+        let (sensor, server) = LinkAndCommandTests.sensor(vc)
+        vc.addPeripheral(sensor)
+        let plug = Plug(vc)
+        let central = Central(opening: { () throws(TransportError) in try plug.open() }, name: "virtual", options: vc.centralOptions())
+        try await central.powerOn()
+        // A backoff far longer than the test: only the appearance starts the attempt that succeeds.
+        let (appearances, appear) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        let policy = AdapterReopenPolicy(backoff: .exponential(initial: .seconds(60), jitter: 0), appearances: { _ in appearances })
+        var config = GatewayConfig()
+        config.broker.url = broker.url
+        config.id = GatewayBed.id
+        config.metricsInterval = .milliseconds(200)
+        var device = GatewayConfig.Device(address: LinkAndCommandTests.peer)
+        device.subscribe = [GatewayConfig.CharacteristicRef(service: BluetoothUUID(uuid16: 0x180F), characteristic: BluetoothUUID(uuid16: 0x2A19))]
+        device.reconnect.initialDelay = .seconds(60)
+        config.devices = [device]
+        let gateway = try Gateway(central: central, config: config, adapterReopen: policy)
+        let task = Task { try await gateway.run() }
+
+        let advertisement = "ble/gw/devices/C01122334477"
+        let link = "ble/gw/devices/C01122334477/link"
+        #expect(try await watcher.next("ble/gw/adapter").text == #"{"state":"up","reopens":0}"#)
+        _ = try await watcher.next(link) { $0.text == #"{"state":"connected"}"# }
+        _ = try await watcher.next(advertisement)
+        #expect(await server.notify(characteristic: BluetoothUUID(uuid16: 0x2A19), value: [0x51]) == 1)
+        _ = try await watcher.next(LinkAndCommandTests.batteryLevel) { $0.text == #"{"value":"51"}"# }
+
+        await watcher.clear()
+        plug.unplug()
+        let lost = try await watcher.next("ble/gw/adapter")
+        #expect(lost.retain)
+        #expect(lost.qos == .atLeastOnce)
+        #expect(Self.object(lost)["state"] as? String == "lost")
+        #expect(Self.object(lost)["reopens"] as? Int == 0)
+        #expect(Self.object(lost)["message"] is String)
+        _ = try await watcher.next(link) { $0.text == #"{"state":"disconnected"}"# }
+        let lostMetrics = try await watcher.next("ble/gw/metrics") { Self.object($0)["adapter"] as? String == "lost" }
+        #expect(Self.object(lostMetrics)["adapterReopens"] as? Int == 0)
+        #expect(Self.object(lostMetrics)["links"] as? Int == 0)
+
+        await watcher.clear()
+        plug.present.store(true, ordering: .relaxed)
+        appear.yield()
+        #expect(try await watcher.next("ble/gw/adapter").text == #"{"state":"up","reopens":1}"#)
+        // The scan runs again (the peripheral advertises when it starts) and the link is made
+        // again now, not after the device's 60 s backoff, with its CCCD written again.
+        _ = try await watcher.next(advertisement)
+        _ = try await watcher.next(link) { $0.text == #"{"state":"connected"}"# }
+        #expect(await server.notify(characteristic: BluetoothUUID(uuid16: 0x2A19), value: [0x52]) == 1)
+        _ = try await watcher.next(LinkAndCommandTests.batteryLevel) { $0.text == #"{"value":"52"}"# }
+        let upMetrics = try await watcher.next("ble/gw/metrics") { Self.object($0)["adapterReopens"] as? Int == 1 }
+        #expect(Self.object(upMetrics)["adapter"] as? String == "up")
+        #expect(Self.object(upMetrics)["links"] as? Int == 1)
+
+        task.cancel()
+        _ = try? await task.value
+        await central.close()
+        await watcher.stop()
+    }
+
+    @Test func anAdapterThatCannotBeReopenedIsPublishedAsFailed() async throws {
+        let broker = try await Broker.start()
+        defer { broker.stop() }
+        let watcher = try await Watcher.start(broker, "ble/#")
+        // GatewayBed's central was handed its transport open: it cannot open it again.
+        let bed = try await GatewayBed(broker: broker, peripherals: []) { $0.scan.enabled = false }
+        #expect(try await watcher.next("ble/gw/adapter").text == #"{"state":"up","reopens":0}"#)
+        bed.vc.closeTransport()
+        _ = try await watcher.next("ble/gw/adapter") { Self.object($0)["state"] as? String == "lost" }
+        let failed = try await watcher.next("ble/gw/adapter") { Self.object($0)["state"] as? String == "failed" }
+        #expect(failed.retain)
+        #expect((Self.object(failed)["message"] as? String)?.hasPrefix("cannot reopen virtual-") == true, "\(failed.text)")
+        // Still running: commands are answered.
+        try watcher.client.publish(MQTTMessage(topic: "ble/gw/commands", text: #"{"id":"s1","command":"scan","enabled":false}"#, qos: .atLeastOnce))
+        _ = try await watcher.next("ble/gw/responses/s1")
+        await bed.stop()
+        await watcher.stop()
+    }
+}
