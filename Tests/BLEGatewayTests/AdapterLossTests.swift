@@ -31,32 +31,56 @@ import Testing
         (try? JSONSerialization.jsonObject(with: Data(m.payload))) as? [String: Any] ?? [:]
     }
 
+    /// A gateway on a reopenable central over the virtual controller (immediate time), holding
+    /// a link to the heart-rate sensor with Battery Level subscribed, metrics every 200 ms.
+    /// The reopen backoff is far longer than a test: only `appear` starts an attempt early.
+    struct Rig {
+        let vc: VirtualController
+        let plug: Plug
+        let server: GATTServer
+        let central: Central
+        let task: Task<Void, any Error>
+        let appear: AsyncStream<Void>.Continuation
+
+        init(_ broker: Broker) async throws {
+            var options = VirtualController.Options()
+            options.time = .immediate
+            vc = VirtualController(options: options)
+            let (sensor, server) = LinkAndCommandTests.sensor(vc)
+            self.server = server
+            vc.addPeripheral(sensor)
+            let plug = Plug(vc)
+            self.plug = plug
+            central = Central(opening: { () throws(TransportError) in try plug.open() }, name: "virtual", options: vc.centralOptions())
+            try await central.powerOn()
+            let (appearances, appear) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+            self.appear = appear
+            let policy = AdapterReopenPolicy(backoff: .exponential(initial: .seconds(60), jitter: 0), appearances: { _ in appearances })
+            var config = GatewayConfig()
+            config.broker.url = broker.url
+            config.id = GatewayBed.id
+            config.metricsInterval = .milliseconds(200)
+            var device = GatewayConfig.Device(address: LinkAndCommandTests.peer)
+            device.subscribe = [GatewayConfig.CharacteristicRef(service: BluetoothUUID(uuid16: 0x180F), characteristic: BluetoothUUID(uuid16: 0x2A19))]
+            device.reconnect.initialDelay = .seconds(60)
+            config.devices = [device]
+            let gateway = try Gateway(central: central, config: config, adapterReopen: policy)
+            task = Task { try await gateway.run() }
+        }
+
+        func stop() async {
+            task.cancel()
+            _ = try? await task.value
+            await central.close()
+        }
+    }
+
     @Test func theGatewayReopensItsAdapterAndResumes() async throws {
         let broker = try await Broker.start()
         defer { broker.stop() }
         let watcher = try await Watcher.start(broker, "ble/#")
-        var options = VirtualController.Options()
-        options.time = .immediate
-        let vc = VirtualController(options: options)
-        let (sensor, server) = LinkAndCommandTests.sensor(vc)
-        vc.addPeripheral(sensor)
-        let plug = Plug(vc)
-        let central = Central(opening: { () throws(TransportError) in try plug.open() }, name: "virtual", options: vc.centralOptions())
-        try await central.powerOn()
-        // A backoff far longer than the test: only the appearance starts the attempt that succeeds.
-        let (appearances, appear) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
-        let policy = AdapterReopenPolicy(backoff: .exponential(initial: .seconds(60), jitter: 0), appearances: { _ in appearances })
-        var config = GatewayConfig()
-        config.broker.url = broker.url
-        config.id = GatewayBed.id
-        config.metricsInterval = .milliseconds(200)
-        var device = GatewayConfig.Device(address: LinkAndCommandTests.peer)
-        device.subscribe = [GatewayConfig.CharacteristicRef(service: BluetoothUUID(uuid16: 0x180F), characteristic: BluetoothUUID(uuid16: 0x2A19))]
-        device.reconnect.initialDelay = .seconds(60)
-        config.devices = [device]
-        let gateway = try Gateway(central: central, config: config, adapterReopen: policy)
-        let task = Task { try await gateway.run() }
-
+        let rig = try await Rig(broker)
+        let (plug, server, appear) = (rig.plug, rig.server, rig.appear)
         let advertisement = "ble/gw/devices/C01122334477"
         let link = "ble/gw/devices/C01122334477/link"
         #expect(try await watcher.next("ble/gw/adapter").text == #"{"state":"up","reopens":0}"#)
@@ -98,9 +122,29 @@ import Testing
         #expect(retained.retain)
         #expect(retained.text == #"{"state":"up","reopens":1}"#)
         await late.stop()
-        task.cancel()
-        _ = try? await task.value
-        await central.close()
+        await rig.stop()
+        await watcher.stop()
+    }
+
+    @Test func aHardwareErrorIsALossTooAndTheLinkComesBack() async throws {
+        let broker = try await Broker.start()
+        defer { broker.stop() }
+        let watcher = try await Watcher.start(broker, "ble/#")
+        let rig = try await Rig(broker)
+        let link = "ble/gw/devices/C01122334477/link"
+        _ = try await watcher.next(link) { $0.text == #"{"state":"connected"}"# }
+        await watcher.clear()
+        // HCI_Hardware_Error event (Vol 4, Part E, 7.7.16): code 0x10, length 1, Hardware_Code 0x01.
+        rig.vc.inject(.event(HCIEventPacket(code: 0x10, parameters: [0x01])))
+        let lost = try await watcher.next("ble/gw/adapter")
+        #expect(Self.object(lost)["state"] as? String == "lost")
+        #expect((Self.object(lost)["message"] as? String)?.contains("Hardware Error 0x01") == true, "\(lost.text)")
+        // The adapter is still there: the first attempt reopens it, no appearance needed.
+        #expect(try await watcher.next("ble/gw/adapter") { Self.object($0)["state"] as? String != "lost" }.text == #"{"state":"up","reopens":1}"#)
+        _ = try await watcher.next(link) { $0.text == #"{"state":"connected"}"# }
+        #expect(await rig.server.notify(characteristic: BluetoothUUID(uuid16: 0x2A19), value: [0x61]) == 1)
+        _ = try await watcher.next(LinkAndCommandTests.batteryLevel) { $0.text == #"{"value":"61"}"# }
+        await rig.stop()
         await watcher.stop()
     }
 
