@@ -29,7 +29,12 @@ public struct ChildProcess: Sendable {
     public init(path: String, _ arguments: [String], stdout: Output = .null, stderr: Output = .null) throws(ChildProcessError) {
         var fds: [Int32] = [-1, -1]
         let piped = stdout == .pipe || stderr == .pipe
-        if piped, Glibc.pipe(&fds) != 0 { throw ChildProcessError(path: path, operation: "pipe", code: errno) }
+        if piped {
+            guard Glibc.pipe(&fds) == 0 else { throw ChildProcessError(path: path, operation: "pipe", code: errno) }
+            // Close-on-exec, so that another child started meanwhile does not hold the write
+            // end open (the reader would then not see the end of the output).
+            for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }

@@ -56,7 +56,7 @@ public actor Gateway {
         }
         publisher = Publisher(client: client, capacity: config.broker.queueCapacity,
                               onConnect: [MQTTMessage(topic: config.topics.status, text: "online", qos: .atLeastOnce, retain: true)],
-                              subscriptions: [config.topics.commands])
+                              subscriptions: [config.topics.commands], executor: central.executor)
     }
 
     /// Runs until the calling task is cancelled, then stops: links disconnected, `offline`
@@ -128,7 +128,7 @@ public actor Gateway {
         let layout = config.layout
         let discovery = config.homeAssistantDiscovery
         let central = self.central, publisher = self.publisher, topics = self.topics, counters = self.counters
-        scanTask = Task {
+        scanTask = Task(executorPreference: AdapterTaskExecutor(central.executor)) {
             await AdvertisementLoop(central: central, publisher: publisher, topics: topics, counters: counters,
                                     scan: scan, layout: layout, discovery: discovery).run()
         }
