@@ -63,7 +63,10 @@ public actor Gateway {
     /// published (retained) and the broker left, within a few seconds.
     public func run() async throws(GatewayError) {
         do { try publisher.client.start() } catch { throw .mqtt(error) }
-        let events = Task { await publisher.run() }
+        // On the adapter queue, where the publisher runs: the client's events (deliveries,
+        // incoming messages) reach it without a hop through the global pool.
+        let publisher = self.publisher
+        let events = Task(executorPreference: AdapterTaskExecutor(central.executor)) { await publisher.run() }
         applyScan(config.scan.enabled)
         for device in config.devices { startDevice(device) }
         await withTaskGroup(of: Void.self) { group in
