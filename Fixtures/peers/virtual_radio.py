@@ -37,6 +37,7 @@ from bumble.gatt import Characteristic, Descriptor, Service
 from bumble.host import Host
 from bumble.link import LocalLink
 from bumble.pairing import PairingConfig, PairingDelegate
+from bumble.smp import OobLegacyContext
 from bumble.profiles.gap import GenericAccessService
 from bumble.transport.common import AsyncPipeSink
 from bumble.transport.tcp_server import open_tcp_server_transport_with_socket
@@ -463,7 +464,7 @@ class Peripheral:
 
     def install_pairing(self, rule: Any) -> None:
         """pairing: {"io": one of IO_CAPABILITIES, "sc": bool, "mitm": bool, "bonding": bool,
-        "passkey": N, "confirmNumbers": bool, "forgetBonds": bool}. The peripheral pairs as
+        "passkey": N, "confirmNumbers": bool, "forgetBonds": bool, "legacyOOBTK": hex}. The peripheral pairs as
         these say: it shows (or types) the fixed passkey N, and answers a numeric comparison
         with confirmNumbers (default true). With forgetBonds it forgets every bond when a link
         ends, so the next encryption with the old key is refused (PIN or Key Missing).
@@ -478,11 +479,23 @@ class Peripheral:
         delegate = ScenarioPairingDelegate(
             IO_CAPABILITIES[io], int(rule.get("passkey", 0)), bool(rule.get("confirmNumbers", True)), self.spec.id
         )
+        oob = None
+        tk = rule.get("legacyOOBTK")
+        if tk is not None:
+            # The TK of LE legacy OOB pairing (Vol 3, Part H, 2.3.5.4) as the specification
+            # prints keys (most significant octet first); Bumble keeps it least significant first.
+            if not isinstance(tk, str) or len(tk.replace(" ", "")) != 32:
+                raise ScenarioError(f"device {self.spec.id}: 'legacyOOBTK' must be 32 hex digits")
+            oob = PairingConfig.OobConfig(
+                our_context=None, peer_data=None,
+                legacy_context=OobLegacyContext(bytes.fromhex(tk.replace(" ", ""))[::-1]),
+            )
         config = PairingConfig(
             sc=bool(rule.get("sc", True)),
             mitm=bool(rule.get("mitm", False)),
             bonding=bool(rule.get("bonding", True)),
             delegate=delegate,
+            oob=oob,
         )
         self.device.pairing_config_factory = lambda connection: config
         self.forget_bonds = bool(rule.get("forgetBonds", False))
