@@ -38,6 +38,7 @@ from bumble.host import Host
 from bumble.link import LocalLink
 from bumble.pairing import PairingConfig, PairingDelegate
 from bumble.smp import OobLegacyContext
+from bumble.crypto import aes_cmac
 from bumble.profiles.gap import GenericAccessService
 from bumble.transport.common import AsyncPipeSink
 from bumble.transport.tcp_server import open_tcp_server_transport_with_socket
@@ -353,6 +354,7 @@ class Peripheral:
         self.install_pairing(raw.get("pairing"))
         self.device.on(self.device.EVENT_CONNECTION, self.on_connection)
         self.install_att_gate(raw.get("stopAnsweringATTAfter"))
+        self.install_signed_writes(raw.get("signedWrites", False))
         l2cap_servers.install(self.device, raw.get("l2cap", []), f"device {self.spec.id}")
         rule = raw.get("dropAfterNotifications")
         if rule is not None:
@@ -497,6 +499,9 @@ class Peripheral:
             delegate=delegate,
             oob=oob,
         )
+        if self.spec.raw.get("signedWrites", False):
+            # Take the central's CSRK (Vol 3, Part H, 3.6.6): Bumble takes none by default.
+            delegate.local_initiator_key_distribution |= PairingDelegate.KeyDistribution.DISTRIBUTE_SIGNING_KEY
         self.device.pairing_config_factory = lambda connection: config
         self.forget_bonds = bool(rule.get("forgetBonds", False))
 
@@ -591,6 +596,43 @@ class Peripheral:
             original(bearer, pdu)
 
         server.on_gatt_pdu = gated  # type: ignore[method-assign]
+
+    def install_signed_writes(self, enabled: Any) -> None:
+        """signedWrites: true checks Signed Write Commands (Vol 3, Part F, 3.4.5.4), which
+        Bumble's GATT server does not handle: the signature must be the MAC of Vol 3, Part H,
+        2.4.5 with the CSRK the central distributed when pairing, and its SignCounter must
+        grow; a good one writes the value, a bad one is dropped. Logs "signed write accepted"
+        or "signed write refused" with the counter."""
+        if not enabled:
+            return
+        server = self.device.gatt_server
+        original = server.on_gatt_pdu
+        last_counter: dict[bytes, int] = {}
+
+        def checked(bearer: Any, pdu: att.ATT_PDU) -> None:
+            if pdu.op_code != att.Opcode.ATT_SIGNED_WRITE_COMMAND:
+                original(bearer, pdu)
+                return
+            data = bytes(pdu.attribute_value)
+            value, signature = data[:-12], data[-12:]
+            counter = int.from_bytes(signature[:4], "little")
+            message = bytes([0xD2]) + pdu.attribute_handle.to_bytes(2, "little") + value + signature[:4]
+            keys = getattr(self.device.keystore, "all_keys", {}).values()
+            csrks = [k.csrk.value for k in keys if k.csrk is not None]
+            for csrk in csrks:
+                # AES-CMAC takes the key and message most significant octet first; the MAC on
+                # the air is its 64 most significant bits, least significant octet first.
+                mac = aes_cmac(message[::-1], csrk[::-1])[:8][::-1]
+                if mac == signature[4:] and counter > last_counter.get(csrk, -1):
+                    last_counter[csrk] = counter
+                    attribute = server.get_attribute(pdu.attribute_handle)
+                    if attribute is not None:
+                        attribute.value = value
+                    log.info("%s: signed write accepted, counter %d", self.spec.id, counter)
+                    return
+            log.info("%s: signed write refused, counter %d (%d CSRKs known)", self.spec.id, counter, len(csrks))
+
+        server.on_gatt_pdu = checked  # type: ignore[method-assign]
 
     async def start(self) -> None:
         await self.device.power_on()

@@ -96,7 +96,7 @@ extension SecurityManager {
         // Phase 3: the responder's keys, then ours (3.6.1).
         var bond = try await receiveKeys(pres.responderKeyDistribution, sc: sc, keySize: keySize, model: model)
         if sc { bond.longTermKey = key }
-        bond.localLongTermKey = sendKeys(pres.initiatorKeyDistribution, sc: sc, keySize: keySize, model: model)
+        (bond.localLongTermKey, bond.localSignatureKey) = sendKeys(pres.initiatorKeyDistribution, sc: sc, keySize: keySize, model: model)
         return bond
     }
 
