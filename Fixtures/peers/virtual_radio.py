@@ -30,7 +30,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
-from bumble import att, hci
+from bumble import att, hci, smp
 from bumble.controller import Controller
 from bumble.device import Connection, Device, DeviceConfiguration
 from bumble.gatt import Characteristic, Descriptor, Service
@@ -278,12 +278,20 @@ class ScenarioPairingDelegate(PairingDelegate):
         self.passkey = passkey
         self.confirm_numbers = confirm_numbers
         self.device_id = device_id
+        # The pairing session, when it sends keypress notifications ("keypress").
+        self.session: Any = None
 
     async def generate_passkey(self) -> int:
         return self.passkey
 
     async def get_number(self) -> int | None:
         log.info("%s: types passkey %06d", self.device_id, self.passkey)
+        if self.session is not None:
+            kinds = [smp.KeypressNotificationType.PASSKEY_ENTRY_STARTED]
+            kinds += [smp.KeypressNotificationType.PASSKEY_DIGIT_ENTERED] * 6
+            kinds += [smp.KeypressNotificationType.PASSKEY_ENTRY_COMPLETED]
+            for kind in kinds:
+                self.session.send_command(smp.SMP_Pairing_Keypress_Notification_Command(notification_type=kind))
         return self.passkey
 
     async def display_number(self, number: int, digits: int) -> None:
@@ -309,6 +317,7 @@ class Peripheral:
     notifications_sent: dict[int, int] = field(default_factory=dict)
     links_dropped: int = 0
     forget_bonds: bool = False
+    keypresses_received: list[int] = field(default_factory=list)
     drops: set[asyncio.Task] = field(default_factory=set)
 
     def build(self) -> None:
@@ -390,6 +399,9 @@ class Peripheral:
         value: Any = parse_value(c.get("value"), where)
         if "controlPoint" in c:
             value = control_point_value(c["controlPoint"], where)
+        if c.get("keypressLog", False):
+            # The Keypress Notification types received so far, one octet each.
+            value = att.AttributeValue(read=lambda connection: bytes(self.keypresses_received))
         descriptors = []
         for d in c.get("descriptors", []):
             d_where = f"{where} descriptor {d.get('uuid')}"
@@ -502,8 +514,32 @@ class Peripheral:
         if self.spec.raw.get("signedWrites", False):
             # Take the central's CSRK (Vol 3, Part H, 3.6.6): Bumble takes none by default.
             delegate.local_initiator_key_distribution |= PairingDelegate.KeyDistribution.DISTRIBUTE_SIGNING_KEY
+        if rule.get("keypress", False):
+            self.install_keypress(delegate)
         self.device.pairing_config_factory = lambda connection: config
         self.forget_bonds = bool(rule.get("forgetBonds", False))
+
+    def install_keypress(self, delegate: "ScenarioPairingDelegate") -> None:
+        """pairing "keypress": true sets Keypress in AuthReq (Vol 3, Part H, 3.5.1), which
+        Bumble never does, keeps the Pairing Keypress Notifications it receives (3.5.8) for a
+        "keypressLog" characteristic, and reports its own typing of the passkey: entry
+        started, six digits entered, entry completed."""
+        peripheral = self
+
+        class KeypressSession(smp.Session):
+            def __init__(self, *args: Any, **kwargs: Any) -> None:
+                super().__init__(*args, **kwargs)
+                self.keypress = True
+                delegate.session = self
+
+            def on_smp_command(self, command: smp.SMP_Command) -> None:
+                if isinstance(command, smp.SMP_Pairing_Keypress_Notification_Command):
+                    log.info("%s: keypress notification %s", peripheral.spec.id, command.notification_type)
+                    peripheral.keypresses_received.append(int(command.notification_type))
+                    return
+                super().on_smp_command(command)
+
+        self.device.smp_manager.session_proxy = KeypressSession
 
     # -- connections -----------------------------------------------------------------
 
