@@ -57,4 +57,18 @@ import BLETestSupport
             #expect(run.stdout.contains("connected (handle"), "\(run.stdout)")
         }
     }
+
+    /// Pairing again by the identity address (to replace the bond) finds the device too.
+    @Test(.timeLimit(.minutes(2)))
+    func pairAgainByIdentityFindsTheDeviceUnderItsPrivateAddress() async throws {
+        let dir = try CLIPairRadioTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        try await VirtualRadio.with(scenario: "security") { radio in
+            let d = ["-d", radio.transportSpec, "--bond-dir", dir.path]
+            let identity = try await Self.pair(radio, d)
+            let again = try await BLETool.run(d + ["pair", identity])
+            #expect(again.status == 0, "\(again.stderr)")
+            #expect(again.stderrLines.contains { $0.hasPrefix("\(identity) advertises as ") }, "\(again.stderr)")
+        }
+    }
 }
