@@ -175,6 +175,7 @@ import SMP
         try await VirtualRadio.with(scenario: "security") { radio in
             let (central, link, peripheral) = try await open(radio, "legacy-oob")
             var options = PairingOptions()
+            options.secureConnections = false
             options.legacyOOBTemporaryKey = 0x0123_4567_89AB_CDEF_0011_2233_4455_6677
             let bond = try await link.pair(options: options)
             // OOB keys are MITM-protected (2.3.5.1), legacy ones never reach the SC level.
@@ -190,6 +191,7 @@ import SMP
         try await VirtualRadio.with(scenario: "security") { radio in
             let (central, link, _) = try await open(radio, "legacy-oob")
             var options = PairingOptions()
+            options.secureConnections = false
             options.legacyOOBTemporaryKey = 0x0123_4567_89AB_CDEF_0011_2233_4455_6678
             do throws(PairingError) {
                 _ = try await link.pair(options: options)

@@ -28,7 +28,8 @@ public struct PairingOptions: Sendable {
     /// The peer's out-of-band data, when the app got it another way (NFC, a QR code).
     public var peerOOBData: OOBData?
     /// The 128-bit TK of LE legacy Out of Band pairing (Vol 3, Part H, 2.3.5.4), shared with
-    /// the peer another way; sets the OOB data flag. Secure Connections OOB takes
+    /// the peer another way. It sets the OOB data flag only with `secureConnections` off
+    /// (legacy pairing is the only one that uses a TK); Secure Connections OOB takes
     /// `peerOOBData` instead.
     public var legacyOOBTemporaryKey: UInt128?
     /// Ask for keypress notifications during Passkey Entry (AuthReq Keypress, 3.5.1); they

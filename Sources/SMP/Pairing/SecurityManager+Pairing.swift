@@ -48,7 +48,11 @@ extension SecurityManager {
         if options.mitm || options.secureConnectionsOnly { authReq.insert(.mitm) }
         if options.secureConnections || options.secureConnectionsOnly { authReq.insert(.secureConnections) }
         if options.keypressNotifications { authReq.insert(.keypress) }
-        let hasOOB = options.peerOOBData != nil || options.legacyOOBTemporaryKey != nil
+        // The OOB flag says this side has the peer's OOB data (3.5.1): a TK counts only when
+        // this side offers legacy pairing alone, since a Secure Connections OOB pairing could
+        // not use it.
+        let offersSC = options.secureConnections || options.secureConnectionsOnly
+        let hasOOB = options.peerOOBData != nil || (options.legacyOOBTemporaryKey != nil && !offersSC)
         let preq = PairingParameters(ioCapability: options.ioCapability, oobDataFlag: hasOOB ? 1 : 0, authReq: authReq,
                                      maximumEncryptionKeySize: min(16, max(7, options.maximumKeySize)),
                                      initiatorKeyDistribution: options.bonding ? options.initiatorKeys : [],
