@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import BLETestSupport
+import BLECore
 
 /// A bonded device that advertises with a resolvable private address (Vol 6, Part B, 1.3.2.2;
 /// Bumble's "private" peer in Fixtures/peers/scenarios/security.json, IRK of Vol 3, Part H,
@@ -26,7 +27,9 @@ import BLETestSupport
             #expect(first.hasPrefix("discovered ") && !first.contains(" = "), "resolved before there was a bond: \(first)")
 
             let identity = try await Self.pair(radio, d)
-            let lines = try await BLETool.interrupt(d + ["scan", "--name", "SC private sim"]) { $0.contains("\n") }
+            let capture = FileManager.default.temporaryDirectory.appendingPathComponent("identity-\(UUID().uuidString).btsnoop")
+            defer { try? FileManager.default.removeItem(at: capture) }
+            let lines = try await BLETool.interrupt(d + ["--btsnoop", capture.path, "scan", "--name", "SC private sim"]) { $0.contains("\n") }
             let line = try #require(lines.stdoutLines.first)
             // "discovered 5x:xx:xx:xx:xx:xx/random = F0:5E:C0:00:00:07/random  -50 dBm  ..."
             let words = line.split(separator: " ").map(String.init)
@@ -35,6 +38,19 @@ import BLETestSupport
             #expect(rpa != identity)
             // A resolvable private address: its two most significant bits are 0b01.
             #expect(rpa.first.map { "4567".contains($0) } == true, "\(rpa) is not a resolvable private address")
+
+            // Bumble's controller has LL Privacy: the bond's IRK went into its resolving list.
+            // LE Add Device To Resolving List (Vol 4, Part E, 7.8.38): identity address type
+            // 0x01 (random), the address and Peer_IRK least significant octet first (the IRK is
+            // the sample of Vol 3, Part H, D.7), Local_IRK zero; then LE Set Address Resolution
+            // Enable (7.8.44) with 0x01.
+            let commands = try BTSnoopReader(bytes: Array(Data(contentsOf: capture))).records.compactMap { r -> HCICommandPacket? in
+                if case .command(let c) = r.packet { return c } else { return nil }
+            }
+            let irk: [UInt8] = [0xec, 0x02, 0x34, 0xa3, 0x57, 0xc8, 0xad, 0x05, 0x34, 0x10, 0x10, 0xa6, 0x0a, 0x39, 0x7d, 0x9b]
+            let add = try #require(commands.first { $0.opcode.rawValue == 0x2027 })
+            #expect(add.parameters == [0x01, 0x07, 0x00, 0x00, 0xC0, 0x5E, 0xF0] + irk.reversed() + [UInt8](repeating: 0, count: 16))
+            #expect(commands.contains { $0.opcode.rawValue == 0x202D && $0.parameters == [0x01] })
 
             let json = try await BLETool.interrupt(d + ["scan", "--name", "SC private sim", "--json"]) { $0.contains("\n") }
             let object = try #require(try BLETool.jsonLines(json).first)
