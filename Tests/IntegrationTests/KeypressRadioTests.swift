@@ -5,7 +5,7 @@ import GATTClient
 import SMP
 
 /// Pairing Keypress Notifications (Vol 3, Part H, 3.5.8) with Bumble's "keypress" peer
-/// (Fixtures/peers/scenarios/security.json): Keyboard Display, MITM, Keypress set in AuthReq.
+/// (Fixtures/peers/scenarios/security-extras.json): Keyboard Display, MITM, Keypress set in AuthReq.
 @Suite(.serialized) struct KeypressRadioTests {
     let service = ServiceIdentifier(uuid: "5EC00001-0000-1000-8000-00805F9B34FB")
     var keypressLog: CharacteristicIdentifier { CharacteristicIdentifier(uuid: "5EC00005-0000-1000-8000-00805F9B34FB", service: service) }
@@ -34,7 +34,7 @@ import SMP
 
     @Test(.timeLimit(.minutes(1)))
     func typingHereReachesThePeer() async throws {
-        try await VirtualRadio.with(scenario: "security") { radio in
+        try await VirtualRadio.with(scenario: "security-extras") { radio in
             let (central, link) = try await open(radio)
             var options = PairingOptions()
             options.ioCapability = .keyboardOnly
@@ -53,7 +53,7 @@ import SMP
     /// arrive all the same, then the passkey check fails.
     @Test(.timeLimit(.minutes(1)))
     func thePeersTypingReachesTheAgent() async throws {
-        try await VirtualRadio.with(scenario: "security") { radio in
+        try await VirtualRadio.with(scenario: "security-extras") { radio in
             let (central, link) = try await open(radio)
             var options = PairingOptions()
             options.ioCapability = .displayOnly

@@ -168,11 +168,11 @@ import SMP
     }
 
     /// LE legacy Out of Band pairing (Vol 3, Part H, 2.3.5.4): both sides set the OOB flag and
-    /// take the TK shared another way ("legacyOOBTK" of the peer); a wrong TK fails on the
-    /// peer's confirm value.
+    /// take the TK shared another way ("legacyOOBTK" of the "legacy-oob" peer in
+    /// security-extras.json); a wrong TK fails on the peer's confirm value.
     @Test(.timeLimit(.minutes(1)))
     func legacyOutOfBandPairsWithTheSharedTK() async throws {
-        try await VirtualRadio.with(scenario: "security") { radio in
+        try await VirtualRadio.with(scenario: "security-extras") { radio in
             let (central, link, peripheral) = try await open(radio, "legacy-oob")
             var options = PairingOptions()
             options.secureConnections = false
@@ -188,7 +188,7 @@ import SMP
 
     @Test(.timeLimit(.minutes(1)))
     func legacyOutOfBandWithTheWrongTKFails() async throws {
-        try await VirtualRadio.with(scenario: "security") { radio in
+        try await VirtualRadio.with(scenario: "security-extras") { radio in
             let (central, link, _) = try await open(radio, "legacy-oob")
             var options = PairingOptions()
             options.secureConnections = false

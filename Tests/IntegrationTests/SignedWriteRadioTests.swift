@@ -4,17 +4,18 @@ import GATTClient
 import SMP
 
 /// Signed Write Without Response (Vol 3, Part G, 4.9.2) against Bumble's "signer" peer
-/// (Fixtures/peers/scenarios/security.json, signedWrites): the central distributes its CSRK
+/// (Fixtures/peers/scenarios/security-extras.json, signedWrites): the central distributes its CSRK
 /// when pairing (Vol 3, Part H, 3.6.6), then signs writes on a link that is not encrypted;
 /// the peer checks each MAC (2.4.5) with its own AES-CMAC and refuses a SignCounter that does
 /// not grow.
 @Suite(.serialized) struct SignedWriteRadioTests {
     let service = ServiceIdentifier(uuid: "5EC00001-0000-1000-8000-00805F9B34FB")
+    var encrypted: CharacteristicIdentifier { CharacteristicIdentifier(uuid: "5EC00002-0000-1000-8000-00805F9B34FB", service: service) }
     var signed: CharacteristicIdentifier { CharacteristicIdentifier(uuid: "5EC00004-0000-1000-8000-00805F9B34FB", service: service) }
 
     @Test(.timeLimit(.minutes(1)))
     func signedWritesOnAnUnencryptedLinkAreCheckedByThePeer() async throws {
-        try await VirtualRadio.with(scenario: "security") { radio in
+        try await VirtualRadio.with(scenario: "security-extras") { radio in
             let device = try #require(radio.device("signer"))
             let peer = try #require(LEAddress(device.address, type: .random))
             let central = try await Central.open(radio.transportSpec)
@@ -24,6 +25,9 @@ import SMP
             options.initiatorKeys = [.signingKey]
             let bond = try await link.pair(options: options, store: store)
             #expect(bond.localSignatureKey != nil && bond.localSignCounter == 0)
+            // A request answered on the encrypted link: the peer has taken the keys, and
+            // kept them, before the link ends.
+            #expect(try await Peripheral(connection: link).read(encrypted) == Array("encrypted".utf8))
             try await link.disconnect()
 
             // A new link, left unencrypted: writes are signed.
@@ -43,13 +47,19 @@ import SMP
             try store.save(rolledBack)
             try await peripheral.writeSigned(Array("replayed".utf8), to: signed)
             #expect(try await peripheral.read(signed) == Array("signed 2".utf8))
+
+            // Encrypted with the bond, the link authenticates the data itself: a plain Write
+            // Command goes out (Vol 3, Part G, 4.9.2) and no counter is used.
+            try await again.requireSecurity(.encrypted, store: store)
+            try await peripheral.writeSigned(Array("plain".utf8), to: signed)
+            #expect(store.bond(for: peer)?.localSignCounter == 2)
             await central.close()
         }
     }
 
     @Test(.timeLimit(.minutes(1)))
     func aCharacteristicWithoutSignedWritesIsRefusedHere() async throws {
-        try await VirtualRadio.with(scenario: "security") { radio in
+        try await VirtualRadio.with(scenario: "security-extras") { radio in
             let device = try #require(radio.device("signer"))
             let peer = try #require(LEAddress(device.address, type: .random))
             let central = try await Central.open(radio.transportSpec)

@@ -17,8 +17,8 @@ extension Peripheral {
     }
 
     /// Writes `value` without response, signed: a Signed Write Command (Vol 3, Part F,
-    /// 3.4.5.4) when the link is not encrypted, a plain Write Command when it is (Vol 3,
-    /// Part C, 10.4.2: encryption already authenticates the data). The characteristic must
+    /// 3.4.5.4) when the link is not encrypted, a plain Write Command when it is (4.9.2:
+    /// an encrypted link already authenticates the data). The characteristic must
     /// list Authenticated Signed Writes; the value is at most ATT_MTU - 15 octets.
     ///
     ///     try await peripheral.writeSigned([0x01], to: controlPoint)
