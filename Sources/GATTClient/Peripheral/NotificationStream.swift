@@ -1,8 +1,9 @@
 import BLECore
 import Synchronization
 
-/// A characteristic's notifications or indications (`Peripheral.notifications(for:)`): it
-/// subscribes when iteration starts and hands values over in batches. The consumer's task
+/// A characteristic's notifications or indications: `Peripheral.notifications(for:)` and
+/// `indications(for:)` subscribe when iteration starts, `subscribe(to:)` before it returns.
+/// Values are handed over in batches. The consumer's task
 /// waits only when nothing is buffered; once woken it takes everything buffered in one hop
 /// and iterates it without synchronising, so a consumer that is behind catches up at the
 /// cost of a read from an array per value. One task iterates it at a time.
@@ -48,8 +49,9 @@ public struct NotificationStream<Element: Sendable>: AsyncSequence, Sendable {
     }
 }
 
-/// The subscription behind a lazily subscribing stream: subscribes on the first `next()`,
-/// then reads the subscriber's batches directly (no stream in between).
+/// The subscription behind a `NotificationStream`: subscribes on the first `next()` unless
+/// it was made subscribed (`subscribe(to:)`), then reads the subscriber's batches directly
+/// (no stream in between).
 @usableFromInline
 final class LazySubscription: @unchecked Sendable { // `subscription` belongs to the stream's single consumer, one `next()` at a time; `shared` is behind a lock
     let peripheral: Peripheral
@@ -61,9 +63,12 @@ final class LazySubscription: @unchecked Sendable { // `subscription` belongs to
     /// The same subscription for `droppedCount`, read from any task (never on the value path).
     private let shared = Mutex<MulticastSubscription<[UInt8]>?>(nil)
 
-    init(peripheral: Peripheral, characteristic: CharacteristicIdentifier, indications: Bool, bufferingPolicy: StreamBufferingPolicy) {
+    init(peripheral: Peripheral, characteristic: CharacteristicIdentifier, indications: Bool, bufferingPolicy: StreamBufferingPolicy,
+         subscribed: MulticastSubscription<[UInt8]>? = nil) {
         self.peripheral = peripheral; self.characteristic = characteristic; self.indications = indications
         self.bufferingPolicy = bufferingPolicy
+        subscription = subscribed
+        shared.withLock { $0 = subscribed }
     }
 
     var droppedCount: Int { shared.withLock { $0?.droppedCount ?? 0 } }
