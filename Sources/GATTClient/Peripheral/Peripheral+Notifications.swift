@@ -20,7 +20,7 @@ extension Peripheral {
         let subscribed = try await subscription(to: characteristic, indications: indications, bufferingPolicy: bufferingPolicy)
         let source = LazySubscription(peripheral: self, characteristic: characteristic, indications: indications,
                                       bufferingPolicy: bufferingPolicy, subscribed: subscribed)
-        return NotificationStream(source: source, transform: { $0 })
+        return NotificationStream(bytes: source)
     }
 
     /// The subscriber behind every `NotificationStream`, iterated directly by it.
@@ -63,7 +63,7 @@ extension Peripheral {
     public nonisolated func notifications(
         for characteristic: CharacteristicIdentifier, bufferingPolicy: StreamBufferingPolicy = .notificationDefault
     ) -> NotificationStream<[UInt8]> {
-        lazyStream(characteristic, indications: false, bufferingPolicy, { $0 })
+        NotificationStream(bytes: LazySubscription(peripheral: self, characteristic: characteristic, indications: false, bufferingPolicy: bufferingPolicy))
     }
 
     /// Notifications decoded as `T`; a value that does not decode ends the stream with
@@ -81,7 +81,7 @@ extension Peripheral {
     public nonisolated func indications(
         for characteristic: CharacteristicIdentifier, bufferingPolicy: StreamBufferingPolicy = .notificationDefault
     ) -> NotificationStream<[UInt8]> {
-        lazyStream(characteristic, indications: true, bufferingPolicy, { $0 })
+        NotificationStream(bytes: LazySubscription(peripheral: self, characteristic: characteristic, indications: true, bufferingPolicy: bufferingPolicy))
     }
 
     /// Indications decoded as `T`.
