@@ -117,6 +117,16 @@ if only.contains("w2a") { do {
     log("W2a failed: \(error)")
 } }
 
+// W2b one subscriber alone, longer (for profiling)
+if only.contains("w2b") { do {
+    let stack = try await BenchStack.make(links: 1)
+    add(try await NotifyWorkload.deliver(stack, name: "W2b notify delivered: 1 subscriber (notifications(for:))",
+                                         links: 1, subscribers: 1, perLink: 2_560_000, runs: runs))
+    await stack.close()
+} catch {
+    log("W2b failed: \(error)")
+} }
+
 // W2
 if selected("w2") { do {
     let stack = try await BenchStack.make(links: 16)

@@ -38,7 +38,9 @@ final class TapTransport: HCITransport, @unchecked Sendable { // `handler` is se
     /// Raw H4 bytes into the host; call on the adapter queue.
     func feed(_ bytes: UnsafeRawBufferPointer) {
         guard let handler else { return }
-        let acl = aclReceiver ?? { _ in false }
+        // Not `??`, as in StreamTransport: it would reabstract the closure.
+        let acl: @Sendable (UnsafeRawBufferPointer) -> Bool
+        if let receiver = aclReceiver { acl = receiver } else { acl = { _ in false } }
         try? framer.feed(bytes, acl: acl) { handler(.packet($0)) }
     }
 }

@@ -48,7 +48,8 @@ enum DenseWorkload {
             await Task.yield()
         }
 
-        let feeder = Feeder(tap: tap, queue: vc.adapterExecutor.queue, rotationSeconds: rotation)
+        let feeder = ReportFeeder(tap: tap, queue: vc.adapterExecutor.queue, reportsPerSecond: reportsPerSecond,
+                                  source: DenseReports(rotationSeconds: rotation))
         let cpuStart = cpuSeconds()
         var rss: [Int] = [residentBytes()]
         var table: [Int] = [0]
@@ -113,67 +114,29 @@ enum DenseWorkload {
     }
 }
 
-/// Feeds the reports on the adapter queue every 2 ms, as many as are due at 10,000/s.
-final class Feeder: @unchecked Sendable { // all state is touched only on `queue`
-    let tap: TapTransport
-    let queue: DispatchQueue
+/// The dense scene's reports; a tenth of the advertisers take new addresses every rotation.
+struct DenseReports: AdvertisingReportSource {
     let rotationNanoseconds: UInt64
-    private var timer: DispatchSourceTimer?
-    private var startTime: UInt64 = 0
-    private var sent = 0
     /// Per advertiser: how many times it took a new address.
     private var generation = [UInt32](repeating: 0, count: DenseWorkload.advertisers)
     private var rotations: UInt64 = 0
-    private var buffer: [UInt8] = []
 
-    init(tap: TapTransport, queue: DispatchQueue, rotationSeconds: Int) {
-        self.tap = tap
-        self.queue = queue
+    init(rotationSeconds: Int) {
         rotationNanoseconds = UInt64(rotationSeconds) * 1_000_000_000
-        buffer.reserveCapacity(64 * 1024)
-    }
-
-    func start() {
-        let t = DispatchSource.makeTimerSource(queue: queue)
-        t.schedule(deadline: .now(), repeating: .milliseconds(2), leeway: .microseconds(500))
-        t.setEventHandler { [unowned self] in tick() }
-        queue.sync { startTime = DispatchTime.now().uptimeNanoseconds }
-        timer = t
-        t.resume()
-    }
-
-    /// Stops feeding; the reports sent and the seconds they took.
-    func stop() -> (Int, Double) {
-        queue.sync {
-            timer?.cancel()
-            timer = nil
-            return (sent, Double(DispatchTime.now().uptimeNanoseconds - startTime) / 1e9)
-        }
-    }
-
-    private func tick() {
-        let elapsed = DispatchTime.now().uptimeNanoseconds - startTime
-        // A tenth of the advertisers move to new addresses every rotation period.
-        while rotations < elapsed / rotationNanoseconds {
-            rotations += 1
-            let n = DenseWorkload.advertisers / 10
-            let first = Int(rotations - 1) * n % DenseWorkload.advertisers
-            for i in first..<(first + n) { generation[i % DenseWorkload.advertisers] += 1 }
-        }
-        let due = Int(elapsed / 100_000)   // 10,000 per second
-        let count = min(due - sent, 2_000)
-        guard count > 0 else { return }
-        buffer.removeAll(keepingCapacity: true)
-        for n in sent..<(sent + count) { appendReport(n) }
-        sent += count
-        buffer.withUnsafeBytes { tap.feed($0) }
     }
 
     /// Report `n`: advertiser n % 500 in round n / 500. Kinds by advertiser % 4: legacy
     /// ADV_IND with a scan response every other round, random static address; legacy ADV_IND
     /// with a resolvable private address and 180D; extended connectable, random static;
     /// extended with a resolvable private address and 180D.
-    private func appendReport(_ n: Int) {
+    mutating func append(report n: Int, elapsed: UInt64, to buffer: inout [UInt8]) {
+        // A tenth of the advertisers move to new addresses every rotation period.
+        while rotations < elapsed / rotationNanoseconds {
+            rotations += 1
+            let k = DenseWorkload.advertisers / 10
+            let first = Int(rotations - 1) * k % DenseWorkload.advertisers
+            for i in first..<(first + k) { generation[i % DenseWorkload.advertisers] += 1 }
+        }
         let i = n % DenseWorkload.advertisers
         let round = n / DenseWorkload.advertisers
         let kind = i % 4
@@ -192,25 +155,17 @@ final class Feeder: @unchecked Sendable { // all state is touched only on `queue
             ad += [UInt8(name.count + 1), 0x09] + name
         }
         if kind < 2 {
-            // LE Advertising Report (Vol 4, Part E, 7.7.65.2): ADV_IND 0x00 or SCAN_RSP 0x04.
-            buffer += [0x04, 0x3E, UInt8(12 + ad.count), 0x02, 0x01, scanResponse ? 0x04 : 0x00, 0x01]
-            appendAddress(address)
-            buffer.append(UInt8(ad.count))
-            buffer += ad
-            buffer.append(UInt8(bitPattern: rssi))
+            // ADV_IND 0x00 or SCAN_RSP 0x04.
+            buffer.appendLegacyReport(eventType: scanResponse ? 0x04 : 0x00, address: address, data: ad, rssi: rssi)
         } else {
             // LE Extended Advertising Report (Vol 4, Part E, 7.7.65.13): connectable, complete,
             // LE 1M primary, no secondary PHY, SID, no TX power, RSSI, no periodic advertising.
             buffer += [0x04, 0x3E, UInt8(26 + ad.count), 0x0D, 0x01, 0x01, 0x00, 0x01]
-            appendAddress(address)
+            buffer.appendAddress(address)
             buffer += [0x01, 0x00, UInt8(i % 16), 0x7F, UInt8(bitPattern: rssi), 0x00, 0x00, 0x00]
             buffer += [0, 0, 0, 0, 0, 0]
             buffer.append(UInt8(ad.count))
             buffer += ad
         }
-    }
-
-    private func appendAddress(_ a: UInt64) {
-        for b in 0..<6 { buffer.append(UInt8(truncatingIfNeeded: a >> (8 * b))) }
     }
 }

@@ -72,7 +72,7 @@ enum GatewayWorkload {
         try await vc.waitUntil("the gateway's scan", timeout: .seconds(10)) { $0.isScanning }
 
         progress("gateway: links up, scanning; feeding for \(seconds) s")
-        let feeder = GatewayFeeder(tap: tap, queue: vc.adapterExecutor.queue)
+        let feeder = ReportFeeder(tap: tap, queue: vc.adapterExecutor.queue, reportsPerSecond: reportsPerSecond, source: GatewayReports())
         let notifyQueue = DispatchQueue(label: "bench.notify")
         let notifier = DispatchSource.makeTimerSource(queue: notifyQueue)
         let notified = Counter()
@@ -156,9 +156,9 @@ enum GatewayWorkload {
             for i in 0..<devices { vc.addPeripheral(fleetDevice(g, i, round: 0)) }
             let spec = try vc.servePseudoTerminal()
             radios.append(vc)
-            processes.append(try spawn(ble.path, ["-d", spec, "gateway", "--mqtt", "mqtt://127.0.0.1:\(broker.port)", "--id", "fleet\(g)",
+            processes.append(try ChildProcess(path: ble.path, ["-d", spec, "gateway", "--mqtt", "mqtt://127.0.0.1:\(broker.port)", "--id", "fleet\(g)",
                                                   "--passive", "--publish-interval", "3600", "--lost-after", "3600", "--metrics-interval", "3600"],
-                                       log: directory.appendingPathComponent("gateway\(g).log").path).pid)
+                                       stderr: .file(directory.appendingPathComponent("gateway\(g).log").path)).pid)
         }
         // Round 0: the advertising each radio does when its gateway's scan starts.
         let total = gateways * devices
@@ -184,11 +184,7 @@ enum GatewayWorkload {
         // SIGTERM: each gateway stops cleanly (links closed, `offline` published).
         let running = processes
         for pid in running { kill(pid, SIGTERM) }
-        let statuses = try await offThread { running.map { pid -> Int32 in
-            var status: Int32 = 0
-            while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-            return status
-        } }
+        let statuses = try await offThread { running.map { ChildProcess.wait($0) } }
         processes = []
         let counts = subscriber.countsPerDeviceTopic()
         let short = counts.values.filter { $0 < rounds + 1 }.count
@@ -227,53 +223,6 @@ enum GatewayWorkload {
         throw BenchError("no ble executable next to \(here.path); build it with 'swift build -c release --product ble'")
     }
 
-    /// Starts `path` with a clean signal state (nothing blocked; SIGTERM, SIGHUP, SIGINT at
-    /// their defaults, whatever the starting thread blocks), stdout to /dev/null, stderr to `log`.
-    /// With `pipeFD` 1 or 2, that output goes to a pipe instead, whose read end is returned.
-    static func spawn(_ path: String, _ arguments: [String], log: String = "/dev/null", pipeFD: Int32? = nil) throws -> (pid: pid_t, output: Int32?) {
-        var fds: [Int32] = [-1, -1]
-        if pipeFD != nil { guard pipe(&fds) == 0 else { throw BenchError("pipe: errno \(errno)") } }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 2, log, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        if let pipeFD {
-            posix_spawn_file_actions_adddup2(&actions, fds[1], pipeFD)
-            posix_spawn_file_actions_addclose(&actions, fds[0])
-            posix_spawn_file_actions_addclose(&actions, fds[1])
-        }
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var none = sigset_t()
-        sigemptyset(&none)
-        posix_spawnattr_setsigmask(&attributes, &none)
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        for s in [SIGTERM, SIGHUP, SIGINT, SIGPIPE] { sigaddset(&defaults, s) }
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-        let argv = ([path] + arguments).map { strdup($0) } + [nil]
-        defer { for a in argv { free(a) } }
-        var pid: pid_t = 0
-        let rc = posix_spawn(&pid, path, &actions, &attributes, argv, environ)
-        if pipeFD != nil { close(fds[1]) }
-        guard rc == 0 else {
-            if pipeFD != nil { close(fds[0]) }
-            throw BenchError("cannot start \(path): \(String(cString: strerror(rc)))")
-        }
-        return (pid, pipeFD != nil ? fds[0] : nil)
-    }
-
-    /// Stops a child started by `spawn`: SIGTERM, then waits for it.
-    static func stop(_ pid: pid_t) {
-        kill(pid, SIGTERM)
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-    }
-
     /// utime + stime of a process (/proc/PID/stat fields 14 and 15, in clock ticks).
     static func processCPUSeconds(_ pid: Int32) -> Double {
         guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
@@ -299,84 +248,19 @@ final class Counter: @unchecked Sendable { // used only on one serial queue
     func next() -> Int { n += 1; return n }
 }
 
-/// Feeds 10,000 LE Advertising Reports a second from 1,000 advertisers on the adapter queue
-/// (a 2 ms dispatch timer sends what is due) and remembers when each batch went in.
-final class GatewayFeeder: @unchecked Sendable { // all state is touched only on `queue`
-    let tap: TapTransport
-    let queue: DispatchQueue
-    private var timer: DispatchSourceTimer?
-    private var startTime: UInt64 = 0
-    private var sent = 0
-    private var buffer: [UInt8] = []
-    /// (first report of the batch, wall-clock seconds when it was fed).
-    private var batches: [(first: Int, time: Double)] = []
-
-    init(tap: TapTransport, queue: DispatchQueue) {
-        self.tap = tap
-        self.queue = queue
-        buffer.reserveCapacity(64 * 1024)
-    }
-
-    func start() {
-        let t = DispatchSource.makeTimerSource(queue: queue)
-        t.schedule(deadline: .now(), repeating: .milliseconds(2), leeway: .microseconds(500))
-        t.setEventHandler { [unowned self] in tick() }
-        queue.sync { startTime = DispatchTime.now().uptimeNanoseconds }
-        timer = t
-        t.resume()
-    }
-
-    func stop() -> (Int, Double) {
-        queue.sync {
-            timer?.cancel()
-            timer = nil
-            return (sent, Double(DispatchTime.now().uptimeNanoseconds - startTime) / 1e9)
-        }
-    }
-
-    /// Wall-clock seconds at which report `n` went into the host.
-    func feedTime(of n: Int) -> Double? {
-        queue.sync {
-            guard n < sent else { return nil }
-            var lo = 0, hi = batches.count - 1
-            while lo < hi {
-                let mid = (lo + hi + 1) / 2
-                if batches[mid].first <= n { lo = mid } else { hi = mid - 1 }
-            }
-            return batches.isEmpty ? nil : batches[lo].time
-        }
-    }
-
-    private func tick() {
-        let elapsed = DispatchTime.now().uptimeNanoseconds - startTime
-        let due = Int(elapsed / UInt64(1_000_000_000 / GatewayWorkload.reportsPerSecond))
-        let count = min(due - sent, 2_000)
-        guard count > 0 else { return }
-        buffer.removeAll(keepingCapacity: true)
-        for n in sent..<(sent + count) { appendReport(n) }
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
-        batches.append((sent, Double(now.tv_sec) + Double(now.tv_nsec) / 1e9))
-        sent += count
-        buffer.withUnsafeBytes { tap.feed($0) }
-    }
-
+/// The gateway scene's reports, 10,000 a second from 1,000 advertisers.
+struct GatewayReports: AdvertisingReportSource {
     /// Report `n`: advertiser n % 1000 in round n / 1000; its manufacturer data (company
     /// 0xFFFF) holds the advertiser and the epoch (round / 10, so it changes once a second);
-    /// a quarter also carry Battery service data, RSSI changes every report.
-    private func appendReport(_ n: Int) {
+    /// a quarter also carry Battery service data, RSSI changes every report. One ADV_IND from
+    /// a random static address.
+    func append(report n: Int, elapsed: UInt64, to buffer: inout [UInt8]) {
         let i = n % GatewayWorkload.advertisers
         let round = n / GatewayWorkload.advertisers
         let epoch = round / 10
         var ad: [UInt8] = [0x02, 0x01, 0x06, 0x07, 0xFF, 0xFF, 0xFF, UInt8(i & 0xFF), UInt8(i >> 8), UInt8(epoch & 0xFF), UInt8((epoch >> 8) & 0xFF)]
         if i % 4 == 0 { ad += [0x04, 0x16, 0x0F, 0x18, UInt8(50 + i % 50)] }
-        // LE Advertising Report (Vol 4, Part E, 7.7.65.2): one ADV_IND from a random static address.
-        buffer += [0x04, 0x3E, UInt8(12 + ad.count), 0x02, 0x01, 0x00, 0x01]
-        let address: UInt64 = 0xC1_00_00_00_00_00 | UInt64(i)
-        for b in 0..<6 { buffer.append(UInt8(truncatingIfNeeded: address >> (8 * b))) }
-        buffer.append(UInt8(ad.count))
-        buffer += ad
-        buffer.append(UInt8(bitPattern: Int8(-40 - n % 30)))
+        buffer.appendLegacyReport(eventType: 0x00, address: 0xC1_00_00_00_00_00 | UInt64(i), data: ad, rssi: Int8(-40 - n % 30))
     }
 }
 
@@ -397,15 +281,16 @@ final class BenchBroker: @unchecked Sendable { // immutable after start
         let conf = directory.appendingPathComponent("mosquitto-\(port).conf")
         try "listener \(port) 127.0.0.1\nallow_anonymous true\nmax_queued_messages 100000\nlog_dest stderr\nlog_type error\nlog_type warning\nlog_type notice\nlog_type information\n"
             .write(to: conf, atomically: true, encoding: .utf8)
-        let (pid, output) = try GatewayWorkload.spawn(executable, ["-c", conf.path], pipeFD: 2)
-        guard let output else { throw BenchError("no pipe from mosquitto") }
+        let process = try ChildProcess(path: executable, ["-c", conf.path], stderr: .pipe)
+        let pid = process.pid
+        guard let output = process.pipe else { throw BenchError("no pipe from mosquitto") }
         // Ready when it says it is running (it exits at once on a bad config); the rest of
         // its log is drained by a thread of its own so it never blocks on a full pipe.
         var text = ""
         var buffer = [UInt8](repeating: 0, count: 4096)
         while !text.contains(" running") {
             let n = read(output, &buffer, buffer.count)
-            if n <= 0 { close(output); GatewayWorkload.stop(pid); throw BenchError("mosquitto exited before it was running: \(text)") }
+            if n <= 0 { close(output); process.stop(); throw BenchError("mosquitto exited before it was running: \(text)") }
             text += String(decoding: buffer[0..<n], as: UTF8.self)
         }
         Thread.detachNewThread {
@@ -416,7 +301,7 @@ final class BenchBroker: @unchecked Sendable { // immutable after start
         return BenchBroker(port: port, pid: pid)
     }
 
-    func stop() { GatewayWorkload.stop(pid) }
+    func stop() { ChildProcess.wait(pid, afterSending: SIGTERM) }
 
     static func freePort() throws -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -435,12 +320,16 @@ final class BenchBroker: @unchecked Sendable { // immutable after start
 
 /// `mosquitto_sub` in its own process (so its work is not in the gateway's CPU time), each
 /// message one line: receive time (Unix seconds), topic, payload. A reader thread keeps the
-/// lines and wakes whoever waits for a count.
-final class BenchSubscriber: @unchecked Sendable { // `text`, `deviceCounts` and the waits are guarded by `condition`
+/// bytes and wakes whoever waits; the lines are parsed only when asked for, so while the
+/// gateway is measured the reader's share of this process's CPU time is a copy per read.
+final class BenchSubscriber: @unchecked Sendable { // every field but `pid` is guarded by `condition`
     let pid: pid_t
     private let condition = NSCondition()
+    /// What mosquitto_sub wrote; `parsed` bytes of it are split into lines already.
+    private var raw: [UInt8] = []
+    private var parsed = 0
+    private var waiting = 0
     private var text: [String] = []
-    private var partial = ""
     private var deviceCounts: [Substring: Int] = [:]
     private var deviceMessages = 0
     private var linkTopics = Set<String>()
@@ -448,37 +337,43 @@ final class BenchSubscriber: @unchecked Sendable { // `text`, `deviceCounts` and
     private init(pid: pid_t) { self.pid = pid }
 
     static func start(port: Int, pattern: String) throws -> BenchSubscriber {
-        let (pid, output) = try GatewayWorkload.spawn("/usr/bin/mosquitto_sub",
-            ["-h", "127.0.0.1", "-p", "\(port)", "-q", "1", "-t", pattern, "-t", "bench/probe", "-F", "%U %t %p"], pipeFD: 1)
-        guard let output else { throw BenchError("no pipe from mosquitto_sub") }
+        let process = try ChildProcess(path: "/usr/bin/mosquitto_sub",
+            ["-h", "127.0.0.1", "-p", "\(port)", "-q", "1", "-t", pattern, "-t", "bench/probe", "-F", "%U %t %p"], stdout: .pipe)
+        let pid = process.pid
+        guard let output = process.pipe else { throw BenchError("no pipe from mosquitto_sub") }
         let s = BenchSubscriber(pid: pid)
-        // Its own thread reads the lines until mosquitto_sub ends.
+        // Its own thread reads until mosquitto_sub ends.
         Thread.detachNewThread {
             var buffer = [UInt8](repeating: 0, count: 65536)
             while true {
                 let n = read(output, &buffer, buffer.count)
                 if n <= 0 { break }
-                s.take(Data(buffer[0..<n]))
+                s.take(buffer[0..<n])
             }
             close(output)
         }
         // Subscribed once a retained probe comes back.
-        let (pub, _) = try GatewayWorkload.spawn("/usr/bin/mosquitto_pub", ["-h", "127.0.0.1", "-p", "\(port)", "-t", "bench/probe", "-m", "1", "-r"])
-        var status: Int32 = 0
-        while waitpid(pub, &status, 0) < 0 && errno == EINTR {}
+        let pub = try ChildProcess(path: "/usr/bin/mosquitto_pub", ["-h", "127.0.0.1", "-p", "\(port)", "-t", "bench/probe", "-m", "1", "-r"])
+        ChildProcess.wait(pub.pid)
         guard s.wait(timeout: 10, until: { $0.text.contains { $0.contains(" bench/probe ") } }) else {
             throw BenchError("mosquitto_sub did not receive its probe within 10 s")
         }
         return s
     }
 
-    private func take(_ data: Data) {
-        guard !data.isEmpty else { return }
+    private func take(_ bytes: ArraySlice<UInt8>) {
         condition.lock()
-        partial += String(decoding: data, as: UTF8.self)
-        var lines = partial.split(separator: "\n", omittingEmptySubsequences: false)
-        partial = String(lines.removeLast())
-        for line in lines {
+        raw.append(contentsOf: bytes)
+        if waiting > 0 { condition.broadcast() }
+        condition.unlock()
+    }
+
+    /// Splits the complete lines not yet parsed (called with `condition` locked).
+    private func parse() {
+        guard let end = raw[parsed...].lastIndex(of: UInt8(ascii: "\n")) else { return }
+        let chunk = String(decoding: raw[parsed..<end], as: UTF8.self)
+        parsed = end + 1
+        for line in chunk.split(separator: "\n", omittingEmptySubsequences: false) {
             let fields = line.split(separator: " ", maxSplits: 2)
             if fields.count == 3 {
                 let topic = fields[1]
@@ -492,16 +387,17 @@ final class BenchSubscriber: @unchecked Sendable { // `text`, `deviceCounts` and
             }
             text.append(String(line))
         }
-        condition.broadcast()
-        condition.unlock()
     }
 
     private func wait(timeout: Double, until done: (BenchSubscriber) -> Bool) -> Bool {
         let deadline = Date(timeIntervalSinceNow: timeout)
         condition.lock()
-        defer { condition.unlock() }
+        waiting += 1
+        defer { waiting -= 1; condition.unlock() }
+        parse()
         while !done(self) {
-            if !condition.wait(until: deadline) { return done(self) }
+            if !condition.wait(until: deadline) { parse(); return done(self) }
+            parse()
         }
         return true
     }
@@ -516,16 +412,19 @@ final class BenchSubscriber: @unchecked Sendable { // `text`, `deviceCounts` and
 
     func deviceMessageCount() -> Int {
         condition.lock(); defer { condition.unlock() }
+        parse()
         return deviceMessages
     }
 
     func countsPerDeviceTopic() -> [Substring: Int] {
         condition.lock(); defer { condition.unlock() }
+        parse()
         return deviceCounts
     }
 
     func lines() -> [String] {
         condition.lock(); defer { condition.unlock() }
+        parse()
         return text
     }
 
@@ -536,5 +435,5 @@ final class BenchSubscriber: @unchecked Sendable { // `text`, `deviceCounts` and
         return (t, f[1], f[2])
     }
 
-    func stop() { GatewayWorkload.stop(pid) }
+    func stop() { ChildProcess.wait(pid, afterSending: SIGTERM) }
 }

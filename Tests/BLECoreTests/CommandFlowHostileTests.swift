@@ -57,4 +57,28 @@ struct CommandFlowHostileTests {
         #expect(next == [0x00] + vc.address.littleEndianBytes)
         #expect(await host.waitingCommands.isEmpty)
     }
+
+    /// HCI_Reset (Vol 4, Part E, 7.3.2) drops every command the controller has: `powerOn()`
+    /// fails each pending one at once, naming its opcode, instead of leaving it to its timeout,
+    /// and the reset itself does not wait for the credit the unanswered command held.
+    @Test func powerOnResetFailsEveryPendingCommandAtOnce() async throws {
+        let (vc, central) = try await VC.stack()
+        let host = central.host
+        vc.answer(Self.readRSSI, with: .events { _ in [] }, times: 1) // sent, never answered: holds the credit
+        let sent = Task { try await host.send(HCICommand.readRSSI(handle: 0x0040), timeout: .seconds(30)) }
+        try await vc.waitForCommand(Self.readRSSI)
+        let queued = Task { try await host.send(HCICommand.readBDADDR(), timeout: .seconds(30)) }
+        try await host.commandWaiters.waitForCount("Read RSSI sent and Read BD_ADDR queued") { $0 == 2 }
+        #expect(await host.waitingCommands.map(\.packet.opcode) == [Self.readBDADDR])
+
+        // No virtual time passes: both fail because of the reset, not their 30 s timeouts.
+        _ = try await central.powerOn()
+        await #expect(throws: HCIError.controllerReset(opcode: Self.readRSSI)) { try await sent.value }
+        await #expect(throws: HCIError.controllerReset(opcode: Self.readBDADDR)) { try await queued.value }
+        #expect(vc.elapsed == .zero)
+        #expect(await host.sentCommands.isEmpty)
+        #expect(await host.waitingCommands.isEmpty)
+        let error = HCIError.controllerReset(opcode: Self.readRSSI)
+        #expect("\(error)".contains("(0x1405)") && "\(error)".contains("HCI_Reset"))
+    }
 }

@@ -189,7 +189,10 @@ struct HostileLinkTests {
         _ = try await central.connect(VC.peer)
         let host = central.host
         let ours = try #require(vc.handle(of: VC.peer))
-        await vc.settle() // our link's setup (features, data length, PHY) is done
+        // Our link's setup (LE Read Remote Features, LE Set Data Length, LE Set PHY) runs in a
+        // task of its own: wait for its commands, then for their answers.
+        for opcode: UInt16 in [0x2016, 0x2022, 0x2032] { _ = try await vc.waitForCommand(HCIOpcode(rawValue: opcode)) }
+        await vc.settle()
         let before = vc.commandsReceived.count
         // LE Connection Complete (subevent 0x01) that nobody here asked for: status 0, handle
         // 0x0099, role Peripheral (0x01), public peer 11:22:33:44:55:66, interval 0x0028,

@@ -24,6 +24,8 @@ struct LinkLifecycleTests {
         let (vc, central) = try await VC.stack()
         let link = try await central.connect(VC.peer, reconnect: Self.policy, parameters: Self.quiet())
         var states = await link.linkStates().makeAsyncIterator()
+        // The story starts with the first attempt, which ran before `connect` returned.
+        #expect(await states.next() == .connecting(attempt: 1))
         #expect(await states.next() == .connected(handle: 0x0040))
         try vc.disconnect(VC.peer, reason: .connectionTimeout)
         #expect(await states.next() == .reconnecting(attempt: 1))
@@ -34,6 +36,30 @@ struct LinkLifecycleTests {
         #expect(await states.next() == .disconnecting(handle: 0x0041))
         #expect(await states.next() == .closed(.disconnected(reason: .connectionTerminatedByLocalHost)))
         #expect(await central.connectionsByPeer.isEmpty)
+    }
+
+    /// Every subscriber, early or late, gets the whole story from the first attempt, and
+    /// then the changes as they happen.
+    @Test func aLateSubscriberGetsTheStoryFromTheFirstAttempt() async throws {
+        let (vc, central) = try await VC.stack()
+        let link = try await central.connect(VC.peer, reconnect: Self.policy, parameters: Self.quiet())
+        var early = await link.linkStates().makeAsyncIterator()
+        try vc.disconnect(VC.peer, reason: .connectionTimeout)
+        #expect(await early.next() == .connecting(attempt: 1))
+        #expect(await early.next() == .connected(handle: 0x0040))
+        #expect(await early.next() == .reconnecting(attempt: 1))
+        await vc.advance(by: .seconds(1))
+        #expect(await early.next() == .connecting(attempt: 2))
+        #expect(await early.next() == .connected(handle: 0x0041))
+
+        var late = await link.linkStates().makeAsyncIterator()
+        let story: [LinkState] = [.connecting(attempt: 1), .connected(handle: 0x0040), .reconnecting(attempt: 1), .connecting(attempt: 2), .connected(handle: 0x0041)]
+        for state in story { #expect(await late.next() == state) }
+        #expect(await link.linkState == .connected(handle: 0x0041))
+        try await link.disconnect()
+        #expect(await late.next() == .disconnecting(handle: 0x0041))
+        #expect(await early.next() == .disconnecting(handle: 0x0041))
+        await central.close()
     }
 
     @Test func reconnectAttemptIsBoundedByTheCallersConnectTimeout() async throws {

@@ -18,7 +18,7 @@ import GATTClient
 
     @Test func sixteenSubscribersShareOneCCCDWriteWhichIsClearedAfterTheLast() async throws {
         let bed = TestBed()
-        var streams: [AsyncThrowingStream<[UInt8], any Error>] = []
+        var streams: [NotificationStream<[UInt8]>] = []
         for _ in 0..<16 { streams.append(try await bed.peripheral.subscribe(to: Lab.notifyCounter)) }
         let cccdHandle: UInt16 = 28
         #expect(await bed.server.appliedWrites().filter { $0.handle == cccdHandle }.map(\.value) == [[0x01, 0x00]])

@@ -51,6 +51,8 @@ extension Connection {
         lifecycle = new
         let state = new.state
         guard state != old else { return }
+        if linkStateHistory.count == Self.linkStateHistoryLimit { linkStateHistory.removeFirst() }
+        linkStateHistory.append(state)
         linkStateStream.yield(state)
         for observer in linkStateObservers { observer(state) }
         if case .closed = new { central?.enter(on: executor) { $0.forget(self) } }

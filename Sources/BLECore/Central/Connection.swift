@@ -26,6 +26,10 @@ public actor Connection {
     /// Observers of `linkState` (the GATT layer), called on the executor at each transition.
     var linkStateObservers: [@Sendable (LinkState) -> Void] = []
     let linkStateStream: Broadcaster<LinkState>
+    /// The states of the link since its first connect attempt, oldest first: the last
+    /// `linkStateHistoryLimit` of them (`linkStates()` replays them to each subscriber).
+    var linkStateHistory: [LinkState]
+    static let linkStateHistoryLimit = 32
     /// Numbers the restore's attempts, so a late end of an old one is told apart.
     var attemptCounter: UInt64 = 0
     let eventStream: Broadcaster<ConnectionEvent>
@@ -41,6 +45,9 @@ public actor Connection {
         self.requestParameters = options.parameters
         self.connectTimeout = options.timeout
         self.lifecycle = .connected(handle: handle)
+        // The first attempt ran before the connection existed (`Central.connect`): it is
+        // the story's first state.
+        self.linkStateHistory = [.connecting(attempt: 1), .connected(handle: handle)]
         self.executor = host.executor
         self.host = host
         self.central = central
@@ -48,7 +55,7 @@ public actor Connection {
         self.parameters = parameters
         self.reconnectPolicy = options.reconnect
         self.eventStream = Broadcaster(executor: host.executor)
-        self.linkStateStream = Broadcaster(executor: host.executor, replay: .latest)
+        self.linkStateStream = Broadcaster(executor: host.executor)
         self.disconnectWaiters = Waiters(executor: host.executor, scheduler: host.scheduler)
     }
 
@@ -90,10 +97,13 @@ public actor Connection {
     /// The state of the link now.
     public var linkState: LinkState { lifecycle.state }
 
-    /// The state of the link now, then every change (`LinkState` draws the transitions).
+    /// The story of the link from its first connect attempt (`.connecting(attempt: 1)`,
+    /// `.connected`, and every state since, the last 32 of them), then every change as it
+    /// happens; the last state replayed is the state now (`LinkState` draws the transitions).
+    ///
+    ///     for await state in await link.linkStates() { print(state) } // connecting (attempt 1), connected (handle 0x0040), ...
     public func linkStates(bufferingPolicy: StreamBufferingPolicy = .unbounded) -> AsyncStream<LinkState> {
-        if linkStateStream.latestValue == nil { linkStateStream.yield(linkState) }
-        return linkStateStream.subscribe(bufferingPolicy: bufferingPolicy)
+        linkStateStream.subscribe(bufferingPolicy: bufferingPolicy, history: linkStateHistory)
     }
 
     /// Calls `observer` with the state now and then at every transition, on the executor in

@@ -1,12 +1,14 @@
 /// Where a link is in its life, as `Connection.linkStates()` reports it. The connection owns
 /// the one state machine (`Connection+Lifecycle.swift`):
 ///
-///     connect() ──▶ connected ──disconnect()──▶ disconnecting ──▶ closed
-///                     │   ▲
-///            drop,    │   │ LE Connection Complete
-///            policy   ▼   │
-///                 reconnecting ──attempt──▶ connecting ──fails──▶ reconnecting / closed
+///     connect() ──▶ connecting(1) ──▶ connected ──disconnect()──▶ disconnecting ──▶ closed
+///                                       │   ▲
+///                              drop,    │   │ LE Connection Complete
+///                              policy   ▼   │
+///                                   reconnecting ──attempt──▶ connecting ──fails──▶ reconnecting / closed
 ///
+/// `linkStates()` starts with the first attempt: a connection exists once that attempt
+/// succeeded, so its story always begins `connecting(attempt: 1)`, `connected`.
 /// A drop without a reconnect policy (or one that gives up) goes to `closed`. A Hardware
 /// Error or a controller reset drops every link; a link with a policy then waits in
 /// `reconnecting` until the adapter is powered on again.

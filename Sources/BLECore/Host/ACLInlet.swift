@@ -1,11 +1,14 @@
 import Dispatch
 import Synchronization
 
-/// The host's per-link receive state and its fast path: a whole L2CAP PDU in one ACL packet
-/// on a link's ATT channel (a notification, the hot case) goes from the transport callback
-/// straight to the channel, without entering the host. The transport's handler holds the
-/// inlet strongly, so the path touches no weak reference and no actor per packet; anything
-/// else (events, fragments, other channels, unknown handles) falls through to the host.
+/// The host's per-link receive state and the one way in for inbound ACL data: every ACL
+/// packet goes from the transport callback to its link's reassembler here, and every PDU
+/// completed for a fixed channel registered on the link (ATT 0x0004, a Security Manager
+/// channel, others) goes straight to that channel, without entering the host; a PDU that
+/// arrived whole in one packet (a notification, the hot case) is not copied. The transport's
+/// handler holds the inlet strongly, so the path touches no weak reference and no actor per
+/// packet. What the inlet does not take (`Leftover`: the host's own channels, credit-based
+/// K-frames, unknown handles, drops to count and log) it hands to the host.
 ///
 /// Owned by the host, mutated by it and read by the callback, both on the adapter queue.
 final class ACLInlet: @unchecked Sendable { // `links` and its table are touched only on the adapter queue; `isOpen` is atomic
@@ -48,24 +51,64 @@ final class ACLInlet: @unchecked Sendable { // `links` and its table are touched
             && UInt16(l2cap[2]) | UInt16(l2cap[3]) << 8 == L2CAPChannelID.att
     }
 
-    /// Delivers `packet` to its link's ATT channel when it holds one whole ATT PDU; false
-    /// leaves it to the host (which reassembles fragments into the same channel). Called from
-    /// the transport callback on the adapter queue, for transports that hand over packets.
+    /// What an ACL packet leaves for the host once the inlet has taken it.
+    enum Leftover {
+        /// Nothing: delivered to a fixed channel, or a fragment kept for reassembly.
+        case none
+        /// A whole PDU for a channel the inlet does not deliver to: LE signaling, SMP without
+        /// a registered channel, a credit-based channel's K-frame, an unregistered channel.
+        case pdu(HCIHost.Link, channelID: UInt16, payload: ArraySlice<UInt8>)
+        /// ACL data on a handle with no link (`dataLength` bytes).
+        case unknownHandle(UInt16, dataLength: Int)
+        /// The reassembler dropped a fragment or a partial PDU (`why`, for the log).
+        case dropped(HCIHost.Link, why: String)
+        /// A PDU longer than its channel accepts was refused unbuffered (see `ACLReassembler`).
+        case oversized(HCIHost.Link, channelID: UInt16, length: Int, maximum: Int, head: ArraySlice<UInt8>)
+    }
+
+    /// Takes one ACL packet (Vol 4, Part E, 5.4.2): reassembles it on its link (Vol 3, Part A,
+    /// 7.2) and hands a completed PDU for a registered fixed channel to that channel; the
+    /// rest is left to the host. Called on the adapter queue, from the transport callback
+    /// for every ACL packet value.
     @inline(__always)
-    func deliverWholeATTPDU(_ packet: ACLDataPacket) -> Bool {
+    func receive(_ packet: ACLDataPacket) -> Leftover {
         dispatchPrecondition(condition: .onQueue(queue))
-        guard isOpen.load(ordering: .relaxed), let link = link(packet.handle), let att = link.att,
-              packet.data.withUnsafeBytes({ Self.isWholeATTPDU(link, continuing: packet.boundary == .continuing, $0) })
-        else { return false }
-        att.deliver(packet.data[4...])
-        return true
+        guard isOpen.load(ordering: .relaxed) else { return .none }
+        guard let link = link(packet.handle) else { return .unknownHandle(packet.handle, dataLength: packet.data.count) }
+        if let cid = link.reassembler.singleFragmentChannel(packet) {
+            // The PDU is the packet's data after the basic header: a view, no copy.
+            return deliver(link, channelID: cid, payload: packet.data[4...])
+        }
+        switch link.reassembler.receive(packet, limit: { cid in HCIHost.inboundLimit(link: link, channelID: cid) }) {
+        case .complete(let cid, let payload): return deliver(link, channelID: cid, payload: payload)
+        case .incomplete: return .none
+        case .dropped(let why): return .dropped(link, why: why)
+        case .oversized(let cid, let length, let maximum, let head):
+            return .oversized(link, channelID: cid, length: length, maximum: maximum, head: head)
+        }
+    }
+
+    /// A complete PDU: to the link's fixed channel `channelID` when one is registered (LE
+    /// signaling excepted, which the host answers itself), else to the host.
+    @inline(__always)
+    private func deliver(_ link: HCIHost.Link, channelID: UInt16, payload: ArraySlice<UInt8>) -> Leftover {
+        if channelID == L2CAPChannelID.att, let att = link.att {
+            att.deliver(payload)
+            return .none
+        }
+        // Fixed channels are 0x0001-0x003F on LE-U (Vol 3, Part A, 2.1); the rest are dynamic.
+        if channelID < 0x0040, channelID != L2CAPChannelID.leSignaling, let channel = link.channels[channelID] {
+            channel.deliver(payload)
+            return .none
+        }
+        return .pdu(link, channelID: channelID, payload: payload)
     }
 
     /// The same for transports that read bytes (`HCITransport.setACLReceiver`): `acl` is an
     /// ACL packet's header and data, valid only during the call, offered to the ATT channel's
     /// raw receiver (`L2CAPChannel.setRawReceiver`: the bearer's notification receiver). True
     /// when it took the PDU without a copy; false leaves the packet to be built and handled as
-    /// usual, by `deliverWholeATTPDU` first.
+    /// usual, by `receive`.
     @inline(__always)
     func deliverRawATTPDU(_ acl: UnsafeRawBufferPointer) -> Bool {
         #if DEBUG

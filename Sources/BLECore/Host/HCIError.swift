@@ -21,6 +21,10 @@ public enum HCIError: Error, Sendable, Equatable, CustomStringConvertible {
     case invalidReturnParameters(opcode: HCIOpcode, DecodeError)
     /// The controller reported a hardware error; it must be reset.
     case hardwareError(code: UInt8)
+    /// The command was pending (queued or sent) when the host reset the controller
+    /// (HCI_Reset, as `Central.powerOn()` does): the reset drops it, so it fails at once
+    /// instead of waiting for its timeout.
+    case controllerReset(opcode: HCIOpcode)
 
     public var description: String {
         switch self {
@@ -47,6 +51,8 @@ public enum HCIError: Error, Sendable, Equatable, CustomStringConvertible {
             return "\(opcode) returned parameters that do not decode: \(error)"
         case .hardwareError(let code):
             return "the controller reported Hardware Error \(code.hex); reset or power-cycle it"
+        case .controllerReset(let opcode):
+            return "\(opcode) was pending when the host reset the controller (HCI_Reset), which drops it; send it again once the adapter is powered on"
         }
     }
 }

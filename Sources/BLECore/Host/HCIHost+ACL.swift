@@ -240,32 +240,27 @@ extension HCIHost {
         markReady(link)
     }
 
-    func receiveACL(_ packet: ACLDataPacket) {
-        guard let link = inlet.link(packet.handle) else {
-            if safeguards.foreignHandles.contains(packet.handle & 0x0FFF) {
-                logLimited(.foreignHandle, .debug, "ignoring ACL data on handle \(packet.handle.hex), a link of another host on this adapter")
-            } else {
-                logLimited(.unknownHandle, .warning, "dropping ACL data for unknown handle \(packet.handle.hex) (\(packet.data.count) bytes)")
-            }
-            return
-        }
-        if let cid = link.reassembler.singleFragmentChannel(packet) {
-            routeL2CAP(link: link, channelID: cid, payload: packet.data[4...])
-            return
-        }
-        let outcome = link.reassembler.receive(packet) { cid in Self.inboundLimit(link: link, channelID: cid) }
-        switch outcome {
-        case .complete(let cid, let payload):
-            routeL2CAP(link: link, channelID: cid, payload: payload)
-        case .incomplete:
+    /// Inbound ACL data the inlet left to the host (`ACLInlet.receive` reassembles every
+    /// packet and delivers to the fixed channels itself).
+    func handleLeftover(_ leftover: ACLInlet.Leftover) {
+        switch leftover {
+        case .none:
             break
-        case .dropped(let why):
+        case .pdu(let link, let cid, let payload):
+            routeL2CAP(link: link, channelID: cid, payload: payload)
+        case .unknownHandle(let handle, let length):
+            if safeguards.foreignHandles.contains(handle & 0x0FFF) {
+                logLimited(.foreignHandle, .debug, "ignoring ACL data on handle \(handle.hex), a link of another host on this adapter")
+            } else {
+                logLimited(.unknownHandle, .warning, "dropping ACL data for unknown handle \(handle.hex) (\(length) bytes)")
+            }
+        case .dropped(let link, let why):
             safeguards.inboundDrops += 1
-            logLimited(.reassembly, .warning, "handle \(packet.handle.hex) (\(link.peer.address)): \(why)")
-        case .oversized(let cid, let length, let maximum, let head):
+            logLimited(.reassembly, .warning, "handle \(link.handle.hex) (\(link.peer.address)): \(why)")
+        case .oversized(let link, let cid, let length, let maximum, let head):
             safeguards.inboundDrops += 1
             safeguards.oversizedPDUs += 1
-            logLimited(.reassembly, .warning, "handle \(packet.handle.hex) (\(link.peer.address)): dropping a PDU on channel \(cid.hex) of \(length) bytes, more than the \(maximum) the channel accepts; its fragments are discarded unbuffered")
+            logLimited(.reassembly, .warning, "handle \(link.handle.hex) (\(link.peer.address)): dropping a PDU on channel \(cid.hex) of \(length) bytes, more than the \(maximum) the channel accepts; its fragments are discarded unbuffered")
             oversizedPDURefused(link: link, channelID: cid, length: length, head: head)
         }
     }

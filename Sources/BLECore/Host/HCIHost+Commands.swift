@@ -31,6 +31,7 @@ extension HCIHost {
     public func send(_ command: HCICommandPacket, timeout: Duration? = nil) async throws(HCIError) -> [UInt8] {
         if let lostReason { throw .transportLost(lostReason) }
         let timeout = timeout ?? defaultCommandTimeout
+        if command.opcode == Self.resetOpcode { failCommandsBeforeReset() }
         let result = await commandWaiters.wait(cancelled: { [weak self, executor] id in
             .failure(self?.enter(on: executor) { $0.commandCancelled(id, opcode: command.opcode) } ?? .cancelled(opcode: command.opcode))
         }) { id in
@@ -139,6 +140,25 @@ extension HCIHost {
         guard packet.parameters.count >= 2 else { return nil }
         let p = packet.parameters
         return (UInt16(p[p.startIndex]) | UInt16(p[p.startIndex + 1]) << 8) & 0x0FFF
+    }
+
+    /// HCI_Reset (Vol 4, Part E, 7.3.2).
+    static let resetOpcode = HCIOpcode(rawValue: 0x0C03)
+
+    /// HCI_Reset is about to be queued: the controller drops every command it has, and will
+    /// answer none of them, so each pending caller fails now with `.controllerReset` naming
+    /// its opcode, and the credits they held are free for the reset.
+    func failCommandsBeforeReset() {
+        let all = sentCommands + waitingCommands
+        guard !all.isEmpty else { return }
+        logger.log(.debug, "resetting the controller: failing \(all.count) pending command(s): \(all.map { "\($0.packet.opcode)" }.joined(separator: ", "))")
+        sentCommands.removeAll()
+        waitingCommands.removeAll()
+        for c in all {
+            c.timer?.cancel()
+            commandWaiters.resume(c.waiter, with: .failure(.controllerReset(opcode: c.packet.opcode)))
+        }
+        commandCredits = max(commandCredits, 1)
     }
 
     func failAllCommands(_ error: HCIError) {

@@ -1,11 +1,8 @@
-/// Routing of complete L2CAP PDUs to the fixed channels, and the host's own answers on the
-/// LE signaling (0x0005) and Security Manager (0x0006) channels (Core Spec Vol 3, Parts A and H).
+/// The complete L2CAP PDUs the inlet leaves to the host (`ACLInlet.receive` delivers to the
+/// registered fixed channels itself), and the host's own answers on the LE signaling (0x0005)
+/// and Security Manager (0x0006) channels (Core Spec Vol 3, Parts A and H).
 extension HCIHost {
     func routeL2CAP(link: Link, channelID: UInt16, payload: ArraySlice<UInt8>) {
-        if channelID == L2CAPChannelID.att, let att = link.att {
-            att.deliver(payload)
-            return
-        }
         switch channelID {
         case L2CAPChannelID.leSignaling:
             handleSignaling(link: link, payload: Array(payload))

@@ -88,9 +88,19 @@ public actor HCIHost {
         let inlet = self.inlet
         transport.setACLReceiver { raw in inlet.deliverRawATTPDU(raw) }
         try transport.start(on: executor.queue) { [weak self] event in
-            if case .packet(.acl(let packet)) = event, inlet.deliverWholeATTPDU(packet) { return }
+            if case .packet(.acl(let packet)) = event {
+                let leftover = inlet.receive(packet)
+                if case .none = leftover { return }
+                self?.receiveOnQueue(leftover)
+                return
+            }
             self?.receiveOnQueue(event)
         }
+    }
+
+    /// What the inlet left of an ACL packet, handled on the host (see `receiveOnQueue(_:)`).
+    nonisolated func receiveOnQueue(_ leftover: ACLInlet.Leftover) {
+        executor.runIsolated(self, leftover) { host, leftover in host.handleLeftover(leftover) }
     }
 
     /// The per-packet entry from the transport callback, on the adapter queue: through a
@@ -151,7 +161,7 @@ public actor HCIHost {
             }
             handle(event)
         case .acl(let acl):
-            receiveACL(acl)
+            handleLeftover(inlet.receive(acl))
         case .command, .sco, .iso:
             logger.log(.debug, "ignoring \(packet.type) packet from the controller (\(packet.body.count) bytes)")
         }

@@ -61,10 +61,11 @@ public final class Broadcaster<Element: Sendable>: @unchecked Sendable { // muta
     public var subscriberCount: Int { sinks.count }
     public var latestValue: Element? { latest }
 
-    /// A new stream of the values yielded from now on (preceded by the latest one with `.latest`).
-    public func subscribe(bufferingPolicy: StreamBufferingPolicy = .unbounded) -> AsyncStream<Element> {
+    /// A new stream of the values yielded from now on (preceded by the latest one with
+    /// `.latest`, or by `history`, oldest first, when given: a state stream's story so far).
+    public func subscribe(bufferingPolicy: StreamBufferingPolicy = .unbounded, history: [Element]? = nil) -> AsyncStream<Element> {
         let (stream, c) = AsyncStream<Element>.makeStream(bufferingPolicy: bufferingPolicy.plain())
-        c.onTermination = terminationHandler(add(.plain(c), bufferingPolicy))
+        c.onTermination = terminationHandler(add(.plain(c), bufferingPolicy, history: history))
         return stream
     }
 
@@ -75,8 +76,12 @@ public final class Broadcaster<Element: Sendable>: @unchecked Sendable { // muta
         return stream
     }
 
-    private func add(_ sink: Sink, _ policy: StreamBufferingPolicy) -> UInt64? {
-        if replay == .latest, let latest { sink.yield(latest) }
+    private func add(_ sink: Sink, _ policy: StreamBufferingPolicy, history: [Element]? = nil) -> UInt64? {
+        if let history {
+            for value in history { sink.yield(value) }
+        } else if replay == .latest, let latest {
+            sink.yield(latest)
+        }
         if let ended {
             sink.finish(ended)
             return nil

@@ -29,7 +29,12 @@ public final class MulticastBuffer<Element: Sendable>: @unchecked Sendable { // 
     public var logger: BLELogger
     // Unchecked exclusivity here and in SubscriberQueue: the state is confined to the adapter
     // queue, and the dynamic checks were a measurable part of a delivered value's cost.
-    @usableFromInline @exclusivity(unchecked) var queues: [SubscriberQueue] = []
+    @usableFromInline @exclusivity(unchecked) var queues: [SubscriberQueue] = [] {
+        didSet { single = queues.count == 1 ? Unmanaged.passUnretained(queues[0]) : nil }
+    }
+    /// `queues[0]` when it is the only subscriber, unretained (`queues` holds it): one
+    /// subscriber's value then costs no reference count on the way to its queue.
+    @usableFromInline @exclusivity(unchecked) var single: Unmanaged<SubscriberQueue>?
     private var ended: (any Error)??
     /// Values dropped by subscribers' buffering policies since the buffer was made.
     public internal(set) var droppedCount = 0
@@ -63,8 +68,16 @@ public final class MulticastBuffer<Element: Sendable>: @unchecked Sendable { // 
     /// Delivers `value` to every subscriber: a waiting one is resumed, the others queue it
     /// as their buffering policy allows. Call on the adapter queue.
     @inlinable
-    public func yield(_ value: Element) {
-        for queue in queues where !queue.push(value) {
+    public func yield(_ value: consuming Element) {
+        if let single {
+            // One subscriber (the common case) takes the value itself: moved, not copied,
+            // and its queue borrowed without a reference count.
+            var moved: Element? = consume value
+            let accepted = single._withUnsafeGuaranteedRef { $0.push(moved.take()!) }
+            if !accepted { dropped(single.takeUnretainedValue()) }
+            return
+        }
+        for queue in queues where !queue.push(copy value) {
             dropped(queue)
         }
     }
@@ -201,7 +214,7 @@ public final class MulticastBuffer<Element: Sendable>: @unchecked Sendable { // 
 
         /// Queues or hands over `value`; false when the policy dropped a value.
         @inlinable
-        func push(_ value: Element) -> Bool {
+        func push(_ value: consuming Element) -> Bool {
             if armed.load(ordering: .relaxed) { return handOver(value) }
             if let waiter {
                 // Nothing is queued while a consumer waits.
@@ -230,7 +243,7 @@ public final class MulticastBuffer<Element: Sendable>: @unchecked Sendable { // 
 
         /// The consumer armed itself while this value came: it takes everything queued with it.
         @usableFromInline
-        func handOver(_ value: Element) -> Bool {
+        func handOver(_ value: consuming Element) -> Bool {
             guard let c = claimArmed() else { return push(value) }
             pending.append(value)
             take(returning: [], c)

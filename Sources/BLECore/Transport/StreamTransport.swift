@@ -75,7 +75,10 @@ public final class StreamTransport: HCITransport, @unchecked Sendable { // state
             let n = read(fd, readBuffer.baseAddress, readBuffer.count)
             if n > 0 {
                 do {
-                    let acl = life.aclReceiver ?? { _ in false }
+                    // Not `??`: through its generic signature the closure was reabstracted
+                    // (two thunks on every ACL packet).
+                    let acl: @Sendable (UnsafeRawBufferPointer) -> Bool
+                    if let receiver = life.aclReceiver { acl = receiver } else { acl = { _ in false } }
                     try framer.feed(UnsafeRawBufferPointer(rebasing: readBuffer[..<n]), acl: { life.isOpen && acl($0) }) { packet in
                         if life.isOpen { life.deliver(packet) }
                     }

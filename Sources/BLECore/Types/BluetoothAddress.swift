@@ -26,11 +26,21 @@ public struct BluetoothAddress: Hashable, Sendable, Comparable, CustomStringConv
 
     public static let zero = BluetoothAddress(rawValue: 0)
 
+    /// "C0:11:22:33:44:55": most significant byte first, upper-case hex. Written into the
+    /// string's own storage (it is formatted for every message of a gateway).
     public var description: String {
-        (0..<6).reversed().map { i -> String in
-            let s = String(UInt8(truncatingIfNeeded: rawValue >> (8 * UInt64(i))), radix: 16, uppercase: true)
-            return s.count == 1 ? "0" + s : s
-        }.joined(separator: ":")
+        let digits: StaticString = "0123456789ABCDEF"
+        return String(unsafeUninitializedCapacity: 17) { out in
+            var n = 0
+            for i in (0..<6).reversed() {
+                if i < 5 { out[n] = UInt8(ascii: ":"); n += 1 }
+                let b = Int(truncatingIfNeeded: rawValue >> (8 * UInt64(i))) & 0xFF
+                out[n] = digits.utf8Start[b >> 4]
+                out[n + 1] = digits.utf8Start[b & 0x0F]
+                n += 2
+            }
+            return n
+        }
     }
 
     public static func < (a: Self, b: Self) -> Bool { a.rawValue < b.rawValue }

@@ -103,6 +103,13 @@ public struct GatewayTopics: Sendable, Hashable {
 
     /// The address without colons, upper case.
     public static func compact(_ address: BluetoothAddress) -> String {
-        address.description.replacingOccurrences(of: ":", with: "").uppercased()
+        let digits: StaticString = "0123456789ABCDEF"
+        return String(unsafeUninitializedCapacity: 12) { out in
+            for n in 0..<12 {
+                let nibble = Int(truncatingIfNeeded: address.rawValue >> UInt64(4 * (11 - n))) & 0x0F
+                out[n] = digits.utf8Start[nibble]
+            }
+            return 12
+        }
     }
 }

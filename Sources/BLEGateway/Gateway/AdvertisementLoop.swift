@@ -1,8 +1,12 @@
 import BLECore
 
 /// One scan subscription: each device's message on change at once, unchanged at most every
-/// `publishInterval`, `lost` when it goes away. Its state is its own (no lock, no actor hop
-/// but the publisher's queue).
+/// `publishInterval`, `lost` when it goes away. Its state is its own (no lock).
+///
+/// The gateway runs it in a task whose executor preference is the adapter queue
+/// (`AdapterTaskExecutor`), where the publisher runs too: a report reaches the loop and its
+/// message the publisher without waking another thread (at 10,000 reports a second each
+/// report would otherwise wake a thread of the global pool).
 struct AdvertisementLoop {
     let central: Central
     let publisher: Publisher

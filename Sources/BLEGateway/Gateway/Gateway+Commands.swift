@@ -74,7 +74,7 @@ extension Gateway {
             guard let address = command.address else { throw .bad("subscribe needs \"address\"") }
             let topic = topics.characteristic(address.address, service: c.service, characteristic: c.characteristic)
             if commandSubscriptions[topic] == nil {
-                let values: AsyncThrowingStream<[UInt8], any Error>
+                let values: NotificationStream<[UInt8]>
                 do { values = try await peripheral.subscribe(to: c.identifier) } catch { throw .gatt(error) }
                 let publisher = self.publisher
                 commandSubscriptions[topic] = Task {

@@ -35,7 +35,7 @@ extension Gateway {
     func serve(_ device: GatewayConfig.Device, _ link: Link) async {
         let publisher = self.publisher, topics = self.topics, peripheral = link.peripheral
         let address = device.address.address
-        var streams: [(String, AsyncThrowingStream<[UInt8], any Error>)] = []
+        var streams: [(String, NotificationStream<[UInt8]>)] = []
         for c in device.subscribe {
             do {
                 streams.append((topics.characteristic(address, service: c.service, characteristic: c.characteristic),

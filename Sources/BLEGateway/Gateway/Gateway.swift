@@ -61,14 +61,17 @@ public actor Gateway {
         }
         publisher = Publisher(client: client, capacity: config.broker.queueCapacity,
                               onConnect: [MQTTMessage(topic: config.topics.status, text: "online", qos: .atLeastOnce, retain: true)],
-                              subscriptions: [config.topics.commands])
+                              subscriptions: [config.topics.commands], executor: central.executor)
     }
 
     /// Runs until the calling task is cancelled, then stops: links disconnected, `offline`
     /// published (retained) and the broker left, within a few seconds.
     public func run() async throws(GatewayError) {
         do { try publisher.client.start() } catch { throw .mqtt(error) }
-        let events = Task { await publisher.run() }
+        // On the adapter queue, where the publisher runs: the client's events (deliveries,
+        // incoming messages) reach it without a hop through the global pool.
+        let publisher = self.publisher
+        let events = Task(executorPreference: AdapterTaskExecutor(central.executor)) { await publisher.run() }
         applyScan(config.scan.enabled)
         for device in config.devices { startDevice(device) }
         await withTaskGroup(of: Void.self) { group in
@@ -134,7 +137,7 @@ public actor Gateway {
         let layout = config.layout
         let discovery = config.homeAssistantDiscovery
         let central = self.central, publisher = self.publisher, topics = self.topics, counters = self.counters
-        scanTask = Task {
+        scanTask = Task(executorPreference: AdapterTaskExecutor(central.executor)) {
             await AdvertisementLoop(central: central, publisher: publisher, topics: topics, counters: counters,
                                     scan: scan, layout: layout, discovery: discovery).run()
         }

@@ -2,11 +2,13 @@ extension Peripheral {
     /// Subscribes to a characteristic's notifications (or indications) and returns once the
     /// peer's CCCD is set: nothing sent after this returns is missed. Any number of
     /// subscribers share one CCCD write; it is cleared after the last one stops iterating.
-    /// The stream throws `GATTError.disconnected` when the link ends for good.
+    /// The stream throws `GATTError.disconnected` when the link ends for good. It is the
+    /// same `NotificationStream` as `notifications(for:)` gives, already subscribed.
     ///
     /// The stream is bounded (`StreamBufferingPolicy.notificationDefault` unless given):
-    /// notifications beyond the bound are dropped as the policy says and counted
-    /// (`droppedValueCount(for:)`), or end the stream with `StreamError.consumerTooSlow`;
+    /// notifications beyond the bound are dropped as the policy says and counted (the
+    /// stream's `droppedCount`, and `droppedValueCount(for:)` for all the characteristic's
+    /// subscribers), or end the stream with `StreamError.consumerTooSlow`;
     /// indications are never dropped, each is confirmed once it is in the buffer, so a slow
     /// consumer slows the server instead of growing memory.
     ///
@@ -14,11 +16,14 @@ extension Peripheral {
     public func subscribe(
         to characteristic: CharacteristicIdentifier, indications: Bool = false,
         bufferingPolicy: StreamBufferingPolicy = .notificationDefault
-    ) async throws(GATTError) -> AsyncThrowingStream<[UInt8], any Error> {
-        try await subscription(to: characteristic, indications: indications, bufferingPolicy: bufferingPolicy).stream()
+    ) async throws(GATTError) -> NotificationStream<[UInt8]> {
+        let subscribed = try await subscription(to: characteristic, indications: indications, bufferingPolicy: bufferingPolicy)
+        let source = LazySubscription(peripheral: self, characteristic: characteristic, indications: indications,
+                                      bufferingPolicy: bufferingPolicy, subscribed: subscribed)
+        return NotificationStream(bytes: source)
     }
 
-    /// The subscriber behind `subscribe(to:)`, iterated directly by the lazy streams.
+    /// The subscriber behind every `NotificationStream`, iterated directly by it.
     func subscription(
         to characteristic: CharacteristicIdentifier, indications: Bool,
         bufferingPolicy: StreamBufferingPolicy
@@ -58,7 +63,7 @@ extension Peripheral {
     public nonisolated func notifications(
         for characteristic: CharacteristicIdentifier, bufferingPolicy: StreamBufferingPolicy = .notificationDefault
     ) -> NotificationStream<[UInt8]> {
-        lazyStream(characteristic, indications: false, bufferingPolicy, { $0 })
+        NotificationStream(bytes: LazySubscription(peripheral: self, characteristic: characteristic, indications: false, bufferingPolicy: bufferingPolicy))
     }
 
     /// Notifications decoded as `T`; a value that does not decode ends the stream with
@@ -76,7 +81,7 @@ extension Peripheral {
     public nonisolated func indications(
         for characteristic: CharacteristicIdentifier, bufferingPolicy: StreamBufferingPolicy = .notificationDefault
     ) -> NotificationStream<[UInt8]> {
-        lazyStream(characteristic, indications: true, bufferingPolicy, { $0 })
+        NotificationStream(bytes: LazySubscription(peripheral: self, characteristic: characteristic, indications: true, bufferingPolicy: bufferingPolicy))
     }
 
     /// Indications decoded as `T`.

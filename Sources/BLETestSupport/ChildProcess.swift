@@ -1,0 +1,102 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A program started with posix_spawn and a clean signal state: nothing blocked, and SIGTERM,
+/// SIGHUP, SIGINT and SIGPIPE at their default actions. A child started from a test or
+/// benchmark thread otherwise inherits that thread's blocked signals, and SIGTERM would never
+/// reach it. stdin is /dev/null; stdout and stderr each go to /dev/null, a file, or one pipe
+/// whose read end the caller owns.
+///
+///     let broker = try ChildProcess(path: "/usr/sbin/mosquitto", ["-c", conf], stderr: .pipe)
+///     read(broker.pipe!, &buffer, buffer.count)
+public struct ChildProcess: Sendable {
+    /// Where one of the child's output streams goes.
+    public enum Output: Sendable, Equatable {
+        case null
+        /// Created or truncated, mode 0644.
+        case file(String)
+        /// The write end of one pipe (shared when both streams ask for it); see `pipe`.
+        case pipe
+    }
+
+    /// The child's process id; reap it with `waitpid` (or `stop()`).
+    public let pid: pid_t
+    /// The read end of the pipe when stdout or stderr is `.pipe`; the caller closes it.
+    public let pipe: Int32?
+
+    /// Starts `path` with `arguments` (argv[0] is `path`) and the environment of this process.
+    public init(path: String, _ arguments: [String], stdout: Output = .null, stderr: Output = .null) throws(ChildProcessError) {
+        var fds: [Int32] = [-1, -1]
+        let piped = stdout == .pipe || stderr == .pipe
+        if piped {
+            guard Glibc.pipe(&fds) == 0 else { throw ChildProcessError(path: path, operation: "pipe", code: errno) }
+            // Close-on-exec, so that another child started meanwhile does not hold the write
+            // end open (the reader would then not see the end of the output).
+            for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        for (fd, output) in [(Int32(1), stdout), (Int32(2), stderr)] {
+            switch output {
+            case .null: posix_spawn_file_actions_addopen(&actions, fd, "/dev/null", O_WRONLY, 0)
+            case .file(let file): posix_spawn_file_actions_addopen(&actions, fd, file, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+            case .pipe: posix_spawn_file_actions_adddup2(&actions, fds[1], fd)
+            }
+        }
+        if piped {
+            posix_spawn_file_actions_addclose(&actions, fds[0])
+            posix_spawn_file_actions_addclose(&actions, fds[1])
+        }
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var none = sigset_t()
+        sigemptyset(&none)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for s in [SIGTERM, SIGHUP, SIGINT, SIGPIPE] { sigaddset(&defaults, s) }
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        let argv = ([path] + arguments).map { strdup($0) } + [nil]
+        defer { for a in argv { free(a) } }
+        var child: pid_t = 0
+        let rc = posix_spawn(&child, path, &actions, &attributes, argv, environ)
+        if piped { close(fds[1]) }
+        guard rc == 0 else {
+            if piped { close(fds[0]) }
+            throw ChildProcessError(path: path, operation: "posix_spawn", code: rc)
+        }
+        pid = child
+        pipe = piped ? fds[0] : nil
+    }
+
+    /// Sends SIGTERM and waits for the child to end; its exit status (or 128 + signal).
+    @discardableResult
+    public func stop() -> Int32 { Self.wait(pid, afterSending: SIGTERM) }
+
+    /// Blocks until `pid` ends, after sending it `signal` if given; its exit status, or
+    /// 128 + the signal that ended it.
+    @discardableResult
+    public static func wait(_ pid: pid_t, afterSending signal: Int32? = nil) -> Int32 {
+        if let signal { kill(pid, signal) }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        return status & 0x7F == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
+    }
+}
+
+/// A child process could not be started.
+public struct ChildProcessError: Error, Sendable, CustomStringConvertible {
+    public let path: String
+    /// "pipe" or "posix_spawn".
+    public let operation: String
+    public let code: Int32
+
+    public var description: String {
+        "cannot start \(path): \(operation) failed with errno \(code) (\(String(cString: strerror(code)))); check that it exists and is executable"
+    }
+}
