@@ -2,6 +2,7 @@ import Dispatch
 import Glibc
 import BLECore
 import GATTClient
+import ATT
 import BLETestSupport
 
 /// The whole host stack as one state machine: a `Central` and a GATTClient `Peripheral` run on
@@ -25,15 +26,25 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let left = HostHarness.run(FuzzInput(Array(UnsafeBufferPointer(start: data, count: size))))
     // LeakSanitizer checks right after the input: what the run made must be gone by now.
     fuzzCheck(left.central == nil, "the Central outlives the input")
+    fuzzCheck(left.host == nil, "the HCIHost outlives the input")
+    fuzzCheck(left.transport == nil, "the host's transport outlives the input")
     fuzzCheck(left.controller == nil, "the VirtualController outlives the input")
+    fuzzCheck(left.connection == nil, "the Connection outlives the input")
+    fuzzCheck(left.peripheral == nil, "the Peripheral outlives the input")
+    fuzzCheck(left.bearer == nil, "the ATT bearer outlives the input")
     return 0
 }
 
 enum HostHarness {
     /// What must be gone once a run has returned.
-    struct Leftovers {
+    final class Leftovers: @unchecked Sendable { // written by the app's task before it ends, read after it ended
         weak var central: Central?
+        weak var host: HCIHost?
+        weak var transport: AnyObject?
         weak var controller: VirtualController?
+        weak var connection: Connection?
+        weak var peripheral: Peripheral?
+        weak var bearer: ATTBearer?
     }
 
     static func run(_ input: FuzzInput) -> Leftovers {
@@ -42,9 +53,15 @@ enum HostHarness {
         let vc = VirtualController()
         let server = GATTServer(database: .heartRateMonitor(), queue: vc.queue)
         vc.addPeripheral(SimulatedPeripheral(address: HostHarness.peer, advertisingData: HostHarness.advertising, attServer: server))
-        let central = Central(transport: vc.makeTransport(), options: vc.centralOptions())
+        let transport = vc.makeTransport()
+        let central = Central(transport: transport, options: vc.centralOptions())
+        let left = Leftovers()
+        left.central = central
+        left.host = central.host
+        left.transport = transport as AnyObject
+        left.controller = vc
 
-        let app = Task { await HostHarness.script(central, choices: choices) }
+        let app = Task { await HostHarness.script(central, choices: choices, left: left) }
         // Signalled once the app's task has completed and so released the Central.
         let appDone = DispatchSemaphore(value: 0)
         Task {
@@ -67,7 +84,7 @@ enum HostHarness {
         // Central) until their deadline passes.
         vc.closeTransport()
         blocking { await vc.advance(by: .seconds(3600)) }
-        return Leftovers(central: central, controller: vc)
+        return left
     }
 
     static let peer = LEAddress(BluetoothAddress(rawValue: 0xF0_5E_B1_00_00_01), type: .random)
@@ -76,7 +93,7 @@ enum HostHarness {
     static let heartRate = BluetoothUUID(uuid16: 0x180D)
 
     /// The app: each step may fail (the controller is hostile); it goes on as far as it can.
-    static func script(_ central: Central, choices: UInt8) async {
+    static func script(_ central: Central, choices: UInt8, left: Leftovers) async {
         var helpers: [Task<Void, any Error>] = []
         do {
             _ = try await central.powerOn()
@@ -85,8 +102,11 @@ enum HostHarness {
             helpers.append(scanner)
             defer { scanner.cancel() }
             let link = try await central.connect(peer, timeout: .seconds(2))
+            left.connection = link
             scanner.cancel()
             let peripheral = try await Peripheral(connection: link)
+            left.peripheral = peripheral
+            left.bearer = await peripheral.bearer
             _ = try await peripheral.services()
             let service = ServiceIdentifier(uuid: "180D")
             let battery = CharacteristicIdentifier(uuid: "2A19", service: ServiceIdentifier(uuid: "180F"))

@@ -184,7 +184,7 @@ extension Peripheral {
         // snapshot as it is then.
         if cache != nil, !cacheStoreScheduled {
             cacheStoreScheduled = true
-            Task { await self.storeScheduledSnapshot() }
+            Task { [weak self] in await self?.storeScheduledSnapshot() }
         }
     }
 
