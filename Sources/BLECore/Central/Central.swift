@@ -175,6 +175,7 @@ public actor Central {
         }
         await scanner.stopAll(error: nil)
         await host.close()
+        await host.endBackground()
         await waitForTransportRelease(timeout: .seconds(2))
         setState(.poweredOff)
         stateStream.finish()

@@ -63,6 +63,9 @@ public actor HCIHost {
 
     /// Set once the transport is gone; every later call fails with it.
     public internal(set) var lostReason: String?
+    /// Work with no caller waiting (HCIHost+Background.swift), by id.
+    var backgroundTasks: [UInt64: Task<Void, Never>] = [:]
+    var nextBackgroundTask: UInt64 = 0
     /// Decides on a peripheral's Connection Parameter Update Request (handle, requested range);
     /// nil accepts every valid request.
     var parameterUpdatePolicy: (@Sendable (UInt16, ConnectionParameterRange) -> Bool)?
