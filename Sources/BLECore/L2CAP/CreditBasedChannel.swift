@@ -48,6 +48,10 @@ public actor CreditBasedChannel {
     let senders: Waiters<Void, L2CAPChannelError>
     let closers: Waiters<Void, Never>
     var sendQueue: [PendingSDU] = []
+    /// Set through `CreditBasedSDUChannel`: complete SDUs go here as they arrive (their
+    /// credits go back at once) instead of waiting for `receive`, and the end is reported once.
+    var sduHandler: (@Sendable (ArraySlice<UInt8>) -> Void)?
+    var endHandler: (@Sendable (LinkError) -> Void)?
     /// Set when the channel ended; `.closedByPeer` and `.closed` end the SDU sequence normally.
     public private(set) var endError: L2CAPChannelError?
     var disconnectSent = false
@@ -264,7 +268,11 @@ public actor CreditBasedChannel {
             bytesReceived += sdu.count
             let owed = frames - partialReturned
             partialReturned = 0
-            if !receivers.isEmpty {
+            if let sduHandler {
+                unreturned += owed
+                returnCredits()
+                sduHandler(sdu[...])
+            } else if !receivers.isEmpty {
                 unreturned += owed
                 returnCredits()
                 receivers.resumeFirst(with: .success(sdu))
@@ -337,6 +345,11 @@ public actor CreditBasedChannel {
         }
         reassembler.reset()
         partialReturned = 0
+        if let endHandler {
+            self.endHandler = nil
+            sduHandler = nil
+            endHandler(linkError(error))
+        }
         let handle = self.handle, local = localCID, remote = remoteCID
         disconnectSent = sendDisconnect
         host?.enter(on: executor) { host in
