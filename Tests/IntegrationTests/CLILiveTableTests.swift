@@ -2,8 +2,8 @@ import BLETestSupport
 import Foundation
 import Testing
 
-/// The live scan table on a real terminal: `ble scan` runs in a tmux pane against the
-/// virtual radio; the captured screen must show the scenario's device names, and Ctrl-C
+/// The live scan table on a real terminal: `ble scan` runs in a tmux pane against fakes of
+/// the "all" scenario's devices (`FakeRadio`); the captured screen must show the scenario's device names, and Ctrl-C
 /// must end the tool with status 130.
 @Suite(.serialized) struct CLILiveTableTests {
     /// Runs tmux on a server of its own (`-L socket`), so the test never touches the user's
@@ -37,24 +37,25 @@ import Testing
 
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/tmux")))
     func liveTableShowsDeviceNamesAndCtrlCExits130() async throws {
-        try await VirtualRadio.with(scenario: "all") { radio in
-            let socket = "ble-cli-test-\(getpid())"
-            // The shell survives the Ctrl-C (its trap runs in the shell only) to print the status.
-            let command = "trap true INT; \(BLETool.executable.path) -d \(radio.transportSpec) scan; echo EXIT=$?; read _"
-            _ = try Self.tmux(socket, ["new-session", "-d", "-s", "ble", "-x", "160", "-y", "30", "env -u NO_COLOR sh -c '\(command)'"])
-            defer {
-                _ = try? Self.tmux(socket, ["kill-server"])
-                try? FileManager.default.removeItem(atPath: "/tmp/tmux-\(getuid())/\(socket)")
-            }
-            let names = ["Lab sim", "Battery sim"]
-            let screen = try await Self.screen(socket, within: 15) { s in names.allSatisfy(s.contains) }
-            for name in names { #expect(screen.contains(name), "screen:\n\(screen)") }
-            #expect(screen.contains("ADDRESS"))
-            #expect(screen.contains("F0:5E:B1:00:00:02/random"))
-            #expect(screen.contains("Ctrl-C to stop"))
-            _ = try Self.tmux(socket, ["send-keys", "-t", "ble", "C-c"])
-            let after = try await Self.screen(socket, within: 10) { $0.contains("EXIT=") }
-            #expect(after.contains("EXIT=130"), "screen:\n\(after)")
+        let radio = FakeRadio([FakePeers.heartRateMonitor(), FakePeers.lab(), FakePeers.battery()])
+        defer { radio.close() }
+        let spec = try radio.fake.servePseudoTerminal()
+        let socket = "ble-cli-test-\(getpid())"
+        // The shell survives the Ctrl-C (its trap runs in the shell only) to print the status.
+        let command = "trap true INT; \(BLETool.executable.path) -d \(spec) scan; echo EXIT=$?; read _"
+        _ = try Self.tmux(socket, ["new-session", "-d", "-s", "ble", "-x", "160", "-y", "30", "env -u NO_COLOR sh -c '\(command)'"])
+        defer {
+            _ = try? Self.tmux(socket, ["kill-server"])
+            try? FileManager.default.removeItem(atPath: "/tmp/tmux-\(getuid())/\(socket)")
         }
+        let names = ["Polar H10 sim", "Lab sim", "Battery sim"]
+        let screen = try await Self.screen(socket, within: 15) { s in names.allSatisfy(s.contains) }
+        for name in names { #expect(screen.contains(name), "screen:\n\(screen)") }
+        #expect(screen.contains("ADDRESS"))
+        #expect(screen.contains("F0:5E:B1:00:00:02/random"))
+        #expect(screen.contains("Ctrl-C to stop"))
+        _ = try Self.tmux(socket, ["send-keys", "-t", "ble", "C-c"])
+        let after = try await Self.screen(socket, within: 10) { $0.contains("EXIT=") }
+        #expect(after.contains("EXIT=130"), "screen:\n\(after)")
     }
 }

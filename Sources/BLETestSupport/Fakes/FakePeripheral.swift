@@ -26,14 +26,26 @@ public final class FakePeripheral: Sendable {
 
     /// A peripheral with `services`; `advertisement` nil advertises the flags, the services'
     /// UUIDs and `name`.
-    public init(name: String? = nil,
+    public convenience init(name: String? = nil,
                 address: LEAddress = LEAddress(BluetoothAddress(rawValue: 0xC0_00_00_00_00_01), type: .random),
                 advertisement: AdvertisingData? = nil, services: [GATTDatabase.Service] = [],
                 rssi: Int8 = -50, isConnectable: Bool = true) {
+        self.init(name: name, address: address, advertisement: advertisement,
+                  database: GATTDatabase(services: services, deviceName: name), rssi: rssi, isConnectable: isConnectable)
+    }
+
+    /// A peripheral serving `database` as given (its Generic Access service, Appearance
+    /// included, comes from the database's `deviceName` and `appearance`); `advertisement`
+    /// nil advertises the flags, the database's service UUIDs and `name`.
+    ///
+    ///     let hrm = FakePeripheral(name: "Polar H10 sim", database: .heartRateMonitor())
+    public init(name: String?, address: LEAddress = LEAddress(BluetoothAddress(rawValue: 0xC0_00_00_00_00_01), type: .random),
+                advertisement: AdvertisingData? = nil, database: GATTDatabase,
+                rssi: Int8 = -50, isConnectable: Bool = true) {
         self.name = name
         self.address = address
-        self.database = GATTDatabase(services: services, deviceName: name)
-        self.advertisement = advertisement ?? FakePeripheral.defaultAdvertisement(name: name, services: services.map(\.uuid))
+        self.database = database
+        self.advertisement = advertisement ?? FakePeripheral.defaultAdvertisement(name: name, services: database.services.map(\.uuid))
         self.rssi = rssi
         self.isConnectable = isConnectable
     }
