@@ -58,6 +58,9 @@ public actor HCIHost {
     /// first of that fragment going to the controller, the link ending, or the caller's
     /// cancellation.
     let sendWaiters: Waiters<Void, LinkError>
+    /// The callers of credit-based channel requests on the LE signaling channel (open,
+    /// enhanced open, reconfigure), by the request's pending entry (HCIHost+CreditBasedChannels.swift).
+    let channelRequestWaiters: Waiters<[CreditBasedChannel], L2CAPChannelError>
     /// Links with queued fragments, in round-robin order.
     var readyLinks: [UInt16] = []
 
@@ -80,6 +83,7 @@ public actor HCIHost {
         self.inlet = ACLInlet(queue: executor.queue)
         self.commandWaiters = Waiters(executor: executor, scheduler: self.scheduler)
         self.sendWaiters = Waiters(executor: executor, scheduler: self.scheduler)
+        self.channelRequestWaiters = Waiters(executor: executor, scheduler: self.scheduler)
     }
 
     deinit {
