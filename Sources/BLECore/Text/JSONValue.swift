@@ -68,6 +68,11 @@ public indirect enum JSONValue: Sendable, Hashable {
     /// (RFC 8259, 7), everything else as it is.
     public static func quote(_ s: String, into out: inout String) {
         out += "\""
+        if !needsEscape(s) {
+            out += s
+            out += "\""
+            return
+        }
         for u in s.unicodeScalars {
             switch u {
             case "\"": out += "\\\""
@@ -82,6 +87,16 @@ public indirect enum JSONValue: Sendable, Hashable {
             }
         }
         out += "\""
+    }
+
+    /// Whether `s` holds a quote, a backslash or a control character: a byte scan of its
+    /// UTF-8 (every byte of a multi-byte sequence is 0x80 or above, so none matches).
+    static func needsEscape(_ s: String) -> Bool {
+        var s = s
+        return s.withUTF8 { bytes in
+            for b in bytes where b < 0x20 || b == 0x22 || b == 0x5C { return true }
+            return false
+        }
     }
 
     public static func == (a: JSONValue, b: JSONValue) -> Bool { a.text == b.text }
