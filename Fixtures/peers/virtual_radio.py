@@ -30,13 +30,15 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
-from bumble import att, hci
+from bumble import att, hci, smp
 from bumble.controller import Controller
 from bumble.device import Connection, Device, DeviceConfiguration
 from bumble.gatt import Characteristic, Descriptor, Service
 from bumble.host import Host
 from bumble.link import LocalLink
 from bumble.pairing import PairingConfig, PairingDelegate
+from bumble.smp import OobLegacyContext
+from bumble.crypto import aes_cmac
 from bumble.profiles.gap import GenericAccessService
 from bumble.transport.common import AsyncPipeSink
 from bumble.transport.tcp_server import open_tcp_server_transport_with_socket
@@ -276,12 +278,20 @@ class ScenarioPairingDelegate(PairingDelegate):
         self.passkey = passkey
         self.confirm_numbers = confirm_numbers
         self.device_id = device_id
+        # The pairing session, when it sends keypress notifications ("keypress").
+        self.session: Any = None
 
     async def generate_passkey(self) -> int:
         return self.passkey
 
     async def get_number(self) -> int | None:
         log.info("%s: types passkey %06d", self.device_id, self.passkey)
+        if self.session is not None:
+            kinds = [smp.KeypressNotificationType.PASSKEY_ENTRY_STARTED]
+            kinds += [smp.KeypressNotificationType.PASSKEY_DIGIT_ENTERED] * 6
+            kinds += [smp.KeypressNotificationType.PASSKEY_ENTRY_COMPLETED]
+            for kind in kinds:
+                self.session.send_command(smp.SMP_Pairing_Keypress_Notification_Command(notification_type=kind))
         return self.passkey
 
     async def display_number(self, number: int, digits: int) -> None:
@@ -307,6 +317,7 @@ class Peripheral:
     notifications_sent: dict[int, int] = field(default_factory=dict)
     links_dropped: int = 0
     forget_bonds: bool = False
+    keypresses_received: list[int] = field(default_factory=list)
     drops: set[asyncio.Task] = field(default_factory=set)
 
     def build(self) -> None:
@@ -352,6 +363,7 @@ class Peripheral:
         self.install_pairing(raw.get("pairing"))
         self.device.on(self.device.EVENT_CONNECTION, self.on_connection)
         self.install_att_gate(raw.get("stopAnsweringATTAfter"))
+        self.install_signed_writes(raw.get("signedWrites", False))
         l2cap_servers.install(self.device, raw.get("l2cap", []), f"device {self.spec.id}")
         rule = raw.get("dropAfterNotifications")
         if rule is not None:
@@ -387,6 +399,9 @@ class Peripheral:
         value: Any = parse_value(c.get("value"), where)
         if "controlPoint" in c:
             value = control_point_value(c["controlPoint"], where)
+        if c.get("keypressLog", False):
+            # The Keypress Notification types received so far, one octet each.
+            value = att.AttributeValue(read=lambda connection: bytes(self.keypresses_received))
         descriptors = []
         for d in c.get("descriptors", []):
             d_where = f"{where} descriptor {d.get('uuid')}"
@@ -463,7 +478,7 @@ class Peripheral:
 
     def install_pairing(self, rule: Any) -> None:
         """pairing: {"io": one of IO_CAPABILITIES, "sc": bool, "mitm": bool, "bonding": bool,
-        "passkey": N, "confirmNumbers": bool, "forgetBonds": bool}. The peripheral pairs as
+        "passkey": N, "confirmNumbers": bool, "forgetBonds": bool, "legacyOOBTK": hex}. The peripheral pairs as
         these say: it shows (or types) the fixed passkey N, and answers a numeric comparison
         with confirmNumbers (default true). With forgetBonds it forgets every bond when a link
         ends, so the next encryption with the old key is refused (PIN or Key Missing).
@@ -478,14 +493,53 @@ class Peripheral:
         delegate = ScenarioPairingDelegate(
             IO_CAPABILITIES[io], int(rule.get("passkey", 0)), bool(rule.get("confirmNumbers", True)), self.spec.id
         )
+        oob = None
+        tk = rule.get("legacyOOBTK")
+        if tk is not None:
+            # The TK of LE legacy OOB pairing (Vol 3, Part H, 2.3.5.4) as the specification
+            # prints keys (most significant octet first); Bumble keeps it least significant first.
+            if not isinstance(tk, str) or len(tk.replace(" ", "")) != 32:
+                raise ScenarioError(f"device {self.spec.id}: 'legacyOOBTK' must be 32 hex digits")
+            oob = PairingConfig.OobConfig(
+                our_context=None, peer_data=None,
+                legacy_context=OobLegacyContext(bytes.fromhex(tk.replace(" ", ""))[::-1]),
+            )
         config = PairingConfig(
             sc=bool(rule.get("sc", True)),
             mitm=bool(rule.get("mitm", False)),
             bonding=bool(rule.get("bonding", True)),
             delegate=delegate,
+            oob=oob,
         )
+        if self.spec.raw.get("signedWrites", False):
+            # Take the central's CSRK (Vol 3, Part H, 3.6.6): Bumble takes none by default.
+            delegate.local_initiator_key_distribution |= PairingDelegate.KeyDistribution.DISTRIBUTE_SIGNING_KEY
+        if rule.get("keypress", False):
+            self.install_keypress(delegate)
         self.device.pairing_config_factory = lambda connection: config
         self.forget_bonds = bool(rule.get("forgetBonds", False))
+
+    def install_keypress(self, delegate: "ScenarioPairingDelegate") -> None:
+        """pairing "keypress": true sets Keypress in AuthReq (Vol 3, Part H, 3.5.1), which
+        Bumble never does, keeps the Pairing Keypress Notifications it receives (3.5.8) for a
+        "keypressLog" characteristic, and reports its own typing of the passkey: entry
+        started, six digits entered, entry completed."""
+        peripheral = self
+
+        class KeypressSession(smp.Session):
+            def __init__(self, *args: Any, **kwargs: Any) -> None:
+                super().__init__(*args, **kwargs)
+                self.keypress = True
+                delegate.session = self
+
+            def on_smp_command(self, command: smp.SMP_Command) -> None:
+                if isinstance(command, smp.SMP_Pairing_Keypress_Notification_Command):
+                    log.info("%s: keypress notification %s", peripheral.spec.id, command.notification_type)
+                    peripheral.keypresses_received.append(int(command.notification_type))
+                    return
+                super().on_smp_command(command)
+
+        self.device.smp_manager.session_proxy = KeypressSession
 
     # -- connections -----------------------------------------------------------------
 
@@ -578,6 +632,43 @@ class Peripheral:
             original(bearer, pdu)
 
         server.on_gatt_pdu = gated  # type: ignore[method-assign]
+
+    def install_signed_writes(self, enabled: Any) -> None:
+        """signedWrites: true checks Signed Write Commands (Vol 3, Part F, 3.4.5.4), which
+        Bumble's GATT server does not handle: the signature must be the MAC of Vol 3, Part H,
+        2.4.5 with the CSRK the central distributed when pairing, and its SignCounter must
+        grow; a good one writes the value, a bad one is dropped. Logs "signed write accepted"
+        or "signed write refused" with the counter."""
+        if not enabled:
+            return
+        server = self.device.gatt_server
+        original = server.on_gatt_pdu
+        last_counter: dict[bytes, int] = {}
+
+        def checked(bearer: Any, pdu: att.ATT_PDU) -> None:
+            if pdu.op_code != att.Opcode.ATT_SIGNED_WRITE_COMMAND:
+                original(bearer, pdu)
+                return
+            data = bytes(pdu.attribute_value)
+            value, signature = data[:-12], data[-12:]
+            counter = int.from_bytes(signature[:4], "little")
+            message = bytes([0xD2]) + pdu.attribute_handle.to_bytes(2, "little") + value + signature[:4]
+            keys = getattr(self.device.keystore, "all_keys", {}).values()
+            csrks = [k.csrk.value for k in keys if k.csrk is not None]
+            for csrk in csrks:
+                # AES-CMAC takes the key and message most significant octet first; the MAC on
+                # the air is its 64 most significant bits, least significant octet first.
+                mac = aes_cmac(message[::-1], csrk[::-1])[:8][::-1]
+                if mac == signature[4:] and counter > last_counter.get(csrk, -1):
+                    last_counter[csrk] = counter
+                    attribute = server.get_attribute(pdu.attribute_handle)
+                    if attribute is not None:
+                        attribute.value = value
+                    log.info("%s: signed write accepted, counter %d", self.spec.id, counter)
+                    return
+            log.info("%s: signed write refused, counter %d (%d CSRKs known)", self.spec.id, counter, len(csrks))
+
+        server.on_gatt_pdu = checked  # type: ignore[method-assign]
 
     async def start(self) -> None:
         await self.device.power_on()

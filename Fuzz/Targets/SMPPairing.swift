@@ -20,6 +20,9 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     options.secureConnectionsOnly = flags & 0x40 != 0
     if flags & 0x80 != 0 { options.peerOOBData = OOBData(random: 1, confirm: 2) }
     let agent = FuzzAgent(answers: input.u8())
+    options.keypressNotifications = agent.answers & 0x08 != 0
+    if agent.answers & 0x10 != 0 { options.legacyOOBTemporaryKey = 3 }
+    options.initiatorKeys = agent.answers & 0x20 != 0 ? [.encryptionKey, .identityKey, .signingKey] : []
 
     let clock = FuzzClock(queue: FuzzHarness.executor.queue)
     let channel = FuzzChannel(executor: FuzzHarness.executor)
@@ -58,10 +61,19 @@ enum FuzzHarness {
     static let local = LEAddress(BluetoothAddress(rawValue: 0x00_1B_DC_0F_00_01), type: .public)
 }
 
-/// A person who answers from one octet: a passkey, and yes or no.
+/// A person who answers from one octet: a passkey (typed with keypress notifications), and
+/// yes or no. The octet's bits 3 to 5 choose keypress notifications, a legacy OOB TK and the
+/// keys this side distributes.
 struct FuzzAgent: PairingAgent {
     let answers: UInt8
     func requestPasskey(peer: LEAddress) async -> UInt32? { answers & 1 == 0 ? UInt32(answers) * 3907 : nil }
+    func requestPasskey(peer: LEAddress, keypresses: KeypressReporter) async -> UInt32? {
+        await keypresses.notify(.passkeyEntryStarted)
+        await keypresses.notify(.passkeyDigitEntered)
+        await keypresses.notify(.passkeyEntryCompleted)
+        return await requestPasskey(peer: peer)
+    }
+    func peerKeypress(_ notification: KeypressNotificationType, peer: LEAddress) {}
     func confirmNumericComparison(_ value: UInt32, peer: LEAddress) async -> Bool { answers & 2 == 0 }
     func confirmJustWorks(peer: LEAddress) async -> Bool { answers & 4 == 0 }
 }

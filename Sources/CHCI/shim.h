@@ -8,6 +8,7 @@
 #include <sys/uio.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/epoll.h>
 #include <termios.h>
 #include <unistd.h>
 #include <bluetooth/bluetooth.h>
@@ -199,6 +200,38 @@ static inline int chci_set_nonblocking(int fd) {
     int flags = fcntl(fd, F_GETFL);
     if (flags < 0) return -1;
     return fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+}
+
+/* An epoll instance that watches `fd` for errors and hangups alone (epoll always reports
+   EPOLLERR and EPOLLHUP; no other event is asked for). Returns its descriptor, or -1 with
+   errno set. */
+static inline int chci_error_watch_open(int fd) {
+    int ep = epoll_create1(EPOLL_CLOEXEC);
+    if (ep < 0) return -1;
+    struct epoll_event ev;
+    memset(&ev, 0, sizeof(ev));
+    ev.events = EPOLLERR | EPOLLHUP;
+    ev.data.fd = fd;
+    if (epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) < 0) {
+        int e = errno;
+        close(ep);
+        errno = e;
+        return -1;
+    }
+    return ep;
+}
+
+/* 1 when the watch `ep` reports an error or hangup of socket `fd` now, with the socket's
+   pending error in *err (EPIPE when none is set); 0 when it reports nothing; -1 with errno. */
+static inline int chci_error_watch_check(int ep, int fd, int *err) {
+    struct epoll_event ev;
+    int n = epoll_wait(ep, &ev, 1, 0);
+    if (n <= 0) return n;
+    int value = 0;
+    socklen_t len = sizeof(value);
+    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &value, &len) < 0 || value == 0) value = EPIPE;
+    *err = value;
+    return 1;
 }
 
 #endif

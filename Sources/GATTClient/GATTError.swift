@@ -45,6 +45,9 @@ public enum GATTError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The peer refused a request for lack of security (`attribute` holds its answer), and
     /// raising the link's security (`Peripheral.setSecurityRaiser`) failed (`reason`).
     case securityNeeded(attribute: ATTErrorCode, needed: SecurityLevel, peer: BluetoothAddress, reason: String)
+    /// A signed write could not be signed: no signer (`Peripheral.setWriteSigner`), or the
+    /// signer failed (`reason`).
+    case signingFailed(target: GATTTarget, peer: BluetoothAddress, reason: String)
 
     /// The ATT error code, when the peer answered with an Error Response.
     public var attErrorCode: ATTErrorCode? {
@@ -58,7 +61,7 @@ public enum GATTError: Error, Sendable, Equatable, CustomStringConvertible {
         case .attribute(_, _, _, let p), .serviceNotFound(_, let p, _), .characteristicNotFound(_, _, let p, _),
              .descriptorNotFound(_, _, let p, _), .notSupported(_, _, _, let p), .disconnected(let p, _), .timeout(_, _, let p),
              .procedureTimeout(_, _, let p), .malformed(_, _, let p, _), .invalidValue(_, _, let p), .serviceChanged(_, let p),
-             .securityNeeded(_, _, let p, _):
+             .securityNeeded(_, _, let p, _), .signingFailed(_, let p, _):
             return p
         case .connection, .valueTooLong, .invalidUUID, .cancelled:
             return nil
@@ -69,7 +72,7 @@ public enum GATTError: Error, Sendable, Equatable, CustomStringConvertible {
     public var target: GATTTarget? {
         switch self {
         case .attribute(_, _, let t, _), .notSupported(_, let t, _, _), .timeout(_, let t, _), .malformed(_, let t, _, _),
-             .invalidValue(_, let t, _), .valueTooLong(_, _, _, let t), .cancelled(_, let t):
+             .invalidValue(_, let t, _), .valueTooLong(_, _, _, let t), .cancelled(_, let t), .signingFailed(let t, _, _):
             return t
         default:
             return nil
@@ -122,6 +125,8 @@ public enum GATTError: Error, Sendable, Equatable, CustomStringConvertible {
             return "the attributes \(range) of \(peer) changed (Service Changed); discover and subscribe again"
         case .securityNeeded(let code, let needed, let peer, let reason):
             return "\(peer) answered \(code): the link must be \(needed), and raising it failed: \(reason)"
+        case .signingFailed(let target, let peer, let reason):
+            return "a signed write to \(target) on \(peer) could not be signed: \(reason)"
         }
     }
 
@@ -146,6 +151,7 @@ public enum GATTOperation: String, Sendable, Hashable, CustomStringConvertible {
     case reading = "reading"
     case writing = "writing"
     case writingWithoutResponse = "writing without response to"
+    case signedWriting = "signed writing to"
     case reliablyWriting = "reliably writing"
     case discovering = "discovering"
     case rediscovering = "re-discovering"

@@ -167,6 +167,43 @@ import SMP
         }
     }
 
+    /// LE legacy Out of Band pairing (Vol 3, Part H, 2.3.5.4): both sides set the OOB flag and
+    /// take the TK shared another way ("legacyOOBTK" of the "legacy-oob" peer in
+    /// security-extras.json); a wrong TK fails on the peer's confirm value.
+    @Test(.timeLimit(.minutes(1)))
+    func legacyOutOfBandPairsWithTheSharedTK() async throws {
+        try await VirtualRadio.with(scenario: "security-extras") { radio in
+            let (central, link, peripheral) = try await open(radio, "legacy-oob")
+            var options = PairingOptions()
+            options.secureConnections = false
+            options.legacyOOBTemporaryKey = 0x0123_4567_89AB_CDEF_0011_2233_4455_6677
+            let bond = try await link.pair(options: options)
+            // OOB keys are MITM-protected (2.3.5.1), legacy ones never reach the SC level.
+            #expect(bond.longTermKey?.authenticated == true && bond.longTermKey?.secureConnections == false)
+            #expect(await link.securityLevel == .authenticated)
+            #expect(try await peripheral.read(encrypted) == Array("encrypted".utf8))
+            await central.close()
+        }
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func legacyOutOfBandWithTheWrongTKFails() async throws {
+        try await VirtualRadio.with(scenario: "security-extras") { radio in
+            let (central, link, _) = try await open(radio, "legacy-oob")
+            var options = PairingOptions()
+            options.secureConnections = false
+            options.legacyOOBTemporaryKey = 0x0123_4567_89AB_CDEF_0011_2233_4455_6678
+            do throws(PairingError) {
+                _ = try await link.pair(options: options)
+                Issue.record("pairing with the wrong OOB key succeeded")
+            } catch {
+                #expect(error.reason == .confirmValueFailed, "\(error)")
+            }
+            #expect(await link.securityLevel == SecurityLevel.none)
+            await central.close()
+        }
+    }
+
     @Test(.timeLimit(.minutes(1)))
     func secureConnectionsOnlyRefusesALegacyPeer() async throws {
         try await VirtualRadio.with(scenario: "security") { radio in

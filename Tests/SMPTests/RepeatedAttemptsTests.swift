@@ -14,16 +14,10 @@ struct RepeatedAttemptsTests {
     let link: Connection
 
     init() async throws {
-        vc = VirtualController()
-        vc.addPeripheral(SimulatedPeripheral(address: Self.peer, advertisingData: [0x02, 0x01, 0x06]))
-        central = Central(transport: vc.makeTransport(), options: vc.centralOptions())
-        try await central.powerOn()
-        var parameters = ConnectionRequestParameters()
-        parameters.requestDataLengthExtension = false
-        parameters.request2MPHY = false
-        link = try await central.connect(Self.peer, parameters: parameters)
-        try await vc.waitForCommand(HCIOpcode(rawValue: 0x2016))
-        await vc.settle()
+        let fixture = try await SMPLinkFixture(peer: Self.peer)
+        vc = fixture.vc
+        central = fixture.central
+        link = fixture.link
     }
 
     /// Starts a pairing, waits for its Pairing Request (the `n`th SMP PDU sent), then lets
@@ -74,11 +68,7 @@ struct RepeatedAttemptsTests {
     @Test func aNewLinkToThePeerStillWaits() async throws {
         #expect(try await failedPairing(requestNumber: 1, reason: 0x04)?.reason == .confirmValueFailed)
         try await link.disconnect()
-        var parameters = ConnectionRequestParameters()
-        parameters.requestDataLengthExtension = false
-        parameters.request2MPHY = false
-        let again = try await central.connect(Self.peer, parameters: parameters)
-        await vc.settle()
+        let again = try await SMPLinkFixture.connect(central, to: Self.peer, vc: vc)
         do throws(PairingError) {
             try await again.pair()
             Issue.record("pairing went ahead during the back-off")

@@ -14,16 +14,10 @@ struct SecurityManagerTests {
     let link: Connection
 
     init() async throws {
-        vc = VirtualController()
-        vc.addPeripheral(SimulatedPeripheral(address: Self.peer, advertisingData: [0x02, 0x01, 0x06]))
-        central = Central(transport: vc.makeTransport(), options: vc.centralOptions())
-        try await central.powerOn()
-        var parameters = ConnectionRequestParameters()
-        parameters.requestDataLengthExtension = false
-        parameters.request2MPHY = false
-        link = try await central.connect(Self.peer, parameters: parameters)
-        try await vc.waitForCommand(HCIOpcode(rawValue: 0x2016))
-        await vc.settle()
+        let fixture = try await SMPLinkFixture(peer: Self.peer)
+        vc = fixture.vc
+        central = fixture.central
+        link = fixture.link
     }
 
     /// Starts pairing in the background and returns it once the Pairing Request is out.

@@ -28,6 +28,9 @@ public actor Central {
         /// Limits for a peripheral's Connection Parameter Update Request; nil accepts every
         /// valid request.
         public var parameterUpdatePolicy: (@Sendable (UInt16, ConnectionParameterRange) -> Bool)? = nil
+        /// When the transport is lost, reopen the adapter on its own with this policy (see
+        /// `reopen(_:)`); nil leaves it `.transportLost` until the application calls `reopen`.
+        public var reopenAfterTransportLoss: AdapterReopenPolicy? = nil
         public init() {}
     }
 
@@ -44,6 +47,9 @@ public actor Central {
     /// State, power, authorization and scanning in one value (see `bluetoothStateEvents()`).
     let bluetoothStateStream: Broadcaster<BluetoothState>
     let connectionEventStream: Broadcaster<PeerConnectionEvent>
+    /// Reopen attempts (Central+Reopen.swift).
+    let reopenEventStream: Broadcaster<AdapterReopenEvent>
+    var reopening = ReopenState()
     /// What the controller said about itself during bring-up.
     public internal(set) var controllerInfo: ControllerInfo?
     var started = false
@@ -68,7 +74,9 @@ public actor Central {
         let parsed = try TransportSpec.parse(spec)
         var options = options
         if options.resetController == nil, case .hciRaw = parsed { options.resetController = false }
-        let central = Central(transport: try parsed.open(), options: options)
+        // Opened now, so a failure is thrown here; opened anew by `reopen`.
+        let transport = try parsed.open()
+        let central = Central(transport: DeferredTransport(name: transport.name, first: transport) { () throws(TransportError) in try parsed.open() }, options: options)
         try await central.powerOn()
         return central
     }
@@ -84,6 +92,7 @@ public actor Central {
         self.stateStream = Broadcaster(executor: executor, replay: .latest)
         self.bluetoothStateStream = Broadcaster(executor: executor, replay: .latest)
         self.connectionEventStream = Broadcaster(executor: executor)
+        self.reopenEventStream = Broadcaster(executor: executor)
         self.scanner = Scanner(host: host, scheduler: scheduler, logger: options.logger)
         self.connectTurns = Waiters(executor: executor, scheduler: scheduler)
         self.connectWaiters = Waiters(executor: executor, scheduler: scheduler)
@@ -163,6 +172,8 @@ public actor Central {
     ///
     ///     await central.close()
     public func close() async {
+        reopening.closed = true
+        reopening.task?.cancel()
         await disconnectAllForClose(reason: .remoteUserTerminatedConnection, bound: .seconds(1))
         await scanner.stopAll(error: nil)
         await host.close()
@@ -171,6 +182,7 @@ public actor Central {
         stateStream.finish()
         bluetoothStateStream.finish()
         connectionEventStream.finish()
+        reopenEventStream.finish()
     }
 
     /// Ends every link and reconnect attempt at once, as the loss of the controller does:
@@ -195,6 +207,7 @@ public actor Central {
             // adapter is gone), so its events, disconnect waiters and GATT users learn it.
             endAllLinks(reason: why)
             setState(.transportLost, reason: why)
+            reopenAfterLossIfAsked()
         case .event(let e):
             handle(e)
         }

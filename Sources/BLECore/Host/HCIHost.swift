@@ -108,6 +108,19 @@ public actor HCIHost {
 
     public func setLogger(_ logger: BLELogger) { self.logger = logger }
 
+    /// After the transport was lost or closed: starts it again with fresh command and link
+    /// state. Only a transport that opens its endpoint anew on every `start` can do this (the
+    /// one of `Central(opening:)`, `Central(device:)` and `Central.open`); others throw `.closed`.
+    func restart() throws(TransportError) {
+        guard lostReason != nil else { return }
+        links.removeAll()
+        readyLinks.removeAll()
+        safeguards.foreignHandles.removeAll()
+        commandCredits = 1
+        try start()
+        lostReason = nil
+    }
+
     /// Closes the transport and fails everything pending.
     public func close() {
         transport.close()

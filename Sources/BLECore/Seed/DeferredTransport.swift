@@ -1,18 +1,44 @@
 import Dispatch
 
-/// A transport opened from its spec string only when the central starts it, so that
-/// `Central()` can be created without `try` and report a failure to open through its state.
-final class DeferredTransport: HCITransport, @unchecked Sendable { // `inner` and `receiver` are touched only on the start queue (HCITransport contract)
+/// A transport that opens its endpoint when it is started, and opens it anew on every later
+/// start: `Central()` can be created without `try` and report a failure to open through its
+/// state, and `Central.reopen` can open an adapter again after it went away.
+final class DeferredTransport: HCITransport, @unchecked Sendable { // `first`, `inner` and `receiver` are touched only on the start queue (HCITransport contract)
     let name: String
+    private let open: @Sendable () throws(TransportError) -> any HCITransport
+    /// Already opened by the caller: used by the first start instead of opening.
+    private var first: (any HCITransport)?
     private var inner: (any HCITransport)?
     private var receiver: (@Sendable (UnsafeRawBufferPointer) -> Bool)?
 
-    init(spec: String) { name = spec }
+    init(spec: String) {
+        name = spec
+        open = { () throws(TransportError) in try TransportSpec.parse(spec).open() }
+    }
+
+    init(name: String, first: (any HCITransport)? = nil, open: @escaping @Sendable () throws(TransportError) -> any HCITransport) {
+        self.name = name
+        self.first = first
+        self.open = open
+    }
 
     func start(on queue: DispatchQueue, handler: @escaping @Sendable (TransportEvent) -> Void) throws(TransportError) {
-        let transport = try TransportSpec.parse(name).open()
+        let transport: any HCITransport
+        if let first {
+            self.first = nil
+            transport = first
+        } else {
+            transport = try open()
+        }
+        inner?.close()
+        inner = nil
         if let receiver { transport.setACLReceiver(receiver) }
-        try transport.start(on: queue, handler: handler)
+        do {
+            try transport.start(on: queue, handler: handler)
+        } catch {
+            transport.close()
+            throw error
+        }
         inner = transport
     }
 
@@ -21,7 +47,11 @@ final class DeferredTransport: HCITransport, @unchecked Sendable { // `inner` an
         try inner.send(packet)
     }
 
-    func close() { inner?.close() }
+    func close() {
+        inner?.close()
+        first?.close()
+        first = nil
+    }
 
     func whenReleased(_ completion: @escaping @Sendable () -> Void) {
         if let inner { inner.whenReleased(completion) } else { completion() }

@@ -17,6 +17,8 @@ final class FDTransportLifecycle: @unchecked Sendable { // touched only on the s
     /// Takes ACL bodies before they become packets (see `HCITransport.setACLReceiver`).
     var aclReceiver: (@Sendable (UnsafeRawBufferPointer) -> Bool)?
     private var state: State = .idle
+    /// Reports errors the read source never sees (see `SocketErrorWatch`); sockets that need it.
+    private var errorWatch: SocketErrorWatch?
 
     private enum State { case idle, open, closed }
 
@@ -51,6 +53,13 @@ final class FDTransportLifecycle: @unchecked Sendable { // touched only on the s
         io.start(onReadable: onReadable, onWriteError: { [weak self] err in self?.fail(lostOnWrite(err)) })
     }
 
+    /// After `start`: ends the transport with `lost(errno)` when the socket reports an error
+    /// that no read reveals (an HCI socket whose adapter was unregistered).
+    func watchErrors(lost: @escaping @Sendable (Int32) -> TransportError) {
+        guard state == .open, let io else { return }
+        errorWatch = SocketErrorWatch(fd: fd, queue: io.queue) { [weak self] err in self?.fail(lost(err)) }
+    }
+
     /// Writes one packet; a failed write throws `lost(errno)` and ends the transport.
     func send(_ packet: HCIPacket, lost: (Int32) -> TransportError) throws(TransportError) {
         guard state == .open, let io else { throw .closed(endpoint: name) }
@@ -71,6 +80,8 @@ final class FDTransportLifecycle: @unchecked Sendable { // touched only on the s
         guard state != .closed else { return }
         state = .closed
         handler = nil
+        errorWatch?.cancel()
+        errorWatch = nil
         if let io { io.cancel() } else { _ = Glibc.close(fd) }
     }
 
@@ -85,6 +96,8 @@ final class FDTransportLifecycle: @unchecked Sendable { // touched only on the s
         let handler = self.handler
         state = .closed
         self.handler = nil
+        errorWatch?.cancel()
+        errorWatch = nil
         io?.cancel()
         handler?(.closed(error))
     }

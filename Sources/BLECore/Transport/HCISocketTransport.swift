@@ -85,6 +85,8 @@ public final class HCISocketTransport: HCITransport, @unchecked Sendable { // st
         try life.start(on: queue, packetMode: true, isSocket: false, handler: handler,
                        onReadable: { [weak self] in self?.readAvailable() },
                        lostOnWrite: { Self.lostError($0, doing: "write", name: name, index: index) })
+        // The kernel unregistering the adapter sets only the socket's error (EPIPE).
+        life.watchErrors { Self.lostError($0, doing: "watch", name: name, index: index) }
     }
 
     public func setACLReceiver(_ receiver: @escaping @Sendable (UnsafeRawBufferPointer) -> Bool) {

@@ -47,6 +47,8 @@ public actor Peripheral {
     var terminalError: GATTError?
     /// Raises the link's security when the peer asks for more (Peripheral+Security.swift).
     var securityRaiser: SecurityRaiser?
+    /// Signs Signed Write Commands (Peripheral+SignedWrite.swift).
+    var writeSigner: WriteSigner?
     /// The ATT channel closed while the connection may still be restored: new calls wait for
     /// the restore (`restoreWaiters`) until `reattach` or `terminate` settles it.
     var linkDown = false

@@ -86,6 +86,12 @@ extension GATTProcedures {
         do { try await bearer.send(command: .writeCommand(handle: handle, value: value)) } catch { throw .att(error) }
     }
 
+    /// Signed Write Without Response (4.9.2): a Signed Write Command with its Authentication
+    /// Signature (Vol 3, Part F, 3.4.5.4).
+    public func signedWriteWithoutResponse(handle: UInt16, value: [UInt8], signature: ATTSignature) async throws(GATTProcedureError) {
+        do { try await bearer.send(command: .signedWriteCommand(handle: handle, value: value, signature: signature)) } catch { throw .att(error) }
+    }
+
     /// Write Long Characteristic Values (4.9.4): Prepare Write Requests of ATT_MTU - 5 octets,
     /// each echo checked, then Execute Write.
     public func writeLong(handle: UInt16, value: [UInt8], offset: UInt16 = 0) async throws(GATTProcedureError) {

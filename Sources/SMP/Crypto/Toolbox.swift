@@ -14,6 +14,18 @@ public enum SMPToolbox {
         return UInt32(truncatingIfNeeded: out) & 0xFF_FFFF
     }
 
+    /// The data signing algorithm (2.4.5): the MAC of a Signed Write Command is the 64 most
+    /// significant bits of AES-CMAC with the CSRK over m || SignCounter. `message` is m as
+    /// sent (opcode, handle, value: least significant octet first, like the 32-bit counter
+    /// after it), so the whole is reversed into the CMAC's most-significant-first order.
+    ///
+    ///     let mac = try SMPToolbox.signature(csrk: csrk, message: [0xD2, 0x03, 0x00] + value, signCounter: 0)
+    public static func signature(csrk: UInt128, message: [UInt8], signCounter: UInt32) throws(CryptoError) -> UInt64 {
+        let counter = (0..<4).map { UInt8(truncatingIfNeeded: signCounter >> (8 * $0)) }
+        let mac = try AES.cmac(key: csrk, message: (message + counter).reversed())
+        return UInt64(truncatingIfNeeded: mac >> 64)
+    }
+
     /// c1, the LE legacy pairing confirm value (2.2.3). `preq` and `pres` are the 7-octet
     /// Pairing Request and Response PDUs as sent; `iat`/`rat` are the address types
     /// (0 public, 1 random); `ia`/`ra` the initiating and responding addresses.

@@ -46,6 +46,12 @@ public struct Bond: Sendable, Hashable {
     public var identityResolvingKey: UInt128?
     /// The peer's Connection Signature Resolving Key.
     public var signatureKey: UInt128?
+    /// The CSRK this side distributed (`PairingOptions.initiatorKeys` with `.signingKey`):
+    /// it signs this side's Signed Write Commands to the peer (Vol 3, Part H, 2.4.5).
+    public var localSignatureKey: UInt128?
+    /// The SignCounter of this side's next signed write with `localSignatureKey`: it starts at
+    /// 0 and grows by one for every signed message (2.4.5), across runs.
+    public var localSignCounter: UInt32 = 0
     /// Seconds since 1970 when the bond was made.
     public var created: Int64
 

@@ -27,6 +27,14 @@ public struct PairingOptions: Sendable {
     public var responderKeys: KeyDistribution = [.encryptionKey, .identityKey, .signingKey]
     /// The peer's out-of-band data, when the app got it another way (NFC, a QR code).
     public var peerOOBData: OOBData?
+    /// The 128-bit TK of LE legacy Out of Band pairing (Vol 3, Part H, 2.3.5.4), shared with
+    /// the peer another way. It sets the OOB data flag only with `secureConnections` off
+    /// (legacy pairing is the only one that uses a TK); Secure Connections OOB takes
+    /// `peerOOBData` instead.
+    public var legacyOOBTemporaryKey: UInt128?
+    /// Ask for keypress notifications during Passkey Entry (AuthReq Keypress, 3.5.1); they
+    /// flow when the peer asks too (`KeypressReporter`, `PairingAgent.peerKeypress`).
+    public var keypressNotifications = false
     /// The SMP timeout (Vol 3, Part H, 3.4): 30 s.
     public var timeout: Duration = .seconds(30)
 

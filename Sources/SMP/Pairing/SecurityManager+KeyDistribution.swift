@@ -34,9 +34,11 @@ extension SecurityManager {
         return bond
     }
 
-    /// Sends this side's keys; returns the LTK it gave (legacy pairing with EncKey).
-    func sendKeys(_ keys: KeyDistribution, sc: Bool, keySize: UInt8, model: AssociationModel) -> LongTermKey? {
+    /// Sends this side's keys; returns the LTK it gave (legacy pairing with EncKey) and the
+    /// CSRK it gave (SignKey).
+    func sendKeys(_ keys: KeyDistribution, sc: Bool, keySize: UInt8, model: AssociationModel) -> (ltk: LongTermKey?, csrk: UInt128?) {
         var given: LongTermKey?
+        var csrk: UInt128?
         if keys.contains(.encryptionKey) && !sc {
             let ltk = LongTermKey(key: Self.masked(UInt128.random(in: .min ... .max), to: keySize), ediv: UInt16.random(in: .min ... .max),
                                   rand: UInt64.random(in: .min ... .max), keySize: keySize, authenticated: model.isAuthenticated, secureConnections: false)
@@ -49,9 +51,11 @@ extension SecurityManager {
             send(.identityAddressInformation(addressType: local.type.isRandom ? 1 : 0, address: local.address))
         }
         if keys.contains(.signingKey) {
-            send(.signingInformation(signatureKey: UInt128.random(in: .min ... .max)))
+            let key = UInt128.random(in: .min ... .max)
+            send(.signingInformation(signatureKey: key))
+            csrk = key
         }
-        return given
+        return (given, csrk)
     }
 
     static func secondsSince1970() -> Int {

@@ -4,12 +4,20 @@ import BLECore
 /// exchange with c1, and the STK from s1.
 extension SecurityManager {
     func legacy(_ preq: PairingParameters, _ pres: PairingParameters, _ model: AssociationModel, _ keySize: UInt8,
-                _ agent: any PairingAgent) async throws(PairingError.Kind) -> LongTermKey {
-        var passkeyValue: UInt128 = 0
-        if case .passkeyEntry(let initiatorDisplays, _) = model {
-            passkeyValue = UInt128(try await passkey(displayedHere: initiatorDisplays, agent))
+                _ options: PairingOptions, _ agent: any PairingAgent) async throws(PairingError.Kind) -> LongTermKey {
+        // TK (2.3.5): zero for Just Works, the passkey, or the OOB key.
+        var tk: UInt128 = 0
+        switch model {
+        case .passkeyEntry(let initiatorDisplays, _):
+            tk = UInt128(try await passkey(displayedHere: initiatorDisplays, agent))
+        case .outOfBand:
+            guard let oob = options.legacyOOBTemporaryKey else {
+                throw .localFailed(.oobNotAvailable, detail: "LE legacy OOB pairing needs the TK shared with the peer (PairingOptions.legacyOOBTemporaryKey)")
+            }
+            tk = oob
+        case .justWorks, .numericComparison:
+            break
         }
-        let tk = passkeyValue
         let ia = local.address, ra = peer.address
         let preqBytes = SMPPDU.pairingRequest(preq).bytes, presBytes = SMPPDU.pairingResponse(pres).bytes
         let iat: UInt8 = local.type.isRandom ? 1 : 0, rat: UInt8 = peer.type.isRandom ? 1 : 0
@@ -23,7 +31,7 @@ extension SecurityManager {
         send(.pairingRandom(mrand))
         let srand = try await nextRandom()
         guard try crypto({ () throws(CryptoError) in try confirm(srand) }) == sconfirm else {
-            throw .localFailed(.confirmValueFailed, detail: "the peer's confirm value Sconfirm does not match its Srand\(tk != 0 ? " (wrong passkey?)" : "")")
+            throw .localFailed(.confirmValueFailed, detail: "the peer's confirm value Sconfirm does not match its Srand\(model == .outOfBand ? " (wrong OOB key?)" : tk != 0 ? " (wrong passkey?)" : "")")
         }
         let stk = try crypto { () throws(CryptoError) in try SMPToolbox.s1(k: tk, r1: srand, r2: mrand) }
         return LongTermKey(key: Self.masked(stk, to: keySize), ediv: 0, rand: 0, keySize: keySize,

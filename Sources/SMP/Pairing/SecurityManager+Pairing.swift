@@ -17,8 +17,12 @@ extension SecurityManager {
         inbox.removeAll()
         pendingFailure = nil
         timeout = options.timeout
+        pairingAgent = agent
+        keypressesAgreed = false
         defer {
             running = false
+            pairingAgent = nil
+            enteringPasskey = false
             timer?.cancel()
             timer = nil
         }
@@ -43,7 +47,13 @@ extension SecurityManager {
         if options.bonding { authReq.insert(.bonding) }
         if options.mitm || options.secureConnectionsOnly { authReq.insert(.mitm) }
         if options.secureConnections || options.secureConnectionsOnly { authReq.insert(.secureConnections) }
-        let preq = PairingParameters(ioCapability: options.ioCapability, oobDataFlag: options.peerOOBData == nil ? 0 : 1, authReq: authReq,
+        if options.keypressNotifications { authReq.insert(.keypress) }
+        // The OOB flag says this side has the peer's OOB data (3.5.1): a TK counts only when
+        // this side offers legacy pairing alone, since a Secure Connections OOB pairing could
+        // not use it.
+        let offersSC = options.secureConnections || options.secureConnectionsOnly
+        let hasOOB = options.peerOOBData != nil || (options.legacyOOBTemporaryKey != nil && !offersSC)
+        let preq = PairingParameters(ioCapability: options.ioCapability, oobDataFlag: hasOOB ? 1 : 0, authReq: authReq,
                                      maximumEncryptionKeySize: min(16, max(7, options.maximumKeySize)),
                                      initiatorKeyDistribution: options.bonding ? options.initiatorKeys : [],
                                      responderKeyDistribution: options.bonding ? options.responderKeys : [])
@@ -62,6 +72,7 @@ extension SecurityManager {
             throw .localFailed(.invalidParameters, detail: "the peer asked for keys beyond those offered")
         }
         let sc = preq.authReq.contains(.secureConnections) && pres.authReq.contains(.secureConnections)
+        keypressesAgreed = preq.authReq.contains(.keypress) && pres.authReq.contains(.keypress)
         if options.secureConnectionsOnly && !sc {
             throw .localFailed(.authenticationRequirements, detail: "the peer offers only LE legacy pairing and this side is in Secure Connections Only mode")
         }
@@ -78,8 +89,7 @@ extension SecurityManager {
         if sc {
             key = try await secureConnections(preq, pres, model, keySize, options, agent)
         } else {
-            if model == .outOfBand { throw .localFailed(.oobNotAvailable, detail: "LE legacy OOB pairing needs a TK, which this side does not take") }
-            key = try await legacy(preq, pres, model, keySize, agent)
+            key = try await legacy(preq, pres, model, keySize, options, agent)
         }
         do throws(ConnectionError) {
             try await encryptLink(key)
@@ -90,7 +100,7 @@ extension SecurityManager {
         // Phase 3: the responder's keys, then ours (3.6.1).
         var bond = try await receiveKeys(pres.responderKeyDistribution, sc: sc, keySize: keySize, model: model)
         if sc { bond.longTermKey = key }
-        bond.localLongTermKey = sendKeys(pres.initiatorKeyDistribution, sc: sc, keySize: keySize, model: model)
+        (bond.localLongTermKey, bond.localSignatureKey) = sendKeys(pres.initiatorKeyDistribution, sc: sc, keySize: keySize, model: model)
         return bond
     }
 
@@ -111,7 +121,13 @@ extension SecurityManager {
             await agent.displayPasskey(p, peer: peer)
             return p
         }
-        guard let p = await agent.requestPasskey(peer: peer), p <= 999_999 else {
+        let keypresses = KeypressReporter(isEnabled: keypressesAgreed) { [weak self] notification in
+            await self?.sendKeypress(notification)
+        }
+        enteringPasskey = true
+        let entered = await agent.requestPasskey(peer: peer, keypresses: keypresses)
+        enteringPasskey = false
+        guard let p = entered, p <= 999_999 else {
             throw .localFailed(.passkeyEntryFailed, detail: "no passkey was entered")
         }
         return p

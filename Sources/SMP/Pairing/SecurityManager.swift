@@ -35,6 +35,11 @@ public actor SecurityManager {
     /// Our P-256 key pair, made once per link (OOB data refers to it).
     var keyPair: P256KeyPair?
     var localOOB: OOBData?
+    /// The agent of the running pairing, and whether both sides set Keypress (3.5.1).
+    var pairingAgent: (any PairingAgent)?
+    var keypressesAgreed = false
+    /// The agent is asking for the passkey typed here: keypress notifications may go out.
+    var enteringPasskey = false
 
     /// Encrypts the link with the key pairing made (Connection.startEncryption).
     let encryptLink: @Sendable (LongTermKey) async throws(ConnectionError) -> Void
@@ -132,10 +137,12 @@ public actor SecurityManager {
             } else {
                 send(.pairingFailed(.pairingNotSupported))
             }
-        case .securityRequest, .pairingKeypressNotification:
-            // A Security Request during pairing changes nothing (2.4.6); keypresses are only
-            // progress reports (3.5.8, this side never asks for them).
+        case .securityRequest:
+            // A Security Request during pairing changes nothing (2.4.6).
             return
+        case .pairingKeypressNotification(let notification):
+            // Progress reports only (3.5.8): never a step of the procedure.
+            receivedKeypress(notification)
         default:
             guard running else { return }
             if isWaiting {

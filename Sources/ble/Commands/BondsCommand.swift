@@ -67,6 +67,7 @@ enum BondsCommand {
         if b.longTermKey != nil { k.append("LTK") }
         if b.identityResolvingKey != nil { k.append("IRK") }
         if b.signatureKey != nil { k.append("CSRK") }
+        if b.localSignatureKey != nil { k.append("local-CSRK#\(b.localSignCounter)") }
         return k
     }
 

@@ -29,7 +29,7 @@ struct LinkSecurity: Sendable {
     init(_ ctx: CommandContext, required: SecurityLevel?, central: Central) async throws {
         self.required = required
         store = try await BondsCommand.store(ctx, central: central)
-        await central.setAddressResolver(store.addressResolver)
+        await BondedAddresses.enable(ctx, central: central, store: store)
         agent = TerminalAgent(console: ctx.console, passkey: nil)
     }
 

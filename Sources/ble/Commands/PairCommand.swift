@@ -58,8 +58,9 @@ enum PairCommand {
         let agent = TerminalAgent(console: ctx.console, passkey: passkey)
 
         try await withCentral(ctx) { central in
-            let peer = try await DeviceResolver.resolve(target, central: central, scanTimeout: scanTimeout, console: ctx.console)
             let store = try await BondsCommand.store(ctx, central: central)
+            await BondedAddresses.enable(ctx, central: central, store: store)
+            let peer = try await DeviceResolver.resolve(target, central: central, scanTimeout: scanTimeout, console: ctx.console, bonds: store)
             let link = try await central.connect(peer, timeout: ctx.globals.timeoutDuration)
             do {
                 let bond = try await link.pair(options: options, agent: agent, store: options.bonding ? store : nil)

@@ -15,7 +15,8 @@ enum ScanCommand {
             .flag("duplicates", nil, "report every advertisement, not only new or changed devices"),
             .value("duration", nil, "SECONDS", "stop after SECONDS (default: until Ctrl-C)"),
         ],
-        details: ["On a terminal the table is redrawn in place, strongest signal first (smoothed RSSI). Piped or with --json, one line per new or changed device: 'discovered' or 'updated', and 'lost' for devices not heard for 10 s."],
+        details: ["On a terminal the table is redrawn in place, strongest signal first (smoothed RSSI). Piped or with --json, one line per new or changed device: 'discovered' or 'updated', and 'lost' for devices not heard for 10 s.",
+                  "A bonded device that advertises with a resolvable private address is shown with its identity address too ('= IDENTITY' in the table and lines, identityAddress in JSON), resolved with the bond's IRK."],
         examples: [
             ("ble scan", "live table until Ctrl-C"),
             ("ble scan --duration 5 --service 180D", "heart-rate sensors for 5 seconds"),
@@ -38,6 +39,7 @@ enum ScanCommand {
         let live = ctx.console.stdoutIsTTY && !ctx.globals.json
 
         try await withCentral(ctx) { central in
+            _ = await BondedAddresses.enableIfPossible(ctx, central: central)
             if live {
                 try await liveTable(ctx, central: central, filter: filter, options: options, duration: duration)
             } else {

@@ -3,8 +3,17 @@ import BLECore
 /// Rows and lines for scan results: the live table on a terminal, one line per device when
 /// piped, JSON objects with `--json`.
 enum ScanFormat {
+    static func address(_ a: LEAddress) -> String { "\(a.address)/\(a.type.isRandom ? "random" : "public")" }
+
+    /// "ADDRESS/random", and " = IDENTITY/random" after it for a resolved private address.
     static func address(_ p: DiscoveredPeripheral) -> String {
-        "\(p.address.address)/\(p.address.type.isRandom ? "random" : "public")"
+        address(p.address) + (resolvedIdentity(p).map { " = " + address($0) } ?? "")
+    }
+
+    /// The identity address of a bonded device that advertises under another address.
+    static func resolvedIdentity(_ p: DiscoveredPeripheral) -> LEAddress? {
+        guard let i = p.identityAddress, i.address != p.address.address else { return nil }
+        return i
     }
 
     static func services(_ p: DiscoveredPeripheral) -> [String] {
@@ -40,6 +49,8 @@ enum ScanFormat {
             ("event", .string(event)),
             ("address", .string(p.address.address.description)),
             ("addressType", .string(p.address.type.isRandom ? "random" : "public")),
+            ("identityAddress", .optional(resolvedIdentity(p).map { $0.address.description })),
+            ("identityAddressType", .optional(resolvedIdentity(p).map { $0.type.isRandom ? "random" : "public" })),
             ("name", .optional(p.name)),
             ("rssi", .int(Int(p.rssi))),
             ("smoothedRSSI", .double((p.smoothedRSSI * 10).rounded() / 10)),
@@ -62,12 +73,19 @@ enum ScanFormat {
     static func table(_ list: [DiscoveredPeripheral], now: ContinuousClock.Instant, console: Console, width: Int) -> String {
         let sorted = list.sorted { $0.smoothedRSSI > $1.smoothedRSSI }
         func cut(_ s: String) -> String { s.count > width ? String(s.prefix(max(1, width - 1))) : s }
-        var lines = [console.paint(cut(row(["ADDRESS", "NAME", "RSSI", "TX", "SERVICES", "MANUFACTURER", "SEEN", "DATA"])), "1")]
+        // An IDENTITY column next to ADDRESS while a bonded device uses a private address.
+        let identities = sorted.contains { resolvedIdentity($0) != nil }
+        func row(_ cells: [String]) -> String {
+            guard identities else { return Self.row(cells) }
+            return Self.row(Array(cells.prefix(2)), widths: [24, 24]) + Self.row(Array(cells.dropFirst(2)))
+        }
+        var lines = [console.paint(cut(row(["ADDRESS"] + (identities ? ["IDENTITY"] : []) + ["NAME", "RSSI", "TX", "SERVICES", "MANUFACTURER", "SEEN", "DATA"])), "1")]
         for p in sorted {
             let age = max(0, p.lastSeen.duration(to: now) / .seconds(1))
             let seen = age < 1 ? "now" : "\(Int(age)) s ago"
             let tx = p.advertisingData.txPowerLevel.map { String($0) } ?? "-"
-            lines.append(cut(row([address(p), p.name.map(TerminalText.escape) ?? "-", rssi(p), tx, services(p).joined(separator: ", "),
+            let identity = identities ? [resolvedIdentity(p).map(address) ?? "-"] : []
+            lines.append(cut(row([address(p.address)] + identity + [p.name.map(TerminalText.escape) ?? "-", rssi(p), tx, services(p).joined(separator: ", "),
                                   manufacturer(p) ?? "-", seen, data(p)])))
         }
         lines.append(console.paint(cut("\(sorted.count) device\(sorted.count == 1 ? "" : "s") - Ctrl-C to stop"), "2"))
@@ -84,8 +102,7 @@ enum ScanFormat {
         return list.isEmpty ? "-" : list.joined(separator: " ")
     }
 
-    static func row(_ cells: [String]) -> String {
-        let widths = [24, 20, 5, 4, 30, 20, 8, 60]
+    static func row(_ cells: [String], widths: [Int] = [24, 20, 5, 4, 30, 20, 8, 60]) -> String {
         var s = ""
         for (i, c) in cells.enumerated() {
             let w = i < widths.count ? widths[i] : 10

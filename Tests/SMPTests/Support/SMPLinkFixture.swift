@@ -1,0 +1,42 @@
+@testable import BLETestSupport
+import BLECore
+
+/// One link from a Central to a simulated peripheral on the in-process virtual controller,
+/// ready for SMP: connected without data length or PHY requests, and the controller's
+/// LE Read Remote Features (0x2016) already seen, so the only traffic left is the test's own.
+///
+/// Keep `central` as long as the link is used: a link holds its Central weakly.
+///
+///     let fixture = try await SMPLinkFixture(peer: Self.peer)
+struct SMPLinkFixture {
+    let peer: LEAddress
+    let vc: VirtualController
+    let central: Central
+    let link: Connection
+
+    /// The connection parameters of every link the fixture makes.
+    static var parameters: ConnectionRequestParameters {
+        var parameters = ConnectionRequestParameters()
+        parameters.requestDataLengthExtension = false
+        parameters.request2MPHY = false
+        return parameters
+    }
+
+    init(peer: LEAddress) async throws {
+        self.peer = peer
+        vc = VirtualController()
+        vc.addPeripheral(SimulatedPeripheral(address: peer, advertisingData: [0x02, 0x01, 0x06]))
+        central = Central(transport: vc.makeTransport(), options: vc.centralOptions())
+        try await central.powerOn()
+        link = try await central.connect(peer, parameters: Self.parameters)
+        try await vc.waitForCommand(HCIOpcode(rawValue: 0x2016))
+        await vc.settle()
+    }
+
+    /// A new link from `central` to `peer` with the same parameters (after the first ended).
+    static func connect(_ central: Central, to peer: LEAddress, vc: VirtualController) async throws -> Connection {
+        let link = try await central.connect(peer, parameters: parameters)
+        await vc.settle()
+        return link
+    }
+}
