@@ -92,7 +92,7 @@ enum L2CAPCommand {
                     }
                     received += 1
                     if ctx.globals.json {
-                        ctx.console.out(JSON.object([("time", .string(Clock.timestamp())), ("length", .int(sdu.count)), ("hex", .string(hexString(sdu)))]).text)
+                        ctx.console.out(JSONValue.object([("time", .string(Clock.timestamp())), ("length", .int(sdu.count)), ("hex", .string(hexString(sdu)))]).text)
                     } else {
                         StandardOutput.write(sdu)
                     }

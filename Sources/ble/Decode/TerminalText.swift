@@ -7,7 +7,7 @@
 /// Escaped: C0 controls (U+0000-U+001F, shown as \n, \r, \t or \xHH), DEL (\x7f), C1 controls
 /// (U+0080-U+009F, shown as \u{80}..), the backslash itself (\\) so an escape cannot be forged,
 /// and, for bytes, each byte of invalid UTF-8 (\xHH). JSON output is not passed through this:
-/// it carries the exact text, quoted by `JSON.quote`.
+/// it carries the exact text, quoted by `JSONValue.quote`.
 enum TerminalText {
     static func escape(_ text: String) -> String {
         guard mayNeedEscape(text), text.unicodeScalars.contains(where: needsEscape) else { return text }
