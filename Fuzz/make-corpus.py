@@ -94,6 +94,15 @@ for n, line in enumerate(open(os.path.join(ROOT, "Fixtures/advertising/real-payl
     hexdata = line.rstrip("\n").split("\t")[6]
     seed("AdvertisingData", bytes([n * 37 & 0x7F]) + bytes.fromhex(hexdata), limit=60)
 
+# Enhanced credit-based signaling (Core Spec 5.4 Vol 3, Part A, 4.25-4.28), in the layouts of
+# the specification: the captures above hold none.
+for hexdata in ["1703 0c00 2700 4000 4000 0500 4000 4100",      # CONNECTION_REQ, SPSM 0x0027, 2 SCIDs
+                "1803 0c00 4000 4000 0500 0400 5000 0000",      # CONNECTION_RSP, one refused (0x0004)
+                "1804 0800 0000 0000 0000 0200",                # CONNECTION_RSP, all refused, no DCID
+                "1904 0a00 0004 6400 4000 4100 4200",           # RECONFIGURE_REQ, 3 CIDs
+                "1a04 0200 0100"]:                              # RECONFIGURE_RSP, MTU reduction refused
+    seed("L2CAPSignaling", bytes.fromhex(hexdata.replace(" ", "")), limit=60)
+
 for target, blobs in seeds.items():
     d = os.path.join(OUT, target)
     shutil.rmtree(d, ignore_errors=True)

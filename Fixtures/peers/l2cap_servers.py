@@ -9,6 +9,15 @@ Each entry of a device's "l2cap" list serves one LE_PSM (Core Spec 5.4 Vol 3, Pa
   once half are used; "one" grants a single credit per K-frame taken (start with
   "credits": 1 for a peer that grants one credit at a time); "never" grants none beyond the
   initial ones (a peer that stops reading).
+- "mode": "dial" (with "dial": {"psm": N, "count": 1-5, "mtu": ..., "mps": ..., "credits": ...})
+  answers the central's first SDU on the channel by opening "count" enhanced credit-based
+  channels back to the central's PSM N with one L2CAP_CREDIT_BASED_CONNECTION_REQ (Vol 3,
+  Part A, 4.25). Each writes "ecfc <index>" once open and echoes what it receives; the dial
+  channel then gets the SDU "opened <count>" or "failed <error>".
+- Every device also answers L2CAP_CREDIT_BASED_RECONFIGURE_REQ (4.27-4.28), which stock
+  Bumble rejects as not understood: it checks the rules (MTU only grows, MPS shrinks for one
+  channel only, CIDs its own enhanced channels, values of at least 64) and, on success,
+  sends by the central's new MTU and MPS.
 - The receive side is strict, unlike stock Bumble: a K-frame longer than the MPS given to
   the central, a K-frame sent without a credit, an SDU Length over the MTU or K-frames that
   carry more than their SDU Length are protocol violations. The peer logs them ("L2CAP
@@ -28,7 +37,7 @@ from bumble import l2cap
 log = logging.getLogger("virtual_radio.l2cap")
 
 GRANTS = ("window", "one", "never")
-MODES = ("echo", "sink")
+MODES = ("echo", "sink", "dial")
 
 
 class L2capSpecError(Exception):
@@ -37,6 +46,7 @@ class L2capSpecError(Exception):
 
 def install(device: Any, entries: Any, where: str) -> None:
     """Registers one server per entry on `device`."""
+    install_reconfigure(device)
     if not isinstance(entries, list):
         raise L2capSpecError(f"{where}: 'l2cap' must be a list of servers")
     for index, entry in enumerate(entries):
@@ -55,17 +65,51 @@ def install(device: Any, entries: Any, where: str) -> None:
             mps=int(entry.get("mps", 247)),
             max_credits=int(entry.get("credits", 16)),
         )
-        server = StrictServer(entry["psm"], grant, mode)
+        dial = entry.get("dial")
+        if mode == "dial" and (not isinstance(dial, dict) or not isinstance(dial.get("psm"), int)
+                               or not 1 <= int(dial.get("count", 1)) <= 5):
+            raise L2capSpecError(f"{here}: mode 'dial' needs 'dial': {{'psm': N, 'count': 1-5}}")
+        server = StrictServer(entry["psm"], grant, mode, dial)
         device.create_l2cap_server(spec=spec, handler=server.on_channel)
         log.info("%s: serving LE_PSM 0x%04X (%s, grant %s, MTU %d, MPS %d, %d credits)",
                  where, spec.psm, mode, grant, spec.mtu, spec.mps, spec.max_credits)
 
 
+def install_reconfigure(device: Any) -> None:
+    """Adds the Credit Based Reconfigure Request handler to the device's channel manager."""
+    manager = device.l2cap_channel_manager
+
+    def on_request(connection: Any, cid: int, request: Any) -> None:
+        channels = manager.le_coc_channels.get(connection.handle, {}).values()
+        by_destination = {c.destination_cid: c for c in channels}
+        targets = [by_destination.get(d) for d in request.destination_cid]
+        if any(t is None for t in targets):
+            result = 0x0003
+        elif request.mtu < 64 or not 64 <= request.mps <= 65533:
+            result = 0x0004
+        elif any(request.mtu < t.peer_mtu for t in targets):
+            result = 0x0001
+        elif len(targets) > 1 and any(request.mps < t.peer_mps for t in targets):
+            result = 0x0002
+        else:
+            result = 0x0000
+            for t in targets:
+                t.peer_mtu = request.mtu
+                t.peer_mps = request.mps
+        log.info("reconfigure request MTU %d MPS %d CIDs %s: result 0x%04X",
+                 request.mtu, request.mps, [f"0x{c:04X}" for c in request.destination_cid], result)
+        manager.send_control_frame(connection, cid, l2cap.L2CAP_Credit_Based_Reconfigure_Response(
+            identifier=request.identifier, result=result))
+
+    manager.on_l2cap_credit_based_reconfigure_request = on_request
+
+
 class StrictServer:
-    def __init__(self, psm: int, grant: str, mode: str) -> None:
+    def __init__(self, psm: int, grant: str, mode: str, dial: dict[str, Any] | None = None) -> None:
         self.psm = psm
         self.grant = grant
         self.mode = mode
+        self.dial = dial
 
     def on_channel(self, channel: l2cap.LeCreditBasedChannel) -> None:
         StrictChannel(channel, self)
@@ -142,3 +186,25 @@ class StrictChannel:
         self.sdus += 1
         if self.server.mode == "echo":
             self.channel.write(sdu)
+        elif self.server.mode == "dial" and self.sdus == 1:
+            asyncio.get_running_loop().create_task(self.dial_back())
+
+    async def dial_back(self) -> None:
+        dial = self.server.dial or {}
+        count = int(dial.get("count", 1))
+        spec = l2cap.LeCreditBasedChannelSpec(
+            psm=int(dial["psm"]), mtu=int(dial.get("mtu", 2048)), mps=int(dial.get("mps", 247)),
+            max_credits=int(dial.get("credits", 16)))
+        manager = self.channel.manager
+        try:
+            channels = await manager.create_enhanced_credit_based_channels(self.channel.connection, spec, count)
+        except Exception as error:  # refused or timed out: tell the central
+            log.info("PSM 0x%04X: enhanced channels to 0x%04X failed: %s", self.server.psm, spec.psm, error)
+            self.channel.write(f"failed {error}".encode())
+            return
+        for index, channel in enumerate(channels):
+            channel.sink = channel.write  # echo
+            log.info("dialled enhanced channel %d: CID 0x%04X -> 0x%04X, central MTU %d MPS %d",
+                     index, channel.source_cid, channel.destination_cid, channel.peer_mtu, channel.peer_mps)
+            channel.write(f"ecfc {index}".encode())
+        self.channel.write(f"opened {len(channels)}".encode())

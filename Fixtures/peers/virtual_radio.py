@@ -335,6 +335,8 @@ class Peripheral:
             if not isinstance(irk, str) or len(irk.replace(" ", "")) != 32:
                 raise ScenarioError(f"device {self.spec.id}: 'irk' must be 32 hex digits")
             config.irk = bytes.fromhex(irk.replace(" ", ""))[::-1]
+        # "eatt": true serves ATT on enhanced bearers too (PSM 0x0027, Vol 3, Part G, 5.3).
+        config.eatt_enabled = bool(raw.get("eatt", False))
         adv = raw.get("advertising", {})
         if adv.get("privacy", False):
             # Advertise and connect with a resolvable private address made from the IRK

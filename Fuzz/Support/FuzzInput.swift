@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Dispatch
 
 /// Shared by every fuzz target: a cursor that splits one libFuzzer input into the values a
 /// harness needs (selectors, sizes, byte runs), and the one way a harness reports a broken
@@ -72,4 +73,17 @@ func fuzzCheck(_ condition: Bool, _ message: @autoclosure () -> String) {
         _ = text.utf8CString.withUnsafeBufferPointer { write(2, $0.baseAddress, $0.count - 1) }
         preconditionFailure()
     }
+}
+
+/// Runs `work` to its end from the fuzzer's own (non-async) thread. Returns once the task
+/// that ran `work` has completed, so what `work` captured is released by then: nothing of one
+/// input outlives it (LeakSanitizer checks right after the input).
+func blocking(_ work: @escaping @Sendable () async -> Void) {
+    let finished = DispatchSemaphore(value: 0)
+    let task = Task(operation: work)
+    Task {
+        await task.value
+        finished.signal()
+    }
+    finished.wait()
 }

@@ -2,6 +2,7 @@ import Dispatch
 import Glibc
 import BLECore
 import GATTClient
+import ATT
 import BLETestSupport
 
 /// The whole host stack as one state machine: a `Central` and a GATTClient `Peripheral` run on
@@ -22,58 +23,96 @@ import BLETestSupport
 /// (every step has a timeout). `HS_TRACE=1` prints where the script stopped.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
-    var input = FuzzInput(Array(UnsafeBufferPointer(start: data, count: size)))
-    let choices = input.u8()
-    let vc = VirtualController()
-    let server = GATTServer(database: .heartRateMonitor(), queue: vc.queue)
-    vc.addPeripheral(SimulatedPeripheral(address: HostHarness.peer, advertisingData: HostHarness.advertising, attServer: server))
-    let central = Central(transport: vc.makeTransport(), options: vc.centralOptions())
-
-    let appDone = DispatchSemaphore(value: 0)
-    Task {
-        await HostHarness.script(central, choices: choices)
-        appDone.signal()
-    }
-    var appEnded = false
-    while !input.isAtEnd {
-        let step = HostHarness.record(&input, controller: vc)
-        blocking { await vc.advance(by: step) }
-    }
-    // Every wait of the script has a timeout on the virtual clock: moving it on ends them all.
-    for _ in 0..<60 where !appEnded {
-        appEnded = appDone.wait(timeout: .now() + .milliseconds(20)) == .success
-        if !appEnded { blocking { await vc.advance(by: .seconds(31)) } }
-    }
-    fuzzCheck(appEnded, "the app's script did not end after 31 minutes of virtual time")
-    // Breaks the cycles a closed stack leaves in the test support: the controller holds its
-    // end of the transport, and the manual clock holds cancelled timers (whose work holds the
-    // Central) until their deadline passes.
-    vc.closeTransport()
-    blocking { await vc.advance(by: .seconds(3600)) }
+    let left = HostHarness.run(FuzzInput(Array(UnsafeBufferPointer(start: data, count: size))))
+    // LeakSanitizer checks right after the input: what the run made must be gone by now.
+    fuzzCheck(left.central == nil, "the Central outlives the input")
+    fuzzCheck(left.host == nil, "the HCIHost outlives the input")
+    fuzzCheck(left.transport == nil, "the host's transport outlives the input")
+    fuzzCheck(left.controller == nil, "the VirtualController outlives the input")
+    fuzzCheck(left.connection == nil, "the Connection outlives the input")
+    fuzzCheck(left.peripheral == nil, "the Peripheral outlives the input")
+    fuzzCheck(left.bearer == nil, "the ATT bearer outlives the input")
     return 0
 }
 
 enum HostHarness {
+    /// What must be gone once a run has returned.
+    final class Leftovers: @unchecked Sendable { // written by the app's task before it ends, read after it ended
+        weak var central: Central?
+        weak var host: HCIHost?
+        weak var transport: AnyObject?
+        weak var controller: VirtualController?
+        weak var connection: Connection?
+        weak var peripheral: Peripheral?
+        weak var bearer: ATTBearer?
+    }
+
+    static func run(_ input: FuzzInput) -> Leftovers {
+        var input = input
+        let choices = input.u8()
+        let vc = VirtualController()
+        let server = GATTServer(database: .heartRateMonitor(), queue: vc.queue)
+        vc.addPeripheral(SimulatedPeripheral(address: HostHarness.peer, advertisingData: HostHarness.advertising, attServer: server))
+        let transport = vc.makeTransport()
+        let central = Central(transport: transport, options: vc.centralOptions())
+        let left = Leftovers()
+        left.central = central
+        left.host = central.host
+        left.transport = transport as AnyObject
+        left.controller = vc
+
+        let app = Task { await HostHarness.script(central, choices: choices, left: left) }
+        // Signalled once the app's task has completed and so released the Central.
+        let appDone = DispatchSemaphore(value: 0)
+        Task {
+            await app.value
+            appDone.signal()
+        }
+        var appEnded = false
+        while !input.isAtEnd {
+            let step = HostHarness.record(&input, controller: vc)
+            blocking { await vc.advance(by: step) }
+        }
+        // Every wait of the script has a timeout on the virtual clock: moving it on ends them all.
+        for _ in 0..<60 where !appEnded {
+            appEnded = appDone.wait(timeout: .now() + .milliseconds(20)) == .success
+            if !appEnded { blocking { await vc.advance(by: .seconds(31)) } }
+        }
+        fuzzCheck(appEnded, "the app's script did not end after 31 minutes of virtual time")
+        // Breaks the cycles a closed stack leaves in the test support: the controller holds its
+        // end of the transport, and the manual clock holds cancelled timers (whose work holds the
+        // Central) until their deadline passes.
+        vc.closeTransport()
+        blocking { await vc.advance(by: .seconds(3600)) }
+        return left
+    }
+
     static let peer = LEAddress(BluetoothAddress(rawValue: 0xF0_5E_B1_00_00_01), type: .random)
     /// Flags, Heart Rate service UUID, name (Vol 3, Part C, 11 / Supplement to the Core Specification, Part A).
     static let advertising: [UInt8] = [0x02, 0x01, 0x06, 0x03, 0x03, 0x0D, 0x18, 0x04, 0x09, 0x48, 0x52, 0x4D]
     static let heartRate = BluetoothUUID(uuid16: 0x180D)
 
     /// The app: each step may fail (the controller is hostile); it goes on as far as it can.
-    static func script(_ central: Central, choices: UInt8) async {
+    static func script(_ central: Central, choices: UInt8, left: Leftovers) async {
+        var helpers: [Task<Void, any Error>] = []
         do {
             _ = try await central.powerOn()
             let scan = await central.scan(services: [heartRate])
             let scanner = Task { for try await _ in scan {} }
+            helpers.append(scanner)
             defer { scanner.cancel() }
             let link = try await central.connect(peer, timeout: .seconds(2))
+            left.connection = link
             scanner.cancel()
             let peripheral = try await Peripheral(connection: link)
+            left.peripheral = peripheral
+            left.bearer = await peripheral.bearer
             _ = try await peripheral.services()
             let service = ServiceIdentifier(uuid: "180D")
             let battery = CharacteristicIdentifier(uuid: "2A19", service: ServiceIdentifier(uuid: "180F"))
             let values = try await peripheral.subscribe(to: CharacteristicIdentifier(uuid: "2A37", service: service))
             let listener = Task { for try await _ in values {} }
+            helpers.append(listener)
             defer { listener.cancel() }
             _ = try await peripheral.read(CharacteristicIdentifier(uuid: "2A38", service: service))
             try await peripheral.write([0x01] as [UInt8], to: CharacteristicIdentifier(uuid: "2A39", service: service),
@@ -84,6 +123,11 @@ enum HostHarness {
         } catch { trace("app stopped: \(error)") }
         // Inside the script, so the clock moves while it waits for the links and the transport.
         await central.close()
+        // The app's own tasks end before it does: nothing of the run outlives the run.
+        for task in helpers {
+            task.cancel()
+            _ = await task.result
+        }
         trace("app ended")
     }
 
@@ -118,16 +162,6 @@ enum HostHarness {
     static func bFrame(channel: UInt16, _ payload: [UInt8]) -> [UInt8] {
         [UInt8(payload.count & 0xFF), UInt8(payload.count >> 8), UInt8(channel & 0xFF), UInt8(channel >> 8)] + payload
     }
-}
-
-/// Runs `work` to its end from the fuzzer's own (non-async) thread.
-func blocking(_ work: @escaping @Sendable () async -> Void) {
-    let finished = DispatchSemaphore(value: 0)
-    Task {
-        await work()
-        finished.signal()
-    }
-    finished.wait()
 }
 
 /// A line on standard error when `HS_TRACE` is set (replaying an input by hand).

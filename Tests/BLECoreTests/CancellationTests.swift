@@ -248,6 +248,32 @@ struct CancellationTests {
         #expect(await central.host.lostReason != nil)
     }
 
+    @Test func closeFromACancelledTaskSendsDisconnectForEveryLink() async throws {
+        let second = LEAddress(BluetoothAddress(rawValue: 0xC0_11_22_33_44_66), type: .random)
+        let (vc, central) = try await VC.stack()
+        vc.addPeripheral(SimulatedPeripheral(address: second, advertisingData: [0x02, 0x01, 0x06], attServer: EchoATTServer()))
+        let first = try await Self.connected(vc, central)
+        let other = try await bounded { try await central.connect(second, reconnect: .never, parameters: Self.quiet) }
+        try await vc.waitForCommand(Self.leReadRemoteFeatures, count: 2)
+        await vc.settle()
+        let handles = [try #require(await first.handle), try #require(await other.handle)]
+        #expect(handles[0] != handles[1])
+
+        // The task is cancelled before close() starts, as after Ctrl-C.
+        let close = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            await central.close()
+        }
+        #expect(await outcome(of: close) != nil, "close() returns from a cancelled task")
+        // HCI_Disconnect (Vol 4, Part E, 7.1.6): Connection_Handle little-endian, then the
+        // Reason 0x13 (Remote User Terminated Connection), once per link.
+        let sent = vc.commandsReceived.filter { $0.opcode == Self.disconnect }.map { Array($0.parameters) }
+        #expect(sent.count == 2)
+        #expect(Set(sent) == Set(handles.map { [UInt8($0 & 0xFF), UInt8($0 >> 8), 0x13] }))
+        #expect(await central.state == .poweredOff)
+        #expect(await central.host.lostReason != nil)
+    }
+
     // MARK: ACL data
 
     @Test func sendL2CAPCancelledWhileWaitingForABuffer() async throws {

@@ -37,7 +37,8 @@ struct CreditBasedChannelTests {
         let (channel, request) = try await Self.open(vc, connection)
         // 4.22: code 0x14, id 1, length 10, SPSM 0x0080, SCID 0x0040, MTU 512, MPS 100, credits 4.
         #expect(request == [0x14, 0x01, 0x0A, 0x00, 0x80, 0x00, 0x40, 0x00, 0x00, 0x02, 0x64, 0x00, 0x04, 0x00])
-        #expect(channel.localCID == 0x0040 && channel.remoteCID == Self.dcid && channel.peerMPS == 23)
+        #expect(channel.localCID == 0x0040 && channel.remoteCID == Self.dcid)
+        #expect(await channel.peerMPS == 23)
         let sdu = (0..<100).map { UInt8($0) }
         let send = Task { try await channel.send(sdu) }
         try await vc.waitForL2CAP(channelID: Self.dcid, count: 3)
@@ -179,7 +180,9 @@ struct CreditBasedChannelTests {
         // 4.23: DCID 0x0040, MTU 300, MPS 60, credits 5, result success.
         #expect(response.payload == [0x15, 0x03, 0x0A, 0x00, 0x40, 0x00, 0x2C, 0x01, 0x3C, 0x00, 0x05, 0x00, 0x00, 0x00])
         let channel = try #require(await incoming.next())
-        #expect(channel.remoteCID == 0x0045 && channel.peerMTU == 100 && channel.peerMPS == 50)
+        #expect(channel.remoteCID == 0x0045)
+        #expect(await channel.peerMTU == 100)
+        #expect(await channel.peerMPS == 50)
         try vc.sendL2CAP(from: VC.peer, channelID: 0x0040, payload: [0x02, 0x00, 0xAB, 0xCD])
         #expect(try await channel.receive() == [0xAB, 0xCD])
         try await channel.send([0x01])

@@ -8,10 +8,10 @@ import ATT
 /// `Peripheral` at ATT_MTU 23: typed errors, nothing oversized delivered, the link usable.
 @Suite(.timeLimit(.minutes(1)))
 struct OversizedPDUPeripheralTests {
-    static func bed() throws -> (TestBed, OversizingATTServer) {
-        let holder = OversizingHolder()
+    static func bed() throws -> (TestBed, FaultInjectingATTServer) {
+        let holder = FaultsHolder()
         let bed = TestBed(clientMTU: 23, wrap: { server in
-            let hostile = OversizingATTServer(wrapping: server, queue: server.queue)
+            let hostile = FaultInjectingATTServer(wrapping: server, queue: server.queue)
             holder.server = hostile
             return hostile
         })
@@ -22,7 +22,7 @@ struct OversizedPDUPeripheralTests {
         let (bed, hostile) = try Self.bed()
         let peripheral = bed.peripheral
         let pattern = try await peripheral.resolve(Lab.pattern)
-        await hostile.pad(to: 600)
+        hostile.padResponses(to: 600)
         do {
             _ = try await peripheral.read(Lab.pattern)
             Issue.record("the read should fail")
@@ -37,7 +37,7 @@ struct OversizedPDUPeripheralTests {
             #expect(detail.contains("Read Request was answered with a Read Response of 600 octets, longer than the ATT_MTU of 23"))
         }
         #expect(await peripheral.bearer.oversizedPDUCount == 1)
-        await hostile.pad(to: nil)
+        hostile.padResponses(to: nil)
         #expect(try await peripheral.read(Lab.pattern) == (0..<600).map { UInt8(truncatingIfNeeded: $0) })
     }
 
@@ -47,7 +47,7 @@ struct OversizedPDUPeripheralTests {
         let stream = try await peripheral.subscribe(to: Lab.notifyCounter)
         let handle = try #require(await bed.server.valueHandle(of: Lab.notifyCounter.uuid))
         // Handle Value Notification (0x1B) of 600 octets, then a valid one of 7.
-        await hostile.sendRaw([0x1B, UInt8(handle & 0xFF), UInt8(handle >> 8)] + [UInt8](repeating: 0xEE, count: 597))
+        hostile.sendToCentrals([0x1B, UInt8(handle & 0xFF), UInt8(handle >> 8)] + [UInt8](repeating: 0xEE, count: 597))
         #expect(await bed.server.notify(characteristic: Lab.notifyCounter.uuid, value: [1, 0, 0, 0]) == 1)
         var values = stream.makeAsyncIterator()
         #expect(try await values.next() == [1, 0, 0, 0])
@@ -72,8 +72,4 @@ struct OversizedPDUPeripheralTests {
         #expect(await peripheral.bearer.oversizedPDUCount == 0)
         #expect(await peripheral.mtu == 23)
     }
-}
-
-final class OversizingHolder: @unchecked Sendable { // written once during TestBed.init, read afterwards by the same test
-    var server: OversizingATTServer?
 }

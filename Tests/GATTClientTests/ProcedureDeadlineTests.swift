@@ -16,21 +16,21 @@ struct ProcedureDeadlineTests {
         GATTDatabase.Service(uuid: BluetoothUUID(uuid128: 0xA000_0000_0000_1000_8000_0000_0000_0000 | UInt128(n) << 96), characteristics: [])
     }, deviceName: "slow")
 
-    /// A test bed at ATT_MTU 23 whose server answers through a `SlowATTServer`.
-    static func bed(_ database: GATTDatabase, procedureTimeout: Duration?) throws -> (TestBed, SlowATTServer, ManualScheduler) {
+    /// A test bed at ATT_MTU 23 whose server answers through a `FaultInjectingATTServer`.
+    static func bed(_ database: GATTDatabase, procedureTimeout: Duration?) throws -> (TestBed, FaultInjectingATTServer, ManualScheduler) {
         let holder = SchedulerHolder()
-        let slowHolder = SlowHolder()
+        let faultsHolder = FaultsHolder()
         let bed = TestBed(database, clientMTU: 23, scheduler: { holder.make($0) }, procedureTimeout: procedureTimeout) { server in
-            let slow = SlowATTServer(wrapping: server, queue: server.queue)
-            slowHolder.server = slow
+            let slow = FaultInjectingATTServer(wrapping: server, queue: server.queue)
+            faultsHolder.server = slow
             return slow
         }
-        return (bed, try #require(slowHolder.server), try #require(holder.scheduler))
+        return (bed, try #require(faultsHolder.server), try #require(holder.scheduler))
     }
 
     @Test func discoveryOfAPeerThatAnswersJustBeforeEachTimeoutEndsAtTheProcedureLimit() async throws {
         let (bed, slow, scheduler) = try Self.bed(Self.manyServices, procedureTimeout: GATTProcedures.defaultProcedureTimeout)
-        await slow.setDelay(.seconds(29), scheduler: scheduler)
+        slow.delayResponses(by: .seconds(29), on: scheduler)
         let peripheral = bed.peripheral
         let discovery = Task { () -> GATTError? in
             do throws(GATTError) { _ = try await peripheral.services(); return nil } catch { return error }
@@ -62,7 +62,7 @@ struct ProcedureDeadlineTests {
         #expect(await bed.server.receivedOpcodes().count == 12)
         #expect(await peripheral.bearer.queuedRequestCount == 0)
         #expect(await !peripheral.bearer.hasRequestInFlight)
-        await slow.setDelay(nil, scheduler: scheduler)
+        slow.delayResponses(by: nil, on: scheduler)
         #expect(try await peripheral.services().count == 62)
     }
 
@@ -70,7 +70,7 @@ struct ProcedureDeadlineTests {
         let (bed, slow, scheduler) = try Self.bed(.lab(), procedureTimeout: .seconds(60))
         let peripheral = bed.peripheral
         let pattern = try await peripheral.resolve(Lab.pattern)
-        await slow.setDelay(.seconds(25), scheduler: scheduler)
+        slow.delayResponses(by: .seconds(25), on: scheduler)
         let start = await bed.server.receivedOpcodes().count
         let read = Task { () -> GATTError? in
             do throws(GATTError) { _ = try await peripheral.read(Lab.pattern); return nil } catch { return error }
@@ -98,7 +98,7 @@ struct ProcedureDeadlineTests {
         let (bed, slow, scheduler) = try Self.bed(.lab(), procedureTimeout: nil)
         let peripheral = bed.peripheral
         _ = try await peripheral.resolve(Lab.pattern)
-        await slow.setDelay(.seconds(29), scheduler: scheduler)
+        slow.delayResponses(by: .seconds(29), on: scheduler)
         let start = await bed.server.receivedOpcodes().count
         let read = Task { () -> Result<[UInt8], GATTError> in
             do throws(GATTError) { return .success(try await peripheral.read(Lab.pattern)) } catch { return .failure(error) }
@@ -110,9 +110,4 @@ struct ProcedureDeadlineTests {
         }
         #expect(try await read.value.get() == (0..<600).map { UInt8(truncatingIfNeeded: $0) })
     }
-}
-
-/// Captures the SlowATTServer a TestBed builds around its server.
-final class SlowHolder: @unchecked Sendable { // written once during TestBed.init, read afterwards by the same test
-    var server: SlowATTServer?
 }

@@ -134,12 +134,14 @@ import Testing
     @Test(arguments: [("cnrd__yeelock", 690), ("crossnite__NovaX-Escooter", 2_939), ("csacca__horizon-74-at-ble", 2_572), ("phlash__blefun", 29_317)])
     func realCapturesInFull(_ name: String, _ records: Int) async throws {
         let path = BLETool.fixture("captures/real/\(name).btsnoop").path
-        let text = try await BLETool.run(["decode", path], timeout: 120)
+        // The two runs are independent processes: side by side they use both cores.
+        async let textRun = BLETool.run(["decode", path], timeout: 120)
+        async let jsonRun = BLETool.run(["decode", "--json", path], timeout: 120)
+        let (text, json) = try await (textRun, jsonRun)
         #expect(text.status == 0)
         #expect(text.stderr.isEmpty)
         #expect(text.stdoutLines.count == records)
         #expect(!text.stdout.contains("undecodable"))
-        let json = try await BLETool.run(["decode", "--json", path], timeout: 120)
         #expect(json.status == 0)
         #expect(try BLETool.jsonLines(json).count == records)
     }

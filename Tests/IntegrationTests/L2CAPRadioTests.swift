@@ -70,7 +70,7 @@ struct L2CAPRadioTests {
         try await Self.withLink { link in
             // The peer announces MPS 23; this side asks for 23 too: 2850 K-frames per SDU each way.
             let channel = try await link.openL2CAPChannel(psm: 0x0081, mtu: 65535, mps: 23, credits: 64)
-            #expect(channel.peerMPS == 23)
+            #expect(await channel.peerMPS == 23)
             let data = Self.random(2 * 65535)
             let back = try await Self.echo(channel, data, sduSize: 65535)
             #expect(SHA256.hash(back) == SHA256.hash(data))

@@ -208,6 +208,17 @@ public actor ATTBearer {
         }
     }
 
+    /// Sets ATT_MTU on an enhanced ATT bearer, where it is the smaller of the two L2CAP
+    /// channel MTUs and Exchange MTU is not used (Core Spec 5.4 Vol 3, Part F, 3.2.8 and
+    /// 3.4.2); `exchangeMTU()` then returns it without a request.
+    ///
+    ///     await bearer.setEnhancedMTU(UInt16(min(await channel.mtu, await channel.peerMTU)))
+    public func setEnhancedMTU(_ mtu: UInt16) {
+        self.mtu = max(ATTBearer.defaultMTU, mtu)
+        route.maximumPDULength = Int(self.mtu)
+        mtuKnown = true
+    }
+
     /// Exchanges MTUs with the server (Vol 3, Part F, 3.4.2) once per bearer and returns the
     /// effective ATT_MTU. Later calls, and calls after the peer exchanged, return the known
     /// value. A server that rejects the exchange leaves 23 (the error is thrown once).

@@ -185,8 +185,7 @@ extension Central {
             pendingConnect = nil
             if case .success((let handle, _)) = early {
                 options.logger.log(.info, "disconnecting \(handle.hex) to \(pending.peer): its connect call was cancelled")
-                let host = self.host
-                Task { try? await host.send(HCICommand.disconnect(handle: handle, reason: .remoteUserTerminatedConnection)) }
+                host.enter(on: executor) { $0.background { _ = try? await $0.send(HCICommand.disconnect(handle: handle, reason: .remoteUserTerminatedConnection)) } }
             }
             endConnectAttempt(pending.peer, pausedScan: pending.pausedScan)
         case .sending:
@@ -218,15 +217,15 @@ extension Central {
             }
         }
         pendingConnect?.phase = .aborting(error: error, waiter: waiter, limit: limit)
-        let host = self.host
-        Task { [weak self] in
+        let logger = options.logger
+        host.enter(on: executor) { $0.background { host in
             do {
                 try await host.send(HCICommand.leCreateConnectionCancel())
             } catch {
                 // Command Disallowed: no attempt is pending any more (the completion is on its way).
-                self?.options.logger.log(.info, "LE Create Connection Cancel: \(error)")
+                logger.log(.info, "LE Create Connection Cancel: \(error)")
             }
-        }
+        } }
     }
 
     /// The pending attempt ended with `result`: its caller gets it (or keeps it until it
@@ -306,8 +305,7 @@ extension Central {
                 finishPendingConnect(.failure(abort))
             }
             options.logger.log(.info, "disconnecting unexpected connection \(handle.hex) to \(peerAddress)")
-            let host = self.host
-            Task { try? await host.send(HCICommand.disconnect(handle: handle, reason: .remoteUserTerminatedConnection)) }
+            host.enter(on: executor) { $0.background { _ = try? await $0.send(HCICommand.disconnect(handle: handle, reason: .remoteUserTerminatedConnection)) } }
             return
         }
         finishPendingConnect(.success((handle, parameters)))
@@ -336,9 +334,8 @@ extension Central {
     /// 2M PHY where both sides support them. Refusals are ignored.
     func startLinkSetup(_ connection: Connection, handle: UInt16, parameters: ConnectionRequestParameters) {
         guard let info = controllerInfo else { return }
-        let host = self.host
         let logger = options.logger
-        Task {
+        host.enter(on: executor) { $0.background { host in
             do {
                 try await host.send(HCICommand.leReadRemoteFeatures(handle: handle), timeout: .seconds(1))
             } catch {
@@ -351,7 +348,7 @@ extension Central {
                     logger.log(.debug, "LE Set Data Length on \(handle.hex) refused: \(error)")
                 }
             }
-        }
+        } }
     }
 
     func remoteFeaturesRead(handle: UInt16, features: LEFeatures) {
@@ -361,14 +358,13 @@ extension Central {
             return c.requestParameters.request2MPHY
         }
         guard wants2M, info.leFeatures.contains(.le2MPHY), features.contains(.le2MPHY), info.supports(.leSetPHY) else { return }
-        let host = self.host
         let logger = options.logger
-        Task {
+        host.enter(on: executor) { $0.background { host in
             do {
                 try await host.send(HCICommand.leSetPHY(HCICommand.LESetPHY(handle: handle, allPHYs: 0, txPHYs: 0b010, rxPHYs: 0b010, phyOptions: 0)), timeout: .seconds(1))
             } catch {
                 logger.log(.debug, "LE Set PHY on \(handle.hex) refused: \(error)")
             }
-        }
+        } }
     }
 }

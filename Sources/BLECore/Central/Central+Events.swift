@@ -32,8 +32,7 @@ extension Central {
             let command = accept
                 ? HCICommand.leRemoteConnectionParameterRequestReply(handle: e.handle, range.hciParameters)
                 : HCICommand.leRemoteConnectionParameterRequestNegativeReply(handle: e.handle, reason: HCIStatus(rawValue: 0x3B))
-            let host = self.host
-            Task { try? await host.send(command) }
+            host.enter(on: executor) { $0.background { _ = try? await $0.send(command) } }
         case .leLongTermKeyRequest(let e):
             answerLongTermKeyRequest(e)
         case .encryptionChange(let e):

@@ -12,12 +12,11 @@ extension Central {
     }
 
     func answerLongTermKeyRequest(_ e: HCIEvent.LELongTermKeyRequest) {
-        let host = self.host
         let peer = connectionsByHandle[e.handle]?.peer
         if let peer, let key = longTermKeyProvider?(peer, e.ediv, e.random) {
-            Task { try? await host.send(HCICommand.leLongTermKeyRequestReply(handle: e.handle, longTermKey: key)) }
+            host.enter(on: executor) { $0.background { _ = try? await $0.send(HCICommand.leLongTermKeyRequestReply(handle: e.handle, longTermKey: key)) } }
         } else {
-            Task { try? await host.send(HCICommand.leLongTermKeyRequestNegativeReply(handle: e.handle)) }
+            host.enter(on: executor) { $0.background { _ = try? await $0.send(HCICommand.leLongTermKeyRequestNegativeReply(handle: e.handle)) } }
         }
     }
 }

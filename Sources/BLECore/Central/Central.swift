@@ -164,17 +164,20 @@ public actor Central {
 
     /// Disconnects every link, stops scanning and closes the transport. Returns once the
     /// transport has released its endpoint (the socket or device file descriptor is closed),
-    /// so the same adapter can be opened again right away. Called from a cancelled task it
-    /// still closes the transport (every link and stream ends on this side), but sends no more HCI
-    /// Disconnect and waits for nothing.
+    /// so the same adapter can be opened again right away. HCI Disconnect goes out for every
+    /// link even when the calling task is cancelled (an application closing on Ctrl-C leaves
+    /// no link up at the controller); close then waits at most a second for each Command
+    /// Status, and for the Disconnection Complete events only while the caller is not
+    /// cancelled, again at most a second.
+    ///
+    ///     await central.close()
     public func close() async {
         reopening.closed = true
         reopening.task?.cancel()
-        for connection in Array(connectionsByPeer.values) {
-            try? await connection.disconnect(reason: .remoteUserTerminatedConnection, timeout: .seconds(1))
-        }
+        await disconnectAllForClose(reason: .remoteUserTerminatedConnection, bound: .seconds(1))
         await scanner.stopAll(error: nil)
         await host.close()
+        await host.endBackground()
         await waitForTransportRelease(timeout: .seconds(2))
         setState(.poweredOff)
         stateStream.finish()

@@ -11,8 +11,30 @@ extension Connection {
         return try await host.openCreditBasedChannel(handle: handle, psm: psm, mtu: mtu, mps: mps, credits: credits, timeout: timeout)
     }
 
-    /// Accepts the channels the peer opens to `psm` on the current link. Ending the loop (or
-    /// the link ending) unregisters the PSM.
+    /// Opens `count` (1 to 5) channels to the peer's `psm` with one enhanced Credit Based
+    /// Connection Request (Core Spec 5.4 Vol 3, Part A, 4.25; MTU and MPS at least 64). Returns
+    /// the channels the peer accepted (fewer than `count` when it refused some); throws
+    /// `.refused` with the peer's result when it accepted none.
+    ///
+    ///     let channels = try await connection.openL2CAPChannels(psm: 0x0080, count: 3, mtu: 2048)
+    public func openL2CAPChannels(psm: UInt16, count: Int, mtu: Int = 2048, mps: Int? = nil, credits: Int? = nil,
+                                  timeout: Duration = .seconds(30)) async throws(L2CAPChannelError) -> [CreditBasedChannel] {
+        guard let handle else { throw .notConnected(peer: "\(peer.address)") }
+        return try await host.openEnhancedCreditBasedChannels(handle: handle, psm: psm, count: count, mtu: mtu, mps: mps, credits: credits, timeout: timeout)
+    }
+
+    /// Raises this side's MTU (and sets its MPS) on 1 to 5 enhanced channels of this link with
+    /// one Credit Based Reconfigure Request (Vol 3, Part A, 4.27); returns once the peer agreed.
+    ///
+    ///     try await connection.reconfigureL2CAPChannels(channels, mtu: 4096)
+    public func reconfigureL2CAPChannels(_ channels: [CreditBasedChannel], mtu: Int, mps: Int? = nil,
+                                         timeout: Duration = .seconds(30)) async throws(L2CAPChannelError) {
+        guard let handle else { throw .notConnected(peer: "\(peer.address)") }
+        try await host.reconfigureCreditBasedChannels(handle: handle, localCIDs: channels.map(\.localCID), mtu: mtu, mps: mps, timeout: timeout)
+    }
+
+    /// Accepts the channels the peer opens to `psm` on the current link, with LE or enhanced
+    /// Credit Based Connection Requests. Ending the loop (or the link ending) unregisters the PSM.
     ///
     ///     for await channel in try await connection.acceptL2CAPChannels(psm: 0x0080) { serve(channel) }
     public func acceptL2CAPChannels(psm: UInt16, mtu: Int = 2048, mps: Int? = nil, credits: Int? = nil) throws(L2CAPChannelError) -> AsyncStream<CreditBasedChannel> {

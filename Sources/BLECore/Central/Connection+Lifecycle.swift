@@ -190,8 +190,7 @@ extension Connection {
             // so does the new link.
             if case .success((let handle, _)) = result {
                 central?.options.logger.log(.info, "disconnecting \(handle.hex) to \(peer): the connection was closed while it was being restored")
-                let host = self.host
-                Task { try? await host.send(HCICommand.disconnect(handle: handle, reason: .remoteUserTerminatedConnection)) }
+                host.enter(on: executor) { $0.background { _ = try? await $0.send(HCICommand.disconnect(handle: handle, reason: .remoteUserTerminatedConnection)) } }
             }
             return
         }

@@ -147,20 +147,43 @@ public actor Connection {
             endRestore(lastError: "disconnect() was called while the link was being restored")
             return
         }
-        let wasConnected = !isDisconnecting
         let command = HCICommand.disconnect(handle: handle, reason: reason)
+        guard try await sendDisconnect(command, handle: handle) else { return }
+        if !(await waitForDisconnectionComplete(timeout: timeout)) {
+            throw .command(peer: peer, .cancelledAfterSending(opcode: command.opcode))
+        }
+    }
+
+    /// Sends HCI Disconnect (`command`, for `handle`) and waits for its Command Status; false
+    /// when the controller no longer knows the handle (the link is gone already).
+    func sendDisconnect(_ command: HCICommandPacket, handle: UInt16, timeout: Duration? = nil) async throws(ConnectionError) -> Bool {
+        let wasConnected = !isDisconnecting
         startDisconnecting(handle)
         do throws(HCIError) {
-            try await host.send(command)
+            try await host.send(command, timeout: timeout)
         } catch {
-            if case .commandFailed(_, .unknownConnectionIdentifier) = error { return }
+            if case .commandFailed(_, .unknownConnectionIdentifier) = error { return false }
             // Never sent: the link is up and nothing changed.
             if case .cancelled = error, wasConnected { disconnectNotSent(handle) }
             throw .command(peer: peer, error)
         }
-        if self.handle == nil { return }
-        let ended = await disconnectWaiters.wait(deadline: (timeout, .success(true)), cancelled: { _ in .success(false) }).get()
-        if !ended { throw .command(peer: peer, .cancelledAfterSending(opcode: command.opcode)) }
+        return true
+    }
+
+    /// Waits for Disconnection Complete: true once the link is down or `timeout` passed,
+    /// false when the calling task was cancelled first.
+    func waitForDisconnectionComplete(timeout: Duration) async -> Bool {
+        if handle == nil { return true }
+        return await disconnectWaiters.wait(deadline: (timeout, .success(true)), cancelled: { _ in .success(false) }).get()
+    }
+
+    /// For `Central.close()`: ends a restore under way, or sends HCI Disconnect for the link
+    /// and waits at most `timeout` for its Command Status (not for the link to go down).
+    func startClosing(reason: HCIStatus, timeout: Duration) async {
+        guard let handle else {
+            return endRestore(lastError: "the central was closed while the link was being restored")
+        }
+        _ = try? await sendDisconnect(HCICommand.disconnect(handle: handle, reason: reason), handle: handle, timeout: timeout)
     }
 
     /// Reads the RSSI of the link (HCI_Read_RSSI), in dBm.

@@ -1,6 +1,7 @@
 /// LE credit-based channels on the host's links: opening one to a PSM, accepting the peer's
 /// on registered PSMs, routing K-frames and the credit and disconnection commands of the LE
 /// signaling channel to them (Core Spec 5.4 Vol 3, Part A, 4.6, 4.7, 4.22-4.24 and 10.1).
+/// The enhanced requests (4.25-4.28) are in HCIHost+EnhancedCreditBasedChannels.swift.
 extension HCIHost {
     /// The LE dynamic CID range (Vol 3, Part A, 2.1, table 2.4).
     static let leDynamicCIDs: ClosedRange<UInt16> = 0x0040...0x007F
@@ -11,15 +12,27 @@ extension HCIHost {
             let mtu: Int, mps: Int, credits: Int
             let accept: @Sendable (CreditBasedChannel) -> Void
         }
-        struct PendingOpen {
-            let psm: UInt16, localCID: UInt16, mtu: Int, mps: Int, credits: Int
-            let continuation: CheckedContinuation<Result<CreditBasedChannel, L2CAPChannelError>, Never>
-            let timer: any ScheduledTimer
+        /// A request of this side on the signaling channel, waiting for its response.
+        struct PendingRequest {
+            enum Kind {
+                /// LE (one CID) or enhanced (1 to 5 CIDs) Credit Based Connection Request.
+                case open(psm: UInt16, localCIDs: [UInt16], mtu: Int, mps: Int, credits: Int, enhanced: Bool)
+                /// Credit Based Reconfigure Request for these channels.
+                case reconfigure(psm: UInt16, localCIDs: [UInt16], mtu: Int, mps: Int)
+
+                var psm: UInt16 {
+                    switch self {
+                    case .open(let psm, _, _, _, _, _), .reconfigure(let psm, _, _, _): return psm
+                    }
+                }
+            }
+            let kind: Kind
+            let waiter: Waiters<[CreditBasedChannel], L2CAPChannelError>.ID
         }
         /// Open channels by local (source) CID, and channels closing until their response.
         var channels: [UInt16: CreditBasedChannel] = [:]
         var servers: [UInt16: Server] = [:]
-        var pending: [UInt8: PendingOpen] = [:]
+        var pending: [UInt8: PendingRequest] = [:]
         var nextIdentifier: UInt8 = 0
 
         func identifier() -> UInt8 {
@@ -27,18 +40,28 @@ extension HCIHost {
             return nextIdentifier
         }
 
-        /// A free local CID, or nil when the 64 are taken.
-        func freeCID() -> UInt16? {
-            let reserved = Set(pending.values.map(\.localCID))
-            return HCIHost.leDynamicCIDs.first { channels[$0] == nil && !reserved.contains($0) }
+        /// `count` free local CIDs, or nil when fewer are free (64 per link).
+        func freeCIDs(_ count: Int) -> [UInt16]? {
+            var reserved = Set<UInt16>()
+            for request in pending.values {
+                if case .open(_, let cids, _, _, _, _) = request.kind { reserved.formUnion(cids) }
+            }
+            let free = Array(HCIHost.leDynamicCIDs.lazy.filter { self.channels[$0] == nil && !reserved.contains($0) }.prefix(count))
+            return free.count == count ? free : nil
+        }
+
+        /// The open channel the peer knows by `remoteCID` (its own source CID).
+        func channel(remoteCID: UInt16) -> CreditBasedChannel? {
+            channels.values.first { $0.remoteCID == remoteCID }
         }
     }
 
     /// Parameters this side announces for a channel: defaults fit one K-frame to the largest
-    /// LE data PDU (MPS 247) and grant credits for at least one whole SDU.
-    static func channelParameters(mtu: Int, mps: Int?, credits: Int?) -> (mtu: Int, mps: Int, credits: Int) {
-        let mtu = min(max(mtu, 23), 65535)
-        let mps = min(max(mps ?? 247, 23), 65533)
+    /// LE data PDU (MPS 247) and grant credits for at least one whole SDU. `minimum` is 23 for
+    /// LE channels and 64 for enhanced ones (Vol 3, Part A, 4.22 and 4.25).
+    static func channelParameters(mtu: Int, mps: Int?, credits: Int?, minimum: Int = 23) -> (mtu: Int, mps: Int, credits: Int) {
+        let mtu = min(max(mtu, minimum), 65535)
+        let mps = min(max(mps ?? 247, minimum), 65533)
         let credits = min(max(credits ?? max(8, KFrameSegmenter.frameCount(sduSize: mtu, mps: mps)), 1), 65535)
         return (mtu, mps, credits)
     }
@@ -48,36 +71,56 @@ extension HCIHost {
                                        timeout: Duration = .seconds(30)) async throws(L2CAPChannelError) -> CreditBasedChannel {
         if let lostReason { throw .link(.transportLost(lostReason)) }
         guard let link = links[handle] else { throw .notConnected(peer: "handle 0x\(String(handle, radix: 16))") }
-        let state = link.creditBased
         let peer = "\(link.peer.address)"
-        guard let cid = state.freeCID() else { throw .noFreeCID(peer: peer) }
+        guard let cid = link.creditBased.freeCIDs(1)?.first else { throw .noFreeCID(peer: peer) }
         let p = Self.channelParameters(mtu: mtu, mps: mps, credits: credits)
-        let id = state.identifier()
-        let result = await withTaskCancellationHandler {
-            await withCheckedContinuation { (c: CheckedContinuation<Result<CreditBasedChannel, L2CAPChannelError>, Never>) in
-                if Task.isCancelled { return c.resume(returning: .failure(.cancelled(peer: peer, cid: cid))) }
-                let timer = scheduler.schedule(after: timeout) { [weak self, executor] in
-                    self?.enter(on: executor) { $0.finishOpen(handle: handle, identifier: id, .failure(.responseTimeout(peer: peer, psm: psm, after: timeout))) }
-                }
-                state.pending[id] = CreditBasedLinkState.PendingOpen(psm: psm, localCID: cid, mtu: p.mtu, mps: p.mps, credits: p.credits, continuation: c, timer: timer)
-                sendSignaling(link: link, L2CAPSignalingCommand(identifier: id, body: .leCreditBasedConnectionRequest(
-                    psm: psm, sourceCID: cid, mtu: UInt16(p.mtu), mps: UInt16(p.mps), initialCredits: UInt16(p.credits))))
-            }
-        } onCancel: {
-            executor.queue.async { [weak self, executor] in
-                self?.enter(on: executor) { $0.finishOpen(handle: handle, identifier: id, .failure(.cancelled(peer: peer, cid: cid))) }
-            }
+        let result = await channelRequest(
+            link: link, .open(psm: psm, localCIDs: [cid], mtu: p.mtu, mps: p.mps, credits: p.credits, enhanced: false), timeout: timeout, cid: cid,
+            body: .leCreditBasedConnectionRequest(psm: psm, sourceCID: cid, mtu: UInt16(p.mtu), mps: UInt16(p.mps), initialCredits: UInt16(p.credits)))
+        guard let channel = try result.get().first else { throw .invalidResponse(peer: peer, psm: psm, detail: "no channel") }
+        return channel
+    }
+
+    /// Sends a request of this side on the signaling channel and waits, at most `timeout`, for
+    /// the response that ends it (`finishRequest`). A cancelled caller gets `.cancelled` at
+    /// once; a response that comes later finds its request gone and is ignored.
+    func channelRequest(link: Link, _ kind: CreditBasedLinkState.PendingRequest.Kind, timeout: Duration, cid: UInt16,
+                        body: L2CAPSignalingCommand.Body) async -> Result<[CreditBasedChannel], L2CAPChannelError> {
+        let state = link.creditBased
+        // Requests given up on (timed out, cancelled) free their identifier and CIDs here.
+        state.pending = state.pending.filter { channelRequestWaiters.contains($0.value.waiter) }
+        let identifier = state.identifier()
+        let peer = "\(link.peer.address)", psm = kind.psm
+        var waiter: Waiters<[CreditBasedChannel], L2CAPChannelError>.ID?
+        let result = await channelRequestWaiters.wait(
+            deadline: (timeout, .failure(.responseTimeout(peer: peer, psm: psm, after: timeout))),
+            cancelled: { _ in .failure(.cancelled(peer: peer, cid: cid)) }) { id in
+            waiter = id
+            state.pending[identifier] = CreditBasedLinkState.PendingRequest(kind: kind, waiter: id)
+            sendSignaling(link: link, L2CAPSignalingCommand(identifier: identifier, body: body))
         }
-        return try result.get()
+        if case .failure = result, let waiter, state.pending[identifier]?.waiter == waiter { state.pending[identifier] = nil }
+        return result
     }
 
-    func finishOpen(handle: UInt16, identifier: UInt8, _ result: Result<CreditBasedChannel, L2CAPChannelError>) {
-        guard let link = links[handle], let open = link.creditBased.pending.removeValue(forKey: identifier) else { return }
-        open.timer.cancel()
-        open.continuation.resume(returning: result)
+    /// The request `identifier` answers, while its caller still waits (nil for a late answer).
+    func waitingRequest(_ link: Link, identifier: UInt8) -> CreditBasedLinkState.PendingRequest? {
+        guard let request = link.creditBased.pending[identifier] else { return nil }
+        guard channelRequestWaiters.contains(request.waiter) else {
+            link.creditBased.pending[identifier] = nil
+            return nil
+        }
+        return request
     }
 
-    /// Accepts the peer's channels on `psm` of link `handle`: `accept` gets each new channel.
+    /// Ends request `identifier` of `link` with `result`.
+    func finishRequest(_ link: Link, identifier: UInt8, _ result: Result<[CreditBasedChannel], L2CAPChannelError>) {
+        guard let request = link.creditBased.pending.removeValue(forKey: identifier) else { return }
+        channelRequestWaiters.resume(request.waiter, with: result)
+    }
+
+    /// Accepts the peer's channels on `psm` of link `handle`: `accept` gets each new channel,
+    /// opened with an LE or an enhanced Credit Based Connection Request.
     public func registerCreditBasedServer(handle: UInt16, psm: UInt16, mtu: Int, mps: Int? = nil, credits: Int? = nil,
                                           accept: @escaping @Sendable (CreditBasedChannel) -> Void) throws(L2CAPChannelError) {
         guard let link = links[handle] else { throw .notConnected(peer: "handle 0x\(String(handle, radix: 16))") }
@@ -107,7 +150,8 @@ extension HCIHost {
         case .leCreditBasedConnectionRequest(let psm, let scid, let mtu, let mps, let credits):
             acceptRequest(link: link, identifier: command.identifier, psm: psm, remoteCID: scid, mtu: Int(mtu), mps: Int(mps), credits: Int(credits))
         case .leCreditBasedConnectionResponse(let dcid, let mtu, let mps, let credits, let result):
-            guard let open = state.pending[command.identifier] else {
+            guard let request = waitingRequest(link, identifier: command.identifier),
+                  case .open(let psm, let cids, let ownMTU, let ownMPS, let ownCredits, false) = request.kind, let localCID = cids.first else {
                 // A late answer to a request given up on (timed out or cancelled).
                 if result == 0, Self.leDynamicCIDs.contains(dcid) {
                     logger.log(.info, "\(link.peer.address): ignoring a late LE credit-based response (channel 0x\(String(dcid, radix: 16))) to a request given up on")
@@ -117,21 +161,23 @@ extension HCIHost {
             let peer = "\(link.peer.address)"
             let outcome = CreditBasedConnectionResult(rawValue: result)
             guard outcome == .success else {
-                finishOpen(handle: link.handle, identifier: command.identifier, .failure(.refused(peer: peer, psm: open.psm, result: outcome)))
+                finishRequest(link, identifier: command.identifier, .failure(.refused(peer: peer, psm: psm, result: outcome)))
                 return true
             }
             guard Self.leDynamicCIDs.contains(dcid), mtu >= 23, (23...65533).contains(mps) else {
-                finishOpen(handle: link.handle, identifier: command.identifier, .failure(.invalidResponse(
-                    peer: peer, psm: open.psm, detail: "destination CID 0x\(String(dcid, radix: 16)), MTU \(mtu), MPS \(mps)")))
+                finishRequest(link, identifier: command.identifier, .failure(.invalidResponse(
+                    peer: peer, psm: psm, detail: "destination CID 0x\(String(dcid, radix: 16)), MTU \(mtu), MPS \(mps)")))
                 return true
             }
-            let channel = CreditBasedChannel(host: self, handle: link.handle, peer: link.peer, psm: open.psm, localCID: open.localCID, remoteCID: dcid,
-                                             mtu: open.mtu, mps: open.mps, receiveWindow: open.credits, peerMTU: Int(mtu), peerMPS: Int(mps), peerCredits: Int(credits))
-            state.channels[open.localCID] = channel
-            finishOpen(handle: link.handle, identifier: command.identifier, .success(channel))
+            let channel = CreditBasedChannel(host: self, handle: link.handle, peer: link.peer, psm: psm, localCID: localCID, remoteCID: dcid,
+                                             mtu: ownMTU, mps: ownMPS, receiveWindow: ownCredits, peerMTU: Int(mtu), peerMPS: Int(mps), peerCredits: Int(credits))
+            state.channels[localCID] = channel
+            finishRequest(link, identifier: command.identifier, .success([channel]))
+        case .creditBasedConnectionRequest, .creditBasedConnectionResponse, .creditBasedReconfigureRequest, .creditBasedReconfigureResponse:
+            handleEnhancedCreditBasedSignaling(link: link, command)
         case .flowControlCreditIndication(let cid, let credits):
             // The peer's Source CID: our destination (Vol 3, Part A, 4.24).
-            if let channel = state.channels.values.first(where: { $0.remoteCID == cid }) {
+            if let channel = state.channel(remoteCID: cid) {
                 channel.enter(on: executor) { $0.peerGranted(Int(credits)) }
             }
         case .disconnectionRequest(let dcid, let scid):
@@ -150,8 +196,8 @@ extension HCIHost {
                 channel.enter(on: executor) { $0.disconnectAnswered() }
             }
         case .commandReject(let reason, _):
-            if let open = state.pending[command.identifier] {
-                finishOpen(handle: link.handle, identifier: command.identifier, .failure(.commandRejected(peer: "\(link.peer.address)", psm: open.psm, reason: reason)))
+            if let request = waitingRequest(link, identifier: command.identifier) {
+                finishRequest(link, identifier: command.identifier, .failure(.commandRejected(peer: "\(link.peer.address)", psm: request.kind.psm, reason: reason)))
             }
         default:
             return false
@@ -169,9 +215,9 @@ extension HCIHost {
         }
         guard let server = state.servers[psm] else { return answer(.psmNotSupported) }
         guard Self.leDynamicCIDs.contains(remoteCID) else { return answer(.invalidSourceCID) }
-        guard !state.channels.values.contains(where: { $0.remoteCID == remoteCID }) else { return answer(.sourceCIDAlreadyAllocated) }
+        guard state.channel(remoteCID: remoteCID) == nil else { return answer(.sourceCIDAlreadyAllocated) }
         guard mtu >= 23, (23...65533).contains(mps) else { return answer(.unacceptableParameters) }
-        guard let cid = state.freeCID() else { return answer(.noResources) }
+        guard let cid = state.freeCIDs(1)?.first else { return answer(.noResources) }
         let channel = CreditBasedChannel(host: self, handle: link.handle, peer: link.peer, psm: psm, localCID: cid, remoteCID: remoteCID,
                                          mtu: server.mtu, mps: server.mps, receiveWindow: server.credits, peerMTU: mtu, peerMPS: mps, peerCredits: credits)
         state.channels[cid] = channel
@@ -198,14 +244,12 @@ extension HCIHost {
         sendSignaling(link: link, L2CAPSignalingCommand(identifier: link.creditBased.identifier(), body: .disconnectionRequest(destinationCID: remoteCID, sourceCID: localCID)))
     }
 
-    /// The link is gone: fail every pending open and every channel at once.
+    /// The link is gone: fail every pending request and every channel at once.
     func creditBasedLinkLost(_ link: Link, error: LinkError) {
         let state = link.creditBased
-        for (id, open) in state.pending {
-            state.pending[id] = nil
-            open.timer.cancel()
-            open.continuation.resume(returning: .failure(.link(error)))
-        }
+        let waiters = state.pending.values.map(\.waiter).sorted()
+        state.pending.removeAll()
+        for waiter in waiters { channelRequestWaiters.resume(waiter, with: .failure(.link(error))) }
         let channels = Array(state.channels.values)
         state.channels.removeAll()
         state.servers.removeAll()

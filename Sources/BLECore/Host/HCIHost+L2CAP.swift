@@ -101,7 +101,7 @@ extension HCIHost {
         case L2CAPChannelID.securityManager: return L2CAPInboundLimits.securityManager
         default:
             // A K-frame carries at most the MPS announced to the peer (Vol 3, Part A, 3.4.3).
-            if let channel = link.creditBased.channels[channelID] { return channel.mps }
+            if let channel = link.creditBased.channels[channelID] { return channel.assumeIsolated { $0.mps } }
             return link.channels[channelID] != nil ? L2CAPInboundLimits.otherFixed : 0
         }
     }
@@ -127,8 +127,7 @@ extension HCIHost {
             sendSignaling(link: link, L2CAPSignalingCommand(identifier: head[head.startIndex + 1], body: .commandReject(reason: 0x0001, data: [UInt8(mtu & 0xFF), UInt8(mtu >> 8)])))
         default:
             if let channel = link.creditBased.channels[channelID] {
-                let mps = channel.mps
-                channel.enter(on: executor) { $0.protocolViolation(.exceedsMPS(size: length, mps: mps)) }
+                channel.enter(on: executor) { $0.protocolViolation(.exceedsMPS(size: length, mps: $0.mps)) }
             }
         }
     }

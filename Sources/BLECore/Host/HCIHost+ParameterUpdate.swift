@@ -35,7 +35,7 @@ extension HCIHost {
             self?.enter(on: executor) { $0.parameterUpdateFinished(handle: handle, attempt: attempt) }
         }
         link.parameterUpdate = .applying(attempt: attempt, next: nil, timer: timer)
-        Task { [weak self] in await self?.sendParameterUpdate(handle: handle, range, attempt: attempt) }
+        background { await $0.sendParameterUpdate(handle: handle, range, attempt: attempt) }
     }
 
     func sendParameterUpdate(handle: UInt16, _ range: ConnectionParameterRange, attempt: UInt64) async {

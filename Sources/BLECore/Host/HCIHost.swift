@@ -58,11 +58,17 @@ public actor HCIHost {
     /// first of that fragment going to the controller, the link ending, or the caller's
     /// cancellation.
     let sendWaiters: Waiters<Void, LinkError>
+    /// The callers of credit-based channel requests on the LE signaling channel (open,
+    /// enhanced open, reconfigure), by the request's pending entry (HCIHost+CreditBasedChannels.swift).
+    let channelRequestWaiters: Waiters<[CreditBasedChannel], L2CAPChannelError>
     /// Links with queued fragments, in round-robin order.
     var readyLinks: [UInt16] = []
 
     /// Set once the transport is gone; every later call fails with it.
     public internal(set) var lostReason: String?
+    /// Work with no caller waiting (HCIHost+Background.swift), by id.
+    var backgroundTasks: [UInt64: Task<Void, Never>] = [:]
+    var nextBackgroundTask: UInt64 = 0
     /// Decides on a peripheral's Connection Parameter Update Request (handle, requested range);
     /// nil accepts every valid request.
     var parameterUpdatePolicy: (@Sendable (UInt16, ConnectionParameterRange) -> Bool)?
@@ -77,6 +83,7 @@ public actor HCIHost {
         self.inlet = ACLInlet(queue: executor.queue)
         self.commandWaiters = Waiters(executor: executor, scheduler: self.scheduler)
         self.sendWaiters = Waiters(executor: executor, scheduler: self.scheduler)
+        self.channelRequestWaiters = Waiters(executor: executor, scheduler: self.scheduler)
     }
 
     deinit {

@@ -18,14 +18,18 @@ public actor CreditBasedChannel {
     public nonisolated let localCID: UInt16
     /// The CID the peer receives on (this side's Destination CID).
     public nonisolated let remoteCID: UInt16
-    /// The largest SDU and K-frame payload this side accepts.
-    public nonisolated let mtu: Int
-    public nonisolated let mps: Int
+    /// The largest SDU and K-frame payload this side accepts (a reconfiguration can raise the
+    /// MTU and change the MPS of an enhanced channel).
+    public private(set) var mtu: Int
+    public private(set) var mps: Int
     /// The largest SDU and K-frame payload the peer accepts.
-    public nonisolated let peerMTU: Int
-    public nonisolated let peerMPS: Int
+    public private(set) var peerMTU: Int
+    public private(set) var peerMPS: Int
     /// The credits this side grants the peer and keeps topped up (the receive window).
     public nonisolated let receiveWindow: Int
+    /// True for a channel opened with the enhanced Credit Based Connection Request (Vol 3,
+    /// Part A, 4.25), which can be reconfigured.
+    public nonisolated let isEnhanced: Bool
     weak var host: HCIHost?
     let scheduler: any TimerScheduler
 
@@ -38,10 +42,16 @@ public actor CreditBasedChannel {
     var unreturned = 0
     /// K-frames of the SDU being reassembled already counted in `unreturned`.
     var partialReturned = 0
-    var receiver: (id: UInt64, continuation: CheckedContinuation<Result<[UInt8]?, L2CAPChannelError>, Never>, timer: (any ScheduledTimer)?)?
+    /// The task waiting in `receive` (one at a time), the senders waiting for credits and
+    /// the closers waiting for the Disconnection Response.
+    let receivers: Waiters<[UInt8]?, L2CAPChannelError>
+    let senders: Waiters<Void, L2CAPChannelError>
+    let closers: Waiters<Void, Never>
     var sendQueue: [PendingSDU] = []
-    var nextWaiterID: UInt64 = 0
-    var closeWaiter: CheckedContinuation<Void, Never>?
+    /// Set through `CreditBasedSDUChannel`: complete SDUs go here as they arrive (their
+    /// credits go back at once) instead of waiting for `receive`, and the end is reported once.
+    var sduHandler: (@Sendable (ArraySlice<UInt8>) -> Void)?
+    var endHandler: (@Sendable (LinkError) -> Void)?
     /// Set when the channel ended; `.closedByPeer` and `.closed` end the SDU sequence normally.
     public private(set) var endError: L2CAPChannelError?
     var disconnectSent = false
@@ -54,21 +64,19 @@ public actor CreditBasedChannel {
     public private(set) var framesReceived = 0
 
     final class PendingSDU {
-        let id: UInt64
         let size: Int
         var frames: [[UInt8]]
         var next = 0
-        var continuation: CheckedContinuation<Result<Void, L2CAPChannelError>, Never>?
-        var timer: (any ScheduledTimer)?
-        init(id: UInt64, size: Int, frames: [[UInt8]]) {
-            self.id = id
+        /// The sender waiting for this SDU's credits; nil while it has not waited.
+        var waiter: Waiters<Void, L2CAPChannelError>.ID?
+        init(size: Int, frames: [[UInt8]]) {
             self.size = size
             self.frames = frames
         }
     }
 
     init(host: HCIHost, handle: UInt16, peer: LEAddress, psm: UInt16, localCID: UInt16, remoteCID: UInt16,
-         mtu: Int, mps: Int, receiveWindow: Int, peerMTU: Int, peerMPS: Int, peerCredits: Int) {
+         mtu: Int, mps: Int, receiveWindow: Int, peerMTU: Int, peerMPS: Int, peerCredits: Int, isEnhanced: Bool = false) {
         self.executor = host.executor
         self.host = host
         self.scheduler = host.scheduler
@@ -80,10 +88,14 @@ public actor CreditBasedChannel {
         self.mtu = mtu
         self.mps = mps
         self.receiveWindow = receiveWindow
+        self.isEnhanced = isEnhanced
         self.peerMTU = peerMTU
         self.peerMPS = peerMPS
         self.flow = CreditBasedFlow(sendCredits: peerCredits, receiveCredits: receiveWindow)
         self.reassembler = KFrameReassembler(mtu: mtu, mps: mps)
+        self.receivers = Waiters(executor: host.executor, scheduler: host.scheduler)
+        self.senders = Waiters(executor: host.executor, scheduler: host.scheduler)
+        self.closers = Waiters(executor: host.executor, scheduler: host.scheduler)
     }
 
     nonisolated var peerName: String { "\(peer.address)" }
@@ -104,33 +116,31 @@ public actor CreditBasedChannel {
     public func send(_ sdu: [UInt8], timeout: Duration = .seconds(30)) async throws(L2CAPChannelError) {
         if let endError { throw endError }
         guard sdu.count <= peerMTU else { throw .sduTooLarge(size: sdu.count, peerMTU: peerMTU) }
-        nextWaiterID &+= 1
-        let pending = PendingSDU(id: nextWaiterID, size: sdu.count, frames: KFrameSegmenter.segments(of: sdu, mps: peerMPS))
+        let pending = PendingSDU(size: sdu.count, frames: KFrameSegmenter.segments(of: sdu, mps: peerMPS))
         sendQueue.append(pending)
         pumpSend()
         if pending.next == pending.frames.count { return }
         creditStalls += 1
-        let id = pending.id
-        let result = await withTaskCancellationHandler {
-            await withCheckedContinuation { (c: CheckedContinuation<Result<Void, L2CAPChannelError>, Never>) in
-                if let endError { return c.resume(returning: .failure(endError)) }
-                if pending.next == pending.frames.count { return c.resume(returning: .success(())) }
-                if Task.isCancelled { return c.resume(returning: .failure(abandon(id, .cancelled(peer: peerName, cid: localCID)))) }
-                pending.continuation = c
-                pending.timer = scheduler.schedule(after: timeout) { [weak self, executor] in
-                    self?.enter(on: executor) { $0.sendTimedOut(id, after: timeout) }
-                }
-            }
-        } onCancel: {
-            executor.queue.async { [weak self, executor] in self?.enter(on: executor) { $0.cancelSend(id) } }
-        }
+        let peer = peerName, cid = localCID
+        let result = await senders.wait(
+            deadline: (timeout, .failure(.creditTimeout(peer: peer, cid: cid, after: timeout))),
+            cancelled: { [weak self] id in
+                self?.assumeIsolated { $0.dropUnstarted(waiter: id) }
+                return .failure(.cancelled(peer: peer, cid: cid))
+            }) { id in pending.waiter = id }
+        if case .failure = result, pending.next == 0 { sendQueue.removeAll { $0 === pending } }
         try result.get()
     }
 
-    /// Sends queued K-frames while credits last, head of the queue first.
+    /// Sends queued K-frames while credits last, head of the queue first. An SDU not started
+    /// whose sender stopped waiting (timed out or cancelled) is dropped.
     func pumpSend() {
         guard endError == nil else { return }
         while let head = sendQueue.first {
+            if head.next == 0, let waiter = head.waiter, !senders.contains(waiter) {
+                sendQueue.removeFirst()
+                continue
+            }
             while head.next < head.frames.count {
                 guard flow.takeSendCredit() else { return }
                 let frame = head.frames[head.next]
@@ -141,34 +151,13 @@ public actor CreditBasedChannel {
             }
             sendQueue.removeFirst()
             bytesSent += head.size
-            head.timer?.cancel()
-            head.continuation?.resume(returning: .success(()))
-            head.continuation = nil
+            if let waiter = head.waiter { senders.resume(waiter, with: .success(())) }
         }
     }
 
-    /// Stops waiting for `id`. An SDU not started leaves the queue; a started one stays.
-    func abandon(_ id: UInt64, _ error: L2CAPChannelError) -> L2CAPChannelError {
-        if let index = sendQueue.firstIndex(where: { $0.id == id }), sendQueue[index].next == 0 {
-            sendQueue.remove(at: index)
-        }
-        return error
-    }
-
-    func finishWaiter(_ id: UInt64, _ error: L2CAPChannelError) {
-        guard let pending = sendQueue.first(where: { $0.id == id }), let c = pending.continuation else { return }
-        pending.continuation = nil
-        pending.timer?.cancel()
-        pending.timer = nil
-        c.resume(returning: .failure(abandon(id, error)))
-    }
-
-    func sendTimedOut(_ id: UInt64, after: Duration) {
-        finishWaiter(id, .creditTimeout(peer: peerName, cid: localCID, after: after))
-    }
-
-    func cancelSend(_ id: UInt64) {
-        finishWaiter(id, .cancelled(peer: peerName, cid: localCID))
+    /// A cancelled sender's SDU leaves the queue when none of its K-frames went out.
+    func dropUnstarted(waiter id: Waiters<Void, L2CAPChannelError>.ID) {
+        sendQueue.removeAll { $0.waiter == id && $0.next == 0 }
     }
 
     /// A Flow Control Credit Indication from the peer.
@@ -181,6 +170,38 @@ public actor CreditBasedChannel {
             return
         }
         pumpSend()
+    }
+
+    // MARK: - Reconfiguring (enhanced channels)
+
+    /// Raises this side's MTU (and sets its MPS) with an L2CAP_CREDIT_BASED_RECONFIGURE_REQ
+    /// (Vol 3, Part A, 4.27); returns once the peer accepted. For several channels of a link
+    /// at once, see `Connection.reconfigureL2CAPChannels`.
+    ///
+    ///     try await channel.reconfigure(mtu: 4096)
+    public func reconfigure(mtu: Int, mps: Int? = nil, timeout: Duration = .seconds(30)) async throws(L2CAPChannelError) {
+        guard let host else { throw .closed(peer: peerName, cid: localCID) }
+        try await host.reconfigureCreditBasedChannels(handle: handle, localCIDs: [localCID], mtu: mtu, mps: mps, timeout: timeout)
+    }
+
+    /// The peer accepted this side's new MTU and MPS.
+    func reconfigured(mtu: Int, mps: Int) {
+        self.mtu = mtu
+        self.mps = mps
+        reassembler.mtu = mtu
+        reassembler.mps = mps
+    }
+
+    /// The peer announced a new MTU and MPS (its Reconfigure Request): SDUs not started yet
+    /// are segmented again by the new MPS.
+    func peerReconfigured(mtu: Int, mps: Int) {
+        peerMTU = mtu
+        guard mps != peerMPS else { return }
+        peerMPS = mps
+        for pending in sendQueue where pending.next == 0 {
+            let sdu = Array(pending.frames.joined().dropFirst(2))
+            pending.frames = KFrameSegmenter.segments(of: sdu, mps: mps)
+        }
     }
 
     // MARK: - Receiving
@@ -197,25 +218,11 @@ public actor CreditBasedChannel {
     public func receive(timeout: Duration? = nil) async throws(L2CAPChannelError) -> [UInt8]? {
         if let sdu = takeSDU() { return sdu }
         if let endError { return try Self.ending(endError) }
-        guard receiver == nil else { throw .receiveInProgress(cid: localCID) }
-        nextWaiterID &+= 1
-        let id = nextWaiterID
-        let result = await withTaskCancellationHandler {
-            await withCheckedContinuation { (c: CheckedContinuation<Result<[UInt8]?, L2CAPChannelError>, Never>) in
-                if Task.isCancelled { return c.resume(returning: .failure(.cancelled(peer: peerName, cid: localCID))) }
-                let timer = timeout.map { t in
-                    scheduler.schedule(after: t) { [weak self, executor] in
-                        self?.enter(on: executor) { $0.finishReceiver(id, .failure(.receiveTimeout(peer: $0.peerName, cid: $0.localCID, after: t))) }
-                    }
-                }
-                receiver = (id, c, timer)
-            }
-        } onCancel: {
-            executor.queue.async { [weak self, executor] in
-                self?.enter(on: executor) { $0.finishReceiver(id, .failure(.cancelled(peer: $0.peerName, cid: $0.localCID))) }
-            }
-        }
-        return try result.get()
+        guard receivers.isEmpty else { throw .receiveInProgress(cid: localCID) }
+        let peer = peerName, cid = localCID
+        return try await receivers.wait(
+            deadline: timeout.map { ($0, .failure(.receiveTimeout(peer: peer, cid: cid, after: $0))) },
+            cancelled: { _ in .failure(.cancelled(peer: peer, cid: cid)) }).get()
     }
 
     static func ending(_ error: L2CAPChannelError) throws(L2CAPChannelError) -> [UInt8]? {
@@ -223,13 +230,6 @@ public actor CreditBasedChannel {
         case .closed, .closedByPeer: return nil
         default: throw error
         }
-    }
-
-    func finishReceiver(_ id: UInt64, _ result: Result<[UInt8]?, L2CAPChannelError>) {
-        guard let r = receiver, r.id == id else { return }
-        receiver = nil
-        r.timer?.cancel()
-        r.continuation.resume(returning: result)
     }
 
     func takeSDU() -> [UInt8]? {
@@ -268,12 +268,14 @@ public actor CreditBasedChannel {
             bytesReceived += sdu.count
             let owed = frames - partialReturned
             partialReturned = 0
-            if let r = receiver {
-                receiver = nil
-                r.timer?.cancel()
+            if let sduHandler {
                 unreturned += owed
                 returnCredits()
-                r.continuation.resume(returning: .success(sdu))
+                sduHandler(sdu[...])
+            } else if !receivers.isEmpty {
+                unreturned += owed
+                returnCredits()
+                receivers.resumeFirst(with: .success(sdu))
             } else {
                 inbox.append((sdu, owed))
             }
@@ -305,13 +307,8 @@ public actor CreditBasedChannel {
     public func close(timeout: Duration = .seconds(5)) async {
         guard endError == nil else { return }
         end(.closed(peer: peerName, cid: localCID), sendDisconnect: true)
-        let timer = scheduler.schedule(after: timeout) { [weak self, executor] in
-            self?.enter(on: executor) { $0.disconnectAnswered() }
-        }
-        defer { timer.cancel() }
-        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-            if disconnectSent, host != nil { closeWaiter = c } else { c.resume() }
-        }
+        guard disconnectSent, host != nil else { return }
+        _ = await closers.wait(deadline: (timeout, .success(())), cancelled: { _ in .success(()) })
     }
 
     /// The link went away: everything pending fails at once.
@@ -321,8 +318,7 @@ public actor CreditBasedChannel {
     }
 
     func disconnectAnswered() {
-        closeWaiter?.resume()
-        closeWaiter = nil
+        closers.resumeAll(with: .success(()))
     }
 
     /// The peer sent a K-frame or credit count that breaks the rules: close this channel only.
@@ -336,26 +332,24 @@ public actor CreditBasedChannel {
     func end(_ error: L2CAPChannelError, sendDisconnect: Bool) {
         guard endError == nil else { return }
         endError = error
-        let queued = sendQueue
         sendQueue.removeAll()
-        for p in queued {
-            p.timer?.cancel()
-            p.continuation?.resume(returning: .failure(error))
-            p.continuation = nil
-        }
+        senders.failAll(error)
         if case .closed = error { inbox.removeAll(); inboxHead = 0 }
         if case .malformedKFrame = error { inbox.removeAll(); inboxHead = 0 }
-        if let r = receiver {
-            receiver = nil
-            r.timer?.cancel()
+        if !receivers.isEmpty {
             if let sdu = takeSDU() {
-                r.continuation.resume(returning: .success(sdu))
+                receivers.resumeFirst(with: .success(sdu))
             } else {
-                do throws(L2CAPChannelError) { r.continuation.resume(returning: .success(try Self.ending(error))) } catch { r.continuation.resume(returning: .failure(error)) }
+                do throws(L2CAPChannelError) { receivers.resumeAll(with: .success(try Self.ending(error))) } catch { receivers.failAll(error) }
             }
         }
         reassembler.reset()
         partialReturned = 0
+        if let endHandler {
+            self.endHandler = nil
+            sduHandler = nil
+            endHandler(linkError(error))
+        }
         let handle = self.handle, local = localCID, remote = remoteCID
         disconnectSent = sendDisconnect
         host?.enter(on: executor) { host in

@@ -69,8 +69,9 @@ public enum KFrameSegmenter {
 ///     var r = KFrameReassembler(mtu: 512, mps: 247)
 ///     if let sdu = try r.receive(payload) { deliver(sdu) }
 public struct KFrameReassembler: Sendable {
-    public let mtu: Int
-    public let mps: Int
+    /// The limits announced to the peer; a reconfiguration (Vol 3, Part A, 4.27) changes them.
+    public var mtu: Int
+    public var mps: Int
     /// The SDU being reassembled and its announced length, nil between SDUs.
     var expected: Int?
     var buffer: [UInt8] = []

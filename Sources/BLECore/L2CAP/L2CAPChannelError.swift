@@ -36,6 +36,14 @@ public enum L2CAPChannelError: Error, Equatable, Sendable, CustomStringConvertib
     case receiveInProgress(cid: UInt16)
     /// A server for this PSM is already registered on the link.
     case psmInUse(psm: UInt16)
+    /// An enhanced Credit Based Connection or Reconfigure Request names 1 to 5 channels
+    /// (Vol 3, Part A, 4.25 and 4.27).
+    case invalidChannelCount(Int)
+    /// Only channels opened with the enhanced request can be reconfigured.
+    case notEnhanced(cid: UInt16)
+    /// The reconfiguration was refused, by the peer's response (Vol 3, Part A, 4.28) or,
+    /// for a change the specification forbids, before asking.
+    case reconfigurationRefused(peer: String, result: CreditBasedReconfigureResult)
 
     public var description: String {
         switch self {
@@ -43,7 +51,7 @@ public enum L2CAPChannelError: Error, Equatable, Sendable, CustomStringConvertib
         case .refused(let peer, let psm, let result):
             return "\(peer) refused the L2CAP channel to PSM 0x\(Self.hex4(psm)): \(result)" + Self.hint(result)
         case .commandRejected(let peer, let psm, let reason):
-            return "\(peer) rejected the LE Credit Based Connection Request for PSM 0x\(Self.hex4(psm)) (Command Reject reason 0x\(Self.hex4(reason))): the peer may not support LE credit-based channels"
+            return "\(peer) rejected the credit-based request for PSM 0x\(Self.hex4(psm)) (Command Reject reason 0x\(Self.hex4(reason))): the peer may not support LE credit-based channels"
         case .noFreeCID(let peer): return "no free dynamic CID on the link to \(peer): close a channel first"
         case .responseTimeout(let peer, let psm, let after):
             return "\(peer) did not answer the connection request for PSM 0x\(Self.hex4(psm)) within \(after)"
@@ -59,6 +67,10 @@ public enum L2CAPChannelError: Error, Equatable, Sendable, CustomStringConvertib
         case .cancelled(let peer, let cid): return "waiting on channel 0x\(Self.hex4(cid)) to \(peer) was cancelled"
         case .receiveInProgress(let cid): return "another task is already receiving on channel 0x\(Self.hex4(cid)): use one reader per channel"
         case .psmInUse(let psm): return "PSM 0x\(Self.hex4(psm)) already has a server on this link"
+        case .invalidChannelCount(let n): return "\(n) channels in one enhanced credit-based request: name 1 to 5"
+        case .notEnhanced(let cid): return "channel 0x\(Self.hex4(cid)) was opened as an LE credit-based channel and cannot be reconfigured: open it with openL2CAPChannels"
+        case .reconfigurationRefused(let peer, let result):
+            return "reconfiguration of channels to \(peer) refused: \(result)" + (result == .mtuReductionNotAllowed ? "; the MTU can only grow" : "")
         }
     }
 

@@ -1,14 +1,18 @@
 import Dispatch
 import ATT
+import BLECore
 
-/// Wraps a simulated ATT server and, at a chosen request, does something other than answer:
-/// the way to make a peer die exactly in the middle of a discovery, a long read or a long
-/// write. When a trigger fires, the request is swallowed (no response) and the trigger's
-/// action runs on the next turn of `queue` (so it may call back into the controller).
+/// Wraps a simulated ATT server and makes it misbehave on purpose:
+/// - at a chosen request, does something other than answer (`on(_:occurrence:_:)`): the way to
+///   make a peer die exactly in the middle of a discovery, a long read or a long write. When a
+///   trigger fires, the request is swallowed (no response) and the trigger's action runs on the
+///   next turn of `queue` (so it may call back into the controller);
+/// - ignores ATT_MTU (`padResponses(to:)`, `sendToCentrals(_:)`);
+/// - answers slowly (`delayResponses(by:on:)`), just under the 30 s transaction timeout, say.
 ///
 ///     let server = FaultInjectingATTServer(wrapping: GATTServer(database: .lab(), queue: vc.queue), queue: vc.queue)
 ///     server.on(.readBlobRequest, occurrence: 3) { try? vc.disconnect(peer, reason: .connectionTimeout) }
-public final class FaultInjectingATTServer: SimulatedATTServer, @unchecked Sendable { // state is touched only on `queue` (the test bed calls there; `on` hops there)
+public final class FaultInjectingATTServer: SimulatedATTServer, @unchecked Sendable { // state is touched only on `queue` (the test bed calls there; the controls hop there)
     public let inner: any SimulatedATTServer
     /// The queue the test bed calls the server on.
     public let queue: DispatchQueue
@@ -23,6 +27,10 @@ public final class FaultInjectingATTServer: SimulatedATTServer, @unchecked Senda
     private var seen: [UInt8: Int] = [:]
     private var requestsSeen = 0
     private var swallowed = 0
+    /// What the inner server sends goes through these links (`ResponseFaultLink`).
+    private var links: [ObjectIdentifier: ResponseFaultLink] = [:]
+    fileprivate var paddedSize: Int?
+    fileprivate var delay: (Duration, scheduler: any TimerScheduler)?
 
     public init(wrapping inner: any SimulatedATTServer, queue: DispatchQueue) {
         self.inner = inner
@@ -42,12 +50,37 @@ public final class FaultInjectingATTServer: SimulatedATTServer, @unchecked Senda
     /// Requests swallowed by triggers so far.
     public var swallowedCount: Int { onQueue { swallowed } }
 
+    /// From now on every response shorter than `size` octets is padded with 0xEE to `size`
+    /// (nil: sent as it is): a peer that ignores ATT_MTU (Vol 3, Part F, 3.2.8).
+    public func padResponses(to size: Int?) {
+        onQueue { self.paddedSize = size }
+    }
+
+    /// From now on every PDU the server sends waits `delay` on `scheduler` (nil: none), in order.
+    public func delayResponses(by delay: Duration?, on scheduler: any TimerScheduler) {
+        onQueue { self.delay = delay.map { ($0, scheduler) } }
+    }
+
+    /// Sends `pdu` as it is to the central on every link (an oversized notification, say).
+    public func sendToCentrals(_ pdu: [UInt8]) {
+        onQueue { for link in self.links.values { link.base.sendToCentral(pdu) } }
+    }
+
     // MARK: SimulatedATTServer
 
-    public func linkConnected(_ link: any ATTServerLink) { inner.linkConnected(link) }
-    public func linkDisconnected(_ link: any ATTServerLink) { inner.linkDisconnected(link) }
+    public func linkConnected(_ link: any ATTServerLink) {
+        let wrapped = ResponseFaultLink(link, owner: self)
+        links[ObjectIdentifier(link)] = wrapped
+        inner.linkConnected(wrapped)
+    }
+
+    public func linkDisconnected(_ link: any ATTServerLink) {
+        guard let wrapped = links.removeValue(forKey: ObjectIdentifier(link)) else { return inner.linkDisconnected(link) }
+        inner.linkDisconnected(wrapped)
+    }
 
     public func receive(_ pdu: [UInt8], from link: any ATTServerLink) {
+        let link: any ATTServerLink = links[ObjectIdentifier(link)] ?? link
         guard let first = pdu.first else { return inner.receive(pdu, from: link) }
         let opcode = ATTOpcode(first)
         seen[first, default: 0] += 1
@@ -68,5 +101,31 @@ public final class FaultInjectingATTServer: SimulatedATTServer, @unchecked Senda
     private func onQueue<T>(_ body: () -> T) -> T {
         if DispatchQueue.getSpecific(key: onQueueKey) == true { return body() }
         return queue.sync(execute: body)
+    }
+}
+
+/// The server's end of a link as the inner server sees it: what it sends is padded and
+/// delayed as its owner says; the link's security is the underlying link's.
+private final class ResponseFaultLink: ATTServerLink, ATTServerLinkSecurity, @unchecked Sendable { // used only on the owner's queue
+    let base: any ATTServerLink
+    unowned let owner: FaultInjectingATTServer
+
+    init(_ base: any ATTServerLink, owner: FaultInjectingATTServer) {
+        self.base = base
+        self.owner = owner
+    }
+
+    var centralDescription: String { base.centralDescription }
+    var isEncrypted: Bool { (base as? any ATTServerLinkSecurity)?.isEncrypted ?? false }
+    var isAuthenticated: Bool { (base as? any ATTServerLinkSecurity)?.isAuthenticated ?? false }
+
+    func sendToCentral(_ pdu: [UInt8]) {
+        var pdu = pdu
+        if let size = owner.paddedSize, let first = pdu.first, ATTOpcode(first).kind == .response, pdu.count < size {
+            pdu += [UInt8](repeating: 0xEE, count: size - pdu.count)
+        }
+        guard let (delay, scheduler) = owner.delay else { return base.sendToCentral(pdu) }
+        let base = base, held = pdu
+        _ = scheduler.schedule(after: delay) { base.sendToCentral(held) }
     }
 }

@@ -22,11 +22,29 @@ public struct GATTDatabaseSnapshot: Sendable, Hashable {
     /// Forgets everything that overlaps `range` (Vol 3, Part G, 7.1: the client must
     /// re-discover the affected attribute handles) and marks it for re-discovery.
     public mutating func invalidate(_ range: ATTHandleRange) {
-        func overlaps(_ a: UInt16, _ b: UInt16) -> Bool { a <= range.end && b >= range.start }
-        guard let current = services else { return }
+        guard services != nil else { return }
+        forget(range)
+        if let stale = staleRanges.first {
+            staleRanges = [ATTHandleRange(start: min(stale.start, range.start), end: max(stale.end, range.end))]
+        } else {
+            staleRanges = [range]
+        }
+    }
+
+    /// Inserts services re-discovered in a stale range, in handle order. A service found there
+    /// may end past the range: whatever it overlaps is forgotten too, so services never overlap.
+    mutating func merge(_ found: [GATTService], rediscovered range: ATTHandleRange) {
+        let end = found.map(\.endHandle).max().map { max($0, range.end) } ?? range.end
+        forget(ATTHandleRange(start: min(range.start, found.map(\.handle).min() ?? range.start), end: end))
+        services = ((services ?? []) + found).sorted { $0.handle < $1.handle }
+        staleRanges.removeAll { $0 == range }
+    }
+
+    /// Drops the services that overlap `range`, with what was discovered under them.
+    private mutating func forget(_ range: ATTHandleRange) {
         var kept: [GATTService] = []
-        for s in current {
-            if overlaps(s.handle, s.endHandle) {
+        for s in services ?? [] {
+            if s.handle <= range.end && s.endHandle >= range.start {
                 for c in characteristics[s.handle] ?? [] { descriptors[c.valueHandle] = nil }
                 characteristics[s.handle] = nil
                 includedServices[s.handle] = nil
@@ -35,20 +53,6 @@ public struct GATTDatabaseSnapshot: Sendable, Hashable {
             }
         }
         services = kept
-        if let stale = staleRanges.first {
-            staleRanges = [ATTHandleRange(start: min(stale.start, range.start), end: max(stale.end, range.end))]
-        } else {
-            staleRanges = [range]
-        }
-    }
-
-    /// Inserts services re-discovered in a stale range, in handle order.
-    mutating func merge(_ found: [GATTService], rediscovered range: ATTHandleRange) {
-        var all = (services ?? []).filter { $0.endHandle < range.start || $0.handle > range.end }
-        all += found
-        all.sort { $0.handle < $1.handle }
-        services = all
-        staleRanges.removeAll { $0 == range }
     }
 }
 

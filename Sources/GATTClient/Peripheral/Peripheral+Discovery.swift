@@ -5,13 +5,19 @@ extension Peripheral {
     public func services() async throws(GATTError) -> [GATTService] {
         let p = try await procedures()
         if database.services == nil {
+            let found: [GATTService]
             do throws(GATTProcedureError) {
-                database.services = try await p.discoverAllPrimaryServices()
+                found = try await p.discoverAllPrimaryServices()
             } catch {
                 throw gattError(error, .discovering, .services(.all))
             }
-            await storeInCache()
-            try await configureServiceChanged(p)
+            // A concurrent call may have ended its discovery first: the first result stays,
+            // with what was discovered under it since.
+            if database.services == nil {
+                database.services = found
+                await storeInCache()
+                try await configureServiceChanged(p)
+            }
         }
         while let stale = database.staleRanges.first {
             do throws(GATTProcedureError) {
@@ -35,8 +41,12 @@ extension Peripheral {
         let p = try await procedures()
         do throws(GATTProcedureError) {
             let found = try await p.discoverCharacteristics(of: service)
-            database.characteristics[service.handle] = found
-            await storeInCache()
+            // Kept only while the service is still known (a Service Changed indication or a
+            // concurrent discovery may have replaced it meanwhile).
+            if isKnown(service) {
+                database.characteristics[service.handle] = found
+                await storeInCache()
+            }
             return found
         } catch {
             throw gattError(error, .discoveringCharacteristics, .attribute(service.uuid, handle: service.handle))
@@ -50,8 +60,10 @@ extension Peripheral {
         let p = try await procedures()
         do throws(GATTProcedureError) {
             let found = try await p.findIncludedServices(of: s)
-            database.includedServices[s.handle] = found
-            await storeInCache()
+            if isKnown(s) {
+                database.includedServices[s.handle] = found
+                await storeInCache()
+            }
             return found
         } catch {
             throw gattError(error, .findingIncludedServices, .attribute(s.uuid, handle: s.handle))
@@ -69,12 +81,25 @@ extension Peripheral {
         let p = try await procedures()
         do throws(GATTProcedureError) {
             let found = try await p.discoverDescriptors(of: c)
-            database.descriptors[c.valueHandle] = found
-            await storeInCache()
+            if isKnown(c) {
+                database.descriptors[c.valueHandle] = found
+                await storeInCache()
+            }
             return found
         } catch {
             throw gattError(error, .discoveringDescriptors, .attribute(c.uuid, handle: c.valueHandle))
         }
+    }
+
+    /// Whether `service` is still one of the discovered services (what is discovered under a
+    /// service is kept only then).
+    func isKnown(_ service: GATTService) -> Bool {
+        database.services?.contains(service) ?? false
+    }
+
+    /// Whether `c` is still one of the discovered characteristics of a known service.
+    func isKnown(_ c: GATTCharacteristic) -> Bool {
+        database.characteristics.values.contains { $0.contains(c) }
     }
 
     // MARK: Resolution
@@ -118,14 +143,14 @@ extension Peripheral {
             var chars = database.characteristics[gatt.handle] ?? []
             if database.characteristics[gatt.handle] == nil {
                 chars = try await p.discoverCharacteristics(of: gatt)
-                database.characteristics[gatt.handle] = chars
+                if isKnown(gatt) { database.characteristics[gatt.handle] = chars }
             }
             guard let sc = chars.first(where: { $0.uuid == GATTAttributeType.serviceChanged }), sc.properties.contains(.indicate) else { return }
             target = .attribute(sc.uuid, handle: sc.valueHandle)
             var descs = database.descriptors[sc.valueHandle] ?? []
             if database.descriptors[sc.valueHandle] == nil {
                 descs = try await p.discoverDescriptors(of: sc)
-                database.descriptors[sc.valueHandle] = descs
+                if isKnown(sc) { database.descriptors[sc.valueHandle] = descs }
             }
             routes.serviceChangedHandle = sc.valueHandle
             guard let cccd = descs.first(where: { $0.uuid == GATTAttributeType.clientCharacteristicConfiguration }) else { return }
@@ -159,7 +184,7 @@ extension Peripheral {
         // snapshot as it is then.
         if cache != nil, !cacheStoreScheduled {
             cacheStoreScheduled = true
-            Task { await self.storeScheduledSnapshot() }
+            Task { [weak self] in await self?.storeScheduledSnapshot() }
         }
     }
 

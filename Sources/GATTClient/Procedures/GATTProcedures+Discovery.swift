@@ -156,7 +156,8 @@ public struct GATTProcedures: Sendable {
                 throw .invalidResponse("Read By Type Response with no entries")
             }
             for e in list {
-                guard e.handle >= next, e.handle <= service.endHandle else {
+                // The service's first handle holds its own declaration (Vol 3, Part G, 3.1).
+                guard e.handle >= next, e.handle > service.handle, e.handle <= service.endHandle else {
                     throw .invalidResponse("characteristic declaration \(e.handle.hex) does not follow \((next &- 1).hex) within \(service.range): handles must increase")
                 }
                 guard e.value.count == 5 || e.value.count == 19, let u = BluetoothUUID(littleEndian: e.value[3...]) else {
@@ -177,6 +178,10 @@ public struct GATTProcedures: Sendable {
         var result: [GATTCharacteristic] = []
         for (i, d) in declarations.enumerated() {
             let end = i + 1 < declarations.count ? declarations[i + 1].handle - 1 : service.endHandle
+            // The value follows its declaration, before the next one (Vol 3, Part G, 3.3).
+            guard d.valueHandle <= end else {
+                throw .invalidResponse("characteristic declaration \(d.handle.hex) points at value handle \(d.valueHandle.hex), past the next declaration \((end &+ 1).hex)")
+            }
             if let uuid, d.uuid != uuid { continue }
             result.append(GATTCharacteristic(uuid: d.uuid, handle: d.handle, valueHandle: d.valueHandle,
                                              properties: GATTCharacteristicProperties(rawValue: d.properties),

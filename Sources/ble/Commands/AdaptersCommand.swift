@@ -39,7 +39,7 @@ enum AdaptersCommand {
         }
         for a in adapters {
             if ctx.globals.json {
-                ctx.console.out(JSON.object([
+                ctx.console.out(JSONValue.object([
                     ("index", .int(a.index)), ("name", .string(a.name)), ("address", .string(a.address.description)),
                     ("up", .bool(a.isUp)), ("bus", .string(a.bus)), ("type", .string(a.type)),
                 ]).text)

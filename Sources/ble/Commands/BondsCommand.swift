@@ -77,7 +77,7 @@ enum BondsCommand {
         return "\(b.peer.address)/\(b.peer.type.isRandom ? "random" : "public")  \(id)  \(keys(b).joined(separator: " "))  \(level)  since \(b.created)"
     }
 
-    static func json(_ b: Bond) -> JSON {
+    static func json(_ b: Bond) -> JSONValue {
         .object([("address", .string("\(b.peer.address)")), ("identity", b.identityAddress.map { .string("\($0.address)") } ?? .null),
                  ("keys", .array(keys(b).map { .string($0) })), ("level", .string(b.longTermKey.map { "\($0.level)" } ?? "none")),
                  ("created", .int(Int(b.created)))])

@@ -2,9 +2,8 @@ import BLECore
 
 /// Opens the controller named by `-d` (teeing into `--btsnoop` when asked), brings it up,
 /// runs `body`, and closes the central afterwards whatever happened (links disconnected,
-/// scans stopped, capture flushed). The close runs in a task of its own: after Ctrl-C the
-/// command's task is cancelled, and a cancelled task's HCI_Disconnect is never sent, which
-/// would leave the links up on the controller after the tool exits.
+/// scans stopped, capture flushed). After Ctrl-C the command's task is cancelled; close
+/// still sends HCI_Disconnect for every link, so none is left up on the controller.
 /// `reopenable`: the central opens the transport itself and can open it again
 /// (`Central.reopen`) after the adapter went away; a `--btsnoop` capture starts over then.
 func withCentral<T: Sendable>(_ ctx: CommandContext, reopenable: Bool = false, _ body: (Central) async throws -> T) async throws -> T {
@@ -32,10 +31,10 @@ func withCentral<T: Sendable>(_ ctx: CommandContext, reopenable: Bool = false, _
         }
         ctx.logger.log(.info, "controller \(spec) is up")
         let result = try await body(central)
-        await Task { await central.close() }.value
+        await central.close()
         return result
     } catch {
-        await Task { await central.close() }.value
+        await central.close()
         throw error
     }
 }

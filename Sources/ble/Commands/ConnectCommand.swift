@@ -59,7 +59,7 @@ enum ConnectCommand {
 
     static func print(_ ctx: CommandContext, _ event: ConnectionEvent, peer: LEAddress) {
         if ctx.globals.json {
-            ctx.console.out(JSON.object([("time", .string(Clock.timestamp())), ("peer", .string("\(peer.address)")), ("event", .string("\(event)"))]).text)
+            ctx.console.out(JSONValue.object([("time", .string(Clock.timestamp())), ("peer", .string("\(peer.address)")), ("event", .string("\(event)"))]).text)
         } else {
             ctx.console.out("\(Clock.timestamp())  \(peer.address)  \(event)")
         }

@@ -47,7 +47,7 @@ enum InfoCommand {
         return lines
     }
 
-    static func json(_ info: ControllerInfo, device: String) -> JSON {
+    static func json(_ info: ControllerInfo, device: String) -> JSONValue {
         .object([
             ("device", .string(device)),
             ("address", .string(info.address.description)),
@@ -58,8 +58,8 @@ enum InfoCommand {
             ("manufacturer", .int(Int(info.manufacturer))), ("manufacturerName", .optional(info.manufacturerName)),
             ("aclPacketLength", .int(info.aclPacketLength)), ("aclPacketCount", .int(info.aclPacketCount)),
             ("sharesBREDRBuffers", .bool(info.sharesBREDRBuffers)),
-            ("roles", .array(info.supportedRoles.map(JSON.string))),
-            ("leFeatures", .array(info.leFeatures.names.map(JSON.string))),
+            ("roles", .array(info.supportedRoles.map(JSONValue.string))),
+            ("leFeatures", .array(info.leFeatures.names.map(JSONValue.string))),
         ])
     }
 }

@@ -24,11 +24,11 @@ enum InspectCommand {
         let read = ctx.args.has("read")
         let json = ctx.globals.json
         try await withPeripheral(ctx) { peripheral in
-            var servicesJSON: [JSON] = []
+            var servicesJSON: [JSONValue] = []
             for s in try await peripheral.services() {
                 let sid = ServiceIdentifier(uuid: s.uuid)
                 if !json { ctx.console.out("Service \(s.uuid)\(s.name.map { " - \($0)" } ?? "")  (handles 0x\(hex(s.handle, width: 4))-0x\(hex(s.endHandle, width: 4)))") }
-                var characteristicsJSON: [JSON] = []
+                var characteristicsJSON: [JSONValue] = []
                 for c in try await peripheral.characteristics(of: s) {
                     let cid = CharacteristicIdentifier(uuid: c.uuid, service: sid)
                     var value: Result<[UInt8], any Error>?
@@ -45,7 +45,7 @@ enum InspectCommand {
                         }
                         ctx.console.out(line)
                     }
-                    var descriptorsJSON: [JSON] = []
+                    var descriptorsJSON: [JSONValue] = []
                     for d in try await peripheral.descriptors(of: c) {
                         var dvalue: Result<[UInt8], any Error>?
                         if read {
@@ -60,14 +60,14 @@ enum InspectCommand {
                             }
                             ctx.console.out(line)
                         }
-                        var dj: [(String, JSON)] = [("uuid", .string("\(d.uuid)")), ("name", .optional(d.name)), ("handle", .int(Int(d.handle)))]
+                        var dj: [(String, JSONValue)] = [("uuid", .string("\(d.uuid)")), ("name", .optional(d.name)), ("handle", .int(Int(d.handle)))]
                         if let dvalue { dj.append(("value", valueJSON(dvalue, uuid: nil))) }
                         descriptorsJSON.append(.object(dj))
                     }
-                    var cj: [(String, JSON)] = [
+                    var cj: [(String, JSONValue)] = [
                         ("uuid", .string("\(c.uuid)")), ("name", .optional(c.name)), ("handle", .int(Int(c.handle))),
                         ("valueHandle", .int(Int(c.valueHandle))),
-                        ("properties", .array(GATTLookup.propertyNames(c.properties).map(JSON.string))),
+                        ("properties", .array(GATTLookup.propertyNames(c.properties).map(JSONValue.string))),
                     ]
                     if let value { cj.append(("value", valueJSON(value, uuid: c.uuid))) }
                     cj.append(("descriptors", .array(descriptorsJSON)))
@@ -79,12 +79,12 @@ enum InspectCommand {
                 ]))
             }
             if json {
-                ctx.console.out(JSON.object([("device", .string(ctx.args.positionals[0])), ("services", .array(servicesJSON))]).text)
+                ctx.console.out(JSONValue.object([("device", .string(ctx.args.positionals[0])), ("services", .array(servicesJSON))]).text)
             }
         }
     }
 
-    static func valueJSON(_ r: Result<[UInt8], any Error>, uuid: BluetoothUUID?) -> JSON {
+    static func valueJSON(_ r: Result<[UInt8], any Error>, uuid: BluetoothUUID?) -> JSONValue {
         switch r {
         case .success(let v): return ValueFormatter.json(v, uuid: uuid)
         case .failure(let e): return .object([("error", .string(CLI.oneLine("\(e)")))])

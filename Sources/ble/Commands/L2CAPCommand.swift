@@ -58,7 +58,7 @@ enum L2CAPCommand {
                     return c
                 }
             }
-            ctx.console.status("channel open: PSM 0x\(hex(channel.psm, width: 4)), CID 0x\(hex(channel.localCID, width: 4)) -> 0x\(hex(channel.remoteCID, width: 4)), peer MTU \(channel.peerMTU) MPS \(channel.peerMPS)")
+            ctx.console.status("channel open: PSM 0x\(hex(channel.psm, width: 4)), CID 0x\(hex(channel.localCID, width: 4)) -> 0x\(hex(channel.remoteCID, width: 4)), peer MTU \(await channel.peerMTU) MPS \(await channel.peerMPS)")
             try await copy(ctx, channel, idle: idle)
             try? await link.disconnect(timeout: .seconds(2))
         }
@@ -69,7 +69,7 @@ enum L2CAPCommand {
     static func copy(_ ctx: CommandContext, _ channel: CreditBasedChannel, idle: Duration) async throws {
         let start = ContinuousClock.now
         let stdinDone = Atomic<Bool>(false)
-        let (input, room) = StandardInput.chunks(size: min(channel.peerMTU, 65535))
+        let (input, room) = StandardInput.chunks(size: min(await channel.peerMTU, 65535))
         let sender = Task {
             var sdus = 0
             for await chunk in input {
@@ -92,7 +92,7 @@ enum L2CAPCommand {
                     }
                     received += 1
                     if ctx.globals.json {
-                        ctx.console.out(JSON.object([("time", .string(Clock.timestamp())), ("length", .int(sdu.count)), ("hex", .string(hexString(sdu)))]).text)
+                        ctx.console.out(JSONValue.object([("time", .string(Clock.timestamp())), ("length", .int(sdu.count)), ("hex", .string(hexString(sdu)))]).text)
                     } else {
                         StandardOutput.write(sdu)
                     }

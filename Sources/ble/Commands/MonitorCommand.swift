@@ -90,7 +90,7 @@ struct MonitorLines {
             describers[adapter] = describer
             if json {
                 guard case .object(let members) = line.json else { return line.json.text }
-                return JSON.object([members[0], ("adapter", .int(adapter))] + members.dropFirst()).text
+                return JSONValue.object([members[0], ("adapter", .int(adapter))] + members.dropFirst()).text
             }
             return "hci\(adapter) \(line.text)"
         case .adapterAdded(let adapter, let address, let name, let bus):
@@ -111,12 +111,12 @@ struct MonitorLines {
         }
     }
 
-    private mutating func note(_ adapter: Int?, _ what: String, _ text: String, _ fields: [(String, JSON)], _ timestamp: Int64) -> String {
+    private mutating func note(_ adapter: Int?, _ what: String, _ text: String, _ fields: [(String, JSONValue)], _ timestamp: Int64) -> String {
         let first = firstTimestamp ?? timestamp
         firstTimestamp = first
         let micros = Int128(timestamp) - Int128(first)
         if json {
-            return JSON.object([("index", .int(number)), ("adapter", adapter.map { .int($0) } ?? .null), ("time", .double(Double(micros) / 1_000_000)),
+            return JSONValue.object([("index", .int(number)), ("adapter", adapter.map { .int($0) } ?? .null), ("time", .double(Double(micros) / 1_000_000)),
                                 ("adapterEvent", .string(what))] + fields).text
         }
         let name = adapter.map { "hci\($0)" } ?? "-"

@@ -66,7 +66,7 @@ enum PairCommand {
                 let bond = try await link.pair(options: options, agent: agent, store: options.bonding ? store : nil)
                 let level = describe(bond, bonded: options.bonding)
                 if ctx.globals.json {
-                    ctx.console.out(JSON.object([("peer", .string("\(peer.address)")), ("level", .string(level)),
+                    ctx.console.out(JSONValue.object([("peer", .string("\(peer.address)")), ("level", .string(level)),
                                                  ("identity", bond.identityAddress.map { .string("\($0.address)") } ?? .null)]).text)
                 } else {
                     ctx.console.out(level)

@@ -81,8 +81,8 @@ enum ReadCommand {
         }
     }
 
-    static func line(_ value: [UInt8], uuid: BluetoothUUID, time: String?) -> JSON {
-        var members: [(String, JSON)] = []
+    static func line(_ value: [UInt8], uuid: BluetoothUUID, time: String?) -> JSONValue {
+        var members: [(String, JSONValue)] = []
         if let time { members.append(("time", .string(time))) }
         members.append(("characteristic", .string("\(uuid)")))
         if case .object(let v) = ValueFormatter.json(value, uuid: uuid) { members += v }

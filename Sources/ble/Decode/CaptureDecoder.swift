@@ -18,7 +18,7 @@ enum CaptureDecoder {
                 number += 1
                 bad = bad.dropFirst()
                 emit(json
-                    ? JSON.object([("index", .int(b.index)), ("error", .string("\(b.error)")), ("bytes", .string(hexString(b.bytes)))]).text
+                    ? JSONValue.object([("index", .int(b.index)), ("error", .string("\(b.error)")), ("bytes", .string(hexString(b.bytes)))]).text
                     : "\(pad(String(b.index), 5)) undecodable packet (\(TerminalText.escape("\(b.error)"))): \(hexString(b.bytes.prefix(32)))")
             }
         }

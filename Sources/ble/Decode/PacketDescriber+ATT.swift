@@ -5,7 +5,7 @@ import BLECore
 /// Every decoded ATT field also goes into the JSON line: handles and offsets as numbers,
 /// values as lowercase hex strings (`attValue`), lists as arrays.
 extension PacketDescriber {
-    static func att(_ bytes: [UInt8], fields: inout [(String, JSON)]) -> String {
+    static func att(_ bytes: [UInt8], fields: inout [(String, JSONValue)]) -> String {
         guard let pdu = try? ATTPDU(bytes: bytes) else {
             let op = bytes.first.map { ATTOpcode($0).description } ?? "empty PDU"
             if let code = bytes.first { fields.append(("attOpcode", .int(Int(code)))) }
@@ -17,7 +17,7 @@ extension PacketDescriber {
         var s = pdu.opcode.description
         func h4(_ h: UInt16) -> String { "0x\(hex(h, width: 4))" }
         func uuid(_ u: BluetoothUUID) -> String { AssignedNumbers.name(for: u).map { "\(u) (\($0))" } ?? "\(u)" }
-        func add(_ key: String, _ value: JSON) { fields.append((key, value)) }
+        func add(_ key: String, _ value: JSONValue) { fields.append((key, value)) }
         func value(_ v: [UInt8]) { add("attValue", .string(hexString(v))) }
         func range(_ r: ATTHandleRange) {
             add("attStartHandle", .int(Int(r.start)))

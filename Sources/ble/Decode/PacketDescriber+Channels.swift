@@ -9,9 +9,9 @@ extension PacketDescriber {
     static let eattPSM: UInt16 = 0x0027
 
     /// Decodes the commands of one C-frame and lets the channel map learn from them.
-    mutating func signaling(_ payload: [UInt8], single: Bool, handle: UInt16, sent: Bool, fields: inout [(String, JSON)]) -> String {
+    mutating func signaling(_ payload: [UInt8], single: Bool, handle: UInt16, sent: Bool, fields: inout [(String, JSONValue)]) -> String {
         var texts: [String] = []
-        var objects: [JSON] = []
+        var objects: [JSONValue] = []
         for command in Self.signalingCommands(payload, single: single) {
             switch command {
             case .success(let cmd):
@@ -30,7 +30,7 @@ extension PacketDescriber {
 
     /// The payload of a dynamic channel: ATT PDUs on PSM 0x001F (B-frames) and 0x0027 (SDUs
     /// of K-frames), other SDUs as hex.
-    mutating func dynamic(_ payload: [UInt8], channel: ChannelMap.Channel, key: ChannelMap.Key, fields: inout [(String, JSON)]) -> String {
+    mutating func dynamic(_ payload: [UInt8], channel: ChannelMap.Channel, key: ChannelMap.Key, fields: inout [(String, JSONValue)]) -> String {
         let psm = Self.psmName(channel.psm)
         fields.append(("psm", .int(Int(channel.psm))))
         guard case .creditBased = channel.framing, var reassembler = channel.reassembler else {

@@ -4,8 +4,8 @@ import BLECore
 extension PacketDescriber {
     // MARK: Commands
 
-    static func command(_ c: HCICommandPacket) -> (String, [(String, JSON)]) {
-        var fields: [(String, JSON)] = [("opcode", .int(Int(c.opcode.rawValue))), ("plen", .int(c.parameters.count))]
+    static func command(_ c: HCICommandPacket) -> (String, [(String, JSONValue)]) {
+        var fields: [(String, JSONValue)] = [("opcode", .int(Int(c.opcode.rawValue))), ("plen", .int(c.parameters.count))]
         var s = "\(opcodeName(c.opcode)) plen \(c.parameters.count)"
         guard let decoded = try? HCICommandDecoded(c) else { return (s, fields) }
         switch decoded {
@@ -44,8 +44,8 @@ extension PacketDescriber {
 
     // MARK: Events
 
-    static func event(_ e: HCIEventPacket) -> (String, [(String, JSON)]) {
-        var fields: [(String, JSON)] = [("event", .int(Int(e.code))), ("plen", .int(e.parameters.count))]
+    static func event(_ e: HCIEventPacket) -> (String, [(String, JSONValue)]) {
+        var fields: [(String, JSONValue)] = [("event", .int(Int(e.code))), ("plen", .int(e.parameters.count))]
         let name = HCIEventNames.event(e.code)
         guard let decoded = try? HCIEvent(e) else {
             var s = "\(name) (0x\(hex(e.code, width: 2))) plen \(e.parameters.count)"

@@ -29,8 +29,8 @@ extension PacketDescriber {
     struct SignalingMalformed: Error { var bytes: [UInt8] }
 
     /// One command: its text and its JSON fields.
-    static func signalingCommand(_ cmd: L2CAPSignalingCommand) -> (String, [(String, JSON)]) {
-        var f: [(String, JSON)] = [("code", .int(Int(cmd.code))), ("identifier", .int(Int(cmd.identifier))), ("name", .string(signalingName(cmd.code)))]
+    static func signalingCommand(_ cmd: L2CAPSignalingCommand) -> (String, [(String, JSONValue)]) {
+        var f: [(String, JSONValue)] = [("code", .int(Int(cmd.code))), ("identifier", .int(Int(cmd.identifier))), ("name", .string(signalingName(cmd.code)))]
         func add(_ key: String, _ v: Int) { f.append((key, .int(v))) }
         func cid(_ c: UInt16) -> String { "0x\(hex(c, width: 4))" }
         func cids(_ list: [UInt16]) -> String { list.map(cid).joined(separator: ",") }
@@ -152,7 +152,7 @@ enum ClassicSignaling {
         }
     }
 
-    var fields: [(String, JSON)] {
+    var fields: [(String, JSONValue)] {
         switch self {
         case .connectionRequest(let psm, let scid): return [("psm", .int(Int(psm))), ("scid", .int(Int(scid)))]
         case .connectionResponse(let d, let s, let r, let st): return [("dcid", .int(Int(d))), ("scid", .int(Int(s))), ("result", .int(Int(r))), ("status", .int(Int(st)))]

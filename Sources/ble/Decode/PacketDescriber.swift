@@ -20,7 +20,7 @@ struct PacketDescriber {
         var kind: String
         /// Exact text (names as advertised); `text` escapes it for a terminal.
         var summary: String
-        var fields: [(String, JSON)]
+        var fields: [(String, JSONValue)]
 
         var text: String {
             let arrow = direction == .sent ? "<" : ">"
@@ -28,7 +28,7 @@ struct PacketDescriber {
             return "\(pad(String(index), 5)) \(pad(t, 12)) \(arrow) \(kind) \(TerminalText.escape(summary))"
         }
 
-        var json: JSON {
+        var json: JSONValue {
             .object([("index", .int(index)), ("time", .double(time)),
                      ("direction", .string(direction == .sent ? "sent" : "received")), ("type", .string(kind)),
                      ("summary", .string(summary))] + fields)
@@ -78,7 +78,7 @@ struct PacketDescriber {
 
     // MARK: ACL, L2CAP, ATT, signaling
 
-    mutating func acl(_ a: ACLDataPacket, sent: Bool) -> (String, [(String, JSON)]) {
+    mutating func acl(_ a: ACLDataPacket, sent: Bool) -> (String, [(String, JSONValue)]) {
         let pb: String
         switch a.boundary {
         case .firstNonFlushable: pb = "start"
@@ -87,7 +87,7 @@ struct PacketDescriber {
         case .complete: pb = "complete"
         }
         var s = "handle 0x\(hex(a.handle, width: 4)) PB \(pb) len \(a.data.count)"
-        var fields: [(String, JSON)] = [("handle", .int(Int(a.handle))), ("boundary", .string(pb)), ("length", .int(a.data.count))]
+        var fields: [(String, JSONValue)] = [("handle", .int(Int(a.handle))), ("boundary", .string(pb)), ("length", .int(a.data.count))]
         let key = LinkKey(handle: a.handle, sent: sent)
         var r = reassemblers[key] ?? ACLReassembler()
         let outcome = r.push(a)

@@ -7,10 +7,10 @@
 /// Escaped: C0 controls (U+0000-U+001F, shown as \n, \r, \t or \xHH), DEL (\x7f), C1 controls
 /// (U+0080-U+009F, shown as \u{80}..), the backslash itself (\\) so an escape cannot be forged,
 /// and, for bytes, each byte of invalid UTF-8 (\xHH). JSON output is not passed through this:
-/// it carries the exact text, quoted by `JSON.quote`.
+/// it carries the exact text, quoted by `JSONValue.quote`.
 enum TerminalText {
     static func escape(_ text: String) -> String {
-        guard text.unicodeScalars.contains(where: needsEscape) else { return text }
+        guard mayNeedEscape(text), text.unicodeScalars.contains(where: needsEscape) else { return text }
         var out = ""
         out.reserveCapacity(text.utf8.count + 8)
         for u in text.unicodeScalars { append(u, to: &out) }
@@ -56,6 +56,17 @@ enum TerminalText {
         return out
     }
 
+    /// False when no UTF-8 byte of `text` can start an escape: a control byte, DEL, the
+    /// backslash or 0xC2 (the lead byte of U+0080-U+00BF, which holds the C1 controls). A
+    /// byte scan, so the usual plain line is not decoded scalar by scalar.
+    static func mayNeedEscape(_ text: String) -> Bool {
+        var text = text
+        return text.withUTF8 { bytes in
+            for b in bytes where b < 0x20 || b == 0x7F || b == 0x5C || b == 0xC2 { return true }
+            return false
+        }
+    }
+
     static func needsEscape(_ u: Unicode.Scalar) -> Bool {
         u.value < 0x20 || (0x7F...0x9F).contains(u.value) || u == "\\"
     }
@@ -77,8 +88,5 @@ enum TerminalText {
         }
     }
 
-    private static func hex2(_ b: UInt8) -> String {
-        let digits: [Character] = Array("0123456789abcdef")
-        return String([digits[Int(b >> 4)], digits[Int(b & 0x0F)]])
-    }
+    private static func hex2(_ b: UInt8) -> String { hexString(CollectionOfOne(b)) }
 }

@@ -23,7 +23,7 @@ enum AdvertisedData {
     /// A decoded beacon: a one-line summary (exact text; escape it for a terminal) and its fields.
     struct Beacon {
         var summary: String
-        var json: JSON
+        var json: JSONValue
     }
 
     static let eddystoneUUID = BluetoothUUID(uuid16: 0xFEAA)

@@ -44,7 +44,7 @@ enum ScanFormat {
         return parts.joined(separator: "  ")
     }
 
-    static func json(_ event: String, _ p: DiscoveredPeripheral) -> JSON {
+    static func json(_ event: String, _ p: DiscoveredPeripheral) -> JSONValue {
         .object([
             ("event", .string(event)),
             ("address", .string(p.address.address.description)),

@@ -19,8 +19,8 @@ enum ValueFormatter {
         return s
     }
 
-    static func json(_ value: [UInt8], uuid: BluetoothUUID?) -> JSON {
-        var members: [(String, JSON)] = [("hex", .string(hexString(value))), ("length", .int(value.count))]
+    static func json(_ value: [UInt8], uuid: BluetoothUUID?) -> JSONValue {
+        var members: [(String, JSONValue)] = [("hex", .string(hexString(value))), ("length", .int(value.count))]
         if let u = uint(value) { members.append(("uint", .string(String(u)))) }
         if let s = utf8(value) { members.append(("utf8", .string(s))) }
         if let uuid, let d = decoded(value, uuid: uuid) { members.append(("decoded", .string(d))) }

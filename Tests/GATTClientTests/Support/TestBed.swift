@@ -37,3 +37,8 @@ enum Lab {
     static let secret = CharacteristicIdentifier(uuid: uuid(5), service: service)
     static let notifyCounter = CharacteristicIdentifier(uuid: uuid(6), service: service)
 }
+
+/// Captures the `FaultInjectingATTServer` a TestBed builds around its server (`wrap`).
+final class FaultsHolder: @unchecked Sendable { // written once during TestBed.init, read afterwards by the same test
+    var server: FaultInjectingATTServer?
+}
