@@ -79,4 +79,48 @@ struct EATTRadioTests {
             #expect(perBearer == [16])
         }
     }
+
+    /// Moves the peer's subscription to `characteristic` onto an enhanced bearer: the
+    /// peripheral subscribes (CCCD `value` on the unenhanced bearer), then the CCCD is
+    /// cleared there and set on the second enhanced bearer, so Bumble sends on that bearer
+    /// alone (its CCCDs are per bearer, Vol 3, Part G, 3.3.3.3).
+    static func subscribeOnEnhancedBearer(_ peripheral: Peripheral, _ characteristic: CharacteristicIdentifier,
+                                          value: UInt16) async throws -> NotificationStream<[UInt8]> {
+        let pool = try await peripheral.enhancedBearers(count: 2)
+        #expect(pool.isEnhanced)
+        let stream = try await peripheral.subscribe(to: characteristic, indications: value == 0x0002)
+        let cccd = try #require(try await peripheral.descriptors(of: characteristic).first {
+            $0.uuid == BluetoothUUID(uuid16: 0x2902)
+        })
+        try await GATTProcedures(bearer: await peripheral.bearer).writeClientConfiguration(handle: cccd.handle, value: 0)
+        try await pool.procedures[1].writeClientConfiguration(handle: cccd.handle, value: value)
+        return stream
+    }
+
+    /// Four counter values in a row (uint32 little endian, one every 100 ms).
+    static func fourInARow(_ stream: NotificationStream<[UInt8]>) async throws {
+        var counters: [UInt32] = []
+        for try await value in stream {
+            try #require(value.count == 4)
+            counters.append(value.withUnsafeBytes { $0.loadUnaligned(as: UInt32.self) })
+            if counters.count == 4 { break }
+        }
+        #expect(counters == (0..<4).map { counters[0] + UInt32($0) }, "\(counters)")
+    }
+
+    @Test func notificationsOnAnEnhancedBearerReachTheSubscription() async throws {
+        try await Self.withPeripheral("eatt") { peripheral in
+            let counter = CharacteristicIdentifier(uuid: "FFE1", service: ServiceIdentifier(uuid: "FFE0"))
+            try await Self.fourInARow(try await Self.subscribeOnEnhancedBearer(peripheral, counter, value: 0x0001))
+        }
+    }
+
+    /// Bumble waits for each confirmation on the bearer of its indication (30 s) before the
+    /// next: four in a row means each was confirmed on the enhanced bearer.
+    @Test func indicationsOnAnEnhancedBearerAreConfirmedThere() async throws {
+        try await Self.withPeripheral("eatt") { peripheral in
+            let counter = CharacteristicIdentifier(uuid: "FFE2", service: ServiceIdentifier(uuid: "FFE0"))
+            try await Self.fourInARow(try await Self.subscribeOnEnhancedBearer(peripheral, counter, value: 0x0002))
+        }
+    }
 }

@@ -14,7 +14,10 @@ extension Peripheral {
     /// leaves the pool with this peripheral's unenhanced bearer alone (`isEnhanced` false),
     /// so the same code runs either way; other failures are thrown. `mtu` is this side's
     /// L2CAP MTU; each bearer's ATT_MTU is the smaller of the two channels' MTUs (Vol 3,
-    /// Part F, 3.2.8), without Exchange MTU.
+    /// Part F, 3.2.8), without Exchange MTU. Notifications and indications that arrive on
+    /// an enhanced bearer reach this peripheral's subscriptions (`subscribe(to:)`,
+    /// `notifications(for:)`), each indication confirmed on the bearer it came on; the
+    /// peripheral keeps the bearers for that while it lives, whether or not the pool is kept.
     ///
     ///     let pool = try await peripheral.enhancedBearers(count: 3)
     ///     async let a = pool.next().read(handle: 0x0003)
@@ -35,9 +38,14 @@ extension Peripheral {
         for channel in channels {
             let bearer = ATTBearer(channel: CreditBasedSDUChannel(channel), scheduler: scheduler, clientMTU: clientMTU, transactionTimeout: transactionTimeout)
             await bearer.setEnhancedMTU(UInt16(min(await channel.mtu, await channel.peerMTU, 65535)))
+            // A server may notify or indicate on any bearer: the values reach the same
+            // subscriptions as on the unenhanced bearer.
+            await routeValues(of: bearer)
             bearers.append(bearer)
         }
-        return GATTBearerPool(bearers: bearers, isEnhanced: true, procedureTimeout: procedureTimeout)
+        let pool = GATTBearerPool(bearers: bearers, isEnhanced: true, procedureTimeout: procedureTimeout)
+        enhancedBearerPools.append(pool)
+        return pool
     }
 }
 

@@ -32,6 +32,9 @@ public actor Peripheral {
     /// A cache store after Service Changed is queued and has not run yet.
     var cacheStoreScheduled = false
     nonisolated let routes = NotificationRoutes()
+    /// The enhanced bearers opened so far, kept so that values the server sends on them reach
+    /// `routes` even when the caller no longer holds their pool.
+    var enhancedBearerPools: [GATTBearerPool] = []
     /// CCCD bookkeeping by value handle.
     var subscriptions: [UInt16: Subscription] = [:]
 
@@ -163,9 +166,7 @@ public actor Peripheral {
     }
 
     private func prepare() async throws(GATTError) {
-        let routes = self.routes
-        await bearer.setNotificationHandler { handle, value in routes.deliverNotification(handle: handle, value: value) }
-        await bearer.setIndicationHandler { event, confirm in routes.deliverIndication(event, confirm: confirm) }
+        await routeValues(of: bearer)
         routes.serviceChanged = { [weak self, executor] value in
             self?.enter(on: executor) { $0.serviceChanged(value) }
         }
@@ -187,6 +188,16 @@ public actor Peripheral {
         // A database known from the cache or an earlier link: Service Changed indications
         // are enabled again on this bearer.
         if database.services != nil { try await configureServiceChanged(procedures) }
+    }
+
+    /// Hands `bearer`'s notifications and indications to this peripheral's subscriptions;
+    /// each indication is confirmed on `bearer`, the one it came on. The unenhanced bearer
+    /// and every enhanced one (with EATT the server picks the bearer for each value)
+    /// share the same routes.
+    func routeValues(of bearer: ATTBearer) async {
+        let routes = self.routes
+        await bearer.setNotificationHandler { handle, value in routes.deliverNotification(handle: handle, value: value) }
+        await bearer.setIndicationHandler { event, confirm in routes.deliverIndication(event, confirm: confirm) }
     }
 
     /// Reads Database Hash (Read Using Characteristic UUID, 4.8.2); nil when the peer has none.
