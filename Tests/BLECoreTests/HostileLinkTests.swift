@@ -73,6 +73,47 @@ struct HostileLinkTests {
         #expect(serverA.pdus.last == Self.writeCommand(9) && serverB.pdus.last == Self.writeCommand(21))
     }
 
+    @Test func linkThatConnectsWhileEveryOtherLinkIsStalledStillSends() async throws {
+        let serverA = EchoATTServer(), serverB = EchoATTServer(), serverC = EchoATTServer()
+        let peerC = LEAddress(BluetoothAddress(rawValue: 0xC0_77_88_99_AA_BB), type: .random)
+        let (vc, central) = try await VC.stack({ o in o.aclPacketCount = 4; o.packetCompletion = .manual }, server: serverA)
+        vc.addPeripheral(SimulatedPeripheral(address: Self.peerB, advertisingData: [0x02, 0x01, 0x06], attServer: serverB))
+        vc.addPeripheral(SimulatedPeripheral(address: peerC, advertisingData: [0x02, 0x01, 0x06], attServer: serverC))
+        _ = try await central.connect(VC.peer)
+        _ = try await central.connect(Self.peerB)
+        let host = central.host
+        let a = try #require(vc.handle(of: VC.peer)), b = try #require(vc.handle(of: Self.peerB))
+        await host.setACLLimits(sendTimeout: .seconds(5))
+        let att = L2CAPChannelID.att
+
+        // Neither peer ever completes a packet, and both links have more to send than the
+        // 4 buffers hold: A takes its share of 2, B takes one and leaves the last buffer free.
+        try await host.sendL2CAP(handle: a, channelID: att, payload: Self.writeCommand(1))
+        try await host.sendL2CAP(handle: a, channelID: att, payload: Self.writeCommand(2))
+        try await host.sendL2CAP(handle: b, channelID: att, payload: Self.writeCommand(1))
+        let stalled = [a, a, b, b].enumerated().map { i, handle in
+            Task { try await host.sendL2CAP(handle: handle, channelID: att, payload: Self.writeCommand(UInt8(10 + i))) }
+        }
+        try await host.sendWaiters.waitForCount("A's two and B's two sends queued (B leaves the last buffer free)") { $0 == 4 }
+        #expect(await host.aclLinkStatus(handle: a)!.inFlight == 2)
+        #expect(await host.aclLinkStatus(handle: b)!.inFlight == 1)
+
+        // A third link connects: its first Write Command goes out on the buffer left free.
+        _ = try await central.connect(peerC)
+        let c = try #require(vc.handle(of: peerC))
+        let first = Task { try await host.sendL2CAP(handle: c, channelID: att, payload: Self.writeCommand(1)) }
+        await vc.settle()
+        #expect(serverC.pdus == [Self.writeCommand(1)], "the new link found no controller buffer")
+        #expect(await host.aclLinkStatus(handle: c)?.inFlight == 1)
+        #expect(vc.aclFlowControlViolations == 0)
+
+        // The stalled links' queued sends fail typed; C's send has its answer either way.
+        await vc.advance(by: .seconds(5))
+        for task in stalled { _ = try? await task.value }
+        _ = try? await first.value
+        #expect(serverA.pdus == [Self.writeCommand(1), Self.writeCommand(2)])
+    }
+
     @Test func parameterUpdateFloodIsAnsweredOnceEachAndAppliedLatestOnly() async throws {
         let (vc, central) = try await VC.stack()
         _ = try await central.connect(VC.peer)

@@ -106,8 +106,10 @@ import Testing
         ]
         for (arguments, line) in cases {
             let child = try Child(path: Self.ble, arguments)
-            let text = await Child.read(child.stderr, timeout: .seconds(20)) { _ in false }
             #expect(await child.waitForExit(timeout: .seconds(20)) == 2)
+            // The child has exited, so all it wrote is in the pipe: read up to its last newline
+            // rather than wait for the end of the pipe.
+            let text = await Child.read(child.stderr, timeout: .seconds(20)) { $0.hasSuffix("\n") }
             let lines = text.split(separator: "\n")
             #expect(lines.count == 1, "\(text)")
             #expect(lines.first.map { $0.hasSuffix(line) } == true, "\(text)")

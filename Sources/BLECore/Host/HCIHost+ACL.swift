@@ -141,13 +141,11 @@ extension HCIHost {
         if link.hasQueued, link.sendDeadline == nil { armSendDeadline(link) }
     }
 
-    /// The most packets one link may have in the controller at once: with several links, an
-    /// equal share of the buffers; alone, all but one, so that a link that connects next
-    /// finds a buffer even when this one's peer never acknowledges.
-    var aclLinkShare: Int {
-        let links = self.links.count
-        return links <= 1 ? max(1, aclPacketCount - 1) : max(1, aclPacketCount / links)
-    }
+    /// The most packets one link may have in the controller at once: an equal share of the
+    /// buffers. Besides, a link with packets in flight never takes the last free buffer
+    /// (`pumpACL`): that one is left to a link with none in flight, so a link that connects
+    /// next sends even when every other link's peer stopped acknowledging.
+    var aclLinkShare: Int { max(1, aclPacketCount / max(1, links.count)) }
 
     /// Puts a link with queued fragments in the round-robin, unless it is there already.
     func markReady(_ link: Link) {
@@ -157,15 +155,16 @@ extension HCIHost {
     }
 
     /// Hands queued fragments to the controller while it has buffers, one fragment per link in
-    /// turn, so a busy link never starves another. A link at its share leaves the turn until
-    /// Number Of Completed Packets brings it below.
+    /// turn, so a busy link never starves another. A link at its share, or one with packets in
+    /// flight when a single buffer is free, leaves the turn until Number Of Completed Packets
+    /// brings it below or frees more buffers.
     func pumpACL() {
         guard lostReason == nil else { return }
         let share = aclLinkShare
         while aclCredits > 0, !readyLinks.isEmpty {
             let handle = readyLinks.removeFirst()
             guard let link = links[handle] else { continue }
-            guard link.hasQueued, link.inFlight < share else {
+            guard link.hasQueued, link.inFlight < share, link.inFlight == 0 || aclCredits > 1 else {
                 link.isReady = false
                 continue
             }
@@ -235,9 +234,12 @@ extension HCIHost {
     func returnCredits(handle: UInt16, count: Int) {
         guard let link = links[handle] else { return } // credits of a closed link were returned at disconnect
         let n = min(count, link.inFlight)
+        let spareWasHeld = aclCredits <= 1
         link.inFlight -= n
         aclCredits += n
         markReady(link)
+        // Links that left the turn to keep the last buffer free may take more now.
+        if spareWasHeld, aclCredits > 1 { for other in links.values { markReady(other) } }
     }
 
     /// Inbound ACL data the inlet left to the host (`ACLInlet.receive` reassembles every

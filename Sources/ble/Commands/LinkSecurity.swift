@@ -41,16 +41,30 @@ struct LinkSecurity: Sendable {
         return o
     }
 
-    /// Encrypts `link` with its bond, or raises it to `--security`; throws one line naming the
-    /// peer and what to do.
-    func apply(to link: Connection) async throws {
-        let level = required ?? (store.bond(resolving: link.peer)?.longTermKey != nil ? .encrypted : nil)
+    /// Encrypts `link` with its bond (unless `withBond` is false), or raises it to `--security`;
+    /// throws one line naming the peer and what to do.
+    func apply(to link: Connection, withBond: Bool = true) async throws {
+        let bonded = withBond && store.bond(resolving: link.peer)?.longTermKey != nil
+        let level = required ?? (bonded ? .encrypted : nil)
         guard let level else { return }
         do throws(PairingError) {
             try await link.requireSecurity(level, options: options(for: level), agent: agent, store: store)
         } catch {
             throw CLIFailure("\(error)")
         }
+    }
+
+    /// Throws one line unless a bond with `peer` holds the CSRK this side distributed, the key
+    /// of Signed Write Commands (Vol 3, Part H, 2.4.5).
+    func requireSigningKey(for peer: LEAddress) throws {
+        guard store.bond(resolving: peer)?.localSignatureKey != nil else {
+            throw CLIFailure("no signing key (CSRK) of this side for \(peer.address): pair with 'ble pair \(peer.address) --sign-key' to distribute one, then write with --signed")
+        }
+    }
+
+    /// Lets the Peripheral sign writes with the bond's CSRK (`Peripheral.writeSigned`).
+    func installSigner(on peripheral: Peripheral, link: Connection) async {
+        await peripheral.setWriteSigner(store.dataSigner(for: link.peer).writeSigner)
     }
 
     /// Lets the Peripheral pair when the device refuses a request for lack of security.

@@ -14,7 +14,7 @@ enum PairCommand {
     static let spec = CommandSpec(
         name: "pair",
         summary: "pair with a device and keep the bond",
-        usage: ["pair DEVICE [--io display-only|display-yesno|keyboard-only|no-io|keyboard-display] [--passkey N] [--sc-only | --legacy] [--no-bond]"],
+        usage: ["pair DEVICE [--io display-only|display-yesno|keyboard-only|no-io|keyboard-display] [--passkey N] [--sc-only | --legacy] [--no-bond] [--sign-key]"],
         options: [
             .value("io", nil, "CAPABILITY", "what this side can show or type (default keyboard-display when on a terminal, else no-io)"),
             .value("passkey", nil, "N", "the six-digit passkey the device shows (instead of asking)"),
@@ -22,6 +22,7 @@ enum PairCommand {
             .flag("legacy", nil, "offer only LE legacy pairing"),
             .flag("mitm", nil, "require MITM protection (no Just Works)"),
             .flag("no-bond", nil, "pair for this link only; keep no keys"),
+            .flag("sign-key", nil, "also give the device this side's signing key (CSRK), for 'ble write --signed'"),
             DeviceArgument.scanTimeoutOption,
         ],
         details: DeviceArgument.details + [
@@ -31,6 +32,7 @@ enum PairCommand {
         examples: [
             ("ble pair F0:5E:B1:00:00:01", "encrypted, Secure Connections, bonded"),
             ("ble pair F0:5E:B1:00:00:02 --io keyboard-only --passkey 123456", "encrypted, authenticated, Secure Connections, bonded"),
+            ("ble pair F0:5E:B1:00:00:03 --sign-key", "bonded, and the device can check 'ble write --signed'"),
         ],
         run: run)
 
@@ -39,6 +41,7 @@ enum PairCommand {
         let target = try DeviceResolver.parse(try ctx.positionals(["DEVICE"])[0])
         let scanTimeout = try DeviceArgument.scanTimeout(ctx)
         if a.has("sc-only") && a.has("legacy") { throw UsageError("give --sc-only or --legacy, not both") }
+        if a.has("sign-key") && a.has("no-bond") { throw UsageError("--sign-key distributes a key to keep: give --sign-key or --no-bond, not both") }
         var options = PairingOptions()
         let interactive = isatty(0) == 1
         options.ioCapability = interactive ? .keyboardDisplay : .noInputNoOutput
@@ -55,6 +58,7 @@ enum PairCommand {
         options.secureConnections = !a.has("legacy")
         options.mitm = a.has("mitm")
         options.bonding = !a.has("no-bond")
+        if a.has("sign-key") { options.initiatorKeys.insert(.signingKey) }
         let agent = TerminalAgent(console: ctx.console, passkey: passkey)
 
         try await withCentral(ctx) { central in
@@ -79,12 +83,14 @@ enum PairCommand {
         }
     }
 
-    /// "encrypted, authenticated, Secure Connections, bonded".
+    /// "encrypted, authenticated, Secure Connections, bonded" (", signing key given" with a CSRK
+    /// this side distributed).
     static func describe(_ bond: Bond, bonded: Bool) -> String {
         var parts = ["encrypted"]
         if bond.longTermKey?.authenticated == true { parts.append("authenticated") }
         parts.append(bond.longTermKey?.secureConnections == true ? "Secure Connections" : "legacy")
         if bonded { parts.append("bonded") }
+        if bond.localSignatureKey != nil { parts.append("signing key given") }
         return parts.joined(separator: ", ")
     }
 }

@@ -7,7 +7,7 @@ enum WriteCommand {
     static let spec = CommandSpec(
         name: "write",
         summary: "write a characteristic: hex bytes, a string, or a typed JSON or YAML payload file",
-        usage: ["write DEVICE -c CHAR [-s SERVICE] (--hex HEX | --string TEXT | --file PAYLOAD.yaml|.json) [--without-response] [--expect-reply-on CHAR] [--security encrypted|authenticated]"],
+        usage: ["write DEVICE -c CHAR [-s SERVICE] (--hex HEX | --string TEXT | --file PAYLOAD.yaml|.json) [--without-response | --signed] [--expect-reply-on CHAR] [--security encrypted|authenticated]"],
         options: [
             .value("characteristic", "c", "UUID", "the characteristic (required)"),
             .value("service", "s", "UUID", "the service holding it (default: the first service that has it)"),
@@ -15,6 +15,7 @@ enum WriteCommand {
             .value("string", nil, "TEXT", "the value as UTF-8 text"),
             .value("file", "f", "FILE", "a payload file of typed fields (see below)"),
             .flag("without-response", nil, "Write Command instead of Write Request (no acknowledgement)"),
+            .flag("signed", nil, "Signed Write Command with the bond's signing key (see 'ble pair --sign-key'); the link stays unencrypted"),
             .value("expect-reply-on", nil, "UUID", "subscribe to this characteristic first and print the first notification after the write"),
             LinkSecurity.option,
             DeviceArgument.scanTimeoutOption,
@@ -26,6 +27,7 @@ enum WriteCommand {
             ("ble write F0:5E:B1:00:00:02 -c 6E400003-B5A3-F393-E0A9-E50E24DCCA9E --hex 01020304", "four bytes with a Write Request"),
             ("ble write \"Lamp\" -c FFE1 --string on --without-response", "text with a Write Command"),
             ("ble write F0:5E:B1:00:00:02 -c FFF1 --file command.json --expect-reply-on FFF2", "a typed payload and its reply"),
+            ("ble write F0:5E:B1:00:00:02 -c FFF3 --hex 01 --signed", "a signed write without encryption (after 'ble pair --sign-key')"),
         ],
         run: run)
 
@@ -38,16 +40,26 @@ enum WriteCommand {
         let service = try a.value("service").map { v throws(UsageError) in try Values.uuid(v, option: "-s") }
         let reply = try a.value("expect-reply-on").map { v throws(UsageError) in try Values.uuid(v, option: "--expect-reply-on") }
         let value = try payload(a)
-        let type: GATTWriteType = a.has("without-response") ? .withoutResponse : .withResponse
-        try await withPeripheral(ctx) { peripheral in
+        let signed = a.has("signed")
+        if signed && reply != nil { throw UsageError("--signed writes without a reply: give --signed or --expect-reply-on, not both") }
+        let type: GATTWriteType = a.has("without-response") || signed ? .withoutResponse : .withResponse
+        try await withPeripheral(ctx, signing: signed) { peripheral in
             let (id, characteristic) = try await withTimeout(ctx.globals.timeoutDuration, "discovering \(uuid.gattDisplayName)") {
                 try await GATTLookup.characteristic(peripheral, uuid: uuid, service: service)
+            }
+            let timeout = ctx.globals.timeoutDuration
+            if signed {
+                // Refused before signing when the characteristic lacks Authenticated Signed Writes.
+                try await withTimeout(timeout, "writing \(uuid.gattDisplayName) signed") {
+                    try await peripheral.writeSigned(value, to: id)
+                }
+                ctx.console.status("wrote \(value.count) bytes to \(uuid.gattDisplayName), signed")
+                return
             }
             let needed: GATTCharacteristicProperties = type == .withResponse ? .write : .writeWithoutResponse
             if !characteristic.properties.contains(needed) {
                 ctx.console.status("warning: \(uuid.gattDisplayName) does not list '\(type == .withResponse ? "write" : "write without response")' (its properties: \(characteristic.properties)); writing anyway")
             }
-            let timeout = ctx.globals.timeoutDuration
             if let reply {
                 let (replyID, _) = try await GATTLookup.characteristic(peripheral, uuid: reply, service: nil)
                 let answer = try await withTimeout(timeout + .seconds(1), "waiting for a reply on \(reply.gattDisplayName)") {
