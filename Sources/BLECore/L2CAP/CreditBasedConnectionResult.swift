@@ -77,7 +77,6 @@ public enum CreditBasedConnectionResult: Hashable, Sendable, CustomStringConvert
         case .invalidParameters: name = "invalid parameters"
         case .other: name = "reserved result"
         }
-        let hex = String(rawValue, radix: 16, uppercase: true)
-        return "\(name) (0x\(String(repeating: "0", count: max(0, 4 - hex.count)) + hex))"
+        return "\(name) (\(rawValue.hex))"
     }
 }

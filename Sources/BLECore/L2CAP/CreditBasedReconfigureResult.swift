@@ -46,6 +46,6 @@ public enum CreditBasedReconfigureResult: Hashable, Sendable, CustomStringConver
         case .unacceptableParameters: name = "other unacceptable parameters"
         case .other: name = "reserved result"
         }
-        return "\(name) (0x\(L2CAPChannelError.hex4(rawValue)))"
+        return "\(name) (\(rawValue.hex))"
     }
 }

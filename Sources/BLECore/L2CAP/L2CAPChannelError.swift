@@ -49,26 +49,26 @@ public enum L2CAPChannelError: Error, Equatable, Sendable, CustomStringConvertib
         switch self {
         case .notConnected(let peer): return "not connected to \(peer): connect before opening an L2CAP channel"
         case .refused(let peer, let psm, let result):
-            return "\(peer) refused the L2CAP channel to PSM 0x\(Self.hex4(psm)): \(result)" + Self.hint(result)
+            return "\(peer) refused the L2CAP channel to PSM \(psm.hex): \(result)" + Self.hint(result)
         case .commandRejected(let peer, let psm, let reason):
-            return "\(peer) rejected the credit-based request for PSM 0x\(Self.hex4(psm)) (Command Reject reason 0x\(Self.hex4(reason))): the peer may not support LE credit-based channels"
+            return "\(peer) rejected the credit-based request for PSM \(psm.hex) (Command Reject reason \(reason.hex)): the peer may not support LE credit-based channels"
         case .noFreeCID(let peer): return "no free dynamic CID on the link to \(peer): close a channel first"
         case .responseTimeout(let peer, let psm, let after):
-            return "\(peer) did not answer the connection request for PSM 0x\(Self.hex4(psm)) within \(after)"
-        case .invalidResponse(let peer, let psm, let detail): return "invalid response from \(peer) for PSM 0x\(Self.hex4(psm)): \(detail)"
+            return "\(peer) did not answer the connection request for PSM \(psm.hex) within \(after)"
+        case .invalidResponse(let peer, let psm, let detail): return "invalid response from \(peer) for PSM \(psm.hex): \(detail)"
         case .sduTooLarge(let size, let mtu): return "\(size)-byte SDU exceeds the peer's MTU of \(mtu) bytes: split it"
         case .creditTimeout(let peer, let cid, let after):
-            return "\(peer) granted no credits on channel 0x\(Self.hex4(cid)) for \(after): the peer stopped reading"
-        case .receiveTimeout(let peer, let cid, let after): return "nothing arrived from \(peer) on channel 0x\(Self.hex4(cid)) for \(after)"
-        case .malformedKFrame(let peer, let cid, let why): return "closed channel 0x\(Self.hex4(cid)) to \(peer): \(why)"
-        case .closedByPeer(let peer, let cid): return "\(peer) closed channel 0x\(Self.hex4(cid))"
-        case .closed(let peer, let cid): return "channel 0x\(Self.hex4(cid)) to \(peer) was closed by this host"
+            return "\(peer) granted no credits on channel \(cid.hex) for \(after): the peer stopped reading"
+        case .receiveTimeout(let peer, let cid, let after): return "nothing arrived from \(peer) on channel \(cid.hex) for \(after)"
+        case .malformedKFrame(let peer, let cid, let why): return "closed channel \(cid.hex) to \(peer): \(why)"
+        case .closedByPeer(let peer, let cid): return "\(peer) closed channel \(cid.hex)"
+        case .closed(let peer, let cid): return "channel \(cid.hex) to \(peer) was closed by this host"
         case .link(let error): return "\(error)"
-        case .cancelled(let peer, let cid): return "waiting on channel 0x\(Self.hex4(cid)) to \(peer) was cancelled"
-        case .receiveInProgress(let cid): return "another task is already receiving on channel 0x\(Self.hex4(cid)): use one reader per channel"
-        case .psmInUse(let psm): return "PSM 0x\(Self.hex4(psm)) already has a server on this link"
+        case .cancelled(let peer, let cid): return "waiting on channel \(cid.hex) to \(peer) was cancelled"
+        case .receiveInProgress(let cid): return "another task is already receiving on channel \(cid.hex): use one reader per channel"
+        case .psmInUse(let psm): return "PSM \(psm.hex) already has a server on this link"
         case .invalidChannelCount(let n): return "\(n) channels in one enhanced credit-based request: name 1 to 5"
-        case .notEnhanced(let cid): return "channel 0x\(Self.hex4(cid)) was opened as an LE credit-based channel and cannot be reconfigured: open it with openL2CAPChannels"
+        case .notEnhanced(let cid): return "channel \(cid.hex) was opened as an LE credit-based channel and cannot be reconfigured: open it with openL2CAPChannels"
         case .reconfigurationRefused(let peer, let result):
             return "reconfiguration of channels to \(peer) refused: \(result)" + (result == .mtuReductionNotAllowed ? "; the MTU can only grow" : "")
         }
@@ -82,10 +82,5 @@ public enum L2CAPChannelError: Error, Equatable, Sendable, CustomStringConvertib
         case .noResources: return "; close other channels on the peer or retry later"
         default: return ""
         }
-    }
-
-    static func hex4(_ v: UInt16) -> String {
-        let s = String(v, radix: 16, uppercase: true)
-        return String(repeating: "0", count: max(0, 4 - s.count)) + s
     }
 }

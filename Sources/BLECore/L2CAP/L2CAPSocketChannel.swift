@@ -54,7 +54,7 @@ public enum L2CAPSocketError: Error, Sendable, Equatable, CustomStringConvertibl
             return "the kernel connected to \(peer) at security level '\(reached.map { "\($0)" } ?? "unknown")' while BT_SECURITY asked for '\(requested)': the kernel did not pair (without bluetoothd it has no LE SMP channel); enable LE through its management interface while the adapter is down (HCIAdapters.enableLowEnergy(index:), or 'btmgmt le on'), power it up, then retry"
         case .channelRefused(let peer, let psm, let security, let err):
             let level = security.map { " or could not reach the security level asked for (\($0))" } ?? " or needs a security level (pass security:)"
-            return "\(peer) refused the L2CAP channel to PSM 0x\(L2CAPChannelError.hex4(psm)) (\(errnoName(err))): the peer may not serve this PSM\(level)"
+            return "\(peer) refused the L2CAP channel to PSM \(psm.hex) (\(errnoName(err))): the peer may not serve this PSM\(level)"
         }
     }
 }
