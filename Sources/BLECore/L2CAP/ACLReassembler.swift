@@ -181,6 +181,9 @@ public struct ACLReassembler: Sendable {
         return .complete(channelID: cid, payload: buffer[4...])
     }
 
+    /// Bytes the reassembly buffer holds room for: at most the largest PDU taken so far.
+    var bufferCapacity: Int { buffer.capacity }
+
     /// Drops any partial PDU (on disconnect).
     public mutating func reset() {
         buffer.removeAll()
