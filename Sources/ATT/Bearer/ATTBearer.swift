@@ -2,7 +2,9 @@
 /// requests one at a time (others queue behind in FIFO order), matches responses, enforces
 /// the 30-second transaction timeout, delivers notifications and indications (confirming
 /// indications), answers the peer's requests, and fails everything at once when the link
-/// closes. Runs on the adapter's executor, so the channel's handlers enter it without a hop.
+/// closes. It bounds its channel's inbound PDUs to ATT_MTU (23 until exchanged, Vol 3,
+/// Part F, 3.2.8 and 3.4.2). Runs on the adapter's executor, so the channel's handlers enter
+/// it without a hop.
 ///
 ///     let bearer = ATTBearer(channel: channel, scheduler: DispatchTimerScheduler(queue: channel.executor.queue))
 ///     await bearer.setValueHandler { event in print(event) }
@@ -33,7 +35,8 @@ public actor ATTBearer {
     public private(set) var droppedPDUCount = 0
     /// Inbound PDUs longer than ATT_MTU (Vol 3, Part F, 3.2.8), whatever was done with them:
     /// a response fails its request, a request is answered with Invalid PDU, a notification
-    /// or indication is dropped (an indication is still confirmed).
+    /// or indication is dropped (an indication is still confirmed). Counted whether the
+    /// channel refused them unbuffered (`L2CAPChannel.limitInboundSDUs`) or they got here.
     public private(set) var oversizedPDUCount = 0
 
     /// Read by the channel's receive handler for notifications without entering the actor.
