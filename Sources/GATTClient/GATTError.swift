@@ -48,6 +48,9 @@ public enum GATTError: Error, Sendable, Equatable, CustomStringConvertible {
     /// A signed write could not be signed: no signer (`Peripheral.setWriteSigner`), or the
     /// signer failed (`reason`).
     case signingFailed(target: GATTTarget, peer: BluetoothAddress, reason: String)
+    /// Opening enhanced ATT bearers (L2CAP channels on PSM 0x0027) failed other than by the
+    /// peer not serving EATT (that leaves the unenhanced bearer).
+    case enhancedBearers(L2CAPChannelError, peer: BluetoothAddress)
 
     /// The ATT error code, when the peer answered with an Error Response.
     public var attErrorCode: ATTErrorCode? {
@@ -61,7 +64,7 @@ public enum GATTError: Error, Sendable, Equatable, CustomStringConvertible {
         case .attribute(_, _, _, let p), .serviceNotFound(_, let p, _), .characteristicNotFound(_, _, let p, _),
              .descriptorNotFound(_, _, let p, _), .notSupported(_, _, _, let p), .disconnected(let p, _), .timeout(_, _, let p),
              .procedureTimeout(_, _, let p), .malformed(_, _, let p, _), .invalidValue(_, _, let p), .serviceChanged(_, let p),
-             .securityNeeded(_, _, let p, _), .signingFailed(_, let p, _):
+             .securityNeeded(_, _, let p, _), .signingFailed(_, let p, _), .enhancedBearers(_, let p):
             return p
         case .connection, .valueTooLong, .invalidUUID, .cancelled:
             return nil
@@ -127,6 +130,8 @@ public enum GATTError: Error, Sendable, Equatable, CustomStringConvertible {
             return "\(peer) answered \(code): the link must be \(needed), and raising it failed: \(reason)"
         case .signingFailed(let target, let peer, let reason):
             return "a signed write to \(target) on \(peer) could not be signed: \(reason)"
+        case .enhancedBearers(let error, let peer):
+            return "opening enhanced ATT bearers (PSM 0x0027) to \(peer) failed: \(error); requests go on over the unenhanced bearer"
         }
     }
 

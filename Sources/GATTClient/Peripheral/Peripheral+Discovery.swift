@@ -3,7 +3,10 @@ extension Peripheral {
     ///
     ///     for s in try await peripheral.services() { print(s) }
     public func services() async throws(GATTError) -> [GATTService] {
-        let p = try await procedures()
+        try await withBearer { (p) async throws(GATTError) -> [GATTService] in try await services(p) }
+    }
+
+    private func services(_ p: GATTProcedures) async throws(GATTError) -> [GATTService] {
         if database.services == nil {
             let found: [GATTService]
             do throws(GATTProcedureError) {
@@ -38,18 +41,19 @@ extension Peripheral {
     /// The characteristics of a discovered service.
     public func characteristics(of service: GATTService) async throws(GATTError) -> [GATTCharacteristic] {
         if let known = database.characteristics[service.handle] { return known }
-        let p = try await procedures()
-        do throws(GATTProcedureError) {
-            let found = try await p.discoverCharacteristics(of: service)
-            // Kept only while the service is still known (a Service Changed indication or a
-            // concurrent discovery may have replaced it meanwhile).
-            if isKnown(service) {
-                database.characteristics[service.handle] = found
-                await storeInCache()
+        return try await withBearer { (p) async throws(GATTError) -> [GATTCharacteristic] in
+            do throws(GATTProcedureError) {
+                let found = try await p.discoverCharacteristics(of: service)
+                // Kept only while the service is still known (a Service Changed indication or a
+                // concurrent discovery may have replaced it meanwhile).
+                if isKnown(service) {
+                    database.characteristics[service.handle] = found
+                    await storeInCache()
+                }
+                return found
+            } catch {
+                throw gattError(error, .discoveringCharacteristics, .attribute(service.uuid, handle: service.handle))
             }
-            return found
-        } catch {
-            throw gattError(error, .discoveringCharacteristics, .attribute(service.uuid, handle: service.handle))
         }
     }
 
@@ -57,16 +61,17 @@ extension Peripheral {
     public func includedServices(of service: ServiceIdentifier) async throws(GATTError) -> [GATTIncludedService] {
         let s = try await resolve(service)
         if let known = database.includedServices[s.handle] { return known }
-        let p = try await procedures()
-        do throws(GATTProcedureError) {
-            let found = try await p.findIncludedServices(of: s)
-            if isKnown(s) {
-                database.includedServices[s.handle] = found
-                await storeInCache()
+        return try await withBearer { (p) async throws(GATTError) -> [GATTIncludedService] in
+            do throws(GATTProcedureError) {
+                let found = try await p.findIncludedServices(of: s)
+                if isKnown(s) {
+                    database.includedServices[s.handle] = found
+                    await storeInCache()
+                }
+                return found
+            } catch {
+                throw gattError(error, .findingIncludedServices, .attribute(s.uuid, handle: s.handle))
             }
-            return found
-        } catch {
-            throw gattError(error, .findingIncludedServices, .attribute(s.uuid, handle: s.handle))
         }
     }
 
@@ -78,16 +83,17 @@ extension Peripheral {
     /// The descriptors of a discovered characteristic.
     public func descriptors(of c: GATTCharacteristic) async throws(GATTError) -> [GATTDescriptor] {
         if let known = database.descriptors[c.valueHandle] { return known }
-        let p = try await procedures()
-        do throws(GATTProcedureError) {
-            let found = try await p.discoverDescriptors(of: c)
-            if isKnown(c) {
-                database.descriptors[c.valueHandle] = found
-                await storeInCache()
+        return try await withBearer { (p) async throws(GATTError) -> [GATTDescriptor] in
+            do throws(GATTProcedureError) {
+                let found = try await p.discoverDescriptors(of: c)
+                if isKnown(c) {
+                    database.descriptors[c.valueHandle] = found
+                    await storeInCache()
+                }
+                return found
+            } catch {
+                throw gattError(error, .discoveringDescriptors, .attribute(c.uuid, handle: c.valueHandle))
             }
-            return found
-        } catch {
-            throw gattError(error, .discoveringDescriptors, .attribute(c.uuid, handle: c.valueHandle))
         }
     }
 

@@ -180,7 +180,7 @@ extension Peripheral {
                 continue
             }
             if sub.written == (routes.route(handle)?.configuration ?? 0) { return }
-            let p = try await procedures()
+            _ = try await procedures()
             // `procedures()` can suspend (a restored link being prepared), and another
             // reconcile may have started or finished the write meanwhile: look again.
             guard let now = subscriptions[handle], !now.writing else { continue }
@@ -188,11 +188,17 @@ extension Peripheral {
             if now.written == wanted { return }
             subscriptions[handle]?.writing = true
             var failure: GATTError?
-            do throws(GATTProcedureError) {
-                try await p.writeClientConfiguration(handle: sub.cccdHandle, value: wanted)
+            do throws(GATTError) {
+                try await withBearer { (p) async throws(GATTError) in
+                    do throws(GATTProcedureError) {
+                        try await p.writeClientConfiguration(handle: sub.cccdHandle, value: wanted)
+                    } catch {
+                        throw gattError(error, wanted == 0 ? .disablingNotifications : .subscribing, target)
+                    }
+                }
                 subscriptions[handle]?.written = wanted
             } catch {
-                failure = gattError(error, wanted == 0 ? .disablingNotifications : .subscribing, target)
+                failure = error
             }
             subscriptions[handle]?.writing = false
             subscriptions[handle]?.waiters.resumeAll(with: .success(true))
