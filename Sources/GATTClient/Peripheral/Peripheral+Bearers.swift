@@ -17,24 +17,31 @@ extension Peripheral {
         var running = 0
     }
 
-    /// Runs `body` with the procedures of the bearer chosen for it, once the unenhanced
-    /// bearer is prepared (and the link restored, if it is being restored).
-    func withBearer<T>(_ body: (GATTProcedures) async throws(GATTError) -> T) async throws(GATTError) -> T {
+    /// The procedures of the bearer chosen for one procedure, once the unenhanced bearer is
+    /// prepared (and the link restored, if it is being restored); the procedure counts as
+    /// running there until `release`.
+    ///
+    ///     let p = try await leaseProcedures()
+    ///     defer { release(p) }
+    func leaseProcedures() async throws(GATTError) -> GATTProcedures {
         let unenhanced = try await procedures()
-        guard let i = enhanced.indices.min(by: { enhanced[$0].running < enhanced[$1].running }) else {
-            return try await body(unenhanced)
-        }
-        let chosen = enhanced[i].bearer
+        guard let i = enhanced.indices.min(by: { enhanced[$0].running < enhanced[$1].running }) else { return unenhanced }
         enhanced[i].running += 1
-        defer { enhanced.firstIndex { $0.bearer === chosen }.map { enhanced[$0].running -= 1 } }
-        do {
-            return try await body(GATTProcedures(bearer: chosen, procedureTimeout: procedureTimeout))
-        } catch {
-            // A transaction timeout ends the bearer (Vol 3, Part F, 3.3.3): its channel is
-            // closed and later procedures take the others.
-            if case .timeout = error { retire(chosen) }
-            throw error
-        }
+        return GATTProcedures(bearer: enhanced[i].bearer, procedureTimeout: procedureTimeout)
+    }
+
+    /// Ends a procedure that ran on `p`'s bearer.
+    func release(_ p: GATTProcedures) {
+        guard let i = enhanced.firstIndex(where: { $0.bearer === p.bearer }) else { return }
+        enhanced[i].running -= 1
+    }
+
+    /// `error`, the failure of a procedure on `p`'s bearer. A transaction timeout ends an
+    /// enhanced bearer (Vol 3, Part F, 3.3.3): its channel is closed and later procedures
+    /// take the others.
+    func failed(_ p: GATTProcedures, _ error: GATTError) -> GATTError {
+        if case .timeout = error { retire(p.bearer) }
+        return error
     }
 
     /// An enhanced bearer's channel closed (the peer closed it, or the link ended): its

@@ -3,16 +3,14 @@ extension Peripheral {
     ///
     ///     for s in try await peripheral.services() { print(s) }
     public func services() async throws(GATTError) -> [GATTService] {
-        try await withBearer { (p) async throws(GATTError) -> [GATTService] in try await services(p) }
-    }
-
-    private func services(_ p: GATTProcedures) async throws(GATTError) -> [GATTService] {
+        let p = try await leaseProcedures()
+        defer { release(p) }
         if database.services == nil {
             let found: [GATTService]
             do throws(GATTProcedureError) {
                 found = try await p.discoverAllPrimaryServices()
             } catch {
-                throw gattError(error, .discovering, .services(.all))
+                throw failed(p, gattError(error, .discovering, .services(.all)))
             }
             // A concurrent call may have ended its discovery first: the first result stays,
             // with what was discovered under it since.
@@ -26,7 +24,7 @@ extension Peripheral {
             do throws(GATTProcedureError) {
                 database.merge(try await p.discoverAllPrimaryServices(in: stale), rediscovered: stale)
             } catch {
-                throw gattError(error, .rediscovering, .services(stale))
+                throw failed(p, gattError(error, .rediscovering, .services(stale)))
             }
             await storeInCache()
         }
@@ -41,19 +39,19 @@ extension Peripheral {
     /// The characteristics of a discovered service.
     public func characteristics(of service: GATTService) async throws(GATTError) -> [GATTCharacteristic] {
         if let known = database.characteristics[service.handle] { return known }
-        return try await withBearer { (p) async throws(GATTError) -> [GATTCharacteristic] in
-            do throws(GATTProcedureError) {
-                let found = try await p.discoverCharacteristics(of: service)
-                // Kept only while the service is still known (a Service Changed indication or a
-                // concurrent discovery may have replaced it meanwhile).
-                if isKnown(service) {
-                    database.characteristics[service.handle] = found
-                    await storeInCache()
-                }
-                return found
-            } catch {
-                throw gattError(error, .discoveringCharacteristics, .attribute(service.uuid, handle: service.handle))
+        let p = try await leaseProcedures()
+        defer { release(p) }
+        do throws(GATTProcedureError) {
+            let found = try await p.discoverCharacteristics(of: service)
+            // Kept only while the service is still known (a Service Changed indication or a
+            // concurrent discovery may have replaced it meanwhile).
+            if isKnown(service) {
+                database.characteristics[service.handle] = found
+                await storeInCache()
             }
+            return found
+        } catch {
+            throw failed(p, gattError(error, .discoveringCharacteristics, .attribute(service.uuid, handle: service.handle)))
         }
     }
 
@@ -61,17 +59,17 @@ extension Peripheral {
     public func includedServices(of service: ServiceIdentifier) async throws(GATTError) -> [GATTIncludedService] {
         let s = try await resolve(service)
         if let known = database.includedServices[s.handle] { return known }
-        return try await withBearer { (p) async throws(GATTError) -> [GATTIncludedService] in
-            do throws(GATTProcedureError) {
-                let found = try await p.findIncludedServices(of: s)
-                if isKnown(s) {
-                    database.includedServices[s.handle] = found
-                    await storeInCache()
-                }
-                return found
-            } catch {
-                throw gattError(error, .findingIncludedServices, .attribute(s.uuid, handle: s.handle))
+        let p = try await leaseProcedures()
+        defer { release(p) }
+        do throws(GATTProcedureError) {
+            let found = try await p.findIncludedServices(of: s)
+            if isKnown(s) {
+                database.includedServices[s.handle] = found
+                await storeInCache()
             }
+            return found
+        } catch {
+            throw failed(p, gattError(error, .findingIncludedServices, .attribute(s.uuid, handle: s.handle)))
         }
     }
 
@@ -83,17 +81,17 @@ extension Peripheral {
     /// The descriptors of a discovered characteristic.
     public func descriptors(of c: GATTCharacteristic) async throws(GATTError) -> [GATTDescriptor] {
         if let known = database.descriptors[c.valueHandle] { return known }
-        return try await withBearer { (p) async throws(GATTError) -> [GATTDescriptor] in
-            do throws(GATTProcedureError) {
-                let found = try await p.discoverDescriptors(of: c)
-                if isKnown(c) {
-                    database.descriptors[c.valueHandle] = found
-                    await storeInCache()
-                }
-                return found
-            } catch {
-                throw gattError(error, .discoveringDescriptors, .attribute(c.uuid, handle: c.valueHandle))
+        let p = try await leaseProcedures()
+        defer { release(p) }
+        do throws(GATTProcedureError) {
+            let found = try await p.discoverDescriptors(of: c)
+            if isKnown(c) {
+                database.descriptors[c.valueHandle] = found
+                await storeInCache()
             }
+            return found
+        } catch {
+            throw failed(p, gattError(error, .discoveringDescriptors, .attribute(c.uuid, handle: c.valueHandle)))
         }
     }
 

@@ -180,25 +180,20 @@ extension Peripheral {
                 continue
             }
             if sub.written == (routes.route(handle)?.configuration ?? 0) { return }
-            _ = try await procedures()
-            // `procedures()` can suspend (a restored link being prepared), and another
+            let p = try await leaseProcedures()
+            defer { release(p) }
+            // `leaseProcedures()` can suspend (a restored link being prepared), and another
             // reconcile may have started or finished the write meanwhile: look again.
             guard let now = subscriptions[handle], !now.writing else { continue }
             let wanted = routes.route(handle)?.configuration ?? 0
             if now.written == wanted { return }
             subscriptions[handle]?.writing = true
             var failure: GATTError?
-            do throws(GATTError) {
-                try await withBearer { (p) async throws(GATTError) in
-                    do throws(GATTProcedureError) {
-                        try await p.writeClientConfiguration(handle: sub.cccdHandle, value: wanted)
-                    } catch {
-                        throw gattError(error, wanted == 0 ? .disablingNotifications : .subscribing, target)
-                    }
-                }
+            do throws(GATTProcedureError) {
+                try await p.writeClientConfiguration(handle: sub.cccdHandle, value: wanted)
                 subscriptions[handle]?.written = wanted
             } catch {
-                failure = error
+                failure = failed(p, gattError(error, wanted == 0 ? .disablingNotifications : .subscribing, target))
             }
             subscriptions[handle]?.writing = false
             subscriptions[handle]?.waiters.resumeAll(with: .success(true))

@@ -31,13 +31,13 @@ extension Peripheral {
     public func read(_ characteristics: [CharacteristicIdentifier]) async throws(GATTError) -> [[UInt8]] {
         var handles: [UInt16] = []
         for c in characteristics { handles.append(try await resolve(c).valueHandle) }
+        let p = try await leaseProcedures()
+        defer { release(p) }
         let target = GATTTarget.attributes(characteristics.map(\.uuid), handles: handles)
-        return try await withBearer { (p) async throws(GATTError) -> [[UInt8]] in
-            do throws(GATTProcedureError) {
-                return try await p.readMultipleVariable(handles: handles).map(\.value)
-            } catch {
-                throw gattError(error, .reading, target)
-            }
+        do throws(GATTProcedureError) {
+            return try await p.readMultipleVariable(handles: handles).map(\.value)
+        } catch {
+            throw failed(p, gattError(error, .reading, target))
         }
     }
 
@@ -67,13 +67,12 @@ extension Peripheral {
     /// Characteristic Values), starting at `offset`.
     public func writeLong(_ value: some GATTEncodable, to characteristic: CharacteristicIdentifier, offset: UInt16 = 0) async throws(GATTError) {
         let c = try await resolve(characteristic)
-        let bytes = value.gattValue
-        try await withBearer { (p) async throws(GATTError) in
-            do throws(GATTProcedureError) {
-                try await p.writeLong(handle: c.valueHandle, value: bytes, offset: offset)
-            } catch {
-                throw gattError(error, .writing, .attribute(c.uuid, handle: c.valueHandle))
-            }
+        let p = try await leaseProcedures()
+        defer { release(p) }
+        do throws(GATTProcedureError) {
+            try await p.writeLong(handle: c.valueHandle, value: value.gattValue, offset: offset)
+        } catch {
+            throw failed(p, gattError(error, .writing, .attribute(c.uuid, handle: c.valueHandle)))
         }
     }
 
@@ -84,13 +83,12 @@ extension Peripheral {
     public func reliableWrite(_ writes: [(characteristic: CharacteristicIdentifier, value: [UInt8])]) async throws(GATTError) {
         var resolved: [(handle: UInt16, value: [UInt8], offset: UInt16)] = []
         for w in writes { resolved.append((try await resolve(w.characteristic).valueHandle, w.value, 0)) }
-        let target = GATTTarget.attributes(writes.map(\.characteristic.uuid), handles: resolved.map(\.handle))
-        try await withBearer { (p) async throws(GATTError) in
-            do throws(GATTProcedureError) {
-                try await p.reliableWrite(resolved)
-            } catch {
-                throw gattError(error, .reliablyWriting, target)
-            }
+        let p = try await leaseProcedures()
+        defer { release(p) }
+        do throws(GATTProcedureError) {
+            try await p.reliableWrite(resolved)
+        } catch {
+            throw failed(p, gattError(error, .reliablyWriting, .attributes(writes.map(\.characteristic.uuid), handles: resolved.map(\.handle))))
         }
     }
 
@@ -107,33 +105,33 @@ extension Peripheral {
     // MARK: By handle
 
     func readValue(handle: UInt16, target: GATTTarget) async throws(GATTError) -> [UInt8] {
-        try await withBearer { (p) async throws(GATTError) -> [UInt8] in
-            do throws(GATTProcedureError) {
-                return try await p.readLong(handle: handle)
-            } catch {
-                throw gattError(error, .reading, target)
-            }
+        let p = try await leaseProcedures()
+        defer { release(p) }
+        do throws(GATTProcedureError) {
+            return try await p.readLong(handle: handle)
+        } catch {
+            throw failed(p, gattError(error, .reading, target))
         }
     }
 
     func writeValue(_ value: [UInt8], handle: UInt16, type: GATTWriteType, target: GATTTarget) async throws(GATTError) {
-        try await withBearer { (p) async throws(GATTError) in
-            let max = Int(await p.bearer.mtu) - 3
-            if type == .withoutResponse, value.count > max {
-                throw .valueTooLong(length: value.count, maximum: max, operation: .writingWithoutResponse, target: target)
+        let p = try await leaseProcedures()
+        defer { release(p) }
+        let max = Int(await p.bearer.mtu) - 3
+        if type == .withoutResponse, value.count > max {
+            throw .valueTooLong(length: value.count, maximum: max, operation: .writingWithoutResponse, target: target)
+        }
+        do throws(GATTProcedureError) {
+            switch type {
+            case .withResponse where value.count > max:
+                try await p.writeLong(handle: handle, value: value)
+            case .withResponse:
+                try await p.write(handle: handle, value: value)
+            case .withoutResponse:
+                try await p.writeWithoutResponse(handle: handle, value: value)
             }
-            do throws(GATTProcedureError) {
-                switch type {
-                case .withResponse where value.count > max:
-                    try await p.writeLong(handle: handle, value: value)
-                case .withResponse:
-                    try await p.write(handle: handle, value: value)
-                case .withoutResponse:
-                    try await p.writeWithoutResponse(handle: handle, value: value)
-                }
-            } catch {
-                throw gattError(error, .writing, target)
-            }
+        } catch {
+            throw failed(p, gattError(error, .writing, target))
         }
     }
 }
