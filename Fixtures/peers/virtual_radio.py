@@ -466,7 +466,8 @@ class Peripheral:
                 return struct.pack("<H", await asyncio.wait_for(future, 10.0))
             except asyncio.TimeoutError:
                 waiting[:] = [(c, f) for c, f in waiting if f is not future]
-                log.info("%s: barrier timed out with reads on bearers %s", self.spec.id, cids)
+                log.info("%s: barrier timed out with reads on bearers %s", self.spec.id,
+                         " ".join(f"0x{c:04X}" for c in cids))
                 raise att.ATT_Error(0x80) from None
 
         return att.AttributeValueV2(read=read)
