@@ -48,8 +48,9 @@ public enum GATTError: Error, Sendable, Equatable, CustomStringConvertible {
     /// A signed write could not be signed: no signer (`Peripheral.setWriteSigner`), or the
     /// signer failed (`reason`).
     case signingFailed(target: GATTTarget, peer: BluetoothAddress, reason: String)
-    /// Opening enhanced ATT bearers (L2CAP channels on PSM 0x0027) failed other than by the
-    /// peer not serving EATT (that leaves the unenhanced bearer).
+    /// An enhanced ATT bearer (an L2CAP channel on PSM 0x0027) failed: opening failed other
+    /// than by the peer not serving EATT (that leaves the unenhanced bearer), or the peer
+    /// closed the bearer a call was running on (`.closedByPeer`) while the link stayed up.
     case enhancedBearers(L2CAPChannelError, peer: BluetoothAddress)
 
     /// The ATT error code, when the peer answered with an Error Response.
@@ -131,7 +132,7 @@ public enum GATTError: Error, Sendable, Equatable, CustomStringConvertible {
         case .signingFailed(let target, let peer, let reason):
             return "a signed write to \(target) on \(peer) could not be signed: \(reason)"
         case .enhancedBearers(let error, let peer):
-            return "opening enhanced ATT bearers (PSM 0x0027) to \(peer) failed: \(error); requests go on over the unenhanced bearer"
+            return "enhanced ATT bearer (PSM 0x0027) to \(peer): \(error); later calls go on over the other bearers, or the unenhanced one"
         }
     }
 

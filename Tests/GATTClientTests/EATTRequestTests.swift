@@ -137,13 +137,19 @@ struct EATTRequestTests {
         let opening = Task { try await peripheral.enhancedBearers(count: 2, mtu: 100, force: true) }
         try await Self.accept(bed, peerCIDs: [0x0050, 0x0051])
         _ = try await opening.value
-        // L2CAP_DISCONNECTION_REQ (Part A, 4.6) for our CID 0x0040 (peer's 0x0050).
+        let pattern = try #require(await bed.server.valueHandle(of: Lab.uuid(2)))
+        // A read in flight on the first bearer (the least busy, first of equals) when the
+        // peer closes it: L2CAP_DISCONNECTION_REQ (Part A, 4.6) for our CID 0x0040 (its 0x0050).
+        let closed = Task { try await peripheral.read(Lab.pattern) }
+        #expect(try await bed.vc.waitForL2CAP(channelID: 0x0050).payload == Self.readRequestKFrame(pattern))
         try bed.vc.sendSignaling(from: bed.peer, L2CAPSignalingCommand(identifier: 0x21, body: .disconnectionRequest(
             destinationCID: 0x0040, sourceCID: 0x0050)))
+        await #expect(throws: GATTError.enhancedBearers(.closedByPeer(peer: "\(LabBed.peer.address)", cid: 0x0040), peer: LabBed.peer.address)) {
+            _ = try await closed.value
+        }
         try await bed.vc.waitUntil("Disconnection Response") { vc in vc.signalingReceived.contains { $0.code == 0x07 } }
         await bed.vc.settle()
         #expect(await peripheral.bearerPool.bearers.count == 1)
-        let pattern = try #require(await bed.server.valueHandle(of: Lab.uuid(2)))
         let a = Task { try await peripheral.read(Lab.pattern) }
         #expect(try await bed.vc.waitForL2CAP(channelID: 0x0051).payload == Self.readRequestKFrame(pattern))
         try bed.vc.sendL2CAP(from: bed.peer, channelID: 0x0041, payload: [0x02, 0x00, 0x0B, 0x01])

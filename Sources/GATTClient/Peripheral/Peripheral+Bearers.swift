@@ -38,9 +38,19 @@ extension Peripheral {
 
     /// `error`, the failure of a procedure on `p`'s bearer. A transaction timeout ends an
     /// enhanced bearer (Vol 3, Part F, 3.3.3): its channel is closed and later procedures
-    /// take the others.
+    /// take the others. An enhanced bearer that closed while the link is up was closed by
+    /// the peer: `.enhancedBearers(.closedByPeer)` names its channel.
     func failed(_ p: GATTProcedures, _ error: GATTError) -> GATTError {
-        if case .timeout = error { retire(p.bearer) }
+        switch error {
+        case .timeout:
+            retire(p.bearer)
+        case .disconnected where terminalError == nil && !linkDown:
+            if let sdu = (p.bearer.channel as? ObservedChannel)?.base as? CreditBasedSDUChannel {
+                return .enhancedBearers(.closedByPeer(peer: peerDescription, cid: sdu.channel.localCID), peer: peerAddress)
+            }
+        default:
+            break
+        }
         return error
     }
 
