@@ -134,4 +134,46 @@ struct EATTRadioTests {
             }
         }
     }
+
+    /// The peer ends the first link after its third notification; the reconnect policy
+    /// restores it and, with `reopenAfterRestore`, the peripheral opens its enhanced bearers
+    /// again before writing the CCCD again, so the peer sees that write on an enhanced bearer
+    /// (a CID 0x004X, never 0x0004) and the barrier reads run on three bearers of the new link.
+    @Test func restoredLinkReopensTheEnhancedBearers() async throws {
+        try await VirtualRadio.with(scenario: "eatt") { radio in
+            let central = try await Central.open(radio.transportSpec)
+            let device = try #require(radio.device("eatt-dropper"))
+            let link = try await central.connect(try #require(LEAddress(device.address, type: .random)), timeout: .seconds(10),
+                                                 reconnect: .always(maxAttempts: 5, backoff: .exponential(initial: .milliseconds(100), jitter: 0)))
+            var events = await link.events().makeAsyncIterator()
+            let peripheral = try await Peripheral(connection: link)
+            do {
+                _ = try await peripheral.characteristics(of: Self.barrier.service)
+                #expect(try await peripheral.enhancedBearers(count: 3, reopenAfterRestore: true).isEnhanced)
+                let counter = CharacteristicIdentifier(uuid: "FFE1", service: ServiceIdentifier(uuid: "FFE0"))
+                var values = try await peripheral.subscribe(to: counter).makeAsyncIterator()
+                for _ in 0..<3 { _ = try await values.next() }
+                while let event = await events.nextLifecycle() {
+                    if case .connected = event { break }
+                }
+                // Values come on the restored link only once its CCCD is written again, which
+                // follows the reopening; three more cover any sent before the drop.
+                for _ in 0..<3 { _ = try await values.next() }
+                let log = radio.recentLog
+                #expect(log.ranges(of: "(CCCD written on CID 0x004").count == 2, "\(log)")
+                #expect(!log.contains("(CCCD written on CID 0x0004)"))
+                #expect(await peripheral.bearerPool.bearers.count == 3)
+                let cids = try await withThrowingTaskGroup(of: [UInt8].self) { group in
+                    for _ in 0..<3 { group.addTask { try await peripheral.read(Self.barrier) } }
+                    return try await group.reduce(into: Set<[UInt8]>()) { $0.insert($1) }
+                }
+                #expect(cids.count == 3 && !cids.contains([0x04, 0x00]), "\(cids)")
+            } catch {
+                print(radio.recentLog)
+                throw error
+            }
+            try? await peripheral.disconnect()
+            await central.close()
+        }
+    }
 }
