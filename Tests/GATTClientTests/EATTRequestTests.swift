@@ -163,6 +163,37 @@ struct EATTRequestTests {
         #expect(try await peripheral.read(Lab.scratch) == [UInt8](repeating: 0, count: 512))
     }
 
+    /// No response within the ATT transaction timeout (30 s, Part F, 3.3.3): the read fails
+    /// with `.timeout`, and that bearer is closed (L2CAP_DISCONNECTION_REQ, Part A, 4.6, for
+    /// its CIDs) while the other stays in use.
+    @Test func transactionTimeoutClosesThatBearerOnly() async throws {
+        let bed = try await LabBed()
+        let peripheral = bed.peripheral
+        _ = try await peripheral.characteristics(of: Lab.service)
+        let opening = Task { try await peripheral.enhancedBearers(count: 2, mtu: 100, force: true) }
+        try await Self.accept(bed, peerCIDs: [0x0050, 0x0051])
+        _ = try await opening.value
+        let pattern = try #require(await bed.server.valueHandle(of: Lab.uuid(2)))
+        let silent = Task { try await peripheral.read(Lab.pattern) }
+        #expect(try await bed.vc.waitForL2CAP(channelID: 0x0050).payload == Self.readRequestKFrame(pattern))
+        await bed.vc.advance(by: .seconds(30))
+        await #expect {
+            _ = try await silent.value
+        } throws: { error in
+            guard case GATTError.timeout = error else { return false }
+            return true
+        }
+        // Disconnection Request: Destination CID 0x0050 (the peer's), Source CID 0x0040.
+        try await bed.vc.waitUntil("Disconnection Request") { vc in
+            vc.signalingReceived.contains { $0.body == .disconnectionRequest(destinationCID: 0x0050, sourceCID: 0x0040) }
+        }
+        #expect(await peripheral.bearerPool.bearers.count == 1)
+        let next = Task { try await peripheral.read(Lab.pattern) }
+        #expect(try await bed.vc.waitForL2CAP(channelID: 0x0051).payload == Self.readRequestKFrame(pattern))
+        try bed.vc.sendL2CAP(from: bed.peer, channelID: 0x0041, payload: [0x02, 0x00, 0x0B, 0x07])
+        #expect(try await next.value == [0x07])
+    }
+
     @Test func restoredLinkReopensTheBearersWhenAskedAndWritesTheCCCDOnOne() async throws {
         let bed = try await LabBed(policy: ResubscribeAfterReconnectTests.always)
         let peripheral = bed.peripheral
