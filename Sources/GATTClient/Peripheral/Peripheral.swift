@@ -127,7 +127,8 @@ public actor Peripheral {
         }
     }
 
-    /// The effective ATT_MTU.
+    /// The effective ATT_MTU of the unenhanced bearer (each enhanced bearer has its own:
+    /// `bearerPool`).
     public var mtu: UInt16 { get async { await bearer.mtu } }
 
     /// What is known of the peer's database now.
