@@ -7,8 +7,8 @@ import ATT
 /// Part G, 5.3); a procedure of several requests (discovery, long and reliable writes,
 /// whose prepare queue is the bearer's) stays on its bearer to the end. Without enhanced
 /// bearers every procedure runs on the unenhanced bearer, whose requests queue one behind
-/// the other. The unenhanced bearer always carries the preparation (Exchange MTU, Database
-/// Hash, Service Changed).
+/// the other. The unenhanced bearer always carries its preparation (Exchange MTU, the
+/// Database Hash check) and the features handshake.
 extension Peripheral {
     /// An open enhanced bearer and the number of procedures running on it.
     struct EnhancedBearer {
