@@ -227,7 +227,7 @@ public actor HCIHost {
     func transportLost(_ why: String, level: LogLevel = .error) {
         guard lostReason == nil else { return }
         lostReason = why
-        logger.log(level, "transport \(transport.name) lost: \(why)")
+        logger.log(level, "transport \(transport.name) lost: \(why)", metadata: ["event": "transportLost"])
         failAllCommands(.transportLost(why))
         for handle in Array(links.keys) { linkLost(handle: handle, error: .transportLost(why)) }
         for handler in eventHandlers { handler(.transportLost(why)) }
