@@ -158,11 +158,30 @@ extension Scanner {
             sub.known[key] = record.version
             switch sub.sink {
             case .events(let b):
-                b.yield(delivered == nil ? .discovered(record.peripheral) : .updated(record.peripheral))
+                send(delivered == nil ? .discovered(record.peripheral) : .updated(record.peripheral), to: b)
             case .snapshots:
                 snapshotChanged(id)
             }
             if delivered == nil, sub.options.lostTimeout != nil, sub.lostTimer == nil { scheduleLostCheck(id) }
+        }
+    }
+
+    /// Holds `event` for one subscriber's consumer. Everything this job of the adapter queue
+    /// produces (every report of one transport read) is released to the consumers together by
+    /// one job queued after it, so a waiting consumer wakes once per read, not for its first
+    /// event and again for the rest. The buffering policy applies as events are held.
+    func send(_ event: ScanEvent, to buffer: MulticastBuffer<ScanEvent>) {
+        buffer.hold(event)
+        guard !releaseQueued else { return }
+        releaseQueued = true
+        executor.queue.async { [executor] in self.enter(on: executor) { $0.releaseEvents() } }
+    }
+
+    /// Hands each subscriber's consumer the events held for it.
+    func releaseEvents() {
+        releaseQueued = false
+        for sub in subscribers.values {
+            if case .events(let b) = sub.sink { b.release() }
         }
     }
 
@@ -179,7 +198,7 @@ extension Scanner {
         for sub in subscribers.values where sub.known[key] != nil {
             sub.known[key] = nil
             switch sub.sink {
-            case .events(let b): b.yield(.lost(peripheral))
+            case .events(let b): send(.lost(peripheral), to: b)
             case .snapshots: snapshotChanged(sub.id)
             }
         }
@@ -257,7 +276,7 @@ extension Scanner {
         }
         if !lost.isEmpty {
             switch sub.sink {
-            case .events(let b): for p in lost { b.yield(.lost(p)) }
+            case .events(let b): for p in lost { send(.lost(p), to: b) }
             case .snapshots: snapshotChanged(id)
             }
         }
