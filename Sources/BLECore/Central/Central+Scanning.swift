@@ -9,7 +9,8 @@ extension Central {
     /// rotating private addresses do not pile up); in any case at most 1000 devices are tracked,
     /// beyond that the one heard least recently is dropped and reported `.lost`.
     /// The stream ends when the last reference to it goes, so iterate it directly (as below)
-    /// for breaking out of the loop to end the subscription.
+    /// for breaking out of the loop to end the subscription. Events come in batches (one per
+    /// transport read), bounded by `options.bufferingPolicy`; see `ScanStream`.
     ///
     ///     for try await event in await central.scan(filter: ScanFilter(nameContains: "Polar")) {
     ///         if case .discovered(let p) = event { print(p); break }
