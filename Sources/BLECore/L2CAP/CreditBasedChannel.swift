@@ -323,7 +323,7 @@ public actor CreditBasedChannel {
 
     /// The peer sent a K-frame or credit count that breaks the rules: close this channel only.
     func protocolViolation(_ error: KFrameError) {
-        host?.enter(on: executor) { [peerName, localCID] in $0.logger.log(.warning, "\(peerName): closing L2CAP channel 0x\(String(localCID, radix: 16)): \(error)") }
+        host?.enter(on: executor) { [peerName, localCID] in $0.logger.log(.warning, "\(peerName): closing L2CAP channel \(localCID.hex): \(error)") }
         end(.malformedKFrame(peer: peerName, cid: localCID, error), sendDisconnect: true)
     }
 
