@@ -184,7 +184,7 @@ extension Peripheral {
         // snapshot as it is then.
         if cache != nil, !cacheStoreScheduled {
             cacheStoreScheduled = true
-            Task { [weak self] in await self?.storeScheduledSnapshot() }
+            ownedTask { await $0.storeScheduledSnapshot() }
         }
     }
 
