@@ -106,7 +106,7 @@ private struct FileRoot: Decodable {
 private struct FileBroker: Decodable {
     var broker = GatewayConfig.Broker()
     enum K: String, CodingKey, CaseIterable {
-        case url, username, password, caFile, certFile, keyFile, insecureTLS, queueCapacity, keepAliveSeconds, reconnectDelaySeconds, reconnectMaximumDelaySeconds
+        case url, protocolVersion, username, password, caFile, certFile, keyFile, insecureTLS, queueCapacity, keepAliveSeconds, reconnectDelaySeconds, reconnectMaximumDelaySeconds
     }
 
     init(from decoder: any Decoder) throws {
@@ -115,6 +115,15 @@ private struct FileBroker: Decodable {
         if let u = try c.decodeIfPresent(String.self, forKey: .url) {
             do { _ = try BrokerURL(u) } catch { throw error }
             broker.url = u
+        }
+        if c.contains(.protocolVersion) {
+            // "3.1.1" or "5" (the number 5 too).
+            let text: String
+            if let n = try? c.decode(Int.self, forKey: .protocolVersion) { text = String(n) } else { text = try c.decode(String.self, forKey: .protocolVersion) }
+            guard let version = MQTTProtocolVersion(rawValue: text) else {
+                throw ConfigError(key: "mqtt.protocolVersion", "\"\(text)\" is not \"3.1.1\" or \"5\"")
+            }
+            broker.protocolVersion = version
         }
         broker.username = try c.decodeIfPresent(String.self, forKey: .username)
         broker.password = try c.decodeIfPresent(String.self, forKey: .password)

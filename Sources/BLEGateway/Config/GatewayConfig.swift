@@ -27,6 +27,8 @@ public struct GatewayConfig: Sendable, Hashable {
         public var certFile: String?
         public var keyFile: String?
         public var insecureTLS = false
+        /// MQTT 3.1.1 (default) or 5.
+        public var protocolVersion = MQTTProtocolVersion.v311
         /// Messages waiting for the broker at most; the oldest is dropped (and counted) beyond.
         public var queueCapacity = 10_000
         public var keepAlive: Duration = .seconds(30)
@@ -144,6 +146,7 @@ public struct GatewayConfig: Sendable, Hashable {
             o.tls = MQTTTLSOptions(caFile: broker.caFile ?? "/etc/ssl/certs/ca-certificates.crt", certFile: broker.certFile,
                                    keyFile: broker.keyFile, insecure: broker.insecureTLS)
         }
+        o.protocolVersion = broker.protocolVersion
         o.keepAlive = broker.keepAlive
         o.reconnectDelay = broker.reconnectDelay
         o.reconnectMaximumDelay = broker.reconnectMaximumDelay

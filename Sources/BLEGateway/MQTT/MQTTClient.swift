@@ -1,5 +1,6 @@
 import CMosquitto
 import Foundation
+import Synchronization
 
 /// An MQTT client over libmosquitto: libmosquitto's own thread (`mosquitto_loop_start`) runs
 /// the network, reconnects with backoff after a drop, and reports through `events`.
@@ -26,7 +27,7 @@ public final class MQTTClient: @unchecked Sendable { // `handle` is used only th
         self.options = options
         let (stream, continuation) = AsyncStream<MQTTEvent>.makeStream(bufferingPolicy: .unbounded)
         events = stream
-        let sink = EventSink(continuation)
+        let sink = EventSink(continuation, broker: options.broker, version: options.protocolVersion)
         box = Unmanaged.passRetained(sink)
         guard let mosq = mosquitto_new(options.clientID, options.cleanSession, box.toOpaque()) else {
             box.release()
@@ -34,7 +35,7 @@ public final class MQTTClient: @unchecked Sendable { // `handle` is used only th
         }
         handle = mosq
         do throws(MQTTError) {
-            try check("mosquitto_int_option(PROTOCOL_VERSION)", mosquitto_int_option(mosq, MOSQ_OPT_PROTOCOL_VERSION, MQTT_PROTOCOL_V311))
+            try check("mosquitto_int_option(PROTOCOL_VERSION)", mosquitto_int_option(mosq, MOSQ_OPT_PROTOCOL_VERSION, options.protocolVersion == .v5 ? MQTT_PROTOCOL_V5 : MQTT_PROTOCOL_V311))
             try check("mosquitto_max_inflight_messages_set", mosquitto_max_inflight_messages_set(mosq, UInt32(max(1, options.maximumInflight))))
             let base = UInt32(max(1, options.reconnectDelay.components.seconds))
             let top = UInt32(max(Int64(base), options.reconnectMaximumDelay.components.seconds))
@@ -56,20 +57,32 @@ public final class MQTTClient: @unchecked Sendable { // `handle` is used only th
             box.release()
             throw error
         }
-        mosquitto_connect_callback_set(mosq) { _, user, rc in
+        mosquitto_connect_callback_set(mosq) { mosq, user, rc in
             guard let user else { return }
             let sink = Unmanaged<EventSink>.fromOpaque(user).takeUnretainedValue()
             if rc == 0 {
+                // Connected: libmosquitto's log is not needed until the next failure (it formats
+                // a line per packet while a log callback is set).
+                mosquitto_log_callback_set(mosq, nil)
+                sink.lastLoggedError.withLock { $0 = nil }
                 sink.continuation.yield(.connected)
             } else {
-                sink.continuation.yield(.disconnected(MQTTError(operation: "CONNACK", code: rc, detail: String(cString: mosquitto_connack_string(rc)))))
+                // MQTT 5 refusals carry a reason code (MQTT 5.0, 3.2.2.2), 3.1.1 a return code (3.2.2.3).
+                sink.refused.store(true, ordering: .relaxed)
+                let detail = sink.version == .v5 ? String(cString: mosquitto_reason_string(rc)) : String(cString: mosquitto_connack_string(rc))
+                sink.continuation.yield(.disconnected(MQTTError(operation: "CONNACK", code: rc, detail: detail, broker: sink.broker)))
             }
         }
-        mosquitto_disconnect_callback_set(mosq) { _, user, rc in
+        mosquitto_disconnect_callback_set(mosq) { mosq, user, rc in
             guard let user else { return }
             let sink = Unmanaged<EventSink>.fromOpaque(user).takeUnretainedValue()
-            sink.continuation.yield(.disconnected(MQTTError(operation: "link", code: rc, detail: String(cString: mosquitto_strerror(rc)))))
+            mosquitto_log_callback_set(mosq, EventSink.log)
+            // A refused CONNACK was reported with its reason; its disconnect says no more.
+            if sink.refused.exchange(false, ordering: .relaxed) { return }
+            sink.continuation.yield(.disconnected(MQTTError(operation: "link", code: rc, detail: String(cString: mosquitto_strerror(rc)), broker: sink.broker)))
         }
+        // Until the first connection: keeps libmosquitto's error lines (the TLS reason).
+        mosquitto_log_callback_set(mosq, EventSink.log)
         mosquitto_publish_callback_set(mosq) { _, user, mid in
             guard let user else { return }
             Unmanaged<EventSink>.fromOpaque(user).takeUnretainedValue().continuation.yield(.delivered(messageID: mid))
@@ -101,7 +114,9 @@ public final class MQTTClient: @unchecked Sendable { // `handle` is used only th
         let rc = mosquitto_connect_async(handle, options.host, Int32(options.port), Int32(max(5, options.keepAlive.components.seconds)))
         // Refused or unreachable now: the loop retries. Bad arguments or a bad host name are final.
         if rc == MOSQ_ERR_INVAL.rawValue || rc == MOSQ_ERR_EAI.rawValue || rc == MOSQ_ERR_TLS.rawValue {
-            throw MQTTError(operation: "mosquitto_connect_async(\(options.host):\(options.port))", code: rc, detail: Self.text(rc))
+            let logged = box.takeUnretainedValue().lastLoggedError.withLock { $0 }
+            throw MQTTError(operation: "mosquitto_connect_async(\(options.broker))", code: rc,
+                            detail: Self.text(rc) + (logged.map { ": \($0)" } ?? ""), broker: options.broker)
         }
         try check("mosquitto_loop_start", mosquitto_loop_start(handle))
     }
@@ -150,5 +165,24 @@ public final class MQTTClient: @unchecked Sendable { // `handle` is used only th
 /// What the C callbacks reach through libmosquitto's user data pointer.
 private final class EventSink: Sendable {
     let continuation: AsyncStream<MQTTEvent>.Continuation
-    init(_ continuation: AsyncStream<MQTTEvent>.Continuation) { self.continuation = continuation }
+    let broker: String
+    let version: MQTTProtocolVersion
+    /// The last error line libmosquitto logged while not connected (OpenSSL's reason for a
+    /// failed handshake); written on the network thread or the thread calling `start()`.
+    let lastLoggedError = Mutex<String?>(nil)
+    /// The last CONNACK refused the connection (its disconnect follows).
+    let refused = Atomic<Bool>(false)
+
+    init(_ continuation: AsyncStream<MQTTEvent>.Continuation, broker: String, version: MQTTProtocolVersion) {
+        self.continuation = continuation
+        self.broker = broker
+        self.version = version
+    }
+
+    /// libmosquitto's log callback, set only while the client is not connected.
+    static let log: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?, Int32, UnsafePointer<CChar>?) -> Void = { _, user, level, text in
+        guard let user, let text, level & Int32(MOSQ_LOG_ERR) != 0 else { return }
+        let line = String(cString: text)
+        Unmanaged<EventSink>.fromOpaque(user).takeUnretainedValue().lastLoggedError.withLock { $0 = line }
+    }
 }

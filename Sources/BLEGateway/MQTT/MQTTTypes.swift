@@ -45,6 +45,14 @@ public struct MQTTTLSOptions: Sendable, Hashable {
     }
 }
 
+/// The MQTT protocol version the client speaks (set before the connection).
+public enum MQTTProtocolVersion: String, Sendable, Hashable, CaseIterable {
+    /// MQTT 3.1.1 (the default).
+    case v311 = "3.1.1"
+    /// MQTT 5.0: a refused connection carries a reason code (MQTT 5.0, 3.2.2.2).
+    case v5 = "5"
+}
+
 /// Where and how the client connects.
 ///
 ///     var o = MQTTOptions(host: "127.0.0.1", port: 1883, clientID: "gw1")
@@ -66,6 +74,11 @@ public struct MQTTOptions: Sendable, Hashable {
     /// False: the broker keeps this client's subscriptions and queues its QoS 1 messages while
     /// it is away (MQTT 3.1.1, 3.1.2.4).
     public var cleanSession = true
+    /// MQTT 3.1.1 (default) or 5.
+    public var protocolVersion = MQTTProtocolVersion.v311
+
+    /// "HOST:PORT", as errors name the broker.
+    public var broker: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
 
     public init(host: String, port: Int = 1883, clientID: String) {
         self.host = host
@@ -95,15 +108,18 @@ public enum MQTTEvent: Sendable, Hashable {
 public struct MQTTError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The libmosquitto call (or "CONNACK", "link") that failed.
     public var operation: String
-    /// MOSQ_ERR_* value, or the CONNACK return code for "CONNACK".
+    /// "HOST:PORT" of the broker, when the failure concerns it.
+    public var broker: String?
+    /// MOSQ_ERR_* value, or the CONNACK return code (MQTT 5: reason code) for "CONNACK".
     public var code: Int32
     public var detail: String
     /// The message id libmosquitto gave the message of a failed `publish` (it keeps a QoS 1
     /// message it could not send yet and sends it after the reconnect).
     public var messageID: Int32?
 
-    public init(operation: String, code: Int32, detail: String, messageID: Int32? = nil) {
+    public init(operation: String, code: Int32, detail: String, messageID: Int32? = nil, broker: String? = nil) {
         self.operation = operation
+        self.broker = broker
         self.code = code
         self.detail = detail
         self.messageID = messageID
@@ -113,11 +129,14 @@ public struct MQTTError: Error, Sendable, Hashable, CustomStringConvertible {
     public var isNotConnected: Bool { operation != "CONNACK" && code == 4 }
 
     public var description: String {
+        let name = broker.map { "the MQTT broker \($0)" } ?? "the MQTT broker"
         switch operation {
         case "CONNACK":
-            return "the MQTT broker refused the connection (CONNACK code \(code): \(detail)); check the client id, username and password"
+            return "\(name) refused the connection (CONNACK code \(code): \(detail)); check the client id, username and password; retrying with backoff"
         case "link":
-            return "the connection to the MQTT broker ended (code \(code): \(detail)); reconnecting"
+            return "the connection to \(name) ended (code \(code): \(detail)); reconnecting with backoff"
+        case _ where code == 8: // MOSQ_ERR_TLS
+            return "TLS with \(name) failed (\(operation): \(detail)); check that the CA file (mqtt.caFile, --ca-file) signed the broker's certificate and that the certificate names the host"
         default:
             return "\(operation) failed (code \(code): \(detail)); check the broker address, TLS files and credentials"
         }

@@ -14,6 +14,7 @@ enum RunGatewayCommand {
             .value("mqtt", nil, "URL", "broker: mqtt://HOST[:PORT] or mqtts://HOST[:PORT] (TLS)"),
             .value("id", nil, "GWID", "gateway id: topics are ble/GWID/..."),
             .value("config", nil, "FILE", "JSON config (docs/gateway.md); flags override its values"),
+            .value("mqtt-version", nil, "V", "MQTT protocol version: 3.1.1 (default) or 5"),
             .value("username", nil, "NAME", "broker user name"),
             .value("password", nil, "TEXT", "broker password"),
             .value("ca-file", nil, "FILE", "CA certificate(s) for TLS"),
@@ -99,6 +100,10 @@ enum RunGatewayCommand {
             var c = try a.value("config").map { p throws(ConfigError) in try GatewayConfig.load(path: p) } ?? GatewayConfig()
             if let v = a.value("mqtt") { c.broker.url = v }
             if let v = a.value("id") { c.id = v }
+            if let v = a.value("mqtt-version") {
+                guard let version = MQTTProtocolVersion(rawValue: v) else { throw ConfigError(key: "--mqtt-version", "\"\(v)\" is not 3.1.1 or 5") }
+                c.broker.protocolVersion = version
+            }
             if let v = a.value("username") { c.broker.username = v }
             if let v = a.value("password") { c.broker.password = v }
             if let v = a.value("ca-file") { c.broker.caFile = v }

@@ -50,14 +50,16 @@ final class Broker: @unchecked Sendable { // `process` is replaced only by resta
         self.directory = directory
     }
 
-    static func start() async throws -> Broker {
+    /// On `port` (a free one when nil), with `settings` for its listener (anonymous clients
+    /// by default; a password file or TLS files instead).
+    static func start(port: Int? = nil, settings: String = "allow_anonymous true") async throws -> Broker {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("mosquitto-\(UUID().uuidString)")
         // World-writable: mosquitto started as root switches to its own user before writing.
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o777])
-        let broker = Broker(port: try freePort(), directory: dir)
+        let broker = Broker(port: try port ?? freePort(), directory: dir)
         let conf = """
             listener \(broker.port) 127.0.0.1
-            allow_anonymous true
+            \(settings)
             persistence true
             persistence_location \(dir.path)/
             autosave_interval 0

@@ -21,8 +21,10 @@ actor Watcher {
 
     init(client: MQTTClient) { self.client = client }
 
-    static func start(_ broker: Broker, _ pattern: String, clientID: String = "watcher-\(UUID().uuidString.prefix(8))") async throws -> Watcher {
+    static func start(_ broker: Broker, _ pattern: String, clientID: String = "watcher-\(UUID().uuidString.prefix(8))",
+                      _ configure: (inout MQTTOptions) -> Void = { _ in }) async throws -> Watcher {
         var o = MQTTOptions(host: "127.0.0.1", port: broker.port, clientID: clientID)
+        configure(&o)
         o.reconnectDelay = .seconds(1)
         o.reconnectMaximumDelay = .seconds(1)
         o.cleanSession = false

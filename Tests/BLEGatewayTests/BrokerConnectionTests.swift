@@ -1,0 +1,111 @@
+import BLECore
+import BLEGateway
+import BLETestSupport
+import Foundation
+import Testing
+
+/// The gateway's connection to a real mosquitto: MQTT 5 and a password file.
+@Suite(.serialized) struct BrokerConnectionTests {
+    /// Flags (LE General Discoverable, BR/EDR not supported); Complete Local Name "Tag"
+    /// (Core Specification Supplement, Part A, 1.3 and 1.2).
+    static let tag = SimulatedPeripheral(address: LEAddress(BluetoothAddress(rawValue: 0xC0_11_22_33_44_31), type: .random),
+                                         advertisingData: [0x02, 0x01, 0x06, 0x04, 0x09, 0x54, 0x61, 0x67], rssi: -50)
+    static let tagTopic = "ble/gw/devices/C01122334431"
+
+    /// The first `.disconnected` error of a client with `options` (bounded: 15 s).
+    static func firstFailures(_ options: MQTTOptions, count: Int) async throws -> [(MQTTError, ContinuousClock.Instant)] {
+        let client = try MQTTClient(options: options)
+        try client.start()
+        defer { client.stop() }
+        return try await withThrowingTaskGroup(of: [(MQTTError, ContinuousClock.Instant)]?.self) { group in
+            group.addTask {
+                var seen: [(MQTTError, ContinuousClock.Instant)] = []
+                for await event in client.events {
+                    if case .disconnected(let e) = event { seen.append((e, .now)) }
+                    if case .connected = event { Issue.record("connected with \(options)") }
+                    if seen.count == count { return seen }
+                }
+                return seen
+            }
+            group.addTask {
+                try await Task.sleep(for: .seconds(15))
+                return nil
+            }
+            let first = try await group.next() ?? nil
+            group.cancelAll()
+            guard let first else { throw Watcher.Timeout(description: "fewer than \(count) connection failures within 15 s") }
+            return first
+        }
+    }
+
+    @Test func mqtt5GatewayIsOnlineAndPublishesDevices() async throws {
+        let secrets = try BrokerSecrets.make()
+        try await secrets.writePasswords(["hall": "secret", "watcher": "w"])
+        let broker = try await Broker.start(settings: "allow_anonymous false\npassword_file \(secrets.passwordFile)")
+        defer { broker.stop() }
+        let watcher = try await Watcher.start(broker, "ble/#") { $0.username = "watcher"; $0.password = "w" }
+        let bed = try await GatewayBed(broker: broker, peripherals: [Self.tag]) { c in
+            c.broker.protocolVersion = .v5
+            c.broker.username = "hall"
+            c.broker.password = "secret"
+        }
+        #expect(try await watcher.next("ble/gw/status").text == "online")
+        let tag = try await watcher.next(Self.tagTopic)
+        #expect(tag.text.hasPrefix(#"{"address":"C0:11:22:33:44:31","addressType":"random","state":"present","name":"Tag","rssi":-50"#), "\(tag.text)")
+        await bed.stop()
+
+        // The version reaches the broker: refused, an MQTT 5 client gets the CONNACK reason
+        // code Not authorized 0x87 (MQTT 5.0, 3.2.2.2), a 3.1.1 client the return code 5
+        // (MQTT 3.1.1, 3.2.2.3).
+        var options = MQTTOptions(host: "127.0.0.1", port: broker.port, clientID: "v5-refused")
+        options.username = "hall"
+        options.password = "wrong"
+        options.protocolVersion = .v5
+        let v5 = try await Self.firstFailures(options, count: 1)
+        #expect(v5.first?.0.operation == "CONNACK" && v5.first?.0.code == 0x87, "\(v5.map(\.0))")
+        #expect(v5.first?.0.detail == "Not authorized", "\(v5.map(\.0))")
+        options.protocolVersion = .v311
+        let v311 = try await Self.firstFailures(options, count: 1)
+        #expect(v311.first?.0.operation == "CONNACK" && v311.first?.0.code == 5, "\(v311.map(\.0))")
+        await watcher.stop()
+    }
+
+    @Test func credentialsAreCheckedAndAWrongPasswordIsRetriedWithBackoff() async throws {
+        let secrets = try BrokerSecrets.make()
+        try await secrets.writePasswords(["hall": "old", "watcher": "w"])
+        let broker = try await Broker.start(settings: "allow_anonymous false\npassword_file \(secrets.passwordFile)")
+        defer { broker.stop() }
+        let watcher = try await Watcher.start(broker, "ble/#") { $0.username = "watcher"; $0.password = "w" }
+
+        // Wrong password: one line naming the broker and the reason, again after the backoff.
+        var config = GatewayConfig()
+        config.broker.url = broker.url
+        config.id = "gw"
+        config.broker.username = "hall"
+        config.broker.password = "secret"
+        config.broker.reconnectDelay = .seconds(1)
+        config.broker.reconnectMaximumDelay = .seconds(1)
+        var options = try config.mqttOptions()
+        options.clientID = "refused-probe"
+        let failures = try await Self.firstFailures(options, count: 2)
+        let refused = try #require(failures.first?.0)
+        #expect(refused.operation == "CONNACK" && refused.code == 5 && refused.broker == "127.0.0.1:\(broker.port)")
+        #expect(refused.description == "the MQTT broker 127.0.0.1:\(broker.port) refused the connection (CONNACK code 5: Connection Refused: not authorised.); check the client id, username and password; retrying with backoff")
+        #expect(!refused.description.contains("\n"))
+        #expect(failures[1].1 - failures[0].1 >= .milliseconds(900), "the second attempt came without the backoff")
+
+        // The gateway keeps trying; once the broker knows the password it is in.
+        let bed = try await GatewayBed(broker: broker, peripherals: [Self.tag]) { c in
+            c.broker.username = "hall"
+            c.broker.password = "secret"
+        }
+        #expect(await !bed.gateway.publisher.waitUntilConnected(timeout: .seconds(2)))
+        #expect(await bed.gateway.publisher.lastError?.operation == "CONNACK")
+        try await secrets.writePasswords(["hall": "secret", "watcher": "w"])
+        broker.signal(SIGHUP) // mosquitto reads its password file again
+        #expect(try await watcher.next("ble/gw/status").text == "online")
+        #expect(try await watcher.next(Self.tagTopic).text.contains(#""name":"Tag""#))
+        await bed.stop()
+        await watcher.stop()
+    }
+}
