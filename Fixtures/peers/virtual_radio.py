@@ -401,6 +401,8 @@ class Peripheral:
         value: Any = parse_value(c.get("value"), where)
         if "controlPoint" in c:
             value = control_point_value(c["controlPoint"], where)
+        if "barrier" in c:
+            value = self.barrier_value(c["barrier"], where)
         if c.get("keypressLog", False):
             # The Keypress Notification types received so far, one octet each.
             value = att.AttributeValue(read=lambda connection: bytes(self.keypresses_received))
@@ -438,6 +440,38 @@ class Peripheral:
             )
         return characteristic
 
+    def barrier_value(self, count: Any, where: str) -> att.AttributeValueV2:
+        """barrier: N answers no read until reads of it wait on N different ATT bearers at
+        once, then answers them all, each with the central's CID of the bearer it came on
+        (uint16 little endian: 0x0004 for the unenhanced bearer, the central's source CID
+        for an enhanced one, Vol 3, Part G, 5.3). So a read answers only if the central had
+        requests in flight on N bearers at the same time; after 10 s without that, the
+        waiting reads fail with ATT error 0x80 (Application Error). Logs each release."""
+        if not isinstance(count, int) or count < 1:
+            raise ScenarioError(f"{where}: barrier must be an integer >= 1")
+        waiting: list[tuple[int, asyncio.Future]] = []
+
+        async def read(bearer: Any) -> bytes:
+            cid = bearer.destination_cid if att.is_enhanced_bearer(bearer) else att.ATT_CID
+            future = asyncio.get_running_loop().create_future()
+            waiting.append((cid, future))
+            cids = sorted({c for c, _ in waiting})
+            if len(cids) >= count:
+                log.info("%s: barrier released: %d reads on bearers %s at once",
+                         self.spec.id, len(waiting), " ".join(f"0x{c:04X}" for c in cids))
+                for c, f in waiting:
+                    f.set_result(c)
+                waiting.clear()
+            try:
+                return struct.pack("<H", await asyncio.wait_for(future, 10.0))
+            except asyncio.TimeoutError:
+                waiting[:] = [(c, f) for c, f in waiting if f is not future]
+                log.info("%s: barrier timed out with reads on bearers %s", self.spec.id,
+                         " ".join(f"0x{c:04X}" for c in cids))
+                raise att.ATT_Error(0x80) from None
+
+        return att.AttributeValueV2(read=read)
+
     # -- subscriptions ---------------------------------------------------------------
 
     def on_subscription(self, bearer: Any, characteristic: Characteristic, notify: bool, indicate: bool) -> None:
@@ -451,9 +485,10 @@ class Peripheral:
             return
         updater = next(u for u in self.updaters if u.characteristic is characteristic)
         log.info(
-            "%s: %s on 0x%04X every %.3f s",
+            "%s: %s on 0x%04X every %.3f s (CCCD written on CID 0x%04X)",
             self.spec.id, "notifications" if notify else "indications",
             characteristic.handle, updater.interval,
+            bearer.destination_cid if att.is_enhanced_bearer(bearer) else att.ATT_CID,
         )
         self.tasks[key] = asyncio.get_running_loop().create_task(
             self.send_updates(connection, updater, use_indications=not notify)

@@ -48,6 +48,10 @@ public enum GATTError: Error, Sendable, Equatable, CustomStringConvertible {
     /// A signed write could not be signed: no signer (`Peripheral.setWriteSigner`), or the
     /// signer failed (`reason`).
     case signingFailed(target: GATTTarget, peer: BluetoothAddress, reason: String)
+    /// An enhanced ATT bearer (an L2CAP channel on PSM 0x0027) failed: opening failed other
+    /// than by the peer not serving EATT (that leaves the unenhanced bearer), or the peer
+    /// closed the bearer a call was running on (`.closedByPeer`) while the link stayed up.
+    case enhancedBearers(L2CAPChannelError, peer: BluetoothAddress)
 
     /// The ATT error code, when the peer answered with an Error Response.
     public var attErrorCode: ATTErrorCode? {
@@ -61,7 +65,7 @@ public enum GATTError: Error, Sendable, Equatable, CustomStringConvertible {
         case .attribute(_, _, _, let p), .serviceNotFound(_, let p, _), .characteristicNotFound(_, _, let p, _),
              .descriptorNotFound(_, _, let p, _), .notSupported(_, _, _, let p), .disconnected(let p, _), .timeout(_, _, let p),
              .procedureTimeout(_, _, let p), .malformed(_, _, let p, _), .invalidValue(_, _, let p), .serviceChanged(_, let p),
-             .securityNeeded(_, _, let p, _), .signingFailed(_, let p, _):
+             .securityNeeded(_, _, let p, _), .signingFailed(_, let p, _), .enhancedBearers(_, let p):
             return p
         case .connection, .valueTooLong, .invalidUUID, .cancelled:
             return nil
@@ -127,6 +131,8 @@ public enum GATTError: Error, Sendable, Equatable, CustomStringConvertible {
             return "\(peer) answered \(code): the link must be \(needed), and raising it failed: \(reason)"
         case .signingFailed(let target, let peer, let reason):
             return "a signed write to \(target) on \(peer) could not be signed: \(reason)"
+        case .enhancedBearers(let error, let peer):
+            return "enhanced ATT bearer (PSM 0x0027) to \(peer): \(error); later calls go on over the other bearers, or the unenhanced one"
         }
     }
 

@@ -15,7 +15,8 @@ struct EnhancedBearerNotificationTests {
     /// Opens two enhanced bearers: our SCIDs 0x0040 and 0x0041, the peer's 0x0050 and 0x0051.
     static func openPool(_ bed: LabBed) async throws -> GATTBearerPool {
         let peripheral = bed.peripheral
-        let opening = Task { try await peripheral.enhancedBearers(count: 2, mtu: 100) }
+        // The lab server has no Server Supported Features: forced.
+        let opening = Task { try await peripheral.enhancedBearers(count: 2, mtu: 100, force: true) }
         try await bed.vc.waitUntil("enhanced Credit Based Connection Request") { vc in vc.signalingReceived.contains { $0.code == 0x17 } }
         let id = try #require(bed.vc.signalingReceived.first { $0.code == 0x17 }).identifier
         try bed.vc.sendSignaling(from: bed.peer, L2CAPSignalingCommand(identifier: id, body: .creditBasedConnectionResponse(

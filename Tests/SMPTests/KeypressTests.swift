@@ -10,15 +10,10 @@ import BLECore
 @Suite(.timeLimit(.minutes(1)))
 struct KeypressTests {
     static let peer = LEAddress(BluetoothAddress(rawValue: 0xC0_11_22_33_44_79), type: .random)
-    let vc: VirtualController
-    let central: Central
-    let link: Connection
+    let fixture: SMPLinkFixture
 
     init() async throws {
-        let fixture = try await SMPLinkFixture(peer: Self.peer)
-        vc = fixture.vc
-        central = fixture.central
-        link = fixture.link
+        fixture = try await SMPLinkFixture(peer: Self.peer)
     }
 
     /// A person typing 1, 2, erasing one digit, and confirming: started, entered, entered,
@@ -41,15 +36,10 @@ struct KeypressTests {
     }
 
     func pairing(_ options: PairingOptions, agent: any PairingAgent) -> Task<PairingError?, Never> {
-        let link = self.link
+        let link = fixture.link
         return Task {
             do throws(PairingError) { _ = try await link.pair(options: options, agent: agent); return nil } catch { return error }
         }
-    }
-
-    func smp(count: Int) async throws -> [[UInt8]] {
-        _ = try await vc.waitForL2CAP(channelID: L2CAPChannelID.securityManager, count: count)
-        return vc.l2capReceived.filter { $0.channelID == L2CAPChannelID.securityManager }.map(\.payload)
     }
 
     @Test func typingHereIsReportedToThePeer() async throws {
@@ -61,10 +51,10 @@ struct KeypressTests {
         let agent = Typist()
         let task = pairing(options, agent: agent)
         // Pairing Request: KeyboardOnly (0x02), AuthReq Bonding|MITM|Keypress = 0x15.
-        #expect(try await smp(count: 1)[0] == [0x01, 0x02, 0x00, 0x15, 0x10, 0x00, 0x07])
+        #expect(try await fixture.smpSent(count: 1)[0] == [0x01, 0x02, 0x00, 0x15, 0x10, 0x00, 0x07])
         // Pairing Response: DisplayOnly, legacy, Bonding|MITM|Keypress: this side types.
-        try vc.sendL2CAP(from: Self.peer, channelID: L2CAPChannelID.securityManager, payload: [0x02, 0x00, 0x00, 0x15, 0x10, 0x00, 0x07])
-        let sent = try await smp(count: 7)
+        try fixture.sendSMP([0x02, 0x00, 0x00, 0x15, 0x10, 0x00, 0x07])
+        let sent = try await fixture.smpSent(count: 7)
         #expect(Array(sent[1...5]) == [[0x0E, 0x00], [0x0E, 0x01], [0x0E, 0x01], [0x0E, 0x02], [0x0E, 0x04]])
         // Then the legacy Pairing Confirm (3.5.3).
         #expect(sent[6].first == 0x03 && sent[6].count == 17)
@@ -81,9 +71,9 @@ struct KeypressTests {
         options.keypressNotifications = true
         let agent = Typist()
         let task = pairing(options, agent: agent)
-        _ = try await smp(count: 1)
-        try vc.sendL2CAP(from: Self.peer, channelID: L2CAPChannelID.securityManager, payload: [0x02, 0x00, 0x00, 0x05, 0x10, 0x00, 0x07])
-        let sent = try await smp(count: 2)
+        _ = try await fixture.smpSent(count: 1)
+        try fixture.sendSMP([0x02, 0x00, 0x00, 0x05, 0x10, 0x00, 0x07])
+        let sent = try await fixture.smpSent(count: 2)
         #expect(sent[1].first == 0x03, "a keypress notification went to a peer that did not ask for them")
         #expect(agent.enabled.withLock { $0 } == false)
         task.cancel()
@@ -98,12 +88,12 @@ struct KeypressTests {
         options.keypressNotifications = true
         let (seen, feed) = AsyncStream<KeypressNotificationType>.makeStream()
         let task = pairing(options, agent: Watcher(seen: feed))
-        _ = try await smp(count: 1)
+        _ = try await fixture.smpSent(count: 1)
         // The peer types (KeyboardOnly) and asks for keypress notifications.
-        try vc.sendL2CAP(from: Self.peer, channelID: L2CAPChannelID.securityManager, payload: [0x02, 0x02, 0x00, 0x15, 0x10, 0x00, 0x07])
-        #expect(try await smp(count: 2)[1].first == 0x03)
+        try fixture.sendSMP([0x02, 0x02, 0x00, 0x15, 0x10, 0x00, 0x07])
+        #expect(try await fixture.smpSent(count: 2)[1].first == 0x03)
         for t: UInt8 in [0x00, 0x01, 0x03, 0x04] {
-            try vc.sendL2CAP(from: Self.peer, channelID: L2CAPChannelID.securityManager, payload: [0x0E, t])
+            try fixture.sendSMP([0x0E, t])
         }
         var received: [KeypressNotificationType] = []
         for await k in seen {
@@ -112,7 +102,7 @@ struct KeypressTests {
         }
         #expect(received == [.passkeyEntryStarted, .passkeyDigitEntered, .passkeyCleared, .passkeyEntryCompleted])
         // Progress reports are no step of the procedure: Pairing Failed still ends it.
-        try vc.sendL2CAP(from: Self.peer, channelID: L2CAPChannelID.securityManager, payload: [0x05, 0x01])
+        try fixture.sendSMP([0x05, 0x01])
         #expect(await task.value?.kind == .peerFailed(.passkeyEntryFailed))
     }
 }

@@ -9,32 +9,27 @@ import BLECore
 @Suite(.timeLimit(.minutes(1)))
 struct RepeatedAttemptsTests {
     static let peer = LEAddress(BluetoothAddress(rawValue: 0xC0_11_22_33_44_78), type: .random)
-    let vc: VirtualController
-    let central: Central
-    let link: Connection
+    let fixture: SMPLinkFixture
 
     init() async throws {
-        let fixture = try await SMPLinkFixture(peer: Self.peer)
-        vc = fixture.vc
-        central = fixture.central
-        link = fixture.link
+        fixture = try await SMPLinkFixture(peer: Self.peer)
     }
 
     /// Starts a pairing, waits for its Pairing Request (the `n`th SMP PDU sent), then lets
     /// the peer answer Pairing Failed with `reason`; returns the pairing's error.
     func failedPairing(requestNumber n: Int, reason: UInt8) async throws -> PairingError? {
-        let link = self.link
+        let link = fixture.link
         let task = Task { () -> PairingError? in
             do throws(PairingError) { try await link.pair(); return nil } catch { return error }
         }
-        let request = try await vc.waitForL2CAP(channelID: L2CAPChannelID.securityManager, count: n)
+        let request = try await fixture.vc.waitForL2CAP(channelID: L2CAPChannelID.securityManager, count: n)
         #expect(request.payload.first == 0x01)
-        try vc.sendL2CAP(from: Self.peer, channelID: L2CAPChannelID.securityManager, payload: [0x05, reason])
+        try fixture.sendSMP([0x05, reason])
         return await task.value
     }
 
     func refusal() async -> PairingError.Kind? {
-        do throws(PairingError) { try await link.pair(); return nil } catch { return error.kind }
+        do throws(PairingError) { try await fixture.link.pair(); return nil } catch { return error.kind }
     }
 
     @Test func theIntervalDoublesAfterEachAuthenticationFailure() async throws {
@@ -42,13 +37,13 @@ struct RepeatedAttemptsTests {
         #expect(try await failedPairing(requestNumber: 1, reason: 0x04)?.reason == .confirmValueFailed)
         #expect(await refusal() == .repeatedAttempts(retryAfter: .seconds(2)))
         // Refused locally: no Pairing Request went out.
-        #expect(vc.l2capReceived.filter { $0.channelID == L2CAPChannelID.securityManager }.count == 1)
+        #expect(fixture.smpSentCount == 1)
 
-        await vc.advance(by: .seconds(2))
+        await fixture.vc.advance(by: .seconds(2))
         #expect(try await failedPairing(requestNumber: 2, reason: 0x01)?.reason == .passkeyEntryFailed)
-        await vc.advance(by: .seconds(3))
+        await fixture.vc.advance(by: .seconds(3))
         #expect(await refusal() == .repeatedAttempts(retryAfter: .seconds(1)))
-        await vc.advance(by: .seconds(1))
+        await fixture.vc.advance(by: .seconds(1))
         // The third attempt goes out; DHKey Check Failed (0x0B) makes the interval 8 s.
         #expect(try await failedPairing(requestNumber: 3, reason: 0x0B)?.reason == .dhKeyCheckFailed)
         let kind = await refusal()
@@ -67,8 +62,8 @@ struct RepeatedAttemptsTests {
     /// The record belongs to the central: a new link to the same peer waits as well.
     @Test func aNewLinkToThePeerStillWaits() async throws {
         #expect(try await failedPairing(requestNumber: 1, reason: 0x04)?.reason == .confirmValueFailed)
-        try await link.disconnect()
-        let again = try await SMPLinkFixture.connect(central, to: Self.peer, vc: vc)
+        try await fixture.link.disconnect()
+        let again = try await fixture.connectAgain()
         do throws(PairingError) {
             try await again.pair()
             Issue.record("pairing went ahead during the back-off")

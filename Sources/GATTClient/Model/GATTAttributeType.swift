@@ -25,6 +25,10 @@ public enum GATTAttributeType {
     public static let serviceChanged = BluetoothUUID(uuid16: 0x2A05)
     /// Database Hash (0x2B2A), Vol 3, Part G, 7.3.
     public static let databaseHash = BluetoothUUID(uuid16: 0x2B2A)
+    /// Client Supported Features (0x2B29), Vol 3, Part G, 7.2.
+    public static let clientSupportedFeatures = BluetoothUUID(uuid16: 0x2B29)
+    /// Server Supported Features (0x2B3A), Vol 3, Part G, 7.4.
+    public static let serverSupportedFeatures = BluetoothUUID(uuid16: 0x2B3A)
 }
 
 extension BluetoothUUID {

@@ -3,13 +3,14 @@ extension Peripheral {
     ///
     ///     for s in try await peripheral.services() { print(s) }
     public func services() async throws(GATTError) -> [GATTService] {
-        let p = try await procedures()
+        let p = try await leaseProcedures()
+        defer { release(p) }
         if database.services == nil {
             let found: [GATTService]
             do throws(GATTProcedureError) {
                 found = try await p.discoverAllPrimaryServices()
             } catch {
-                throw gattError(error, .discovering, .services(.all))
+                throw failed(p, gattError(error, .discovering, .services(.all)))
             }
             // A concurrent call may have ended its discovery first: the first result stays,
             // with what was discovered under it since.
@@ -23,7 +24,7 @@ extension Peripheral {
             do throws(GATTProcedureError) {
                 database.merge(try await p.discoverAllPrimaryServices(in: stale), rediscovered: stale)
             } catch {
-                throw gattError(error, .rediscovering, .services(stale))
+                throw failed(p, gattError(error, .rediscovering, .services(stale)))
             }
             await storeInCache()
         }
@@ -38,7 +39,8 @@ extension Peripheral {
     /// The characteristics of a discovered service.
     public func characteristics(of service: GATTService) async throws(GATTError) -> [GATTCharacteristic] {
         if let known = database.characteristics[service.handle] { return known }
-        let p = try await procedures()
+        let p = try await leaseProcedures()
+        defer { release(p) }
         do throws(GATTProcedureError) {
             let found = try await p.discoverCharacteristics(of: service)
             // Kept only while the service is still known (a Service Changed indication or a
@@ -49,7 +51,7 @@ extension Peripheral {
             }
             return found
         } catch {
-            throw gattError(error, .discoveringCharacteristics, .attribute(service.uuid, handle: service.handle))
+            throw failed(p, gattError(error, .discoveringCharacteristics, .attribute(service.uuid, handle: service.handle)))
         }
     }
 
@@ -57,7 +59,8 @@ extension Peripheral {
     public func includedServices(of service: ServiceIdentifier) async throws(GATTError) -> [GATTIncludedService] {
         let s = try await resolve(service)
         if let known = database.includedServices[s.handle] { return known }
-        let p = try await procedures()
+        let p = try await leaseProcedures()
+        defer { release(p) }
         do throws(GATTProcedureError) {
             let found = try await p.findIncludedServices(of: s)
             if isKnown(s) {
@@ -66,7 +69,7 @@ extension Peripheral {
             }
             return found
         } catch {
-            throw gattError(error, .findingIncludedServices, .attribute(s.uuid, handle: s.handle))
+            throw failed(p, gattError(error, .findingIncludedServices, .attribute(s.uuid, handle: s.handle)))
         }
     }
 
@@ -78,7 +81,8 @@ extension Peripheral {
     /// The descriptors of a discovered characteristic.
     public func descriptors(of c: GATTCharacteristic) async throws(GATTError) -> [GATTDescriptor] {
         if let known = database.descriptors[c.valueHandle] { return known }
-        let p = try await procedures()
+        let p = try await leaseProcedures()
+        defer { release(p) }
         do throws(GATTProcedureError) {
             let found = try await p.discoverDescriptors(of: c)
             if isKnown(c) {
@@ -87,7 +91,7 @@ extension Peripheral {
             }
             return found
         } catch {
-            throw gattError(error, .discoveringDescriptors, .attribute(c.uuid, handle: c.valueHandle))
+            throw failed(p, gattError(error, .discoveringDescriptors, .attribute(c.uuid, handle: c.valueHandle)))
         }
     }
 

@@ -1,78 +1,135 @@
 import BLECore
 import ATT
-import Synchronization
 
 /// Enhanced ATT bearers (EATT, Core Spec 5.4 Vol 3, Part G, 5.3 and Part F, 3.2.11): ATT over
 /// enhanced credit-based L2CAP channels on PSM 0x0027, each bearer with its own request in
-/// flight, so GATT procedures on different bearers run in parallel.
+/// flight. Once they are open, the peripheral's own calls run on them in parallel
+/// (Peripheral+Bearers.swift).
 extension Peripheral {
     /// The SPSM of EATT (Assigned Numbers, L2CAP PSMs).
     public static let eattPSM: UInt16 = 0x0027
 
+    /// What this client sets in the server's Client Supported Features before using EATT
+    /// (Vol 3, Part G, 7.2): enhanced ATT bearers and Multiple Handle Value Notifications.
+    public static let clientFeatures: GATTClientFeatures = [.enhancedATTBearer, .multipleHandleValueNotifications]
+
+    /// What a request to open enhanced bearers asked for, kept to open them again after a
+    /// restored link.
+    struct EnhancedBearerRequest {
+        let count: Int
+        let mtu: Int
+        let force: Bool
+    }
+
     /// Opens `count` (1 to 5) enhanced ATT bearers with one enhanced Credit Based Connection
-    /// Request. A peer that refuses the PSM (no EATT server: a refusal, a Command Reject)
-    /// leaves the pool with this peripheral's unenhanced bearer alone (`isEnhanced` false),
-    /// so the same code runs either way; other failures are thrown. `mtu` is this side's
-    /// L2CAP MTU; each bearer's ATT_MTU is the smaller of the two channels' MTUs (Vol 3,
-    /// Part F, 3.2.8), without Exchange MTU. Notifications and indications that arrive on
-    /// an enhanced bearer reach this peripheral's subscriptions (`subscribe(to:)`,
-    /// `notifications(for:)`), each indication confirmed on the bearer it came on; the
-    /// peripheral keeps the bearers for that while it lives, whether or not the pool is kept.
+    /// Request, after the features handshake: Server Supported Features is read (Vol 3,
+    /// Part G, 7.4) and, when it lists EATT (or `force` is true), this client's bits are set
+    /// in Client Supported Features (7.2, `clientFeatures`; bits already set stay set). A
+    /// server that does not list EATT, or refuses the PSM (a refusal, a Command Reject),
+    /// leaves the peripheral on its unenhanced bearer (`isEnhanced` false); other failures
+    /// are thrown. From then on the peripheral's reads, writes, discovery and CCCD writes
+    /// are spread over the enhanced bearers (see `bearerPool`). `mtu` is this side's L2CAP
+    /// MTU; each bearer's ATT_MTU is the smaller of the two channels' MTUs (Part F, 3.2.8).
+    ///
+    /// The bearers end with the link; calls in flight on them fail with `.disconnected`.
+    /// With `reopenAfterRestore`, a reconnect policy that restores the link also opens them
+    /// again (handshake included) once the unenhanced bearer is prepared; without it, the
+    /// restored link runs on the unenhanced bearer until this is called again.
     ///
     ///     let pool = try await peripheral.enhancedBearers(count: 3)
-    ///     async let a = pool.next().read(handle: 0x0003)
-    public func enhancedBearers(count: Int, mtu: Int = 517) async throws(L2CAPChannelError) -> GATTBearerPool {
-        guard let connection else { throw .notConnected(peer: peerDescription) }
+    ///     async let a = peripheral.read(first)      // on one bearer
+    ///     async let b = peripheral.read(second)     // on another, at the same time
+    public func enhancedBearers(count: Int, mtu: Int = 517, force: Bool = false,
+                                reopenAfterRestore: Bool = false) async throws(GATTError) -> GATTBearerPool {
+        let request = EnhancedBearerRequest(count: count, mtu: mtu, force: force)
+        if reopenAfterRestore { reopenRequest = request }
+        try await openEnhancedBearers(request)
+        return bearerPool
+    }
+
+    /// The bearers the peripheral's calls run on now: its enhanced bearers, or the
+    /// unenhanced one when none is open.
+    public var bearerPool: GATTBearerPool {
+        enhanced.isEmpty ? GATTBearerPool(bearers: [bearer], isEnhanced: false)
+                         : GATTBearerPool(bearers: enhanced.map(\.bearer), isEnhanced: true)
+    }
+
+    func openEnhancedBearers(_ request: EnhancedBearerRequest) async throws(GATTError) {
+        guard let connection else { throw .enhancedBearers(.notConnected(peer: peerDescription), peer: peerAddress) }
+        let p = try await procedures()
+        let features = try await readServerFeatures(p)
+        serverFeatures = features
+        guard features.contains(.enhancedATTBearer) || request.force else { return }
+        try await setClientFeatures(p)
         let channels: [CreditBasedChannel]
         do {
-            channels = try await connection.openL2CAPChannels(psm: Self.eattPSM, count: count, mtu: mtu)
+            channels = try await connection.openL2CAPChannels(psm: Self.eattPSM, count: request.count, mtu: request.mtu)
         } catch {
             switch error {
-            case .refused, .commandRejected:
-                return GATTBearerPool(bearers: [bearer], isEnhanced: false, procedureTimeout: procedureTimeout)
-            default:
-                throw error
+            case .refused, .commandRejected: return
+            default: throw .enhancedBearers(error, peer: peerAddress)
             }
         }
-        var bearers: [ATTBearer] = []
         for channel in channels {
-            let bearer = ATTBearer(channel: CreditBasedSDUChannel(channel), scheduler: scheduler, clientMTU: clientMTU, transactionTimeout: transactionTimeout)
+            let observed = ObservedChannel(CreditBasedSDUChannel(channel))
+            observed.onClose = Peripheral.enhancedCloseHandler(self)
+            let bearer = ATTBearer(channel: observed, scheduler: scheduler, clientMTU: clientMTU, transactionTimeout: transactionTimeout)
             await bearer.setEnhancedMTU(UInt16(min(await channel.mtu, await channel.peerMTU, 65535)))
             // A server may notify or indicate on any bearer: the values reach the same
             // subscriptions as on the unenhanced bearer.
             await routeValues(of: bearer)
-            bearers.append(bearer)
+            // A channel that ended while it was being set up (the link dropped) is not used.
+            guard await bearer.failure == nil, terminalError == nil, !linkDown else { continue }
+            enhanced.append(EnhancedBearer(bearer: bearer, channel: observed))
         }
-        let pool = GATTBearerPool(bearers: bearers, isEnhanced: true, procedureTimeout: procedureTimeout)
-        enhancedBearerPools.append(pool)
-        return pool
+    }
+
+    /// Server Supported Features (Read Using Characteristic UUID, Vol 3, Part G, 4.8.2);
+    /// none when the server does not have the characteristic or refuses to read it.
+    private func readServerFeatures(_ p: GATTProcedures) async throws(GATTError) -> GATTServerFeatures {
+        GATTServerFeatures(rawValue: try await readFeatures(p, GATTAttributeType.serverSupportedFeatures)?.value.first ?? 0)
+    }
+
+    /// Sets `clientFeatures` in the server's Client Supported Features, keeping the bits
+    /// already set (a client never clears one, Vol 3, Part G, 7.2); nothing to do when the
+    /// server has no such characteristic or every bit is set already.
+    private func setClientFeatures(_ p: GATTProcedures) async throws(GATTError) {
+        guard let current = try await readFeatures(p, GATTAttributeType.clientSupportedFeatures) else { return }
+        var value = current.value.isEmpty ? [0] : current.value
+        let wanted = value[0] | Self.clientFeatures.rawValue
+        guard wanted != value[0] else { return }
+        value[0] = wanted
+        do throws(GATTProcedureError) {
+            try await p.write(handle: current.handle, value: value)
+        } catch {
+            throw gattError(error, .writing, .attribute(GATTAttributeType.clientSupportedFeatures, handle: current.handle))
+        }
+    }
+
+    private func readFeatures(_ p: GATTProcedures, _ type: BluetoothUUID) async throws(GATTError) -> ATTHandleValue? {
+        do throws(GATTProcedureError) {
+            return try await p.read(type: type).first
+        } catch {
+            if case .att(.errorResponse) = error { return nil }
+            throw gattError(error, .reading, .attribute(type, handle: nil))
+        }
+    }
+
+    private static func enhancedCloseHandler(_ peripheral: Peripheral) -> @Sendable (ObservedChannel, LinkError) -> Void {
+        { [weak peripheral] channel, _ in
+            guard let peripheral else { return }
+            peripheral.enter(on: channel.executor) { $0.enhancedBearerClosed(channel) }
+        }
     }
 }
 
-/// ATT bearers of one peer that GATT procedures share: `next()` hands out their procedures
-/// in turn, so concurrent callers spread across the bearers and their requests are in flight
-/// at once (one per bearer, Vol 3, Part F, 3.3.2).
+/// The ATT bearers a `Peripheral`'s calls run on (`Peripheral.bearerPool`): its enhanced
+/// bearers, or its unenhanced bearer alone (`isEnhanced` false) when none is open.
 ///
-///     let values = try await withThrowingTaskGroup(of: [UInt8].self) { group in
-///         for handle in handles { group.addTask { try await pool.next().read(handle: handle) } }
-///         return try await group.reduce(into: []) { $0.append($1) }
-///     }
-public final class GATTBearerPool: Sendable {
+///     let pool = try await peripheral.enhancedBearers(count: 3)
+///     print(pool.isEnhanced, pool.bearers.count)
+public struct GATTBearerPool: Sendable {
     public let bearers: [ATTBearer]
-    /// False when the peer refused EATT and the pool holds the unenhanced bearer.
+    /// False when the pool holds the unenhanced bearer (the peer has no EATT).
     public let isEnhanced: Bool
-    public let procedures: [GATTProcedures]
-    private let turn = Atomic<Int>(0)
-
-    init(bearers: [ATTBearer], isEnhanced: Bool, procedureTimeout: Duration?) {
-        self.bearers = bearers
-        self.isEnhanced = isEnhanced
-        self.procedures = bearers.map { GATTProcedures(bearer: $0, procedureTimeout: procedureTimeout) }
-    }
-
-    /// The procedures of the next bearer in turn.
-    public func next() -> GATTProcedures {
-        let n = turn.wrappingAdd(1, ordering: .relaxed).oldValue
-        return procedures[n % procedures.count]
-    }
 }

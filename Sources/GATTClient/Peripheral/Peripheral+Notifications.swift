@@ -180,8 +180,9 @@ extension Peripheral {
                 continue
             }
             if sub.written == (routes.route(handle)?.configuration ?? 0) { return }
-            let p = try await procedures()
-            // `procedures()` can suspend (a restored link being prepared), and another
+            let p = try await leaseProcedures()
+            defer { release(p) }
+            // `leaseProcedures()` can suspend (a restored link being prepared), and another
             // reconcile may have started or finished the write meanwhile: look again.
             guard let now = subscriptions[handle], !now.writing else { continue }
             let wanted = routes.route(handle)?.configuration ?? 0
@@ -192,7 +193,7 @@ extension Peripheral {
                 try await p.writeClientConfiguration(handle: sub.cccdHandle, value: wanted)
                 subscriptions[handle]?.written = wanted
             } catch {
-                failure = gattError(error, wanted == 0 ? .disablingNotifications : .subscribing, target)
+                failure = failed(p, gattError(error, wanted == 0 ? .disablingNotifications : .subscribing, target))
             }
             subscriptions[handle]?.writing = false
             subscriptions[handle]?.waiters.resumeAll(with: .success(true))

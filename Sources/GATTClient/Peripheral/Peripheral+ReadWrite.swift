@@ -31,12 +31,13 @@ extension Peripheral {
     public func read(_ characteristics: [CharacteristicIdentifier]) async throws(GATTError) -> [[UInt8]] {
         var handles: [UInt16] = []
         for c in characteristics { handles.append(try await resolve(c).valueHandle) }
-        let p = try await procedures()
+        let p = try await leaseProcedures()
+        defer { release(p) }
         let target = GATTTarget.attributes(characteristics.map(\.uuid), handles: handles)
         do throws(GATTProcedureError) {
             return try await p.readMultipleVariable(handles: handles).map(\.value)
         } catch {
-            throw gattError(error, .reading, target)
+            throw failed(p, gattError(error, .reading, target))
         }
     }
 
@@ -66,11 +67,12 @@ extension Peripheral {
     /// Characteristic Values), starting at `offset`.
     public func writeLong(_ value: some GATTEncodable, to characteristic: CharacteristicIdentifier, offset: UInt16 = 0) async throws(GATTError) {
         let c = try await resolve(characteristic)
-        let p = try await procedures()
+        let p = try await leaseProcedures()
+        defer { release(p) }
         do throws(GATTProcedureError) {
             try await p.writeLong(handle: c.valueHandle, value: value.gattValue, offset: offset)
         } catch {
-            throw gattError(error, .writing, .attribute(c.uuid, handle: c.valueHandle))
+            throw failed(p, gattError(error, .writing, .attribute(c.uuid, handle: c.valueHandle)))
         }
     }
 
@@ -81,36 +83,41 @@ extension Peripheral {
     public func reliableWrite(_ writes: [(characteristic: CharacteristicIdentifier, value: [UInt8])]) async throws(GATTError) {
         var resolved: [(handle: UInt16, value: [UInt8], offset: UInt16)] = []
         for w in writes { resolved.append((try await resolve(w.characteristic).valueHandle, w.value, 0)) }
-        let p = try await procedures()
+        let p = try await leaseProcedures()
+        defer { release(p) }
         do throws(GATTProcedureError) {
             try await p.reliableWrite(resolved)
         } catch {
-            throw gattError(error, .reliablyWriting, .attributes(writes.map(\.characteristic.uuid), handles: resolved.map(\.handle)))
+            throw failed(p, gattError(error, .reliablyWriting, .attributes(writes.map(\.characteristic.uuid), handles: resolved.map(\.handle))))
         }
     }
 
-    /// The longest value one write of `type` carries: ATT_MTU - 3 without response, 512
-    /// (the longest attribute value) with response, which uses a long write when needed.
+    /// The longest value one write of `type` carries: ATT_MTU - 3 without response (the
+    /// smallest ATT_MTU of the bearers in `bearerPool`), 512 (the longest attribute value)
+    /// with response, which uses a long write when needed.
     public func maximumWriteValueLength(for type: GATTWriteType) async throws(GATTError) -> Int {
         _ = try await procedures()
-        let mtu = Int(await bearer.mtu)
+        var mtu = Int.max
+        for b in bearerPool.bearers { mtu = min(mtu, Int(await b.mtu)) }
         return type == .withoutResponse ? mtu - 3 : GATTProcedures.maximumAttributeValueLength
     }
 
     // MARK: By handle
 
     func readValue(handle: UInt16, target: GATTTarget) async throws(GATTError) -> [UInt8] {
-        let p = try await procedures()
+        let p = try await leaseProcedures()
+        defer { release(p) }
         do throws(GATTProcedureError) {
             return try await p.readLong(handle: handle)
         } catch {
-            throw gattError(error, .reading, target)
+            throw failed(p, gattError(error, .reading, target))
         }
     }
 
     func writeValue(_ value: [UInt8], handle: UInt16, type: GATTWriteType, target: GATTTarget) async throws(GATTError) {
-        let p = try await procedures()
-        let max = Int(await bearer.mtu) - 3
+        let p = try await leaseProcedures()
+        defer { release(p) }
+        let max = Int(await p.bearer.mtu) - 3
         if type == .withoutResponse, value.count > max {
             throw .valueTooLong(length: value.count, maximum: max, operation: .writingWithoutResponse, target: target)
         }
@@ -124,7 +131,7 @@ extension Peripheral {
                 try await p.writeWithoutResponse(handle: handle, value: value)
             }
         } catch {
-            throw gattError(error, .writing, target)
+            throw failed(p, gattError(error, .writing, target))
         }
     }
 }

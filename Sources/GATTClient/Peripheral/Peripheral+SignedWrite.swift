@@ -33,7 +33,9 @@ extension Peripheral {
             try await writeValue(bytes, handle: c.valueHandle, type: .withoutResponse, target: target)
             return
         }
-        let max = Int(await bearer.mtu) - 15
+        let p = try await leaseProcedures()
+        defer { release(p) }
+        let max = Int(await p.bearer.mtu) - 15
         guard bytes.count <= max else { throw .valueTooLong(length: bytes.count, maximum: max, operation: .signedWriting, target: target) }
         guard let writeSigner else { throw .signingFailed(target: target, peer: peerAddress, reason: "no signer: set one with Peripheral.setWriteSigner") }
         let message = [ATTOpcode.signedWriteCommand.rawValue, UInt8(truncatingIfNeeded: c.valueHandle), UInt8(c.valueHandle >> 8)] + bytes
@@ -44,11 +46,10 @@ extension Peripheral {
         } catch {
             throw .signingFailed(target: target, peer: peerAddress, reason: "\(error)")
         }
-        let p = try await procedures()
         do throws(GATTProcedureError) {
             try await p.signedWriteWithoutResponse(handle: c.valueHandle, value: bytes, signature: signature)
         } catch {
-            throw gattError(error, .signedWriting, target)
+            throw failed(p, gattError(error, .signedWriting, target))
         }
     }
 }

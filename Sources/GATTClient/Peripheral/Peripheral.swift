@@ -32,9 +32,13 @@ public actor Peripheral {
     /// A cache store after Service Changed is queued and has not run yet.
     var cacheStoreScheduled = false
     nonisolated let routes = NotificationRoutes()
-    /// The enhanced bearers opened so far, kept so that values the server sends on them reach
-    /// `routes` even when the caller no longer holds their pool.
-    var enhancedBearerPools: [GATTBearerPool] = []
+    /// The open enhanced bearers, which the peripheral's procedures run on
+    /// (Peripheral+Bearers.swift); kept while the link lives.
+    var enhanced: [EnhancedBearer] = []
+    /// Set by `enhancedBearers(reopenAfterRestore: true)`: a restored link opens them again.
+    var reopenRequest: EnhancedBearerRequest?
+    /// Server Supported Features, once read (Vol 3, Part G, 7.4).
+    public internal(set) var serverFeatures: GATTServerFeatures?
     /// CCCD bookkeeping by value handle.
     var subscriptions: [UInt16: Subscription] = [:]
 
@@ -123,7 +127,8 @@ public actor Peripheral {
         }
     }
 
-    /// The effective ATT_MTU.
+    /// The effective ATT_MTU of the unenhanced bearer (each enhanced bearer has its own:
+    /// `bearerPool`).
     public var mtu: UInt16 { get async { await bearer.mtu } }
 
     /// What is known of the peer's database now.
@@ -234,6 +239,7 @@ public actor Peripheral {
             if linkDown { Task { await reattach(connection) } }
         case .reconnecting, .connecting:
             readiness = .idle
+            dropEnhancedBearers()
             for h in subscriptions.keys { subscriptions[h]?.written = 0 }
             linkDown = true
         case .disconnecting:
@@ -257,6 +263,7 @@ public actor Peripheral {
     func terminate(_ error: GATTError) {
         guard terminalError == nil else { return }
         terminalError = error
+        dropEnhancedBearers()
         routes.finishAll(error)
         linkDown = false
         resumeRestoreWaiters(.failure(error))
@@ -277,7 +284,8 @@ public actor Peripheral {
     }
 
     /// The link was restored: a new bearer over the new ATT channel, the MTU exchanged again,
-    /// every CCCD with subscribers written again. When that fails (the peer refuses the CCCD
+    /// the enhanced bearers opened again when asked for (`reopenAfterRestore`), every CCCD
+    /// with subscribers written again. When that fails (the peer refuses the CCCD
     /// write, or does not answer), the streams concerned end with the error instead of
     /// waiting in silence; when the link drops again meanwhile, the next restore retries.
     func reattach(_ link: Connection) async {
@@ -301,6 +309,7 @@ public actor Peripheral {
             for h in subscriptions.keys { resubscriptionFailed(h, error) }
             return
         }
+        await reopenEnhancedBearers()
         for h in subscriptions.keys {
             do throws(GATTError) { try await reconcile(h) } catch { resubscriptionFailed(h, error) }
         }

@@ -6,6 +6,7 @@ import BLECore
 /// still sends HCI_Disconnect for every link, so none is left up on the controller.
 /// `reopenable`: the central opens the transport itself and can open it again
 /// (`Central.reopen`) after the adapter went away; a `--btsnoop` capture starts over then.
+/// Its command reports the loss itself, so the host's own error line for it is left out.
 func withCentral<T: Sendable>(_ ctx: CommandContext, reopenable: Bool = false, _ body: (Central) async throws -> T) async throws -> T {
     let spec = try TransportSpec.parse(ctx.globals.device)
     let btsnoop = ctx.globals.btsnoop, logger = ctx.logger
@@ -20,7 +21,7 @@ func withCentral<T: Sendable>(_ ctx: CommandContext, reopenable: Bool = false, _
         }
     }
     var options = Central.Options()
-    options.logger = ctx.logger
+    options.logger = reopenable ? ctx.reopeningLogger : ctx.logger
     options.commandTimeout = min(ctx.globals.timeoutDuration, .seconds(10))
     if case .hciRaw = spec { options.resetController = false }
     let central = reopenable ? Central(opening: open, name: ctx.globals.device, options: options)

@@ -17,6 +17,16 @@ struct CommandContext: Sendable {
         }
     }
 
+    /// `logger` without the host's error line for a lost transport: a command that reopens
+    /// the adapter reports the loss, with its reason, in a line of its own (`AdapterReopen`).
+    var reopeningLogger: BLELogger {
+        let console = self.console
+        return BLELogger(label: "ble", minimumLevel: globals.logLevel) { record in
+            if record.level == .error, record.source == "BLECore", record.message.hasPrefix("transport "), record.message.contains(" lost: ") { return }
+            console.status(record.formatted)
+        }
+    }
+
     /// Exactly `count` positional arguments named by `names`, or a usage error.
     func positionals(_ names: [String]) throws(UsageError) -> [String] {
         guard args.positionals.count == names.count else {

@@ -38,6 +38,7 @@ struct LinkSecurity: Sendable {
     func options(for level: SecurityLevel) -> PairingOptions {
         var o = PairingOptions()
         o.ioCapability = level >= .authenticated || isatty(0) == 1 ? .keyboardDisplay : .noInputNoOutput
+        o.keypressNotifications = agent.typesKeys
         return o
     }
 

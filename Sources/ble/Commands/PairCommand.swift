@@ -60,6 +60,7 @@ enum PairCommand {
         options.bonding = !a.has("no-bond")
         if a.has("sign-key") { options.initiatorKeys.insert(.signingKey) }
         let agent = TerminalAgent(console: ctx.console, passkey: passkey)
+        options.keypressNotifications = agent.typesKeys
 
         try await withCentral(ctx) { central in
             let store = try await BondsCommand.store(ctx, central: central)
@@ -92,35 +93,6 @@ enum PairCommand {
         if bonded { parts.append("bonded") }
         if bond.localSignatureKey != nil { parts.append("signing key given") }
         return parts.joined(separator: ", ")
-    }
-}
-
-/// The person at the terminal: shows passkeys, asks for them and for confirmations on stderr,
-/// reads answers from stdin.
-struct TerminalAgent: PairingAgent {
-    let console: Console
-    let passkey: UInt32?
-
-    func displayPasskey(_ passkey: UInt32, peer: LEAddress) async {
-        console.status("type this passkey on \(peer.address): \(six(passkey))")
-    }
-
-    func requestPasskey(peer: LEAddress) async -> UInt32? {
-        if let passkey { return passkey }
-        console.status("passkey shown on \(peer.address): ")
-        guard let line = readLine(), let v = UInt32(line.trimmingCharacters()), v <= 999_999 else { return nil }
-        return v
-    }
-
-    func confirmNumericComparison(_ value: UInt32, peer: LEAddress) async -> Bool {
-        console.status("does \(peer.address) show \(six(value))? [y/N] ")
-        guard let line = readLine() else { return false }
-        return ["y", "yes"].contains(line.trimmingCharacters().lowercased())
-    }
-
-    private func six(_ v: UInt32) -> String {
-        let s = String(v)
-        return String(repeating: "0", count: max(0, 6 - s.count)) + s
     }
 }
 

@@ -5,31 +5,39 @@ import GATTClient
 /// then disconnects and closes the central whatever happened. A stored bond encrypts the
 /// link first, and `--security` raises it before the first request (LinkSecurity). With
 /// `signing` the bond must hold this side's CSRK; the link stays unencrypted (unless
-/// `--security`) so that `Peripheral.writeSigned` signs.
-func withPeripheral<T: Sendable>(_ ctx: CommandContext, signing: Bool = false, _ body: (Peripheral) async throws -> T) async throws -> T {
+/// `--security`) so that `Peripheral.writeSigned` signs. With `resumable` (a command that
+/// runs until Ctrl-C) an adapter lost under `body` is reopened and `body` runs again on a new
+/// link (`AdapterReopen`, unless `--no-reopen`).
+func withPeripheral<T: Sendable>(_ ctx: CommandContext, signing: Bool = false, resumable: Bool = false,
+                                 _ body: (Peripheral) async throws -> T) async throws -> T {
     let target = try DeviceResolver.parse(try ctx.positionals(["DEVICE"])[0])
     let scanTimeout = try DeviceArgument.scanTimeout(ctx)
     let required = try LinkSecurity.parse(ctx)
-    return try await withCentral(ctx) { central in
-        let security = try await LinkSecurity(ctx, required: required, central: central)
-        let peer = try await DeviceResolver.resolve(target, central: central, scanTimeout: scanTimeout, console: ctx.console, bonds: security.store)
-        if signing { try security.requireSigningKey(for: peer) }
-        ctx.logger.log(.info, "connecting to \(peer)")
-        let link = try await central.connect(peer, timeout: ctx.globals.timeoutDuration)
-        do {
-            try await security.apply(to: link, withBond: !signing)
-            let peripheral = try await withTimeout(ctx.globals.timeoutDuration, "setting up GATT with \(peer)") {
-                try await Peripheral(connection: link)
+    let reopen = resumable && AdapterReopen.isOn(ctx)
+    return try await withCentral(ctx, reopenable: reopen) { central in
+        func session() async throws -> T {
+            let security = try await LinkSecurity(ctx, required: required, central: central)
+            let peer = try await DeviceResolver.resolve(target, central: central, scanTimeout: scanTimeout, console: ctx.console, bonds: security.store)
+            if signing { try security.requireSigningKey(for: peer) }
+            ctx.logger.log(.info, "connecting to \(peer)")
+            let link = try await central.connect(peer, timeout: ctx.globals.timeoutDuration)
+            do {
+                try await security.apply(to: link, withBond: !signing)
+                let peripheral = try await withTimeout(ctx.globals.timeoutDuration, "setting up GATT with \(peer)") {
+                    try await Peripheral(connection: link)
+                }
+                await security.install(on: peripheral, link: link)
+                if signing { await security.installSigner(on: peripheral, link: link) }
+                let result = try await body(peripheral)
+                try? await link.disconnect(timeout: .seconds(2))
+                return result
+            } catch {
+                try? await link.disconnect(timeout: .seconds(2))
+                throw error
             }
-            await security.install(on: peripheral, link: link)
-            if signing { await security.installSigner(on: peripheral, link: link) }
-            let result = try await body(peripheral)
-            try? await link.disconnect(timeout: .seconds(2))
-            return result
-        } catch {
-            try? await link.disconnect(timeout: .seconds(2))
-            throw error
         }
+        guard reopen else { return try await session() }
+        return try await AdapterReopen.resuming(ctx, central: central, "connecting and subscribing again") { _ in try await session() }
     }
 }
 

@@ -6,7 +6,7 @@ enum ReadCommand {
     static let spec = CommandSpec(
         name: "read",
         summary: "read a characteristic once, or stream its notifications or indications",
-        usage: ["read DEVICE -c CHAR [-s SERVICE] [--notify | --indicate] [--count N] [--raw] [--out FILE] [--security encrypted|authenticated]"],
+        usage: ["read DEVICE -c CHAR [-s SERVICE] [--notify | --indicate] [--count N] [--raw] [--out FILE] [--security encrypted|authenticated] [--no-reopen]"],
         options: [
             .value("characteristic", "c", "UUID", "the characteristic (required)"),
             .value("service", "s", "UUID", "the service holding it (default: the first service that has it)"),
@@ -17,8 +17,10 @@ enum ReadCommand {
             .value("out", "o", "FILE", "also write the value's bytes to FILE (created or truncated; notifications are appended in turn)"),
             LinkSecurity.option,
             DeviceArgument.scanTimeoutOption,
+            AdapterReopen.option,
         ],
-        details: DeviceArgument.details + LinkSecurity.details,
+        details: DeviceArgument.details + LinkSecurity.details
+            + ["With --notify or --indicate, an adapter that goes away (unplugged, removed, the H4 link dropped) is reopened, the link made again and the characteristic subscribed again, each said in a line on stderr; --no-reopen fails instead (exit status 1)."],
         examples: [
             ("ble read F0:5E:B1:00:00:01 -c 2A19", "0x5A (1 byte, uint 90, \"Z\") -> 90 %"),
             ("ble read \"HRM\" -c 2A37 --notify --count 10", "ten heart-rate measurements, one line each"),
@@ -50,7 +52,12 @@ enum ReadCommand {
             ctx.console.out((time.map { "\($0)  " } ?? "") + ValueFormatter.text(value, uuid: uuid))
         }
 
-        try await withPeripheral(ctx) { peripheral in
+        if a.has("no-reopen") && subscribe == nil { throw UsageError("--no-reopen applies to --notify or --indicate (a single read never reopens)") }
+        var received: UInt32 = 0
+        var subscribed = false
+        // A stream of notifications outlives an adapter lost under it: reopened, the link is
+        // made again and the characteristic subscribed again; the count goes on.
+        try await withPeripheral(ctx, resumable: subscribe != nil) { peripheral in
             let (id, characteristic) = try await withTimeout(ctx.globals.timeoutDuration, "discovering \(uuid.gattDisplayName)") {
                 try await GATTLookup.characteristic(peripheral, uuid: uuid, service: service)
             }
@@ -66,9 +73,11 @@ enum ReadCommand {
                 throw CLIFailure("\(uuid.gattDisplayName) does not support \(kind)s (its properties: \(characteristic.properties)); use \(characteristic.properties.contains(.notify) ? "--notify" : characteristic.properties.contains(.indicate) ? "--indicate" : "a plain read")")
             }
             let stream = kind == "notification" ? peripheral.notifications(for: id) : peripheral.indications(for: id)
-            ctx.console.status("waiting for \(kind)s from \(uuid.gattDisplayName)\(count.map { " (\($0))" } ?? "; Ctrl-C to stop")")
-            var received: UInt32 = 0
-            if count == 0 { return }
+            if !subscribed {
+                ctx.console.status("waiting for \(kind)s from \(uuid.gattDisplayName)\(count.map { " (\($0))" } ?? "; Ctrl-C to stop")")
+                subscribed = true
+            }
+            if let count, received >= count { return }
             do {
                 for try await value in stream {
                     let time = Clock.timestamp()

@@ -5,7 +5,7 @@ enum ScanCommand {
     static let spec = CommandSpec(
         name: "scan",
         summary: "scan for advertising devices: live table on a terminal, one line per change when piped",
-        usage: ["scan [--service UUID]... [--name SUBSTR] [--min-rssi N] [--manufacturer ID] [--passive] [--duplicates] [--duration SECONDS] [--json]"],
+        usage: ["scan [--service UUID]... [--name SUBSTR] [--min-rssi N] [--manufacturer ID] [--passive] [--duplicates] [--duration SECONDS] [--no-reopen] [--json]"],
         options: [
             .value("service", nil, "UUID", "only devices advertising this service (repeatable; any one matches)"),
             .value("name", nil, "SUBSTR", "only devices whose name contains SUBSTR (ignoring case)"),
@@ -14,9 +14,11 @@ enum ScanCommand {
             .flag("passive", nil, "listen only: send no scan requests (names in scan responses stay unknown)"),
             .flag("duplicates", nil, "report every advertisement, not only new or changed devices"),
             .value("duration", nil, "SECONDS", "stop after SECONDS (default: until Ctrl-C)"),
+            AdapterReopen.option,
         ],
         details: ["On a terminal the table is redrawn in place, strongest signal first (smoothed RSSI). Piped or with --json, one line per new or changed device: 'discovered' or 'updated', and 'lost' for devices not heard for 10 s.",
-                  "A bonded device that advertises with a resolvable private address is shown with its identity address too ('= IDENTITY' in the table and lines, identityAddress in JSON), resolved with the bond's IRK."],
+                  "A bonded device that advertises with a resolvable private address is shown with its identity address too ('= IDENTITY' in the table and lines, identityAddress in JSON), resolved with the bond's IRK."]
+            + AdapterReopen.details,
         examples: [
             ("ble scan", "live table until Ctrl-C"),
             ("ble scan --duration 5 --service 180D", "heart-rate sensors for 5 seconds"),
@@ -33,23 +35,34 @@ enum ScanCommand {
         let manufacturer = try a.value("manufacturer").map { v throws(UsageError) in try Values.integer(v, option: "--manufacturer", as: UInt16.self) }
         let duration = try a.value("duration").map { v throws(UsageError) in try Values.seconds(v, option: "--duration") }
         let filter = ScanFilter(services: services, nameContains: a.value("name"), minimumRSSI: minRSSI, manufacturerID: manufacturer)
-        var options = ScanOptions(mode: a.has("passive") ? .passive : .active, allowDuplicates: a.has("duplicates"),
+        let options = ScanOptions(mode: a.has("passive") ? .passive : .active, allowDuplicates: a.has("duplicates"),
                                   lostTimeout: .seconds(10))
-        options.timeout = duration.map { .milliseconds(Int64($0 * 1000)) }
+        let limit = duration.map { Duration.milliseconds(Int64($0 * 1000)) }
         let live = ctx.console.stdoutIsTTY && !ctx.globals.json
 
-        try await withCentral(ctx) { central in
-            _ = await BondedAddresses.enableIfPossible(ctx, central: central)
-            if live {
-                try await liveTable(ctx, central: central, filter: filter, options: options, duration: duration)
-            } else {
-                try await lines(ctx, central: central, filter: filter, options: options)
+        try await withCentral(ctx, reopenable: AdapterReopen.isOn(ctx)) { central in
+            let end = limit.map { ContinuousClock.now + $0 }
+            if !live { ctx.console.status("scanning\(duration.map { " for \(formatSeconds($0)) s" } ?? " (Ctrl-C to stop)")") }
+            // After the adapter was lost and reopened, the scan starts again on it for the
+            // time left (the controller was reset: the resolving list is loaded again).
+            try await AdapterReopen.resuming(ctx, central: central, "scanning again") { _ in
+                var scan = options
+                scan.timeout = end.map { $0 - ContinuousClock.now }
+                if let left = scan.timeout, left <= .zero { return }
+                _ = await BondedAddresses.enableIfPossible(ctx, central: central)
+                let scanning = scan
+                try await AdapterReopen.untilHardwareError(central) {
+                    if live {
+                        try await liveTable(ctx, central: central, filter: filter, options: scanning, duration: scanning.timeout)
+                    } else {
+                        try await lines(ctx, central: central, filter: filter, options: scanning)
+                    }
+                }
             }
         }
     }
 
     static func lines(_ ctx: CommandContext, central: Central, filter: ScanFilter, options: ScanOptions) async throws {
-        ctx.console.status("scanning\(options.timeout.map { " for \(formatSeconds(Double($0.components.seconds) + Double($0.components.attoseconds) / 1e18)) s" } ?? " (Ctrl-C to stop)")")
         do {
             for try await event in await central.scan(filter: filter, options: options) {
                 let (name, p): (String, DiscoveredPeripheral)
@@ -64,7 +77,7 @@ enum ScanCommand {
         }
     }
 
-    static func liveTable(_ ctx: CommandContext, central: Central, filter: ScanFilter, options: ScanOptions, duration: Double?) async throws {
+    static func liveTable(_ ctx: CommandContext, central: Central, filter: ScanFilter, options: ScanOptions, duration: Duration?) async throws {
         let console = ctx.console
         let environment = ctx.environment
         let scheduler = central.host.scheduler
@@ -79,7 +92,7 @@ enum ScanCommand {
         if let duration {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask { await draw() }
-                group.addTask { try? await Task.sleep(for: .milliseconds(Int64(duration * 1000))) }
+                group.addTask { try? await Task.sleep(for: duration) }
                 await group.next()
                 group.cancelAll()
             }

@@ -22,6 +22,8 @@ struct Console: Sendable {
     func raw(_ text: String) { Console.write(1, text) }
     /// One status line on stderr.
     func status(_ line: String) { Console.write(2, line + "\n") }
+    /// Text on stderr without a line end: a prompt, or the echo of what is typed after it.
+    func prompt(_ text: String) { Console.write(2, text) }
     /// An error line: "ble: <text>".
     func error(_ text: String) { Console.write(2, "ble: \(text)\n") }
 

@@ -5,9 +5,11 @@ import BLECore
 /// ready for SMP: connected without data length or PHY requests, and the controller's
 /// LE Read Remote Features (0x2016) already seen, so the only traffic left is the test's own.
 ///
-/// Keep `central` as long as the link is used: a link holds its Central weakly.
+/// A suite holds the fixture (and so `central`, as long as the link is used: a link holds its
+/// Central weakly).
 ///
 ///     let fixture = try await SMPLinkFixture(peer: Self.peer)
+///     try fixture.sendSMP([0x05, 0x01])
 struct SMPLinkFixture {
     let peer: LEAddress
     let vc: VirtualController
@@ -34,9 +36,23 @@ struct SMPLinkFixture {
     }
 
     /// A new link from `central` to `peer` with the same parameters (after the first ended).
-    static func connect(_ central: Central, to peer: LEAddress, vc: VirtualController) async throws -> Connection {
-        let link = try await central.connect(peer, parameters: parameters)
+    func connectAgain() async throws -> Connection {
+        let link = try await central.connect(peer, parameters: Self.parameters)
         await vc.settle()
         return link
     }
+
+    /// The peer sends `payload` on the SMP channel (0x0006).
+    func sendSMP(_ payload: [UInt8]) throws {
+        try vc.sendL2CAP(from: peer, channelID: L2CAPChannelID.securityManager, payload: payload)
+    }
+
+    /// Every SMP PDU this side sent, once there are at least `count`.
+    func smpSent(count: Int) async throws -> [[UInt8]] {
+        _ = try await vc.waitForL2CAP(channelID: L2CAPChannelID.securityManager, count: count)
+        return vc.l2capReceived.filter { $0.channelID == L2CAPChannelID.securityManager }.map(\.payload)
+    }
+
+    /// How many SMP PDUs this side sent so far.
+    var smpSentCount: Int { vc.l2capReceived.filter { $0.channelID == L2CAPChannelID.securityManager }.count }
 }

@@ -1,0 +1,60 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Dispatch
+
+/// The bytes typed on stdin as they come, read when the descriptor is readable (a dispatch
+/// read source, so the wait takes no thread and ends when the reader's task is cancelled).
+/// The stream ends at the end of input, on a read error, or with `.idle` after `idle` passed
+/// without a key.
+///
+///     for await input in TerminalKeys.stream(idle: .seconds(30)) { ... }
+enum TerminalKeys {
+    enum Input: Sendable, Equatable {
+        case bytes([UInt8])
+        /// Nothing was typed for the idle time.
+        case idle
+    }
+
+    static func stream(idle: Duration) -> AsyncStream<Input> {
+        let (stream, continuation) = AsyncStream.makeStream(of: Input.self)
+        let queue = DispatchQueue(label: "ble-terminal-keys")
+        let source = DispatchSource.makeReadSource(fileDescriptor: 0, queue: queue)
+        let timer = DispatchSource.makeTimerSource(queue: queue)
+        let idleNanoseconds = Int(idle.components.seconds) * 1_000_000_000 + Int(idle.components.attoseconds / 1_000_000_000)
+        source.setEventHandler {
+            var buffer = [UInt8](repeating: 0, count: 64)
+            let n = buffer.withUnsafeMutableBytes { Glibc.read(0, $0.baseAddress, $0.count) }
+            if n > 0 {
+                timer.schedule(deadline: .now() + .nanoseconds(idleNanoseconds))
+                continuation.yield(.bytes(Array(buffer[0..<n])))
+            } else if n == 0 || (errno != EINTR && errno != EAGAIN) {
+                continuation.finish()
+            }
+        }
+        timer.setEventHandler {
+            continuation.yield(.idle)
+            continuation.finish()
+        }
+        let sources = Sources(source, timer)
+        continuation.onTermination = { _ in queue.async { sources.cancel() } }
+        timer.schedule(deadline: .now() + .nanoseconds(idleNanoseconds))
+        timer.resume()
+        source.resume()
+        return stream
+    }
+
+    /// The read source and the idle timer, handed to the stream's end to cancel them.
+    private final class Sources: @unchecked Sendable {  // cancel() only, on their own serial queue
+        let source: any DispatchSourceRead
+        let timer: any DispatchSourceTimer
+        init(_ source: any DispatchSourceRead, _ timer: any DispatchSourceTimer) {
+            self.source = source
+            self.timer = timer
+        }
+        func cancel() {
+            source.cancel()
+            timer.cancel()
+        }
+    }
+}
