@@ -89,6 +89,10 @@ struct KernelTierGuestTests {
     func kernelModePeripheral() async throws {
         try await KernelTierGuest.afterRelease { try HCIAdapters.bringUp(index: 0) }
         let executor = AdapterExecutor(label: "kernel-mode-peripheral")
+        // The link must end before hci0 goes down: HRM keeps notifying on a link the kernel
+        // forgot, and Bumble's vhci transport closes /dev/vhci (hci0 is gone) when the kernel
+        // refuses those packets for an adapter that is down.
+        let links = try LinkWatch()
         do {
             let channel = try await L2CAPSocketChannel.connect(adapterIndex: 0, peer: KernelTierGuest.hrm, executor: executor, timeout: .seconds(40))
             let peripheral = Peripheral(channel: channel, peer: KernelTierGuest.hrm)
@@ -99,6 +103,7 @@ struct KernelTierGuestTests {
                 throw error
             }
             channel.close()
+            try await links.endAll()
         } catch {
             try? HCIAdapters.bringDown(index: 0)
             throw error
