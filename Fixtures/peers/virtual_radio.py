@@ -389,6 +389,7 @@ class Peripheral:
             self.device.add_default_services(add_gap_service=False, add_gatt_service=True)
         self.device.add_services(self.build_services(raw.get("services", [])))
         self.install_pairing(raw.get("pairing"))
+        self.install_session_reset()
         self.device.on(self.device.EVENT_CONNECTION, self.on_connection)
         self.install_att_gate(raw.get("stopAnsweringATTAfter"))
         self.install_signed_writes(raw.get("signedWrites", False))
@@ -672,6 +673,22 @@ class Peripheral:
             sc=config.sc, mitm=config.mitm, bonding=config.bonding, delegate=config.delegate,
             oob=PairingConfig.OobConfig(our_context=self.oob_context, peer_data=self.peer_oob, legacy_context=None),
         )
+
+    def install_session_reset(self) -> None:
+        """Bumble keeps a finished pairing session until the link ends and hands it a later
+        Pairing Request on the same link, which it then never completes (no keys are
+        distributed). Forget the session once it is done, so pairing again on an encrypted
+        link (raising its level, Vol 3, Part H, 2.4.4) gets a new one; keys come from the
+        keystore after that, as on a new link."""
+        manager = self.device.smp_manager
+        original = manager.on_pairing
+
+        async def on_pairing(session: Any, identity_address: Any, keys: Any) -> None:
+            await original(session, identity_address, keys)
+            if manager.sessions.get(session.connection.handle) is session:
+                del manager.sessions[session.connection.handle]
+
+        manager.on_pairing = on_pairing  # type: ignore[method-assign]
 
     def install_security_request(self) -> None:
         """pairing "securityRequest": true sends a Security Request (Vol 3, Part H, 3.6.7)
