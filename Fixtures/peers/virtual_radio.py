@@ -692,16 +692,17 @@ class Peripheral:
 
     def install_security_request(self) -> None:
         """pairing "securityRequest": true sends a Security Request (Vol 3, Part H, 3.6.7)
-        with the pairing's AuthReq when the central's first ATT request of a link arrives, as
-        a peripheral does that wants security before serving anything (the central's Security
-        Manager is in place by then)."""
+        with the pairing's AuthReq when the central's first ATT request of a link other than
+        Exchange MTU arrives (a central may exchange the MTU as it connects), as a peripheral
+        does that wants security before serving anything; the request is answered as usual."""
         server = self.device.gatt_server
         original = server.on_gatt_pdu
         asked: set[int] = set()
 
         def gated(bearer: Any, pdu: att.ATT_PDU) -> None:
             connection = bearer.connection if att.is_enhanced_bearer(bearer) else bearer
-            if pdu.op_code in att.ATT_REQUESTS and connection.handle not in asked:
+            if (pdu.op_code in att.ATT_REQUESTS and pdu.op_code != att.Opcode.ATT_EXCHANGE_MTU_REQUEST
+                    and connection.handle not in asked):
                 asked.add(connection.handle)
                 log.info("%s: sends a Security Request", self.spec.id)
                 self.device.request_pairing(connection)
