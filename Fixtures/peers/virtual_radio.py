@@ -394,6 +394,7 @@ class Peripheral:
         self.install_att_gate(raw.get("stopAnsweringATTAfter"))
         self.install_signed_writes(raw.get("signedWrites", False))
         l2cap_servers.install(self.device, raw.get("l2cap", []), f"device {self.spec.id}")
+        l2cap_servers.install_connector(self.device, raw.get("l2capConnect"), f"device {self.spec.id}")
         rule = raw.get("dropAfterNotifications")
         if rule is not None:
             if not isinstance(rule, dict) or not isinstance(rule.get("count"), int) or rule["count"] < 1:
