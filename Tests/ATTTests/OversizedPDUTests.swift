@@ -84,4 +84,40 @@ struct OversizedPDUTests {
         #expect(await bearer.oversizedPDUCount == 1)
         #expect(await bearer.droppedPDUCount == 1)
     }
+
+    @Test func theChannelIsBoundedToATTMTUFromTheStartAndAfterEachExchange() async throws {
+        // 23 (Vol 3, Part F, 3.2.8) as soon as the bearer exists, then min(517, 100).
+        #expect(await channel.inboundLimits() == [23])
+        try await exchange(server: 100)
+        #expect(await channel.inboundLimits() == [23, 100])
+    }
+
+    @Test func aPeerInitiatedExchangeAlsoBoundsTheChannel() async {
+        // Exchange MTU Request (3.4.2.1) from the peer, Client Rx MTU 247 (0x00F7): answered
+        // with Server Rx MTU 517 (3.4.2.2: 03 0502); ATT_MTU is then min(247, 517).
+        await channel.inject([0x02, 0xF7, 0x00])
+        #expect(await channel.waitForSent(count: 1) == [[0x03, 0x05, 0x02]])
+        #expect(await channel.inboundLimits() == [23, 247])
+        #expect(await bearer.mtu == 247)
+    }
+
+    @Test func aResponseTheChannelRefusedFailsItsRequestAtOnce() async throws {
+        try await exchange(server: 247)
+        let tasks = await bearer.spawn([.readRequest(handle: 0x0021)])
+        #expect(await channel.waitForSent(count: 2).last == [0x0A, 0x21, 0x00])
+        // The channel refused a Read Response (0x0B) announcing 600 octets; its first
+        // fragment carried 23 of them.
+        await channel.refuse(head: [0x0B] + [UInt8](repeating: 0xEE, count: 7), size: 600)
+        #expect(await tasks[0].value == .failure(.oversizedPDU(.readResponse, size: 600, mtu: 247, request: .readRequest)))
+        #expect(scheduler.elapsed == .zero, "no time passed: the 30 s transaction timeout played no part")
+        #expect(await bearer.oversizedPDUCount == 1)
+        // A refusal before the opcode arrived is counted and fails nothing; the bearer goes on.
+        let next = await bearer.spawn([.readRequest(handle: 0x0021)])
+        _ = await channel.waitForSent(count: 3)
+        await channel.refuse(head: [], size: 300)
+        await channel.inject([0x0B, 0x01])
+        #expect(await next[0].value == .success(.readResponse(value: [0x01])))
+        #expect(await bearer.oversizedPDUCount == 2)
+        #expect(await bearer.failure == nil)
+    }
 }

@@ -4,7 +4,8 @@ import Testing
 
 /// A controller that misbehaves in its command flow cannot wedge the host or make it answer
 /// the wrong caller. Virtual time only; bytes from the Core Specification, Vol 4, Part E
-/// (7.7.14 Command Complete, 7.5.4 Read RSSI, 7.4.6 Read BD_ADDR).
+/// (7.7.14 Command Complete, 7.5.4 Read RSSI, 7.4.6 Read BD_ADDR, 7.4.1 Read Local Version
+/// Information).
 @Suite(.timeLimit(.minutes(1)))
 struct CommandFlowHostileTests {
     static let readRSSI = HCIOpcode(rawValue: 0x1405)
@@ -30,6 +31,55 @@ struct CommandFlowHostileTests {
         // The answer for handle 0x0041: RSSI -20.
         vc.inject(.event(HCIEventPacket(code: 0x0E, parameters: [0x01, 0x05, 0x14, 0x00, 0x41, 0x00, 0xEC])))
         #expect(try await value(of: second) == [0x00, 0x41, 0x00, 0xEC])
+    }
+
+    /// Read BD_ADDR times out, so its Command Complete (which carries no Connection_Handle)
+    /// may still come: the next Read BD_ADDR waits, other commands go on, and the late
+    /// answer is dropped instead of completing the second read.
+    @Test func lateAnswerWithoutAHandleNeverCompletesTheNextCommandWithItsOpcode() async throws {
+        let (vc, central) = try await VC.stack()
+        let host = central.host
+        let reads = { vc.commandsReceived.filter { $0.opcode == Self.readBDADDR }.count }
+        let readsBefore = reads()
+        vc.answer(Self.readBDADDR, with: .none, times: 1)
+        let first = Task { try await host.send(HCICommand.readBDADDR(), timeout: .seconds(2)) }
+        try await vc.waitForCommand(Self.readBDADDR, count: readsBefore + 1)
+        await vc.advance(by: .seconds(2))
+        await #expect(throws: HCIError.commandTimeout(opcode: Self.readBDADDR, milliseconds: 2000)) { try await first.value }
+
+        let second = Task { try await host.send(HCICommand.readBDADDR(), timeout: .seconds(2)) }
+        try await host.commandWaiters.waitForCount("second Read BD_ADDR queued") { $0 == 1 }
+        // Read Local Version Information (0x1001) is not held back.
+        let version = try await host.send(HCICommand.readLocalVersionInformation(), timeout: .seconds(2))
+        #expect(version.first == 0x00)
+        #expect(reads() == readsBefore + 1, "the second read waits for the late answer")
+
+        // Command Complete: Num_HCI_Command_Packets 1, opcode 0x1009, Status 0,
+        // BD_ADDR 06:05:04:03:02:01: the late answer to the first read.
+        vc.inject(.event(HCIEventPacket(code: 0x0E, parameters: [0x01, 0x09, 0x10, 0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06])))
+        try await vc.waitForCommand(Self.readBDADDR, count: readsBefore + 2)
+        #expect(try await value(of: second) == [0x00] + vc.address.littleEndianBytes)
+    }
+
+    /// A late answer that never comes holds the opcode back for `lateAnswerGrace` only.
+    @Test func theNextCommandWithATimedOutOpcodeGoesOutAfterTheGrace() async throws {
+        let (vc, central) = try await VC.stack()
+        let host = central.host
+        let reads = { vc.commandsReceived.filter { $0.opcode == Self.readBDADDR }.count }
+        let readsBefore = reads()
+        vc.answer(Self.readBDADDR, with: .none, times: 1)
+        let first = Task { try await host.send(HCICommand.readBDADDR(), timeout: .seconds(2)) }
+        try await vc.waitForCommand(Self.readBDADDR, count: readsBefore + 1)
+        await vc.advance(by: .seconds(2))
+        await #expect(throws: HCIError.commandTimeout(opcode: Self.readBDADDR, milliseconds: 2000)) { try await first.value }
+
+        let second = Task { try await host.send(HCICommand.readBDADDR(), timeout: .seconds(2)) }
+        try await host.commandWaiters.waitForCount("second Read BD_ADDR queued") { $0 == 1 }
+        await vc.advance(by: .milliseconds(999))
+        #expect(reads() == readsBefore + 1)
+        await vc.advance(by: .milliseconds(1))
+        #expect(try await value(of: second) == [0x00] + vc.address.littleEndianBytes)
+        #expect(reads() == readsBefore + 2)
     }
 
     @Test func zeroCreditWithNothingInFlightDoesNotWedgeTheQueue() async throws {

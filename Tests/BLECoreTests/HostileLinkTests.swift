@@ -197,14 +197,22 @@ struct HostileLinkTests {
         #expect(log.matching("of 600 bytes, more than the 517 the channel accepts").count == 1)
         #expect(vc.commandsReceived.allSatisfy { $0.opcode.rawValue != 0x2013 })
 
-        // Once this side announced Client Rx MTU 1024 (Exchange MTU Request, Vol 3, Part F,
-        // 3.4.2.1: 02 0004), a 1,100-byte notification is refused and a 700-byte one delivered.
-        try await channel.send([0x02, 0x00, 0x04])
-        #expect(await received.next() == [0x03, 0xF7, 0x00])
+        // Once the channel is bounded to 1024 bytes (what a bearer does with its ATT_MTU), a
+        // 1,100-byte notification is refused, and reported with its first 8 octets, and a
+        // 700-byte one delivered.
+        let refused = Mutex<[([UInt8], Int)]>([])
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            channel.executor.queue.async {
+                channel.limitInboundSDUs(to: 1024) { head, size in refused.withLock { $0.append((head, size)) } }
+                done.resume()
+            }
+        }
         try vc.sendL2CAP(from: VC.peer, channelID: L2CAPChannelID.att, payload: [0x1B, 0x03, 0x00] + Array(repeating: 0x01, count: 1097))
         try vc.sendL2CAP(from: VC.peer, channelID: L2CAPChannelID.att, payload: [0x1B, 0x03, 0x00] + Array(repeating: 0x02, count: 697))
         #expect(await received.next() == [0x1B, 0x03, 0x00] + Array(repeating: 0x02, count: 697))
         #expect(await host.oversizedInboundPDUs == 3)
+        #expect(refused.withLock { $0.map(\.0) } == [[0x1B, 0x03, 0x00, 0x01, 0x01, 0x01, 0x01, 0x01]])
+        #expect(refused.withLock { $0.map(\.1) } == [1100])
     }
 
     @Test func pdusBeforeTheBearerExistsAreBoundedInBytes() async throws {

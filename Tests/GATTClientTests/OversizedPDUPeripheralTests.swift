@@ -56,9 +56,9 @@ struct OversizedPDUPeripheralTests {
 
     @Test func anOversizedNotificationOverTheVirtualControllerNeverReachesTheStream() async throws {
         // ATT_MTU 23 on a real link of the in-process controller: the 600-octet notification
-        // arrives in several ACL packets; the host's reassembly already refuses it (the ATT
-        // channel accepts at most the Rx MTU this side announced, 23), so the bearer's own
-        // check, which covers channels that do not bound their PDUs, never sees it.
+        // arrives in several ACL packets; the host's reassembly refuses it at the first (the
+        // ATT channel accepts at most the bearer's ATT_MTU, 23) and tells the bearer, which
+        // counts it; nothing of it is buffered or delivered.
         let bed = try await LabBed(.init(clientMTU: 23))
         let peripheral = bed.peripheral
         let stream = try await peripheral.subscribe(to: Lab.notifyCounter)
@@ -69,7 +69,8 @@ struct OversizedPDUPeripheralTests {
         #expect(await bed.server.notify(characteristic: Lab.notifyCounter.uuid, value: [2, 0, 0, 0]) == 1)
         var values = stream.makeAsyncIterator()
         #expect(try await values.next() == [2, 0, 0, 0])
-        #expect(await peripheral.bearer.oversizedPDUCount == 0)
+        #expect(await peripheral.bearer.oversizedPDUCount == 1)
+        #expect(await bed.central.host.oversizedInboundPDUs == 1)
         #expect(await peripheral.mtu == 23)
     }
 }

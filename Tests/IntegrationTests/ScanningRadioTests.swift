@@ -16,7 +16,7 @@ struct ScanningRadioTests {
     /// Opens a scan with `open` inside a task and returns the first discovered or updated
     /// peripheral for which `match` holds within `seconds` (nil otherwise). The stream lives
     /// only in that task, so leaving it ends the subscription.
-    static func first(within seconds: Int, _ open: @escaping @Sendable () async -> AsyncThrowingStream<ScanEvent, any Error>,
+    static func first(within seconds: Int, _ open: @escaping @Sendable () async -> ScanStream,
                       where match: @escaping @Sendable (DiscoveredPeripheral) -> Bool = { _ in true }) async throws -> DiscoveredPeripheral? {
         try await withThrowingTaskGroup(of: DiscoveredPeripheral?.self) { group in
             group.addTask {

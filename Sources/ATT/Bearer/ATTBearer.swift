@@ -2,7 +2,9 @@
 /// requests one at a time (others queue behind in FIFO order), matches responses, enforces
 /// the 30-second transaction timeout, delivers notifications and indications (confirming
 /// indications), answers the peer's requests, and fails everything at once when the link
-/// closes. Runs on the adapter's executor, so the channel's handlers enter it without a hop.
+/// closes. It bounds its channel's inbound PDUs to ATT_MTU (23 until exchanged, Vol 3,
+/// Part F, 3.2.8 and 3.4.2). Runs on the adapter's executor, so the channel's handlers enter
+/// it without a hop.
 ///
 ///     let bearer = ATTBearer(channel: channel, scheduler: DispatchTimerScheduler(queue: channel.executor.queue))
 ///     await bearer.setValueHandler { event in print(event) }
@@ -33,7 +35,8 @@ public actor ATTBearer {
     public private(set) var droppedPDUCount = 0
     /// Inbound PDUs longer than ATT_MTU (Vol 3, Part F, 3.2.8), whatever was done with them:
     /// a response fails its request, a request is answered with Invalid PDU, a notification
-    /// or indication is dropped (an indication is still confirmed).
+    /// or indication is dropped (an indication is still confirmed). Counted whether the
+    /// channel refused them unbuffered (`L2CAPChannel.limitInboundSDUs`) or they got here.
     public private(set) var oversizedPDUCount = 0
 
     /// Read by the channel's receive handler for notifications without entering the actor.
@@ -92,6 +95,7 @@ public actor ATTBearer {
     private static func handlerInstaller(channel: any L2CAPChannel, bearer: ATTBearer, route: ValueRoute) -> @Sendable () -> Void {
         { [weak bearer] in
             channel.setRawReceiver(route.rawReceiver())
+            if let bearer { channel.limitInboundSDUs(to: route.maximumPDULength, refused: ATTBearer.refusedHandler(bearer)) }
             channel.setSliceHandlers(
                 receive: { [weak bearer] sdu in
                     if sdu.count > route.maximumPDULength {
@@ -109,6 +113,17 @@ public actor ATTBearer {
                 },
                 close: { [weak bearer] error in bearer?.assumeIsolated { $0.linkClosed(error) } })
         }
+    }
+
+    /// What the channel calls for a PDU it refused as longer than ATT_MTU, unread.
+    private static func refusedHandler(_ bearer: ATTBearer) -> @Sendable ([UInt8], Int) -> Void {
+        { [weak bearer] head, size in bearer?.assumeIsolated { $0.receiveOversized(head, size: size) } }
+    }
+
+    /// ATT_MTU changed: the bound of the route and of the channel's reassembly follow it.
+    private func boundInboundPDUs() {
+        route.maximumPDULength = Int(mtu)
+        channel.limitInboundSDUs(to: Int(mtu), refused: ATTBearer.refusedHandler(self))
     }
 
     // MARK: Configuration
@@ -215,7 +230,7 @@ public actor ATTBearer {
     ///     await bearer.setEnhancedMTU(UInt16(min(await channel.mtu, await channel.peerMTU)))
     public func setEnhancedMTU(_ mtu: UInt16) {
         self.mtu = max(ATTBearer.defaultMTU, mtu)
-        route.maximumPDULength = Int(self.mtu)
+        boundInboundPDUs()
         mtuKnown = true
     }
 
@@ -306,7 +321,7 @@ public actor ATTBearer {
 
     private func applyMTU(peerRxMTU: UInt16) {
         mtu = max(ATTBearer.defaultMTU, min(clientMTU, peerRxMTU))
-        route.maximumPDULength = Int(mtu)
+        boundInboundPDUs()
         mtuKnown = true
     }
 
@@ -337,9 +352,13 @@ public actor ATTBearer {
     /// indication is dropped and confirmed (the confirmation only acknowledges receipt; not
     /// sending it would stall the peer's indications until its transaction timeout).
     private func receiveOversized(_ head: [UInt8], size: Int) {
-        guard let first = head.first else { return }
-        let opcode = ATTOpcode(first)
         oversizedPDUCount += 1
+        guard let first = head.first else {
+            // The channel refused it before its opcode arrived: nothing to judge it by.
+            drop(head, .malformed(what: "ATT PDU", detail: "\(size) octets exceed the ATT_MTU of \(mtu) (Vol 3, Part F, 3.2.8); its opcode was not received"))
+            return
+        }
+        let opcode = ATTOpcode(first)
         drop(head, .malformed(what: opcode.name, detail: "\(size) octets exceed the ATT_MTU of \(mtu) (Vol 3, Part F, 3.2.8)"))
         switch opcode.kind {
         case .response:

@@ -9,23 +9,21 @@ extension Central {
     /// rotating private addresses do not pile up); in any case at most 1000 devices are tracked,
     /// beyond that the one heard least recently is dropped and reported `.lost`.
     /// The stream ends when the last reference to it goes, so iterate it directly (as below)
-    /// for breaking out of the loop to end the subscription.
+    /// for breaking out of the loop to end the subscription. Events come in batches (one per
+    /// transport read), bounded by `options.bufferingPolicy`; see `ScanStream`.
     ///
     ///     for try await event in await central.scan(filter: ScanFilter(nameContains: "Polar")) {
     ///         if case .discovered(let p) = event { print(p); break }
     ///     }
-    public func scan(filter: ScanFilter = .all, options: ScanOptions = ScanOptions()) -> AsyncThrowingStream<ScanEvent, any Error> {
-        guard state == .poweredOn else {
-            let error = ScanError.adapterNotReady(state)
-            return AsyncThrowingStream { $0.finish(throwing: error) }
-        }
+    public func scan(filter: ScanFilter = .all, options: ScanOptions = ScanOptions()) -> ScanStream {
+        guard state == .poweredOn else { return .ended(ScanError.adapterNotReady(state), executor: executor) }
         return scanner.enter(on: executor) { $0.subscribe(filter: filter, options: options) }
     }
 
     /// Scans for devices advertising any of `services` (in a service UUID list or as service data).
     ///
     ///     for try await event in await central.scan(services: [BluetoothUUID("180D")!]) { ... }
-    public func scan(services: [BluetoothUUID], options: ScanOptions = ScanOptions()) -> AsyncThrowingStream<ScanEvent, any Error> {
+    public func scan(services: [BluetoothUUID], options: ScanOptions = ScanOptions()) -> ScanStream {
         scan(filter: ScanFilter(services: services), options: options)
     }
 

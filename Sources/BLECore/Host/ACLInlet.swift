@@ -42,12 +42,13 @@ final class ACLInlet: @unchecked Sendable { // `links` and its table are touched
 
     /// The inlet's one test (Vol 4, Part E, 5.4.2 and Vol 3, Part A, 3.1): `l2cap`, the data of
     /// an ACL packet that is not a continuation, holds exactly one whole L2CAP PDU for the ATT
-    /// channel of `link`, which has no reassembly in progress, within the largest PDU it takes.
+    /// channel of `link`, which has no reassembly in progress, within the largest PDU it takes
+    /// (its bearer's ATT_MTU).
     @inline(__always)
     private static func isWholeATTPDU(_ link: HCIHost.Link, continuing: Bool, _ l2cap: UnsafeRawBufferPointer) -> Bool {
         guard !continuing, l2cap.count >= 4, !link.reassembler.inProgress else { return false }
         let length = Int(l2cap[0]) | Int(l2cap[1]) << 8
-        return length + 4 == l2cap.count && length <= link.reassembler.maximumPDULength
+        return length + 4 == l2cap.count && length <= link.attMaximumPDU
             && UInt16(l2cap[2]) | UInt16(l2cap[3]) << 8 == L2CAPChannelID.att
     }
 
@@ -75,8 +76,9 @@ final class ACLInlet: @unchecked Sendable { // `links` and its table are touched
         dispatchPrecondition(condition: .onQueue(queue))
         guard isOpen.load(ordering: .relaxed) else { return .none }
         guard let link = link(packet.handle) else { return .unknownHandle(packet.handle, dataLength: packet.data.count) }
-        if let cid = link.reassembler.singleFragmentChannel(packet) {
-            // The PDU is the packet's data after the basic header: a view, no copy.
+        if let cid = link.reassembler.singleFragmentChannel(packet), cid != L2CAPChannelID.att || packet.data.count - 4 <= link.attMaximumPDU {
+            // The PDU is the packet's data after the basic header: a view, no copy. An ATT PDU
+            // longer than ATT_MTU goes on to be refused like one in several fragments.
             return deliver(link, channelID: cid, payload: packet.data[4...])
         }
         switch link.reassembler.receive(packet, limit: { cid in HCIHost.inboundLimit(link: link, channelID: cid) }) {

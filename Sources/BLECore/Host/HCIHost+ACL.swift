@@ -40,8 +40,9 @@ extension HCIHost {
         @exclusivity(unchecked) var att: FixedChannel?
         /// The ATT channel's raw receiver (`FixedChannel.setRawReceiver`), for the inlet.
         @exclusivity(unchecked) var attRawReceiver: (@Sendable (UnsafeRawBufferPointer) -> Bool)?
-        /// The largest ATT PDU the link accepts (`setMaximumInboundPDULength`).
-        var attMaximumPDU = L2CAPInboundLimits.attDefault
+        /// The largest ATT PDU the link accepts: its bearer's ATT_MTU once it set it
+        /// (`FixedChannel.limitInboundSDUs`). Read by the inlet for every ATT PDU.
+        @exclusivity(unchecked) var attMaximumPDU = L2CAPInboundLimits.attDefault
         /// Connection Parameter Update Requests being applied (HCIHost+L2CAP.swift).
         var parameterUpdate = ParameterUpdateState.idle
 
@@ -123,12 +124,6 @@ extension HCIHost {
         if done == nil, let full = queueFullError(link: link, channelID: channelID, payloadCount: payload.count) {
             logLimited(.queueFull, .warning, "\(full); dropping a \(payload.count)-byte PDU on channel \(channelID.hex)")
             return
-        }
-        if channelID == L2CAPChannelID.att, payload.count == 3, payload[0] == 0x02 || payload[0] == 0x03 {
-            // Exchange MTU Request or Response (Vol 3, Part F, 3.4.2): the peer may send ATT
-            // PDUs up to the Rx MTU announced here. Only ever raised: a PDU sized for the MTU
-            // in force may still be on its way.
-            link.attMaximumPDU = max(link.attMaximumPDU, Int(payload[1]) | Int(payload[2]) << 8)
         }
         let fragments = ACLFragmenter.fragments(handle: link.handle, channelID: channelID, payload: payload, fragmentSize: aclPacketLength)
         let deadline = scheduler.now() + safeguards.sendTimeout

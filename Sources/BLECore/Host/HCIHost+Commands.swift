@@ -6,7 +6,10 @@
 /// `.noCommandCredit`; when nothing is in flight the host then assumes one credit, so a
 /// controller that set the credit to zero with nothing outstanding cannot wedge the queue.
 /// A completion that echoes a Connection_Handle is matched by handle too, so a late answer
-/// for a command that timed out never completes another link's command.
+/// for a command that timed out never completes another link's command. For any other
+/// opcode, after a timeout the next command with that opcode waits (others go on) until the
+/// late answer arrives and is dropped, or `lateAnswerGrace` passes, so a late Command
+/// Complete never completes the next command with the same opcode.
 extension HCIHost {
     struct PendingCommand {
         let packet: HCICommandPacket
@@ -61,9 +64,14 @@ extension HCIHost {
         commandCredits = Int(credits)
     }
 
+    /// How long, after a command timed out, the host waits for its late answer before it sends
+    /// the next command with the same opcode anyway.
+    static let lateAnswerGrace: Duration = .seconds(1)
+
     func pumpCommands() {
-        while commandCredits > 0, !waitingCommands.isEmpty, lostReason == nil {
-            var command = waitingCommands.removeFirst()
+        while commandCredits > 0, lostReason == nil,
+              let next = waitingCommands.firstIndex(where: { lateAnswerHolds[$0.packet.opcode] == nil }) {
+            var command = waitingCommands.remove(at: next)
             do {
                 try transport.send(.command(command.packet))
             } catch {
@@ -82,6 +90,12 @@ extension HCIHost {
 
     func completeCommand(_ opcode: HCIOpcode, _ result: Result<[UInt8], HCIError>) {
         let echoed = Self.echoedHandle(opcode, result)
+        if let hold = lateAnswerHolds.removeValue(forKey: opcode) {
+            hold.cancel()
+            logger.log(.debug, "late completion for \(opcode) after its timeout: dropped")
+            pumpCommands()
+            return
+        }
         guard let index = sentCommands.firstIndex(where: { $0.packet.opcode == opcode && (echoed == nil || Self.handle(of: $0.packet) == echoed) }) else {
             logger.log(.debug, "completion for \(opcode) that no caller is waiting for (late, after a timeout?)")
             return
@@ -103,10 +117,26 @@ extension HCIHost {
         // such as LE Set PHY is not worth a warning), so the host only traces it.
         logger.log(.debug, "\(command.packet.opcode) timed out after \(ms) ms", metadata: ["opcode": command.packet.opcode.rawValue.hex])
         commandWaiters.resume(command.waiter, with: .failure(.commandTimeout(opcode: command.packet.opcode, milliseconds: ms)))
+        let opcode = command.packet.opcode
+        if !Self.handleEchoingOpcodes.contains(opcode.rawValue) {
+            lateAnswerHolds[opcode]?.cancel()
+            lateAnswerHolds[opcode] = scheduler.schedule(after: Self.lateAnswerGrace) { [weak self, executor] in
+                self?.enter(on: executor) { host in
+                    host.lateAnswerHolds[opcode] = nil
+                    host.pumpCommands()
+                }
+            }
+        }
         // The controller's credit for that command will never come back: assume one is free
         // again so a single unanswered command cannot wedge the host.
         commandCredits = max(commandCredits, 1)
         pumpCommands()
+    }
+
+    /// A reset or a lost transport: no late answer will come.
+    func releaseLateAnswerHolds() {
+        for hold in lateAnswerHolds.values { hold.cancel() }
+        lateAnswerHolds.removeAll()
     }
 
     /// A command still waiting for a credit reached its timeout: it fails, and with nothing in
@@ -149,6 +179,7 @@ extension HCIHost {
     /// answer none of them, so each pending caller fails now with `.controllerReset` naming
     /// its opcode, and the credits they held are free for the reset.
     func failCommandsBeforeReset() {
+        releaseLateAnswerHolds()
         let all = sentCommands + waitingCommands
         guard !all.isEmpty else { return }
         logger.log(.debug, "resetting the controller: failing \(all.count) pending command(s): \(all.map { "\($0.packet.opcode)" }.joined(separator: ", "))")
@@ -162,6 +193,7 @@ extension HCIHost {
     }
 
     func failAllCommands(_ error: HCIError) {
+        releaseLateAnswerHolds()
         let all = sentCommands + waitingCommands
         sentCommands.removeAll()
         waitingCommands.removeAll()

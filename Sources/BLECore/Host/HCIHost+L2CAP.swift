@@ -79,9 +79,8 @@ extension HCIHost {
 
 /// The largest inbound PDU each kind of channel accepts, which bounds reassembly.
 enum L2CAPInboundLimits {
-    /// ATT: the largest ATT_MTU the stack's bearer offers by default (Client Rx MTU 517),
-    /// raised to the Rx MTU this side announces in an Exchange MTU Request or Response when
-    /// that is larger, or by `HCIHost.setMaximumInboundPDULength`.
+    /// ATT until a bearer sets its ATT_MTU (`FixedChannel.limitInboundSDUs`): the largest
+    /// ATT_MTU the stack's bearer offers by default (Client Rx MTU 517).
     static let attDefault = 517
     /// MTUsig on LE-U: 23 octets (Vol 3, Part A, 4).
     static let signaling = 23
@@ -106,21 +105,24 @@ extension HCIHost {
         }
     }
 
-    /// Sets the largest PDU link `handle` accepts on fixed channel `channelID` (for ATT, the
-    /// Client Rx MTU when it exceeds the default 517): longer PDUs are dropped unbuffered.
-    ///
-    ///     await host.setMaximumInboundPDULength(handle: 0x0040, channelID: L2CAPChannelID.att, 1024)
-    public func setMaximumInboundPDULength(handle: UInt16, channelID: UInt16, _ length: Int) {
+    /// Sets the largest PDU link `handle` accepts on the ATT channel, its bearer's ATT_MTU
+    /// (`FixedChannel.limitInboundSDUs`, the one way it is set): longer PDUs are dropped
+    /// unbuffered and reported to the channel.
+    func setMaximumInboundPDULength(handle: UInt16, channelID: UInt16, _ length: Int) {
         guard channelID == L2CAPChannelID.att, let link = links[handle] else { return }
         link.attMaximumPDU = min(max(length, 23), 65_535)
     }
 
     /// A PDU longer than its channel accepts was dropped. On the signaling channel the peer
     /// gets Command Reject, Signaling MTU exceeded (0x0001), with our MTUsig (Vol 3, Part A,
-    /// 4.1) when the first fragment carried the command's identifier; a credit-based channel
-    /// is closed, as for any K-frame beyond the MPS (Vol 3, Part A, 3.4.3).
+    /// 4.1) when the first fragment carried the command's identifier; the ATT channel tells
+    /// its bearer, which judges the PDU by its opcode (a response fails the request in flight
+    /// at once); a credit-based channel is closed, as for any K-frame beyond the MPS (Vol 3,
+    /// Part A, 3.4.3).
     func oversizedPDURefused(link: Link, channelID: UInt16, length: Int, head: ArraySlice<UInt8>) {
         switch channelID {
+        case L2CAPChannelID.att:
+            link.att?.refusedPDU(head: head, size: length)
         case L2CAPChannelID.leSignaling:
             guard head.count >= 2 else { return }
             let mtu = UInt16(L2CAPInboundLimits.signaling)

@@ -32,6 +32,9 @@ public actor HCIHost {
     public internal(set) var commandCredits = 1
     var waitingCommands: [PendingCommand] = []
     var sentCommands: [PendingCommand] = []
+    /// Opcodes whose last command timed out and whose answer carries no Connection_Handle:
+    /// the next command with that opcode waits until the late answer comes or the grace ends.
+    var lateAnswerHolds: [HCIOpcode: any ScheduledTimer] = [:]
     /// The callers of `send`, by the id their command carries.
     let commandWaiters: Waiters<[UInt8], HCIError>
 
@@ -134,6 +137,7 @@ public actor HCIHost {
         readyLinks.removeAll()
         safeguards.foreignHandles.removeAll()
         commandCredits = 1
+        releaseLateAnswerHolds()
         try start()
         lostReason = nil
     }
@@ -223,7 +227,7 @@ public actor HCIHost {
     func transportLost(_ why: String, level: LogLevel = .error) {
         guard lostReason == nil else { return }
         lostReason = why
-        logger.log(level, "transport \(transport.name) lost: \(why)")
+        logger.log(level, "transport \(transport.name) lost: \(why)", metadata: ["event": "transportLost"])
         failAllCommands(.transportLost(why))
         for handle in Array(links.keys) { linkLost(handle: handle, error: .transportLost(why)) }
         for handler in eventHandlers { handler(.transportLost(why)) }

@@ -132,16 +132,17 @@ public struct ACLReassembler: Sendable {
             if length > maximumPDULength {
                 return .dropped("L2CAP length \(length) exceeds the maximum \(maximumPDULength)")
             }
-            if data.count == length + 4 {
-                return .complete(channelID: cid, payload: data[4...])
-            }
             if data.count > length + 4 {
                 return .dropped("start fragment holds \(data.count - 4) bytes but the L2CAP length says \(length)")
             }
+            // Also for a PDU whole in this fragment: what the channel refuses, it never sees.
             let maximum = min(limit(cid), maximumPDULength)
             if length > maximum {
                 discarding = length + 4 - data.count
                 return .oversized(channelID: cid, length: length, maximum: maximum, head: data[4...])
+            }
+            if data.count == length + 4 {
+                return .complete(channelID: cid, payload: data[4...])
             }
             expected = length + 4
         } else {
@@ -179,6 +180,9 @@ public struct ACLReassembler: Sendable {
         inProgress = false
         return .complete(channelID: cid, payload: buffer[4...])
     }
+
+    /// Bytes the reassembly buffer holds room for: at most the largest PDU taken so far.
+    var bufferCapacity: Int { buffer.capacity }
 
     /// Drops any partial PDU (on disconnect).
     public mutating func reset() {

@@ -10,6 +10,8 @@ public final class FixedChannel: L2CAPChannel, @unchecked Sendable { // state to
     // Unchecked: set and called only on the adapter executor.
     @exclusivity(unchecked) private var receive: (@Sendable (ArraySlice<UInt8>) -> Void)?
     private var close: (@Sendable (LinkError) -> Void)?
+    /// Told of each PDU the host refused as longer than `limitInboundSDUs` allows.
+    private var refused: (@Sendable ([UInt8], Int) -> Void)?
     /// Inbound SDUs that arrived before handlers were installed: at most 64, of at most
     /// `earlyByteLimit` bytes in all (copied, so a view never pins a larger buffer).
     private var early: [ArraySlice<UInt8>] = []
@@ -61,6 +63,23 @@ public final class FixedChannel: L2CAPChannel, @unchecked Sendable { // state to
     public func setRawReceiver(_ receiver: @escaping @Sendable (UnsafeRawBufferPointer) -> Bool) {
         guard closedError == nil, channelID == L2CAPChannelID.att else { return }
         host?.setATTRawReceiver(handle: handle, receiver)
+    }
+
+    /// The host bounds reassembly on this channel to `maximum` bytes (ATT only: the ATT_MTU
+    /// of the link's bearer; at least 23, the LE minimum): a longer PDU is refused at its first
+    /// fragment and its continuations are discarded unbuffered (`HCIHost.oversizedInboundPDUs`
+    /// counts them), then `refused` gets its first octets and announced size. Until a bearer
+    /// sets it, the link takes ATT PDUs of up to 517 bytes.
+    public func limitInboundSDUs(to maximum: Int, refused: @escaping @Sendable (_ head: [UInt8], _ size: Int) -> Void) {
+        guard closedError == nil, channelID == L2CAPChannelID.att, let host else { return }
+        self.refused = refused
+        let handle = self.handle, channelID = self.channelID
+        host.enter(on: executor) { $0.setMaximumInboundPDULength(handle: handle, channelID: channelID, maximum) }
+    }
+
+    /// The host refused a PDU of `size` bytes whose first fragment carried `head`.
+    func refusedPDU(head: ArraySlice<UInt8>, size: Int) {
+        refused?(Array(head.prefix(8)), size)
     }
 
     func deliver(_ sdu: ArraySlice<UInt8>) {

@@ -73,10 +73,21 @@ public protocol L2CAPChannel: AnyObject, Sendable {
     ///
     ///     channel.setRawReceiver { sdu in sdu.first == 0x1B ? take(sdu) : false }
     func setRawReceiver(_ receiver: @escaping @Sendable (UnsafeRawBufferPointer) -> Bool)
+    /// Bounds inbound SDUs to `maximum` bytes (an ATT bearer passes its ATT_MTU, Vol 3,
+    /// Part F, 3.2.8). A channel that reassembles refuses a longer PDU at its first fragment,
+    /// never buffering it, and calls `refused` with the first octets it carried (at most 8:
+    /// an ATT opcode and handle fit; none when the first fragment ended within the L2CAP header)
+    /// and the size it announced. Channels that cannot bound their SDUs ignore it (the
+    /// default): the receiver checks the size itself. Called on `executor`.
+    ///
+    ///     channel.limitInboundSDUs(to: 247) { head, size in log("refused \(size) bytes, opcode \(head.first ?? 0)") }
+    func limitInboundSDUs(to maximum: Int, refused: @escaping @Sendable (_ head: [UInt8], _ size: Int) -> Void)
 }
 
 extension L2CAPChannel {
     public func setRawReceiver(_ receiver: @escaping @Sendable (UnsafeRawBufferPointer) -> Bool) {}
+
+    public func limitInboundSDUs(to maximum: Int, refused: @escaping @Sendable (_ head: [UInt8], _ size: Int) -> Void) {}
 
     public func setSliceHandlers(receive: @escaping @Sendable (ArraySlice<UInt8>) -> Void, close: @escaping @Sendable (LinkError) -> Void) {
         setHandlers(receive: { receive($0[...]) }, close: close)

@@ -3,7 +3,8 @@
 /// table out of the subscribers dictionary. Only touched on the adapter executor.
 final class ScanSubscriber {
     enum Sink {
-        case events(Broadcaster<ScanEvent>)
+        /// Events, held per transport read and released together (`Scanner.send`).
+        case events(MulticastBuffer<ScanEvent>)
         /// Snapshot lists for UIs, emitted at most every `interval`.
         case snapshots(Broadcaster<[DiscoveredPeripheral]>, interval: Duration)
 

@@ -73,12 +73,9 @@ extension Scanner {
                 data: [UInt8], txPower: Int8?, sid: UInt8?, truncated: Bool, direct: LEAddress?) {
         let key = DeviceKey(address: address, addressType: addressType, sid: sid ?? 0xFF)
         let now = scheduler.now()
-        var record: DeviceRecord
-        var changed = false
         var isNew = false
-        if let existing = devices[key] {
-            record = existing
-        } else {
+        var index = devices.index(forKey: key)
+        if index == nil {
             // The cheap gate: a device nobody could want is dropped before anything is decoded.
             let admitted = data.withUnsafeBytes { raw in
                 subscribers.values.contains { sub in sub.admission.contains { $0.matches(advertisingData: raw, rssi: rssi) } }
@@ -86,37 +83,51 @@ extension Scanner {
             guard admitted else { return }
             if devices.count >= deviceLimit { evictOldest() }
             let type: LEAddressType = LEAddressType(rawValue: addressType) ?? .random
-            record = DeviceRecord(peripheral: DiscoveredPeripheral(
+            var record = DeviceRecord(peripheral: DiscoveredPeripheral(
                 address: LEAddress(address, type: type), advertisingData: AdvertisingData(), rssi: rssi,
                 smoothedRSSI: Double(rssi), lastSeen: now, eventType: eventType, isConnectable: eventType.contains(.connectable),
                 isAnonymous: addressType == 0xFF, isDataTruncated: false, directAddress: direct, txPower: nil,
                 advertisingSID: sid))
             if addressType != 0xFF { record.peripheral.identityAddress = identity(of: LEAddress(address, type: type)) }
-            changed = true
+            devices[key] = record
+            index = devices.index(forKey: key)
             isNew = true
         }
-        var p = record.peripheral
-        p.lastSeen = now
+        guard let index else { return }
+        // Updated in place: the record (and its peripheral's arrays) is not copied out and back.
+        let changed = Self.update(&devices.values[index], now: now, eventType: eventType, rssi: rssi, data: data,
+                                  txPower: txPower, sid: sid, truncated: truncated, direct: direct)
+        if changed || isNew { devices.values[index].version &+= 1 }
+        if isNew, expiryTimer == nil { scheduleExpiry() }
+        deliver(key, devices.values[index], rawData: data, rssi: rssi)
+    }
+
+    /// Takes one report into a device's record; true when the RSSI or the data changed.
+    private static func update(_ record: inout DeviceRecord, now: ContinuousClock.Instant, eventType: ExtendedAdvertisingEventType,
+                               rssi: Int8, data: [UInt8], txPower: Int8?, sid: UInt8?, truncated: Bool, direct: LEAddress?) -> Bool {
+        var changed = false
+        record.peripheral.lastSeen = now
         if rssi != 127 {
-            if p.rssi != rssi { changed = true }
-            p.rssi = rssi
-            p.smoothedRSSI = p.smoothedRSSI == 127 ? Double(rssi) : p.smoothedRSSI + (Double(rssi) - p.smoothedRSSI) / 4
+            if record.peripheral.rssi != rssi { changed = true }
+            record.peripheral.rssi = rssi
+            let smoothed = record.peripheral.smoothedRSSI
+            record.peripheral.smoothedRSSI = smoothed == 127 ? Double(rssi) : smoothed + (Double(rssi) - smoothed) / 4
         }
         let isScanResponse = eventType.contains(.scanResponse)
         if !isScanResponse {
-            if p.eventType != eventType { changed = true }
-            p.eventType = eventType
-            p.isConnectable = eventType.contains(.connectable)
-            p.directAddress = direct
+            if record.peripheral.eventType != eventType { changed = true }
+            record.peripheral.eventType = eventType
+            record.peripheral.isConnectable = eventType.contains(.connectable)
+            record.peripheral.directAddress = direct
         }
-        if let sid { p.advertisingSID = sid }
-        if p.isDataTruncated != truncated { changed = true; p.isDataTruncated = truncated }
+        if let sid { record.peripheral.advertisingSID = sid }
+        if record.peripheral.isDataTruncated != truncated { changed = true; record.peripheral.isDataTruncated = truncated }
         // Decode only data that differs from the previous report of the same kind.
         let previous = isScanResponse ? record.lastScanResponse : record.lastAdvertisement
         if previous != data {
             if isScanResponse { record.lastScanResponse = data } else { record.lastAdvertisement = data }
             if !data.isEmpty {
-                var merged = p.advertisingData.merging(AdvertisingData(bytes: data))
+                var merged = record.peripheral.advertisingData.merging(AdvertisingData(bytes: data))
                 if merged.structures.count > Self.mergedStructureLimit {
                     // Kinds the device stopped sending stay merged; past the bound the data is
                     // rebuilt from the latest advertisement and scan response, so a device that
@@ -124,16 +135,16 @@ extension Scanner {
                     merged = AdvertisingData(bytes: record.lastAdvertisement ?? [])
                         .merging(AdvertisingData(bytes: record.lastScanResponse ?? []))
                 }
-                if merged != p.advertisingData { p.advertisingData = merged; record.mergedBytes = nil; changed = true }
+                if merged != record.peripheral.advertisingData {
+                    record.peripheral.advertisingData = merged
+                    record.mergedBytes = nil
+                    changed = true
+                }
             }
         }
-        let tx = txPower ?? p.advertisingData.txPowerLevel
-        if tx != p.txPower { p.txPower = tx; changed = true }
-        record.peripheral = p
-        if changed { record.version &+= 1 }
-        devices[key] = record
-        if isNew, expiryTimer == nil { scheduleExpiry() }
-        deliver(key, record, rawData: data, rssi: rssi)
+        let tx = txPower ?? record.peripheral.advertisingData.txPowerLevel
+        if tx != record.peripheral.txPower { record.peripheral.txPower = tx; changed = true }
+        return changed
     }
 
     private func deliver(_ key: DeviceKey, _ record: DeviceRecord, rawData: [UInt8], rssi: Int8) {
@@ -158,11 +169,30 @@ extension Scanner {
             sub.known[key] = record.version
             switch sub.sink {
             case .events(let b):
-                b.yield(delivered == nil ? .discovered(record.peripheral) : .updated(record.peripheral))
+                send(delivered == nil ? .discovered(record.peripheral) : .updated(record.peripheral), to: b)
             case .snapshots:
                 snapshotChanged(id)
             }
             if delivered == nil, sub.options.lostTimeout != nil, sub.lostTimer == nil { scheduleLostCheck(id) }
+        }
+    }
+
+    /// Holds `event` for one subscriber's consumer. Everything this job of the adapter queue
+    /// produces (every report of one transport read) is released to the consumers together by
+    /// one job queued after it, so a waiting consumer wakes once per read, not for its first
+    /// event and again for the rest. The buffering policy applies as events are held.
+    func send(_ event: ScanEvent, to buffer: MulticastBuffer<ScanEvent>) {
+        buffer.hold(event)
+        guard !releaseQueued else { return }
+        releaseQueued = true
+        executor.queue.async { [executor] in self.enter(on: executor) { $0.releaseEvents() } }
+    }
+
+    /// Hands each subscriber's consumer the events held for it.
+    func releaseEvents() {
+        releaseQueued = false
+        for sub in subscribers.values {
+            if case .events(let b) = sub.sink { b.release() }
         }
     }
 
@@ -179,7 +209,7 @@ extension Scanner {
         for sub in subscribers.values where sub.known[key] != nil {
             sub.known[key] = nil
             switch sub.sink {
-            case .events(let b): b.yield(.lost(peripheral))
+            case .events(let b): send(.lost(peripheral), to: b)
             case .snapshots: snapshotChanged(sub.id)
             }
         }
@@ -257,7 +287,7 @@ extension Scanner {
         }
         if !lost.isEmpty {
             switch sub.sink {
-            case .events(let b): for p in lost { b.yield(.lost(p)) }
+            case .events(let b): for p in lost { send(.lost(p), to: b) }
             case .snapshots: snapshotChanged(id)
             }
         }

@@ -51,6 +51,8 @@ actor Scanner {
     var applied: ControllerScanParameters? {
         didSet { if (oldValue == nil) != (applied == nil) { onScanningChange?() } }
     }
+    /// A job is queued to release the events held for the subscribers (`releaseEvents`).
+    var releaseQueued = false
     /// Runs on the executor whenever `isScanning` changes.
     var onScanningChange: (() -> Void)?
     var reconciling = false
@@ -86,10 +88,10 @@ actor Scanner {
 
     // MARK: - Subscribers
 
-    func subscribe(filter: ScanFilter, options: ScanOptions) -> AsyncThrowingStream<ScanEvent, any Error> {
-        let broadcaster = Broadcaster<ScanEvent>(executor: executor)
-        let stream = broadcaster.subscribeThrowing(bufferingPolicy: options.bufferingPolicy.atLeastOne)
-        add(filter: filter, options: options, sink: .events(broadcaster)) { broadcaster.onSubscriberCountChange = $0 }
+    func subscribe(filter: ScanFilter, options: ScanOptions) -> ScanStream {
+        let buffer = MulticastBuffer<ScanEvent>(executor: executor, name: "scan events of subscriber \(nextSubscriberID)", logger: logger)
+        let stream = ScanStream(buffer.subscribe(bufferingPolicy: options.bufferingPolicy.atLeastOne))
+        add(filter: filter, options: options, sink: .events(buffer)) { buffer.onSubscriberCountChange = $0 }
         return stream
     }
 
@@ -110,7 +112,8 @@ actor Scanner {
             sub.sink.finish(ScanError.transportLost(lostReason))
             return
         }
-        // The consumer stopped iterating: Broadcaster dispatches this onto the adapter queue.
+        // The consumer stopped iterating: the stream's buffer (MulticastBuffer, or Broadcaster
+        // for snapshots) calls this on the adapter queue.
         watch { [weak self, executor] count in
             if count == 0 { self?.enter(on: executor) { $0.finish(id, error: nil) } }
         }

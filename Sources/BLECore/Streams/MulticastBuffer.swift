@@ -82,6 +82,32 @@ public final class MulticastBuffer<Element: Sendable>: @unchecked Sendable { // 
         }
     }
 
+    /// Queues `value` for every subscriber as its buffering policy allows (drops are counted
+    /// as with `yield`) but resumes no waiting consumer: `release()` hands each consumer all
+    /// that was held for it at once. A producer that makes many values in one job (the scan:
+    /// every report of one transport read) so wakes each consumer once, not for its first value
+    /// and then again for the rest. Call on the adapter queue; call `release()` before the
+    /// values are due (the scanner does it in a job of its own after the read).
+    ///
+    ///     for e in events { buffer.hold(e) }
+    ///     buffer.release()
+    func hold(_ value: consuming Element) {
+        if let single {
+            var moved: Element? = consume value
+            let accepted = single._withUnsafeGuaranteedRef { $0.hold(moved.take()!) }
+            if !accepted { dropped(single.takeUnretainedValue()) }
+            return
+        }
+        for queue in queues where !queue.hold(copy value) {
+            dropped(queue)
+        }
+    }
+
+    /// Resumes every consumer that waits with what `hold` queued for it. Call on the adapter queue.
+    func release() {
+        for queue in queues { queue.release() }
+    }
+
     /// Delivers `value` to every subscriber without dropping it: a subscriber whose buffer is
     /// full takes it once its consumer has made room. `accepted` runs on the adapter queue once
     /// every subscriber holds the value (at once when all have room, or when there are none;
@@ -210,14 +236,15 @@ public final class MulticastBuffer<Element: Sendable>: @unchecked Sendable { // 
         }
 
         /// True when a value pushed now would be neither dropped nor refused.
-        var hasRoom: Bool { waiter != nil || pending.count - head < limit }
+        var hasRoom: Bool { pending.count - head < limit || (waiter != nil && pending.count == head) }
 
         /// Queues or hands over `value`; false when the policy dropped a value.
         @inlinable
         func push(_ value: consuming Element) -> Bool {
             if armed.load(ordering: .relaxed) { return handOver(value) }
-            if let waiter {
-                // Nothing is queued while a consumer waits.
+            if let waiter, pending.count == head {
+                // Nothing is queued while a consumer waits (unless values are held for
+                // `release`, which hands them over in order).
                 self.waiter = nil
                 var batch = spare
                 spare = []
@@ -225,6 +252,13 @@ public final class MulticastBuffer<Element: Sendable>: @unchecked Sendable { // 
                 waiter.resume(returning: .values(batch, start: 0))
                 return true
             }
+            return hold(value)
+        }
+
+        /// Queues `value` as the policy allows without resuming the consumer; false when the
+        /// policy dropped a value.
+        @inlinable
+        func hold(_ value: consuming Element) -> Bool {
             if pending.count - head < limit {
                 pending.append(value)
                 return true
@@ -239,6 +273,17 @@ public final class MulticastBuffer<Element: Sendable>: @unchecked Sendable { // 
                 }
             }
             return false
+        }
+
+        /// Hands what is queued to a consumer waiting (or armed) for it.
+        func release() {
+            guard pending.count > head else { return }
+            if let waiter {
+                self.waiter = nil
+                take(returning: [], waiter)
+            } else if let c = claimArmed() {
+                take(returning: [], c)
+            }
         }
 
         /// The consumer armed itself while this value came: it takes everything queued with it.

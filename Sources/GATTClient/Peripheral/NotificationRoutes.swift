@@ -92,6 +92,9 @@ final class ObservedChannel: L2CAPChannel, @unchecked Sendable { // `onClose` is
     func setRawReceiver(_ receiver: @escaping @Sendable (UnsafeRawBufferPointer) -> Bool) {
         base.setRawReceiver(receiver)
     }
+    func limitInboundSDUs(to maximum: Int, refused: @escaping @Sendable (_ head: [UInt8], _ size: Int) -> Void) {
+        base.limitInboundSDUs(to: maximum, refused: refused)
+    }
     func setSliceHandlers(receive: @escaping @Sendable (ArraySlice<UInt8>) -> Void, close: @escaping @Sendable (LinkError) -> Void) {
         base.setSliceHandlers(receive: receive, close: { [weak self] error in
             close(error)

@@ -4,7 +4,7 @@ extension Central {
     ///
     ///     for try await event in await central.scan(services: [ServiceIdentifier(uuid: "180D")]) { ... }
     @_disfavoredOverload
-    public func scan(services: [ServiceIdentifier], options: ScanOptions = ScanOptions()) -> AsyncThrowingStream<ScanEvent, any Error> {
+    public func scan(services: [ServiceIdentifier], options: ScanOptions = ScanOptions()) -> ScanStream {
         scan(services: services.map(\.uuid), options: options)
     }
 

@@ -22,7 +22,7 @@ struct CommandContext: Sendable {
     var reopeningLogger: BLELogger {
         let console = self.console
         return BLELogger(label: "ble", minimumLevel: globals.logLevel) { record in
-            if record.level == .error, record.source == "BLECore", record.message.hasPrefix("transport "), record.message.contains(" lost: ") { return }
+            if record.metadata["event"] == "transportLost" { return }
             console.status(record.formatted)
         }
     }

@@ -13,6 +13,8 @@ final class FakeChannel: L2CAPChannel, @unchecked Sendable { // mutable state is
     private var sliceHandler: (@Sendable (ArraySlice<UInt8>) -> Void)?
     private var closeHandler: (@Sendable (LinkError) -> Void)?
     private var sendError: LinkError?
+    private var limits: [Int] = []
+    private var refusedHandler: (@Sendable ([UInt8], Int) -> Void)?
 
     func send(_ sdu: [UInt8]) async throws(LinkError) {
         let failure: LinkError? = await onQueue {
@@ -47,6 +49,18 @@ final class FakeChannel: L2CAPChannel, @unchecked Sendable { // mutable state is
         let buffer = header + sdu
         await onQueue { self.sliceHandler?(buffer[header.count...]) }
     }
+
+    func limitInboundSDUs(to maximum: Int, refused: @escaping @Sendable ([UInt8], Int) -> Void) {
+        limits.append(maximum)
+        refusedHandler = refused
+    }
+
+    /// Every bound the bearer set with `limitInboundSDUs`, in order.
+    func inboundLimits() async -> [Int] { await onQueue { self.limits } }
+
+    /// Refuses an SDU of `size` bytes whose first fragment carried `head`, as a host whose
+    /// reassembly stops at the bound does.
+    func refuse(head: [UInt8], size: Int) async { await onQueue { self.refusedHandler?(head, size) } }
 
     /// Closes the channel under the bearer.
     func close(_ error: LinkError) async { await onQueue { self.closeHandler?(error) } }

@@ -41,7 +41,7 @@ final class Collected<E: Sendable>: Sendable {
     let log = EventLog<E>()
     let task: Task<Void, Never>
 
-    init(_ stream: AsyncThrowingStream<E, any Error>) {
+    init<S: AsyncSequence & Sendable>(_ stream: S) where S.Element == E {
         let log = self.log
         task = Task {
             do {
