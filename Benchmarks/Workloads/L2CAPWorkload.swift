@@ -62,8 +62,8 @@ enum L2CAPWorkload {
     /// K-frames through the host to one channel; SDU bytes per second (wall clock) and the
     /// process CPU time they took.
     /// `onChannel`: the SDUs are taken by code isolated to the channel (its adapter executor),
-    /// so `receive()` costs no hop between threads; otherwise by this task, one hop each way
-    /// per SDU, as an application's task pays.
+    /// so `receive()` costs no hop between threads; otherwise by this task, as an
+    /// application's task pays (a hop each way per batch of the SDUs waiting).
     static func host(name: String, sduSize: Int, mps: Int, perRound: Int, rounds: Int, runs: Int, onChannel: Bool) async throws -> (Measurement, bumbleInput: [UInt8], packets: Int) {
         let stack = try await BenchStack.make(links: 1)
         defer { Task { await stack.close() } }

@@ -25,13 +25,8 @@ import BLETestSupport
 public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let left = HostHarness.run(FuzzInput(Array(UnsafeBufferPointer(start: data, count: size))))
     // LeakSanitizer checks right after the input: what the run made must be gone by now.
-    fuzzCheck(left.central == nil, "the Central outlives the input")
-    fuzzCheck(left.host == nil, "the HCIHost outlives the input")
-    fuzzCheck(left.transport == nil, "the host's transport outlives the input")
-    fuzzCheck(left.controller == nil, "the VirtualController outlives the input")
-    fuzzCheck(left.connection == nil, "the Connection outlives the input")
-    fuzzCheck(left.peripheral == nil, "the Peripheral outlives the input")
-    fuzzCheck(left.bearer == nil, "the ATT bearer outlives the input")
+    let survivors = left.survivors
+    fuzzCheck(survivors.isEmpty, "\(survivors.joined(separator: ", ")) outlive(s) the input")
     return 0
 }
 
@@ -45,6 +40,16 @@ enum HostHarness {
         weak var connection: Connection?
         weak var peripheral: Peripheral?
         weak var bearer: ATTBearer?
+
+        /// The names of what is still alive.
+        var survivors: [String] {
+            let alive: [(String, AnyObject?)] = [
+                ("the Central", central), ("the HCIHost", host), ("the host's transport", transport),
+                ("the VirtualController", controller), ("the Connection", connection),
+                ("the Peripheral", peripheral), ("the ATT bearer", bearer),
+            ]
+            return alive.compactMap { $0.1 == nil ? nil : $0.0 }
+        }
     }
 
     static func run(_ input: FuzzInput) -> Leftovers {

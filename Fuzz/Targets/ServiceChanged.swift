@@ -1,5 +1,6 @@
 import Dispatch
 import Glibc
+import Synchronization
 import BLECore
 import ATT
 @testable import GATTClient
@@ -32,7 +33,7 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let clock = ManualScheduler(queue: executor.queue)
     let inner = GATTServer(database: .heartRateMonitor(), queue: executor.queue)
     let server = HostileGATTServer(inner: inner, input: input, serviceChangedHandle: executor.queue.sync { inner.table.serviceChangedHandle } ?? 0)
-    let channel = LoopbackATTChannel(server: server, executor: executor)
+    let channel = OwnedChannel(LoopbackATTChannel(server: server, executor: executor))
     let cache = choices & 1 != 0 ? GATTCache(executor: executor) : nil
     let peripheral = Peripheral(channel: channel, peer: ServiceChangedHarness.peer, cache: cache,
                                 clientMTU: choices & 2 != 0 ? 23 : 517, scheduler: clock)
@@ -54,11 +55,51 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     fuzzCheck(appEnded, "the app did not end after 20 minutes of virtual time")
     blocking {
         await ServiceChangedHarness.check(peripheral, cache: cache, "at the end")
-        await channel.disconnect()
+        await channel.base.disconnect()
+        await channel.endTasks()
         // Cancelled timers hold their work until their deadline passes.
         await clock.advance(by: .seconds(3600))
     }
     return 0
+}
+
+/// The loopback link with the harness as its owner, as a `Central` is for a real link: the
+/// tasks the bearer and the peripheral start for the link (`adoptTask`) are cancelled and
+/// awaited before the input ends, so none of them holds the run past it.
+final class OwnedChannel: L2CAPChannel {
+    let base: LoopbackATTChannel
+    private let tasks = Mutex<[Task<Void, Never>]>([])
+
+    init(_ base: LoopbackATTChannel) { self.base = base }
+
+    var executor: AdapterExecutor { base.executor }
+    var peerDescription: String { base.peerDescription }
+    func send(_ sdu: [UInt8]) async throws(LinkError) { try await base.send(sdu) }
+    func enqueue(_ sdu: [UInt8]) { _ = adoptTask { [base] in try? await base.send(sdu) } }
+    func setHandlers(receive: @escaping @Sendable ([UInt8]) -> Void, close: @escaping @Sendable (LinkError) -> Void) {
+        base.setHandlers(receive: receive, close: close)
+    }
+
+    func adoptTask(_ work: @escaping @Sendable () async -> Void) -> Bool {
+        let task = Task { await work() }
+        tasks.withLock { $0.append(task) }
+        return true
+    }
+
+    /// Cancels the adopted tasks and waits for them, and for those they started meanwhile.
+    func endTasks() async {
+        while true {
+            let pending = tasks.withLock { t in
+                defer { t = [] }
+                return t
+            }
+            if pending.isEmpty { return }
+            for task in pending {
+                task.cancel()
+                await task.value
+            }
+        }
+    }
 }
 
 enum ServiceChangedHarness {

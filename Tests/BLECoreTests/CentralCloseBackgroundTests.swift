@@ -2,9 +2,11 @@ import Testing
 @testable import BLECore
 import BLETestSupport
 
-/// Commands the stack sends with no caller waiting (here LE Read Remote Features, Vol 4,
-/// Part E, 7.8.21, of the link set-up after connecting) run as the host's background tasks:
-/// `Central.close()` returns only once they have ended, so nothing holds a closed host.
+/// Work the stack does with no caller waiting (LE Read Remote Features, Vol 4, Part E, 7.8.21,
+/// of the link set-up after connecting; the scan resumed after a connect that paused it; a
+/// reconnect attempt) runs as the host's background tasks: `Central.close()` returns only
+/// once they have ended, so nothing holds a closed host and nothing reaches the controller
+/// after it.
 @Suite(.timeLimit(.minutes(1)))
 struct CentralCloseBackgroundTests {
     final class Weak: @unchecked Sendable { // set once by the test, read by the same test
@@ -28,6 +30,73 @@ struct CentralCloseBackgroundTests {
             #expect(await central.host.backgroundTasks.isEmpty)
         }
         // The command's 1 s timeout never passed (the clock did not move): the host is gone all the same.
+        #expect(weak.host == nil)
+        _ = vc
+    }
+
+    static let leSetScanParameters = HCIOpcode(rawValue: 0x200B)
+    static let leSetScanEnable = HCIOpcode(rawValue: 0x200C)
+    static let leCreateConnection = HCIOpcode(rawValue: 0x200D)
+
+    @Test func closeEndsTheScanResumedAfterAConnectThatPausedIt() async throws {
+        let weak = Weak()
+        let vc: VirtualController
+        do {
+            let (controller, central) = try await VC.stack { $0.numHCICommandPackets = 2 }
+            vc = controller
+            weak.host = central.host
+            let scan = await central.scan()
+            let subscriber = Task { for try await _ in scan {} }
+            _ = try await vc.waitForCommand(Self.leSetScanEnable)
+            await central.scanner.settled()
+            // LE Create Connection gets Command Disallowed once: the central stops the scan,
+            // connects, then resumes the scan; the resumed scan's LE Set Scan Parameters is
+            // never answered.
+            vc.answer(Self.leCreateConnection, with: .status(.commandDisallowed), times: 1)
+            vc.answer(Self.leSetScanParameters, with: .none, times: 1)
+            _ = try await central.connect(VC.peer)
+            _ = try await vc.waitForCommand(Self.leSetScanParameters, count: 2)
+            // The resume and the scanner's reconciliation it started.
+            #expect(await central.host.backgroundTasks.count >= 2)
+            // `close()` stops the scan first, so it waits for that command until its 2 s
+            // timeout passes on the virtual clock.
+            let closing = Task { await central.close() }
+            await vc.advance(by: .seconds(2))
+            await closing.value
+            #expect(await central.host.backgroundTasks.isEmpty)
+            let sent = vc.commandsReceived.count
+            await vc.settle()
+            #expect(vc.commandsReceived.count == sent)
+            subscriber.cancel()
+            _ = await subscriber.result
+        }
+        #expect(weak.host == nil)
+        _ = vc
+    }
+
+    @Test func closeEndsTheReconnectAttemptThatWaitsForItsCommandStatus() async throws {
+        let weak = Weak()
+        let vc: VirtualController
+        do {
+            let (controller, central) = try await VC.stack { $0.numHCICommandPackets = 2 }
+            vc = controller
+            weak.host = central.host
+            let policy = ReconnectPolicy.always(maxAttempts: 3, backoff: .exponential(initial: .milliseconds(500), jitter: 0))
+            let link = try await central.connect(VC.peer, reconnect: policy)
+            _ = try await vc.waitForCommand(HCIOpcode(rawValue: 0x2016))
+            await vc.settle()
+            var events = await link.events().makeAsyncIterator()
+            // The reconnect attempt's LE Create Connection is never answered.
+            vc.answer(Self.leCreateConnection, with: .none, times: 1)
+            try vc.disconnect(VC.peer, reason: .connectionTimeout)
+            #expect(await events.next() == .disconnected(reason: .connectionTimeout, willReconnect: true))
+            await vc.advance(by: .milliseconds(500))
+            _ = try await vc.waitForCommand(Self.leCreateConnection, count: 2)
+            #expect(await !central.host.backgroundTasks.isEmpty)
+            await central.close()
+            #expect(await central.host.backgroundTasks.isEmpty)
+            #expect(await !link.isConnected)
+        }
         #expect(weak.host == nil)
         _ = vc
     }

@@ -25,6 +25,11 @@ struct CreditBasedChannelTests {
 
     static func signaling(_ vc: VirtualController) -> [L2CAPSignalingCommand.Body] { vc.signalingReceived.map(\.body) }
 
+    /// Credits the host granted in all its Flow Control Credit Indications (4.24).
+    static func granted(_ vc: VirtualController) -> Int {
+        signaling(vc).reduce(0) { n, b in if case .flowControlCreditIndication(_, let c) = b { n + Int(c) } else { n } }
+    }
+
     /// The bytes of the `count`-th signaling command with `code` from the host.
     static func waitForSignaling(_ vc: VirtualController, code: UInt8, count: Int = 1) async throws -> [UInt8] {
         try await vc.waitUntil("signaling code \(code) #\(count)") { _ in vc.signalingReceived.filter { $0.code == code }.count >= count }
@@ -66,6 +71,26 @@ struct CreditBasedChannelTests {
         // 4.24: code 0x16, length 4, CID 0x0040 (our source CID), 1 credit.
         #expect(indication.payload == [0x16, 0x02, 0x04, 0x00, 0x40, 0x00, 0x01, 0x00])
         #expect(try await channel.receive() == [1])
+    }
+
+    @Test func sdusTakenFromATaskKeepOrderAndTheCreditBound() async throws {
+        let (vc, central) = try await VC.stack()
+        let connection = try await central.connect(VC.peer)
+        let (channel, _) = try await Self.open(vc, connection, mps: 23, credits: 8)
+        for i in 0..<8 { try vc.sendL2CAP(from: VC.peer, channelID: 0x0040, payload: [0x01, 0x00, UInt8(i)]) }
+        await vc.settle()
+        // The first receive takes the eight SDUs in one hop; credits go back only for those taken.
+        var taken: [[UInt8]] = []
+        for _ in 0..<4 { taken.append(try #require(try await channel.receive())) }
+        await vc.settle()
+        #expect(Self.granted(vc) <= 4)
+        for _ in 0..<4 { taken.append(try #require(try await channel.receive())) }
+        #expect(taken == (0..<8).map { [UInt8($0)] })
+        // Back for more: everything taken is credited (10.1), and the next SDU reaches the waiting reader.
+        let next = Task { try await channel.receive(timeout: .seconds(5)) }
+        try await vc.waitUntil("eight credits back") { _ in Self.granted(vc) == 8 }
+        try vc.sendL2CAP(from: VC.peer, channelID: 0x0040, payload: [0x01, 0x00, 0x08])
+        #expect(try await next.value == [0x08])
     }
 
     @Test func multiFrameSDUIsReassembled() async throws {

@@ -75,7 +75,7 @@ struct EnhancedCreditBasedChannelTests {
         let connection = try await central.connect(VC.peer)
         // Success with a DCID outside the dynamic range.
         let (task, _) = try await Self.open(vc, connection, count: 2, dcids: [0x0050, 0x0003])
-        await #expect(throws: L2CAPChannelError.invalidResponse(peer: Self.peerName, psm: 0x0080, detail: "Destination CIDs [0x50 0x3] for 2 channels, MTU 256, MPS 64")) {
+        await #expect(throws: L2CAPChannelError.invalidResponse(peer: Self.peerName, psm: 0x0080, detail: "Destination CIDs [0x0050 0x0003] for 2 channels, MTU 256, MPS 64")) {
             try await task.value
         }
     }

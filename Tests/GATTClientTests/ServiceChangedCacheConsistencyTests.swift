@@ -46,4 +46,23 @@ struct ServiceChangedCacheConsistencyTests {
         #expect(try await peripheral.characteristics(of: Lab.service) == found)
         #expect(await peripheral.snapshot.characteristics[lab.handle] == found)
     }
+
+    /// Two discoveries of one service's characteristics at once, the server answering each
+    /// differently: the later result replaces the earlier, and the descriptors found meanwhile
+    /// under a characteristic it no longer lists go with it (ServiceChanged fuzz target:
+    /// Fuzz/corpus/ServiceChanged/concurrent-rediscovery-orphan-descriptors).
+    @Test func descriptorsGoWithTheCharacteristicsALaterDiscoveryNoLongerLists() async throws {
+        let bed = TestBed()
+        let peripheral = bed.peripheral
+        let lab = try await peripheral.resolve(Lab.service)
+        let found = try await peripheral.characteristics(of: lab)
+        let pattern = try #require(found.first { $0.uuid == Lab.pattern.uuid })
+        _ = try await peripheral.descriptors(of: pattern)
+        #expect(await peripheral.snapshot.descriptors[pattern.valueHandle] != nil)
+        // The later discovery's result, without that characteristic.
+        let others = found.filter { $0 != pattern }
+        await peripheral.keep(others, of: lab)
+        #expect(await peripheral.snapshot.characteristics[lab.handle] == others)
+        #expect(await peripheral.snapshot.descriptors[pattern.valueHandle] == nil)
+    }
 }

@@ -247,7 +247,7 @@ public actor ATTBearer {
             mtuExchangeRunning = true
             // Not in the caller's task: cancelling the caller must not withdraw the request
             // the other callers wait for.
-            Task { await self.runMTUExchange() }
+            ownedTask { await $0.runMTUExchange() }
         }
         return try await mtuWaiters.wait(cancelled: { _ in .failure(.cancelled(.exchangeMTURequest)) }).get()
     }
@@ -279,7 +279,14 @@ public actor ATTBearer {
         }
         inFlight = InFlight(id: id, opcode: next.opcode, timer: timer)
         let bytes = next.bytes
-        Task { await self.transmit(bytes, transaction: id) }
+        ownedTask { await $0.transmit(bytes, transaction: id) }
+    }
+
+    /// Runs `work` in a task the link owns (`Central.close()` waits for it), or in one of
+    /// the bearer's own over a channel without an owner.
+    private func ownedTask(_ work: @escaping @Sendable (isolated ATTBearer) async -> Void) {
+        if channel.adoptTask({ await work(self) }) { return }
+        Task { await work(self) }
     }
 
     private func transmit(_ bytes: [UInt8], transaction id: UInt64) async {

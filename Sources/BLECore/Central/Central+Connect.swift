@@ -258,7 +258,8 @@ extension Central {
         if pausedScan {
             options.logger.log(.info, "resuming the scan paused for the connection to \(peer)")
             let scanner = self.scanner
-            Task { await scanner.resume() }
+            // A task of the host's: `close()` waits for it.
+            host.enter(on: executor) { $0.background { _ in await scanner.resume() } }
         }
         releaseConnectTurn()
     }

@@ -37,13 +37,14 @@ extension Central {
             connection.enter(on: executor) { $0.controllerReset(reason: linkReason) }
         }
         if case .hardwareError = cause, options.resetAfterHardwareError {
-            Task { [weak self] in
+            // A task of the host's: `close()` waits for it.
+            host.enter(on: executor) { $0.background { [weak self] _ in
                 do {
                     _ = try await self?.powerOn()
                 } catch {
                     self?.options.logger.log(.error, "resetting the controller after its Hardware Error failed: \(error)")
                 }
-            }
+            } }
         }
     }
 

@@ -170,7 +170,8 @@ extension Connection {
         attemptCounter &+= 1
         let id = attemptCounter
         let timeout = connectTimeout, request = requestParameters, peer = self.peer
-        let task = Task { [weak self] in
+        // A task of the host's: `Central.close()` waits for it.
+        let task = host.enter(on: executor) { $0.backgroundTask { [weak self] _ in
             let result: Result<(UInt16, ConnectionParameters), ConnectionError>
             do throws(ConnectionError) {
                 result = .success(try await central.establish(peer, timeout: timeout, parameters: request))
@@ -178,7 +179,7 @@ extension Connection {
                 result = .failure(error)
             }
             await self?.attemptEnded(id: id, result)
-        }
+        } }
         r.step = .attempting(id: id, task)
         transition(to: .restoring(r))
         emit(.connecting(attempt: r.attempts + 1))

@@ -26,13 +26,14 @@ extension Connection {
         let result = await waiters.wait(deadline: (timeout, .failure(.command(peer: peer, .commandTimeout(opcode: opcode, milliseconds: ms)))),
                                         cancelled: { _ in .failure(.command(peer: peer, .cancelledAfterSending(opcode: opcode))) }) { id in
             security.pending = .init(id: id, level: level)
-            Task { [host] in
+            // A task of the host's: `Central.close()` waits for it.
+            host.enter(on: executor) { $0.background { host in
                 do throws(HCIError) {
                     try await host.send(HCICommand.leEnableEncryption(handle: handle, random: rand, ediv: ediv, longTermKey: longTermKey))
                 } catch {
-                    self.finishEncryption(id: id, .failure(.command(peer: peer, error)))
+                    await self.finishEncryption(id: id, .failure(.command(peer: peer, error)))
                 }
-            }
+            } }
         }
         if let pending = security.pending, !waiters.contains(pending.id) { security.pending = nil }
         return try result.get()

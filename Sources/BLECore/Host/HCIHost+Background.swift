@@ -7,12 +7,20 @@ extension HCIHost {
     ///     host.background { _ = try? await $0.send(HCICommand.disconnect(handle: handle, reason: .remoteUserTerminatedConnection)) }
     /// The task runs on the host's executor from its start, like the host's own work.
     func background(_ work: @escaping @Sendable (isolated HCIHost) async -> Void) {
+        _ = backgroundTask(work)
+    }
+
+    /// `background(_:)` for work that may be given up early: cancelling the returned task
+    /// ends it (a reconnect attempt of a link that is closed).
+    func backgroundTask(_ work: @escaping @Sendable (isolated HCIHost) async -> Void) -> Task<Void, Never> {
         let id = nextBackgroundTask
         nextBackgroundTask &+= 1
-        backgroundTasks[id] = Task { [self] in
+        let task = Task { [self] in
             await work(self)
             backgroundEnded(id)
         }
+        backgroundTasks[id] = task
+        return task
     }
 
     private func backgroundEnded(_ id: UInt64) {

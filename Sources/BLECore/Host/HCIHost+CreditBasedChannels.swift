@@ -5,6 +5,10 @@
 extension HCIHost {
     /// The LE dynamic CID range (Vol 3, Part A, 2.1, table 2.4).
     static let leDynamicCIDs: ClosedRange<UInt16> = 0x0040...0x007F
+    /// The largest MPS of a credit-based channel (Vol 3, Part A, 4.22 and 4.25).
+    static let maximumMPS = 65533
+    /// The MPS an LE credit-based channel may announce (Vol 3, Part A, 4.22).
+    static let leMPSRange = 23...maximumMPS
 
     /// The credit-based channels of one link, owned by the host on the adapter executor.
     final class CreditBasedLinkState {
@@ -61,7 +65,7 @@ extension HCIHost {
     /// LE channels and 64 for enhanced ones (Vol 3, Part A, 4.22 and 4.25).
     static func channelParameters(mtu: Int, mps: Int?, credits: Int?, minimum: Int = 23) -> (mtu: Int, mps: Int, credits: Int) {
         let mtu = min(max(mtu, minimum), 65535)
-        let mps = min(max(mps ?? 247, minimum), 65533)
+        let mps = min(max(mps ?? 247, minimum), maximumMPS)
         let credits = min(max(credits ?? max(8, KFrameSegmenter.frameCount(sduSize: mtu, mps: mps)), 1), 65535)
         return (mtu, mps, credits)
     }
@@ -70,7 +74,7 @@ extension HCIHost {
     public func openCreditBasedChannel(handle: UInt16, psm: UInt16, mtu: Int, mps: Int? = nil, credits: Int? = nil,
                                        timeout: Duration = .seconds(30)) async throws(L2CAPChannelError) -> CreditBasedChannel {
         if let lostReason { throw .link(.transportLost(lostReason)) }
-        guard let link = links[handle] else { throw .notConnected(peer: "handle 0x\(String(handle, radix: 16))") }
+        guard let link = links[handle] else { throw .notConnected(peer: "handle \(handle.hex)") }
         let peer = "\(link.peer.address)"
         guard let cid = link.creditBased.freeCIDs(1)?.first else { throw .noFreeCID(peer: peer) }
         let p = Self.channelParameters(mtu: mtu, mps: mps, credits: credits)
@@ -123,7 +127,7 @@ extension HCIHost {
     /// opened with an LE or an enhanced Credit Based Connection Request.
     public func registerCreditBasedServer(handle: UInt16, psm: UInt16, mtu: Int, mps: Int? = nil, credits: Int? = nil,
                                           accept: @escaping @Sendable (CreditBasedChannel) -> Void) throws(L2CAPChannelError) {
-        guard let link = links[handle] else { throw .notConnected(peer: "handle 0x\(String(handle, radix: 16))") }
+        guard let link = links[handle] else { throw .notConnected(peer: "handle \(handle.hex)") }
         guard link.creditBased.servers[psm] == nil else { throw .psmInUse(psm: psm) }
         let p = Self.channelParameters(mtu: mtu, mps: mps, credits: credits)
         link.creditBased.servers[psm] = CreditBasedLinkState.Server(mtu: p.mtu, mps: p.mps, credits: p.credits, accept: accept)
@@ -154,7 +158,7 @@ extension HCIHost {
                   case .open(let psm, let cids, let ownMTU, let ownMPS, let ownCredits, false) = request.kind, let localCID = cids.first else {
                 // A late answer to a request given up on (timed out or cancelled).
                 if result == 0, Self.leDynamicCIDs.contains(dcid) {
-                    logger.log(.info, "\(link.peer.address): ignoring a late LE credit-based response (channel 0x\(String(dcid, radix: 16))) to a request given up on")
+                    logger.log(.info, "\(link.peer.address): ignoring a late LE credit-based response (channel \(dcid.hex)) to a request given up on")
                 }
                 return true
             }
@@ -164,9 +168,9 @@ extension HCIHost {
                 finishRequest(link, identifier: command.identifier, .failure(.refused(peer: peer, psm: psm, result: outcome)))
                 return true
             }
-            guard Self.leDynamicCIDs.contains(dcid), mtu >= 23, (23...65533).contains(mps) else {
+            guard Self.leDynamicCIDs.contains(dcid), mtu >= 23, Self.leMPSRange.contains(Int(mps)) else {
                 finishRequest(link, identifier: command.identifier, .failure(.invalidResponse(
-                    peer: peer, psm: psm, detail: "destination CID 0x\(String(dcid, radix: 16)), MTU \(mtu), MPS \(mps)")))
+                    peer: peer, psm: psm, detail: "destination CID \(dcid.hex), MTU \(mtu), MPS \(mps)")))
                 return true
             }
             let channel = CreditBasedChannel(host: self, handle: link.handle, peer: link.peer, psm: psm, localCID: localCID, remoteCID: dcid,
@@ -216,13 +220,13 @@ extension HCIHost {
         guard let server = state.servers[psm] else { return answer(.psmNotSupported) }
         guard Self.leDynamicCIDs.contains(remoteCID) else { return answer(.invalidSourceCID) }
         guard state.channel(remoteCID: remoteCID) == nil else { return answer(.sourceCIDAlreadyAllocated) }
-        guard mtu >= 23, (23...65533).contains(mps) else { return answer(.unacceptableParameters) }
+        guard mtu >= 23, Self.leMPSRange.contains(mps) else { return answer(.unacceptableParameters) }
         guard let cid = state.freeCIDs(1)?.first else { return answer(.noResources) }
         let channel = CreditBasedChannel(host: self, handle: link.handle, peer: link.peer, psm: psm, localCID: cid, remoteCID: remoteCID,
                                          mtu: server.mtu, mps: server.mps, receiveWindow: server.credits, peerMTU: mtu, peerMPS: mps, peerCredits: credits)
         state.channels[cid] = channel
         answer(.success, dcid: cid, server: server)
-        logger.log(.info, "\(link.peer.address): accepted L2CAP channel on PSM 0x\(String(psm, radix: 16)) (local CID 0x\(String(cid, radix: 16)), peer MTU \(mtu), MPS \(mps), \(credits) credits)")
+        logger.log(.info, "\(link.peer.address): accepted L2CAP channel on PSM \(psm.hex) (local CID \(cid.hex), peer MTU \(mtu), MPS \(mps), \(credits) credits)")
         server.accept(channel)
     }
 

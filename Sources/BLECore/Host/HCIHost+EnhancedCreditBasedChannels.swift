@@ -5,6 +5,8 @@
 extension HCIHost {
     /// The smallest MTU and MPS of an enhanced channel (Vol 3, Part A, 4.25).
     static let enhancedMinimum = 64
+    /// The MPS an enhanced channel may announce (Vol 3, Part A, 4.25 and 4.27).
+    static let enhancedMPSRange = enhancedMinimum...maximumMPS
     /// The most channels one enhanced request names.
     static let enhancedMaximumChannels = 5
 
@@ -16,7 +18,7 @@ extension HCIHost {
                                                 timeout: Duration = .seconds(30)) async throws(L2CAPChannelError) -> [CreditBasedChannel] {
         if let lostReason { throw .link(.transportLost(lostReason)) }
         guard (1...Self.enhancedMaximumChannels).contains(count) else { throw .invalidChannelCount(count) }
-        guard let link = links[handle] else { throw .notConnected(peer: "handle 0x\(String(handle, radix: 16))") }
+        guard let link = links[handle] else { throw .notConnected(peer: "handle \(handle.hex)") }
         guard let cids = link.creditBased.freeCIDs(count) else { throw .noFreeCID(peer: "\(link.peer.address)") }
         let p = Self.channelParameters(mtu: mtu, mps: mps, credits: credits, minimum: Self.enhancedMinimum)
         return try await channelRequest(
@@ -34,7 +36,7 @@ extension HCIHost {
         guard (1...Self.enhancedMaximumChannels).contains(localCIDs.count), Set(localCIDs).count == localCIDs.count else {
             throw .invalidChannelCount(localCIDs.count)
         }
-        guard let link = links[handle] else { throw .notConnected(peer: "handle 0x\(String(handle, radix: 16))") }
+        guard let link = links[handle] else { throw .notConnected(peer: "handle \(handle.hex)") }
         let peer = "\(link.peer.address)"
         var channels: [CreditBasedChannel] = []
         for cid in localCIDs {
@@ -43,15 +45,10 @@ extension HCIHost {
             if let error = channel.enter(on: executor, { $0.endError }) { throw error }
             channels.append(channel)
         }
-        let current = channels.map { channel in channel.enter(on: executor) { ($0.mtu, $0.mps) } }
-        let newMPS = mps ?? current[0].1
-        guard mtu >= Self.enhancedMinimum, (Self.enhancedMinimum...65533).contains(newMPS), mtu <= 65535 else {
-            throw .reconfigurationRefused(peer: peer, result: .unacceptableParameters)
-        }
-        guard current.allSatisfy({ mtu >= $0.0 }) else { throw .reconfigurationRefused(peer: peer, result: .mtuReductionNotAllowed) }
-        guard channels.count == 1 || current.allSatisfy({ newMPS >= $0.1 }) else {
-            throw .reconfigurationRefused(peer: peer, result: .mpsReductionNotAllowed)
-        }
+        let current = channels.map { channel in channel.enter(on: executor) { (mtu: $0.mtu, mps: $0.mps) } }
+        let newMPS = mps ?? current[0].mps
+        let result = Self.reconfigureResult(mtu: mtu, mps: newMPS, current: current)
+        guard result == .success else { throw .reconfigurationRefused(peer: peer, result: result) }
         let psm = channels[0].psm
         _ = try await channelRequest(
             link: link, .reconfigure(psm: psm, localCIDs: localCIDs, mtu: mtu, mps: newMPS), timeout: timeout, cid: localCIDs[0],
@@ -103,9 +100,9 @@ extension HCIHost {
         }
         let state = link.creditBased
         let remote = accepted.map(\.1)
-        guard dcids.count == cids.count, mtu >= Self.enhancedMinimum, (Self.enhancedMinimum...65533).contains(mps),
+        guard dcids.count == cids.count, mtu >= Self.enhancedMinimum, Self.enhancedMPSRange.contains(mps),
               remote.allSatisfy({ Self.leDynamicCIDs.contains($0) && state.channel(remoteCID: $0) == nil }), Set(remote).count == remote.count else {
-            let list = dcids.map { "0x" + String($0, radix: 16) }.joined(separator: " ")
+            let list = dcids.map(\.hex).joined(separator: " ")
             return finishRequest(link, identifier: identifier, .failure(.invalidResponse(
                 peer: peer, psm: psm, detail: "Destination CIDs [\(list)] for \(cids.count) channels, MTU \(mtu), MPS \(mps)")))
         }
@@ -130,7 +127,7 @@ extension HCIHost {
         }
         let refused = [UInt16](repeating: 0, count: remoteCIDs.count)
         guard let server = state.servers[psm] else { return answer(.psmNotSupported, dcids: refused) }
-        guard mtu >= Self.enhancedMinimum, (Self.enhancedMinimum...65533).contains(mps) else { return answer(.invalidParameters, dcids: refused) }
+        guard mtu >= Self.enhancedMinimum, Self.enhancedMPSRange.contains(mps) else { return answer(.invalidParameters, dcids: refused) }
         var result = CreditBasedConnectionResult.success
         var dcids: [UInt16] = []
         var created: [CreditBasedChannel] = []
@@ -159,8 +156,8 @@ extension HCIHost {
             dcids.append(cid)
         }
         answer(result, dcids: dcids, server: server)
-        let list = created.map { "0x" + String($0.localCID, radix: 16) }.joined(separator: " ")
-        logger.log(.info, "\(link.peer.address): accepted \(created.count) of \(remoteCIDs.count) enhanced L2CAP channels on PSM 0x\(String(psm, radix: 16)) (local CIDs \(list), peer MTU \(mtu), MPS \(mps), \(credits) credits)")
+        let list = created.map(\.localCID.hex).joined(separator: " ")
+        logger.log(.info, "\(link.peer.address): accepted \(created.count) of \(remoteCIDs.count) enhanced L2CAP channels on PSM \(psm.hex) (local CIDs \(list), peer MTU \(mtu), MPS \(mps), \(credits) credits)")
         for channel in created { server.accept(channel) }
     }
 
@@ -173,11 +170,20 @@ extension HCIHost {
             guard let channel = state.channel(remoteCID: cid), channel.isEnhanced else { return .invalidDestinationCID }
             channels.append(channel)
         }
-        guard mtu >= Self.enhancedMinimum, (Self.enhancedMinimum...65533).contains(mps) else { return .unacceptableParameters }
-        let current = channels.map { channel in channel.enter(on: executor) { ($0.peerMTU, $0.peerMPS) } }
-        guard current.allSatisfy({ mtu >= $0.0 }) else { return .mtuReductionNotAllowed }
-        guard channels.count == 1 || current.allSatisfy({ mps >= $0.1 }) else { return .mpsReductionNotAllowed }
+        let current = channels.map { channel in channel.enter(on: executor) { (mtu: $0.peerMTU, mps: $0.peerMPS) } }
+        let result = Self.reconfigureResult(mtu: mtu, mps: mps, current: current)
+        guard result == .success else { return result }
         for channel in channels { channel.enter(on: executor) { $0.peerReconfigured(mtu: mtu, mps: mps) } }
+        return .success
+    }
+
+    /// The checks of 4.27 for a new MTU and MPS on channels now at `current`, by either side:
+    /// both in range (at least 64, MTU at most 65535, MPS at most 65533), the MTU not smaller
+    /// on any channel, the MPS smaller only when one channel is reconfigured.
+    static func reconfigureResult(mtu: Int, mps: Int, current: [(mtu: Int, mps: Int)]) -> CreditBasedReconfigureResult {
+        guard (enhancedMinimum...65535).contains(mtu), enhancedMPSRange.contains(mps) else { return .unacceptableParameters }
+        guard current.allSatisfy({ mtu >= $0.mtu }) else { return .mtuReductionNotAllowed }
+        guard current.count == 1 || current.allSatisfy({ mps >= $0.mps }) else { return .mpsReductionNotAllowed }
         return .success
     }
 }

@@ -33,18 +33,27 @@ public actor CreditBasedChannel {
     weak var host: HCIHost?
     let scheduler: any TimerScheduler
 
-    var flow: CreditBasedFlow
-    var reassembler: KFrameReassembler
-    /// Complete SDUs not taken by the application yet, with the K-frames each used.
-    var inbox: [(sdu: [UInt8], frames: Int)] = []
-    var inboxHead = 0
+    // Unchecked exclusivity on the per-K-frame state: it is touched only on the executor, one
+    // job at a time, and the dynamic checks were a measurable part of a small SDU's cost.
+    @exclusivity(unchecked) var flow: CreditBasedFlow
+    @exclusivity(unchecked) var reassembler: KFrameReassembler
+    /// Complete SDUs not handed to the reader yet, with the K-frames each used.
+    @exclusivity(unchecked) var inbox: [SDUReader.Entry] = []
+    /// An emptied batch the reader gave back, reused as the next inbox.
+    @exclusivity(unchecked) var spare: [SDUReader.Entry] = []
+    /// The reader's side: the batch it took in its last hop, iterated off the executor.
+    nonisolated let reader: SDUReader
+    /// True while the reader holds SDUs it has not come back after (its batch is not used up).
+    var readerHolds = false
+    /// The peer holds no credit (mirrors `reader.starved`, which is stored only on a change).
+    var peerStarved = false
     /// K-frames taken and not credited back yet.
     var unreturned = 0
     /// K-frames of the SDU being reassembled already counted in `unreturned`.
     var partialReturned = 0
-    /// The task waiting in `receive` (one at a time), the senders waiting for credits and
-    /// the closers waiting for the Disconnection Response.
-    let receivers: Waiters<[UInt8]?, L2CAPChannelError>
+    /// The task waiting in `receive` (one at a time) for a batch (nil: closed), the senders
+    /// waiting for credits and the closers waiting for the Disconnection Response.
+    let receivers: Waiters<[SDUReader.Entry]?, L2CAPChannelError>
     let senders: Waiters<Void, L2CAPChannelError>
     let closers: Waiters<Void, Never>
     var sendQueue: [PendingSDU] = []
@@ -93,6 +102,7 @@ public actor CreditBasedChannel {
         self.peerMPS = peerMPS
         self.flow = CreditBasedFlow(sendCredits: peerCredits, receiveCredits: receiveWindow)
         self.reassembler = KFrameReassembler(mtu: mtu, mps: mps)
+        self.reader = SDUReader(receiveWindow: receiveWindow)
         self.receivers = Waiters(executor: host.executor, scheduler: host.scheduler)
         self.senders = Waiters(executor: host.executor, scheduler: host.scheduler)
         self.closers = Waiters(executor: host.executor, scheduler: host.scheduler)
@@ -212,11 +222,46 @@ public actor CreditBasedChannel {
 
     /// The next SDU, or nil once the channel was closed (by either side) and everything that
     /// arrived before was taken. Returns the SDU's credits to the peer. `timeout` nil waits
-    /// until data or close; cancelling the task ends the wait with `.cancelled`.
+    /// until data or close; cancelling the task ends the wait with `.cancelled`. Runs on the
+    /// caller's executor: it hops to the channel only when the SDUs taken in its last hop are
+    /// used up, and then takes every SDU waiting.
     ///
     ///     while let sdu = try await channel.receive(timeout: .seconds(2)) { use(sdu) }
-    public func receive(timeout: Duration? = nil) async throws(L2CAPChannelError) -> [UInt8]? {
-        if let sdu = takeSDU() { return sdu }
+    public nonisolated(nonsending) func receive(timeout: Duration? = nil) async throws(L2CAPChannelError) -> [UInt8]? {
+        let reader = self.reader
+        guard !reader.busy.exchange(true, ordering: .acquiring) else { throw .receiveInProgress(cid: localCID) }
+        defer { reader.busy.store(false, ordering: .releasing) }
+        if let sdu = reader.next(report: reportTaken) { return sdu }
+        let (drained, consumed) = reader.drain()
+        guard let batch = try await nextBatch(taken: consumed, drained: drained, timeout: timeout) else { return nil }
+        return reader.start(batch, report: reportTaken)
+    }
+
+    /// Credits the K-frames of SDUs the reader took, from its thread: one job on the executor.
+    nonisolated func reportTaken(_ frames: Int) {
+        let executor = self.executor
+        executor.queue.async { self.enter(on: executor) { $0.taken(frames) } }
+    }
+
+    /// The reader took SDUs of `frames` K-frames.
+    func taken(_ frames: Int) {
+        unreturned += frames
+        returnCredits()
+    }
+
+    /// The reader's hop: it took everything it held (`taken` K-frames not reported yet) and
+    /// gives back its emptied batch; it gets every SDU waiting, or waits for the next one.
+    func nextBatch(taken frames: Int, drained: [SDUReader.Entry], timeout: Duration?) async throws(L2CAPChannelError) -> [SDUReader.Entry]? {
+        readerHolds = false
+        unreturned += frames
+        if spare.capacity < drained.capacity { spare = drained }
+        if !inbox.isEmpty {
+            let batch = handOver()
+            returnCredits()
+            return batch
+        }
+        creditPartialSDU()
+        returnCredits()
         if let endError { return try Self.ending(endError) }
         guard receivers.isEmpty else { throw .receiveInProgress(cid: localCID) }
         let peer = peerName, cid = localCID
@@ -225,28 +270,27 @@ public actor CreditBasedChannel {
             cancelled: { _ in .failure(.cancelled(peer: peer, cid: cid)) }).get()
     }
 
-    static func ending(_ error: L2CAPChannelError) throws(L2CAPChannelError) -> [UInt8]? {
+    static func ending(_ error: L2CAPChannelError) throws(L2CAPChannelError) -> [SDUReader.Entry]? {
         switch error {
         case .closed, .closedByPeer: return nil
         default: throw error
         }
     }
 
-    func takeSDU() -> [UInt8]? {
-        guard inboxHead < inbox.count else { return nil }
-        let entry = inbox[inboxHead]
-        inbox[inboxHead].sdu = []
-        inboxHead += 1
-        unreturned += entry.frames
-        if inboxHead == inbox.count {
-            inbox.removeAll(keepingCapacity: true)
-            inboxHead = 0
-            // The partial SDU is next: credit its K-frames so the peer can finish it.
-            unreturned += reassembler.framesInSDU - partialReturned
-            partialReturned = reassembler.framesInSDU
-        }
-        returnCredits()
-        return entry.sdu
+    /// Every SDU waiting, for the reader, which holds them from now on.
+    func handOver() -> [SDUReader.Entry] {
+        let batch = inbox
+        inbox = spare
+        spare = []
+        readerHolds = true
+        return batch
+    }
+
+    /// Nothing waits for the reader: the SDU being reassembled is what it waits for, so its
+    /// K-frames are credited back (an SDU larger than the window still completes).
+    func creditPartialSDU() {
+        unreturned += reassembler.framesInSDU - partialReturned
+        partialReturned = reassembler.framesInSDU
     }
 
     /// One K-frame for this channel, from the host's routing.
@@ -255,10 +299,11 @@ public actor CreditBasedChannel {
         framesReceived += 1
         do throws(KFrameError) {
             try flow.received()
+            if flow.receiveCredits == 0, !peerStarved { starved(true) }
             guard let (sdu, frames) = try reassembler.receive(payload) else {
                 // Mid-SDU: when the application has taken everything, the partial SDU is what
                 // it waits for, so its K-frames are credited back at once.
-                if inboxHead == inbox.count {
+                if inbox.isEmpty, !readerHolds {
                     unreturned += 1
                     partialReturned += 1
                     returnCredits()
@@ -272,12 +317,10 @@ public actor CreditBasedChannel {
                 unreturned += owed
                 returnCredits()
                 sduHandler(sdu[...])
-            } else if !receivers.isEmpty {
-                unreturned += owed
-                returnCredits()
-                receivers.resumeFirst(with: .success(sdu))
             } else {
                 inbox.append((sdu, owed))
+                // A waiting reader takes it now; SDUs that come before it is back wait for its next hop.
+                if !receivers.isEmpty { receivers.resumeFirst(with: .success(handOver())) }
             }
         } catch {
             protocolViolation(error)
@@ -292,9 +335,17 @@ public actor CreditBasedChannel {
         let n = flow.grant(unreturned)
         unreturned = 0
         guard n > 0 else { return }
+        if peerStarved { starved(false) }
         host?.enter(on: executor) { [handle, localCID] host in
             host.sendCreditIndication(handle: handle, cid: localCID, credits: UInt16(n))
         }
+    }
+
+    /// The peer's credits ran out (true) or were topped up: the reader reports SDUs at once
+    /// while they are out.
+    func starved(_ value: Bool) {
+        peerStarved = value
+        reader.starved.store(value, ordering: .relaxed)
     }
 
     // MARK: - Ending
@@ -323,7 +374,7 @@ public actor CreditBasedChannel {
 
     /// The peer sent a K-frame or credit count that breaks the rules: close this channel only.
     func protocolViolation(_ error: KFrameError) {
-        host?.enter(on: executor) { [peerName, localCID] in $0.logger.log(.warning, "\(peerName): closing L2CAP channel 0x\(String(localCID, radix: 16)): \(error)") }
+        host?.enter(on: executor) { [peerName, localCID] in $0.logger.log(.warning, "\(peerName): closing L2CAP channel \(localCID.hex): \(error)") }
         end(.malformedKFrame(peer: peerName, cid: localCID, error), sendDisconnect: true)
     }
 
@@ -334,11 +385,17 @@ public actor CreditBasedChannel {
         endError = error
         sendQueue.removeAll()
         senders.failAll(error)
-        if case .closed = error { inbox.removeAll(); inboxHead = 0 }
-        if case .malformedKFrame = error { inbox.removeAll(); inboxHead = 0 }
+        switch error {
+        case .closed, .malformedKFrame:
+            // What was received is dropped, the reader's batch in hand too.
+            inbox.removeAll()
+            reader.discarded.store(true, ordering: .relaxed)
+        default:
+            break
+        }
         if !receivers.isEmpty {
-            if let sdu = takeSDU() {
-                receivers.resumeFirst(with: .success(sdu))
+            if !inbox.isEmpty {
+                receivers.resumeFirst(with: .success(handOver()))
             } else {
                 do throws(L2CAPChannelError) { receivers.resumeAll(with: .success(try Self.ending(error))) } catch { receivers.failAll(error) }
             }

@@ -37,8 +37,15 @@ public final class CreditBasedSDUChannel: L2CAPChannel {
 extension CreditBasedChannel {
     /// Hands every SDU, those waiting first, to `receive` and the end to `end` (once).
     func consume(receive: @escaping @Sendable (ArraySlice<UInt8>) -> Void, end: @escaping @Sendable (LinkError) -> Void) {
-        if let endError, inboxHead == inbox.count { return end(linkError(endError)) }
-        while let sdu = takeSDU() { receive(sdu[...]) }
+        if let endError, inbox.isEmpty { return end(linkError(endError)) }
+        let waiting = inbox
+        inbox = []
+        for entry in waiting {
+            unreturned += entry.frames
+            receive(entry.sdu[...])
+        }
+        creditPartialSDU()
+        returnCredits()
         sduHandler = receive
         endHandler = end
         if let endError { self.endHandler = nil; end(linkError(endError)) }

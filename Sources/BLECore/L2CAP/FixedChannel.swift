@@ -42,6 +42,13 @@ public final class FixedChannel: L2CAPChannel, @unchecked Sendable { // state to
         host.enter(on: executor) { $0.enqueueIfLinked(handle: handle, channelID: channelID, payload: sdu) }
     }
 
+    /// A background task of the host (`HCIHost.background`).
+    public func adoptTask(_ work: @escaping @Sendable () async -> Void) -> Bool {
+        guard let host else { return false }
+        host.enter(on: executor) { $0.background { _ in await work() } }
+        return true
+    }
+
     public func setHandlers(receive: @escaping @Sendable ([UInt8]) -> Void, close: @escaping @Sendable (LinkError) -> Void) {
         setSliceHandlers(receive: { receive(Array($0)) }, close: close)
     }

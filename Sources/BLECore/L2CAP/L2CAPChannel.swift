@@ -59,6 +59,12 @@ public protocol L2CAPChannel: AnyObject, Sendable {
     func send(_ sdu: [UInt8]) async throws(LinkError)
     /// Queues one SDU without waiting (see the extension's default).
     func enqueue(_ sdu: [UInt8])
+    /// Runs `work` in a task owned by the link, which `Central.close()` cancels and waits
+    /// for, and returns true; returns false when the channel has no such owner (the default),
+    /// and the caller runs `work` in a task of its own. Called on the executor.
+    ///
+    ///     if !channel.adoptTask({ await bearer.runMTUExchange() }) { Task { await bearer.runMTUExchange() } }
+    func adoptTask(_ work: @escaping @Sendable () async -> Void) -> Bool
     /// Installs the handlers: `receive` for every inbound SDU in order, `close` once when the
     /// channel ends. Handlers run on `executor`'s queue.
     func setHandlers(receive: @escaping @Sendable ([UInt8]) -> Void, close: @escaping @Sendable (LinkError) -> Void)
@@ -99,4 +105,6 @@ extension L2CAPChannel {
     public func enqueue(_ sdu: [UInt8]) {
         Task { try? await self.send(sdu) }
     }
+
+    public func adoptTask(_ work: @escaping @Sendable () async -> Void) -> Bool { false }
 }

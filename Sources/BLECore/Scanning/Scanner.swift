@@ -190,7 +190,8 @@ actor Scanner {
         guard !reconciling else { return }
         guard applied != target else { return }
         reconciling = true
-        Task { await self.runReconciliation() }
+        // A task of the host's: `Central.close()` waits for it.
+        host.enter(on: executor) { $0.background { _ in await self.runReconciliation() } }
     }
 
     /// Returns once no reconciliation is running, or at once when the calling task is

@@ -83,6 +83,7 @@ final class ObservedChannel: L2CAPChannel, @unchecked Sendable { // `onClose` is
     /// Forwarded, so the bearer's responses and confirmations leave in order through the
     /// channel's own queue (not a task each, the protocol's default).
     func enqueue(_ sdu: [UInt8]) { base.enqueue(sdu) }
+    func adoptTask(_ work: @escaping @Sendable () async -> Void) -> Bool { base.adoptTask(work) }
     func setHandlers(receive: @escaping @Sendable ([UInt8]) -> Void, close: @escaping @Sendable (LinkError) -> Void) {
         base.setHandlers(receive: receive, close: { [weak self] error in
             close(error)

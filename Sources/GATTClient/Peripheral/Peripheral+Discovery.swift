@@ -46,7 +46,7 @@ extension Peripheral {
             // Kept only while the service is still known (a Service Changed indication or a
             // concurrent discovery may have replaced it meanwhile).
             if isKnown(service) {
-                database.characteristics[service.handle] = found
+                keep(found, of: service)
                 await storeInCache()
             }
             return found
@@ -93,6 +93,15 @@ extension Peripheral {
         } catch {
             throw failed(p, gattError(error, .discoveringDescriptors, .attribute(c.uuid, handle: c.valueHandle)))
         }
+    }
+
+    /// Stores `found` as `service`'s characteristics. A concurrent discovery may have stored
+    /// others meanwhile: the descriptors of those no longer listed go with them.
+    func keep(_ found: [GATTCharacteristic], of service: GATTService) {
+        for old in database.characteristics[service.handle] ?? [] where !found.contains(old) {
+            database.descriptors[old.valueHandle] = nil
+        }
+        database.characteristics[service.handle] = found
     }
 
     /// Whether `service` is still one of the discovered services (what is discovered under a
@@ -147,7 +156,7 @@ extension Peripheral {
             var chars = database.characteristics[gatt.handle] ?? []
             if database.characteristics[gatt.handle] == nil {
                 chars = try await p.discoverCharacteristics(of: gatt)
-                if isKnown(gatt) { database.characteristics[gatt.handle] = chars }
+                if isKnown(gatt) { keep(chars, of: gatt) }
             }
             guard let sc = chars.first(where: { $0.uuid == GATTAttributeType.serviceChanged }), sc.properties.contains(.indicate) else { return }
             target = .attribute(sc.uuid, handle: sc.valueHandle)
@@ -188,7 +197,7 @@ extension Peripheral {
         // snapshot as it is then.
         if cache != nil, !cacheStoreScheduled {
             cacheStoreScheduled = true
-            Task { [weak self] in await self?.storeScheduledSnapshot() }
+            ownedTask { await $0.storeScheduledSnapshot() }
         }
     }
 

@@ -169,7 +169,7 @@ extension Peripheral {
     func subscribersChanged(_ handle: UInt16) {
         guard let sub = subscriptions[handle], !sub.writing, terminalError == nil,
               sub.written != (routes.route(handle)?.configuration ?? 0) else { return }
-        Task { try? await self.reconcile(handle, target: .handle(handle)) }
+        ownedTask { try? await $0.reconcile(handle, target: .handle(handle)) }
     }
 
     /// Writes the CCCD until it matches what the subscribers need; one write at a time.

@@ -236,7 +236,7 @@ public actor Peripheral {
         switch state {
         case .connected:
             // Up again after a drop: take the new link.
-            if linkDown { Task { await reattach(connection) } }
+            if linkDown { ownedTask { await $0.reattach(connection) } }
         case .reconnecting, .connecting:
             readiness = .idle
             dropEnhancedBearers()
@@ -258,6 +258,13 @@ public actor Peripheral {
         readiness = .idle
         for h in subscriptions.keys { subscriptions[h]?.written = 0 }
         if connection == nil { terminate(.disconnected(peer: peerAddress, reason: Self.reason(of: error))) }
+    }
+
+    /// Runs `work` in a task the link owns (`Central.close()` cancels and waits for it), or
+    /// in one of the peripheral's own over a channel without an owner.
+    func ownedTask(_ work: @escaping @Sendable (isolated Peripheral) async -> Void) {
+        if channel.adoptTask({ await work(self) }) { return }
+        Task { await work(self) }
     }
 
     func terminate(_ error: GATTError) {
