@@ -79,7 +79,7 @@ clean:
 	rm -rf .build Examples/.build $(VENV)
 
 # Installs ble, its man page and bash/zsh completions under $(DESTDIR)$(PREFIX). Builds a
-# release binary first unless BLE_BIN names one (scripts/test-install uses the debug build).
+# release binary first unless BLE_BIN names one (CLIPackagingTests passes the debug build).
 PREFIX ?= /usr/local
 install:
 	@if [ -z "$(BLE_BIN)" ]; then $(SWIFT) build -c release --product ble $(SWIFTFLAGS); fi

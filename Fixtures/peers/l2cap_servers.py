@@ -14,6 +14,11 @@ Each entry of a device's "l2cap" list serves one LE_PSM (Core Spec 5.4 Vol 3, Pa
   channels back to the central's PSM N with one L2CAP_CREDIT_BASED_CONNECTION_REQ (Vol 3,
   Part A, 4.25). Each writes "ecfc <index>" once open and echoes what it receives; the dial
   channel then gets the SDU "opened <count>" or "failed <error>".
+- "dropLink" ends the link (HCI Disconnect, reason 0x13) in the middle of an SDU:
+  {"afterFrames": N} once the N-th K-frame of a channel arrived (with "grant": "never" and
+  "credits": N, the central is then waiting for credits halfway through its SDU);
+  {"sendFrames": N, "sduLength": L} once the channel's first SDU arrived, after sending the
+  first N K-frames of an SDU of L bytes (byte i = i & 0xFF), so the central holds half an SDU.
 - Every device also answers L2CAP_CREDIT_BASED_RECONFIGURE_REQ (4.27-4.28), which stock
   Bumble rejects as not understood: it checks the rules (MTU only grows, MPS shrinks for one
   channel only, CIDs its own enhanced channels, values of at least 64) and, on success,
@@ -32,7 +37,7 @@ import logging
 import struct
 from typing import Any
 
-from bumble import l2cap
+from bumble import hci, l2cap
 
 log = logging.getLogger("virtual_radio.l2cap")
 
@@ -69,7 +74,12 @@ def install(device: Any, entries: Any, where: str) -> None:
         if mode == "dial" and (not isinstance(dial, dict) or not isinstance(dial.get("psm"), int)
                                or not 1 <= int(dial.get("count", 1)) <= 5):
             raise L2capSpecError(f"{here}: mode 'dial' needs 'dial': {{'psm': N, 'count': 1-5}}")
-        server = StrictServer(entry["psm"], grant, mode, dial)
+        drop = entry.get("dropLink")
+        if drop is not None and not (isinstance(drop, dict) and (
+                isinstance(drop.get("afterFrames"), int)
+                or (isinstance(drop.get("sendFrames"), int) and isinstance(drop.get("sduLength"), int)))):
+            raise L2capSpecError(f"{here}: 'dropLink' needs {{'afterFrames': N}} or {{'sendFrames': N, 'sduLength': L}}")
+        server = StrictServer(entry["psm"], grant, mode, dial, drop)
         device.create_l2cap_server(spec=spec, handler=server.on_channel)
         log.info("%s: serving LE_PSM 0x%04X (%s, grant %s, MTU %d, MPS %d, %d credits)",
                  where, spec.psm, mode, grant, spec.mtu, spec.mps, spec.max_credits)
@@ -105,11 +115,14 @@ def install_reconfigure(device: Any) -> None:
 
 
 class StrictServer:
-    def __init__(self, psm: int, grant: str, mode: str, dial: dict[str, Any] | None = None) -> None:
+    def __init__(self, psm: int, grant: str, mode: str, dial: dict[str, Any] | None = None,
+                 drop: dict[str, Any] | None = None, close_after_bytes: int | None = None) -> None:
         self.psm = psm
         self.grant = grant
         self.mode = mode
         self.dial = dial
+        self.drop = drop or {}
+        self.close_after_bytes = close_after_bytes
 
     def on_channel(self, channel: l2cap.LeCreditBasedChannel) -> None:
         StrictChannel(channel, self)
@@ -126,6 +139,7 @@ class StrictChannel:
         self.sdu_length = 0
         self.frames = 0
         self.sdus = 0
+        self.bytes_received = 0
         self.closed = False
         channel.on_pdu = self.on_pdu  # type: ignore[method-assign]
         channel.sink = self.on_sdu
@@ -161,6 +175,9 @@ class StrictChannel:
         if channel.peer_credits <= 0:
             return self.violation(f"K-frame #{self.frames} sent without a credit")
         channel.peer_credits -= 1
+        if self.frames == self.server.drop.get("afterFrames"):
+            self.drop_link(f"after K-frame #{self.frames}")
+            return
         if self.server.grant == "one":
             self.give_credits(1)
         elif self.server.grant == "window" and channel.peer_credits <= channel.peer_max_credits // 2:
@@ -182,12 +199,40 @@ class StrictChannel:
             self.sdu = None
             self.on_sdu(sdu)
 
+    def drop_link(self, why: str) -> None:
+        self.closed = True
+        log.info("PSM 0x%04X: dropping the link %s", self.server.psm, why)
+        asyncio.get_running_loop().create_task(
+            self.channel.connection.disconnect(hci.HCI_REMOTE_USER_TERMINATED_CONNECTION_ERROR))
+
+    def send_half_sdu(self, frames: int, length: int) -> None:
+        """Sends the first `frames` K-frames of an SDU of `length` bytes (Vol 3, Part A, 3.4.3)."""
+        channel = self.channel
+        data = struct.pack("<H", length) + bytes(i & 0xFF for i in range(length))
+        for index in range(frames):
+            channel.send_pdu(data[index * channel.peer_mps:(index + 1) * channel.peer_mps])
+            channel.credits -= 1
+
     def on_sdu(self, sdu: bytes) -> None:
         self.sdus += 1
+        self.bytes_received += len(sdu)
+        if "sendFrames" in self.server.drop and self.sdus == 1:
+            self.send_half_sdu(int(self.server.drop["sendFrames"]), int(self.server.drop["sduLength"]))
+            self.drop_link(f"after {self.server.drop['sendFrames']} K-frames of an SDU")
+            return
         if self.server.mode == "echo":
             self.channel.write(sdu)
+        limit = self.server.close_after_bytes
+        if limit is not None and self.bytes_received >= limit and not self.closed:
+            self.closed = True
+            asyncio.get_running_loop().create_task(self.close_when_drained())
         elif self.server.mode == "dial" and self.sdus == 1:
             asyncio.get_running_loop().create_task(self.dial_back())
+
+    async def close_when_drained(self) -> None:
+        await self.channel.drain()
+        log.info("PSM 0x%04X: closing the channel after %d bytes", self.server.psm, self.bytes_received)
+        await self.channel.disconnect()
 
     async def dial_back(self) -> None:
         dial = self.server.dial or {}
@@ -208,3 +253,45 @@ class StrictChannel:
                      index, channel.source_cid, channel.destination_cid, channel.peer_mtu, channel.peer_mps)
             channel.write(f"ecfc {index}".encode())
         self.channel.write(f"opened {len(channels)}".encode())
+
+
+def install_connector(device: Any, spec: Any, where: str) -> None:
+    """Device key "l2capConnect": {"psm": N, "mtu", "mps", "credits", "send": ["text", ...],
+    "closeAfterBytes": N}. Once a link is made the device opens an LE credit-based channel
+    (Vol 3, Part A, 4.22) to the central's LE_PSM N, asking again every 100 ms (up to 10 s)
+    while the central answers 0x0002 (it registers its server once the link is up). It writes
+    each "send" text as one SDU, echoes what it receives with the strict receive side above,
+    and closes the channel once it has received "closeAfterBytes" bytes (never when absent)."""
+    if spec is None:
+        return
+    if not isinstance(spec, dict) or not isinstance(spec.get("psm"), int):
+        raise L2capSpecError(f"{where}: 'l2capConnect' needs an integer 'psm'")
+    channel_spec = l2cap.LeCreditBasedChannelSpec(
+        psm=spec["psm"], mtu=int(spec.get("mtu", 2048)), mps=int(spec.get("mps", 247)),
+        max_credits=int(spec.get("credits", 16)))
+    close_after = spec.get("closeAfterBytes")
+    server = StrictServer(spec["psm"], "window", "echo", close_after_bytes=None if close_after is None else int(close_after))
+    texts = [str(t) for t in spec.get("send", [])]
+
+    async def connect(connection: Any) -> None:
+        for _ in range(100):
+            try:
+                channel = await device.l2cap_channel_manager.create_le_credit_based_channel(connection, channel_spec)
+                break
+            except l2cap.L2capError as error:
+                if error.error_code != 0x0002:
+                    log.info("%s: channel to PSM 0x%04X refused: %s", where, channel_spec.psm, error)
+                    return
+            except Exception as error:  # the link went away
+                log.info("%s: channel to PSM 0x%04X failed: %s", where, channel_spec.psm, error)
+                return
+            await asyncio.sleep(0.1)
+        else:
+            log.info("%s: the central never served PSM 0x%04X", where, channel_spec.psm)
+            return
+        StrictChannel(channel, server)
+        for text in texts:
+            channel.write(text.encode())
+
+    device.on("connection", lambda connection: asyncio.get_running_loop().create_task(connect(connection)))
+    log.info("%s: opens a channel to the central's LE_PSM 0x%04X on each link", where, channel_spec.psm)

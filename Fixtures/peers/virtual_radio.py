@@ -37,7 +37,7 @@ from bumble.gatt import Characteristic, Descriptor, Service
 from bumble.host import Host
 from bumble.link import LocalLink
 from bumble.pairing import PairingConfig, PairingDelegate
-from bumble.smp import OobLegacyContext
+from bumble.smp import OobContext, OobLegacyContext, OobSharedData
 from bumble.crypto import aes_cmac
 from bumble.profiles.gap import GenericAccessService
 from bumble.transport.common import AsyncPipeSink
@@ -280,19 +280,37 @@ class ScenarioPairingDelegate(PairingDelegate):
         self.device_id = device_id
         # The pairing session, when it sends keypress notifications ("keypress").
         self.session: Any = None
+        # "typesShownPasskey": the six digits the central shows, as the person reads them
+        # off its screen (written to the "passkeyInput" characteristic); None: types `passkey`.
+        self.shown_passkey: asyncio.Future[int] | None = None
+
+    async def typed_passkey(self) -> int | None:
+        if self.shown_passkey is None:
+            return self.passkey
+        try:
+            # Within the SMP timeout (Vol 3, Part H, 3.4); no passkey refuses the pairing.
+            passkey = await asyncio.wait_for(asyncio.shield(self.shown_passkey), 30.0)
+        except asyncio.TimeoutError:
+            log.info("%s: no passkey was shown to type", self.device_id)
+            return None
+        self.shown_passkey = asyncio.get_running_loop().create_future()
+        return passkey
 
     async def generate_passkey(self) -> int:
         return self.passkey
 
     async def get_number(self) -> int | None:
-        log.info("%s: types passkey %06d", self.device_id, self.passkey)
+        typed = await self.typed_passkey()
+        if typed is None:
+            return None
+        log.info("%s: types passkey %06d", self.device_id, typed)
         if self.session is not None:
             kinds = [smp.KeypressNotificationType.PASSKEY_ENTRY_STARTED]
             kinds += [smp.KeypressNotificationType.PASSKEY_DIGIT_ENTERED] * 6
             kinds += [smp.KeypressNotificationType.PASSKEY_ENTRY_COMPLETED]
             for kind in kinds:
                 self.session.send_command(smp.SMP_Pairing_Keypress_Notification_Command(notification_type=kind))
-        return self.passkey
+        return typed
 
     async def display_number(self, number: int, digits: int) -> None:
         log.info("%s: shows %0*d", self.device_id, digits, number)
@@ -318,6 +336,14 @@ class Peripheral:
     links_dropped: int = 0
     forget_bonds: bool = False
     keypresses_received: list[int] = field(default_factory=list)
+    # Per link handle: whether the key that encrypted it is MITM-protected (made by pairing on
+    # that link); a link encrypted with a stored bond is absent and looked up in the keystore.
+    mitm_keys: dict[int, bool] = field(default_factory=dict)
+    delegate: "ScenarioPairingDelegate | None" = None
+    # "scOOB": this device's LE Secure Connections OOB context, and the central's OOB data
+    # once the test wrote it to the "oobData": "peer" characteristic.
+    oob_context: OobContext | None = None
+    peer_oob: OobSharedData | None = None
     drops: set[asyncio.Task] = field(default_factory=set)
 
     def build(self) -> None:
@@ -363,10 +389,12 @@ class Peripheral:
             self.device.add_default_services(add_gap_service=False, add_gatt_service=True)
         self.device.add_services(self.build_services(raw.get("services", [])))
         self.install_pairing(raw.get("pairing"))
+        self.install_session_reset()
         self.device.on(self.device.EVENT_CONNECTION, self.on_connection)
         self.install_att_gate(raw.get("stopAnsweringATTAfter"))
         self.install_signed_writes(raw.get("signedWrites", False))
         l2cap_servers.install(self.device, raw.get("l2cap", []), f"device {self.spec.id}")
+        l2cap_servers.install_connector(self.device, raw.get("l2capConnect"), f"device {self.spec.id}")
         rule = raw.get("dropAfterNotifications")
         if rule is not None:
             if not isinstance(rule, dict) or not isinstance(rule.get("count"), int) or rule["count"] < 1:
@@ -406,6 +434,17 @@ class Peripheral:
         if c.get("keypressLog", False):
             # The Keypress Notification types received so far, one octet each.
             value = att.AttributeValue(read=lambda connection: bytes(self.keypresses_received))
+        if c.get("passkeyInput", False):
+            value = att.AttributeValue(write=self.write_shown_passkey)
+        oob = c.get("oobData")
+        if oob == "local":
+            value = att.AttributeValue(read=self.read_local_oob)
+        elif oob == "peer":
+            value = att.AttributeValue(write=self.write_peer_oob)
+        elif oob is not None:
+            raise ScenarioError(f"{where}: oobData must be \"local\" or \"peer\"")
+        if permissions & att.Attribute.Permissions.READ_REQUIRES_AUTHENTICATION and isinstance(value, bytes):
+            value = self.authenticated_value(value)
         descriptors = []
         for d in c.get("descriptors", []):
             d_where = f"{where} descriptor {d.get('uuid')}"
@@ -471,6 +510,67 @@ class Peripheral:
                 raise att.ATT_Error(0x80) from None
 
         return att.AttributeValueV2(read=read)
+
+    def authenticated_value(self, value: bytes) -> att.AttributeValue:
+        """readAuthenticated: Bumble lets any encrypted link read it (it sets `authenticated`
+        on every LE encryption); the spec asks for a MITM-protected key (Vol 3, Part C, 10.3.1,
+        security mode 1 level 3). A link encrypted with a Just Works key gets Insufficient
+        Authentication (0x05)."""
+
+        async def read(connection: Connection) -> bytes:
+            if not await self.mitm_protected(connection):
+                log.info("%s: refused a read: the link's key is not MITM-protected", self.spec.id)
+                raise att.ATT_Error(att.ATT_INSUFFICIENT_AUTHENTICATION_ERROR)
+            return value
+
+        return att.AttributeValue(read=read)
+
+    async def mitm_protected(self, connection: Connection) -> bool:
+        known = self.mitm_keys.get(connection.handle)
+        if known is not None:
+            return known
+        if not connection.encryption or self.device.keystore is None:
+            return False
+        keys = await self.device.keystore.get(str(connection.peer_address))
+        key = keys and (keys.ltk or keys.ltk_peripheral)
+        return bool(key and key.authenticated)
+
+    def on_encryption_change(self, connection: Connection) -> None:
+        # Encrypted during a pairing on this link: the key is the session's (Just Works or
+        # not); otherwise with a stored bond, looked up when it matters.
+        session = self.device.smp_manager.sessions.get(connection.handle)
+        if connection.encryption and session is not None:
+            self.mitm_keys[connection.handle] = session.pairing_method != smp.PairingMethod.JUST_WORKS
+            log.info("%s: encrypted by pairing (%s)", self.spec.id, session.pairing_method.name)
+        else:
+            self.mitm_keys.pop(connection.handle, None)
+
+    def write_shown_passkey(self, connection: Connection, value: bytes) -> None:
+        """passkeyInput: the central's test writes the passkey it shows (uint32 little
+        endian), standing for the person who reads it there and types it here."""
+        if self.delegate is None or self.delegate.shown_passkey is None or len(value) != 4:
+            raise att.ATT_Error(att.ATT_INVALID_ATTRIBUTE_LENGTH_ERROR if len(value) != 4 else 0x80)
+        passkey = int.from_bytes(value, "little")
+        log.info("%s: reads passkey %06d off the central", self.spec.id, passkey)
+        if self.delegate.shown_passkey.done():
+            self.delegate.shown_passkey = asyncio.get_running_loop().create_future()
+        self.delegate.shown_passkey.set_result(passkey)
+
+    def read_local_oob(self, connection: Connection) -> bytes:
+        """oobData "local": this device's LE Secure Connections OOB data, r then
+        C = f4(PKx, PKx, r, 0) (Vol 3, Part H, 2.3.5.6.4), each least significant octet first
+        as in SMP PDUs. A test reads it the way an app would scan it from a QR code or NFC."""
+        if self.oob_context is None:
+            raise att.ATT_Error(0x80)
+        shared = self.oob_context.share()
+        return shared.r + shared.c
+
+    def write_peer_oob(self, connection: Connection, value: bytes) -> None:
+        """oobData "peer": the central's OOB data (r then C, 32 octets), for the next pairing."""
+        if len(value) != 32:
+            raise att.ATT_Error(att.ATT_INVALID_ATTRIBUTE_LENGTH_ERROR)
+        self.peer_oob = OobSharedData(r=bytes(value[:16]), c=bytes(value[16:]))
+        log.info("%s: took the central's OOB data %s", self.spec.id, self.peer_oob)
 
     # -- subscriptions ---------------------------------------------------------------
 
@@ -541,6 +641,12 @@ class Peripheral:
                 our_context=None, peer_data=None,
                 legacy_context=OobLegacyContext(bytes.fromhex(tk.replace(" ", ""))[::-1]),
             )
+        self.delegate = delegate
+        if rule.get("typesShownPasskey", False):
+            delegate.shown_passkey = asyncio.get_running_loop().create_future()
+        if rule.get("scOOB", False):
+            # Its own key pair and r, made once; C refers to that key (2.3.5.6.4).
+            self.oob_context = OobContext()
         config = PairingConfig(
             sc=bool(rule.get("sc", True)),
             mitm=bool(rule.get("mitm", False)),
@@ -553,8 +659,57 @@ class Peripheral:
             delegate.local_initiator_key_distribution |= PairingDelegate.KeyDistribution.DISTRIBUTE_SIGNING_KEY
         if rule.get("keypress", False):
             self.install_keypress(delegate)
-        self.device.pairing_config_factory = lambda connection: config
+        self.device.pairing_config_factory = lambda connection: self.pairing_config(config)
+        if rule.get("securityRequest", False):
+            self.install_security_request()
         self.forget_bonds = bool(rule.get("forgetBonds", False))
+
+    def pairing_config(self, config: PairingConfig) -> PairingConfig:
+        """The config of the pairing about to start: with "scOOB", OOB with this device's
+        context and the central's OOB data when it was given (Bumble sets the OOB flag only
+        then; Secure Connections uses OOB when either side sets it, 2.3.5.1)."""
+        if self.oob_context is None:
+            return config
+        return PairingConfig(
+            sc=config.sc, mitm=config.mitm, bonding=config.bonding, delegate=config.delegate,
+            oob=PairingConfig.OobConfig(our_context=self.oob_context, peer_data=self.peer_oob, legacy_context=None),
+        )
+
+    def install_session_reset(self) -> None:
+        """Bumble keeps a finished pairing session until the link ends and hands it a later
+        Pairing Request on the same link, which it then never completes (no keys are
+        distributed). Forget the session once it is done, so pairing again on an encrypted
+        link (raising its level, Vol 3, Part H, 2.4.4) gets a new one; keys come from the
+        keystore after that, as on a new link."""
+        manager = self.device.smp_manager
+        original = manager.on_pairing
+
+        async def on_pairing(session: Any, identity_address: Any, keys: Any) -> None:
+            await original(session, identity_address, keys)
+            if manager.sessions.get(session.connection.handle) is session:
+                del manager.sessions[session.connection.handle]
+
+        manager.on_pairing = on_pairing  # type: ignore[method-assign]
+
+    def install_security_request(self) -> None:
+        """pairing "securityRequest": true sends a Security Request (Vol 3, Part H, 3.6.7)
+        with the pairing's AuthReq when the central's first ATT request of a link other than
+        Exchange MTU arrives (a central may exchange the MTU as it connects), as a peripheral
+        does that wants security before serving anything; the request is answered as usual."""
+        server = self.device.gatt_server
+        original = server.on_gatt_pdu
+        asked: set[int] = set()
+
+        def gated(bearer: Any, pdu: att.ATT_PDU) -> None:
+            connection = bearer.connection if att.is_enhanced_bearer(bearer) else bearer
+            if (pdu.op_code in att.ATT_REQUESTS and pdu.op_code != att.Opcode.ATT_EXCHANGE_MTU_REQUEST
+                    and connection.handle not in asked):
+                asked.add(connection.handle)
+                log.info("%s: sends a Security Request", self.spec.id)
+                self.device.request_pairing(connection)
+            original(bearer, pdu)
+
+        server.on_gatt_pdu = gated  # type: ignore[method-assign]
 
     def install_keypress(self, delegate: "ScenarioPairingDelegate") -> None:
         """pairing "keypress": true sets Keypress in AuthReq (Vol 3, Part H, 3.5.1), which
@@ -587,6 +742,7 @@ class Peripheral:
         self.att_requests[handle] = 0
         self.connected_at[handle] = loop.time()
         connection.on(connection.EVENT_DISCONNECTION, lambda reason: self.on_disconnection(handle, reason))
+        connection.on(connection.EVENT_CONNECTION_ENCRYPTION_CHANGE, lambda: self.on_encryption_change(connection))
         after = self.spec.raw.get("disconnectAfter")
         if after is not None:
             async def drop() -> None:
@@ -638,6 +794,7 @@ class Peripheral:
         self.att_requests.pop(handle, None)
         self.connected_at.pop(handle, None)
         self.notifications_sent.pop(handle, None)
+        self.mitm_keys.pop(handle, None)
 
     def install_att_gate(self, limit: Any) -> None:
         """stopAnsweringATTAfter: {"requests": N} answers the first N ATT requests of

@@ -25,8 +25,12 @@ public struct ChildProcess: Sendable {
     /// The read end of the pipe when stdout or stderr is `.pipe`; the caller closes it.
     public let pipe: Int32?
 
-    /// Starts `path` with `arguments` (argv[0] is `path`) and the environment of this process.
-    public init(path: String, _ arguments: [String], stdout: Output = .null, stderr: Output = .null) throws(ChildProcessError) {
+    /// Starts `path` with `arguments` (argv[0] is `path`) and `environment` (nil: the
+    /// environment of this process).
+    public init(
+        path: String, _ arguments: [String], environment: [String: String]? = nil,
+        stdout: Output = .null, stderr: Output = .null
+    ) throws(ChildProcessError) {
         var fds: [Int32] = [-1, -1]
         let piped = stdout == .pipe || stderr == .pipe
         if piped {
@@ -63,8 +67,14 @@ public struct ChildProcess: Sendable {
         posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
         let argv = ([path] + arguments).map { strdup($0) } + [nil]
         defer { for a in argv { free(a) } }
+        let envp = environment.map { $0.map { strdup("\($0.key)=\($0.value)") } + [nil] }
+        defer { for e in envp ?? [] { free(e) } }
         var child: pid_t = 0
-        let rc = posix_spawn(&child, path, &actions, &attributes, argv, environ)
+        let rc = if let envp {
+            posix_spawn(&child, path, &actions, &attributes, argv, envp)
+        } else {
+            posix_spawn(&child, path, &actions, &attributes, argv, environ)
+        }
         if piped { close(fds[1]) }
         guard rc == 0 else {
             if piped { close(fds[0]) }

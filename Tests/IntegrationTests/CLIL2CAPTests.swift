@@ -61,4 +61,79 @@ struct CLIL2CAPTests {
         #expect(run.status == 2)
         #expect(run.stderr.contains("--psm PSM"))
     }
+
+    /// The summary line on stderr, parsed field by field.
+    struct Summary {
+        var bytesSent = 0, sdusSent = 0, bytesReceived = 0, sdusReceived = 0
+        var seconds = 0.0, kilobytesPerSecond = 0.0, creditStalls = 0
+        var closedByPeer = false
+
+        init?(_ stderr: String) {
+            let pattern = /sent (\d+) bytes in (\d+) SDUs, received (\d+) bytes in (\d+) SDUs in ([0-9.]+) s \(([0-9.]+) kB\/s\); waited for credits (\d+) times(; the peer closed the channel)?/
+            guard let m = stderr.firstMatch(of: pattern),
+                  let a = Int(m.1), let b = Int(m.2), let c = Int(m.3), let d = Int(m.4),
+                  let s = Double(m.5), let r = Double(m.6), let z = Int(m.7) else { return nil }
+            (bytesSent, sdusSent, bytesReceived, sdusReceived, seconds, kilobytesPerSecond, creditStalls) = (a, b, c, d, s, r, z)
+            closedByPeer = m.8 != nil
+        }
+    }
+
+    @Test func summaryCarriesThroughputAndCreditStalls() async throws {
+        try await VirtualRadio.with(scenario: "l2cap") { radio in
+            var g = SystemRandomNumberGenerator()
+            let data = (0..<10_000).map { _ in UInt8.random(in: 0...255, using: &g) }
+            // PSM 130 starts with one credit and grants one per K-frame (MPS 100): every SDU
+            // of up to 2048 bytes waits for credits.
+            let (run, output) = try await Self.runWithFiles(["-d", radio.transportSpec, "l2cap", "F0:5E:B1:00:00:21", "--psm", "130", "--idle", "1"], input: data)
+            #expect(run.status == 0, "\(run.stderr)")
+            let same = output == data
+            #expect(same, "the bytes that came back differ")
+            let summary = try #require(Summary(run.stderr), "\(run.stderr)")
+            #expect(summary.bytesSent == 10_000 && summary.bytesReceived == 10_000)
+            #expect(summary.sdusSent >= 5 && summary.sdusSent <= 10_000)
+            #expect(summary.sdusReceived == summary.sdusSent)
+            // Each SDU (at least 5, each over one K-frame) waited for credits at least once.
+            #expect(summary.creditStalls >= 5, "\(run.stderr)")
+            #expect(summary.creditStalls <= summary.sdusSent)
+            // kB/s is both directions over the elapsed time, as printed (2 and 1 decimals).
+            #expect(summary.seconds > 0 && summary.kilobytesPerSecond > 0)
+            let rate = 20.0 / summary.seconds
+            #expect(abs(summary.kilobytesPerSecond - rate) <= max(0.1, rate * 0.01), "\(run.stderr)")
+            #expect(!summary.closedByPeer)
+        }
+    }
+
+    @Test func idleDefaultsToTwoSeconds() async throws {
+        try await VirtualRadio.with(scenario: "l2cap") { radio in
+            let (run, output) = try await Self.runWithFiles(["-d", radio.transportSpec, "l2cap", "F0:5E:B1:00:00:21", "--psm", "0x0080"], input: Array("ping\n".utf8))
+            #expect(run.status == 0, "\(run.stderr)")
+            #expect(output == Array("ping\n".utf8))
+            let summary = try #require(Summary(run.stderr), "\(run.stderr)")
+            // The echo comes back at once; then 2 s without a K-frame end the copy.
+            #expect(summary.seconds >= 2.0, "\(run.stderr)")
+            #expect(summary.seconds < 3.5, "\(run.stderr)")
+        }
+    }
+
+    @Test func listenAcceptsTheDevicesChannelUntilItClosesIt() async throws {
+        try await VirtualRadio.with(scenario: "l2cap-links") { radio in
+            // "caller" opens a channel to our PSM 0x0090 on each link, writes one SDU, echoes,
+            // and closes the channel once 1000 bytes arrived.
+            let caller = try #require(radio.device("caller"))
+            var g = SystemRandomNumberGenerator()
+            let data = (0..<1000).map { _ in UInt8.random(in: 0...255, using: &g) }
+            let (run, output) = try await Self.runWithFiles(["-d", radio.transportSpec, "l2cap", caller.address, "--listen", "0x0090", "--idle", "20"], input: data)
+            #expect(run.status == 0, "\(run.stderr)")
+            #expect(run.stderr.contains("channel open: PSM 0x0090"), "\(run.stderr)")
+            let expected = Array("hello from the peer\n".utf8) + data
+            let same = output == expected
+            #expect(same, "stdout is not the peer's SDU followed by the echo")
+            let summary = try #require(Summary(run.stderr), "\(run.stderr)")
+            #expect(summary.closedByPeer)
+            #expect(summary.bytesSent == 1000 && summary.bytesReceived == 1020)
+            // The peer closed the channel: no --idle wait.
+            #expect(summary.seconds < 20)
+            #expect(!radio.recentLog.contains("L2CAP VIOLATION"))
+        }
+    }
 }

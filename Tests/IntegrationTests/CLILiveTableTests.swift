@@ -3,8 +3,10 @@ import Foundation
 import Testing
 
 /// The live scan table on a real terminal: `ble scan` runs in a tmux pane against fakes of
-/// the "all" scenario's devices (`FakeRadio`); the captured screen must show the scenario's device names, and Ctrl-C
-/// must end the tool with status 130.
+/// the "all" scenario's devices (`FakeRadio`), the beacons of `CLIScanDataTests` and a device
+/// whose name carries an escape sequence; the captured screen must show the device names,
+/// the decoded service data, the TX column and the hostile name escaped, and Ctrl-C must end
+/// the tool with status 130.
 @Suite(.serialized) struct CLILiveTableTests {
     /// Runs tmux on a server of its own (`-L socket`), so the test never touches the user's
     /// sessions and can end the server it started. Through system(3) rather than Process: the
@@ -35,24 +37,55 @@ import Testing
         return text
     }
 
+    static let evil = "F0:5E:B1:00:00:23"
+
+    /// Advertises the complete local name ESC "[2Jevil" (ESC [ 2 J erases a terminal's screen)
+    /// and Service Data for 180F (Battery) 0x5A; AD structures as in `CLIScanDataTests`.
+    static func hostileName() -> FakePeripheral {
+        let name = Array("\u{1B}[2Jevil".utf8)
+        let ad: [UInt8] = [0x02, 0x01, 0x06]                             // flags
+            + [UInt8(name.count + 1), 0x09] + name                        // complete local name
+            + [0x04, 0x16, 0x0F, 0x18, 0x5A]                              // service data 180F: 5a
+        return FakePeripheral(name: nil, address: FakePeers.address(evil), advertisement: AdvertisingData(bytes: ad))
+    }
+
+    /// The row of the device at `address` on the screen, split at blanks: address, name,
+    /// RSSI, TX, ... (the names of these rows have no blanks; the iBeacon advertises none: "-").
+    static func cells(_ screen: String, _ address: String) -> [String] {
+        let line = screen.split(separator: "\n").first { $0.hasPrefix(address) } ?? ""
+        return line.split(separator: " ").map(String.init)
+    }
+
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/tmux")))
     func liveTableShowsDeviceNamesAndCtrlCExits130() async throws {
-        let radio = FakeRadio([FakePeers.heartRateMonitor(), FakePeers.lab(), FakePeers.battery()])
+        let radio = FakeRadio([FakePeers.heartRateMonitor(), FakePeers.lab(), FakePeers.battery()]
+                              + CLIScanDataTests.devices() + [Self.hostileName()])
         defer { radio.close() }
         let spec = try radio.fake.servePseudoTerminal()
         let socket = "ble-cli-test-\(getpid())"
         // The shell survives the Ctrl-C (its trap runs in the shell only) to print the status.
         let command = "trap true INT; \(BLETool.executable.path) -d \(spec) scan; echo EXIT=$?; read _"
-        _ = try Self.tmux(socket, ["new-session", "-d", "-s", "ble", "-x", "160", "-y", "30", "env -u NO_COLOR sh -c '\(command)'"])
+        _ = try Self.tmux(socket, ["new-session", "-d", "-s", "ble", "-x", "200", "-y", "30", "env -u NO_COLOR sh -c '\(command)'"])
         defer {
             _ = try? Self.tmux(socket, ["kill-server"])
             try? FileManager.default.removeItem(atPath: "/tmp/tmux-\(getuid())/\(socket)")
         }
-        let names = ["Polar H10 sim", "Lab sim", "Battery sim"]
-        let screen = try await Self.screen(socket, within: 15) { s in names.allSatisfy(s.contains) }
+        // The hostile name shown as text: a backslash, "x1b", then the rest.
+        let names = ["Polar H10 sim", "Lab sim", "Battery sim", "Eddy", "\\x1b[2Jevil"]
+        let screen = try await Self.screen(socket, within: 15) { s in names.allSatisfy(s.contains) && s.contains(Self.evil) }
         for name in names { #expect(screen.contains(name), "screen:\n\(screen)") }
         #expect(screen.contains("ADDRESS"))
         #expect(screen.contains("F0:5E:B1:00:00:02/random"))
+        // The DATA column: the Eddystone-URL frame and the iBeacon decoded (the iBeacon's
+        // summary is longer than the column, cut with "~"), plain service data as UUID=hex.
+        #expect(screen.contains("Eddystone-URL https://example.com tx@0m -24 dBm"), "screen:\n\(screen)")
+        #expect(screen.contains("iBeacon E2C56DB5-DFFB-48D2-B060-D0F5A71096E0 major 1 minor"), "screen:\n\(screen)")
+        #expect(screen.contains("180F=5a"), "screen:\n\(screen)")
+        // The TX column: the advertised TX Power Level (AD 0x0A), "-" where none is advertised.
+        let eddy = Self.cells(screen, CLIScanDataTests.eddystone)
+        #expect(eddy.count > 3 && eddy[1] == "Eddy" && eddy[3] == "4", "\(eddy)")
+        let beacon = Self.cells(screen, CLIScanDataTests.ibeacon)
+        #expect(beacon.count > 3 && beacon[3] == "-", "\(beacon)")
         #expect(screen.contains("Ctrl-C to stop"))
         _ = try Self.tmux(socket, ["send-keys", "-t", "ble", "C-c"])
         let after = try await Self.screen(socket, within: 10) { $0.contains("EXIT=") }

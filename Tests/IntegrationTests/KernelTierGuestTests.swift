@@ -1,5 +1,6 @@
 import ATT
 import BLECore
+import BLETestSupport
 import GATTClient
 import Dispatch
 import Foundation
@@ -88,6 +89,10 @@ struct KernelTierGuestTests {
     func kernelModePeripheral() async throws {
         try await KernelTierGuest.afterRelease { try HCIAdapters.bringUp(index: 0) }
         let executor = AdapterExecutor(label: "kernel-mode-peripheral")
+        // The link must end before hci0 goes down: HRM keeps notifying on a link the kernel
+        // forgot, and Bumble's vhci transport closes /dev/vhci (hci0 is gone) when the kernel
+        // refuses those packets for an adapter that is down.
+        let links = try LinkWatch()
         do {
             let channel = try await L2CAPSocketChannel.connect(adapterIndex: 0, peer: KernelTierGuest.hrm, executor: executor, timeout: .seconds(40))
             let peripheral = Peripheral(channel: channel, peer: KernelTierGuest.hrm)
@@ -98,6 +103,7 @@ struct KernelTierGuestTests {
                 throw error
             }
             channel.close()
+            try await links.endAll()
         } catch {
             try? HCIAdapters.bringDown(index: 0)
             throw error
@@ -513,7 +519,7 @@ enum KernelTierGuest {
 
     /// Runs this test binary again with `BLE_KERNEL_TIER_CHILD=role` (optionally as user
     /// nobody through setpriv); with `interruptAfterLine`, sends SIGINT once the child printed
-    /// that line. The child is killed if it has not exited within 120 s. (posix_spawn and a
+    /// that line. The child is killed if it has not exited within 120 s. (ChildProcess and a
     /// reader thread: inside the guest, Foundation's Process logged that it could not create
     /// its CFSocket wakeup socket pair and never reported the child's exit.)
     static func runChild(role: String, asNobody: Bool, interruptAfterLine: String?) async throws -> Child {
@@ -541,42 +547,8 @@ enum KernelTierGuest {
     /// not exited within 120 s.
     static func runProgram(_ arguments: [String], environment: [String: String] = ProcessInfo.processInfo.environment,
                            onLine: @escaping @Sendable (String, pid_t) -> Void = { _, _ in }) async throws -> Child {
-        let envStrings = environment.map { "\($0.key)=\($0.value)" }
-
-        var fds: [Int32] = [0, 0]
-        try #require(pipe(&fds) == 0, "pipe: errno \(errno)")
-        let (readEnd, writeEnd) = (fds[0], fds[1])
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_adddup2(&actions, writeEnd, 1)
-        posix_spawn_file_actions_adddup2(&actions, writeEnd, 2)
-        posix_spawn_file_actions_addclose(&actions, readEnd)
-        posix_spawn_file_actions_addclose(&actions, writeEnd)
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        // Test runners block signals in their threads; the child starts with none blocked.
-        var none = sigset_t()
-        sigemptyset(&none)
-        posix_spawnattr_setsigmask(&attributes, &none)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK))
-
-        var pid: pid_t = 0
-        let argv = arguments.map { strdup($0) } + [nil]
-        let envp = envStrings.map { strdup($0) } + [nil]
-        defer {
-            argv.forEach { free($0) }
-            envp.forEach { free($0) }
-        }
-        let spawned = posix_spawn(&pid, arguments[0], &actions, &attributes, argv, envp)
-        _ = close(writeEnd)
-        guard spawned == 0 else {
-            _ = close(readEnd)
-            throw ChildFailure.spawn(arguments[0], spawned)
-        }
-        let childPID = pid
+        let child = try ChildProcess(path: arguments[0], Array(arguments.dropFirst()), environment: environment, stdout: .pipe, stderr: .pipe)
+        let (childPID, readEnd) = (child.pid, try #require(child.pipe))
         let watchdog = Task {
             try await Task.sleep(for: .seconds(120))
             kill(childPID, SIGKILL)
@@ -599,17 +571,12 @@ enum KernelTierGuest {
                     }
                 }
                 _ = close(readEnd)
-                var status: Int32 = 0
-                while waitpid(childPID, &status, 0) < 0 && errno == EINTR {}
-                // WIFEXITED / WEXITSTATUS, WTERMSIG as 128 + signal.
-                let code: Int32 = status & 0x7F == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
-                c.resume(returning: Child(status: code, output: String(decoding: output, as: UTF8.self)))
+                let status = ChildProcess.wait(childPID)
+                c.resume(returning: Child(status: status, output: String(decoding: output, as: UTF8.self)))
             }
             thread.start()
         }
     }
-
-    enum ChildFailure: Error { case spawn(String, Int32) }
 }
 
 extension Array where Element == UInt8 {

@@ -9,16 +9,13 @@ import Glibc
 #endif
 
 /// Kernel-tier scenarios (inside the VM, see `KernelTierGuestTests`) for the kernel's LE
-/// credit-based channels, BT_SECURITY and the HCI monitor channel. The peer is HRM of
-/// Fixtures/peers/vhci_controller.py: an echo server on LE_PSM 0x0080 (MTU 2048, MPS 247) and
-/// characteristic B1E5E000-5EC0-4E00-8000-000000000002 that reads "secret" only on an
-/// encrypted link (else Insufficient Encryption, ATT error 0x0F, Vol 3, Part F, 3.4.1.1).
-/// HCI_Reset is opcode 0x0C03 (Vol 4, Part E, 7.3.2); the kernel sends it when it powers an
-/// adapter on.
+/// credit-based channels and the HCI monitor channel (BT_SECURITY is in
+/// KernelTierSecurityGuestTests.swift). The peer is HRM of Fixtures/peers/vhci_controller.py:
+/// an echo server on LE_PSM 0x0080 (MTU 2048, MPS 247). HCI_Reset is opcode 0x0C03 (Vol 4,
+/// Part E, 7.3.2); the kernel sends it when it powers an adapter on.
 extension KernelTierGuestTests {
     struct Unexpected: Error { var what: String }
     static let echoPSM: UInt16 = 0x0080
-    static let secret = BluetoothUUID("B1E5E000-5EC0-4E00-8000-000000000002")!
 
     @Test("Kernel mode: LE credit-based channel to PSM 0x0080 through L2CAPSocketChannel echoes SDUs; a PSM nobody serves is refused")
     func kernelModeCreditChannelEcho() async throws {
@@ -74,52 +71,6 @@ extension KernelTierGuestTests {
         }
         try HCIAdapters.bringDown(index: 0)
         KernelTierGuest.pass("kernelModeCreditChannelEcho")
-    }
-
-    @Test("Kernel mode: the encrypted characteristic is refused on a plain link; BT_SECURITY the kernel cannot reach is a typed error, never a plain channel")
-    func kernelModeSecurity() async throws {
-        try await KernelTierGuest.afterRelease { try HCIAdapters.bringUp(index: 0) }
-        let executor = AdapterExecutor(label: "kernel-mode-security")
-        let scheduler = DispatchTimerScheduler(queue: executor.queue)
-        let byUUID = ATTPDU.readByTypeRequest(range: ATTHandleRange(start: 0x0001, end: 0xFFFF), type: Self.secret)
-        let links = try LinkWatch()
-        do {
-            // Without bluetoothd nothing enabled LE in the kernel's management interface, and
-            // the kernel skips LE pairing: asking for .encrypted fails instead of going on
-            // (the socket is closed before the error is thrown).
-            do {
-                let unpaired = try await L2CAPSocketChannel.connect(adapterIndex: 0, peer: KernelTierGuest.hrm, security: .encrypted, executor: executor, timeout: .seconds(40))
-                unpaired.close()
-                throw Unexpected(what: "the kernel reached \(unpaired.securityLevel.map { "\($0)" } ?? "?") without an SMP channel")
-            } catch let error as L2CAPSocketError {
-                guard case .securityNotReached(_, .encrypted, let reached) = error else { throw error }
-                try #require(reached == SecurityLevel.none, "\(error)")
-                print("kernel mode, BT_SECURITY without SMP: \(error)")
-            }
-            let plain = try await L2CAPSocketChannel.connect(adapterIndex: 0, peer: KernelTierGuest.hrm, executor: executor, timeout: .seconds(40))
-            do {
-                let answer = try await ATTBearer(channel: plain, scheduler: scheduler).request(byUUID)
-                plain.close()
-                throw Unexpected(what: "read of the encrypted characteristic on a plain link: \(answer)")
-            } catch let error as ATTError {
-                guard case .errorResponse(let code, _, _) = error else { throw error }
-                try #require(code == ATTErrorCode(0x0F), "error \(code)")
-            }
-            #expect(plain.securityLevel == SecurityLevel.none)
-
-            // Pairing itself needs the kernel's LE SMP channel, which it registers only when
-            // it powers an adapter on with LE enabled through its management interface
-            // (HCIAdapters.enableLowEnergy) and can create its cmac(aes) and ECDH contexts; in
-            // this VM the ECDH context fails ("Unable to create ECDH crypto context"), so the
-            // encrypted read is not proven here.
-            plain.close()
-            try await links.endAll()
-        } catch {
-            try? HCIAdapters.bringDown(index: 0)
-            throw error
-        }
-        try HCIAdapters.bringDown(index: 0)
-        KernelTierGuest.pass("kernelModeSecurity")
     }
 
     @Test("HCIMonitor sees hci0 listed, powered up (HCI_Reset and its Command Complete) and closed")

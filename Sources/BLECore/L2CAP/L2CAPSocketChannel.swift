@@ -26,9 +26,10 @@ public enum L2CAPSocketError: Error, Sendable, Equatable, CustomStringConvertibl
     /// The peer or the kernel refused the channel to `psm` (ECONNREFUSED, EACCES...): the peer
     /// serves no such PSM, or the security level asked for (or the peer's) was not reached.
     case channelRefused(peer: String, psm: UInt16, security: SecurityLevel?, errno: Int32)
-    /// The channel came up below the security level asked for: the kernel did not pair (it
-    /// has no LE SMP channel unless LE was enabled through its management interface before
-    /// the adapter was powered on, as bluetoothd does); the socket was closed.
+    /// The link did not reach the security level asked for within the connect timeout: the
+    /// kernel did not pair (it has no LE SMP channel unless LE was enabled through its
+    /// management interface before the adapter was powered on, as bluetoothd does), or the
+    /// pairing failed (MITM protection without an agent); the socket was closed.
     case securityNotReached(peer: String, requested: SecurityLevel, reached: SecurityLevel?)
 
     public var description: String {
@@ -51,7 +52,10 @@ public enum L2CAPSocketError: Error, Sendable, Equatable, CustomStringConvertibl
         case .system(let op, let peer, let err):
             return "\(op) failed for \(peer): \(errnoName(err))"
         case .securityNotReached(let peer, let requested, let reached):
-            return "the kernel connected to \(peer) at security level '\(reached.map { "\($0)" } ?? "unknown")' while BT_SECURITY asked for '\(requested)': the kernel did not pair (without bluetoothd it has no LE SMP channel); enable LE through its management interface while the adapter is down (HCIAdapters.enableLowEnergy(index:), or 'btmgmt le on'), power it up, then retry"
+            let why = requested > .encrypted
+                ? "'\(requested)' needs MITM protection, which Just Works pairing cannot give (the kernel pairs as no input, no output unless bluetoothd's agent says otherwise); pair through bluetoothd with an agent that shows or enters a passkey, or ask for 'encrypted'"
+                : "the kernel did not pair: without bluetoothd it has no LE SMP channel (enable LE through its management interface while the adapter is down: HCIAdapters.enableLowEnergy(index:) or 'btmgmt le on', then power it up) and no one confirms its Just Works pairing (keep a JustWorksAgent open)"
+            return "the link to \(peer) stayed at security level '\(reached.map { "\($0)" } ?? "unknown")' while BT_SECURITY asked for '\(requested)': \(why)"
         case .channelRefused(let peer, let psm, let security, let err):
             let level = security.map { " or could not reach the security level asked for (\($0))" } ?? " or needs a security level (pass security:)"
             return "\(peer) refused the L2CAP channel to PSM \(psm.hex) (\(errnoName(err))): the peer may not serve this PSM\(level)"
@@ -144,6 +148,7 @@ public final class L2CAPSocketChannel: L2CAPChannel, @unchecked Sendable { // st
         executor: AdapterExecutor, timeout: Duration
     ) async throws(L2CAPSocketError) -> L2CAPSocketChannel {
         let name = "\(peer)"
+        let start = ContinuousClock.now
         let fd = try openBound(adapter: adapter, fixedChannel: psm == nil, peerName: name)
         do throws(L2CAPSocketError) {
             if let security { try setSecurity(fd, security, peerName: name) }
@@ -178,6 +183,9 @@ public final class L2CAPSocketChannel: L2CAPChannel, @unchecked Sendable { // st
                 executor.queue.async { wait.finish(.failure(.cancelled(peer: name))) }
             }
             try result.get()
+        }
+        if let security, security > .none {
+            try await raiseSecurity(fd, to: security, peerName: name, executor: executor, within: timeout - (ContinuousClock.now - start))
         }
         let channel = L2CAPSocketChannel(fd: fd, peer: peer, psm: psm, executor: executor)
         if let security, security > .none, (channel.securityLevel ?? .none) < security {
@@ -383,30 +391,35 @@ public final class L2CAPSocketChannel: L2CAPChannel, @unchecked Sendable { // st
 }
 
 /// SO_ERROR of a socket: the pending error, 0 when none (or when it cannot be read).
-private func socketError(_ fd: Int32) -> Int32 {
+func socketError(_ fd: Int32) -> Int32 {
     var value: Int32 = 0
     var length = socklen_t(MemoryLayout<Int32>.size)
     guard getsockopt(fd, SOL_SOCKET, SO_ERROR, &value, &length) == 0 else { return errno }
     return value
 }
 
-/// One non-blocking connect() in progress: completes on write readiness (SO_ERROR says how),
-/// on the timeout, or on cancellation, exactly once. The fd is closed here on failure.
-private final class ConnectWait: @unchecked Sendable { // state touched only on `queue`
+/// One non-blocking connect() in progress (or a socket the kernel holds until the link is
+/// secure): completes on write readiness (SO_ERROR says how), on the timeout, or on
+/// cancellation, exactly once. The fd is closed here on failure.
+final class ConnectWait: @unchecked Sendable { // state touched only on `queue`
     let fd: Int32
     let queue: DispatchQueue
     let peerName: String
     let failure: (Int32) -> L2CAPSocketError
+    /// The error for the timeout, made on `queue` before the fd is closed; nil: `.timeout`.
+    let timedOut: (() -> L2CAPSocketError)?
     private var continuation: CheckedContinuation<Result<Void, L2CAPSocketError>, Never>?
     private var source: DispatchSourceWrite?
     private var timer: (any ScheduledTimer)?
     private var outcome: Result<Void, L2CAPSocketError>?
 
-    init(fd: Int32, queue: DispatchQueue, peerName: String, failure: @escaping (Int32) -> L2CAPSocketError) {
+    init(fd: Int32, queue: DispatchQueue, peerName: String, failure: @escaping (Int32) -> L2CAPSocketError,
+         timedOut: (() -> L2CAPSocketError)? = nil) {
         self.fd = fd
         self.queue = queue
         self.peerName = peerName
         self.failure = failure
+        self.timedOut = timedOut
     }
 
     func start(_ c: CheckedContinuation<Result<Void, L2CAPSocketError>, Never>, timeout: Duration, milliseconds: Int) {
@@ -423,7 +436,7 @@ private final class ConnectWait: @unchecked Sendable { // state touched only on 
         }
         self.source = source
         timer = DispatchTimerScheduler(queue: queue).schedule(after: timeout) { [self] in
-            queue.async { self.finish(.failure(.timeout(peer: self.peerName, milliseconds: milliseconds))) }
+            queue.async { self.finish(.failure(self.timedOut?() ?? .timeout(peer: self.peerName, milliseconds: milliseconds))) }
         }
         source.resume()
     }

@@ -14,23 +14,30 @@ extension HCIAdapters {
     ///     try HCIAdapters.enableLowEnergy(index: 0)
     ///     try HCIAdapters.bringUp(index: 0)
     public static func enableLowEnergy(index: Int, timeout: Duration = .seconds(5)) throws(TransportError) {
+        try managementCommand(0x000D, "Set Low Energy", index: index, parameter: 0x01, timeout: timeout)
+    }
+
+    /// Lets the kernel pair with LE Secure Connections (P-256 ECDH, Vol 3, Part H, 2.3.5.6)
+    /// on adapter hciN: Set Secure Connections (opcode 0x002D, enabled = 0x01) on the
+    /// management interface, as bluetoothd does by default. Without it the kernel pairs with
+    /// LE legacy pairing. Call it after `enableLowEnergy(index:)`, while the adapter is down.
+    /// Needs CAP_NET_ADMIN; waits at most `timeout` for the kernel's answer.
+    ///
+    ///     try HCIAdapters.enableSecureConnections(index: 0)
+    public static func enableSecureConnections(index: Int, timeout: Duration = .seconds(5)) throws(TransportError) {
+        try managementCommand(0x002D, "Set Secure Connections", index: index, parameter: 0x01, timeout: timeout)
+    }
+
+    /// Sends one management command with a one-octet parameter for adapter hciN and waits for
+    /// its Command Complete or Command Status.
+    private static func managementCommand(_ opcode: UInt16, _ name: String, index: Int, parameter: UInt8, timeout: Duration) throws(TransportError) {
         let device = "hci\(index)"
-        // HCI_DEV_NONE: the control channel is bound to no adapter; commands name it.
-        let fd = chci_open_hci_socket(0xFFFF, UInt16(HCI_CHANNEL_CONTROL))
-        guard fd >= 0 else {
-            let err = errno
-            switch err {
-            case EAFNOSUPPORT: throw .bluetoothUnsupported
-            case EPERM, EACCES: throw .permissionDenied(device: "the management channel", errno: err)
-            default: throw .system(operation: "socket/bind(HCI_CHANNEL_CONTROL)", endpoint: device, errno: err)
-            }
-        }
+        let fd = try openManagementSocket(device: device)
         defer { _ = Glibc.close(fd) }
-        // Opcode, controller index, parameter length (little-endian), then Enable = 0x01.
-        let opcode: UInt16 = 0x000D
-        let command: [UInt8] = [UInt8(opcode & 0xFF), UInt8(opcode >> 8), UInt8(index & 0xFF), UInt8(index >> 8), 0x01, 0x00, 0x01]
+        // Opcode, controller index, parameter length (little-endian), then the parameter.
+        let command: [UInt8] = [UInt8(opcode & 0xFF), UInt8(opcode >> 8), UInt8(index & 0xFF), UInt8(index >> 8), 0x01, 0x00, parameter]
         guard command.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == command.count else {
-            throw .system(operation: "write(Set Low Energy)", endpoint: device, errno: errno)
+            throw .system(operation: "write(\(name))", endpoint: device, errno: errno)
         }
         let ms = Int32(timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
         var buffer = [UInt8](repeating: 0, count: 512)
@@ -38,7 +45,7 @@ extension HCIAdapters {
             var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             let ready = poll(&p, 1, ms)
             if ready < 0 && errno == EINTR { continue }
-            guard ready > 0 else { throw .lost(endpoint: device, reason: "the kernel did not answer Set Low Energy within \(timeout)") }
+            guard ready > 0 else { throw .lost(endpoint: device, reason: "the kernel did not answer \(name) within \(timeout)") }
             let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
             if n < 0 {
                 if errno == EINTR || errno == EAGAIN { continue }
@@ -56,8 +63,23 @@ extension HCIAdapters {
             case 0x00: return
             case 0x11: throw .noSuchAdapter(index: index, available: (try? list().map(\.index)) ?? [])
             case 0x14: throw .permissionDenied(device: device, errno: EPERM)
-            default: throw .system(operation: "Set Low Energy (management status 0x\(String(status, radix: 16)))", endpoint: device, errno: 0)
+            default: throw .system(operation: "\(name) (management status 0x\(String(status, radix: 16)))", endpoint: device, errno: 0)
             }
         }
+    }
+
+    /// A socket on the kernel's management interface (HCI_CHANNEL_CONTROL), bound to no
+    /// adapter (HCI_DEV_NONE): commands and events name theirs.
+    static func openManagementSocket(device: String) throws(TransportError) -> Int32 {
+        let fd = chci_open_hci_socket(0xFFFF, UInt16(HCI_CHANNEL_CONTROL))
+        guard fd >= 0 else {
+            let err = errno
+            switch err {
+            case EAFNOSUPPORT: throw .bluetoothUnsupported
+            case EPERM, EACCES: throw .permissionDenied(device: "the management channel", errno: err)
+            default: throw .system(operation: "socket/bind(HCI_CHANNEL_CONTROL)", endpoint: device, errno: err)
+            }
+        }
+        return fd
     }
 }

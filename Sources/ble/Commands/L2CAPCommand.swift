@@ -91,6 +91,8 @@ enum L2CAPCommand {
                         break
                     }
                     received += 1
+                    // The idle time counts from the last K-frame, this SDU's.
+                    framesSeen = await channel.framesReceived
                     if ctx.globals.json {
                         ctx.console.out(JSONValue.object([("time", .string(Clock.timestamp())), ("length", .int(sdu.count)), ("hex", .string(hexString(sdu)))]).text)
                     } else {

@@ -109,6 +109,55 @@ import BLETestSupport
     }
 }
 
+extension SeedExampleTests {
+    /// The seed's `AsyncThrowingStream` form of `notifications(for:)`, chosen by the declared
+    /// type, is the same subscription as the `NotificationStream` form (one CCCD, the same
+    /// values) and ends with the link: a drop without reconnect throws `GATTError.disconnected`.
+    @Test(.timeLimit(.minutes(1)))
+    func asyncThrowingStreamFormSharesTheSubscription() async throws {
+        let (fakeCentral, central) = seedTestingExample()
+        try await waitForState(.poweredOn, of: central)
+        let hrm = Self.monitor()
+        fakeCentral.add(hrm)
+        let peripheral = try await central.connect(hrm.identifier)
+
+        let readings: AsyncThrowingStream<HeartRateMeasurement, Error> = peripheral.notifications(for: Self.measurement)
+        let seedForm = Task { () async throws -> ([UInt16], (any Error)?) in
+            var bpm: [UInt16] = []
+            do {
+                for try await reading in readings { bpm.append(reading.beatsPerMinute) }
+                return (bpm, nil)
+            } catch {
+                return (bpm, error)
+            }
+        }
+        try await hrm.waitForSubscriber(to: Self.measurement)
+        let bytes = try await peripheral.subscribe(to: Self.measurement)
+        let bytesForm = Task { () -> [[UInt8]] in
+            var got: [[UInt8]] = []
+            for try await value in bytes {
+                got.append(value)
+                if got.count == 2 { break }
+            }
+            return got
+        }
+        // Heart Rate Measurement, flags 0x00: an 8-bit value follows.
+        try await hrm.simulateNotification(HeartRateMeasurement(beatsPerMinute: 61), for: Self.measurement)
+        try await hrm.simulateNotification(HeartRateMeasurement(beatsPerMinute: 62), for: Self.measurement)
+        #expect(try await value(of: bytesForm) == [[0x00, 61], [0x00, 62]])
+
+        try fakeCentral.simulateDisconnect(hrm, reason: .connectionTimeout)
+        let (bpm, end) = try await value(of: seedForm)
+        #expect(bpm == [61, 62])
+        guard case .disconnected(let peer, _)? = end as? GATTError else {
+            Issue.record("the stream ended with \(String(describing: end)), not GATTError.disconnected")
+            return
+        }
+        #expect(peer == hrm.address.address)
+        await central.close()
+    }
+}
+
 /// Returns once `central` reports `state` (bounded by real time).
 func waitForState(_ state: AdapterState, of central: Central, within seconds: Double = 10) async throws {
     try await bounded(within: seconds) {

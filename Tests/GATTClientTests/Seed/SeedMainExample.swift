@@ -27,7 +27,7 @@ let peripheral = try await central.connect(identifier, reconnect: .always(maxAtt
 
 // Subscribe to heart-rate notifications.
 let measurement = CharacteristicIdentifier(uuid: "2A37", service: heartRateService)
-let readings: NotificationStream<HeartRateMeasurement> =
+let readings: AsyncThrowingStream<HeartRateMeasurement, Error> =
     peripheral.notifications(for: measurement)
 
 for try await reading in readings {

@@ -1,0 +1,43 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CHCI
+
+extension L2CAPSocketChannel {
+    /// Raises a connected socket's link to `level` (BT_SECURITY again, now on the live link)
+    /// and waits, at most `limit`, until the kernel has it there. BT_SECURITY set before
+    /// connect() is not enough on LE: the kernel checks it when the link comes up, before its
+    /// SMP channel has joined the link, logs "security requested but not available" and hands
+    /// over the channel unencrypted while it pairs in the background. Asked on the connected
+    /// socket, it waits for that pairing (or starts it, or encrypts with a stored key) and
+    /// holds the socket (state BT_CONFIG for the ATT channel, suspended for a PSM) until the
+    /// link is encrypted, then makes it writable again. EINVAL means the kernel cannot raise it
+    /// (no SMP channel) or it is already there; the caller compares the level either way.
+    /// On a failure or after `limit` the socket is closed.
+    static func raiseSecurity(
+        _ fd: Int32, to level: SecurityLevel, peerName: String, executor: AdapterExecutor, within limit: Duration
+    ) async throws(L2CAPSocketError) {
+        guard (Self.level(kernel: chci_get_bt_security(fd)) ?? .none) < level else { return }
+        guard chci_set_bt_security(fd, UInt8(level.rawValue)) == 0 else { return }
+        let notReached = { () -> L2CAPSocketError in
+            .securityNotReached(peer: peerName, requested: level, reached: Self.level(kernel: chci_get_bt_security(fd)))
+        }
+        guard limit > .zero else {
+            let error = notReached()
+            _ = Glibc.close(fd)
+            throw error
+        }
+        let wait = ConnectWait(fd: fd, queue: executor.queue, peerName: peerName, failure: { err in
+            connectError(err, peerName: peerName)
+        }, timedOut: notReached)
+        let ms = Int(limit.components.seconds * 1000 + limit.components.attoseconds / 1_000_000_000_000_000)
+        let result = await withTaskCancellationHandler {
+            await withCheckedContinuation { (c: CheckedContinuation<Result<Void, L2CAPSocketError>, Never>) in
+                executor.queue.async { wait.start(c, timeout: limit, milliseconds: ms) }
+            }
+        } onCancel: {
+            executor.queue.async { wait.finish(.failure(.cancelled(peer: peerName))) }
+        }
+        try result.get()
+    }
+}
