@@ -108,4 +108,40 @@ import Testing
         await bed.stop()
         await watcher.stop()
     }
+
+    /// A broker that is not up when the client starts: the client keeps trying and connects
+    /// once the broker listens.
+    @Test func aBrokerThatComesUpLaterIsConnectedTo() async throws {
+        let port = try Broker.freePort()
+        let client = try MQTTClient(options: MQTTOptions(host: "127.0.0.1", port: port, clientID: "early"))
+        try client.start()
+        defer { client.stop() }
+        let broker = try await withThrowingTaskGroup(of: Broker?.self) { group in
+            group.addTask {
+                var broker: Broker?
+                for await event in client.events {
+                    switch event {
+                    case .disconnected where broker == nil:
+                        // The first attempt failed while nothing listened: bring the broker up.
+                        broker = try await Broker.start(port: port)
+                    case .connected:
+                        return broker
+                    default:
+                        continue
+                    }
+                }
+                broker?.stop()
+                return nil
+            }
+            group.addTask {
+                try await Task.sleep(for: .seconds(30))
+                return nil
+            }
+            let first = try await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
+        defer { broker?.stop() }
+        #expect(broker != nil, "a refused first attempt, then connected within 30 s of the broker coming up on \(port)")
+    }
 }

@@ -111,14 +111,17 @@ public final class MQTTClient: @unchecked Sendable { // `handle` is used only th
     /// not an error here: the thread keeps trying with backoff and reports `.connected` once
     /// it is in.
     public func start() throws(MQTTError) {
+        // The network thread starts first: libmosquitto 2.0 never retries a first connection
+        // that failed (broker not up yet) when its thread started after mosquitto_connect_async.
+        try check("mosquitto_loop_start", mosquitto_loop_start(handle))
         let rc = mosquitto_connect_async(handle, options.host, Int32(options.port), Int32(max(5, options.keepAlive.components.seconds)))
         // Refused or unreachable now: the loop retries. Bad arguments or a bad host name are final.
         if rc == MOSQ_ERR_INVAL.rawValue || rc == MOSQ_ERR_EAI.rawValue || rc == MOSQ_ERR_TLS.rawValue {
+            mosquitto_loop_stop(handle, true)
             let logged = box.takeUnretainedValue().lastLoggedError.withLock { $0 }
             throw MQTTError(operation: "mosquitto_connect_async(\(options.broker))", code: rc,
                             detail: Self.text(rc) + (logged.map { ": \($0)" } ?? ""), broker: options.broker)
         }
-        try check("mosquitto_loop_start", mosquitto_loop_start(handle))
     }
 
     /// Hands `message` to libmosquitto and returns its message id (see `.delivered`).
