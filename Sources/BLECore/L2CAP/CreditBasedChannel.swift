@@ -261,7 +261,8 @@ public actor CreditBasedChannel {
             return batch
         }
         creditPartialSDU()
-        returnCredits()
+        // The reader is idle now: what it took goes back whole, not in quarter-window batches.
+        returnCredits(all: true)
         if let endError { return try Self.ending(endError) }
         guard receivers.isEmpty else { throw .receiveInProgress(cid: localCID) }
         let peer = peerName, cid = localCID
@@ -328,10 +329,10 @@ public actor CreditBasedChannel {
     }
 
     /// Grants the peer the credits of what was taken, in batches of a quarter of the window,
-    /// or at once when the peer has none left.
-    func returnCredits() {
+    /// or at once when the peer has none left or `all` (the reader waits for more).
+    func returnCredits(all: Bool = false) {
         guard endError == nil, unreturned > 0 else { return }
-        guard unreturned >= max(1, receiveWindow / 4) || flow.receiveCredits == 0 else { return }
+        guard all || unreturned >= max(1, receiveWindow / 4) || flow.receiveCredits == 0 else { return }
         let n = flow.grant(unreturned)
         unreturned = 0
         guard n > 0 else { return }
