@@ -27,17 +27,8 @@ extension L2CAPSocketChannel {
             _ = Glibc.close(fd)
             throw error
         }
-        let wait = ConnectWait(fd: fd, queue: executor.queue, peerName: peerName, failure: { err in
+        try await ConnectWait(fd: fd, queue: executor.queue, peerName: peerName, failure: { err in
             connectError(err, peerName: peerName)
-        }, timedOut: notReached)
-        let ms = Int(limit.components.seconds * 1000 + limit.components.attoseconds / 1_000_000_000_000_000)
-        let result = await withTaskCancellationHandler {
-            await withCheckedContinuation { (c: CheckedContinuation<Result<Void, L2CAPSocketError>, Never>) in
-                executor.queue.async { wait.start(c, timeout: limit, milliseconds: ms) }
-            }
-        } onCancel: {
-            executor.queue.async { wait.finish(.failure(.cancelled(peer: peerName))) }
-        }
-        try result.get()
+        }, timedOut: notReached).run(timeout: limit)
     }
 }

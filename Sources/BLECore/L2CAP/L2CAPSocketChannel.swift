@@ -173,16 +173,7 @@ public final class L2CAPSocketChannel: L2CAPChannel, @unchecked Sendable { // st
             }
             // Not `Waiters`: this waits in a static function before any actor on the executor
             // exists, and the outcome also decides when the socket is closed (`ConnectWait`).
-            let wait = ConnectWait(fd: fd, queue: executor.queue, peerName: name, failure: failure)
-            let ms = Int(timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
-            let result = await withTaskCancellationHandler {
-                await withCheckedContinuation { (c: CheckedContinuation<Result<Void, L2CAPSocketError>, Never>) in
-                    executor.queue.async { wait.start(c, timeout: timeout, milliseconds: ms) }
-                }
-            } onCancel: {
-                executor.queue.async { wait.finish(.failure(.cancelled(peer: name))) }
-            }
-            try result.get()
+            try await ConnectWait(fd: fd, queue: executor.queue, peerName: name, failure: failure).run(timeout: timeout)
         }
         if let security, security > .none {
             try await raiseSecurity(fd, to: security, peerName: name, executor: executor, within: timeout - (ContinuousClock.now - start))
@@ -422,7 +413,21 @@ final class ConnectWait: @unchecked Sendable { // state touched only on `queue`
         self.timedOut = timedOut
     }
 
-    func start(_ c: CheckedContinuation<Result<Void, L2CAPSocketError>, Never>, timeout: Duration, milliseconds: Int) {
+    /// Waits for the outcome, at most `timeout`; cancelling the task ends the wait with
+    /// `.cancelled`.
+    func run(timeout: Duration) async throws(L2CAPSocketError) {
+        let ms = Int(timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
+        let result = await withTaskCancellationHandler {
+            await withCheckedContinuation { (c: CheckedContinuation<Result<Void, L2CAPSocketError>, Never>) in
+                queue.async { self.start(c, timeout: timeout, milliseconds: ms) }
+            }
+        } onCancel: {
+            queue.async { self.finish(.failure(.cancelled(peer: self.peerName))) }
+        }
+        try result.get()
+    }
+
+    private func start(_ c: CheckedContinuation<Result<Void, L2CAPSocketError>, Never>, timeout: Duration, milliseconds: Int) {
         if let outcome {
             // Cancelled before the wait began.
             c.resume(returning: outcome)
