@@ -37,18 +37,7 @@ struct CommandFlowHostileTests {
     /// may still come: the next Read BD_ADDR waits, other commands go on, and the late
     /// answer is dropped instead of completing the second read.
     @Test func lateAnswerWithoutAHandleNeverCompletesTheNextCommandWithItsOpcode() async throws {
-        let (vc, central) = try await VC.stack()
-        let host = central.host
-        let reads = { vc.commandsReceived.filter { $0.opcode == Self.readBDADDR }.count }
-        let readsBefore = reads()
-        vc.answer(Self.readBDADDR, with: .none, times: 1)
-        let first = Task { try await host.send(HCICommand.readBDADDR(), timeout: .seconds(2)) }
-        try await vc.waitForCommand(Self.readBDADDR, count: readsBefore + 1)
-        await vc.advance(by: .seconds(2))
-        await #expect(throws: HCIError.commandTimeout(opcode: Self.readBDADDR, milliseconds: 2000)) { try await first.value }
-
-        let second = Task { try await host.send(HCICommand.readBDADDR(), timeout: .seconds(2)) }
-        try await host.commandWaiters.waitForCount("second Read BD_ADDR queued") { $0 == 1 }
+        let (vc, host, reads, readsBefore, second) = try await secondReadBDADDRAfterATimeout()
         // Read Local Version Information (0x1001) is not held back.
         let version = try await host.send(HCICommand.readLocalVersionInformation(), timeout: .seconds(2))
         #expect(version.first == 0x00)
@@ -63,18 +52,7 @@ struct CommandFlowHostileTests {
 
     /// A late answer that never comes holds the opcode back for `lateAnswerGrace` only.
     @Test func theNextCommandWithATimedOutOpcodeGoesOutAfterTheGrace() async throws {
-        let (vc, central) = try await VC.stack()
-        let host = central.host
-        let reads = { vc.commandsReceived.filter { $0.opcode == Self.readBDADDR }.count }
-        let readsBefore = reads()
-        vc.answer(Self.readBDADDR, with: .none, times: 1)
-        let first = Task { try await host.send(HCICommand.readBDADDR(), timeout: .seconds(2)) }
-        try await vc.waitForCommand(Self.readBDADDR, count: readsBefore + 1)
-        await vc.advance(by: .seconds(2))
-        await #expect(throws: HCIError.commandTimeout(opcode: Self.readBDADDR, milliseconds: 2000)) { try await first.value }
-
-        let second = Task { try await host.send(HCICommand.readBDADDR(), timeout: .seconds(2)) }
-        try await host.commandWaiters.waitForCount("second Read BD_ADDR queued") { $0 == 1 }
+        let (vc, _, reads, readsBefore, second) = try await secondReadBDADDRAfterATimeout()
         await vc.advance(by: .milliseconds(999))
         #expect(reads() == readsBefore + 1)
         await vc.advance(by: .milliseconds(1))
@@ -130,5 +108,26 @@ struct CommandFlowHostileTests {
         #expect(await host.waitingCommands.isEmpty)
         let error = HCIError.controllerReset(opcode: Self.readRSSI)
         #expect("\(error)".contains("(0x1405)") && "\(error)".contains("HCI_Reset"))
+    }
+
+    /// A Read BD_ADDR that the controller never answers times out (2 s, virtual time); then a
+    /// second Read BD_ADDR is queued. `reads` counts the Read BD_ADDR commands the controller
+    /// received, `readsBefore` is that count before the first.
+    private func secondReadBDADDRAfterATimeout() async throws -> (
+        VirtualController, HCIHost, reads: @Sendable () -> Int, readsBefore: Int, second: Task<[UInt8], any Error>
+    ) {
+        let (vc, central) = try await VC.stack()
+        let host = central.host
+        let reads: @Sendable () -> Int = { vc.commandsReceived.filter { $0.opcode == Self.readBDADDR }.count }
+        let readsBefore = reads()
+        vc.answer(Self.readBDADDR, with: .none, times: 1)
+        let first = Task { try await host.send(HCICommand.readBDADDR(), timeout: .seconds(2)) }
+        try await vc.waitForCommand(Self.readBDADDR, count: readsBefore + 1)
+        await vc.advance(by: .seconds(2))
+        await #expect(throws: HCIError.commandTimeout(opcode: Self.readBDADDR, milliseconds: 2000)) { try await first.value }
+
+        let second = Task { try await host.send(HCICommand.readBDADDR(), timeout: .seconds(2)) }
+        try await host.commandWaiters.waitForCount("second Read BD_ADDR queued") { $0 == 1 }
+        return (vc, host, reads, readsBefore, second)
     }
 }

@@ -41,6 +41,19 @@ struct EATTRequestTests {
         return sourceCIDs
     }
 
+    /// A lab link whose service is discovered on the unenhanced bearer, then two enhanced
+    /// bearers (peer CIDs 0x0050 and 0x0051), forced: the lab server has no Server Supported
+    /// Features.
+    static func twoForcedBearers() async throws -> (LabBed, Peripheral) {
+        let bed = try await LabBed()
+        let peripheral = bed.peripheral
+        _ = try await peripheral.characteristics(of: Lab.service)
+        let opening = Task { try await peripheral.enhancedBearers(count: 2, mtu: 100, force: true) }
+        try await Self.accept(bed, peerCIDs: [0x0050, 0x0051])
+        _ = try await opening.value
+        return (bed, peripheral)
+    }
+
     /// Read Request (0x0A, Part F, 3.4.4.3) for `handle` in a K-frame with its SDU Length 3.
     static func readRequestKFrame(_ handle: UInt16) -> [UInt8] {
         [0x03, 0x00, 0x0A, UInt8(handle & 0xFF), UInt8(handle >> 8)]
@@ -107,13 +120,8 @@ struct EATTRequestTests {
     }
 
     @Test func linkLossFailsTheReadsInFlightOnEveryBearer() async throws {
-        let bed = try await LabBed()
-        let peripheral = bed.peripheral
-        _ = try await peripheral.characteristics(of: Lab.service)
-        // The lab server has no Server Supported Features: forced.
-        let opening = Task { try await peripheral.enhancedBearers(count: 2, mtu: 100, force: true) }
-        try await Self.accept(bed, peerCIDs: [0x0050, 0x0051])
-        #expect(try await opening.value.isEnhanced)
+        let (bed, peripheral) = try await Self.twoForcedBearers()
+        #expect(await peripheral.bearerPool.isEnhanced)
         let a = Task { try await peripheral.read(Lab.pattern) }
         let b = Task { try await peripheral.read(Lab.scratch) }
         _ = try await bed.vc.waitForL2CAP(channelID: 0x0050)
@@ -131,12 +139,7 @@ struct EATTRequestTests {
     }
 
     @Test func peerClosingOneBearerLeavesTheOtherThenTheUnenhancedOne() async throws {
-        let bed = try await LabBed()
-        let peripheral = bed.peripheral
-        _ = try await peripheral.characteristics(of: Lab.service)
-        let opening = Task { try await peripheral.enhancedBearers(count: 2, mtu: 100, force: true) }
-        try await Self.accept(bed, peerCIDs: [0x0050, 0x0051])
-        _ = try await opening.value
+        let (bed, peripheral) = try await Self.twoForcedBearers()
         let pattern = try #require(await bed.server.valueHandle(of: Lab.uuid(2)))
         // A read in flight on the first bearer (the least busy, first of equals) when the
         // peer closes it: L2CAP_DISCONNECTION_REQ (Part A, 4.6) for our CID 0x0040 (its 0x0050).
@@ -167,12 +170,7 @@ struct EATTRequestTests {
     /// with `.timeout`, and that bearer is closed (L2CAP_DISCONNECTION_REQ, Part A, 4.6, for
     /// its CIDs) while the other stays in use.
     @Test func transactionTimeoutClosesThatBearerOnly() async throws {
-        let bed = try await LabBed()
-        let peripheral = bed.peripheral
-        _ = try await peripheral.characteristics(of: Lab.service)
-        let opening = Task { try await peripheral.enhancedBearers(count: 2, mtu: 100, force: true) }
-        try await Self.accept(bed, peerCIDs: [0x0050, 0x0051])
-        _ = try await opening.value
+        let (bed, peripheral) = try await Self.twoForcedBearers()
         let pattern = try #require(await bed.server.valueHandle(of: Lab.uuid(2)))
         let silent = Task { try await peripheral.read(Lab.pattern) }
         #expect(try await bed.vc.waitForL2CAP(channelID: 0x0050).payload == Self.readRequestKFrame(pattern))
