@@ -10,7 +10,7 @@ _ble() {
     local tool=${words[0]} command="" i
     for ((i = 1; i < cword; i++)); do
         case ${words[i]} in
-            -d|--device|--btsnoop|--timeout) ((i++)) ;;
+            -d|--device|--btsnoop|--timeout|--bond-dir) ((i++)) ;;
             -*) ;;
             *) command=${words[i]}; break ;;
         esac
@@ -18,8 +18,12 @@ _ble() {
     case $prev in
         -d|--device)
             COMPREPLY=($(compgen -W "hci0 hci1 hci-raw:0 tcp:127.0.0.1: unix: serial:/dev/ttyUSB0 pty replay:" -- "$cur")); return ;;
-        --btsnoop|-o|--out|-f|--file)
+        --btsnoop|-o|--out|-f|--file|--config|--ca-file|--cert-file|--key-file)
             COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        --bond-dir|--import-bluez)
+            COMPREPLY=($(compgen -d -- "$cur")); return ;;
+        --io)
+            COMPREPLY=($(compgen -W "display-only display-yesno keyboard-only no-io keyboard-display" -- "$cur")); return ;;
         -i|--adapter)
             COMPREPLY=($(compgen -W "hci0 hci1 hci2" -- "$cur")); return ;;
         --security)

@@ -21,6 +21,19 @@ import Testing
         #expect(license.contains("Apache License") && license.contains("Version 2.0, January 2004"))
     }
 
+    /// Every command `ble --help` lists has its entry in the man page.
+    @Test func theManPageHasEveryCommand() async throws {
+        let help = try await BLETool.run(["--help"])
+        let commands = help.stdout.split(separator: "\n", omittingEmptySubsequences: false).drop { $0 != "Commands:" }.dropFirst()
+            .prefix { !$0.isEmpty }.compactMap { $0.split(separator: " ").first.map(String.init) }
+        #expect(commands.count >= 13 && commands.contains("gateway"), "\(commands)")
+        let man = try String(contentsOf: Self.root.appendingPathComponent("docs/ble.1"), encoding: .utf8)
+        for command in commands {
+            #expect(man.contains("\n.B \(command)"), "no entry for \(command) in docs/ble.1")
+        }
+        #expect(man.contains("BLE_BOND_DIR") && man.contains("bond\\-dir"))
+    }
+
     @Test func makeInstallIntoAPrefix() async throws {
         let prefix = FileManager.default.temporaryDirectory.appendingPathComponent("ble-install-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: prefix) }
@@ -38,12 +51,14 @@ import Testing
 
         // The bash completion offers the tool's commands and a command's options.
         let script = "source \"$0\"; PATH=\"$1:$PATH\"; COMP_WORDS=(ble re); COMP_CWORD=1; _ble; echo \"${COMPREPLY[*]}\"; "
-            + "COMP_WORDS=(ble read --ra); COMP_CWORD=2; _ble; echo \"${COMPREPLY[*]}\""
+            + "COMP_WORDS=(ble read --ra); COMP_CWORD=2; _ble; echo \"${COMPREPLY[*]}\"; "
+            + "COMP_WORDS=(ble --bond-dir /tmp read --ra); COMP_CWORD=4; _ble; echo \"${COMPREPLY[*]}\"; "
+            + "COMP_WORDS=(ble pair X --io display-); COMP_CWORD=4; _ble; echo \"${COMPREPLY[*]}\""
         let bash = try await Subprocess.run(URL(fileURLWithPath: "/bin/bash"),
                                             ["-c", script, prefix.appendingPathComponent("share/bash-completion/completions/ble").path,
                                              prefix.appendingPathComponent("bin").path],
                                             environment: ProcessInfo.processInfo.environment, killAfter: .seconds(20))
-        #expect(bash.stdout == "read\n--raw\n", "\(bash.stdout) \(bash.stderr)")
+        #expect(bash.stdout == "read\n--raw\n--raw\ndisplay-only display-yesno\n", "\(bash.stdout) \(bash.stderr)")
         let zsh = try String(contentsOf: prefix.appendingPathComponent("share/zsh/site-functions/_ble"), encoding: .utf8)
         #expect(zsh.hasPrefix("#compdef ble\n"))
 
