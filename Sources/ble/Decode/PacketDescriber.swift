@@ -107,9 +107,7 @@ struct PacketDescriber {
                 let le = cid == L2CAPChannelID.leSignaling
                 s += " \(le ? "LE signaling" : "signaling") len \(payload.count) | " + signaling(payload, single: le, handle: a.handle, sent: sent, fields: &fields)
             case L2CAPChannelID.securityManager:
-                s += " SMP len \(payload.count) | code 0x\(payload.first.map { hex($0, width: 2) } ?? "--")"
-                if let code = payload.first { fields.append(("smpCode", .int(Int(code)))) }
-                fields.append(("smp", .string(hexString(payload))))
+                s += " " + Self.smp(payload, fields: &fields)
             default:
                 if let channel = channelMap.channel(handle: a.handle, sent: sent, cid: cid) {
                     s += " " + dynamic(payload, channel: channel, key: ChannelMap.Key(handle: a.handle, sent: sent, cid: cid), fields: &fields)
