@@ -73,6 +73,14 @@ import Testing
             try #"{"id": "gwh", "scan": {"enabled": false}}"#.write(to: file, atomically: true, encoding: .utf8)
             let gateway = try Child(path: Self.ble, ["-d", radio.transportSpec, "gateway", "--mqtt", broker.url, "--config", file.path])
             _ = try await watcher.next("ble/gwh/status") { $0.text == "online" }
+            // A broken config is not taken: one line naming the key, and the gateway runs on.
+            try #"{"id": "gwh", "scan": {"enabled": "no"}}"#.write(to: file, atomically: true, encoding: .utf8)
+            gateway.signal(SIGHUP)
+            let refused = await Child.read(gateway.stderr, timeout: .seconds(10)) { text in
+                text.components(separatedBy: "SIGHUP: config not reloaded").dropFirst().first?.contains("\n") == true
+            }
+            let line = refused.split(separator: "\n").first { $0.contains("SIGHUP: config not reloaded") }.map(String.init) ?? ""
+            #expect(line.contains("scan.enabled: expected"), "\(refused)")
             // The battery device of the scenario: Battery Level (2A19) is readable.
             try #"""
             {"id": "gwh", "scan": {"enabled": false},
@@ -87,6 +95,11 @@ import Testing
             #expect(await gateway.waitForExit(timeout: .seconds(10)) == 0)
             _ = try await watcher.next("ble/gwh/status") { $0.text == "offline" }
             await watcher.stop()
+            // SIGTERM closed the link from this side: the device saw Remote User Terminated
+            // Connection (0x13), not a supervision timeout (the radio's log, complete once it
+            // has exited).
+            radio.stop()
+            #expect(radio.recentLog.contains("battery: disconnected (handle 0x") && radio.recentLog.contains("reason 0x13)"), "\(radio.recentLog)")
         }
     }
 
