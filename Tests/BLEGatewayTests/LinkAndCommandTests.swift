@@ -15,6 +15,15 @@ import Testing
         return (SimulatedPeripheral(address: peer, advertisingData: [0x02, 0x01, 0x06], attServer: server), server)
     }
 
+    /// No scanning; one device from the config: the sensor, subscribed to Battery Level.
+    static func holdTheSensor(_ c: inout GatewayConfig, _ edit: (inout GatewayConfig.Device) -> Void = { _ in }) {
+        c.scan.enabled = false
+        var device = GatewayConfig.Device(address: peer)
+        device.subscribe = [GatewayConfig.CharacteristicRef(service: BluetoothUUID(uuid16: 0x180F), characteristic: BluetoothUUID(uuid16: 0x2A19))]
+        edit(&device)
+        c.devices = [device]
+    }
+
     static func command(_ watcher: Watcher, _ json: String) throws {
         try watcher.client.publish(MQTTMessage(topic: "ble/gw/commands", text: json, qos: .atLeastOnce))
     }
@@ -58,10 +67,7 @@ import Testing
         defer { broker.stop() }
         let watcher = try await Watcher.start(broker, "ble/#")
         let bed = try await GatewayBed(broker: broker, peripherals: []) { c in
-            c.scan.enabled = false
-            var device = GatewayConfig.Device(address: Self.peer)
-            device.subscribe = [GatewayConfig.CharacteristicRef(service: BluetoothUUID(uuid16: 0x180F), characteristic: BluetoothUUID(uuid16: 0x2A19))]
-            c.devices = [device]
+            Self.holdTheSensor(&c)
         }
         let (sensor, server) = Self.sensor(bed.vc)
         bed.vc.addPeripheral(sensor)
@@ -82,11 +88,7 @@ import Testing
         defer { broker.stop() }
         let watcher = try await Watcher.start(broker, "ble/#")
         let bed = try await GatewayBed(broker: broker, peripherals: []) { c in
-            c.scan.enabled = false
-            var device = GatewayConfig.Device(address: Self.peer)
-            device.subscribe = [GatewayConfig.CharacteristicRef(service: BluetoothUUID(uuid16: 0x180F), characteristic: BluetoothUUID(uuid16: 0x2A19))]
-            device.reconnect.initialDelay = .milliseconds(50)
-            c.devices = [device]
+            Self.holdTheSensor(&c) { $0.reconnect.initialDelay = .milliseconds(50) }
         }
         let (sensor, server) = Self.sensor(bed.vc)
         bed.vc.addPeripheral(sensor)
@@ -115,11 +117,8 @@ import Testing
         defer { broker.stop() }
         let watcher = try await Watcher.start(broker, "ble/#", clientID: "restart-watcher")
         let bed = try await GatewayBed(broker: broker, peripherals: []) { c in
-            c.scan.enabled = false
             c.broker.queueCapacity = 100
-            var device = GatewayConfig.Device(address: Self.peer)
-            device.subscribe = [GatewayConfig.CharacteristicRef(service: BluetoothUUID(uuid16: 0x180F), characteristic: BluetoothUUID(uuid16: 0x2A19))]
-            c.devices = [device]
+            Self.holdTheSensor(&c)
         }
         let (sensor, server) = Self.sensor(bed.vc)
         bed.vc.addPeripheral(sensor)

@@ -16,12 +16,9 @@ import Testing
         defer { broker.stop() }
         let watcher = try await Watcher.start(broker, "ble/#", clientID: "metrics-watcher")
         let bed = try await GatewayBed(broker: broker, peripherals: []) { c in
-            c.scan.enabled = false
             c.metricsInterval = .milliseconds(100)
             c.broker.queueCapacity = 4
-            var device = GatewayConfig.Device(address: LinkAndCommandTests.peer)
-            device.subscribe = [GatewayConfig.CharacteristicRef(service: BluetoothUUID(uuid16: 0x180F), characteristic: BluetoothUUID(uuid16: 0x2A19))]
-            c.devices = [device]
+            LinkAndCommandTests.holdTheSensor(&c)
         }
         let (sensor, server) = LinkAndCommandTests.sensor(bed.vc)
         bed.vc.addPeripheral(sensor)
