@@ -36,7 +36,7 @@ enum HostileWorkload {
         results.append(try await parameterUpdates(stack, hostile, count: 10_000 / scale, healthy: writes))
         results.append(try await serviceChanged(stack, hostile, count: 10_000 / scale, healthy: writes))
         await stack.close()
-        results.append(try await stalledPeer(sends: 10_000 / scale))
+        results.append(try await stalledPeer(sends: 10_000 / scale, outstanding: 3_000 / scale))
         return results
     }
 
@@ -54,16 +54,16 @@ enum HostileWorkload {
         let name = policy == nil
             ? "hostile: notification flood at a subscriber that never reads (default policy, newest 1,024) (notifications)"
             : "hostile: the same flood with bufferingPolicy .unbounded, for comparison (notifications)"
-        let m = try await measure(name, events: count, healthy: healthy) { meter in
+        let m = try await measure(name, events: count, healthy: healthy) { meter, rounds in
             let stream = try await link.peripheral.subscribe(to: link.measurement, bufferingPolicy: policy ?? .notificationDefault)
             let before = try await link.peripheral.droppedValueCount(for: link.measurement)
             var tally = Tally()
             meter.start()
-            await feed(stack, chunk, times: count / perJob, meter: meter, tally: &tally)
+            await feed(stack, chunk, times: count / perJob * rounds, meter: meter, tally: &tally)
             meter.stop()
             let dropped = try await link.peripheral.droppedValueCount(for: link.measurement) - before
             withExtendedLifetime(stream) {}
-            return ["droppedAndCounted": Double(dropped), "heldForTheSubscriber": Double(count - dropped)]
+            return ["droppedAndCounted": Double(dropped), "heldForTheSubscriber": Double(count * rounds - dropped)]
         }
         return Result(measurement: m, bounded: policy == nil)
     }
@@ -72,15 +72,15 @@ enum HostileWorkload {
     /// fragments (23 each), 10 PDUs per job: each is refused at its first fragment.
     static func oversizedPDUs(_ stack: BenchStack, _ link: BenchStack.Link, count: Int, healthy: HealthyLoad) async throws -> Result {
         let perJob = 10
-        let pdu = [0x1B, UInt8(link.valueHandle & 0xFF), UInt8(link.valueHandle >> 8)] + [UInt8](repeating: 0xEE, count: 597)
+        let pdu: [UInt8] = [0x1B, UInt8(link.valueHandle & 0xFF), UInt8(link.valueHandle >> 8)] + [UInt8](repeating: 0xEE, count: 597)
         let one = l2capH4(handle: link.handle, channelID: L2CAPChannelID.att, payload: pdu, fragment: 27)
         let chunk = (0..<perJob).flatMap { _ in one }
         let host = stack.central.host
-        let m = try await measure("hostile: 600-octet notifications at ATT_MTU 517 in 27-byte fragments (PDUs)", events: count, healthy: healthy) { meter in
+        let m = try await measure("hostile: 600-octet notifications at ATT_MTU 517 in 27-byte fragments (PDUs)", events: count, healthy: healthy) { meter, rounds in
             let before = await host.oversizedInboundPDUs
             var tally = Tally()
             meter.start()
-            await feed(stack, chunk, times: count / perJob, meter: meter, tally: &tally)
+            await feed(stack, chunk, times: count / perJob * rounds, meter: meter, tally: &tally)
             meter.stop()
             return ["refusedAtTheFirstFragment": Double(await host.oversizedInboundPDUs - before), "fragmentsPerPDU": 23]
         }
@@ -92,15 +92,19 @@ enum HostileWorkload {
     static func parameterUpdates(_ stack: BenchStack, _ link: BenchStack.Link, count: Int, healthy: HealthyLoad) async throws -> Result {
         let perJob = 100
         let chunk = (0..<perJob).flatMap { i in
-            l2capH4(handle: link.handle, channelID: L2CAPChannelID.leSignaling,
-                    payload: [0x12, UInt8(i % 255 + 1), 0x08, 0x00, UInt8(0x18 + i % 8), 0x00, 0x00, 0x01, 0x00, 0x00, 0x58, 0x02])
+            let identifier = UInt8(i % 255 + 1), minimumInterval = UInt8(0x18 + i % 8)
+            let request: [UInt8] = [0x12, identifier, 0x08, 0x00, minimumInterval, 0x00, 0x00, 0x01, 0x00, 0x00, 0x58, 0x02]
+            return l2capH4(handle: link.handle, channelID: L2CAPChannelID.leSignaling, payload: request)
         }
-        let m = try await measure("hostile: Connection Parameter Update Requests (requests)", events: count, healthy: healthy) { meter in
+        let host = stack.central.host
+        let m = try await measure("hostile: Connection Parameter Update Requests (requests)", events: count, healthy: healthy) { meter, rounds in
             var tally = Tally()
+            let before = await host.failedOutboundPDUs.queueFull
             meter.start()
-            await feed(stack, chunk, times: count / perJob, meter: meter, tally: &tally)
+            await feed(stack, chunk, times: count / perJob * rounds, meter: meter, tally: &tally)
             meter.stop()
-            return ["responses": Double(tally.signaling), "leConnectionUpdateCommands": Double(tally.connectionUpdates)]
+            return ["responses": Double(tally.signaling), "leConnectionUpdateCommands": Double(tally.connectionUpdates),
+                    "responsesDroppedAtAFullLinkQueue": Double(await host.failedOutboundPDUs.queueFull - before)]
         }
         return Result(measurement: m, bounded: true)
     }
@@ -114,13 +118,13 @@ enum HostileWorkload {
         else { throw BenchError("the hostile peer has no Service Changed characteristic or no Device Information service") }
         let chunk = (0..<perJob).flatMap { i in
             let start = dis.handle + UInt16(i % 4), end = dis.endHandle - UInt16(i % 3)
-            return l2capH4(handle: link.handle, channelID: L2CAPChannelID.att,
-                           payload: [0x1D, UInt8(sc & 0xFF), UInt8(sc >> 8), UInt8(start & 0xFF), UInt8(start >> 8), UInt8(end & 0xFF), UInt8(end >> 8)])
+            let indication: [UInt8] = [0x1D, UInt8(sc & 0xFF), UInt8(sc >> 8), UInt8(start & 0xFF), UInt8(start >> 8), UInt8(end & 0xFF), UInt8(end >> 8)]
+            return l2capH4(handle: link.handle, channelID: L2CAPChannelID.att, payload: indication)
         }
-        let m = try await measure("hostile: Service Changed indications without waiting for confirmations (indications)", events: count, healthy: healthy) { meter in
+        let m = try await measure("hostile: Service Changed indications without waiting for confirmations (indications)", events: count, healthy: healthy) { meter, rounds in
             var tally = Tally()
             meter.start()
-            await feed(stack, chunk, times: count / perJob, meter: meter, tally: &tally)
+            await feed(stack, chunk, times: count / perJob * rounds, meter: meter, tally: &tally)
             meter.stop()
             let confirmations = tally.confirmations
             _ = try await link.peripheral.services()
@@ -132,10 +136,11 @@ enum HostileWorkload {
     }
 
     /// A peer that never acknowledges its ACL packets (no Number Of Completed Packets; 8
-    /// controller buffers, 3 links) while the app sends it `sends` Write Commands of 20 octets
-    /// at once; the send timeout is 2 s. Beside it two healthy links send Write Commands,
-    /// each acknowledged by its peer at once.
-    static func stalledPeer(sends: Int) async throws -> Result {
+    /// controller buffers, 3 links) while the app sends it `sends` Write Commands of 20 octets,
+    /// keeping `outstanding` sends under way (more than the link's queue holds); the send
+    /// timeout is 2 s. Beside it two healthy links send Write Commands, each acknowledged by
+    /// its peer at once.
+    static func stalledPeer(sends: Int, outstanding: Int) async throws -> Result {
         var options = VirtualController.Options()
         options.time = .immediate
         options.aclPacketCount = 8
@@ -167,31 +172,32 @@ enum HostileWorkload {
             vc.completePackets(for: peers[i])
         }, tidy: { vc.clearRecords(); for s in servers { await s.clearRecords() } })
 
-        let m = try await measure("hostile: a peer that never acknowledges, \(sends) Write Commands sent to it at once (sends)", events: sends, healthy: healthy) { meter in
+        let m = try await measure("hostile: a peer that never acknowledges, \(sends) Write Commands sent to it, \(outstanding) at a time (sends)", events: sends, healthy: healthy) { meter, rounds in
+            let total = sends * rounds
             meter.start()
             var outcomes: [String: Int] = [:]
             var queuedWhenFull = 0
             await withTaskGroup(of: String.self) { group in
-                for _ in 0..<sends {
-                    group.addTask {
-                        do throws(LinkError) {
-                            try await host.sendL2CAP(handle: stalled, channelID: att, payload: writeCommand)
-                            return "sent"
-                        } catch {
-                            switch error {
-                            case .queueFull: return "queueFull"
-                            case .sendTimeout: return "sendTimeout"
-                            default: return "otherError"
-                            }
+                @Sendable func send() async -> String {
+                    do throws(LinkError) {
+                        try await host.sendL2CAP(handle: stalled, channelID: att, payload: writeCommand)
+                        return "sent"
+                    } catch {
+                        switch error {
+                        case .queueFull: return "queueFull"
+                        case .sendTimeout: return "sendTimeout"
+                        default: return "otherError"
                         }
                     }
                 }
-                var ended = 0
+                var started = 0, ended = 0
+                while started < min(total, outstanding) { group.addTask(operation: send); started += 1 }
                 for await outcome in group {
                     if outcome == "queueFull", outcomes["queueFull"] == nil { queuedWhenFull = await host.aclLinkStatus(handle: stalled)?.queuedBytes ?? 0 }
                     outcomes[outcome, default: 0] += 1
                     ended += 1
-                    if ended == sends / 10 { meter.sampleTenth() }
+                    if ended == total / 10 { meter.sampleTenth() }
+                    if started < total { group.addTask(operation: send); started += 1 }
                 }
             }
             meter.stop()
@@ -210,13 +216,17 @@ enum HostileWorkload {
 
     // MARK: Running a case
 
-    /// Runs `flood` alone, then the healthy load alone for as long (at least 1 s), then both.
-    /// `flood` sets itself up, calls `meter.start()` and `meter.stop()` around the hostile
-    /// traffic, and returns what the app saw.
+    /// Runs `flood` alone (after a run to warm up), then the healthy load alone for 1 s (or as
+    /// long as the flood), then both, the flood repeated for about as long. `flood(meter, rounds)` sets itself up, sends
+    /// its events `rounds` times between `meter.start()` and `meter.stop()`, and returns what
+    /// the app saw.
     static func measure(_ name: String, events: Int, healthy: HealthyLoad?,
-                        _ flood: (Meter) async throws -> [String: Double]) async throws -> Measurement {
+                        _ flood: (Meter, Int) async throws -> [String: Double]) async throws -> Measurement {
+        // Once unmeasured: the first run of a case also pays for what the process sets up once
+        // (dispatch threads, allocator arenas, runtime metadata).
+        _ = try await flood(Meter(), 1)
         let alone = Meter()
-        var extra = try await flood(alone)
+        var extra = try await flood(alone, 1)
         extra["cpuMicrosecondsPerEvent"] = alone.cpuSeconds * 1e6 / Double(events)
         extra["peakResidentGrowthBytes"] = Double(alone.peakGrowth)
         extra["peakResidentGrowthAfterATenthBytes"] = Double(alone.peakGrowthAtTenth)
@@ -225,11 +235,14 @@ enum HostileWorkload {
             let baseline = healthy.start()
             try await Task.sleep(for: .seconds(max(alone.wallSeconds, 1)))
             extra["healthyPerSecondAlone"] = try await baseline.stop()
+            let rounds = min(100, Int((1 / alone.wallSeconds).rounded(.up)))
             let during = Meter()
             let load = healthy.start()
-            _ = try await flood(during)
+            _ = try await flood(during, rounds)
             extra["healthyPerSecondDuringTheFlood"] = try await load.stop()
+            extra["floodRoundsBesideTheHealthyLink"] = Double(rounds)
             extra["floodSecondsBesideTheHealthyLink"] = during.wallSeconds
+            extra["floodEventsPerSecondBesideTheHealthyLink"] = Double(events * rounds) / during.wallSeconds
         }
         var m = Measurement(name: name, operations: events, seconds: alone.wallSeconds, operationsPerSecond: Double(events) / alone.wallSeconds)
         m.extra = extra
@@ -327,13 +340,16 @@ enum HostileWorkload {
     /// `channelID`, in fragments of at most `fragment` octets: the first with
     /// Packet_Boundary_Flag 0b10, the rest 0b01 (Vol 4, Part E, 5.4.2).
     static func l2capH4(handle: UInt16, channelID: UInt16, payload: [UInt8], fragment: Int = 251) -> [UInt8] {
-        let pdu = [UInt8(payload.count & 0xFF), UInt8(payload.count >> 8), UInt8(channelID & 0xFF), UInt8(channelID >> 8)] + payload
+        let header: [UInt8] = [UInt8(payload.count & 0xFF), UInt8(payload.count >> 8), UInt8(channelID & 0xFF), UInt8(channelID >> 8)]
+        let pdu = header + payload
         var out: [UInt8] = []
         var offset = 0
         while offset < pdu.count {
             let piece = pdu[offset..<min(offset + fragment, pdu.count)]
             let flags = handle | (offset == 0 ? 0x2000 : 0x1000)
-            out += [0x02, UInt8(flags & 0xFF), UInt8(flags >> 8), UInt8(piece.count & 0xFF), UInt8(piece.count >> 8)] + piece
+            let packetHeader: [UInt8] = [0x02, UInt8(flags & 0xFF), UInt8(flags >> 8), UInt8(piece.count & 0xFF), UInt8(piece.count >> 8)]
+            out += packetHeader
+            out += piece
             offset += piece.count
         }
         return out
