@@ -251,7 +251,8 @@ enum HostileWorkload {
 
     /// Feeds `chunk` (whole H4 packets) into the host `times` times, one job on the adapter
     /// queue each, as a transport's reads come in: other links' work runs between them.
-    /// After each job `tally` takes the virtual controller's records of what the host sent.
+    /// After each job `tally` takes the virtual controller's records of what the host sent,
+    /// and the GATT servers forget theirs.
     static func feed(_ stack: BenchStack, _ chunk: [UInt8], times: Int, meter: Meter, tally: inout Tally) async {
         let tap = stack.tap
         for i in 0..<times {
@@ -262,10 +263,12 @@ enum HostileWorkload {
                 }
             }
             tally.take(from: stack.vc)
+            for server in stack.servers { await server.clearRecords() }
             if i == times / 10 { meter.sampleTenth() }
         }
         await stack.vc.settle()
         tally.take(from: stack.vc)
+        for server in stack.servers { await server.clearRecords() }
     }
 
     /// What the host sent to the controller. Counted as the virtual controller's records are
