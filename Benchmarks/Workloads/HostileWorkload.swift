@@ -172,7 +172,7 @@ enum HostileWorkload {
             vc.completePackets(for: peers[i])
         }, tidy: { vc.clearRecords(); for s in servers { await s.clearRecords() } })
 
-        let m = try await measure("hostile: a peer that never acknowledges, \(sends) Write Commands sent to it, \(outstanding) at a time (sends)", events: sends, healthy: healthy) { meter, rounds in
+        var m = try await measure("hostile: a peer that never acknowledges, \(sends) Write Commands sent to it, \(outstanding) at a time (sends)", events: sends, healthy: healthy) { meter, rounds in
             let total = sends * rounds
             meter.start()
             var outcomes: [String: Int] = [:]
@@ -211,7 +211,55 @@ enum HostileWorkload {
             return seen
         }
         await central.close()
+        // The app's own share: as many tasks that only wait cost this much.
+        m.extra["peakResidentGrowthOfAsManyParkedTasksBytes"] = Double(await parkedTasksPeak(outstanding))
         return Result(measurement: m, bounded: true)
+    }
+
+    /// The peak resident growth of `count` tasks that only wait, each parked on a
+    /// continuation: what the app's waiting sends cost without the host.
+    static func parkedTasksPeak(_ count: Int) async -> Int {
+        let parked = Parked(expected: count)
+        let meter = Meter()
+        meter.start()
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<count { group.addTask { await parked.park() } }
+            await parked.untilAllParked()
+            parked.resumeAll()
+        }
+        meter.stop()
+        return meter.peakGrowth
+    }
+
+    final class Parked: Sendable {
+        struct State {
+            var waiting: [CheckedContinuation<Void, Never>] = []
+            var whenAllParked: CheckedContinuation<Void, Never>?
+        }
+        let expected: Int
+        let state = Mutex(State())
+        init(expected: Int) { self.expected = expected }
+
+        func park() async {
+            await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+                state.withLock { s in
+                    s.waiting.append(c)
+                    if s.waiting.count == expected { s.whenAllParked?.resume(); s.whenAllParked = nil }
+                }
+            }
+        }
+
+        func untilAllParked() async {
+            await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+                state.withLock { s in
+                    if s.waiting.count == expected { c.resume() } else { s.whenAllParked = c }
+                }
+            }
+        }
+
+        func resumeAll() {
+            for c in state.withLock({ s in defer { s.waiting = [] }; return s.waiting }) { c.resume() }
+        }
     }
 
     // MARK: Running a case
