@@ -250,7 +250,8 @@ if selected("hostile") { do {
     for r in try await HostileWorkload.run(quick: quick) {
         let m = r.measurement
         let grew = (m.extra["peakResidentGrowthBytes"] ?? 0) - (m.extra["peakResidentGrowthAfterATenthBytes"] ?? 0)
-        add(m, target: r.bounded ? Target(description: "peak resident memory after all events within 1 MiB of the peak after a tenth", met: grew <= 1_048_576) : nil)
+        // 2 MiB: room for what a link's bounded queues may hold at a moment (64 KiB of tiny PDUs).
+        add(m, target: r.bounded ? Target(description: "peak resident memory after all events within 2 MiB of the peak after a tenth", met: grew <= 2_097_152) : nil)
     }
 } catch {
     log("hostile failed: \(error)")

@@ -54,16 +54,16 @@ enum HostileWorkload {
         let name = policy == nil
             ? "hostile: notification flood at a subscriber that never reads (default policy, newest 1,024) (notifications)"
             : "hostile: the same flood with bufferingPolicy .unbounded, for comparison (notifications)"
-        let m = try await measure(name, events: count, healthy: healthy) { meter, rounds in
+        let m = try await measure(name, events: count, healthy: healthy) { meter, plan in
             let stream = try await link.peripheral.subscribe(to: link.measurement, bufferingPolicy: policy ?? .notificationDefault)
             let before = try await link.peripheral.droppedValueCount(for: link.measurement)
             var tally = Tally()
             meter.start()
-            await feed(stack, chunk, times: count / perJob * rounds, meter: meter, tally: &tally)
+            await feed(stack, chunk, times: count / perJob, plan: plan, meter: meter, tally: &tally)
             meter.stop()
             let dropped = try await link.peripheral.droppedValueCount(for: link.measurement) - before
             withExtendedLifetime(stream) {}
-            return ["droppedAndCounted": Double(dropped), "heldForTheSubscriber": Double(count * rounds - dropped)]
+            return ["droppedAndCounted": Double(dropped), "heldForTheSubscriber": Double(count * plan.rounds - dropped)]
         }
         return Result(measurement: m, bounded: policy == nil)
     }
@@ -76,11 +76,11 @@ enum HostileWorkload {
         let one = l2capH4(handle: link.handle, channelID: L2CAPChannelID.att, payload: pdu, fragment: 27)
         let chunk = (0..<perJob).flatMap { _ in one }
         let host = stack.central.host
-        let m = try await measure("hostile: 600-octet notifications at ATT_MTU 517 in 27-byte fragments (PDUs)", events: count, healthy: healthy) { meter, rounds in
+        let m = try await measure("hostile: 600-octet notifications at ATT_MTU 517 in 27-byte fragments (PDUs)", events: count, healthy: healthy) { meter, plan in
             let before = await host.oversizedInboundPDUs
             var tally = Tally()
             meter.start()
-            await feed(stack, chunk, times: count / perJob * rounds, meter: meter, tally: &tally)
+            await feed(stack, chunk, times: count / perJob, plan: plan, meter: meter, tally: &tally)
             meter.stop()
             return ["refusedAtTheFirstFragment": Double(await host.oversizedInboundPDUs - before), "fragmentsPerPDU": 23]
         }
@@ -97,11 +97,11 @@ enum HostileWorkload {
             return l2capH4(handle: link.handle, channelID: L2CAPChannelID.leSignaling, payload: request)
         }
         let host = stack.central.host
-        let m = try await measure("hostile: Connection Parameter Update Requests (requests)", events: count, healthy: healthy) { meter, rounds in
+        let m = try await measure("hostile: Connection Parameter Update Requests (requests)", events: count, healthy: healthy) { meter, plan in
             var tally = Tally()
             let before = await host.failedOutboundPDUs.queueFull
             meter.start()
-            await feed(stack, chunk, times: count / perJob * rounds, meter: meter, tally: &tally)
+            await feed(stack, chunk, times: count / perJob, plan: plan, meter: meter, tally: &tally)
             meter.stop()
             return ["responses": Double(tally.signaling), "leConnectionUpdateCommands": Double(tally.connectionUpdates),
                     "responsesDroppedAtAFullLinkQueue": Double(await host.failedOutboundPDUs.queueFull - before)]
@@ -121,10 +121,10 @@ enum HostileWorkload {
             let indication: [UInt8] = [0x1D, UInt8(sc & 0xFF), UInt8(sc >> 8), UInt8(start & 0xFF), UInt8(start >> 8), UInt8(end & 0xFF), UInt8(end >> 8)]
             return l2capH4(handle: link.handle, channelID: L2CAPChannelID.att, payload: indication)
         }
-        let m = try await measure("hostile: Service Changed indications without waiting for confirmations (indications)", events: count, healthy: healthy) { meter, rounds in
+        let m = try await measure("hostile: Service Changed indications without waiting for confirmations (indications)", events: count, healthy: healthy) { meter, plan in
             var tally = Tally()
             meter.start()
-            await feed(stack, chunk, times: count / perJob * rounds, meter: meter, tally: &tally)
+            await feed(stack, chunk, times: count / perJob, plan: plan, meter: meter, tally: &tally)
             meter.stop()
             let confirmations = tally.confirmations
             _ = try await link.peripheral.services()
@@ -172,8 +172,8 @@ enum HostileWorkload {
             vc.completePackets(for: peers[i])
         }, tidy: { vc.clearRecords(); for s in servers { await s.clearRecords() } })
 
-        var m = try await measure("hostile: a peer that never acknowledges, \(sends) Write Commands sent to it, \(outstanding) at a time (sends)", events: sends, healthy: healthy) { meter, rounds in
-            let total = sends * rounds
+        var m = try await measure("hostile: a peer that never acknowledges, \(sends) Write Commands sent to it, \(outstanding) at a time (sends)", events: sends, healthy: healthy, paced: false) { meter, plan in
+            let total = sends * plan.rounds
             meter.start()
             var outcomes: [String: Int] = [:]
             var queuedWhenFull = 0
@@ -264,17 +264,31 @@ enum HostileWorkload {
 
     // MARK: Running a case
 
+    /// About how many small ACL packets one LE link carries per second (2M PHY, a 29-octet
+    /// LL payload and its empty reply per packet; see README, l2cap): the most a hostile peer
+    /// can send over the air.
+    static let linkPacketsPerSecond = 1_900.0
+
+    /// How a flood is sent: its events `rounds` times, as fast as the host takes them; or,
+    /// with `packetsPerSecond`, at that rate for `seconds`.
+    struct Plan {
+        var rounds = 1
+        var packetsPerSecond: Double?
+        var seconds = 2.0
+    }
+
     /// Runs `flood` alone (after a run to warm up), then the healthy load alone for 1 s (or as
-    /// long as the flood), then both, the flood repeated for about as long. `flood(meter, rounds)` sets itself up, sends
-    /// its events `rounds` times between `meter.start()` and `meter.stop()`, and returns what
-    /// the app saw.
-    static func measure(_ name: String, events: Int, healthy: HealthyLoad?,
-                        _ flood: (Meter, Int) async throws -> [String: Double]) async throws -> Measurement {
+    /// long as the flood), then both, the flood repeated for about as long, and (`paced`) the
+    /// healthy load beside the flood at one link's rate for 2 s. `flood(meter, plan)` sets
+    /// itself up, sends its events as `plan` says between `meter.start()` and `meter.stop()`,
+    /// and returns what the app saw.
+    static func measure(_ name: String, events: Int, healthy: HealthyLoad?, paced: Bool = true,
+                        _ flood: (Meter, Plan) async throws -> [String: Double]) async throws -> Measurement {
         // Once unmeasured: the first run of a case also pays for what the process sets up once
         // (dispatch threads, allocator arenas, runtime metadata).
-        _ = try await flood(Meter(), 1)
+        _ = try await flood(Meter(), Plan())
         let alone = Meter()
-        var extra = try await flood(alone, 1)
+        var extra = try await flood(alone, Plan())
         extra["cpuMicrosecondsPerEvent"] = alone.cpuSeconds * 1e6 / Double(events)
         extra["peakResidentGrowthBytes"] = Double(alone.peakGrowth)
         extra["peakResidentGrowthAfterATenthBytes"] = Double(alone.peakGrowthAtTenth)
@@ -286,24 +300,38 @@ enum HostileWorkload {
             let rounds = min(100, Int((1 / alone.wallSeconds).rounded(.up)))
             let during = Meter()
             let load = healthy.start()
-            _ = try await flood(during, rounds)
+            _ = try await flood(during, Plan(rounds: rounds))
             extra["healthyPerSecondDuringTheFlood"] = try await load.stop()
             extra["floodRoundsBesideTheHealthyLink"] = Double(rounds)
             extra["floodSecondsBesideTheHealthyLink"] = during.wallSeconds
             extra["floodEventsPerSecondBesideTheHealthyLink"] = Double(events * rounds) / during.wallSeconds
+            if paced {
+                let load = healthy.start()
+                _ = try await flood(Meter(), Plan(packetsPerSecond: linkPacketsPerSecond))
+                extra["healthyPerSecondBesideTheFloodAtOneLinksRate"] = try await load.stop()
+                extra["floodPacketsPerSecondAtOneLinksRate"] = linkPacketsPerSecond
+            }
         }
         var m = Measurement(name: name, operations: events, seconds: alone.wallSeconds, operationsPerSecond: Double(events) / alone.wallSeconds)
         m.extra = extra
         return m
     }
 
-    /// Feeds `chunk` (whole H4 packets) into the host `times` times, one job on the adapter
-    /// queue each, as a transport's reads come in: other links' work runs between them.
-    /// After each job `tally` takes the virtual controller's records of what the host sent,
-    /// and the GATT servers forget theirs.
-    static func feed(_ stack: BenchStack, _ chunk: [UInt8], times: Int, meter: Meter, tally: inout Tally) async {
+    /// Feeds `chunk` (whole H4 packets) into the host `times` x `plan.rounds` times (or at the
+    /// plan's rate), one job on the adapter queue each, as a transport's reads come in: other
+    /// links' work runs between them. After each job `tally` takes the virtual controller's
+    /// records of what the host sent, and the GATT servers forget theirs.
+    static func feed(_ stack: BenchStack, _ chunk: [UInt8], times: Int, plan: Plan, meter: Meter, tally: inout Tally) async {
         let tap = stack.tap
-        for i in 0..<times {
+        let total = plan.packetsPerSecond == nil ? times * plan.rounds : Int.max
+        let interval = plan.packetsPerSecond.map { Double(packetCount(chunk)) / $0 }
+        let start = ContinuousClock.now
+        var i = 0
+        while i < total {
+            if let interval {
+                guard interval * Double(i) < plan.seconds else { break }
+                try? await Task.sleep(until: start + .seconds(interval * Double(i)), clock: .continuous)
+            }
             await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
                 stack.queue.async {
                     chunk.withUnsafeBytes { tap.feed($0) }
@@ -312,11 +340,23 @@ enum HostileWorkload {
             }
             tally.take(from: stack.vc)
             for server in stack.servers { await server.clearRecords() }
-            if i == times / 10 { meter.sampleTenth() }
+            if i == total / 10 { meter.sampleTenth() }
+            i += 1
         }
         await stack.vc.settle()
         tally.take(from: stack.vc)
         for server in stack.servers { await server.clearRecords() }
+    }
+
+    /// The H4 ACL packets in `bytes` (Vol 4, Part E, 5.4.2: a 4-octet header ending in the
+    /// data length).
+    static func packetCount(_ bytes: [UInt8]) -> Int {
+        var count = 0, offset = 0
+        while offset + 5 <= bytes.count {
+            offset += 5 + (Int(bytes[offset + 3]) | Int(bytes[offset + 4]) << 8)
+            count += 1
+        }
+        return count
     }
 
     /// What the host sent to the controller. Counted as the virtual controller's records are
