@@ -10,8 +10,9 @@ import Synchronization
 /// event, the growth of the process's resident high-water mark (`Meter`), what the app saw,
 /// and what a healthy link beside it achieved during the flood against alone.
 ///
-/// Each flood runs twice: alone (CPU, memory, what the app saw), then beside the healthy link
-/// (the healthy link's rate, after as long a stretch of it alone for comparison).
+/// Each flood runs once to warm up, then alone (CPU, memory, what the app saw), then beside
+/// the healthy link as fast as the host takes it and at the rate one link carries (the
+/// healthy link's rate, against a stretch of it alone).
 enum HostileWorkload {
     /// One case's figures, and whether its memory must stay bounded.
     struct Result {
