@@ -10,7 +10,7 @@ var runs = 5
 var quick = false
 var allocationsChild = false
 var perConnectionChild = false
-/// Workload keys to run (w1, w2, w3, w4, w5, dense, memory, gateway, l2cap); all when empty.
+/// Workload keys to run (w1, w2, w3, w4, w5, dense, memory, gateway, l2cap, hostile); all when empty.
 var only: Set<String> = []
 var args = CommandLine.arguments.dropFirst()
 while let a = args.popFirst() {
@@ -243,6 +243,18 @@ if selected("l2cap") { do {
     }
 } catch {
     log("l2cap failed: \(error)")
+} }
+
+// Hostile peers (docs/reliability.md): floods at scale on one link, a healthy link beside it.
+if selected("hostile") { do {
+    for r in try await HostileWorkload.run(quick: quick) {
+        let m = r.measurement
+        let grew = (m.extra["peakResidentGrowthBytes"] ?? 0) - (m.extra["peakResidentGrowthAfterATenthBytes"] ?? 0)
+        // 2 MiB: room for what a link's bounded queues may hold at a moment (64 KiB of tiny PDUs).
+        add(m, target: r.bounded ? Target(description: "peak resident memory after all events within 2 MiB of the peak after a tenth", met: grew <= 2_097_152) : nil)
+    }
+} catch {
+    log("hostile failed: \(error)")
 } }
 
 let encoder = JSONEncoder()

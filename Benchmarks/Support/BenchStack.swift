@@ -59,6 +59,8 @@ final class BenchStack: @unchecked Sendable { // immutable after `make`
     let vc: VirtualController
     let tap: TapTransport
     let central: Central
+    /// The GATT server of each peripheral, in address order.
+    let servers: [GATTServer]
     var links: [Link] = []
     var queue: DispatchQueue { vc.adapterExecutor.queue }
 
@@ -70,9 +72,10 @@ final class BenchStack: @unchecked Sendable { // immutable after `make`
         var options = VirtualController.Options()
         options.time = .immediate
         options.aclPacketCount = 64
-        vc = VirtualController(options: options)
-        for i in 0..<peripherals {
-            let server = GATTServer(database: database, queue: vc.queue)
+        let vc = VirtualController(options: options)
+        self.vc = vc
+        servers = (0..<peripherals).map { _ in GATTServer(database: database, queue: vc.queue) }
+        for (i, server) in servers.enumerated() {
             vc.addPeripheral(SimulatedPeripheral(address: Self.address(i), advertisingData: [0x02, 0x01, 0x06], attServer: server))
         }
         tap = TapTransport(vc.makeTransport())
