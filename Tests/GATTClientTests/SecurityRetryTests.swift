@@ -1,5 +1,4 @@
 import Testing
-import Dispatch
 import Synchronization
 import ATT
 @testable import BLETestSupport
@@ -31,13 +30,13 @@ struct SecurityRetryTests {
     /// The test bed, the requests its server received, and the levels the raiser was asked for.
     struct Bed {
         let bed: TestBed
-        let recorder: RecordingATTServer
+        let recorder: GatedATTServer
         let raised = LevelLog()
 
         init() {
             let holder = RecorderHolder()
             bed = TestBed(SecurityRetryTests.database, wrap: { server in
-                let r = RecordingATTServer(server, queue: server.queue)
+                let r = GatedATTServer(server, queue: server.queue)
                 holder.recorder = r
                 return r
             })
@@ -62,8 +61,8 @@ struct SecurityRetryTests {
         }
 
         /// Write, Prepare Write and Execute Write Requests (and Read Requests) received.
-        func requests() async -> [[UInt8]] {
-            await recorder.received().filter { [0x0A, 0x12, 0x16, 0x18].contains($0.first) }
+        func requests() -> [[UInt8]] {
+            recorder.received.filter { [0x0A, 0x12, 0x16, 0x18].contains($0.first) }
         }
     }
 
@@ -72,7 +71,7 @@ struct SecurityRetryTests {
         await t.setEncryptingRaiser()
         try await t.bed.peripheral.write([0x01], to: Self.characteristic("FFF1"))
         // Write Request, handle 0x0003, value 01: refused (0x0F), then accepted.
-        #expect(await t.requests() == [[0x12, 0x03, 0x00, 0x01], [0x12, 0x03, 0x00, 0x01]])
+        #expect(t.requests() == [[0x12, 0x03, 0x00, 0x01], [0x12, 0x03, 0x00, 0x01]])
         #expect(t.raised.all == [.encrypted])
         #expect(await t.bed.server.value(of: BluetoothUUID("FFF1")!) == [0x01])
     }
@@ -82,7 +81,7 @@ struct SecurityRetryTests {
         await t.setEncryptingRaiser()
         let stream = try await t.bed.peripheral.subscribe(to: Self.characteristic("FFF2"))
         // Write Request to the CCCD (handle 0x0006), notifications on: refused, then accepted.
-        #expect(await t.requests() == [[0x12, 0x06, 0x00, 0x01, 0x00], [0x12, 0x06, 0x00, 0x01, 0x00]])
+        #expect(t.requests() == [[0x12, 0x06, 0x00, 0x01, 0x00], [0x12, 0x06, 0x00, 0x01, 0x00]])
         #expect(t.raised.all == [.encrypted])
         #expect(await t.bed.server.notify(characteristic: BluetoothUUID("FFF2")!, value: [7]) == 1)
         var values = stream.makeAsyncIterator()
@@ -96,7 +95,7 @@ struct SecurityRetryTests {
         await t.setEncryptingRaiser()
         #expect(try await t.bed.peripheral.read(Self.characteristic("FFF3")) == [0x5A])
         // Read Request, handle 0x0008: Encryption Key Size Too Short (0x0C), then the value.
-        #expect(await t.requests() == [[0x0A, 0x08, 0x00], [0x0A, 0x08, 0x00]])
+        #expect(t.requests() == [[0x0A, 0x08, 0x00], [0x0A, 0x08, 0x00]])
         #expect(t.raised.all == [.encrypted])
     }
 
@@ -115,7 +114,7 @@ struct SecurityRetryTests {
             #expect(error.attErrorCode == .insufficientAuthentication)
             #expect(error.description == "Insufficient Authentication (0x05) writing FiRa Consortium (FFF4) at handle 0x000A on F0:F1:F2:F3:F4:F5 again after the link became encrypted: the peer needs more (encrypted, authenticated); pair with MITM protection (PairingOptions.mitm) or Secure Connections Only, then retry")
         }
-        #expect(await t.requests() == [[0x12, 0x0A, 0x00, 0x02], [0x12, 0x0A, 0x00, 0x02]])
+        #expect(t.requests() == [[0x12, 0x0A, 0x00, 0x02], [0x12, 0x0A, 0x00, 0x02]])
         #expect(t.raised.all == [.encrypted])
     }
 
@@ -132,7 +131,7 @@ struct SecurityRetryTests {
                                         peer: t.bed.peripheral.peerAddress))
             #expect(error.description == "Insufficient Encryption (0x0F) writing ICCE Digital Key (FFF1) at handle 0x0003 on F0:F1:F2:F3:F4:F5; pair or encrypt the link, then retry")
         }
-        #expect(await t.requests() == [[0x12, 0x03, 0x00, 0x01]])
+        #expect(t.requests() == [[0x12, 0x03, 0x00, 0x01]])
     }
 
     /// A raiser that fails (the pairing failed): a typed error with its reason.
@@ -148,7 +147,7 @@ struct SecurityRetryTests {
                                              target: .attribute(BluetoothUUID("FFF1")!, handle: 0x0003), peer: t.bed.peripheral.peerAddress,
                                              reason: .failed("Pairing Not Supported (0x05)")))
         }
-        #expect(await t.requests() == [[0x12, 0x03, 0x00, 0x01]])
+        #expect(t.requests() == [[0x12, 0x03, 0x00, 0x01]])
     }
 
     /// A reliable write refused at its second Prepare Write: the procedure cancels what it
@@ -158,7 +157,7 @@ struct SecurityRetryTests {
         let t = Bed()
         await t.setEncryptingRaiser()
         try await t.bed.peripheral.reliableWrite([(Self.characteristic("FFF5"), [0x01, 0x02]), (Self.characteristic("FFF1"), [0x03])])
-        #expect(await t.requests() == [
+        #expect(t.requests() == [
             [0x16, 0x0C, 0x00, 0x00, 0x00, 0x01, 0x02], [0x16, 0x03, 0x00, 0x00, 0x00, 0x03], [0x18, 0x00],
             [0x16, 0x0C, 0x00, 0x00, 0x00, 0x01, 0x02], [0x16, 0x03, 0x00, 0x00, 0x00, 0x03], [0x18, 0x01],
         ])
@@ -182,31 +181,7 @@ struct SecurityRetryTests {
         async let b: Void = t.bed.peripheral.write([0x0B], to: Self.characteristic("FFF1"))
         _ = try await (a, b)
         #expect(t.raised.all == [.encrypted])
-        #expect(await t.requests().count == 4)
-    }
-}
-
-/// Records every PDU the central sends, then hands it to the server behind.
-final class RecordingATTServer: SimulatedATTServer, @unchecked Sendable { // `log` is touched only on `queue`
-    let inner: any SimulatedATTServer
-    let queue: DispatchQueue
-    private var log: [[UInt8]] = []
-
-    init(_ inner: any SimulatedATTServer, queue: DispatchQueue) {
-        self.inner = inner
-        self.queue = queue
-    }
-
-    func linkConnected(_ link: any ATTServerLink) { inner.linkConnected(link) }
-    func linkDisconnected(_ link: any ATTServerLink) { inner.linkDisconnected(link) }
-    func receive(_ pdu: [UInt8], from link: any ATTServerLink) {
-        log.append(pdu)
-        inner.receive(pdu, from: link)
-    }
-
-    /// Every PDU received so far, in order.
-    func received() async -> [[UInt8]] {
-        await withCheckedContinuation { c in queue.async { c.resume(returning: self.log) } }
+        #expect(t.requests().count == 4)
     }
 }
 
@@ -217,7 +192,7 @@ final class LevelLog: Sendable {
     var all: [SecurityLevel] { levels.withLock { $0 } }
 }
 
-/// Captures the recorder a TestBed builds around its server.
+/// Captures the recording server a TestBed builds around its server.
 final class RecorderHolder: @unchecked Sendable { // written once during TestBed.init, read afterwards by the same test
-    var recorder: RecordingATTServer?
+    var recorder: GatedATTServer?
 }

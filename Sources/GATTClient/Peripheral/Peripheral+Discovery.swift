@@ -50,15 +50,8 @@ extension Peripheral {
     /// The services `service` includes (Find Included Services).
     public func includedServices(of service: ServiceIdentifier) async throws(GATTError) -> [GATTIncludedService] {
         let s = try await resolve(service)
-        if let known = database.includedServices[s.handle] { return known }
-        let found = try await perform(.findingIncludedServices, .attribute(s.uuid, handle: s.handle)) { p async throws(GATTProcedureError) in
-            try await p.findIncludedServices(of: s)
-        }
-        if isKnown(s) {
-            database.includedServices[s.handle] = found
-            await storeInCache()
-        }
-        return found
+        return try await discoverOnce(\.includedServices, at: s.handle, .findingIncludedServices, .attribute(s.uuid, handle: s.handle),
+                                      stillKnown: { isKnown(s) }) { p async throws(GATTProcedureError) in try await p.findIncludedServices(of: s) }
     }
 
     /// The descriptors of a characteristic, discovered on first use.
@@ -68,12 +61,20 @@ extension Peripheral {
 
     /// The descriptors of a discovered characteristic.
     public func descriptors(of c: GATTCharacteristic) async throws(GATTError) -> [GATTDescriptor] {
-        if let known = database.descriptors[c.valueHandle] { return known }
-        let found = try await perform(.discoveringDescriptors, .attribute(c.uuid, handle: c.valueHandle)) { p async throws(GATTProcedureError) in
-            try await p.discoverDescriptors(of: c)
-        }
-        if isKnown(c) {
-            database.descriptors[c.valueHandle] = found
+        try await discoverOnce(\.descriptors, at: c.valueHandle, .discoveringDescriptors, .attribute(c.uuid, handle: c.valueHandle),
+                               stillKnown: { isKnown(c) }) { p async throws(GATTProcedureError) in try await p.discoverDescriptors(of: c) }
+    }
+
+    /// What is under one attribute, discovered once: `table[key]` when known; otherwise
+    /// `discover` runs, and its result is kept (and cached) while `stillKnown()` holds after it
+    /// (a Service Changed indication or a concurrent discovery may have replaced the attribute).
+    private func discoverOnce<Found>(_ table: WritableKeyPath<GATTDatabaseSnapshot, [UInt16: [Found]]>, at key: UInt16,
+                                     _ operation: GATTOperation, _ target: GATTTarget, stillKnown: () -> Bool,
+                                     _ discover: (GATTProcedures) async throws(GATTProcedureError) -> [Found]) async throws(GATTError) -> [Found] {
+        if let known = database[keyPath: table][key] { return known }
+        let found = try await perform(operation, target, discover)
+        if stillKnown() {
+            database[keyPath: table][key] = found
             await storeInCache()
         }
         return found
