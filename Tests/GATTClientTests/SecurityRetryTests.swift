@@ -88,6 +88,20 @@ struct SecurityRetryTests {
         #expect(try await values.next() == [7])
     }
 
+    /// A control-point exchange on a server that needs encryption for both: the subscription
+    /// raises the link's security once, the write then goes through as it is.
+    @Test func writeAndAwaitNotificationRaisesSecurityOnce() async throws {
+        let t = Bed()
+        await t.setEncryptingRaiser()
+        let peripheral = t.bed.peripheral
+        async let reply = peripheral.writeAndAwaitNotification([0x01], to: Self.characteristic("FFF1"), response: Self.characteristic("FFF2"))
+        #expect(await t.bed.server.waitUntil("the write applied") { $0.writes.contains { $0.handle == 0x0003 } })
+        #expect(await t.bed.server.notify(characteristic: BluetoothUUID("FFF2")!, value: [0x81]) == 1)
+        #expect(try await reply == [0x81])
+        #expect(t.requests() == [[0x12, 0x06, 0x00, 0x01, 0x00], [0x12, 0x06, 0x00, 0x01, 0x00], [0x12, 0x03, 0x00, 0x01]])
+        #expect(t.raised.all == [.encrypted])
+    }
+
     @Test func encryptionKeySizeTooShortRaisesSecurityAndRetries() async throws {
         let t = Bed()
         t.bed.channel.serverLink.isEncrypted = true
@@ -169,19 +183,20 @@ struct SecurityRetryTests {
     /// pairing, and both requests go through.
     @Test func concurrentRefusalsShareOneRaise() async throws {
         let t = Bed()
-        let link = t.bed.channel.serverLink, queue = t.bed.executor.queue, raised = t.raised, server = t.bed.server
-        await t.bed.peripheral.setSecurityRaiser { level in
+        let link = t.bed.channel.serverLink, queue = t.bed.executor.queue, raised = t.raised, peripheral = t.bed.peripheral
+        await peripheral.setSecurityRaiser { level in
             raised.append(level)
-            // Both writes refused before the link is encrypted.
-            _ = await server.waitUntil("both writes refused") { $0.log.filter { $0 == .writeRequest }.count == 2 }
+            // The other write, refused too, waits for this raise before the link is encrypted.
+            try await peripheral.securityRaise?.waitForCount("the second refused write waiting") { $0 == 1 }
             await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in queue.async { link.isEncrypted = true; c.resume() } }
         }
-        _ = try await t.bed.peripheral.resolve(Self.characteristic("FFF1"))
-        async let a: Void = t.bed.peripheral.write([0x0A], to: Self.characteristic("FFF1"))
-        async let b: Void = t.bed.peripheral.write([0x0B], to: Self.characteristic("FFF1"))
+        _ = try await peripheral.resolve(Self.characteristic("FFF1"))
+        async let a: Void = peripheral.write([0x0A], to: Self.characteristic("FFF1"))
+        async let b: Void = peripheral.write([0x0B], to: Self.characteristic("FFF1"))
         _ = try await (a, b)
         #expect(t.raised.all == [.encrypted])
         #expect(t.requests().count == 4)
+        #expect(await t.bed.server.appliedWrites().map(\.handle) == [0x0003, 0x0003])
     }
 }
 
