@@ -88,6 +88,22 @@ struct SecurityRetryTests {
         #expect(try await values.next() == [7])
     }
 
+    /// Unsubscribing is a request like the others: a CCCD write the peer refuses (the link
+    /// lost its encryption meanwhile) raises the link's security and is written again.
+    @Test func refusedUnsubscribeRaisesSecurityAndClearsTheCCCD() async throws {
+        let t = Bed()
+        await t.setEncryptingRaiser()
+        var streams = [try await t.bed.peripheral.subscribe(to: Self.characteristic("FFF2"))]
+        let link = t.bed.channel.serverLink
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in t.bed.executor.queue.async { link.isEncrypted = false; c.resume() } }
+        streams.removeAll()
+        #expect(await t.bed.server.waitUntil("CCCD cleared") { $0.cccdValues(of: BluetoothUUID("FFF2")!) == [0] })
+        // On (refused, accepted), then off (refused, accepted).
+        #expect(t.requests() == [[0x12, 0x06, 0x00, 0x01, 0x00], [0x12, 0x06, 0x00, 0x01, 0x00],
+                                 [0x12, 0x06, 0x00, 0x00, 0x00], [0x12, 0x06, 0x00, 0x00, 0x00]])
+        #expect(t.raised.all == [.encrypted, .encrypted])
+    }
+
     /// A control-point exchange on a server that needs encryption for both: the subscription
     /// raises the link's security once, the write then goes through as it is.
     @Test func writeAndAwaitNotificationRaisesSecurityOnce() async throws {
