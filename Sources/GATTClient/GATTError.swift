@@ -42,9 +42,11 @@ public enum GATTError: Error, Sendable, Equatable, CustomStringConvertible {
     /// A Service Changed indication covered the subscribed characteristic: its handles may
     /// have moved, so the stream ended.
     case serviceChanged(range: ATTHandleRange, peer: BluetoothAddress)
-    /// The peer refused a request for lack of security (`attribute` holds its answer), and
-    /// raising the link's security (`Peripheral.setSecurityRaiser`) failed (`reason`).
-    case securityNeeded(attribute: ATTErrorCode, needed: SecurityLevel, peer: BluetoothAddress, reason: String)
+    /// The peer refused `operation` on `target` for lack of security (`attribute` holds its
+    /// answer), and raising the link's security to `needed` (`Peripheral.setSecurityRaiser`)
+    /// did not get it through (`reason`: the raise failed, or the peer refused again).
+    case securityNeeded(attribute: ATTErrorCode, needed: SecurityLevel, operation: GATTOperation, target: GATTTarget,
+                        peer: BluetoothAddress, reason: SecurityRaiseFailure)
     /// A signed write could not be signed: no signer (`Peripheral.setWriteSigner`), or the
     /// signer failed (`reason`).
     case signingFailed(target: GATTTarget, peer: BluetoothAddress, reason: String)
@@ -55,8 +57,10 @@ public enum GATTError: Error, Sendable, Equatable, CustomStringConvertible {
 
     /// The ATT error code, when the peer answered with an Error Response.
     public var attErrorCode: ATTErrorCode? {
-        if case .attribute(let code, _, _, _) = self { return code }
-        return nil
+        switch self {
+        case .attribute(let code, _, _, _), .securityNeeded(let code, _, _, _, _, _): return code
+        default: return nil
+        }
     }
 
     /// The peer the error concerns, when it names one.
@@ -65,7 +69,7 @@ public enum GATTError: Error, Sendable, Equatable, CustomStringConvertible {
         case .attribute(_, _, _, let p), .serviceNotFound(_, let p, _), .characteristicNotFound(_, _, let p, _),
              .descriptorNotFound(_, _, let p, _), .notSupported(_, _, _, let p), .disconnected(let p, _), .timeout(_, _, let p),
              .procedureTimeout(_, _, let p), .malformed(_, _, let p, _), .invalidValue(_, _, let p), .serviceChanged(_, let p),
-             .securityNeeded(_, _, let p, _), .signingFailed(_, let p, _), .enhancedBearers(_, let p):
+             .securityNeeded(_, _, _, _, let p, _), .signingFailed(_, let p, _), .enhancedBearers(_, let p):
             return p
         case .connection, .valueTooLong, .invalidUUID, .cancelled:
             return nil
@@ -76,7 +80,8 @@ public enum GATTError: Error, Sendable, Equatable, CustomStringConvertible {
     public var target: GATTTarget? {
         switch self {
         case .attribute(_, _, let t, _), .notSupported(_, let t, _, _), .timeout(_, let t, _), .malformed(_, let t, _, _),
-             .invalidValue(_, let t, _), .valueTooLong(_, _, _, let t), .cancelled(_, let t), .signingFailed(let t, _, _):
+             .invalidValue(_, let t, _), .valueTooLong(_, _, _, let t), .cancelled(_, let t), .signingFailed(let t, _, _),
+             .securityNeeded(_, _, _, let t, _, _):
             return t
         default:
             return nil
@@ -87,7 +92,7 @@ public enum GATTError: Error, Sendable, Equatable, CustomStringConvertible {
     public var operation: GATTOperation? {
         switch self {
         case .attribute(_, let o, _, _), .notSupported(let o, _, _, _), .timeout(let o, _, _), .malformed(let o, _, _, _),
-             .valueTooLong(_, _, let o, _), .cancelled(let o, _):
+             .valueTooLong(_, _, let o, _), .cancelled(let o, _), .securityNeeded(_, _, let o, _, _, _):
             return o
         default:
             return nil
@@ -127,8 +132,10 @@ public enum GATTError: Error, Sendable, Equatable, CustomStringConvertible {
             return "\(error)"
         case .serviceChanged(let range, let peer):
             return "the attributes \(range) of \(peer) changed (Service Changed); discover and subscribe again"
-        case .securityNeeded(let code, let needed, let peer, let reason):
-            return "\(peer) answered \(code): the link must be \(needed), and raising it failed: \(reason)"
+        case .securityNeeded(let code, let needed, let op, let target, let peer, .failed(let why)):
+            return "\(code) \(op) \(target) on \(peer): pairing is needed (the link must be \(needed)), and raising the link's security failed: \(why)"
+        case .securityNeeded(let code, let needed, let op, let target, let peer, .refusedAgain(let reached)):
+            return "\(code) \(op) \(target) on \(peer) again after the link became \(reached): the peer needs more (\(needed)); pair with MITM protection (PairingOptions.mitm) or Secure Connections Only, then retry"
         case .signingFailed(let target, let peer, let reason):
             return "a signed write to \(target) on \(peer) could not be signed: \(reason)"
         case .enhancedBearers(let error, let peer):
@@ -148,6 +155,23 @@ extension GATTError: BLEError {
         case .cancelled: return true
         case .connection(let error): return error.isCancellation
         default: return false
+        }
+    }
+}
+
+/// Why raising a link's security did not get a refused request through
+/// (`GATTError.securityNeeded`).
+public enum SecurityRaiseFailure: Sendable, Hashable, CustomStringConvertible {
+    /// Encrypting or pairing failed; the text of that error (it names the SMP reason).
+    case failed(String)
+    /// The link's security was raised to `reached`, the request ran again and the peer
+    /// refused it again; it is not retried a second time.
+    case refusedAgain(reached: SecurityLevel)
+
+    public var description: String {
+        switch self {
+        case .failed(let why): return why
+        case .refusedAgain(let reached): return "refused again after the link became \(reached)"
         }
     }
 }

@@ -69,7 +69,7 @@ struct ReEncryptOnRestoreTests {
             _ = try await values.next()
             Issue.record("the stream went on without encryption")
         } catch let error as GATTError {
-            guard case .securityNeeded(_, let needed, _, let reason) = error else { Issue.record("unexpected \(error)"); return }
+            guard case .securityNeeded(_, let needed, _, _, _, .failed(let reason)) = error else { Issue.record("unexpected \(error)"); return }
             #expect(needed == .encrypted)
             #expect(reason.contains("PIN or Key Missing"))
         }

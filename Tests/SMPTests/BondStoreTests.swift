@@ -26,6 +26,35 @@ struct BondStoreTests {
         try body(root)
     }
 
+    /// Writes `text` to `path` (a file a test plants).
+    static func plant(_ text: String, at path: String) throws {
+        let file = try #require(fopen(path, "w"))
+        fputs(text, file)
+        fclose(file)
+    }
+
+    /// The entries of a directory, sorted, without "." and "..".
+    static func names(in path: String) -> [String] {
+        guard let dir = opendir(path) else { return [] }
+        defer { closedir(dir) }
+        var names: [String] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names.sorted()
+    }
+
+    /// The text of the file at `path` (nil when it cannot be read).
+    static func contents(_ path: String) -> String? {
+        guard let file = fopen(path, "r") else { return nil }
+        defer { fclose(file) }
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 256)
+        while case let n = fread(&buffer, 1, buffer.count, file), n > 0 { bytes += buffer[0..<n] }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
     static func mode(_ path: String) -> UInt32 {
         var st = stat()
         return stat(path, &st) == 0 ? UInt32(st.st_mode) & 0o777 : 0
@@ -39,7 +68,8 @@ struct BondStoreTests {
             #expect(path == root + "/bonds/00:1B:DC:0F:00:01/C4:00:00:00:00:01-random")
             #expect(Self.mode(path) == 0o600)
             #expect(Self.mode(root + "/bonds/00:1B:DC:0F:00:01") == 0o700)
-            #expect(access(path + ".tmp", F_OK) != 0)
+            // Only the bond: no temporary file left behind.
+            #expect(Self.names(in: root + "/bonds/00:1B:DC:0F:00:01") == ["C4:00:00:00:00:01-random"])
             #expect(store.bond(for: Self.peer) == Self.bond)
             // Found by its identity address too, and by a second store on the same directory.
             #expect(store.bond(for: Self.bond.identityAddress!) == Self.bond)
@@ -58,9 +88,9 @@ struct BondStoreTests {
             let good = store.path(for: Self.peer)
             let text = BondFile.encode(Self.bond)
             let truncated = store.path(for: LEAddress(BluetoothAddress("C4:00:00:00:00:02")!, type: .random))
-            try FileBondStore.writeAtomically(String(text.prefix(text.count / 2)), to: truncated)
+            try Self.plant(String(text.prefix(text.count / 2)), at: truncated)
             let garbage = store.path(for: LEAddress(BluetoothAddress("C4:00:00:00:00:03")!, type: .public))
-            try FileBondStore.writeAtomically(BondFile.header + "\npeer=nonsense\nend\n", to: garbage)
+            try Self.plant(BondFile.header + "\npeer=nonsense\nend\n", at: garbage)
 
             #expect(store.allBonds() == [Self.bond])
             #expect(store.bond(for: LEAddress(BluetoothAddress("C4:00:00:00:00:02")!, type: .random)) == nil)
@@ -75,6 +105,98 @@ struct BondStoreTests {
     @Test func unwritableDirectoryIsATypedError() {
         #expect(throws: BondStoreError.io(path: "/proc/ble-bonds", operation: "creating directory", errno: ENOENT)) {
             try FileBondStore(adapter: Self.adapter, directory: "/proc/ble-bonds")
+        }
+    }
+
+    // MARK: Planted links (the tool may run as root in a directory others can write to)
+
+    /// The adapter's directory is a symbolic link to somewhere else: refused, naming it,
+    /// before anything is written there.
+    @Test func symbolicLinkAsTheAdapterDirectoryIsRefused() throws {
+        try Self.withTemporaryDirectory { root in
+            #expect(mkdir(root + "/bonds", 0o700) == 0 && mkdir(root + "/elsewhere", 0o755) == 0)
+            let adapterDirectory = root + "/bonds/00:1B:DC:0F:00:01"
+            #expect(symlink(root + "/elsewhere", adapterDirectory) == 0)
+            #expect(throws: BondStoreError.unsafeDirectory(path: adapterDirectory, .symbolicLink)) {
+                try FileBondStore(adapter: Self.adapter, directory: root + "/bonds")
+            }
+            #expect(Self.mode(root + "/elsewhere") == 0o755)
+            #expect(Self.names(in: root + "/elsewhere").isEmpty)
+        }
+    }
+
+    /// The bond directory itself is a symbolic link: refused before the adapter's directory
+    /// is made through it.
+    @Test func symbolicLinkAsTheBondDirectoryIsRefused() throws {
+        try Self.withTemporaryDirectory { root in
+            #expect(mkdir(root + "/real", 0o700) == 0)
+            #expect(symlink(root + "/real", root + "/bonds") == 0)
+            #expect(throws: BondStoreError.unsafeDirectory(path: root + "/bonds", .symbolicLink)) {
+                try FileBondStore(adapter: Self.adapter, directory: root + "/bonds")
+            }
+            #expect(Self.names(in: root + "/real").isEmpty)
+            let error = BondStoreError.unsafeDirectory(path: root + "/bonds", .symbolicLink)
+            #expect("\(error)" == "bond directory \(root)/bonds is a symbolic link; refusing to keep keys there: use a real directory owned by this user (--bond-dir or BLE_BOND_DIR)")
+        }
+    }
+
+    /// A bond directory another user owns is refused (as root: one given to nobody, 65534;
+    /// otherwise "/", which root owns).
+    @Test func bondDirectoryOfAnotherUserIsRefused() throws {
+        try Self.withTemporaryDirectory { root in
+            var directory = "/"
+            var owner: UInt32 = 0
+            if geteuid() == 0 {
+                directory = root + "/bonds"
+                owner = 65534
+                #expect(mkdir(directory, 0o700) == 0 && chown(directory, owner, owner) == 0)
+            }
+            #expect(throws: BondStoreError.unsafeDirectory(path: directory, .ownedByAnotherUser(owner: owner, user: geteuid()))) {
+                try FileBondStore(adapter: Self.adapter, directory: directory)
+            }
+            if geteuid() == 0 { #expect(Self.names(in: directory).isEmpty) }
+        }
+    }
+
+    /// A symbolic link planted at a bond's file name is not read through, and a save replaces
+    /// the link itself: the file it points to is untouched.
+    @Test func plantedLinkAtABondFileIsNeitherReadNorWrittenThrough() throws {
+        try Self.withTemporaryDirectory { root in
+            let problems = Mutex<[BondStoreError]>([])
+            let store = try FileBondStore(adapter: Self.adapter, directory: root + "/bonds") { e in problems.withLock { $0.append(e) } }
+            let victim = root + "/victim"
+            try Self.plant(BondFile.encode(Self.bond), at: victim)
+            let path = store.path(for: Self.peer)
+            #expect(symlink(victim, path) == 0)
+            #expect(store.bond(for: Self.peer) == nil)
+            #expect(problems.withLock { $0 }.contains(.io(path: path, operation: "opening", errno: ELOOP)))
+
+            var saved = Self.bond
+            saved.created = 1_800_000_000
+            try store.save(saved)
+            #expect(Self.contents(victim) == BondFile.encode(Self.bond))
+            var st = stat()
+            #expect(lstat(path, &st) == 0 && st.st_mode & S_IFMT == S_IFREG)
+            #expect(Self.mode(path) == 0o600)
+            #expect(store.bond(for: Self.peer) == saved)
+        }
+    }
+
+    /// A link planted at the temporary file's name: the write refuses to open it (O_EXCL |
+    /// O_NOFOLLOW) and fails with the path; the file it points to is untouched.
+    @Test func plantedLinkAtTheTemporaryFileFailsTheSave() throws {
+        try Self.withTemporaryDirectory { root in
+            let store = try FileBondStore(adapter: Self.adapter, directory: root + "/bonds")
+            let victim = root + "/victim"
+            try Self.plant("untouched\n", at: victim)
+            // The first write of a store uses ".<file>.<pid>.1.tmp".
+            let temp = store.directory + "/.C4:00:00:00:00:01-random.\(getpid()).1.tmp"
+            #expect(symlink(victim, temp) == 0)
+            #expect(throws: BondStoreError.io(path: temp, operation: "creating", errno: EEXIST)) { try store.save(Self.bond) }
+            #expect(Self.contents(victim) == "untouched\n")
+            // The next write takes a new name and succeeds.
+            try store.save(Self.bond)
+            #expect(store.bond(for: Self.peer) == Self.bond)
         }
     }
 

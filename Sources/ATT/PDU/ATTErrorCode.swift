@@ -70,10 +70,16 @@ public struct ATTErrorCode: RawRepresentable, Hashable, Sendable, CustomStringCo
         }
     }
 
+    /// Whether the peer refused for lack of security: Insufficient Authentication,
+    /// Insufficient Encryption or Encryption Key Size Too Short (pairing or encrypting helps).
+    public var needsSecurity: Bool {
+        self == .insufficientAuthentication || self == .insufficientEncryption || self == .encryptionKeySizeTooShort
+    }
+
     /// What a client can do about the error, when there is something; nil otherwise.
     public var hint: String? {
         switch self {
-        case .insufficientAuthentication, .insufficientEncryption, .encryptionKeySizeTooShort:
+        case _ where needsSecurity:
             return "pair or encrypt the link, then retry"
         case .insufficientAuthorization: return "the peer must authorize this client first"
         case .invalidAttributeValueLength: return "check the value length the characteristic expects"

@@ -118,6 +118,7 @@ private final class ResponseFaultLink: ATTServerLink, ATTServerLinkSecurity, @un
     var centralDescription: String { base.centralDescription }
     var isEncrypted: Bool { (base as? any ATTServerLinkSecurity)?.isEncrypted ?? false }
     var isAuthenticated: Bool { (base as? any ATTServerLinkSecurity)?.isAuthenticated ?? false }
+    var encryptionKeySize: Int { (base as? any ATTServerLinkSecurity)?.encryptionKeySize ?? 16 }
 
     func sendToCentral(_ pdu: [UInt8]) {
         var pdu = pdu

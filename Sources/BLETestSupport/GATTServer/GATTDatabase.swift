@@ -22,6 +22,9 @@ public struct GATTDatabase: Sendable {
         /// Reading needs an authenticated link (else Insufficient Authentication).
         public static let readAuthenticated = Permissions(rawValue: 0x10)
         public static let writeAuthenticated = Permissions(rawValue: 0x20)
+        /// Reading and writing need an encryption key of 16 octets (else Encryption Key Size
+        /// Too Short, 0x0C; Insufficient Encryption on an unencrypted link).
+        public static let fullKeySize = Permissions(rawValue: 0x40)
 
         var readable: Bool { !intersection([.read, .readEncrypted, .readAuthenticated]).isEmpty }
         var writable: Bool { !intersection([.write, .writeEncrypted, .writeAuthenticated]).isEmpty }
@@ -51,11 +54,15 @@ public struct GATTDatabase: Sendable {
         /// When set, only these values may be written; others fail with `rejectWith`.
         public var acceptedWrites: [[UInt8]]?
         public var rejectWith: ATTErrorCode
+        /// The permissions of the CCCD (when the characteristic notifies or indicates); a
+        /// server may require encryption to subscribe (`[.read, .writeEncrypted]`).
+        public var cccdPermissions: Permissions
 
         /// Permissions default to what the properties imply (read, write).
         public init(uuid: BluetoothUUID, properties: GATTCharacteristicProperties, permissions: Permissions? = nil,
                     value: [UInt8] = [], descriptors: [Descriptor] = [], maximumLength: Int = 512,
-                    acceptedWrites: [[UInt8]]? = nil, rejectWith: ATTErrorCode = ATTErrorCode(0x80)) {
+                    acceptedWrites: [[UInt8]]? = nil, rejectWith: ATTErrorCode = ATTErrorCode(0x80),
+                    cccdPermissions: Permissions = [.read, .write]) {
             self.uuid = uuid; self.properties = properties
             var implied: Permissions = []
             if properties.contains(.read) { implied.insert(.read) }
@@ -63,6 +70,7 @@ public struct GATTDatabase: Sendable {
             self.permissions = permissions ?? implied
             self.value = value; self.descriptors = descriptors; self.maximumLength = maximumLength
             self.acceptedWrites = acceptedWrites; self.rejectWith = rejectWith
+            self.cccdPermissions = cccdPermissions
         }
     }
 

@@ -164,25 +164,29 @@ extension GATTServer {
         return a.value
     }
 
-    func security(_ id: ObjectIdentifier) -> (encrypted: Bool, authenticated: Bool) {
-        guard let s = links[id]?.link as? any ATTServerLinkSecurity else { return (false, false) }
-        return (s.isEncrypted, s.isAuthenticated)
+    func security(_ id: ObjectIdentifier) -> (encrypted: Bool, authenticated: Bool, keySize: Int) {
+        guard let s = links[id]?.link as? any ATTServerLinkSecurity else { return (false, false, 0) }
+        return (s.isEncrypted, s.isAuthenticated, s.isEncrypted ? s.encryptionKeySize : 0)
     }
 
     /// Why a read is refused (Vol 3, Part F, 3.2.5), or nil.
     func readDenied(_ a: ServerAttribute, link id: ObjectIdentifier) -> ATTErrorCode? {
         guard a.permissions.readable else { return .readNotPermitted }
-        let s = security(id)
-        if a.permissions.contains(.readAuthenticated), !s.authenticated { return .insufficientAuthentication }
-        if a.permissions.contains(.readEncrypted), !s.encrypted { return .insufficientEncryption }
-        return nil
+        return securityDenied(a.permissions, authenticated: .readAuthenticated, encrypted: .readEncrypted, link: id)
     }
 
     func writeDenied(_ a: ServerAttribute, link id: ObjectIdentifier) -> ATTErrorCode? {
         guard a.permissions.writable else { return .writeNotPermitted }
+        return securityDenied(a.permissions, authenticated: .writeAuthenticated, encrypted: .writeEncrypted, link: id)
+    }
+
+    /// Why the link's security is not enough for `permissions` (Vol 3, Part F, 3.2.5), or nil.
+    private func securityDenied(_ permissions: GATTDatabase.Permissions, authenticated: GATTDatabase.Permissions,
+                                encrypted: GATTDatabase.Permissions, link id: ObjectIdentifier) -> ATTErrorCode? {
         let s = security(id)
-        if a.permissions.contains(.writeAuthenticated), !s.authenticated { return .insufficientAuthentication }
-        if a.permissions.contains(.writeEncrypted), !s.encrypted { return .insufficientEncryption }
+        if permissions.contains(authenticated), !s.authenticated { return .insufficientAuthentication }
+        if permissions.contains(encrypted) || permissions.contains(.fullKeySize), !s.encrypted { return .insufficientEncryption }
+        if permissions.contains(.fullKeySize), s.keySize < 16 { return .encryptionKeySizeTooShort }
         return nil
     }
 

@@ -6,6 +6,13 @@ import GATTClient
 public protocol ATTServerLinkSecurity: AnyObject {
     var isEncrypted: Bool { get }
     var isAuthenticated: Bool { get }
+    /// The encryption key size in octets (7...16) while encrypted.
+    var encryptionKeySize: Int { get }
+}
+
+extension ATTServerLinkSecurity {
+    /// A full-size key unless the link says otherwise.
+    public var encryptionKeySize: Int { 16 }
 }
 
 /// A GATT server for tests: lays out a `GATTDatabase` and answers every ATT request as the

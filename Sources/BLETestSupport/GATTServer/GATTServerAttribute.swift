@@ -66,7 +66,7 @@ struct AttributeTable {
                 h += 2
                 if !c.properties.intersection([.notify, .indicate]).isEmpty {
                     attributes.append(ServerAttribute(handle: h, type: GATTAttributeType.clientCharacteristicConfiguration, value: [0, 0],
-                                                      permissions: [.read, .write], kind: .cccd(valueHandle: valueHandle, properties: c.properties)))
+                                                      permissions: c.cccdPermissions, kind: .cccd(valueHandle: valueHandle, properties: c.properties)))
                     h += 1
                 }
                 for d in c.descriptors {

@@ -80,6 +80,7 @@ public final class LoopbackServerLink: ATTServerLink, ATTServerLinkSecurity, @un
     weak var channel: LoopbackATTChannel?
     public var isEncrypted = false
     public var isAuthenticated = false
+    public var encryptionKeySize = 16
     public let centralDescription = "loopback central"
 
     init(queue: DispatchQueue) { self.queue = queue }

@@ -6,11 +6,8 @@ extension Peripheral {
         let p = try await leaseProcedures()
         defer { release(p) }
         if database.services == nil {
-            let found: [GATTService]
-            do throws(GATTProcedureError) {
-                found = try await p.discoverAllPrimaryServices()
-            } catch {
-                throw failed(p, gattError(error, .discovering, .services(.all)))
+            let found = try await perform(.discovering, .services(.all), on: p) { p async throws(GATTProcedureError) in
+                try await p.discoverAllPrimaryServices()
             }
             // A concurrent call may have ended its discovery first: the first result stays,
             // with what was discovered under it since.
@@ -21,11 +18,10 @@ extension Peripheral {
             }
         }
         while let stale = database.staleRanges.first {
-            do throws(GATTProcedureError) {
-                database.merge(try await p.discoverAllPrimaryServices(in: stale), rediscovered: stale)
-            } catch {
-                throw failed(p, gattError(error, .rediscovering, .services(stale)))
+            let found = try await perform(.rediscovering, .services(stale), on: p) { p async throws(GATTProcedureError) in
+                try await p.discoverAllPrimaryServices(in: stale)
             }
+            database.merge(found, rediscovered: stale)
             await storeInCache()
         }
         return database.services ?? []
@@ -39,38 +35,23 @@ extension Peripheral {
     /// The characteristics of a discovered service.
     public func characteristics(of service: GATTService) async throws(GATTError) -> [GATTCharacteristic] {
         if let known = database.characteristics[service.handle] { return known }
-        let p = try await leaseProcedures()
-        defer { release(p) }
-        do throws(GATTProcedureError) {
-            let found = try await p.discoverCharacteristics(of: service)
-            // Kept only while the service is still known (a Service Changed indication or a
-            // concurrent discovery may have replaced it meanwhile).
-            if isKnown(service) {
-                keep(found, of: service)
-                await storeInCache()
-            }
-            return found
-        } catch {
-            throw failed(p, gattError(error, .discoveringCharacteristics, .attribute(service.uuid, handle: service.handle)))
+        let found = try await perform(.discoveringCharacteristics, .attribute(service.uuid, handle: service.handle)) { p async throws(GATTProcedureError) in
+            try await p.discoverCharacteristics(of: service)
         }
+        // Kept only while the service is still known (a Service Changed indication or a
+        // concurrent discovery may have replaced it meanwhile).
+        if isKnown(service) {
+            keep(found, of: service)
+            await storeInCache()
+        }
+        return found
     }
 
     /// The services `service` includes (Find Included Services).
     public func includedServices(of service: ServiceIdentifier) async throws(GATTError) -> [GATTIncludedService] {
         let s = try await resolve(service)
-        if let known = database.includedServices[s.handle] { return known }
-        let p = try await leaseProcedures()
-        defer { release(p) }
-        do throws(GATTProcedureError) {
-            let found = try await p.findIncludedServices(of: s)
-            if isKnown(s) {
-                database.includedServices[s.handle] = found
-                await storeInCache()
-            }
-            return found
-        } catch {
-            throw failed(p, gattError(error, .findingIncludedServices, .attribute(s.uuid, handle: s.handle)))
-        }
+        return try await discoverOnce(\.includedServices, at: s.handle, .findingIncludedServices, .attribute(s.uuid, handle: s.handle),
+                                      stillKnown: { isKnown(s) }) { p async throws(GATTProcedureError) in try await p.findIncludedServices(of: s) }
     }
 
     /// The descriptors of a characteristic, discovered on first use.
@@ -80,19 +61,23 @@ extension Peripheral {
 
     /// The descriptors of a discovered characteristic.
     public func descriptors(of c: GATTCharacteristic) async throws(GATTError) -> [GATTDescriptor] {
-        if let known = database.descriptors[c.valueHandle] { return known }
-        let p = try await leaseProcedures()
-        defer { release(p) }
-        do throws(GATTProcedureError) {
-            let found = try await p.discoverDescriptors(of: c)
-            if isKnown(c) {
-                database.descriptors[c.valueHandle] = found
-                await storeInCache()
-            }
-            return found
-        } catch {
-            throw failed(p, gattError(error, .discoveringDescriptors, .attribute(c.uuid, handle: c.valueHandle)))
+        try await discoverOnce(\.descriptors, at: c.valueHandle, .discoveringDescriptors, .attribute(c.uuid, handle: c.valueHandle),
+                               stillKnown: { isKnown(c) }) { p async throws(GATTProcedureError) in try await p.discoverDescriptors(of: c) }
+    }
+
+    /// What is under one attribute, discovered once: `table[key]` when known; otherwise
+    /// `discover` runs, and its result is kept (and cached) while `stillKnown()` holds after it
+    /// (a Service Changed indication or a concurrent discovery may have replaced the attribute).
+    private func discoverOnce<Found>(_ table: WritableKeyPath<GATTDatabaseSnapshot, [UInt16: [Found]]>, at key: UInt16,
+                                     _ operation: GATTOperation, _ target: GATTTarget, stillKnown: () -> Bool,
+                                     _ discover: (GATTProcedures) async throws(GATTProcedureError) -> [Found]) async throws(GATTError) -> [Found] {
+        if let known = database[keyPath: table][key] { return known }
+        let found = try await perform(operation, target, discover)
+        if stillKnown() {
+            database[keyPath: table][key] = found
+            await storeInCache()
         }
+        return found
     }
 
     /// Stores `found` as `service`'s characteristics. A concurrent discovery may have stored

@@ -189,11 +189,15 @@ extension Peripheral {
             if now.written == wanted { return }
             subscriptions[handle]?.writing = true
             var failure: GATTError?
-            do throws(GATTProcedureError) {
-                try await p.writeClientConfiguration(handle: sub.cccdHandle, value: wanted)
+            do throws(GATTError) {
+                // A CCCD that needs encryption makes the peer refuse the write: `perform` raises
+                // the link's security and writes it again.
+                try await perform(wanted == 0 ? .disablingNotifications : .subscribing, target, on: p) { p async throws(GATTProcedureError) in
+                    try await p.writeClientConfiguration(handle: sub.cccdHandle, value: wanted)
+                }
                 subscriptions[handle]?.written = wanted
             } catch {
-                failure = failed(p, gattError(error, wanted == 0 ? .disablingNotifications : .subscribing, target))
+                failure = error
             }
             subscriptions[handle]?.writing = false
             subscriptions[handle]?.waiters.resumeAll(with: .success(true))

@@ -13,7 +13,7 @@ extension Peripheral {
     ///     let level = try await peripheral.read(batteryLevel)
     public func read(_ characteristic: CharacteristicIdentifier) async throws(GATTError) -> [UInt8] {
         let c = try await resolve(characteristic)
-        return try await withSecurityRetry { () async throws(GATTError) in try await readValue(handle: c.valueHandle, target: .attribute(c.uuid, handle: c.valueHandle)) }
+        return try await readValue(handle: c.valueHandle, target: .attribute(c.uuid, handle: c.valueHandle))
     }
 
     /// Reads and decodes a characteristic's value.
@@ -31,13 +31,9 @@ extension Peripheral {
     public func read(_ characteristics: [CharacteristicIdentifier]) async throws(GATTError) -> [[UInt8]] {
         var handles: [UInt16] = []
         for c in characteristics { handles.append(try await resolve(c).valueHandle) }
-        let p = try await leaseProcedures()
-        defer { release(p) }
         let target = GATTTarget.attributes(characteristics.map(\.uuid), handles: handles)
-        do throws(GATTProcedureError) {
-            return try await p.readMultipleVariable(handles: handles).map(\.value)
-        } catch {
-            throw failed(p, gattError(error, .reading, target))
+        return try await perform(.reading, target) { p async throws(GATTProcedureError) in
+            try await p.readMultipleVariable(handles: handles).map(\.value)
         }
     }
 
@@ -60,19 +56,16 @@ extension Peripheral {
     public func write(_ value: some GATTEncodable, to characteristic: CharacteristicIdentifier, type: GATTWriteType = .withResponse) async throws(GATTError) {
         let c = try await resolve(characteristic)
         let bytes = value.gattValue
-        try await withSecurityRetry { () async throws(GATTError) in try await writeValue(bytes, handle: c.valueHandle, type: type, target: .attribute(c.uuid, handle: c.valueHandle)) }
+        try await writeValue(bytes, handle: c.valueHandle, type: type, target: .attribute(c.uuid, handle: c.valueHandle))
     }
 
     /// Writes with Prepare Write / Execute Write whatever the length (Write Long
     /// Characteristic Values), starting at `offset`.
     public func writeLong(_ value: some GATTEncodable, to characteristic: CharacteristicIdentifier, offset: UInt16 = 0) async throws(GATTError) {
         let c = try await resolve(characteristic)
-        let p = try await leaseProcedures()
-        defer { release(p) }
-        do throws(GATTProcedureError) {
-            try await p.writeLong(handle: c.valueHandle, value: value.gattValue, offset: offset)
-        } catch {
-            throw failed(p, gattError(error, .writing, .attribute(c.uuid, handle: c.valueHandle)))
+        let bytes = value.gattValue
+        try await perform(.writing, .attribute(c.uuid, handle: c.valueHandle)) { p async throws(GATTProcedureError) in
+            try await p.writeLong(handle: c.valueHandle, value: bytes, offset: offset)
         }
     }
 
@@ -83,13 +76,8 @@ extension Peripheral {
     public func reliableWrite(_ writes: [(characteristic: CharacteristicIdentifier, value: [UInt8])]) async throws(GATTError) {
         var resolved: [(handle: UInt16, value: [UInt8], offset: UInt16)] = []
         for w in writes { resolved.append((try await resolve(w.characteristic).valueHandle, w.value, 0)) }
-        let p = try await leaseProcedures()
-        defer { release(p) }
-        do throws(GATTProcedureError) {
-            try await p.reliableWrite(resolved)
-        } catch {
-            throw failed(p, gattError(error, .reliablyWriting, .attributes(writes.map(\.characteristic.uuid), handles: resolved.map(\.handle))))
-        }
+        let target = GATTTarget.attributes(writes.map(\.characteristic.uuid), handles: resolved.map(\.handle))
+        try await perform(.reliablyWriting, target) { p async throws(GATTProcedureError) in try await p.reliableWrite(resolved) }
     }
 
     /// The longest value one write of `type` carries: ATT_MTU - 3 without response (the
@@ -105,13 +93,7 @@ extension Peripheral {
     // MARK: By handle
 
     func readValue(handle: UInt16, target: GATTTarget) async throws(GATTError) -> [UInt8] {
-        let p = try await leaseProcedures()
-        defer { release(p) }
-        do throws(GATTProcedureError) {
-            return try await p.readLong(handle: handle)
-        } catch {
-            throw failed(p, gattError(error, .reading, target))
-        }
+        try await perform(.reading, target) { p async throws(GATTProcedureError) in try await p.readLong(handle: handle) }
     }
 
     func writeValue(_ value: [UInt8], handle: UInt16, type: GATTWriteType, target: GATTTarget) async throws(GATTError) {
@@ -121,7 +103,7 @@ extension Peripheral {
         if type == .withoutResponse, value.count > max {
             throw .valueTooLong(length: value.count, maximum: max, operation: .writingWithoutResponse, target: target)
         }
-        do throws(GATTProcedureError) {
+        try await perform(.writing, target, on: p) { p async throws(GATTProcedureError) in
             switch type {
             case .withResponse where value.count > max:
                 try await p.writeLong(handle: handle, value: value)
@@ -130,8 +112,6 @@ extension Peripheral {
             case .withoutResponse:
                 try await p.writeWithoutResponse(handle: handle, value: value)
             }
-        } catch {
-            throw failed(p, gattError(error, .writing, target))
         }
     }
 }

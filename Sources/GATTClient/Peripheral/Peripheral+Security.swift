@@ -2,11 +2,13 @@
 /// it could not. The module SMP makes one from a Connection: `link.securityRaiser(...)`.
 public typealias SecurityRaiser = @Sendable (_ needed: SecurityLevel) async throws -> Void
 
-/// Requests the peer refuses for lack of security: Insufficient Encryption, Insufficient
-/// Authentication or Encryption Key Size Too Short (Vol 3, Part F, 3.4.1.1; Vol 3, Part C,
-/// 10.3.1). With a raiser set, the Peripheral raises the link's security and retries the
-/// request once; without one, the peer's error is thrown as it came (its text says the link
-/// needs encryption or pairing).
+/// Requests the peer refuses for lack of security: Insufficient Authentication (0x05),
+/// Insufficient Encryption (0x0F) or Encryption Key Size Too Short (0x0C) (Vol 3, Part F,
+/// 3.4.1.1; Vol 3, Part C, 10.3.1). Every request the app makes leaves through `perform`:
+/// with a raiser set, the Peripheral raises the link's security and runs the procedure once
+/// more; a second refusal is `GATTError.securityNeeded` with `.refusedAgain`, never a loop.
+/// Without a raiser the peer's error is thrown as it came (`GATTError.attribute`, whose text
+/// names the peer, attribute and handle and says to pair or encrypt the link).
 extension Peripheral {
     /// Sets what raises the link's security when the peer asks for more; nil: the peer's
     /// error is thrown as it came.
@@ -25,28 +27,98 @@ extension Peripheral {
             try await securityRaiser(level)
             return nil
         } catch {
-            return .securityNeeded(attribute: .insufficientEncryption, needed: level, peer: peerAddress, reason: "\(error)")
+            return .securityNeeded(attribute: .insufficientEncryption, needed: level, operation: .waitingForRestore, target: .server,
+                                   peer: peerAddress, reason: .failed("\(error)"))
         }
     }
 
-    /// Runs `body`; when the peer refuses it for lack of security, raises the level once and
-    /// runs it again.
-    func withSecurityRetry<T>(_ body: () async throws(GATTError) -> T) async throws(GATTError) -> T {
-        do {
-            return try await body()
+    /// Runs one procedure of an app's request on a bearer of its own (`leaseProcedures`).
+    ///
+    ///     let value = try await perform(.reading, target) { p async throws(GATTProcedureError) in try await p.readLong(handle: h) }
+    func perform<T>(_ operation: GATTOperation, _ target: GATTTarget,
+                    _ body: (GATTProcedures) async throws(GATTProcedureError) -> T) async throws(GATTError) -> T {
+        let p = try await leaseProcedures()
+        defer { release(p) }
+        return try await perform(operation, target, on: p, body)
+    }
+
+    /// Runs `body` on `p`; a failure becomes the `GATTError` of `operation` on `target`. A
+    /// refusal for lack of security raises the link's security (see above) and runs `body`
+    /// once more from the start. A procedure of several requests is safe to run again: a
+    /// refused Prepare Write is not queued and the procedure cancels what it queued before
+    /// (Execute Write, flags 0x00) before it fails, and a refused Execute Write clears the
+    /// server's queue (Vol 3, Part F, 3.4.6.1 and 3.4.6.3).
+    func perform<T>(_ operation: GATTOperation, _ target: GATTTarget, on p: GATTProcedures,
+                    _ body: (GATTProcedures) async throws(GATTProcedureError) -> T) async throws(GATTError) -> T {
+        let raised: SecurityLevel
+        do throws(GATTProcedureError) {
+            return try await body(p)
         } catch {
-            guard let code = error.attErrorCode,
-                  code == .insufficientEncryption || code == .insufficientAuthentication || code == .encryptionKeySizeTooShort,
-                  let securityRaiser else { throw error }
-            let current = await connection?.securityLevel ?? SecurityLevel.none
-            // Encryption first; an encrypted link that is still refused needs MITM-protected keys.
-            let needed: SecurityLevel = current == .none ? .encrypted : (current == .encrypted ? .authenticated : .secureConnections)
-            do {
-                try await securityRaiser(needed)
-            } catch {
-                throw .securityNeeded(attribute: code, needed: needed, peer: peerAddress, reason: "\(error)")
-            }
-            return try await body()
+            let refusal = failed(p, gattError(error, operation, target))
+            guard let code = Self.securityRefusal(refusal), let securityRaiser else { throw refusal }
+            raised = try await raiseSecurity(securityRaiser, code, operation, target)
+        }
+        do throws(GATTProcedureError) {
+            return try await body(p)
+        } catch {
+            let again = failed(p, gattError(error, operation, target))
+            guard let code = Self.securityRefusal(again) else { throw again }
+            let reached = await connection?.securityLevel ?? raised
+            throw .securityNeeded(attribute: code, needed: Self.level(after: reached), operation: operation, target: target,
+                                  peer: peerAddress, reason: .refusedAgain(reached: reached))
         }
     }
+
+    /// Raises the link's security one step and returns the level asked for. Requests refused
+    /// while a raise is under way wait for it (one pairing at a time; it ends within the
+    /// 30 s SMP timeout, or when the waiting task is cancelled) and go on with its result.
+    private func raiseSecurity(_ raiser: SecurityRaiser, _ code: ATTErrorCode, _ operation: GATTOperation,
+                               _ target: GATTTarget) async throws(GATTError) -> SecurityLevel {
+        if let running = securityRaise {
+            let cancelled = GATTError.cancelled(operation: operation, target: target)
+            switch await running.wait(cancelled: { _ in .failure(.cancelled(cancelled)) }) {
+            case .success(let level): return level
+            case .failure(.cancelled(let e)): throw e
+            case .failure(.failed(let needed, let why)):
+                throw .securityNeeded(attribute: code, needed: needed, operation: operation, target: target, peer: peerAddress, reason: why)
+            }
+        }
+        let needed = Self.level(after: await connection?.securityLevel ?? SecurityLevel.none)
+        let waiters = Waiters<SecurityLevel, SecurityRaiseOutcome>(executor: executor, scheduler: scheduler)
+        securityRaise = waiters
+        defer { securityRaise = nil }
+        do {
+            try await raiser(needed)
+            waiters.resumeAll(with: .success(needed))
+            return needed
+        } catch {
+            let why = SecurityRaiseFailure.failed("\(error)")
+            waiters.resumeAll(with: .failure(.failed(needed, why)))
+            throw .securityNeeded(attribute: code, needed: needed, operation: operation, target: target, peer: peerAddress, reason: why)
+        }
+    }
+
+    /// The level to ask for after a refusal on a link at `current`: encryption first (a bond
+    /// may be enough, and many servers answer Insufficient Authentication for an unencrypted
+    /// link); an encrypted link that is still refused needs MITM-protected keys, then
+    /// Secure Connections (which also means a 16-octet key).
+    static func level(after current: SecurityLevel) -> SecurityLevel {
+        switch current {
+        case .none: return .encrypted
+        case .encrypted: return .authenticated
+        case .authenticated, .secureConnections: return .secureConnections
+        }
+    }
+
+    /// The ATT error code of `error` when the peer refused for lack of security.
+    static func securityRefusal(_ error: GATTError) -> ATTErrorCode? {
+        guard case .attribute(let code, _, _, _) = error, code.needsSecurity else { return nil }
+        return code
+    }
+}
+
+/// How a raise of the link's security ended, as the requests that waited for it see it.
+enum SecurityRaiseOutcome: Error {
+    case failed(SecurityLevel, SecurityRaiseFailure)
+    case cancelled(GATTError)
 }

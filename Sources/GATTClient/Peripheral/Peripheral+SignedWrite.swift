@@ -46,10 +46,8 @@ extension Peripheral {
         } catch {
             throw .signingFailed(target: target, peer: peerAddress, reason: "\(error)")
         }
-        do throws(GATTProcedureError) {
+        try await perform(.signedWriting, target, on: p) { p async throws(GATTProcedureError) in
             try await p.signedWriteWithoutResponse(handle: c.valueHandle, value: bytes, signature: signature)
-        } catch {
-            throw failed(p, gattError(error, .signedWriting, target))
         }
     }
 }

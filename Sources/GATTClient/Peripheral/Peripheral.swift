@@ -54,6 +54,9 @@ public actor Peripheral {
     var terminalError: GATTError?
     /// Raises the link's security when the peer asks for more (Peripheral+Security.swift).
     var securityRaiser: SecurityRaiser?
+    /// The raise of the link's security under way, whose result the other refused requests
+    /// wait for (Peripheral+Security.swift).
+    var securityRaise: Waiters<SecurityLevel, SecurityRaiseOutcome>?
     /// Signs Signed Write Commands (Peripheral+SignedWrite.swift).
     var writeSigner: WriteSigner?
     /// The ATT channel closed while the connection may still be restored: new calls wait for

@@ -25,6 +25,18 @@ public enum BondStoreError: Error, Sendable, Hashable, CustomStringConvertible {
     case io(path: String, operation: String, errno: Int32)
     /// A bond file does not parse: it is ignored.
     case corrupt(path: String, detail: String)
+    /// The bond directory at `path` is not safe to keep keys in: it is refused.
+    case unsafeDirectory(path: String, UnsafeDirectory)
+
+    /// Why a bond directory is refused.
+    public enum UnsafeDirectory: Sendable, Hashable {
+        /// It is a symbolic link (it could point anywhere, also where others can read).
+        case symbolicLink
+        /// It is a file, not a directory.
+        case notADirectory
+        /// Another user owns it (`owner`; this process runs as `user`).
+        case ownedByAnotherUser(owner: UInt32, user: UInt32)
+    }
 
     public var description: String {
         switch self {
@@ -32,6 +44,12 @@ public enum BondStoreError: Error, Sendable, Hashable, CustomStringConvertible {
             return "\(op) \(path) failed: \(String(cString: strerror(e))) (errno \(e)); check the directory's permissions or pass --bond-dir"
         case .corrupt(let path, let detail):
             return "bond file \(path) is corrupt (\(detail)); it is ignored: remove it and pair again"
+        case .unsafeDirectory(let path, .symbolicLink):
+            return "bond directory \(path) is a symbolic link; refusing to keep keys there: use a real directory owned by this user (--bond-dir or BLE_BOND_DIR)"
+        case .unsafeDirectory(let path, .notADirectory):
+            return "bond directory \(path) is not a directory; remove it or pass another one (--bond-dir or BLE_BOND_DIR)"
+        case .unsafeDirectory(let path, .ownedByAnotherUser(let owner, let user)):
+            return "bond directory \(path) belongs to user \(owner), not to this user (\(user)); refusing to keep keys there: use a directory of this user's (--bond-dir or BLE_BOND_DIR)"
         }
     }
 }

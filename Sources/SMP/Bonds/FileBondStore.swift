@@ -4,16 +4,26 @@ import Glibc
 import BLECore
 
 /// Bonds in files: `<directory>/<adapter address>/<peer address>-<public|random>`, one file
-/// per adapter and peer, mode 0600 in 0700 directories, each written to a temporary file and
-/// renamed over the old one so a crash never leaves half a bond. A file that does not parse is
-/// reported (with its path) through `onProblem` and otherwise ignored.
+/// per adapter and peer, mode 0600 in 0700 directories, each written to a new temporary file
+/// and renamed over the old one so a crash never leaves half a bond. A file that does not parse
+/// is reported (with its path) through `onProblem` and otherwise ignored.
+///
+/// The tool may run as root, in a directory others can write to: the bond directory and the
+/// adapter's directory must be real directories (not symbolic links) owned by this user, or
+/// `init` throws `BondStoreError.unsafeDirectory`. Files are reached through the adapter
+/// directory's descriptor, never through a link in it (O_NOFOLLOW), and a temporary file is
+/// always a new one (O_EXCL), so a planted link cannot redirect a write.
 ///
 ///     let store = try FileBondStore(adapter: info.address)   // BLE_BOND_DIR or ~/.local/state/swift-ble-host/bonds
-public final class FileBondStore: BondStore, @unchecked Sendable { // immutable after init; file access is serialised by `lock`
+public final class FileBondStore: BondStore, @unchecked Sendable { // file access and `writes` are serialised by `lock`; the rest is immutable after init
     /// The adapter's own directory.
     public let directory: String
+    /// The adapter's directory, open: every file is reached relative to it.
+    private let directoryDescriptor: Int32
     private let onProblem: @Sendable (BondStoreError) -> Void
     private let lock = NSLockLike()
+    /// Makes each temporary file name new (with the process id).
+    private var writes: UInt64 = 0
 
     /// The directory bonds go to when none is given: `BLE_BOND_DIR`, else
     /// `$XDG_STATE_HOME/swift-ble-host/bonds`, else `~/.local/state/swift-ble-host/bonds`.
@@ -25,17 +35,35 @@ public final class FileBondStore: BondStore, @unchecked Sendable { // immutable 
     }
 
     /// Opens (and creates, mode 0700) the bond directory of `adapter` under `directory`.
+    /// Throws `.unsafeDirectory` when either directory is a symbolic link or another user's.
     public init(adapter: BluetoothAddress, directory: String? = nil,
                 onProblem: @escaping @Sendable (BondStoreError) -> Void = { _ in }) throws(BondStoreError) {
         let root = directory ?? Self.defaultDirectory
         self.directory = root + "/" + adapter.description
         self.onProblem = onProblem
-        try Self.makeDirectories(self.directory)
+        try Self.makeDirectories(root)
+        // The bond directory is checked before anything is made in it; the adapter's
+        // directory is made and opened through it.
+        let rootDescriptor = try Self.openOwnDirectory(root, at: AT_FDCWD)
+        defer { close(rootDescriptor) }
+        let name = adapter.description
+        if mkdirat(rootDescriptor, name, 0o700) != 0 && errno != EEXIST {
+            throw .io(path: self.directory, operation: "creating directory", errno: errno)
+        }
+        directoryDescriptor = try Self.openOwnDirectory(name, at: rootDescriptor, path: self.directory)
+        // The adapter's directory holds keys: only its owner may enter it.
+        if fchmod(directoryDescriptor, 0o700) != 0 {
+            let e = errno
+            close(directoryDescriptor)
+            throw .io(path: self.directory, operation: "chmod 0700", errno: e)
+        }
     }
+
+    deinit { close(directoryDescriptor) }
 
     public func bond(for peer: LEAddress) -> Bond? {
         lock.withLock {
-            if let b = readFile(path(for: peer)) { return b }
+            if let b = readFile(Self.fileName(for: peer)) { return b }
             return loadAll().first { $0.identityAddress == peer || $0.peer == peer }
         }
     }
@@ -43,9 +71,8 @@ public final class FileBondStore: BondStore, @unchecked Sendable { // immutable 
     public func allBonds() -> [Bond] { lock.withLock { loadAll() } }
 
     public func save(_ bond: Bond) throws(BondStoreError) {
-        let target = path(for: bond.peer)
         let result: Result<Void, BondStoreError> = lock.withLock {
-            do throws(BondStoreError) { try Self.writeAtomically(BondFile.encode(bond), to: target) } catch { return .failure(error) }
+            do throws(BondStoreError) { try writeAtomically(BondFile.encode(bond), to: Self.fileName(for: bond.peer)) } catch { return .failure(error) }
             return .success(())
         }
         try result.get()
@@ -53,10 +80,10 @@ public final class FileBondStore: BondStore, @unchecked Sendable { // immutable 
 
     public func remove(_ peer: LEAddress) throws(BondStoreError) {
         let result: Result<Void, BondStoreError> = lock.withLock {
-            var paths = [path(for: peer)]
-            paths += loadAll().filter { $0.identityAddress == peer }.map { path(for: $0.peer) }
-            for p in paths where unlink(p) != 0 && errno != ENOENT {
-                return .failure(.io(path: p, operation: "removing", errno: errno))
+            var names = [Self.fileName(for: peer)]
+            names += loadAll().filter { $0.identityAddress == peer }.map { Self.fileName(for: $0.peer) }
+            for name in names where unlinkat(directoryDescriptor, name, 0) != 0 && errno != ENOENT {
+                return .failure(.io(path: directory + "/" + name, operation: "removing", errno: errno))
             }
             return .success(())
         }
@@ -65,12 +92,19 @@ public final class FileBondStore: BondStore, @unchecked Sendable { // immutable 
 
     /// The file of `peer`'s bond.
     public func path(for peer: LEAddress) -> String {
-        directory + "/" + peer.address.description + (peer.type.isRandom ? "-random" : "-public")
+        directory + "/" + Self.fileName(for: peer)
+    }
+
+    static func fileName(for peer: LEAddress) -> String {
+        peer.address.description + (peer.type.isRandom ? "-random" : "-public")
     }
 
     private func loadAll() -> [Bond] {
-        guard let dir = opendir(directory) else {
-            onProblem(.io(path: directory, operation: "listing", errno: errno))
+        let fd = openat(directoryDescriptor, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0, let dir = fdopendir(fd) else {
+            let e = errno
+            if fd >= 0 { close(fd) }
+            onProblem(.io(path: directory, operation: "listing", errno: e))
             return []
         }
         defer { closedir(dir) }
@@ -78,14 +112,16 @@ public final class FileBondStore: BondStore, @unchecked Sendable { // immutable 
         while let entry = readdir(dir) {
             let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
             guard name.hasSuffix("-public") || name.hasSuffix("-random") else { continue }
-            if let b = readFile(directory + "/" + name) { bonds.append(b) }
+            if let b = readFile(name) { bonds.append(b) }
         }
         return bonds.sorted { $0.peer.address < $1.peer.address }
     }
 
-    /// Reads one bond file; nil when it is absent or does not parse (reported).
-    private func readFile(_ path: String) -> Bond? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
+    /// Reads one bond file of the adapter's directory (never through a symbolic link); nil
+    /// when it is absent or does not parse (reported).
+    private func readFile(_ name: String) -> Bond? {
+        let path = directory + "/" + name
+        let fd = openat(directoryDescriptor, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
         if fd < 0 {
             if errno != ENOENT { onProblem(.io(path: path, operation: "opening", errno: errno)) }
             return nil
@@ -115,35 +151,71 @@ public final class FileBondStore: BondStore, @unchecked Sendable { // immutable 
             current += "/" + part
             if mkdir(current, 0o700) != 0 && errno != EEXIST { throw .io(path: current, operation: "creating directory", errno: errno) }
         }
-        // The adapter's directory holds keys: only its owner may enter it.
-        if chmod(path, 0o700) != 0 { throw .io(path: path, operation: "chmod 0700", errno: errno) }
     }
 
-    static func writeAtomically(_ text: String, to path: String) throws(BondStoreError) {
-        let temp = path + ".tmp"
-        let fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw .io(path: temp, operation: "creating", errno: errno) }
-        var bytes = Array(text.utf8)
+    /// Opens `name` (relative to `directory`; `path` in errors) as a directory of this user's,
+    /// refusing a symbolic link (O_NOFOLLOW), a file that is no directory and a directory
+    /// another user owns.
+    static func openOwnDirectory(_ name: String, at directory: Int32, path: String? = nil) throws(BondStoreError) -> Int32 {
+        let path = path ?? name
+        let fd = openat(directory, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else {
+            let e = errno
+            if e == ELOOP || e == ENOTDIR {
+                // Linux answers ENOTDIR for a link to a directory opened with O_DIRECTORY | O_NOFOLLOW.
+                var st = stat()
+                let isLink = fstatat(directory, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_mode & S_IFMT == S_IFLNK
+                throw .unsafeDirectory(path: path, isLink ? .symbolicLink : .notADirectory)
+            }
+            throw .io(path: path, operation: "opening directory", errno: e)
+        }
+        var st = stat()
+        guard fstat(fd, &st) == 0 else {
+            let e = errno
+            close(fd)
+            throw .io(path: path, operation: "checking directory", errno: e)
+        }
+        guard st.st_uid == geteuid() else {
+            close(fd)
+            throw .unsafeDirectory(path: path, .ownedByAnotherUser(owner: st.st_uid, user: geteuid()))
+        }
+        return fd
+    }
+
+    /// Writes `text` to a new file next to `name` (O_CREAT | O_EXCL | O_NOFOLLOW, mode 0600),
+    /// syncs it, renames it over `name` and syncs the directory, so the bond is either the
+    /// old one or the new one after a crash, and on disk once this returns.
+    private func writeAtomically(_ text: String, to name: String) throws(BondStoreError) {
+        writes += 1
+        let temp = ".\(name).\(getpid()).\(writes).tmp"
+        let tempPath = directory + "/" + temp
+        let fd = openat(directoryDescriptor, temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw .io(path: tempPath, operation: "creating", errno: errno) }
+        func fail(_ operation: String, _ path: String) -> BondStoreError {
+            let e = errno
+            close(fd)
+            unlinkat(directoryDescriptor, temp, 0)
+            return .io(path: path, operation: operation, errno: e)
+        }
+        let bytes = Array(text.utf8)
         var offset = 0
         while offset < bytes.count {
-            let n = bytes.withUnsafeMutableBytes { write(fd, $0.baseAddress! + offset, $0.count - offset) }
+            let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + offset, $0.count - offset) }
             if n < 0 {
-                let e = errno
-                close(fd); unlink(temp)
-                throw .io(path: temp, operation: "writing", errno: e)
+                if errno == EINTR { continue }
+                throw fail("writing", tempPath)
             }
             offset += n
         }
-        if fchmod(fd, 0o600) != 0 || fsync(fd) != 0 {
-            let e = errno
-            close(fd); unlink(temp)
-            throw .io(path: temp, operation: "syncing", errno: e)
-        }
+        if fchmod(fd, 0o600) != 0 { throw fail("chmod 0600", tempPath) }
+        if fsync(fd) != 0 { throw fail("syncing", tempPath) }
         close(fd)
-        if rename(temp, path) != 0 {
+        if renameat(directoryDescriptor, temp, directoryDescriptor, name) != 0 {
             let e = errno
-            unlink(temp)
-            throw .io(path: path, operation: "renaming \(temp) to", errno: e)
+            unlinkat(directoryDescriptor, temp, 0)
+            throw .io(path: directory + "/" + name, operation: "renaming \(tempPath) to", errno: e)
         }
+        // The rename is durable only once the directory is synced.
+        if fsync(directoryDescriptor) != 0 { throw .io(path: directory, operation: "syncing directory", errno: errno) }
     }
 }

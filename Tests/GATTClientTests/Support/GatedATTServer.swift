@@ -3,11 +3,12 @@ import Synchronization
 import BLETestSupport
 
 /// A `SimulatedATTServer` in front of another: while closed it holds what the client sends;
-/// opening passes the held PDUs on, in order. Called on the test bed's queue.
+/// opening passes the held PDUs on, in order. It records every PDU it passes on (`received`).
+/// Called on the test bed's queue.
 final class GatedATTServer: SimulatedATTServer {
     let inner: any SimulatedATTServer
     let queue: DispatchQueue
-    private let state = Mutex<(isOpen: Bool, held: [(pdu: [UInt8], link: any ATTServerLink)])>((true, []))
+    private let state = Mutex<(isOpen: Bool, held: [(pdu: [UInt8], link: any ATTServerLink)], passed: [[UInt8]])>((true, [], []))
 
     init(_ inner: any SimulatedATTServer, queue: DispatchQueue) {
         self.inner = inner
@@ -19,7 +20,10 @@ final class GatedATTServer: SimulatedATTServer {
 
     func receive(_ pdu: [UInt8], from link: any ATTServerLink) {
         let pass = state.withLock { s -> Bool in
-            if s.isOpen { return true }
+            if s.isOpen {
+                s.passed.append(pdu)
+                return true
+            }
             s.held.append((pdu, link))
             return false
         }
@@ -27,6 +31,9 @@ final class GatedATTServer: SimulatedATTServer {
     }
 
     var heldCount: Int { state.withLock { $0.held.count } }
+
+    /// Every PDU passed on to the server so far, in order.
+    var received: [[UInt8]] { state.withLock { $0.passed } }
 
     func close() { state.withLock { $0.isOpen = false } }
 
@@ -38,6 +45,7 @@ final class GatedATTServer: SimulatedATTServer {
     private func openOnQueue() {
         let held = state.withLock { s -> [(pdu: [UInt8], link: any ATTServerLink)] in
             s.isOpen = true
+            s.passed += s.held.map(\.pdu)
             defer { s.held = [] }
             return s.held
         }
