@@ -61,7 +61,8 @@ public actor Gateway {
         }
         publisher = Publisher(client: client, capacity: config.broker.queueCapacity,
                               onConnect: [MQTTMessage(topic: config.topics.status, text: "online", qos: .atLeastOnce, retain: true)],
-                              subscriptions: [config.topics.commands], executor: central.executor)
+                              subscriptions: [config.topics.commands], executor: central.executor,
+                              logger: central.options.logger)
     }
 
     /// Runs until the calling task is cancelled, then stops: links disconnected, `offline`
@@ -159,6 +160,7 @@ public actor Gateway {
                 ("publishesPerSecond", .double(((Double(delivered - lastDelivered) / elapsed) * 10).rounded() / 10)),
                 ("links", .int(counters.linksUp.load(ordering: .relaxed))),
                 ("reconnects", .int(await publisher.reconnects)),
+                ("connectFailures", .int(await publisher.connectFailures)),
                 ("dropped", .int(await publisher.dropped)),
                 ("queueDepth", .int(await publisher.depth)),
                 ("adapter", .string(adapter.state)),
