@@ -59,9 +59,7 @@ final class MQTTNetworkLoop: Sendable {
     /// Sends DISCONNECT when connected (the broker then drops the will), ends the thread and
     /// waits for it (bounded: 5 s; a thread still busy then ends on its own and frees the handle).
     func stop() {
-        stopping.store(true, ordering: .sequentiallyConsistent)
-        _ = mosquitto_disconnect(session.handle)
-        wake.signal()
+        requestStop()
         _ = ended.wait(timeout: .now() + .seconds(5))
     }
 
@@ -86,6 +84,11 @@ final class MQTTNetworkLoop: Sendable {
                 rc = mosquitto_loop(handle, keepAliveMilliseconds, 1)
             }
             if isStopping { return }
+            if sink.isUp.exchange(false, ordering: .relaxed) {
+                // A session that ended without its disconnect callback: keep libmosquitto's
+                // error lines again for the next attempt.
+                mosquitto_log_callback_set(handle, MQTTEventSink.log)
+            }
             sink.attemptEnded(rc, operation: "link")
             if sink.wasUp.exchange(false, ordering: .relaxed) { delay = firstDelay }
             _ = wake.wait(timeout: .now() + Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18)
