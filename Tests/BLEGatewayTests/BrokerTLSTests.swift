@@ -89,6 +89,17 @@ import Testing
         // The same failure again within the log interval (60 s) is not logged again.
         #expect(logs.all.filter { $0.hasPrefix("MQTT: TLS with the MQTT broker") }.count == 1, "\(logs.all)")
 
+        // `ble gateway` says it on stderr, one line naming the broker and OpenSSL's reason.
+        let vc = VirtualController(options: GatewayBed.immediate)
+        let process = try Child(path: GatewayProcessTests.ble, ["-d", try vc.servePseudoTerminal(), "gateway", "--mqtt", "mqtts://127.0.0.1:\(tlsPort)",
+                                                                 "--ca-file", certs.otherCAFile, "--id", "gwt", "--no-scan"])
+        let stderr = await Child.read(process.stderr, timeout: .seconds(15)) { $0.contains("retrying with backoff\n") }
+        let warning = stderr.split(separator: "\n").first { $0.contains("MQTT: TLS") }.map(String.init) ?? ""
+        #expect(warning.hasPrefix("ble[warning]: MQTT: TLS with the MQTT broker 127.0.0.1:\(tlsPort) failed (OpenSSL Error"), "\(stderr)")
+        #expect(warning.contains("certificate verify failed") && warning.hasSuffix("; retrying with backoff"), "\(stderr)")
+        process.signal(SIGTERM)
+        #expect(await process.waitForExit(timeout: .seconds(10)) == 0)
+
         // The broker now shows a certificate from the CA the gateway trusts.
         try await broker.restart(settings: "allow_anonymous true\n"
             + Self.tlsListener(tlsPort, certs, cert: certs.otherServerCertFile, key: certs.otherServerKeyFile, clientCertificates: false))
