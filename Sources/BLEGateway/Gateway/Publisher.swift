@@ -162,6 +162,8 @@ public actor Publisher {
 
     /// Waits until more than `count` connection attempts have failed (true), or `timeout`
     /// passed or the task was cancelled first (false).
+    ///
+    ///     let retried = await publisher.waitForConnectFailures(moreThan: 1, timeout: .seconds(15))
     @discardableResult
     public func waitForConnectFailures(moreThan count: Int, timeout: Duration) async -> Bool {
         let deadline = scheduler.now() + timeout
@@ -176,6 +178,8 @@ public actor Publisher {
 
     /// A broker error as a warning: a new one at once, the same one again once per `logInterval`.
     private func log(_ error: MQTTError) {
+        // Code 0 on the link: the client's own DISCONNECT (a clean stop), nothing to warn about.
+        if error.operation == "link" && error.code == 0 { return }
         let now = scheduler.now()
         if let last = logged, last.error == error, now - last.time < logInterval {
             logged?.unlogged += 1
