@@ -32,6 +32,37 @@ import Testing
     static let environment = SimulatedPeripheral(address: address(4), advertisingData:
         [0x05, 0x16, 0x6E, 0x2A, 0x10, 0x09, 0x05, 0x16, 0x6F, 0x2A, 0x94, 0x11], rssi: -55)
 
+    /// Extended advertising (Vol 4, Part E, 7.7.65.13: the report's TX_Power) from an advertiser
+    /// whose data carries a TX Power Level (AD type 0x0A, Supplement Part A, 1.5) of -8 dBm:
+    /// Flags; TX Power Level 0xF8; Complete Local Name "Tx". The report says -20 dBm.
+    static let txPowerLevel = SimulatedPeripheral(address: address(5), advertisingData:
+        [0x02, 0x01, 0x06, 0x02, 0x0A, 0xF8, 0x03, 0x09, 0x54, 0x78], usesExtendedAdvertising: true, txPower: -20, rssi: -65)
+    /// No TX Power Level in the data (Flags; Complete Local Name "Rx"): the report's -12 dBm.
+    static let reportTXPower = SimulatedPeripheral(address: address(6), advertisingData:
+        [0x02, 0x01, 0x06, 0x03, 0x09, 0x52, 0x78], usesExtendedAdvertising: true, txPower: -12, rssi: -66)
+
+    @Test func txPowerFromTheDataElseFromTheReport() async throws {
+        let broker = try await Broker.start()
+        defer { broker.stop() }
+        let watcher = try await Watcher.start(broker, "#")
+        var controller = GatewayBed.immediate
+        controller.leFeatures.insert(.leExtendedAdvertising)
+        let bed = try await GatewayBed(broker: broker, peripherals: [Self.txPowerLevel, Self.reportTXPower], controller: controller) { $0.layout = .both }
+        let expected: [(String, String)] = [
+            ("ble/gw/devices/C01122334405",
+             #"{"address":"C0:11:22:33:44:05","addressType":"random","state":"present","name":"Tx","rssi":-65,"txPower":-8,"connectable":true}"#),
+            ("ble/gw/devices/C01122334406",
+             #"{"address":"C0:11:22:33:44:06","addressType":"random","state":"present","name":"Rx","rssi":-66,"txPower":-12,"connectable":true}"#),
+            ("home/gw/BTtoMQTT/C01122334405", #"{"id":"C0:11:22:33:44:05","mac_type":1,"name":"Tx","rssi":-65,"txpower":-8}"#),
+            ("home/gw/BTtoMQTT/C01122334406", #"{"id":"C0:11:22:33:44:06","mac_type":1,"name":"Rx","rssi":-66,"txpower":-12}"#),
+        ]
+        for (topic, payload) in expected {
+            #expect(try await watcher.next(topic).text == payload)
+        }
+        await bed.stop()
+        await watcher.stop()
+    }
+
     @Test func eachKnownKindHasItsTopicAndPayload() async throws {
         let broker = try await Broker.start()
         defer { broker.stop() }

@@ -38,6 +38,11 @@ import Testing
         }
     }
 
+    /// An integer field of a metrics message (-1 when absent).
+    static func counter(_ m: MQTTMessage, _ key: String) -> Int {
+        ((try? JSONSerialization.jsonObject(with: Data(m.payload))) as? [String: Any])?[key] as? Int ?? -1
+    }
+
     @Test func mqtt5GatewayIsOnlineAndPublishesDevices() async throws {
         let secrets = try BrokerSecrets.make()
         try await secrets.writePasswords(["hall": "secret", "watcher": "w"])
@@ -70,7 +75,11 @@ import Testing
         await watcher.stop()
     }
 
-    @Test func credentialsAreCheckedAndAWrongPasswordIsRetriedWithBackoff() async throws {
+    /// Refused with either version (MQTT 5: libmosquitto's own network thread would end after
+    /// the refusal), the gateway tries again after its backoff, logs the refusal once, counts
+    /// every failed attempt in its metrics, and is in once the broker knows the password.
+    @Test(arguments: [MQTTProtocolVersion.v311, .v5])
+    func credentialsAreCheckedAndAWrongPasswordIsRetriedWithBackoff(version: MQTTProtocolVersion) async throws {
         let secrets = try BrokerSecrets.make()
         try await secrets.writePasswords(["hall": "old", "watcher": "w"])
         let broker = try await Broker.start(settings: "allow_anonymous false\npassword_file \(secrets.passwordFile)")
@@ -83,28 +92,41 @@ import Testing
         config.id = "gw"
         config.broker.username = "hall"
         config.broker.password = "secret"
+        config.broker.protocolVersion = version
         config.broker.reconnectDelay = .seconds(1)
         config.broker.reconnectMaximumDelay = .seconds(1)
         var options = try config.mqttOptions()
         options.clientID = "refused-probe"
         let failures = try await Self.firstFailures(options, count: 2)
         let refused = try #require(failures.first?.0)
-        #expect(refused.operation == "CONNACK" && refused.code == 5 && refused.broker == "127.0.0.1:\(broker.port)")
-        #expect(refused.description == "the MQTT broker 127.0.0.1:\(broker.port) refused the connection (CONNACK code 5: Connection Refused: not authorised.); check the client id, username and password; retrying with backoff")
+        // MQTT 3.1.1 return code 5 (3.2.2.3); MQTT 5 reason code 0x87 Not authorized (3.2.2.2).
+        let reason = version == .v5 ? "CONNACK code 135: Not authorized" : "CONNACK code 5: Connection Refused: not authorised."
+        #expect(refused.operation == "CONNACK" && refused.code == (version == .v5 ? 0x87 : 5) && refused.broker == "127.0.0.1:\(broker.port)")
+        #expect(refused.description == "the MQTT broker 127.0.0.1:\(broker.port) refused the connection (\(reason)); check the client id, username and password; retrying with backoff")
         #expect(!refused.description.contains("\n"))
+        #expect(failures[1].0 == refused)
         #expect(failures[1].1 - failures[0].1 >= .milliseconds(900), "the second attempt came without the backoff")
 
         // The gateway keeps trying; once the broker knows the password it is in.
-        let bed = try await GatewayBed(broker: broker, peripherals: [Self.tag]) { c in
+        let logs = LogLines()
+        let bed = try await GatewayBed(broker: broker, peripherals: [Self.tag], logger: logs.logger) { c in
+            c.broker.protocolVersion = version
             c.broker.username = "hall"
             c.broker.password = "secret"
+            c.metricsInterval = .milliseconds(200)
         }
-        #expect(await !bed.gateway.publisher.waitUntilConnected(timeout: .seconds(2)))
-        #expect(await bed.gateway.publisher.lastError?.operation == "CONNACK")
+        let publisher = bed.gateway.publisher
+        #expect(await publisher.waitForConnectFailures(moreThan: 1, timeout: .seconds(15)), "no second attempt after the refusal")
+        #expect(await publisher.lastError?.operation == "CONNACK")
+        // Logged once, not at every attempt (the log interval is 60 s).
+        #expect(logs.all.filter { $0.hasPrefix("MQTT: the MQTT broker") }.count == 1, "\(logs.all)")
         try await secrets.writePasswords(["hall": "secret", "watcher": "w"])
         broker.signal(SIGHUP) // mosquitto reads its password file again
         #expect(try await watcher.next("ble/gw/status").text == "online")
         #expect(try await watcher.next(Self.tagTopic).text.contains(#""name":"Tag""#))
+        // Metrics made while refused wait in the queue; a later one counts both refusals.
+        let metrics = try await watcher.next("ble/gw/metrics") { Self.counter($0, "connectFailures") >= 2 }
+        #expect(Self.counter(metrics, "reconnects") == 0, "\(metrics.text)")
         await bed.stop()
         await watcher.stop()
     }

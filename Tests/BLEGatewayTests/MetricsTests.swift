@@ -12,9 +12,10 @@ import Testing
         _ = try await watcher.next("ble/gw/devices/C01122334401")
         let m = try await watcher.next("ble/gw/metrics")
         let object = try #require(try JSONSerialization.jsonObject(with: Data(m.payload)) as? [String: Any])
-        #expect(Set(object.keys) == ["reportsPerSecond", "publishesPerSecond", "links", "reconnects", "dropped", "queueDepth", "adapter", "adapterReopens"])
+        #expect(Set(object.keys) == ["reportsPerSecond", "publishesPerSecond", "links", "reconnects", "connectFailures", "dropped", "queueDepth", "adapter", "adapterReopens"])
         #expect(object["links"] as? Int == 0)
         #expect(object["reconnects"] as? Int == 0)
+        #expect(object["connectFailures"] as? Int == 0)
         #expect(object["dropped"] as? Int == 0)
         await bed.stop()
         // Retained: a late subscriber gets the last one at once.

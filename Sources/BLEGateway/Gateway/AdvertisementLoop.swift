@@ -3,6 +3,9 @@ import BLECore
 /// One scan subscription: each device's message on change at once, unchanged at most every
 /// `publishInterval`, `lost` when it goes away. Its state is its own (no lock).
 ///
+/// Its time is the report's (`DiscoveredPeripheral.lastSeen`, on the central's
+/// `TimerScheduler`), so a central on a manual clock drives the publish interval in tests.
+///
 /// The gateway runs it in a task whose executor preference is the adapter queue
 /// (`AdapterTaskExecutor`), where the publisher runs too: a report reaches the loop and its
 /// message the publisher without waking another thread (at 10,000 reports a second each
@@ -19,7 +22,6 @@ struct AdvertisementLoop {
     func run() async {
         let options = ScanOptions(mode: scan.passive ? .passive : .active, allowDuplicates: true,
                                   lostTimeout: scan.lostAfter, bufferingPolicy: .bufferingNewest(4096))
-        let clock = ContinuousClock()
         var last: [LEAddress: (content: Content, time: ContinuousClock.Instant)] = [:]
         var announced: [LEAddress: [String]] = [:]
         do {
@@ -29,7 +31,7 @@ struct AdvertisementLoop {
                 case .discovered(let p), .updated(let p):
                     // What the message says apart from the RSSI; compared without writing it.
                     let content = Content(data: p.advertisingData, connectable: p.isConnectable, txPower: p.txPower)
-                    let now = clock.now
+                    let now = p.lastSeen
                     if let previous = last[p.address], previous.content == content, now - previous.time < scan.publishInterval { continue }
                     last[p.address] = (content, now)
                     if discovery {

@@ -61,7 +61,8 @@ public actor Gateway {
         }
         publisher = Publisher(client: client, capacity: config.broker.queueCapacity,
                               onConnect: [MQTTMessage(topic: config.topics.status, text: "online", qos: .atLeastOnce, retain: true)],
-                              subscriptions: [config.topics.commands], executor: central.executor)
+                              subscriptions: [config.topics.commands], executor: central.executor,
+                              logger: central.options.logger)
     }
 
     /// Runs until the calling task is cancelled, then stops: links disconnected, `offline`
@@ -154,13 +155,17 @@ public actor Gateway {
             let reports = counters.reports.load(ordering: .relaxed)
             let delivered = await publisher.delivered
             let elapsed = max(1e-9, Double((now - lastTime).components.seconds) + Double((now - lastTime).components.attoseconds) / 1e18)
+            let (reconnects, connectFailures) = (await publisher.reconnects, await publisher.connectFailures)
+            let (dropped, depth) = (await publisher.dropped, await publisher.depth)
+            // The links and the adapter state are read together, with no suspension between.
             let payload = JSONValue.object([
                 ("reportsPerSecond", .double(((Double(reports - lastReports) / elapsed) * 10).rounded() / 10)),
                 ("publishesPerSecond", .double(((Double(delivered - lastDelivered) / elapsed) * 10).rounded() / 10)),
                 ("links", .int(counters.linksUp.load(ordering: .relaxed))),
-                ("reconnects", .int(await publisher.reconnects)),
-                ("dropped", .int(await publisher.dropped)),
-                ("queueDepth", .int(await publisher.depth)),
+                ("reconnects", .int(reconnects)),
+                ("connectFailures", .int(connectFailures)),
+                ("dropped", .int(dropped)),
+                ("queueDepth", .int(depth)),
                 ("adapter", .string(adapter.state)),
                 ("adapterReopens", .int(adapter.reopens)),
             ])

@@ -46,16 +46,27 @@ public actor Publisher {
     public private(set) var delivered = 0
     public private(set) var reconnects = 0
     public private(set) var connections = 0
+    /// Connection attempts that ended without a session: refused, TLS failed, unreachable.
+    public private(set) var connectFailures = 0
     public private(set) var lastError: MQTTError?
     private let drained: Waiters<Bool, Never>
     private let connected: Waiters<Bool, Never>
+    private let failed: Waiters<Bool, Never>
+    private let scheduler: any TimerScheduler
+    private let logger: BLELogger
+    private let logInterval: Duration
+    /// The last broker error logged, when, and how many failures were not logged since.
+    private var logged: (error: MQTTError, time: ContinuousClock.Instant, unlogged: Int)?
 
     /// `onConnect` goes out first on every (re)connect (the retained `online`), then the
     /// `subscriptions` are made again. The publisher runs on `executor` (its own by default);
     /// the timeouts of `drain` and `waitUntilConnected` come from `scheduler` (dispatch
-    /// timers on the executor's queue by default; a manual clock in tests).
+    /// timers on the executor's queue by default; a manual clock in tests). Broker errors go
+    /// to `logger` as warnings: a new error at once, the same error again at most once per
+    /// `logInterval` (with the count of failures in between).
     public init(client: MQTTClient, capacity: Int, onConnect: [MQTTMessage] = [], subscriptions: [String] = [],
-                executor: AdapterExecutor? = nil, scheduler: (any TimerScheduler)? = nil) {
+                executor: AdapterExecutor? = nil, scheduler: (any TimerScheduler)? = nil,
+                logger: BLELogger = .silent, logInterval: Duration = .seconds(60)) {
         self.client = client
         self.capacity = max(1, capacity)
         self.onConnect = onConnect
@@ -63,8 +74,12 @@ public actor Publisher {
         let executor = executor ?? AdapterExecutor(label: "gateway.publisher")
         self.executor = executor
         let scheduler = scheduler ?? DispatchTimerScheduler(queue: executor.queue)
+        self.scheduler = scheduler
+        self.logger = logger
+        self.logInterval = logInterval
         drained = Waiters(executor: executor, scheduler: scheduler)
         connected = Waiters(executor: executor, scheduler: scheduler)
+        failed = Waiters(executor: executor, scheduler: scheduler)
         window = max(1, client.options.maximumInflight)
         (incoming, incomingFeed) = AsyncStream.makeStream(of: MQTTMessage.self, bufferingPolicy: .bufferingNewest(1024))
     }
@@ -115,7 +130,12 @@ public actor Publisher {
             pump()
         case .disconnected(let error):
             lastError = error
-            guard isConnected else { return }
+            log(error)
+            guard isConnected else {
+                connectFailures += 1
+                if !failed.isEmpty { failed.resumeAll(with: .success(true)) }
+                return
+            }
             isConnected = false
             requeueUnsent()
         case .delivered(let mid):
@@ -138,6 +158,36 @@ public actor Publisher {
         let result = await drained.wait(deadline: (timeout, .success(false)), cancelled: { _ in .success(false) })
         guard case .success(let done) = result else { return false }
         return done
+    }
+
+    /// Waits until more than `count` connection attempts have failed (true), or `timeout`
+    /// passed or the task was cancelled first (false).
+    ///
+    ///     let retried = await publisher.waitForConnectFailures(moreThan: 1, timeout: .seconds(15))
+    @discardableResult
+    public func waitForConnectFailures(moreThan count: Int, timeout: Duration) async -> Bool {
+        let deadline = scheduler.now() + timeout
+        while connectFailures <= count {
+            let left = deadline - scheduler.now()
+            guard left > .zero else { return false }
+            let result = await failed.wait(deadline: (left, .success(false)), cancelled: { _ in .success(false) })
+            guard case .success(true) = result else { return false }
+        }
+        return true
+    }
+
+    /// A broker error as a warning: a new one at once, the same one again once per `logInterval`.
+    private func log(_ error: MQTTError) {
+        // Code 0 on the link: the client's own DISCONNECT (a clean stop), nothing to warn about.
+        if error.operation == "link" && error.code == 0 { return }
+        let now = scheduler.now()
+        if let last = logged, last.error == error, now - last.time < logInterval {
+            logged?.unlogged += 1
+            return
+        }
+        let more = logged.map { $0.error == error && $0.unlogged > 0 ? " (\($0.unlogged + 1) times since the last report)" : "" } ?? ""
+        logger.log(.warning, "MQTT: \(error)\(more)")
+        logged = (error, now, 0)
     }
 
     /// Waits until the client is connected (true), or `timeout` passed or the task was

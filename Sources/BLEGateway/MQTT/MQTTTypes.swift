@@ -95,8 +95,9 @@ public struct MQTTOptions: Sendable, Hashable {
 public enum MQTTEvent: Sendable, Hashable {
     /// CONNACK accepted: the session is up (again).
     case connected
-    /// The broker refused the connection (CONNACK return code), or the link dropped; the client
-    /// reconnects with backoff unless it was stopped.
+    /// The broker refused the connection (CONNACK return code), the TLS handshake failed, no
+    /// connection could be made, or the link dropped; the client tries again with backoff
+    /// unless it was stopped.
     case disconnected(MQTTError)
     /// The PUBLISH with this message id is done: acknowledged (QoS 1, 2) or written (QoS 0).
     case delivered(messageID: Int32)
@@ -106,7 +107,8 @@ public enum MQTTEvent: Sendable, Hashable {
 
 /// A libmosquitto failure, with the call, its code and the library's own text.
 public struct MQTTError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// The libmosquitto call (or "CONNACK", "link") that failed.
+    /// The libmosquitto call that failed, or what did: "CONNACK" (the broker refused), "link"
+    /// (the connection ended), "connect" (no connection was made), "TLS" (the handshake failed).
     public var operation: String
     /// "HOST:PORT" of the broker, when the failure concerns it.
     public var broker: String?
@@ -128,6 +130,9 @@ public struct MQTTError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The client is not connected to the broker (MOSQ_ERR_NO_CONN).
     public var isNotConnected: Bool { operation != "CONNACK" && code == 4 }
 
+    /// The TLS handshake with the broker failed (`detail` is OpenSSL's reason).
+    public var isTLSFailure: Bool { operation == "TLS" }
+
     public var description: String {
         let name = broker.map { "the MQTT broker \($0)" } ?? "the MQTT broker"
         switch operation {
@@ -135,6 +140,10 @@ public struct MQTTError: Error, Sendable, Hashable, CustomStringConvertible {
             return "\(name) refused the connection (CONNACK code \(code): \(detail)); check the client id, username and password; retrying with backoff"
         case "link":
             return "the connection to \(name) ended (code \(code): \(detail)); reconnecting with backoff"
+        case "connect":
+            return "could not connect to \(name) (code \(code): \(detail)); check the broker address and port; retrying with backoff"
+        case "TLS":
+            return "TLS with \(name) failed (\(detail)); check that the CA file (mqtt.caFile, --ca-file) signed the broker's certificate, that the certificate names the host, and the client certificate (mqtt.certFile, mqtt.keyFile) if the broker asks for one; retrying with backoff"
         case _ where code == 8: // MOSQ_ERR_TLS
             return "TLS with \(name) failed (\(operation): \(detail)); check that the CA file (mqtt.caFile, --ca-file) signed the broker's certificate and that the certificate names the host"
         default:

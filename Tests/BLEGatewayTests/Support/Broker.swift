@@ -57,8 +57,16 @@ final class Broker: @unchecked Sendable { // `process` is replaced only by resta
         // World-writable: mosquitto started as root switches to its own user before writing.
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o777])
         let broker = Broker(port: try port ?? freePort(), directory: dir)
+        try broker.configure(settings)
+        try await broker.launch()
+        return broker
+    }
+
+    /// Writes mosquitto.conf: the listener on `port`, then `settings`.
+    private func configure(_ settings: String) throws {
+        let dir = directory
         let conf = """
-            listener \(broker.port) 127.0.0.1
+            listener \(port) 127.0.0.1
             \(settings)
             persistence true
             persistence_location \(dir.path)/
@@ -71,8 +79,6 @@ final class Broker: @unchecked Sendable { // `process` is replaced only by resta
 
             """
         try conf.write(to: dir.appendingPathComponent("mosquitto.conf"), atomically: true, encoding: .utf8)
-        try await broker.launch()
-        return broker
     }
 
     /// Starts mosquitto and returns once it says it is running (bounded: 10 s).
@@ -99,9 +105,11 @@ final class Broker: @unchecked Sendable { // `process` is replaced only by resta
     /// acknowledged until SIGCONT).
     func signal(_ s: Int32) { process?.signal(s) }
 
-    /// Stops and starts again on the same port and persistence file.
-    func restart() async throws {
+    /// Stops and starts again on the same port and persistence file (with new `settings`
+    /// when given).
+    func restart(settings: String? = nil) async throws {
         stop()
+        if let settings { try configure(settings) }
         try await launch()
     }
 

@@ -1,7 +1,8 @@
 import Foundation
 
 /// Throwaway broker secrets made at test time in their own directory: a mosquitto password
-/// file (`mosquitto_passwd`) and a CA with a server certificate for 127.0.0.1 (`openssl`).
+/// file (`mosquitto_passwd`) and two CAs with a server certificate for 127.0.0.1 each and a
+/// client certificate (`openssl`).
 ///
 ///     let secrets = try await BrokerSecrets.make()
 ///     try await secrets.writePasswords(["hall": "secret"])
@@ -16,6 +17,12 @@ final class BrokerSecrets: Sendable {
         let otherCAFile: String
         let serverCertFile: String
         let serverKeyFile: String
+        /// A server certificate for 127.0.0.1 signed by the other CA.
+        let otherServerCertFile: String
+        let otherServerKeyFile: String
+        /// A client certificate (CN "gateway") signed by the CA.
+        let clientCertFile: String
+        let clientKeyFile: String
     }
 
     private init(directory: URL) { self.directory = directory }
@@ -39,20 +46,26 @@ final class BrokerSecrets: Sendable {
         try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: passwordFile)
     }
 
-    /// A CA, a server certificate it signed (subjectAltName IP 127.0.0.1) and an unrelated CA.
+    /// Two CAs ("ca", "other"), a server certificate for 127.0.0.1 (subjectAltName IP) from
+    /// each, and a client certificate from "ca". EC P-256 keys: quick to make.
     func makeCertificates() async throws -> Certificates {
         func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
+        let key = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
         for ca in ["ca", "other"] {
-            try await Self.run("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=test \(ca) CA",
+            try await Self.run("openssl", ["req", "-x509"] + key + ["-days", "2", "-subj", "/CN=test \(ca) CA",
                                            "-keyout", path("\(ca).key"), "-out", path("\(ca).pem")])
         }
-        try await Self.run("openssl", ["req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1",
-                                       "-keyout", path("server.key"), "-out", path("server.csr")])
         try "subjectAltName=IP:127.0.0.1\n".write(toFile: path("server.ext"), atomically: true, encoding: .utf8)
-        try await Self.run("openssl", ["x509", "-req", "-days", "2", "-in", path("server.csr"), "-CA", path("ca.pem"), "-CAkey", path("ca.key"),
-                                       "-CAcreateserial", "-extfile", path("server.ext"), "-out", path("server.pem")])
-        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: path("server.key"))
-        return Certificates(caFile: path("ca.pem"), otherCAFile: path("other.pem"), serverCertFile: path("server.pem"), serverKeyFile: path("server.key"))
+        try "extendedKeyUsage=clientAuth\n".write(toFile: path("client.ext"), atomically: true, encoding: .utf8)
+        for (name, ca, subject) in [("server", "ca", "127.0.0.1"), ("other-server", "other", "127.0.0.1"), ("client", "ca", "gateway")] {
+            try await Self.run("openssl", ["req"] + key + ["-subj", "/CN=\(subject)", "-keyout", path("\(name).key"), "-out", path("\(name).csr")])
+            try await Self.run("openssl", ["x509", "-req", "-days", "2", "-in", path("\(name).csr"), "-CA", path("\(ca).pem"), "-CAkey", path("\(ca).key"),
+                                           "-CAcreateserial", "-extfile", path(name == "client" ? "client.ext" : "server.ext"), "-out", path("\(name).pem")])
+            try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: path("\(name).key"))
+        }
+        return Certificates(caFile: path("ca.pem"), otherCAFile: path("other.pem"), serverCertFile: path("server.pem"), serverKeyFile: path("server.key"),
+                            otherServerCertFile: path("other-server.pem"), otherServerKeyFile: path("other-server.key"),
+                            clientCertFile: path("client.pem"), clientKeyFile: path("client.key"))
     }
 
     /// Runs `tool` (from PATH or /usr/bin) and waits for it (bounded: 30 s); a failure names
@@ -63,10 +76,12 @@ final class BrokerSecrets: Sendable {
             throw Broker.Failure(description: "\(tool) not found on PATH; install it (mosquitto_passwd: 'apt-get install mosquitto', openssl: 'apt-get install openssl')")
         }
         let child = try Child(path: dir + "/" + tool, arguments)
-        async let text = Child.read(child.stderr, timeout: .seconds(30)) { _ in false }
         let status = await child.waitForExit(timeout: .seconds(30))
-        let stderr = await text
         guard status == 0 else {
+            // What it wrote is in the pipe already; the end of the pipe can come much later (a
+            // process started meanwhile by another test may hold its write end), so read only
+            // up to the last complete line.
+            let stderr = await Child.read(child.stderr, timeout: .seconds(2)) { $0.hasSuffix("\n") }
             throw Broker.Failure(description: "\(tool) \(arguments.joined(separator: " ")) exited with \(status): \(stderr)")
         }
     }

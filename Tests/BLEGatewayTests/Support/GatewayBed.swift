@@ -3,9 +3,11 @@ import BLEGateway
 import BLETestSupport
 import Foundation
 import SMP
+import Synchronization
 
-/// A `Gateway` on a `Central` over the in-process virtual controller (immediate time: each
-/// simulated peripheral advertises once when the scan starts), publishing to `broker`.
+/// A `Gateway` on a `Central` over the in-process virtual controller, publishing to `broker`.
+/// In immediate time (the default) each simulated peripheral advertises once when the scan
+/// starts; `controller` can ask for manual time instead (then the test advances the clock).
 ///
 ///     let bed = try await GatewayBed(broker: broker, peripherals: [thermometer]) { $0.scan.lostAfter = .seconds(1) }
 struct GatewayBed {
@@ -16,12 +18,13 @@ struct GatewayBed {
     let task: Task<Void, any Error>
 
     init(broker: Broker, peripherals: [SimulatedPeripheral], bonds: (any BondStore)? = nil,
+         controller: VirtualController.Options = Self.immediate, logger: BLELogger = .silent,
          _ configure: (inout GatewayConfig) -> Void = { _ in }) async throws {
-        var options = VirtualController.Options()
-        options.time = .immediate
-        vc = VirtualController(options: options)
+        vc = VirtualController(options: controller)
         for p in peripherals { vc.addPeripheral(p) }
-        central = Central(transport: vc.makeTransport(), options: vc.centralOptions())
+        var centralOptions = Central.Options()
+        centralOptions.logger = logger
+        central = Central(transport: vc.makeTransport(), options: vc.centralOptions(centralOptions))
         try await central.powerOn()
         var config = GatewayConfig()
         config.broker.url = broker.url
@@ -34,6 +37,13 @@ struct GatewayBed {
         task = Task { try await gateway.run() }
     }
 
+    /// The virtual controller's defaults in immediate time.
+    static var immediate: VirtualController.Options {
+        var options = VirtualController.Options()
+        options.time = .immediate
+        return options
+    }
+
     /// Cancels the gateway (it publishes `offline` and leaves the broker) and closes the central.
     func stop() async {
         task.cancel()
@@ -44,4 +54,16 @@ struct GatewayBed {
 
 extension GatewayTopics {
     static let bed = GatewayTopics(gatewayID: GatewayBed.id)
+}
+
+/// Keeps the log lines a test's gateway writes.
+final class LogLines: Sendable {
+    private let lines = Mutex<[String]>([])
+
+    /// A logger that keeps warnings and above here.
+    var logger: BLELogger {
+        BLELogger(label: "test", minimumLevel: .warning) { [self] record in lines.withLock { $0.append(record.message) } }
+    }
+
+    var all: [String] { lines.withLock { $0 } }
 }
