@@ -206,7 +206,7 @@ public enum ACLFragmenter {
     }
 
     /// The fragments of a whole L2CAP PDU (basic header included), first one flagged as a start.
-    public static func fragments(handle: UInt16, pdu: [UInt8], fragmentSize: Int) -> [ACLDataPacket] {
+    static func fragments(handle: UInt16, pdu: [UInt8], fragmentSize: Int) -> [ACLDataPacket] {
         let size = max(1, fragmentSize)
         if pdu.count <= size {
             return [ACLDataPacket(handle: handle, boundary: .firstNonFlushable, data: pdu)]

@@ -64,8 +64,7 @@ public enum KFrameSegmenter {
 
     /// The bytes of the SDU that its K-frame starting at `offset` carries: the first one
     /// (offset 0) leaves room for the SDU Length.
-    @inlinable
-    public static func data(sduSize: Int, from offset: Int, mps: Int) -> Range<Int> {
+    static func data(sduSize: Int, from offset: Int, mps: Int) -> Range<Int> {
         let room = max(3, mps) - (offset == 0 ? 2 : 0)
         return offset..<min(sduSize, offset + room)
     }
