@@ -234,7 +234,7 @@ public actor CreditBasedChannel {
     }
 
     /// The peer announced a new MTU and MPS (its Reconfigure Request): SDUs not started yet
-    /// are segmented again by the new MPS.
+    /// go out in K-frames of the new MPS; a started one keeps the MPS it started with.
     func peerReconfigured(mtu: Int, mps: Int) {
         // SDUs handed over were counted at the old MPS: they are queued here and their credits
         // spent again one per K-frame.

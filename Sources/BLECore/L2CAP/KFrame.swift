@@ -198,7 +198,8 @@ public struct CreditBasedFlow: Hashable, Sendable {
         sendCredits = total
     }
 
-    /// Takes every send credit (lent to senders off the executor); `restore` gives them back.
+    /// Takes every send credit (lent to senders off the executor); `restoreSendCredits` gives
+    /// back those not used.
     mutating func lendSendCredits() -> Int {
         defer { sendCredits = 0 }
         return sendCredits
