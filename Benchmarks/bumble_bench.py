@@ -149,10 +149,38 @@ def l2cap_frames(job):
     return received
 
 
-WORKLOADS = {"scan": scan, "notify": notify, "l2cap_host": l2cap_host, "l2cap_frames": l2cap_frames}
+class _ACLManager(_Manager):
+    """Sends each K-frame as Bumble's Host.send_l2cap_pdu does: the L2CAP PDU's bytes cut into
+    HCI ACL data packets of at most 251 bytes, each serialised as for the transport."""
+
+    def __init__(self):
+        super().__init__()
+        self.sent_bytes = 0
+
+    def send_pdu(self, connection, cid, pdu):
+        sdu = bytes(l2cap.L2CAP_PDU(cid, pdu))
+        for offset in range(0, len(sdu), 251):
+            data = sdu[offset:offset + 251]
+            packet = hci.HCI_AclDataPacket(connection_handle=0x0040, pb_flag=1 if offset > 0 else 0,
+                                           bc_flag=0, data_total_length=len(data), data=data)
+            self.sent_bytes += len(bytes(packet))
+
+
+def l2cap_send(job):
+    """Each SDU through LeCreditBasedChannel.write (credits, segmentation at the peer's MPS)
+    down to serialised HCI ACL data packets. Returns the SDU bytes sent."""
+    sdus, mps = job
+    sender = _channel(_ACLManager(), mps)
+    for sdu in sdus:
+        sender.write(sdu)
+    return sum(len(sdu) for sdu in sdus)
+
+
+WORKLOADS = {"scan": scan, "notify": notify, "l2cap_host": l2cap_host, "l2cap_frames": l2cap_frames,
+             "l2cap_send": l2cap_send}
 # Untimed preparation of the input, and workloads whose operations are the bytes they return.
-PREPARE = {"l2cap_frames": l2cap_frames_input}
-BYTES = {"l2cap_host", "l2cap_frames"}
+PREPARE = {"l2cap_frames": l2cap_frames_input, "l2cap_send": l2cap_frames_input}
+BYTES = {"l2cap_host", "l2cap_frames", "l2cap_send"}
 
 
 def main():

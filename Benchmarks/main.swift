@@ -10,8 +10,13 @@ var runs = 5
 var quick = false
 var allocationsChild = false
 var perConnectionChild = false
-/// Workload keys to run (w1, w2, w3, w4, w5, dense, memory, gateway, l2cap, hostile); all when empty.
+/// Workload keys to run (w1, w2, w3, w4, w5, dense, memory, gateway, l2cap, l2cap-receive,
+/// l2cap-send, hostile); all when empty.
 var only: Set<String> = []
+/// SDUs of each size for the l2cap workloads (`--sdus N`), instead of their defaults.
+var sduCount: Int?
+/// Only the l2cap cases of this SDU size (`--sdu-size N`).
+var sduSize: Int?
 var args = CommandLine.arguments.dropFirst()
 while let a = args.popFirst() {
     switch a {
@@ -20,6 +25,8 @@ while let a = args.popFirst() {
     case "--allocations": allocationsChild = true
     case "--per-connection": perConnectionChild = true
     case "--only": only = Set((args.popFirst() ?? "").split(separator: ",").map(String.init))
+    case "--sdus": sduCount = args.popFirst().flatMap { Int($0) }
+    case "--sdu-size": sduSize = args.popFirst().flatMap { Int($0) }
     default: break
     }
 }
@@ -218,27 +225,44 @@ if selected("gateway") { do {
     log("gateway failed: \(error)")
 } }
 
-// L2CAP credit-based channel data: segmentation + reassembly, alone and through the host.
-if selected("l2cap") { do {
+// L2CAP credit-based channel data: segmentation + reassembly alone, receiving through the host
+// (`--only l2cap-receive`) and sending from a task (`--only l2cap-send`); `--sdus N` sends N
+// SDUs of each size (for instruction counts: the difference of two runs), `--sdu-size N` runs
+// one size.
+let l2capAll = selected("l2cap")
+if l2capAll || only.contains("l2cap-receive") || only.contains("l2cap-send") { do {
     // One link at the radio's limit (2M PHY, about 1.4 Mbit/s) must cost far below 1 % of a core.
     func share(_ m: Measurement) -> Target {
         Target(description: "< 1 % of one core per link at 1.4 Mbit/s", met: (m.extra["cpuPercentOfOneCoreAt1_4Mbit"] ?? .infinity) < 1)
     }
     let cases: [(label: String, size: Int, count: Int, perRound: Int, bumbleSDUs: Int)] = [
         ("65,535-byte SDUs, MPS 247", 65_535, quick ? 32 : 256, 32, 16),
-        ("23-byte SDUs, MPS 247", 23, quick ? 100_000 : 1_000_000, 10_000, 20_000),
+        ("244-byte SDUs, MPS 247", 244, quick ? 20_000 : 200_000, 2_000, 20_000),
+        ("20-byte SDUs, MPS 247", 20, quick ? 100_000 : 1_000_000, 10_000, 20_000),
     ]
-    for c in cases {
-        let sdus = L2CAPWorkload.sdus(size: c.size, count: c.count)
-        let frames = L2CAPWorkload.frames(name: "l2cap frames: KFrameSegmenter -> KFrameReassembler, \(c.label) (SDU bytes)", sdus: sdus, mps: 247, runs: runs)
+    for c in cases where sduSize == nil || sduSize == c.size {
+        let count = sduCount.map { max(1, $0) } ?? c.count
+        let perRound = min(c.perRound, count)
+        let sdus = L2CAPWorkload.sdus(size: c.size, count: l2capAll ? count : min(count, c.bumbleSDUs))
         let input = L2CAPWorkload.h4(Array(sdus.prefix(c.bumbleSDUs)), mps: 247, handle: 0x0040, cid: 0x0040)
-        let packets = c.bumbleSDUs * L2CAPWorkload.framesPerSDU(c.size, mps: 247)
-        add(frames, bumble: "l2cap_frames", input: input, iterations: packets, target: share(frames))
-        for onChannel in [true, false] {
-            let (host, hostInput, hostPackets) = try await L2CAPWorkload.host(
-                name: "l2cap host: H4 ACL K-frames -> HCIHost -> CreditBasedChannel.receive \(onChannel ? "on the channel's executor" : "from a task"), \(c.label) (SDU bytes)",
-                sduSize: c.size, mps: 247, perRound: c.perRound, rounds: c.count / c.perRound, runs: min(runs, 3), onChannel: onChannel)
-            add(host, bumble: onChannel ? "l2cap_host" : nil, input: hostInput, iterations: min(hostPackets, packets), target: share(host))
+        let packets = min(sdus.count, c.bumbleSDUs) * L2CAPWorkload.framesPerSDU(c.size, mps: 247)
+        if l2capAll {
+            let frames = L2CAPWorkload.frames(name: "l2cap frames: KFrameSegmenter -> KFrameReassembler, \(c.label) (SDU bytes)", sdus: sdus, mps: 247, runs: runs)
+            add(frames, bumble: "l2cap_frames", input: input, iterations: packets, target: share(frames))
+        }
+        if l2capAll || only.contains("l2cap-receive") {
+            for onChannel in [true, false] {
+                let (host, hostInput, hostPackets) = try await L2CAPWorkload.host(
+                    name: "l2cap host: H4 ACL K-frames -> HCIHost -> CreditBasedChannel.receive \(onChannel ? "on the channel's executor" : "from a task"), \(c.label) (SDU bytes)",
+                    sduSize: c.size, mps: 247, perRound: perRound, rounds: count / perRound, runs: min(runs, 3), onChannel: onChannel)
+                add(host, bumble: onChannel ? "l2cap_host" : nil, input: hostInput, iterations: min(hostPackets, packets), target: share(host))
+            }
+        }
+        if l2capAll || only.contains("l2cap-send") {
+            let send = try await L2CAPSendWorkload.run(
+                name: "l2cap send: CreditBasedChannel.send from a task -> HCIHost ACL queue -> transport, \(c.label) (SDU bytes)",
+                sduSize: c.size, mps: 247, perRound: perRound, rounds: count / perRound, runs: min(runs, 3))
+            add(send, bumble: "l2cap_send", input: input, iterations: packets, target: share(send))
         }
     }
 } catch {

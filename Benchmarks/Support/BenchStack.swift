@@ -14,6 +14,9 @@ final class TapTransport: HCITransport, @unchecked Sendable { // `handler` is se
     private var framer = H4Framer(endpoint: "bench")
     /// Started with the base on the same queue; its packets go to the host, its close is ignored.
     var extra: (any HCITransport)?
+    /// When set, ACL packets from the host go here instead of to the controller (called on the
+    /// adapter queue; the receiver answers with Number Of Completed Packets itself).
+    var aclSink: ((ACLDataPacket) -> Void)?
     var name: String { base.name }
 
     init(_ base: any HCITransport) { self.base = base }
@@ -26,7 +29,10 @@ final class TapTransport: HCITransport, @unchecked Sendable { // `handler` is se
         }
     }
 
-    func send(_ packet: HCIPacket) throws(TransportError) { try base.send(packet) }
+    func send(_ packet: HCIPacket) throws(TransportError) {
+        if case .acl(let acl) = packet, let aclSink { return aclSink(acl) }
+        try base.send(packet)
+    }
 
     func setACLReceiver(_ receiver: @escaping @Sendable (UnsafeRawBufferPointer) -> Bool) { aclReceiver = receiver }
 

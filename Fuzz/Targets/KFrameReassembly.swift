@@ -62,8 +62,13 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let sdu = Array(input.rest().prefix(mtu))
     let frames = KFrameSegmenter.segments(of: sdu, mps: mps)
     fuzzCheck(frames.count == KFrameSegmenter.frameCount(sduSize: sdu.count, mps: mps), "frame count differs")
+    var offset = 0
     for (i, frame) in frames.enumerated() {
         fuzzCheck(frame.count <= mps, "segment over the MPS")
+        // The K-frame the channel sends, built in place, is the same segment behind its basic header.
+        let (pdu, end) = KFrameSegmenter.pdu(of: sdu, from: offset, mps: mps, channelID: 0x0040)
+        fuzzCheck(pdu == [UInt8(frame.count & 0xFF), UInt8(frame.count >> 8), 0x40, 0x00] + frame, "in-place K-frame \(i) differs")
+        offset = end
         do {
             let done = try reassembler.receive(frame[...])
             fuzzCheck((done != nil) == (i == frames.count - 1), "SDU completed at frame \(i) of \(frames.count)")

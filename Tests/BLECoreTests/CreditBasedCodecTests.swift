@@ -72,6 +72,27 @@ import BLECore
         #expect(KFrameSegmenter.segments(of: [], mps: 23) == [[0x00, 0x00]])
     }
 
+    @Test func kFramePDUsAreBuiltInPlace() {
+        let sdu = (0..<30).map { UInt8($0) }
+        // 3.4.2: L2CAP length 23 (SDU Length + 21 octets), CID 0x0050, SDU Length 30; then 9 octets.
+        let first = KFrameSegmenter.pdu(of: sdu, from: 0, mps: 23, channelID: 0x0050)
+        #expect(first.pdu == [0x17, 0x00, 0x50, 0x00, 0x1E, 0x00] + sdu[0..<21] && first.end == 21)
+        let second = KFrameSegmenter.pdu(of: sdu, from: 21, mps: 23, channelID: 0x0050)
+        #expect(second.pdu == [0x09, 0x00, 0x50, 0x00] + sdu[21...] && second.end == 30)
+        // An empty SDU is one K-frame with SDU Length 0.
+        let empty = KFrameSegmenter.pdu(of: [], from: 0, mps: 23, channelID: 0x0041)
+        #expect(empty.pdu == [0x02, 0x00, 0x41, 0x00, 0x00, 0x00] && empty.end == 0)
+    }
+
+    @Test func singleKFrameSDUsAndLongerOnesInTurn() throws {
+        var r = KFrameReassembler(mtu: 100, mps: 23)
+        #expect(try r.receive([0x02, 0x00, 0xAA, 0xBB])?.sdu == [0xAA, 0xBB])
+        #expect(try r.receive([0x19, 0x00] + [UInt8](repeating: 1, count: 21)) == nil)
+        #expect(try r.receive([0x02, 0x00, 0x03, 0x04])?.sdu == [UInt8](repeating: 1, count: 21) + [0x02, 0x00, 0x03, 0x04])
+        #expect(try r.receive([0x00, 0x00])?.sdu == [])
+        #expect(r.isIdle && r.framesInSDU == 0)
+    }
+
     @Test func reassemblyRoundTrip() throws {
         var r = KFrameReassembler(mtu: 65535, mps: 23)
         let sdu = (0..<5000).map { UInt8(truncatingIfNeeded: $0 * 7) }

@@ -180,6 +180,7 @@ struct EnhancedCreditBasedChannelTests {
         // One channel may shrink its MPS: its SDUs then go out in K-frames of at most 64 octets.
         #expect(try await reconfigure(15, mtu: 512, mps: 64, [0x0051]) == [0x1A, 15, 0x02, 0x00, 0x00, 0x00])
         try await channels[1].send([UInt8](repeating: 1, count: 100))
+        try await vc.waitForL2CAP(channelID: 0x0051, count: 2)
         let frames = vc.l2capReceived.filter { $0.channelID == 0x0051 }.map(\.payload.count)
         #expect(frames == [64, 38])
         #expect(await channels[0].peerMPS == 80)

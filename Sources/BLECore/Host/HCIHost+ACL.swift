@@ -118,19 +118,47 @@ extension HCIHost {
         enqueue(link: link, channelID: channelID, payload: payload)
     }
 
+    /// Queues a whole L2CAP PDU, basic header included (a K-frame built in place), without
+    /// waiting when the link still exists. One that fits a controller buffer is not copied.
+    func enqueuePDUIfLinked(handle: UInt16, channelID: UInt16, pdu: [UInt8]) {
+        guard lostReason == nil, let link = links[handle], !dropsWhenFull(link: link, channelID: channelID, payloadCount: pdu.count - 4) else { return }
+        let deadline = scheduler.now() + safeguards.sendTimeout
+        if pdu.count <= aclPacketLength {
+            append(ACLDataPacket(handle: link.handle, boundary: .firstNonFlushable, data: pdu), to: link, channelID: channelID, done: nil, deadline: deadline)
+        } else {
+            for f in ACLFragmenter.fragments(handle: link.handle, pdu: pdu, fragmentSize: aclPacketLength) {
+                append(f, to: link, channelID: channelID, done: nil, deadline: deadline)
+            }
+        }
+        startSending(link)
+    }
+
     /// Queues a PDU (the host's own signaling and SMP answers without a waiter). Without a
     /// waiter, a PDU that does not fit in the link's queue is dropped and logged.
     func enqueue(link: Link, channelID: UInt16, payload: [UInt8], done: Waiters<Void, LinkError>.ID? = nil) {
-        if done == nil, let full = queueFullError(link: link, channelID: channelID, payloadCount: payload.count) {
-            logLimited(.queueFull, .warning, "\(full); dropping a \(payload.count)-byte PDU on channel \(channelID.hex)")
-            return
-        }
+        if done == nil, dropsWhenFull(link: link, channelID: channelID, payloadCount: payload.count) { return }
         let fragments = ACLFragmenter.fragments(handle: link.handle, channelID: channelID, payload: payload, fragmentSize: aclPacketLength)
         let deadline = scheduler.now() + safeguards.sendTimeout
         for (i, f) in fragments.enumerated() {
-            link.queue.append(QueuedFragment(packet: f, channelID: channelID, done: i == fragments.count - 1 ? done : nil, deadline: deadline))
-            link.queuedBytes += f.data.count
+            append(f, to: link, channelID: channelID, done: i == fragments.count - 1 ? done : nil, deadline: deadline)
         }
+        startSending(link)
+    }
+
+    /// True (and logged) when a PDU of `payloadCount` bytes without a waiter does not fit in the link's queue.
+    func dropsWhenFull(link: Link, channelID: UInt16, payloadCount: Int) -> Bool {
+        guard let full = queueFullError(link: link, channelID: channelID, payloadCount: payloadCount) else { return false }
+        logLimited(.queueFull, .warning, "\(full); dropping a \(payloadCount)-byte PDU on channel \(channelID.hex)")
+        return true
+    }
+
+    func append(_ fragment: ACLDataPacket, to link: Link, channelID: UInt16, done: Waiters<Void, LinkError>.ID?, deadline: ContinuousClock.Instant) {
+        link.queue.append(QueuedFragment(packet: fragment, channelID: channelID, done: done, deadline: deadline))
+        link.queuedBytes += fragment.data.count
+    }
+
+    /// Hands what the link queued to the controller as its buffers allow.
+    func startSending(_ link: Link) {
         markReady(link)
         pumpACL()
         if link.hasQueued, link.sendDeadline == nil { armSendDeadline(link) }

@@ -202,6 +202,11 @@ public enum ACLFragmenter {
         pdu.appendLE(UInt16(truncatingIfNeeded: payload.count))
         pdu.appendLE(channelID)
         pdu.append(contentsOf: payload)
+        return fragments(handle: handle, pdu: pdu, fragmentSize: fragmentSize)
+    }
+
+    /// The fragments of a whole L2CAP PDU (basic header included), first one flagged as a start.
+    static func fragments(handle: UInt16, pdu: [UInt8], fragmentSize: Int) -> [ACLDataPacket] {
         let size = max(1, fragmentSize)
         if pdu.count <= size {
             return [ACLDataPacket(handle: handle, boundary: .firstNonFlushable, data: pdu)]

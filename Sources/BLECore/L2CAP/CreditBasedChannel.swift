@@ -57,6 +57,8 @@ public actor CreditBasedChannel {
     let senders: Waiters<Void, L2CAPChannelError>
     let closers: Waiters<Void, Never>
     var sendQueue: [PendingSDU] = []
+    /// The sending side for senders off the executor: credits lent, SDUs handed over.
+    nonisolated let writer: SDUWriter
     /// Set through `CreditBasedSDUChannel`: complete SDUs go here as they arrive (their
     /// credits go back at once) instead of waiting for `receive`, and the end is reported once.
     var sduHandler: (@Sendable (ArraySlice<UInt8>) -> Void)?
@@ -71,18 +73,6 @@ public actor CreditBasedChannel {
     public private(set) var creditStalls = 0
     /// K-frames received: progress on an SDU that has not completed yet.
     public private(set) var framesReceived = 0
-
-    final class PendingSDU {
-        let size: Int
-        var frames: [[UInt8]]
-        var next = 0
-        /// The sender waiting for this SDU's credits; nil while it has not waited.
-        var waiter: Waiters<Void, L2CAPChannelError>.ID?
-        init(size: Int, frames: [[UInt8]]) {
-            self.size = size
-            self.frames = frames
-        }
-    }
 
     init(host: HCIHost, handle: UInt16, peer: LEAddress, psm: UInt16, localCID: UInt16, remoteCID: UInt16,
          mtu: Int, mps: Int, receiveWindow: Int, peerMTU: Int, peerMPS: Int, peerCredits: Int, isEnhanced: Bool = false) {
@@ -103,6 +93,9 @@ public actor CreditBasedChannel {
         self.flow = CreditBasedFlow(sendCredits: peerCredits, receiveCredits: receiveWindow)
         self.reassembler = KFrameReassembler(mtu: mtu, mps: mps)
         self.reader = SDUReader(receiveWindow: receiveWindow)
+        self.writer = SDUWriter(peerMTU: peerMTU, peerMPS: peerMPS)
+        // The queue is empty: the peer's initial credits are lent to senders at once.
+        writer.credits.store(flow.lendSendCredits(), ordering: .relaxed)
         self.receivers = Waiters(executor: host.executor, scheduler: host.scheduler)
         self.senders = Waiters(executor: host.executor, scheduler: host.scheduler)
         self.closers = Waiters(executor: host.executor, scheduler: host.scheduler)
@@ -111,25 +104,36 @@ public actor CreditBasedChannel {
     nonisolated var peerName: String { "\(peer.address)" }
 
     /// Credits this side holds to send K-frames now.
-    public var sendCredits: Int { flow.sendCredits }
+    public var sendCredits: Int { flow.sendCredits + writer.credits.load(ordering: .relaxed) }
     public var isOpen: Bool { endError == nil }
 
     // MARK: - Sending
 
     /// Sends one SDU: segments it by the peer's MPS and hands each K-frame to the link as a
-    /// credit allows. Returns once every K-frame is queued on the link, in order after earlier
-    /// SDUs. Throws `.creditTimeout` when the peer grants no credits for `timeout`, and
-    /// `.cancelled` when the calling task is cancelled: an SDU none of whose K-frames went out
-    /// is dropped; a started one is finished when credits come, so the peer never sees half.
+    /// credit allows. Returns once the SDU holds the credits of all its K-frames and is queued
+    /// in order after earlier SDUs (they reach the link in the executor's next turn), or once
+    /// every K-frame it waited for is queued on the link. Throws `.creditTimeout` when the peer
+    /// grants no credits for `timeout`, and `.cancelled` when the calling task is cancelled: an
+    /// SDU none of whose K-frames went out is dropped; a started one is finished when credits
+    /// come, so the peer never sees half. Runs on the caller's executor: with credits in hand
+    /// it costs no hop (a burst of SDUs costs one job on the channel's executor).
     ///
     ///     try await channel.send(bytes, timeout: .seconds(10))
-    public func send(_ sdu: [UInt8], timeout: Duration = .seconds(30)) async throws(L2CAPChannelError) {
+    public nonisolated(nonsending) func send(_ sdu: [UInt8], timeout: Duration = .seconds(30)) async throws(L2CAPChannelError) {
+        if let first = writer.hand(sdu) {
+            if first { executor.queue.async { [executor] in self.enter(on: executor) { $0.pumpSend() } } }
+            return
+        }
+        try await sendWaiting(sdu, timeout: timeout)
+    }
+
+    /// `send` on the executor: queues the SDU, sends what credits allow and waits for the rest.
+    func sendWaiting(_ sdu: [UInt8], timeout: Duration) async throws(L2CAPChannelError) {
         if let endError { throw endError }
         guard sdu.count <= peerMTU else { throw .sduTooLarge(size: sdu.count, peerMTU: peerMTU) }
-        let pending = PendingSDU(size: sdu.count, frames: KFrameSegmenter.segments(of: sdu, mps: peerMPS))
-        sendQueue.append(pending)
-        pumpSend()
-        if pending.next == pending.frames.count { return }
+        let pending = PendingSDU(sdu)
+        queue(pending)
+        if pending.isSent { return }
         creditStalls += 1
         let peer = peerName, cid = localCID
         let result = await senders.wait(
@@ -138,36 +142,63 @@ public actor CreditBasedChannel {
                 self?.assumeIsolated { $0.dropUnstarted(waiter: id) }
                 return .failure(.cancelled(peer: peer, cid: cid))
             }) { id in pending.waiter = id }
-        if case .failure = result, pending.next == 0 { sendQueue.removeAll { $0 === pending } }
+        if case .failure = result, !pending.isStarted { sendQueue.removeAll { $0 === pending } }
         try result.get()
     }
 
+    /// Queues an SDU after those handed over off the executor, and sends what credits allow.
+    func queue(_ pending: PendingSDU) {
+        takeWriterSDUs()
+        sendQueue.append(pending)
+        pumpSend()
+    }
+
+    /// Queues the SDUs senders handed to the writer, with the credits they took, and takes back
+    /// the credits lent and not taken: from here on the channel spends them.
+    func takeWriterSDUs() {
+        writer.take { pending in
+            guard endError == nil else { return }
+            flow.restoreSendCredits(pending.prepaid)
+            pending.prepaid = 0
+            sendQueue.append(pending)
+        }
+        flow.restoreSendCredits(writer.credits.exchange(0, ordering: .relaxed))
+    }
+
     /// Sends queued K-frames while credits last, head of the queue first. An SDU not started
-    /// whose sender stopped waiting (timed out or cancelled) is dropped.
+    /// whose sender stopped waiting (timed out or cancelled) is dropped. When the queue is
+    /// empty, the credits left are lent to the writer.
     func pumpSend() {
         guard endError == nil else { return }
-        while let head = sendQueue.first {
-            if head.next == 0, let waiter = head.waiter, !senders.contains(waiter) {
-                sendQueue.removeFirst()
+        takeWriterSDUs()
+        let host = self.host, handle = self.handle, cid = remoteCID
+        // SDUs done are removed at once at the end: a batch handed over can be long.
+        var done = 0
+        defer { sendQueue.removeFirst(done) }
+        while done < sendQueue.count {
+            let head = sendQueue[done]
+            if !head.isStarted, let waiter = head.waiter, !senders.contains(waiter) {
+                done += 1
                 continue
             }
-            while head.next < head.frames.count {
+            if !head.isStarted { head.mps = peerMPS }
+            while !head.isSent {
                 guard flow.takeSendCredit() else { return }
-                let frame = head.frames[head.next]
-                head.frames[head.next] = []
+                let (pdu, end) = KFrameSegmenter.pdu(of: head.sdu, from: head.offset, mps: head.mps, channelID: cid)
+                head.offset = end
                 head.next += 1
-                let handle = self.handle, cid = remoteCID
-                host?.enter(on: executor) { $0.enqueueIfLinked(handle: handle, channelID: cid, payload: frame) }
+                host?.enter(on: executor) { $0.enqueuePDUIfLinked(handle: handle, channelID: cid, pdu: pdu) }
             }
-            sendQueue.removeFirst()
-            bytesSent += head.size
+            done += 1
+            bytesSent += head.sdu.count
             if let waiter = head.waiter { senders.resume(waiter, with: .success(())) }
         }
+        writer.credits.add(flow.lendSendCredits(), ordering: .relaxed)
     }
 
     /// A cancelled sender's SDU leaves the queue when none of its K-frames went out.
     func dropUnstarted(waiter id: Waiters<Void, L2CAPChannelError>.ID) {
-        sendQueue.removeAll { $0.waiter == id && $0.next == 0 }
+        sendQueue.removeAll { $0.waiter == id && !$0.isStarted }
     }
 
     /// A Flow Control Credit Indication from the peer.
@@ -203,15 +234,16 @@ public actor CreditBasedChannel {
     }
 
     /// The peer announced a new MTU and MPS (its Reconfigure Request): SDUs not started yet
-    /// are segmented again by the new MPS.
+    /// go out in K-frames of the new MPS; a started one keeps the MPS it started with.
     func peerReconfigured(mtu: Int, mps: Int) {
+        // SDUs handed over were counted at the old MPS: they are queued here and their credits
+        // spent again one per K-frame.
+        takeWriterSDUs()
         peerMTU = mtu
-        guard mps != peerMPS else { return }
         peerMPS = mps
-        for pending in sendQueue where pending.next == 0 {
-            let sdu = Array(pending.frames.joined().dropFirst(2))
-            pending.frames = KFrameSegmenter.segments(of: sdu, mps: mps)
-        }
+        writer.peerMTU.store(mtu, ordering: .relaxed)
+        writer.peerMPS.store(mps, ordering: .relaxed)
+        pumpSend()
     }
 
     // MARK: - Receiving
@@ -384,6 +416,8 @@ public actor CreditBasedChannel {
     func end(_ error: L2CAPChannelError, sendDisconnect: Bool) {
         guard endError == nil else { return }
         endError = error
+        writer.ended.store(true, ordering: .relaxed)
+        takeWriterSDUs()
         sendQueue.removeAll()
         senders.failAll(error)
         switch error {

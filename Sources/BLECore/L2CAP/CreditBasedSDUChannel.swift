@@ -55,8 +55,7 @@ extension CreditBasedChannel {
     /// responses and confirmations); an SDU over the peer's MTU or on a closed channel is dropped.
     func enqueue(_ sdu: [UInt8]) {
         guard endError == nil, sdu.count <= peerMTU else { return }
-        sendQueue.append(PendingSDU(size: sdu.count, frames: KFrameSegmenter.segments(of: sdu, mps: peerMPS)))
-        pumpSend()
+        queue(PendingSDU(sdu))
     }
 
     /// The channel's error as the link error an `L2CAPChannel` reports.

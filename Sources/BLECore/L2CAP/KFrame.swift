@@ -43,22 +43,59 @@ public enum KFrameSegmenter {
     /// The information payloads of the K-frames of `sdu` (`mps` at least 3, as the spec's
     /// minimum of 23 always is).
     public static func segments(of sdu: [UInt8], mps: Int) -> [[UInt8]] {
-        let mps = max(3, mps)
         var frames: [[UInt8]] = []
         frames.reserveCapacity(frameCount(sduSize: sdu.count, mps: mps))
-        let firstData = min(sdu.count, mps - 2)
-        var first: [UInt8] = []
-        first.reserveCapacity(firstData + 2)
-        first.appendLE(UInt16(truncatingIfNeeded: sdu.count))
-        first.append(contentsOf: sdu[0..<firstData])
-        frames.append(first)
-        var offset = firstData
-        while offset < sdu.count {
-            let end = min(offset + mps, sdu.count)
-            frames.append(Array(sdu[offset..<end]))
-            offset = end
-        }
+        var offset = 0
+        repeat {
+            let range = data(sduSize: sdu.count, from: offset, mps: mps)
+            if offset == 0 {
+                var first: [UInt8] = []
+                first.reserveCapacity(range.count + 2)
+                first.appendLE(UInt16(truncatingIfNeeded: sdu.count))
+                first.append(contentsOf: sdu[range])
+                frames.append(first)
+            } else {
+                frames.append(Array(sdu[range]))
+            }
+            offset = range.upperBound
+        } while offset < sdu.count
         return frames
+    }
+
+    /// The bytes of the SDU that its K-frame starting at `offset` carries: the first one
+    /// (offset 0) leaves room for the SDU Length.
+    static func data(sduSize: Int, from offset: Int, mps: Int) -> Range<Int> {
+        let room = max(3, mps) - (offset == 0 ? 2 : 0)
+        return offset..<min(sduSize, offset + room)
+    }
+
+    /// The whole L2CAP PDU of the K-frame of `sdu` starting at `offset`, in one allocation:
+    /// the basic header for `channelID`, the SDU Length in the first K-frame, then the data.
+    /// Returns the PDU and the offset of the next K-frame (the SDU's size after the last).
+    ///
+    ///     var offset = 0
+    ///     repeat { let (pdu, end) = KFrameSegmenter.pdu(of: sdu, from: offset, mps: 247, channelID: 0x0040); send(pdu); offset = end } while offset < sdu.count
+    public static func pdu(of sdu: [UInt8], from offset: Int, mps: Int, channelID: UInt16) -> (pdu: [UInt8], end: Int) {
+        let range = data(sduSize: sdu.count, from: offset, mps: mps)
+        let header = offset == 0 ? 6 : 4
+        let information = range.count + header - 4
+        let pdu = [UInt8](unsafeUninitializedCapacity: range.count + header) { out, count in
+            out[0] = UInt8(truncatingIfNeeded: information)
+            out[1] = UInt8(truncatingIfNeeded: information >> 8)
+            out[2] = UInt8(truncatingIfNeeded: channelID)
+            out[3] = UInt8(truncatingIfNeeded: channelID >> 8)
+            if offset == 0 {
+                out[4] = UInt8(truncatingIfNeeded: sdu.count)
+                out[5] = UInt8(truncatingIfNeeded: sdu.count >> 8)
+            }
+            sdu.withUnsafeBufferPointer { source in
+                guard let base = source.baseAddress, !range.isEmpty else { return }
+                UnsafeMutableRawBufferPointer(rebasing: UnsafeMutableRawBufferPointer(out)[header...])
+                    .copyMemory(from: UnsafeRawBufferPointer(start: base + range.lowerBound, count: range.count))
+            }
+            count = range.count + header
+        }
+        return (pdu, range.upperBound)
     }
 }
 
@@ -103,6 +140,10 @@ public struct KFrameReassembler: Sendable {
             guard length <= mtu else {
                 reset()
                 throw .exceedsMTU(sduLength: length, mtu: mtu)
+            }
+            if payload.count == length + 2 {
+                // The whole SDU in one K-frame: copied out once, the buffer untouched.
+                return (Array(payload.dropFirst(2)), 1)
             }
             expected = length
             data = payload.dropFirst(2)
@@ -155,6 +196,18 @@ public struct CreditBasedFlow: Hashable, Sendable {
         let total = sendCredits + credits
         guard total <= 65535 else { throw .creditOverflow(credits: total) }
         sendCredits = total
+    }
+
+    /// Takes every send credit (lent to senders off the executor); `restoreSendCredits` gives
+    /// back those not used.
+    mutating func lendSendCredits() -> Int {
+        defer { sendCredits = 0 }
+        return sendCredits
+    }
+
+    /// Send credits that were lent and not used.
+    mutating func restoreSendCredits(_ credits: Int) {
+        sendCredits += credits
     }
 
     /// Uses one credit to send a K-frame; false when none is left (do not send).

@@ -1,0 +1,103 @@
+import Synchronization
+
+/// One SDU on its way out of a `CreditBasedChannel`: segmented into K-frames as credits allow
+/// (Core Spec 5.4 Vol 3, Part A, 3.4.2 and 10.1), each K-frame's PDU built straight from the
+/// SDU when it goes out.
+final class PendingSDU: @unchecked Sendable { // mutated only on the adapter executor, or by the one sender before `SDUWriter.push` publishes it
+    let sdu: [UInt8]
+    /// K-frames sent, and the offset in `sdu` where the next one starts.
+    var next = 0
+    var offset = 0
+    /// The peer's MPS the SDU is segmented by, fixed when its first K-frame goes out.
+    var mps = 0
+    /// The sender waiting for this SDU's credits; nil while it has not waited.
+    var waiter: Waiters<Void, L2CAPChannelError>.ID?
+    /// Credits the sender took off the executor (`SDUWriter`), and the next SDU it pushed.
+    var prepaid = 0
+    var pushedAfter: Unmanaged<PendingSDU>?
+
+    init(_ sdu: [UInt8]) { self.sdu = sdu }
+
+    var isStarted: Bool { next > 0 }
+    var isSent: Bool { next > 0 && offset == sdu.count }
+}
+
+/// The sending side of a `CreditBasedChannel` for senders off its executor: the channel lends
+/// it the send credits it holds while nothing waits in its queue, and a send that finds the
+/// credits for its whole SDU takes them and hands the SDU over without a hop. The channel
+/// takes what was handed over in one job (`pushed` returns true for the first SDU after it
+/// last looked), queues it in order and takes back the credits nobody took before it uses
+/// any credit itself, so a credit is always in one place: the channel, this writer, or an SDU.
+///
+/// Why: a send from an application's task used to hop onto the adapter executor and back per
+/// SDU; a burst of small SDUs with credit now costs one job on the executor.
+final class SDUWriter: Sendable {
+    /// Credits lent by the channel and not taken.
+    let credits = Atomic<Int>(0)
+    /// The peer's MTU and MPS (a reconfiguration changes them on the executor).
+    let peerMTU: Atomic<Int>
+    let peerMPS: Atomic<Int>
+    /// Set when the channel ended: a send then goes to the channel, which throws.
+    let ended = Atomic<Bool>(false)
+    /// SDUs handed over and not taken by the channel yet, newest first (a lock-free stack).
+    private let pushed = Atomic<Unmanaged<PendingSDU>?>(nil)
+
+    init(peerMTU: Int, peerMPS: Int) {
+        self.peerMTU = Atomic(peerMTU)
+        self.peerMPS = Atomic(peerMPS)
+    }
+
+    deinit {
+        var next = pushed.exchange(nil, ordering: .acquiring)
+        while let n = next {
+            next = n.takeUnretainedValue().pushedAfter
+            n.release()
+        }
+    }
+
+    /// Takes the credits for `sdu` and hands it over; nil when the channel must take it (too
+    /// large, too few credits lent, the channel ended). Else true for the first SDU after the
+    /// channel last took them: the caller then schedules the channel's `takeWriterSDUs`.
+    func hand(_ sdu: [UInt8]) -> Bool? {
+        guard !ended.load(ordering: .relaxed), sdu.count <= peerMTU.load(ordering: .relaxed) else { return nil }
+        let frames = KFrameSegmenter.frameCount(sduSize: sdu.count, mps: peerMPS.load(ordering: .relaxed))
+        var lent = credits.load(ordering: .relaxed)
+        while true {
+            guard lent >= frames else { return nil }
+            let (taken, current) = credits.compareExchange(expected: lent, desired: lent - frames, ordering: .relaxed)
+            if taken { break }
+            lent = current
+        }
+        let pending = PendingSDU(sdu)
+        pending.prepaid = frames
+        let node = Unmanaged.passRetained(pending)
+        var head = pushed.load(ordering: .relaxed)
+        while true {
+            pending.pushedAfter = head
+            let (stored, current) = pushed.compareExchange(expected: head, desired: node, successOrdering: .releasing, failureOrdering: .relaxed)
+            if stored { return head == nil }
+            head = current
+        }
+    }
+
+    /// Every SDU handed over since the last call, oldest first (on the executor).
+    func take(_ body: (PendingSDU) -> Void) {
+        guard var head = pushed.exchange(nil, ordering: .acquiring) else { return }
+        // Reverse the newest-first chain, then hand each over (the chain's retain goes with it).
+        var reversed: Unmanaged<PendingSDU>?
+        while true {
+            let node = head.takeUnretainedValue()
+            let after = node.pushedAfter
+            node.pushedAfter = reversed
+            reversed = head
+            guard let after else { break }
+            head = after
+        }
+        while let n = reversed {
+            let node = n.takeRetainedValue()
+            reversed = node.pushedAfter
+            node.pushedAfter = nil
+            body(node)
+        }
+    }
+}
