@@ -72,7 +72,7 @@ extension KernelTierGuestTests {
         try HCIAdapters.enableSecureConnections(index: 0)
         let log = try MonitorLog()
         // The kernel asks user space to confirm Just Works; without bluetoothd this answers.
-        let agent = try JustWorksAgent(index: 0)
+        let agent = try KernelPairingAgent(index: 0)
         defer { agent.close() }
         try HCIAdapters.bringUp(index: 0)
         do {
@@ -89,7 +89,7 @@ extension KernelTierGuestTests {
                 throw Unexpected(what: "Read Request got no Read Response")
             }
             try #require(value == secret, "read \(value)")
-            try #require(agent.confirmations == 1, "Just Works confirmations: \(agent.confirmations)")
+            try #require(agent.questions == [.justWorks(peer: KernelTierGuest.hrm)], "questions to the agent: \(agent.questions)")
             channel.close()
 
             // What went over hci0: Just Works with Secure Connections, then encryption.
@@ -130,7 +130,7 @@ extension KernelTierGuestTests {
             try #require(requests.count >= 2 && requests.dropFirst().allSatisfy { $0.count == 7 && $0[3] & 0x04 != 0 }, "the Pairing Requests for high should ask for MITM: \(requests.map(hex))")
             let failed = log.smp(.sent).filter { $0.first == 0x05 }
             try #require(failed.contains([0x05, 0x03]), "no Pairing Failed (Authentication Requirements) from the kernel: \(failed.map(hex))")
-            try #require(agent.confirmations == 1, "the kernel asked to confirm a pairing it refused: \(agent.confirmations)")
+            try #require(agent.questions.count == 1, "the kernel asked about a pairing it refused: \(agent.questions)")
             try await links.endAll()
         } catch {
             try? HCIAdapters.bringDown(index: 0)
@@ -141,7 +141,7 @@ extension KernelTierGuestTests {
     }
 }
 
-private func hex(_ bytes: [UInt8]) -> String {
+func hex(_ bytes: [UInt8]) -> String {
     bytes.map { String(format: "%02x", $0) }.joined(separator: " ")
 }
 
@@ -182,6 +182,16 @@ final class MonitorLog: Sendable {
     /// True when a packet that went `direction` matches.
     func contains(_ direction: PacketDirection, where match: (HCIPacket) -> Bool) -> Bool {
         store.entries.withLock { $0.contains { $0.direction == direction && match($0.packet) } }
+    }
+
+    /// The HCI commands that went `direction`, in order.
+    func commands(_ direction: PacketDirection) -> [HCICommandPacket] {
+        store.entries.withLock { entries in
+            entries.compactMap { entry in
+                guard entry.direction == direction, case .command(let c) = entry.packet else { return nil }
+                return c
+            }
+        }
     }
 
     /// The SMP PDUs (code first) that went `direction`, in order: the L2CAP payload of each
