@@ -85,4 +85,12 @@ struct KernelPairingAgentTests {
         #expect(HCIAdapters.managementAddress(publicPeer) == [0x01, 0x00, 0x00, 0x00, 0x00, 0xC0, 0x01])
         #expect(HCIAdapters.managementPeer(HCIAdapters.managementAddress(publicPeer)[...]) == publicPeer)
     }
+
+    @Test("A refused management command names the command, the adapter and the status")
+    func refusal() {
+        #expect("\(TransportError.managementRefused(command: "Set Low Energy", device: "hci0", status: 0x0B))"
+            == "the kernel refused Set Low Energy on hci0: management status 0x0B (Rejected)")
+        #expect("\(TransportError.managementRefused(command: "Unpair Device", device: "hci0", status: 0x0F))".hasSuffix("status 0x0F (Not Powered)"))
+        #expect("\(TransportError.managementRefused(command: "X", device: "hci0", status: 0x7F))".hasSuffix("(unknown status)"))
+    }
 }

@@ -26,7 +26,7 @@ import Glibc
 extension KernelTierGuestTests {
     static let secret = BluetoothUUID("B1E5E000-5EC0-4E00-8000-000000000002")!
 
-    @Test("Kernel mode security: without SMP, BT_SECURITY is a typed error and the encrypted characteristic is refused; with LE and Secure Connections enabled through the management interface, BT_SECURITY medium pairs Just Works with Secure Connections and reads \"secret\"; high is not reached against a peer without input or output")
+    @Test("Kernel mode security: without SMP, BT_SECURITY is a typed error and the encrypted characteristic is refused; with LE and Secure Connections enabled through the management interface, BT_SECURITY medium pairs Just Works with Secure Connections and reads \"secret\"; high is not reached against a peer without input or output; then bonding across processes and high with Passkey Entry (kernelModeBonding)")
     func kernelModeSecurity() async throws {
         try await KernelTierGuest.afterRelease { try HCIAdapters.bringUp(index: 0) }
         let executor = AdapterExecutor(label: "kernel-mode-security")
@@ -138,6 +138,8 @@ extension KernelTierGuestTests {
         }
         try HCIAdapters.bringDown(index: 0)
         KernelTierGuest.pass("kernelModeEncryptedRead")
+        agent.close()
+        try await Self.kernelModeBonding()
     }
 }
 

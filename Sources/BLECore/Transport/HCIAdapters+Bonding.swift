@@ -28,7 +28,7 @@ extension HCIAdapters {
     /// Removes the kernel's keys for `peer` on adapter hciN and ends a link to it (Unpair
     /// Device, opcode 0x001B, Disconnect 0x01): the next connection that asks for security
     /// pairs again. True when there were keys; false when the kernel had none (Not Paired).
-    /// The adapter must be up (else `.system` with management status 0x0f, Not Powered).
+    /// The adapter must be up (else `.managementRefused` with status 0x0F, Not Powered).
     ///
     ///     try HCIAdapters.removeBond(index: 0, peer: peer)
     @discardableResult

@@ -4,13 +4,12 @@ extension HCIAdapters {
     /// the kernel connects LE links but has no SMP channel, so it cannot pair and BT_SECURITY
     /// is not reached. The kernel registers SMP when it powers the adapter on with the
     /// management interface in use: call this while the adapter is down, then bring it up.
-    /// `enabled: false` turns LE off again (dual-mode controllers only). Needs CAP_NET_ADMIN;
-    /// waits at most `timeout` for the kernel's answer.
+    /// Needs CAP_NET_ADMIN; waits at most `timeout` for the kernel's answer.
     ///
     ///     try HCIAdapters.enableLowEnergy(index: 0)
     ///     try HCIAdapters.bringUp(index: 0)
-    public static func enableLowEnergy(index: Int, enabled: Bool = true, timeout: Duration = .seconds(5)) throws(TransportError) {
-        try managementCommand(0x000D, "Set Low Energy", index: index, parameters: [enabled ? 0x01 : 0x00], timeout: timeout)
+    public static func enableLowEnergy(index: Int, timeout: Duration = .seconds(5)) throws(TransportError) {
+        try managementCommand(0x000D, "Set Low Energy", index: index, parameters: [0x01], timeout: timeout)
     }
 
     /// Lets the kernel pair with LE Secure Connections (P-256 ECDH, Vol 3, Part H, 2.3.5.6)
@@ -20,7 +19,7 @@ extension HCIAdapters {
     /// Needs CAP_NET_ADMIN; waits at most `timeout` for the kernel's answer.
     ///
     ///     try HCIAdapters.enableSecureConnections(index: 0)
-    public static func enableSecureConnections(index: Int, enabled: Bool = true, timeout: Duration = .seconds(5)) throws(TransportError) {
-        try managementCommand(0x002D, "Set Secure Connections", index: index, parameters: [enabled ? 0x01 : 0x00], timeout: timeout)
+    public static func enableSecureConnections(index: Int, timeout: Duration = .seconds(5)) throws(TransportError) {
+        try managementCommand(0x002D, "Set Secure Connections", index: index, parameters: [0x01], timeout: timeout)
     }
 }

@@ -47,7 +47,7 @@ extension HCIAdapters {
             switch status {
             case 0x11: throw .noSuchAdapter(index: index, available: (try? list().map(\.index)) ?? [])
             case 0x14: throw .permissionDenied(device: device, errno: EPERM)
-            default: throw .system(operation: "\(name) (management status 0x\(String(status, radix: 16)))", endpoint: device, errno: 0)
+            default: throw .managementRefused(command: name, device: device, status: status)
             }
         }
     }
