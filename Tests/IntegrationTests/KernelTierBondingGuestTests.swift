@@ -102,7 +102,9 @@ extension KernelTierGuestTests {
             let smpMark = log.smp(.sent).count
             let high = try await L2CAPSocketChannel.connect(adapterIndex: 0, peer: Self.keypad, security: .authenticated, executor: executor, timeout: .seconds(60))
             let level = try #require(high.securityLevel)
-            try #require(level >= .authenticated, "BT_SECURITY reads \(level)")
+            // An authenticated key from LE Secure Connections, 16 octets: the kernel reports
+            // BT_SECURITY_FIPS (4).
+            try #require(level == .secureConnections, "BT_SECURITY reads \(level)")
             let value = try await Self.read(Self.authenticatedValue, ATTBearer(channel: high, scheduler: scheduler))
             high.close()
             try await links.endAll()
