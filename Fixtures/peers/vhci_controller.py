@@ -16,8 +16,21 @@ The peripheral also serves, for the kernel's L2CAP sockets:
     an LE credit-based channel echo server on LE_PSM 0x0080 (MTU 2048, MPS 247, 16 credits:
     every SDU is written back), and a service B1E5E000-5EC0-4E00-8000-000000000001 whose
     characteristic B1E5E000-5EC0-4E00-8000-000000000002 reads "secret" only on an encrypted
-    link (else ATT error Insufficient Encryption 0x0F). Pairing is Bumble's default: Secure
-    Connections or legacy, no input/no output (Just Works), bonding.
+    link (else ATT error Insufficient Encryption 0x0F), and B1E5E000-5EC0-4E00-8000-000000000004
+    (read, no security) whose one octet counts the pairings peers started with HRM since the
+    fixture started (Bumble's pairing_start), so a test can see from the peer's side whether
+    a connection paired again. Pairing is Bumble's default: Secure Connections or legacy, no
+    input/no output (Just Works), bonding; Bumble keeps the keys in memory.
+
+A second peripheral on the same link, for pairing with MITM protection:
+
+    name "KEY", random static address F0:00:00:00:4B:45, connectable, advertising data
+    02 01 06 | 04 09 4B 45 59 (Flags 0x06; Complete Local Name "KEY"). IO capability
+    DisplayOnly, showing the fixed passkey 123456 (a person would read it off the device),
+    Secure Connections, MITM, bonding. It serves B1E5E000-5EC0-4E00-8000-000000000003, which
+    reads "authenticated" only on a link encrypted with an authenticated key (else ATT error
+    Insufficient Authentication 0x05 or Insufficient Encryption 0x0F), and the pairing counter
+    B1E5E000-5EC0-4E00-8000-000000000004 as HRM does.
 
 Usage (inside a kernel that has hci_vhci loaded, as root):
 
@@ -36,13 +49,20 @@ from bumble.controller import Controller
 from bumble.device import Device
 from bumble.hci import Address
 from bumble.link import LocalLink
+from bumble.pairing import PairingConfig, PairingDelegate
 from bumble.transport import open_transport
 
 PERIPHERAL_ADDRESS = "F0:00:00:00:48:52"
 ECHO_PSM = 0x0080
 SECURE_SERVICE = "B1E5E000-5EC0-4E00-8000-000000000001"
 SECURE_CHARACTERISTIC = "B1E5E000-5EC0-4E00-8000-000000000002"
+PAIRING_COUNTER = "B1E5E000-5EC0-4E00-8000-000000000004"
 ADVERTISING_DATA = bytes.fromhex("020106" "0409" "48524d" "0303" "0d18")
+KEYPAD_ADDRESS = "F0:00:00:00:4B:45"
+KEYPAD_PASSKEY = 123456
+AUTHENTICATED_SERVICE = "B1E5E000-5EC0-4E00-8000-000000000005"
+AUTHENTICATED_CHARACTERISTIC = "B1E5E000-5EC0-4E00-8000-000000000003"
+KEYPAD_ADVERTISING_DATA = bytes.fromhex("020106" "0409" "4b4559")
 
 
 def heart_rate_service() -> gatt.Service:
@@ -69,6 +89,53 @@ def secure_service() -> gatt.Service:
         b"secret",
     )
     return gatt.Service(SECURE_SERVICE, [secret])
+
+
+def pairing_counter(device: Device) -> gatt.Service:
+    """A service with one readable octet: the pairings peers started with `device`."""
+    started = [0]
+
+    def on_pairing_start(_connection) -> None:
+        started[0] += 1
+
+    device.on("pairing_start", on_pairing_start)
+    counter = gatt.Characteristic(
+        PAIRING_COUNTER,
+        gatt.Characteristic.Properties.READ,
+        gatt.Characteristic.READABLE,
+        gatt.CharacteristicValue(read=lambda _connection: bytes([started[0] & 0xFF])),
+    )
+    return gatt.Service("B1E5E000-5EC0-4E00-8000-000000000006", [counter])
+
+
+class ShownPasskey(PairingDelegate):
+    """Display only, always showing KEYPAD_PASSKEY."""
+
+    def __init__(self) -> None:
+        super().__init__(io_capability=PairingDelegate.IoCapability.DISPLAY_OUTPUT_ONLY)
+
+    async def generate_passkey(self) -> int:
+        return KEYPAD_PASSKEY
+
+
+async def start_keypad(link: LocalLink) -> Device:
+    """The peripheral KEY: Passkey Entry (it shows, the central types), MITM, bonding."""
+    controller = Controller("key", link=link)
+    device = Device.with_hci("KEY", Address(KEYPAD_ADDRESS), controller, controller)
+    device.pairing_config_factory = lambda _connection: PairingConfig(
+        sc=True, mitm=True, bonding=True, delegate=ShownPasskey()
+    )
+    secret = gatt.Characteristic(
+        AUTHENTICATED_CHARACTERISTIC,
+        gatt.Characteristic.Properties.READ,
+        gatt.Characteristic.READABLE | gatt.Characteristic.READ_REQUIRES_AUTHENTICATION,
+        b"authenticated",
+    )
+    device.add_service(gatt.Service(AUTHENTICATED_SERVICE, [secret]))
+    device.add_service(pairing_counter(device))
+    await device.power_on()
+    await device.start_advertising(advertising_data=KEYPAD_ADVERTISING_DATA, auto_restart=True)
+    return device
 
 
 def serve_echo(device: Device) -> None:
@@ -117,12 +184,14 @@ async def run(vhci_path: str, address: str) -> None:
         service = heart_rate_service()
         device.add_service(service)
         device.add_service(secure_service())
+        device.add_service(pairing_counter(device))
         serve_echo(device)
         notifier = asyncio.create_task(notify_heart_rate(device, service.characteristics[0]))
         await device.power_on()
         await device.start_advertising(
             advertising_data=ADVERTISING_DATA, auto_restart=True
         )
+        await start_keypad(link)
         print("ready", flush=True)
 
         stop = asyncio.Event()

@@ -26,7 +26,7 @@ import Glibc
 extension KernelTierGuestTests {
     static let secret = BluetoothUUID("B1E5E000-5EC0-4E00-8000-000000000002")!
 
-    @Test("Kernel mode security: without SMP, BT_SECURITY is a typed error and the encrypted characteristic is refused; with LE and Secure Connections enabled through the management interface, BT_SECURITY medium pairs Just Works with Secure Connections and reads \"secret\"; high is not reached against a peer without input or output")
+    @Test("Kernel mode security: without SMP, BT_SECURITY is a typed error and the encrypted characteristic is refused; with LE and Secure Connections enabled through the management interface, BT_SECURITY medium pairs Just Works with Secure Connections and reads \"secret\"; high is not reached against a peer without input or output; then bonding across processes and high with Passkey Entry (kernelModeBonding)")
     func kernelModeSecurity() async throws {
         try await KernelTierGuest.afterRelease { try HCIAdapters.bringUp(index: 0) }
         let executor = AdapterExecutor(label: "kernel-mode-security")
@@ -72,7 +72,7 @@ extension KernelTierGuestTests {
         try HCIAdapters.enableSecureConnections(index: 0)
         let log = try MonitorLog()
         // The kernel asks user space to confirm Just Works; without bluetoothd this answers.
-        let agent = try JustWorksAgent(index: 0)
+        let agent = try KernelPairingAgent(index: 0)
         defer { agent.close() }
         try HCIAdapters.bringUp(index: 0)
         do {
@@ -89,7 +89,7 @@ extension KernelTierGuestTests {
                 throw Unexpected(what: "Read Request got no Read Response")
             }
             try #require(value == secret, "read \(value)")
-            try #require(agent.confirmations == 1, "Just Works confirmations: \(agent.confirmations)")
+            try #require(agent.questions == [.justWorks(peer: KernelTierGuest.hrm)], "questions to the agent: \(agent.questions)")
             channel.close()
 
             // What went over hci0: Just Works with Secure Connections, then encryption.
@@ -130,7 +130,7 @@ extension KernelTierGuestTests {
             try #require(requests.count >= 2 && requests.dropFirst().allSatisfy { $0.count == 7 && $0[3] & 0x04 != 0 }, "the Pairing Requests for high should ask for MITM: \(requests.map(hex))")
             let failed = log.smp(.sent).filter { $0.first == 0x05 }
             try #require(failed.contains([0x05, 0x03]), "no Pairing Failed (Authentication Requirements) from the kernel: \(failed.map(hex))")
-            try #require(agent.confirmations == 1, "the kernel asked to confirm a pairing it refused: \(agent.confirmations)")
+            try #require(agent.questions.count == 1, "the kernel asked about a pairing it refused: \(agent.questions)")
             try await links.endAll()
         } catch {
             try? HCIAdapters.bringDown(index: 0)
@@ -138,10 +138,12 @@ extension KernelTierGuestTests {
         }
         try HCIAdapters.bringDown(index: 0)
         KernelTierGuest.pass("kernelModeEncryptedRead")
+        agent.close()
+        try await Self.kernelModeBonding()
     }
 }
 
-private func hex(_ bytes: [UInt8]) -> String {
+func hex(_ bytes: [UInt8]) -> String {
     bytes.map { String(format: "%02x", $0) }.joined(separator: " ")
 }
 
@@ -182,6 +184,16 @@ final class MonitorLog: Sendable {
     /// True when a packet that went `direction` matches.
     func contains(_ direction: PacketDirection, where match: (HCIPacket) -> Bool) -> Bool {
         store.entries.withLock { $0.contains { $0.direction == direction && match($0.packet) } }
+    }
+
+    /// The HCI commands that went `direction`, in order.
+    func commands(_ direction: PacketDirection) -> [HCICommandPacket] {
+        store.entries.withLock { entries in
+            entries.compactMap { entry in
+                guard entry.direction == direction, case .command(let c) = entry.packet else { return nil }
+                return c
+            }
+        }
     }
 
     /// The SMP PDUs (code first) that went `direction`, in order: the L2CAP payload of each

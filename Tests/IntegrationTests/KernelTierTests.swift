@@ -20,7 +20,7 @@ struct KernelTierTests {
     /// The guest tests, each printing `KERNEL-TIER PASS <name>` when it got to its end.
     static let scenarios = [
         "adapterList", "userChannelGATT", "userChannelScanAndPeripheral", "userChannelErrors", "kernelModeGATT", "kernelModePeripheral", "kernelModeAdapterDown", "kernelModeTimeout", "rawChannelScan",
-        "kernelModeCreditChannelEcho", "kernelModeSecurity", "kernelModeEncryptedRead", "monitorSeesAdapterTraffic", "monitorCommand",
+        "kernelModeCreditChannelEcho", "kernelModeSecurity", "kernelModeEncryptedRead", "kernelModeBonding", "kernelModeHighSecurity", "monitorSeesAdapterTraffic", "monitorCommand",
     ]
 
     @Test("The guest run of KernelTierGuestTests exits 0")
@@ -64,7 +64,7 @@ enum KernelTierVM {
 
     /// Whole-VM limit handed to the script (boot, Bumble start-up and every guest scenario
     /// under software emulation); the script kills qemu when it passes.
-    static let vmTimeoutSeconds = 420
+    static let vmTimeoutSeconds = 480
     /// If the script itself hangs: SIGKILL it; qemu has a parent-death signal, so it goes too.
     static let watchdogSeconds = vmTimeoutSeconds + 60
 

@@ -53,8 +53,8 @@ public enum L2CAPSocketError: Error, Sendable, Equatable, CustomStringConvertibl
             return "\(op) failed for \(peer): \(errnoName(err))"
         case .securityNotReached(let peer, let requested, let reached):
             let why = requested > .encrypted
-                ? "'\(requested)' needs MITM protection, which Just Works pairing cannot give (the kernel pairs as no input, no output unless bluetoothd's agent says otherwise); pair through bluetoothd with an agent that shows or enters a passkey, or ask for 'encrypted'"
-                : "the kernel did not pair: without bluetoothd it has no LE SMP channel (enable LE through its management interface while the adapter is down: HCIAdapters.enableLowEnergy(index:) or 'btmgmt le on', then power it up) and no one confirms its Just Works pairing (keep a JustWorksAgent open)"
+                ? "'\(requested)' needs MITM protection, which Just Works pairing cannot give: the kernel pairs as no input, no output unless an agent says otherwise (KernelPairingAgent(index:ioCapability:answer:) with .keyboardDisplay, or bluetoothd's agent), and the peer must be able to show or enter a passkey or compare a number; or ask for 'encrypted'"
+                : "the kernel did not pair: without bluetoothd it has no LE SMP channel (enable LE through its management interface while the adapter is down: HCIAdapters.enableLowEnergy(index:) or 'btmgmt le on', then power it up) and no one confirms its Just Works pairing (keep a KernelPairingAgent open)"
             return "the link to \(peer) stayed at security level '\(reached.map { "\($0)" } ?? "unknown")' while BT_SECURITY asked for '\(requested)': \(why)"
         case .channelRefused(let peer, let psm, let security, let err):
             let level = security.map { " or could not reach the security level asked for (\($0))" } ?? " or needs a security level (pass security:)"

@@ -32,6 +32,9 @@ public enum TransportError: Error, Sendable, Equatable, CustomStringConvertible 
     case malformedStream(endpoint: String, detail: String)
     /// Used after `close()`.
     case closed(endpoint: String)
+    /// The kernel's management interface refused `command` on `device` with a status
+    /// (BlueZ doc/mgmt-api.txt: 0x0B Rejected, 0x0C Not Supported, 0x0F Not Powered...).
+    case managementRefused(command: String, device: String, status: UInt8)
 
     public var description: String {
         switch self {
@@ -64,8 +67,19 @@ public enum TransportError: Error, Sendable, Equatable, CustomStringConvertible 
             return "transport \(ep) sent bytes that are not H4: \(detail); check the baud rate and that the device speaks H4"
         case .closed(let ep):
             return "transport \(ep) is closed"
+        case .managementRefused(let command, let device, let status):
+            return "the kernel refused \(command) on \(device): management status \(status.hex) (\(managementStatusName(status)))"
         }
     }
+}
+
+/// The name of a management command status (BlueZ doc/mgmt-api.txt, "Error Codes").
+func managementStatusName(_ status: UInt8) -> String {
+    let names = ["Success", "Unknown Command", "Not Connected", "Failed", "Connect Failed", "Authentication Failed",
+                 "Not Paired", "No Resources", "Timeout", "Already Connected", "Busy", "Rejected", "Not Supported",
+                 "Invalid Parameters", "Disconnected", "Not Powered", "Cancelled", "Invalid Index", "RFKilled",
+                 "Already Paired", "Permission Denied"]
+    return Int(status) < names.count ? names[Int(status)] : "unknown status"
 }
 
 /// "EBUSY (16): Device or resource busy".
