@@ -17,7 +17,7 @@ extension KernelTierGuestTests {
     struct Unexpected: Error { var what: String }
     static let echoPSM: UInt16 = 0x0080
 
-    @Test("Kernel mode: LE credit-based channel to PSM 0x0080 through L2CAPSocketChannel echoes SDUs; a PSM nobody serves is refused")
+    @Test("Kernel mode: LE credit-based channel to PSM 0x0080 through L2CAPSocketChannel echoes SDUs, 1 MiB with equal SHA-256 and a byte stream; a PSM nobody serves is refused")
     func kernelModeCreditChannelEcho() async throws {
         try await KernelTierGuest.afterRelease { try HCIAdapters.bringUp(index: 0) }
         let executor = AdapterExecutor(label: "kernel-mode-psm")
@@ -43,6 +43,19 @@ extension KernelTierGuestTests {
             }
             try await sender.value
             try #require(received == sent, "echo differs: sizes sent \(sent.map(\.count)), received \(received.map(\.count))")
+            // 1 MiB of random data in SDUs of the peer's MTU, and 64 KiB through the byte
+            // stream, with the same functions that run over the host's own channels against
+            // Bumble (ChannelEcho, on `ConnectionOrientedChannel`).
+            let mebibyte = ChannelEcho.random(1 << 20)
+            let start = ContinuousClock.now
+            let back = try await ChannelEcho.sdus(channel, mebibyte, sduSize: channel.peerMTU, timeout: .seconds(60))
+            let elapsed = ContinuousClock.now - start
+            try #require(back.count == mebibyte.count && SHA256.hash(back) == SHA256.hash(mebibyte),
+                         "1 MiB echo differs: \(back.count) bytes back")
+            print("kernel mode: 1 MiB echoed through L2CAPSocketChannel in \(elapsed)")
+            let stream = ChannelEcho.random(64 * 1024)
+            let streamed = try await ChannelEcho.bytes(channel, stream, chunk: 1000, timeout: .seconds(60))
+            try #require(SHA256.hash(streamed) == SHA256.hash(stream), "byte stream echo differs: \(streamed.count) bytes back")
             do {
                 try await channel.send([UInt8](repeating: 0, count: 2049), timeout: .seconds(5))
                 Issue.record("a 2049-byte SDU went to a peer with MTU 2048")

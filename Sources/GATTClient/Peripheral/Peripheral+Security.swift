@@ -1,7 +1,3 @@
-/// Raises a link's security to `needed` (by encrypting with a bond or pairing), or throws why
-/// it could not. The module SMP makes one from a Connection: `link.securityRaiser(...)`.
-public typealias SecurityRaiser = @Sendable (_ needed: SecurityLevel) async throws -> Void
-
 /// Requests the peer refuses for lack of security: Insufficient Encryption, Insufficient
 /// Authentication or Encryption Key Size Too Short (Vol 3, Part F, 3.4.1.1; Vol 3, Part C,
 /// 10.3.1). With a raiser set, the Peripheral raises the link's security and retries the
@@ -38,9 +34,7 @@ extension Peripheral {
             guard let code = error.attErrorCode,
                   code == .insufficientEncryption || code == .insufficientAuthentication || code == .encryptionKeySizeTooShort,
                   let securityRaiser else { throw error }
-            let current = await connection?.securityLevel ?? SecurityLevel.none
-            // Encryption first; an encrypted link that is still refused needs MITM-protected keys.
-            let needed: SecurityLevel = current == .none ? .encrypted : (current == .encrypted ? .authenticated : .secureConnections)
+            let needed = (await connection?.securityLevel ?? SecurityLevel.none).nextToAsk
             do {
                 try await securityRaiser(needed)
             } catch {
