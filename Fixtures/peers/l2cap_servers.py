@@ -122,30 +122,29 @@ def install_security(device: Any, required: dict[int, tuple[str, int | None]],
         log.info("PSM 0x%04X needs %s, the link is %s: refused with result 0x%04X", psm, level, have, result)
         return result
 
-    def on_le_request(connection: Any, cid: int, request: Any) -> None:
-        if request.le_psm not in required:
-            return le_handler(connection, cid, request)
+    def checked(handler: Callable[..., None], psm_of: Callable[[Any], int],
+                response: Callable[[Any, int], Any]) -> Callable[[Any, int, Any], None]:
+        def on_request(connection: Any, cid: int, request: Any) -> None:
+            if psm_of(request) not in required:
+                return handler(connection, cid, request)
 
-        async def check() -> None:
-            result = await refusal(connection, request.le_psm)
-            if result is None:
-                return le_handler(connection, cid, request)
-            manager.send_control_frame(connection, cid, l2cap.L2CAP_LE_Credit_Based_Connection_Response(
-                identifier=request.identifier, destination_cid=0, mtu=23, mps=23, initial_credits=0, result=result))
-        asyncio.get_running_loop().create_task(check())
+            async def check() -> None:
+                result = await refusal(connection, psm_of(request))
+                if result is None:
+                    return handler(connection, cid, request)
+                manager.send_control_frame(connection, cid, response(request, result))
+            asyncio.get_running_loop().create_task(check())
+        return on_request
 
-    def on_enhanced_request(connection: Any, cid: int, request: Any) -> None:
-        if request.spsm not in required:
-            return enhanced_handler(connection, cid, request)
-
-        async def check() -> None:
-            result = await refusal(connection, request.spsm)
-            if result is None:
-                return enhanced_handler(connection, cid, request)
-            manager.send_control_frame(connection, cid, l2cap.L2CAP_Credit_Based_Connection_Response(
-                identifier=request.identifier, destination_cid=[0] * len(request.source_cid),
-                mtu=64, mps=64, initial_credits=0, result=result))
-        asyncio.get_running_loop().create_task(check())
+    on_le_request = checked(
+        le_handler, lambda request: request.le_psm,
+        lambda request, result: l2cap.L2CAP_LE_Credit_Based_Connection_Response(
+            identifier=request.identifier, destination_cid=0, mtu=23, mps=23, initial_credits=0, result=result))
+    on_enhanced_request = checked(
+        enhanced_handler, lambda request: request.spsm,
+        lambda request, result: l2cap.L2CAP_Credit_Based_Connection_Response(
+            identifier=request.identifier, destination_cid=[0] * len(request.source_cid),
+            mtu=64, mps=64, initial_credits=0, result=result))
 
     manager.on_l2cap_le_credit_based_connection_request = on_le_request
     manager.on_l2cap_credit_based_connection_request = on_enhanced_request
