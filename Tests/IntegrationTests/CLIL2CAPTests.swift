@@ -56,7 +56,7 @@ struct CLIL2CAPTests {
             let dir = FileManager.default.temporaryDirectory.appendingPathComponent("ble-l2cap-bonds-\(UUID().uuidString)")
             defer { try? FileManager.default.removeItem(at: dir) }
             let input = Array("over an encrypted link\n".utf8)
-            let d = ["-d", radio.transportSpec, "--bond-dir", dir.path, "l2cap", "F0:5E:B1:00:00:31", "--psm", "0x0090", "--idle", "1"]
+            let d = ["-d", radio.transportSpec, "--bond-dir", dir.path, "l2cap", "F0:5E:B1:00:00:51", "--psm", "0x0090", "--idle", "1"]
             let (run, output) = try await Self.runWithFiles(d, input: input)
             #expect(run.status == 0, "\(run.stderr)")
             #expect(output == input)

@@ -47,7 +47,7 @@ extension KernelTierGuestTests {
             try #require(received == sent, "echo differs: sizes sent \(sent.map(\.count)), received \(received.map(\.count))")
             // 1 MiB of random data in SDUs of the peer's MTU (8192) through the bulk echo server
             // (a second channel on the same link, opened while the first keeps the link up; MTU
-            // 65535 here, since the kernel sizes the credits it grants by its MTU: 47 s for
+            // 65535 here, since the kernel sizes the credits it grants by its MTU: 42-47 s for
             // 1 MiB with 65535, 66 s with 8192, under software emulation),
             // and 64 KiB through the byte stream, with the functions that run over the host's
             // own channels against Bumble (ChannelEcho, on `ConnectionOrientedChannel`).

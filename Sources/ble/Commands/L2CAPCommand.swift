@@ -29,7 +29,7 @@ enum L2CAPCommand {
             ("ble l2cap F0:5E:B1:00:00:21 --psm 0x0080 --mtu 65535 < firmware.bin > echo.bin", "copy a file through an echo server"),
             ("ble l2cap F0:5E:B1:00:00:21 --psm 0x0080 --json --idle 5 < request.bin", "send a request and print each answer SDU as hex"),
             ("ble l2cap \"COC\" --listen 0x0081 --json < /dev/null", "wait for the device to open a channel and print its SDUs as hex"),
-            ("ble l2cap F0:5E:B1:00:00:31 --psm 0x0091 --security authenticated < request.bin", "pair with MITM protection, then open a channel that needs it"),
+            ("ble l2cap F0:5E:B1:00:00:51 --psm 0x0091 --security authenticated < request.bin", "pair with MITM protection, then open a channel that needs it"),
         ],
         run: run)
 
