@@ -47,6 +47,19 @@ struct L2CAPSecurityRadioTests {
         }
     }
 
+    /// The same with an enhanced request: refused for all channels with 0x0008, paired, asked
+    /// again, and both channels echo.
+    @Test func enhancedRequestRefusedForEncryptionPairsAndOpens() async throws {
+        try await Self.withLink { link, radio in
+            await link.setSecurityRaiser(link.securityRaiser(store: MemoryBondStore()))
+            let channels = try await link.openL2CAPChannels(psm: 0x0090, count: 2)
+            #expect(channels.count == 2 && channels.allSatisfy(\.isEnhanced))
+            #expect(await link.securityLevel == .encrypted)
+            #expect(radio.recentLog.components(separatedBy: "PSM 0x0090 needs encrypted, the link is none: refused with result 0x0008").count == 2, "\(radio.recentLog)")
+            for channel in channels { try await Self.echoOnce(channel) }
+        }
+    }
+
     /// Without a raiser the refusal says pairing is needed, naming the peer and the PSM.
     @Test func withoutARaiserTheRefusalNamesPeerAndPSM() async throws {
         try await Self.withLink { link, _ in

@@ -22,7 +22,10 @@ extension Connection {
             return try await open()
         } catch {
             guard case .refused(_, _, let result) = error, result.isSecurityRefusal else { throw error }
-            try await raiseSecurity(to: max(security, securityLevel.nextToAsk), psm: psm, refusal: result)
+            let needed = max(security, securityLevel.nextToAsk)
+            // At the top level already: asking again cannot change the answer.
+            guard securityLevel < needed else { throw error }
+            try await raiseSecurity(to: needed, psm: psm, refusal: result)
             return try await open()
         }
     }
