@@ -23,6 +23,12 @@ Each entry of a device's "l2cap" list serves one LE_PSM (Core Spec 5.4 Vol 3, Pa
   Bumble rejects as not understood: it checks the rules (MTU only grows, MPS shrinks for one
   channel only, CIDs its own enhanced channels, values of at least 64) and, on success,
   sends by the central's new MTU and MPS.
+- "security": "encrypted" or "authenticated" refuses LE and enhanced Credit Based Connection
+  Requests for the PSM on a link below that level (Vol 3, Part A, 4.23 and 4.26; Vol 3,
+  Part C, 10.2.1), which stock Bumble cannot: result 0x0008 (insufficient encryption) on a
+  plain link for "encrypted", 0x0005 (insufficient authentication) on a link without a
+  MITM-protected key for "authenticated"; "refuseWith": N answers N instead. The device says
+  what its links have (`security_of`).
 - The receive side is strict, unlike stock Bumble: a K-frame longer than the MPS given to
   the central, a K-frame sent without a credit, an SDU Length over the MTU or K-frames that
   carry more than their SDU Length are protocol violations. The peer logs them ("L2CAP
@@ -35,13 +41,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import struct
-from typing import Any
+from typing import Any, Awaitable, Callable
 
 from bumble import hci, l2cap
 
 log = logging.getLogger("virtual_radio.l2cap")
 
 GRANTS = ("window", "one", "never")
+LEVELS = ("none", "encrypted", "authenticated")
 MODES = ("echo", "sink", "dial")
 
 
@@ -49,11 +56,14 @@ class L2capSpecError(Exception):
     """An "l2cap" scenario entry is not valid; the message names the device and field."""
 
 
-def install(device: Any, entries: Any, where: str) -> None:
-    """Registers one server per entry on `device`."""
+def install(device: Any, entries: Any, where: str,
+            security_of: Callable[[Any], Awaitable[str]] | None = None) -> None:
+    """Registers one server per entry on `device`; `security_of(connection)` says the level
+    of a link ("none", "encrypted" or "authenticated") for servers with "security"."""
     install_reconfigure(device)
     if not isinstance(entries, list):
         raise L2capSpecError(f"{where}: 'l2cap' must be a list of servers")
+    required: dict[int, tuple[str, int | None]] = {}
     for index, entry in enumerate(entries):
         here = f"{where} l2cap[{index}]"
         if not isinstance(entry, dict) or not isinstance(entry.get("psm"), int):
@@ -79,10 +89,65 @@ def install(device: Any, entries: Any, where: str) -> None:
                 isinstance(drop.get("afterFrames"), int)
                 or (isinstance(drop.get("sendFrames"), int) and isinstance(drop.get("sduLength"), int)))):
             raise L2capSpecError(f"{here}: 'dropLink' needs {{'afterFrames': N}} or {{'sendFrames': N, 'sduLength': L}}")
+        level = entry.get("security")
+        if level is not None:
+            refuse_with = entry.get("refuseWith")
+            if level not in LEVELS[1:] or (refuse_with is not None and not isinstance(refuse_with, int)):
+                raise L2capSpecError(f"{here}: 'security' must be one of {LEVELS[1:]}, 'refuseWith' an integer")
+            if security_of is None:
+                raise L2capSpecError(f"{here}: 'security' needs a device that tracks its links' security")
+            required[entry["psm"]] = (level, refuse_with)
         server = StrictServer(entry["psm"], grant, mode, dial, drop)
         device.create_l2cap_server(spec=spec, handler=server.on_channel)
-        log.info("%s: serving LE_PSM 0x%04X (%s, grant %s, MTU %d, MPS %d, %d credits)",
-                 where, spec.psm, mode, grant, spec.mtu, spec.mps, spec.max_credits)
+        log.info("%s: serving LE_PSM 0x%04X (%s, grant %s, MTU %d, MPS %d, %d credits, security %s)",
+                 where, spec.psm, mode, grant, spec.mtu, spec.mps, spec.max_credits, level or "none")
+    if required and security_of is not None:
+        install_security(device, required, security_of)
+
+
+def install_security(device: Any, required: dict[int, tuple[str, int | None]],
+                     security_of: Callable[[Any], Awaitable[str]]) -> None:
+    """Checks the link's level before Bumble handles a (LE or enhanced) Credit Based
+    Connection Request for a PSM in `required`, and refuses it when the level is short."""
+    manager = device.l2cap_channel_manager
+    le_handler = manager.on_l2cap_le_credit_based_connection_request
+    enhanced_handler = manager.on_l2cap_credit_based_connection_request
+
+    async def refusal(connection: Any, psm: int) -> int | None:
+        level, refuse_with = required[psm]
+        have = await security_of(connection)
+        if LEVELS.index(have) >= LEVELS.index(level):
+            return None
+        result = refuse_with if refuse_with is not None else (0x0008 if have == "none" and level == "encrypted" else 0x0005)
+        log.info("PSM 0x%04X needs %s, the link is %s: refused with result 0x%04X", psm, level, have, result)
+        return result
+
+    def checked(handler: Callable[..., None], psm_of: Callable[[Any], int],
+                response: Callable[[Any, int], Any]) -> Callable[[Any, int, Any], None]:
+        def on_request(connection: Any, cid: int, request: Any) -> None:
+            if psm_of(request) not in required:
+                return handler(connection, cid, request)
+
+            async def check() -> None:
+                result = await refusal(connection, psm_of(request))
+                if result is None:
+                    return handler(connection, cid, request)
+                manager.send_control_frame(connection, cid, response(request, result))
+            asyncio.get_running_loop().create_task(check())
+        return on_request
+
+    on_le_request = checked(
+        le_handler, lambda request: request.le_psm,
+        lambda request, result: l2cap.L2CAP_LE_Credit_Based_Connection_Response(
+            identifier=request.identifier, destination_cid=0, mtu=23, mps=23, initial_credits=0, result=result))
+    on_enhanced_request = checked(
+        enhanced_handler, lambda request: request.spsm,
+        lambda request, result: l2cap.L2CAP_Credit_Based_Connection_Response(
+            identifier=request.identifier, destination_cid=[0] * len(request.source_cid),
+            mtu=64, mps=64, initial_credits=0, result=result))
+
+    manager.on_l2cap_le_credit_based_connection_request = on_le_request
+    manager.on_l2cap_credit_based_connection_request = on_enhanced_request
 
 
 def install_reconfigure(device: Any) -> None:

@@ -14,7 +14,8 @@ LocalLink is driven by a Bumble Device that advertises as a heart-rate monitor:
 The peripheral also serves, for the kernel's L2CAP sockets:
 
     an LE credit-based channel echo server on LE_PSM 0x0080 (MTU 2048, MPS 247, 16 credits:
-    every SDU is written back), and a service B1E5E000-5EC0-4E00-8000-000000000001 whose
+    every SDU is written back), a second one for bulk transfers on LE_PSM 0x0082 (MTU 8192,
+    MPS 8194: one K-frame per SDU), and a service B1E5E000-5EC0-4E00-8000-000000000001 whose
     characteristic B1E5E000-5EC0-4E00-8000-000000000002 reads "secret" only on an encrypted
     link (else ATT error Insufficient Encryption 0x0F), and B1E5E000-5EC0-4E00-8000-000000000004
     (read, no security) whose one octet counts the pairings peers started with HRM since the
@@ -31,6 +32,11 @@ A second peripheral on the same link, for pairing with MITM protection:
     reads "authenticated" only on a link encrypted with an authenticated key (else ATT error
     Insufficient Authentication 0x05 or Insufficient Encryption 0x0F), and the pairing counter
     B1E5E000-5EC0-4E00-8000-000000000004 as HRM does.
+
+Both controllers report LE ACL buffers of 1024 octets (Bumble's default is 27): under
+software emulation every ACL packet costs Python time in two controllers, and the kernel
+sets its LE MPS from the buffer size (its MPS is the LE ACL buffer size minus the L2CAP
+header), so 27-octet buffers made a 1 MiB echo take minutes.
 
 Usage (inside a kernel that has hci_vhci loaded, as root):
 
@@ -54,6 +60,8 @@ from bumble.transport import open_transport
 
 PERIPHERAL_ADDRESS = "F0:00:00:00:48:52"
 ECHO_PSM = 0x0080
+BULK_ECHO_PSM = 0x0082
+LE_ACL_BUFFER_SIZE = 1000
 SECURE_SERVICE = "B1E5E000-5EC0-4E00-8000-000000000001"
 SECURE_CHARACTERISTIC = "B1E5E000-5EC0-4E00-8000-000000000002"
 PAIRING_COUNTER = "B1E5E000-5EC0-4E00-8000-000000000004"
@@ -139,13 +147,17 @@ async def start_keypad(link: LocalLink) -> Device:
 
 
 def serve_echo(device: Device) -> None:
-    """Writes every SDU received on LE_PSM ECHO_PSM back on its channel."""
+    """Writes every SDU received on LE_PSM ECHO_PSM (and BULK_ECHO_PSM) back on its channel."""
 
     def on_channel(channel: l2cap.LeCreditBasedChannel) -> None:
         channel.sink = channel.write
 
     device.create_l2cap_server(
         spec=l2cap.LeCreditBasedChannelSpec(psm=ECHO_PSM, mtu=2048, mps=247, max_credits=16),
+        handler=on_channel,
+    )
+    device.create_l2cap_server(
+        spec=l2cap.LeCreditBasedChannelSpec(psm=BULK_ECHO_PSM, mtu=8192, mps=8194, max_credits=8),
         handler=on_channel,
     )
 
@@ -175,9 +187,11 @@ async def run(vhci_path: str, address: str) -> None:
         # type the connection used; a host connecting with its public address would have its
         # data dropped by the peer ("no connection for 00:00:00:00:00:00").
         kernel_controller.random_address = kernel_controller.public_address
+        kernel_controller.le_acl_data_packet_length = LE_ACL_BUFFER_SIZE
 
         # The simulated peripheral on the same link.
         peripheral_controller = Controller("hrm", link=link)
+        peripheral_controller.le_acl_data_packet_length = LE_ACL_BUFFER_SIZE
         device = Device.with_hci(
             "HRM", Address(PERIPHERAL_ADDRESS), peripheral_controller, peripheral_controller
         )

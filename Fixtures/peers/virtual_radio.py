@@ -393,7 +393,7 @@ class Peripheral:
         self.device.on(self.device.EVENT_CONNECTION, self.on_connection)
         self.install_att_gate(raw.get("stopAnsweringATTAfter"))
         self.install_signed_writes(raw.get("signedWrites", False))
-        l2cap_servers.install(self.device, raw.get("l2cap", []), f"device {self.spec.id}")
+        l2cap_servers.install(self.device, raw.get("l2cap", []), f"device {self.spec.id}", self.link_security)
         l2cap_servers.install_connector(self.device, raw.get("l2capConnect"), f"device {self.spec.id}")
         rule = raw.get("dropAfterNotifications")
         if rule is not None:
@@ -534,6 +534,13 @@ class Peripheral:
         keys = await self.device.keystore.get(str(connection.peer_address))
         key = keys and (keys.ltk or keys.ltk_peripheral)
         return bool(key and key.authenticated)
+
+    async def link_security(self, connection: Connection) -> str:
+        """The level of a link for the L2CAP servers' "security": "none", "encrypted" or
+        "authenticated" (a MITM-protected key)."""
+        if not connection.encryption:
+            return "none"
+        return "authenticated" if await self.mitm_protected(connection) else "encrypted"
 
     def on_encryption_change(self, connection: Connection) -> None:
         # Encrypted during a pairing on this link: the key is the session's (Just Works or

@@ -65,7 +65,8 @@ struct EnhancedCreditBasedChannelTests {
         let (task, _) = try await Self.open(vc, connection, count: 2, dcids: [], result: 0x0002)
         await #expect(throws: L2CAPChannelError.refused(peer: Self.peerName, psm: 0x0080, result: .psmNotSupported)) { try await task.value }
         let (secure, _) = try await Self.open(vc, connection, count: 1, dcids: [0x0000], result: 0x0005, requestNumber: 2)
-        await #expect(throws: L2CAPChannelError.refused(peer: Self.peerName, psm: 0x0080, result: .insufficientAuthentication)) { try await secure.value }
+        // Without a security raiser on the connection, a refusal for security says pairing is needed.
+        await #expect(throws: L2CAPChannelError.securityNeeded(peer: Self.peerName, psm: 0x0080, needed: .encrypted, refusal: .insufficientAuthentication, reason: nil)) { try await secure.value }
         await #expect(throws: L2CAPChannelError.invalidChannelCount(6)) { try await connection.openL2CAPChannels(psm: 0x0080, count: 6) }
         #expect(vc.signalingReceived.filter { $0.code == 0x17 }.count == 2)
     }

@@ -48,6 +48,27 @@ struct CLIL2CAPTests {
         }
     }
 
+    /// Scenario "l2cap-security": PSM 0x0090 refuses a plain link with 0x0008. Without
+    /// --security the refusal pairs (Just Works, no terminal) and the channel is asked for
+    /// again; with --security encrypted the link is paired before the request.
+    @Test func channelThatNeedsEncryptionPairs() async throws {
+        try await VirtualRadio.with(scenario: "l2cap-security") { radio in
+            let dir = FileManager.default.temporaryDirectory.appendingPathComponent("ble-l2cap-bonds-\(UUID().uuidString)")
+            defer { try? FileManager.default.removeItem(at: dir) }
+            let input = Array("over an encrypted link\n".utf8)
+            let d = ["-d", radio.transportSpec, "--bond-dir", dir.path, "l2cap", "F0:5E:B1:00:00:51", "--psm", "0x0090", "--idle", "1"]
+            let (run, output) = try await Self.runWithFiles(d, input: input)
+            #expect(run.status == 0, "\(run.stderr)")
+            #expect(output == input)
+            let refusal = "PSM 0x0090 needs encrypted, the link is none: refused with result 0x0008"
+            #expect(radio.recentLog.components(separatedBy: refusal).count == 2, "\(radio.recentLog)")
+            let (secured, echoed) = try await Self.runWithFiles(d + ["--security", "encrypted"], input: input)
+            #expect(secured.status == 0, "\(secured.stderr)")
+            #expect(echoed == input)
+            #expect(radio.recentLog.components(separatedBy: refusal).count == 2, "\(radio.recentLog)")
+        }
+    }
+
     @Test func refusedPSMFails() async throws {
         try await VirtualRadio.with(scenario: "l2cap") { radio in
             let (run, _) = try await Self.runWithFiles(["-d", radio.transportSpec, "l2cap", "F0:5E:B1:00:00:21", "--psm", "0x0099"], input: [])

@@ -14,11 +14,11 @@ struct EnhancedL2CAPRadioTests {
             #expect(channels.count == 3)
             #expect(Set(channels.map(\.localCID)).count == 3)
             // 128 KiB, 96 KiB and 64 KiB at once, each through its own channel.
-            let data = [128, 96, 64].map { L2CAPRadioTests.random($0 * 1024) }
+            let data = [128, 96, 64].map { ChannelEcho.random($0 * 1024) }
             try await withThrowingTaskGroup(of: (Int, [UInt8]).self) { group in
                 for (i, channel) in channels.enumerated() {
                     let bytes = data[i]
-                    group.addTask { (i, try await L2CAPRadioTests.echo(channel, bytes, sduSize: 4000)) }
+                    group.addTask { (i, try await ChannelEcho.sdus(channel, bytes, sduSize: 4000)) }
                 }
                 for try await (i, back) in group {
                     #expect(SHA256.hash(back) == SHA256.hash(data[i]), "channel \(i)")
@@ -53,8 +53,8 @@ struct EnhancedL2CAPRadioTests {
                 #expect(await channel.peerMTU == 1024)
                 #expect(await channel.peerMPS == 100)
                 #expect(try await channel.receive(timeout: .seconds(10)) == Array("ecfc \(i)".utf8))
-                let data = L2CAPRadioTests.random(20_000)
-                let back = try await L2CAPRadioTests.echo(channel, data, sduSize: 1000)
+                let data = ChannelEcho.random(20_000)
+                let back = try await ChannelEcho.sdus(channel, data, sduSize: 1000)
                 #expect(SHA256.hash(back) == SHA256.hash(data), "channel \(i)")
             }
         }
@@ -68,8 +68,8 @@ struct EnhancedL2CAPRadioTests {
             try await link.reconfigureL2CAPChannels(channels, mtu: 4096)
             for channel in channels {
                 #expect(await channel.mtu == 4096)
-                let data = L2CAPRadioTests.random(16_000)
-                let back = try await L2CAPRadioTests.echo(channel, data, sduSize: 4000)
+                let data = ChannelEcho.random(16_000)
+                let back = try await ChannelEcho.sdus(channel, data, sduSize: 4000)
                 #expect(SHA256.hash(back) == SHA256.hash(data))
             }
             // A smaller MTU is refused here, before asking (4.27: the MTU only grows).

@@ -11,13 +11,15 @@ import Glibc
 /// Kernel-tier scenarios (inside the VM, see `KernelTierGuestTests`) for the kernel's LE
 /// credit-based channels and the HCI monitor channel (BT_SECURITY is in
 /// KernelTierSecurityGuestTests.swift). The peer is HRM of Fixtures/peers/vhci_controller.py:
-/// an echo server on LE_PSM 0x0080 (MTU 2048, MPS 247). HCI_Reset is opcode 0x0C03 (Vol 4,
-/// Part E, 7.3.2); the kernel sends it when it powers an adapter on.
+/// an echo server on LE_PSM 0x0080 (MTU 2048, MPS 247) and one on 0x0082 (MTU 8192, MPS 8194).
+/// HCI_Reset is opcode 0x0C03 (Vol 4, Part E, 7.3.2); the kernel sends it when it powers an
+/// adapter on.
 extension KernelTierGuestTests {
     struct Unexpected: Error { var what: String }
     static let echoPSM: UInt16 = 0x0080
+    static let bulkEchoPSM: UInt16 = 0x0082
 
-    @Test("Kernel mode: LE credit-based channel to PSM 0x0080 through L2CAPSocketChannel echoes SDUs; a PSM nobody serves is refused")
+    @Test("Kernel mode: LE credit-based channel to PSM 0x0080 through L2CAPSocketChannel echoes SDUs, 1 MiB with equal SHA-256 and a byte stream; a PSM nobody serves is refused")
     func kernelModeCreditChannelEcho() async throws {
         try await KernelTierGuest.afterRelease { try HCIAdapters.bringUp(index: 0) }
         let executor = AdapterExecutor(label: "kernel-mode-psm")
@@ -43,6 +45,24 @@ extension KernelTierGuestTests {
             }
             try await sender.value
             try #require(received == sent, "echo differs: sizes sent \(sent.map(\.count)), received \(received.map(\.count))")
+            // 1 MiB of random data in SDUs of the peer's MTU (8192) through the bulk echo server
+            // (a second channel on the same link, opened while the first keeps the link up; MTU
+            // 65535 here, since the kernel sizes the credits it grants by its MTU: 42-47 s for
+            // 1 MiB with 65535, 66 s with 8192, under software emulation),
+            // and 64 KiB through the byte stream, with the functions that run over the host's
+            // own channels against Bumble (ChannelEcho, on `ConnectionOrientedChannel`).
+            let bulk = try await L2CAPSocketChannel.connect(adapterIndex: 0, peer: KernelTierGuest.hrm, psm: Self.bulkEchoPSM, mtu: 65535, executor: executor, timeout: .seconds(40))
+            try #require(bulk.peerMTU == 8192, "peer MTU \(bulk.peerMTU)")
+            let mebibyte = ChannelEcho.random(1 << 20)
+            let start = ContinuousClock.now
+            let back = try await ChannelEcho.sdus(bulk, mebibyte, sduSize: bulk.peerMTU, timeout: .seconds(60))
+            let elapsed = ContinuousClock.now - start
+            try #require(back.count == mebibyte.count && SHA256.hash(back) == SHA256.hash(mebibyte), "1 MiB echo differs: \(back.count) bytes back")
+            print("kernel mode: 1 MiB echoed through L2CAPSocketChannel in \(elapsed)")
+            let stream = ChannelEcho.random(64 * 1024)
+            let streamed = try await ChannelEcho.bytes(bulk, stream, chunk: 1000, timeout: .seconds(60))
+            try #require(SHA256.hash(streamed) == SHA256.hash(stream), "byte stream echo differs: \(streamed.count) bytes back")
+            bulk.close()
             do {
                 try await channel.send([UInt8](repeating: 0, count: 2049), timeout: .seconds(5))
                 Issue.record("a 2049-byte SDU went to a peer with MTU 2048")

@@ -7,11 +7,6 @@ import BLETestSupport
 /// K-frame over its MPS or sent without a credit, so a passing transfer shows flow control.
 @Suite(.serialized, .timeLimit(.minutes(3)))
 struct L2CAPRadioTests {
-    static func random(_ count: Int) -> [UInt8] {
-        var g = SystemRandomNumberGenerator()
-        return (0..<count).map { _ in UInt8.random(in: 0...255, using: &g) }
-    }
-
     static func withLink(_ body: (Connection) async throws -> Void) async throws {
         try await VirtualRadio.with(scenario: "l2cap") { radio in
             let central = try await Central.open(radio.transportSpec)
@@ -30,23 +25,6 @@ struct L2CAPRadioTests {
         }
     }
 
-    /// Sends `data` in SDUs of `sduSize` while reading the echo; returns what came back.
-    static func echo(_ channel: CreditBasedChannel, _ data: [UInt8], sduSize: Int) async throws -> [UInt8] {
-        async let sending: Void = {
-            var offset = 0
-            while offset < data.count {
-                let end = min(offset + sduSize, data.count)
-                try await channel.send(Array(data[offset..<end]), timeout: .seconds(30))
-                offset = end
-            }
-        }()
-        var back: [UInt8] = []
-        back.reserveCapacity(data.count)
-        while back.count < data.count, let sdu = try await channel.receive(timeout: .seconds(30)) { back += sdu }
-        try await sending
-        return back
-    }
-
     @Test func sha256OfKnownVector() {
         // FIPS 180-4 example "abc".
         #expect(SHA256.hash(Array("abc".utf8)) == [
@@ -57,8 +35,8 @@ struct L2CAPRadioTests {
     @Test func oneMebibyteThroughTheEchoServer() async throws {
         try await Self.withLink { link in
             let channel = try await link.openL2CAPChannel(psm: 0x0080, mtu: 65535)
-            let data = Self.random(1 << 20)
-            let back = try await Self.echo(channel, data, sduSize: 8192)
+            let data = ChannelEcho.random(1 << 20)
+            let back = try await ChannelEcho.sdus(channel, data, sduSize: 8192)
             #expect(back.count == data.count)
             #expect(SHA256.hash(back) == SHA256.hash(data))
             #expect(await channel.isOpen)
@@ -71,8 +49,8 @@ struct L2CAPRadioTests {
             // The peer announces MPS 23; this side asks for 23 too: 2850 K-frames per SDU each way.
             let channel = try await link.openL2CAPChannel(psm: 0x0081, mtu: 65535, mps: 23, credits: 64)
             #expect(await channel.peerMPS == 23)
-            let data = Self.random(2 * 65535)
-            let back = try await Self.echo(channel, data, sduSize: 65535)
+            let data = ChannelEcho.random(2 * 65535)
+            let back = try await ChannelEcho.sdus(channel, data, sduSize: 65535)
             #expect(SHA256.hash(back) == SHA256.hash(data))
         }
     }
@@ -80,8 +58,8 @@ struct L2CAPRadioTests {
     @Test func peerGrantingOneCreditAtATime() async throws {
         try await Self.withLink { link in
             let channel = try await link.openL2CAPChannel(psm: 0x0082, mtu: 2048)
-            let data = Self.random(20 * 1000)
-            let back = try await Self.echo(channel, data, sduSize: 1000)
+            let data = ChannelEcho.random(20 * 1000)
+            let back = try await ChannelEcho.sdus(channel, data, sduSize: 1000)
             let same = back == data
             #expect(same, "the echo differs from what was sent")
             #expect(await channel.creditStalls > 0)
@@ -92,7 +70,7 @@ struct L2CAPRadioTests {
         try await Self.withLink { link in
             let channel = try await link.openL2CAPChannel(psm: 0x0083, mtu: 2048)
             // Two initial credits: 150 bytes take 100 + 52 octet K-frames, then none are left.
-            try await channel.send(Self.random(150), timeout: .seconds(5))
+            try await channel.send(ChannelEcho.random(150), timeout: .seconds(5))
             await #expect(throws: L2CAPChannelError.creditTimeout(peer: "\(link.peer.address)", cid: channel.localCID, after: .seconds(1))) {
                 try await channel.send([1, 2, 3], timeout: .seconds(1))
             }
@@ -112,9 +90,9 @@ struct L2CAPRadioTests {
             let first = try await link.openL2CAPChannel(psm: 0x0080, mtu: 4096)
             let second = try await link.openL2CAPChannel(psm: 0x0081, mtu: 4096)
             #expect(first.localCID != second.localCID)
-            let a = Self.random(64 * 1024), b = Self.random(48 * 1024)
-            async let backA = Self.echo(first, a, sduSize: 4096)
-            async let backB = Self.echo(second, b, sduSize: 1500)
+            let a = ChannelEcho.random(64 * 1024), b = ChannelEcho.random(48 * 1024)
+            async let backA = ChannelEcho.sdus(first, a, sduSize: 4096)
+            async let backB = ChannelEcho.sdus(second, b, sduSize: 1500)
             let (ra, rb) = try await (backA, backB)
             #expect(SHA256.hash(ra) == SHA256.hash(a))
             #expect(SHA256.hash(rb) == SHA256.hash(b))
@@ -128,7 +106,7 @@ struct L2CAPRadioTests {
             // PSM 0x0083 grants 2 credits and no more. MPS 100: a 1000-byte SDU is 11 K-frames;
             // 2 go out, then the send waits for credits halfway through.
             let channel = try await link.openL2CAPChannel(psm: 0x0083, mtu: 2048)
-            let sending = Task { try await channel.send(Self.random(1000), timeout: .seconds(60)) }
+            let sending = Task { try await channel.send(ChannelEcho.random(1000), timeout: .seconds(60)) }
             let receiving = Task { try await channel.receive() }
             try await channel.senders.waitForCount("the send waiting for credits") { $0 == 1 }
             try await channel.receivers.waitForCount("the receive waiting") { $0 == 1 }
@@ -149,7 +127,7 @@ struct L2CAPRadioTests {
             // The peer grants 3 credits and ends the link when the third K-frame arrives.
             let channel = try await link.openL2CAPChannel(psm: 0x0086, mtu: 2048)
             let receiving = Task { try await channel.receive() }
-            let sending = Task { try await channel.send(Self.random(1000), timeout: .seconds(60)) }
+            let sending = Task { try await channel.send(ChannelEcho.random(1000), timeout: .seconds(60)) }
             let expected = L2CAPChannelError.link(.disconnected(peer: link.peer.address, reason: .remoteUserTerminatedConnection))
             let sent = try #require(await outcome(of: sending, within: 10), "the send still waits after the link ended")
             let received = try #require(await outcome(of: receiving, within: 5), "the receive still waits after the link ended")
@@ -181,7 +159,7 @@ struct L2CAPRadioTests {
             // PSM 0x0082 starts with one credit and grants one per K-frame taken: the first
             // K-frame of a 2000-byte SDU (21 at MPS 100) goes out, then the send waits.
             let channel = try await link.openL2CAPChannel(psm: 0x0082, mtu: 2048)
-            let sdu = Self.random(2000)
+            let sdu = ChannelEcho.random(2000)
             let sending = Task { try await channel.send(sdu, timeout: .seconds(60)) }
             try await channel.senders.waitForCount("the send waiting for credits") { $0 == 1 }
             sending.cancel()
@@ -191,8 +169,8 @@ struct L2CAPRadioTests {
             // half of it (the strict peer would log a violation); the channel stays usable.
             #expect(await channel.isOpen)
             #expect(try await channel.receive(timeout: .seconds(30)) == sdu)
-            let next = Self.random(1500)
-            #expect(try await Self.echo(channel, next, sduSize: 1500) == next)
+            let next = ChannelEcho.random(1500)
+            #expect(try await ChannelEcho.sdus(channel, next, sduSize: 1500) == next)
         }
     }
 
@@ -201,7 +179,7 @@ struct L2CAPRadioTests {
             // PSM 0x0083 grants 2 credits and never more: 150 bytes take both; the next SDU
             // cannot start, and cancelling its send takes it out of the queue.
             let channel = try await link.openL2CAPChannel(psm: 0x0083, mtu: 2048)
-            try await channel.send(Self.random(150), timeout: .seconds(5))
+            try await channel.send(ChannelEcho.random(150), timeout: .seconds(5))
             let sending = Task { try await channel.send([1, 2, 3], timeout: .seconds(60)) }
             try await channel.senders.waitForCount("the send waiting for credits") { $0 == 1 }
             sending.cancel()
@@ -229,11 +207,11 @@ struct L2CAPRadioTests {
             #expect(handles[0] != handles[1])
             let channels = [try await links[0].openL2CAPChannel(psm: 0x0080, mtu: 8192),
                             try await links[1].openL2CAPChannel(psm: 0x0080, mtu: 8192)]
-            let data = [Self.random(96 * 1024), Self.random(64 * 1024)]
+            let data = [ChannelEcho.random(96 * 1024), ChannelEcho.random(64 * 1024)]
             try await withThrowingTaskGroup(of: (Int, [UInt8]).self) { group in
                 for i in 0..<2 {
                     let channel = channels[i], bytes = data[i]
-                    group.addTask { (i, try await Self.echo(channel, bytes, sduSize: 3000)) }
+                    group.addTask { (i, try await ChannelEcho.sdus(channel, bytes, sduSize: 3000)) }
                 }
                 for try await (i, back) in group {
                     #expect(back.count == data[i].count, "link \(i)")
@@ -257,15 +235,8 @@ struct L2CAPRadioTests {
             // The writer cuts 300 000 bytes into SDUs of the peer's MTU (65535); the echo
             // comes back in SDUs of at most this side's MTU (4096), read in 1000-byte chunks.
             let channel = try await link.openL2CAPChannel(psm: 0x0080, mtu: 4096)
-            let data = Self.random(300_000)
-            async let writing: Void = channel.byteWriter.write(data)
-            var reader = channel.bytes.makeAsyncIterator()
-            var back: [UInt8] = []
-            while back.count < data.count, let chunk = try await reader.read(upTo: 1000, timeout: .seconds(30)) {
-                #expect(chunk.count <= 1000)
-                back += chunk
-            }
-            try await writing
+            let data = ChannelEcho.random(300_000)
+            let back = try await ChannelEcho.bytes(channel, data, chunk: 1000)
             #expect(back.count == data.count)
             #expect(SHA256.hash(back) == SHA256.hash(data))
             #expect(await channel.bytesSent == data.count)

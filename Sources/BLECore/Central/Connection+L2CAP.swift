@@ -2,25 +2,34 @@
 extension Connection {
     /// Opens an LE credit-based channel to the peer's `psm`. `mtu` is the largest SDU this
     /// side accepts; `mps` the largest K-frame payload (default 247) and `credits` the receive
-    /// window (default: one whole SDU, at least 8 K-frames).
+    /// window (default: one whole SDU, at least 8 K-frames). `security` is the level the link
+    /// reaches before the request; a refusal for lack of security raises it and asks again
+    /// once (see `setSecurityRaiser`).
     ///
-    ///     let channel = try await connection.openL2CAPChannel(psm: 0x0080, mtu: 2048)
+    ///     let channel = try await connection.openL2CAPChannel(psm: 0x0080, mtu: 2048, security: .encrypted)
     public func openL2CAPChannel(psm: UInt16, mtu: Int = 2048, mps: Int? = nil, credits: Int? = nil,
+                                 security: SecurityLevel = .none,
                                  timeout: Duration = .seconds(30)) async throws(L2CAPChannelError) -> CreditBasedChannel {
-        guard let handle else { throw .notConnected(peer: "\(peer.address)") }
-        return try await host.openCreditBasedChannel(handle: handle, psm: psm, mtu: mtu, mps: mps, credits: credits, timeout: timeout)
+        try await withChannelSecurity(psm: psm, security: security) { () throws(L2CAPChannelError) in
+            guard let handle else { throw .notConnected(peer: "\(peer.address)") }
+            return try await host.openCreditBasedChannel(handle: handle, psm: psm, mtu: mtu, mps: mps, credits: credits, timeout: timeout)
+        }
     }
 
     /// Opens `count` (1 to 5) channels to the peer's `psm` with one enhanced Credit Based
     /// Connection Request (Core Spec 5.4 Vol 3, Part A, 4.25; MTU and MPS at least 64). Returns
     /// the channels the peer accepted (fewer than `count` when it refused some); throws
-    /// `.refused` with the peer's result when it accepted none.
+    /// `.refused` with the peer's result when it accepted none. `security` as for
+    /// `openL2CAPChannel`.
     ///
     ///     let channels = try await connection.openL2CAPChannels(psm: 0x0080, count: 3, mtu: 2048)
     public func openL2CAPChannels(psm: UInt16, count: Int, mtu: Int = 2048, mps: Int? = nil, credits: Int? = nil,
+                                  security: SecurityLevel = .none,
                                   timeout: Duration = .seconds(30)) async throws(L2CAPChannelError) -> [CreditBasedChannel] {
-        guard let handle else { throw .notConnected(peer: "\(peer.address)") }
-        return try await host.openEnhancedCreditBasedChannels(handle: handle, psm: psm, count: count, mtu: mtu, mps: mps, credits: credits, timeout: timeout)
+        try await withChannelSecurity(psm: psm, security: security) { () throws(L2CAPChannelError) in
+            guard let handle else { throw .notConnected(peer: "\(peer.address)") }
+            return try await host.openEnhancedCreditBasedChannels(handle: handle, psm: psm, count: count, mtu: mtu, mps: mps, credits: credits, timeout: timeout)
+        }
     }
 
     /// Raises this side's MTU (and sets its MPS) on 1 to 5 enhanced channels of this link with

@@ -112,6 +112,8 @@ package struct ConnectionSecurity {
     package var manager: (any AnyObject & Sendable)?
     /// The level the link had when it dropped (a drop does not clear it).
     var levelToRestore = SecurityLevel.none
+    /// What raises the link's security for a channel that needs more (`setSecurityRaiser`).
+    var raiser: SecurityRaiser?
 }
 
 extension Connection {

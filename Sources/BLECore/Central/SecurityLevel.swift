@@ -21,3 +21,24 @@ public enum SecurityLevel: Int, Sendable, Hashable, Comparable, CustomStringConv
         }
     }
 }
+
+extension SecurityLevel {
+    /// The level to ask for when a peer refuses something for lack of security on a link at
+    /// this level: encryption first; an encrypted link that is still refused needs
+    /// MITM-protected keys, and an authenticated one Secure Connections.
+    ///
+    ///     try await raiser(await link.securityLevel.nextToAsk)
+    public var nextToAsk: SecurityLevel {
+        switch self {
+        case .none: return .encrypted
+        case .encrypted: return .authenticated
+        case .authenticated, .secureConnections: return .secureConnections
+        }
+    }
+}
+
+/// Raises a link's security to `needed` (by encrypting with a bond or pairing), or throws why
+/// it could not. The module SMP makes one from a Connection: `link.securityRaiser(...)`.
+///
+///     await link.setSecurityRaiser(link.securityRaiser(agent: agent, store: bonds))
+public typealias SecurityRaiser = @Sendable (_ needed: SecurityLevel) async throws -> Void

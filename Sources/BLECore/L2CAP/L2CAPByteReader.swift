@@ -1,27 +1,19 @@
-/// A credit-based channel's incoming SDUs read as one stream of bytes, SDU bounds set aside,
-/// for protocols that frame their own data (Core Spec 5.4 Vol 3, Part A, 3.4: each SDU is
-/// still taken whole from the channel, so its credits go back as it is taken).
+/// A connection-oriented channel's incoming SDUs read as one stream of bytes, SDU bounds set
+/// aside, for protocols that frame their own data (Core Spec 5.4 Vol 3, Part A, 3.4: each SDU
+/// is still taken whole from the channel, so its credits go back as it is taken). The same
+/// over the host's channels and the kernel's.
 ///
 ///     for try await byte in channel.bytes { parser.feed(byte) }
-public struct L2CAPBytes: AsyncSequence, Sendable {
+public struct L2CAPBytes<Channel: ConnectionOrientedChannel>: AsyncSequence, Sendable {
     public typealias Element = UInt8
     public typealias Failure = L2CAPChannelError
-    public let channel: CreditBasedChannel
+    public let channel: Channel
 
-    public init(_ channel: CreditBasedChannel) {
+    public init(_ channel: Channel) {
         self.channel = channel
     }
 
-    public func makeAsyncIterator() -> L2CAPByteReader { L2CAPByteReader(channel) }
-}
-
-extension CreditBasedChannel {
-    /// The bytes of the incoming SDUs, in order, without their bounds. One reader at a time
-    /// (like `sdus`); ends when either side closes the channel.
-    ///
-    ///     var reader = channel.bytes.makeAsyncIterator()
-    ///     while let chunk = try await reader.read(upTo: 4096) { file.write(chunk) }
-    public nonisolated var bytes: L2CAPBytes { L2CAPBytes(self) }
+    public func makeAsyncIterator() -> L2CAPByteReader<Channel> { L2CAPByteReader(channel) }
 }
 
 /// Reads a channel's SDUs as a byte stream: byte by byte (`next()`, which only waits when the
@@ -30,15 +22,15 @@ extension CreditBasedChannel {
 ///
 ///     var reader = L2CAPByteReader(channel)
 ///     let header = try await reader.read(upTo: 4)
-public struct L2CAPByteReader: AsyncIteratorProtocol {
+public struct L2CAPByteReader<Channel: ConnectionOrientedChannel>: AsyncIteratorProtocol {
     public typealias Element = UInt8
     public typealias Failure = L2CAPChannelError
-    public let channel: CreditBasedChannel
+    public let channel: Channel
     /// The SDU being read and the index of its next byte.
     @usableFromInline var sdu: [UInt8] = []
     @usableFromInline var offset = 0
 
-    public init(_ channel: CreditBasedChannel) {
+    public init(_ channel: Channel) {
         self.channel = channel
     }
 
@@ -90,7 +82,7 @@ public struct L2CAPByteReader: AsyncIteratorProtocol {
     @usableFromInline
     mutating func refillAndNext(isolation actor: isolated (any Actor)?) async throws(L2CAPChannelError) -> UInt8? {
         repeat {
-            guard let next = try await channel.receive() else {
+            guard let next = try await channel.receive(timeout: nil) else {
                 sdu = []
                 offset = 0
                 return nil

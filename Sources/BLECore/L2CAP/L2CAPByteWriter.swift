@@ -1,16 +1,16 @@
-/// Writes a byte stream to a credit-based channel, cut into SDUs of at most the peer's MTU
+/// Writes a byte stream to a connection-oriented channel (the host's or the kernel's), cut into SDUs of at most the peer's MTU
 /// (Core Spec 5.4 Vol 3, Part A, 3.4): for protocols that do not care where SDUs end. Each
 /// `write` goes out at once (nothing is held back for a later one); write from one task at a
 /// time, or the SDUs of two writes interleave.
 ///
 ///     try await channel.byteWriter.write(Array(firmware))
-public struct L2CAPByteWriter: Sendable {
-    public let channel: CreditBasedChannel
+public struct L2CAPByteWriter<Channel: ConnectionOrientedChannel>: Sendable {
+    public let channel: Channel
     /// The largest SDU to send; nil: the peer's MTU (read at each write, since a
     /// reconfiguration can raise it). A smaller size lowers the delay of a long write.
     public let maximumSDUSize: Int?
 
-    public init(_ channel: CreditBasedChannel, maximumSDUSize: Int? = nil) {
+    public init(_ channel: Channel, maximumSDUSize: Int? = nil) {
         self.channel = channel
         self.maximumSDUSize = maximumSDUSize
     }
@@ -34,11 +34,4 @@ public struct L2CAPByteWriter: Sendable {
             offset = end
         }
     }
-}
-
-extension CreditBasedChannel {
-    /// A writer that cuts bytes into SDUs of at most the peer's MTU.
-    ///
-    ///     try await channel.byteWriter.write(bytes)
-    public nonisolated var byteWriter: L2CAPByteWriter { L2CAPByteWriter(self) }
 }

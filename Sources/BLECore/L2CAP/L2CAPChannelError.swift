@@ -6,6 +6,10 @@ public enum L2CAPChannelError: Error, Equatable, Sendable, CustomStringConvertib
     case notConnected(peer: String)
     /// The peer answered the connection request with a failure result (Vol 3, Part A, 4.23).
     case refused(peer: String, psm: UInt16, result: CreditBasedConnectionResult)
+    /// The channel to `psm` needs the link at `needed` (asked with `security:`, or the peer's
+    /// `refusal`), and no raiser is set (`reason` nil: pair first, or set one with
+    /// `Connection.setSecurityRaiser`), or the raiser failed (`reason`).
+    case securityNeeded(peer: String, psm: UInt16, needed: SecurityLevel, refusal: CreditBasedConnectionResult?, reason: String?)
     /// The peer rejected the request with Command Reject (`reason` 0x0000: not understood).
     case commandRejected(peer: String, psm: UInt16, reason: UInt16)
     /// All 64 LE dynamic CIDs (0x0040-0x007F) of the link are in use.
@@ -50,6 +54,11 @@ public enum L2CAPChannelError: Error, Equatable, Sendable, CustomStringConvertib
         case .notConnected(let peer): return "not connected to \(peer): connect before opening an L2CAP channel"
         case .refused(let peer, let psm, let result):
             return "\(peer) refused the L2CAP channel to PSM \(psm.hex): \(result)" + Self.hint(result)
+        case .securityNeeded(let peer, let psm, let needed, let refusal, let reason):
+            let why = refusal.map { "\(peer) refused it: \($0)" } ?? "asked for with security:"
+            let what = reason.map { "raising the link's security failed: \($0)" }
+                ?? "pair with \(peer) first (link.requireSecurity), or let the connection pair when needed (link.setSecurityRaiser)"
+            return "the L2CAP channel to PSM \(psm.hex) on \(peer) needs the link '\(needed)' (\(why)): \(what)"
         case .commandRejected(let peer, let psm, let reason):
             return "\(peer) rejected the credit-based request for PSM \(psm.hex) (Command Reject reason \(reason.hex)): the peer may not support LE credit-based channels"
         case .noFreeCID(let peer): return "no free dynamic CID on the link to \(peer): close a channel first"

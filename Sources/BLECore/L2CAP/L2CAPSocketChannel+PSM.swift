@@ -5,8 +5,8 @@ import CHCI
 
 /// LE credit-based channels made by the kernel (Core Spec Vol 3, Part A, 10.1): the socket is
 /// connected to the peer's LE_PSM, the kernel segments SDUs into K-frames and handles credits
-/// (a receive side that is not read stops granting them). The app-facing calls are those of
-/// `CreditBasedChannel`, so an app can use the stack's own channels or the kernel's.
+/// (a receive side that is not read stops granting them). Like `CreditBasedChannel` it is a
+/// `ConnectionOrientedChannel`, so an app can use the stack's own channels or the kernel's.
 extension L2CAPSocketChannel {
     /// Opens an LE credit-based channel to `psm` on `peer` through the adapter with address
     /// `adapter` (nil: the kernel picks one). `mtu` is this side's (BT_RCVMTU); with

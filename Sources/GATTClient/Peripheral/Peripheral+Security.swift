@@ -1,7 +1,3 @@
-/// Raises a link's security to `needed` (by encrypting with a bond or pairing), or throws why
-/// it could not. The module SMP makes one from a Connection: `link.securityRaiser(...)`.
-public typealias SecurityRaiser = @Sendable (_ needed: SecurityLevel) async throws -> Void
-
 /// Requests the peer refuses for lack of security: Insufficient Authentication (0x05),
 /// Insufficient Encryption (0x0F) or Encryption Key Size Too Short (0x0C) (Vol 3, Part F,
 /// 3.4.1.1; Vol 3, Part C, 10.3.1). Every request the app makes leaves through `perform`:
@@ -64,7 +60,7 @@ extension Peripheral {
             let again = failed(p, gattError(error, operation, target))
             guard let code = Self.securityRefusal(again) else { throw again }
             let reached = await connection?.securityLevel ?? raised
-            throw .securityNeeded(attribute: code, needed: Self.level(after: reached), operation: operation, target: target,
+            throw .securityNeeded(attribute: code, needed: reached.nextToAsk, operation: operation, target: target,
                                   peer: peerAddress, reason: .refusedAgain(reached: reached))
         }
     }
@@ -83,7 +79,7 @@ extension Peripheral {
                 throw .securityNeeded(attribute: code, needed: needed, operation: operation, target: target, peer: peerAddress, reason: why)
             }
         }
-        let needed = Self.level(after: await connection?.securityLevel ?? SecurityLevel.none)
+        let needed = (await connection?.securityLevel ?? SecurityLevel.none).nextToAsk
         let waiters = Waiters<SecurityLevel, SecurityRaiseOutcome>(executor: executor, scheduler: scheduler)
         securityRaise = waiters
         defer { securityRaise = nil }
@@ -95,18 +91,6 @@ extension Peripheral {
             let why = SecurityRaiseFailure.failed("\(error)")
             waiters.resumeAll(with: .failure(.failed(needed, why)))
             throw .securityNeeded(attribute: code, needed: needed, operation: operation, target: target, peer: peerAddress, reason: why)
-        }
-    }
-
-    /// The level to ask for after a refusal on a link at `current`: encryption first (a bond
-    /// may be enough, and many servers answer Insufficient Authentication for an unencrypted
-    /// link); an encrypted link that is still refused needs MITM-protected keys, then
-    /// Secure Connections (which also means a 16-octet key).
-    static func level(after current: SecurityLevel) -> SecurityLevel {
-        switch current {
-        case .none: return .encrypted
-        case .encrypted: return .authenticated
-        case .authenticated, .secureConnections: return .secureConnections
         }
     }
 

@@ -1,5 +1,6 @@
 import BLECore
 import Foundation
+import SMP
 import Synchronization
 
 /// `ble l2cap DEVICE --psm N`: netcat over an LE credit-based channel (Core Spec 5.4 Vol 3,
@@ -8,16 +9,18 @@ enum L2CAPCommand {
     static let spec = CommandSpec(
         name: "l2cap",
         summary: "open an L2CAP LE credit-based channel and copy stdin to it and it to stdout",
-        usage: ["l2cap DEVICE --psm PSM [--mtu N] [--mps N] [--idle SECONDS]", "l2cap DEVICE --listen PSM [--mtu N] [--idle SECONDS]"],
+        usage: ["l2cap DEVICE --psm PSM [--mtu N] [--mps N] [--idle SECONDS] [--security LEVEL]", "l2cap DEVICE --listen PSM [--mtu N] [--idle SECONDS] [--security LEVEL]"],
         options: [
             .value("psm", nil, "PSM", "open a channel to this LE_PSM (decimal or 0x hex)"),
             .value("listen", nil, "PSM", "wait for the device to open a channel to this LE_PSM instead"),
             .value("mtu", nil, "N", "largest SDU this side accepts (23-65535; default 2048)"),
             .value("mps", nil, "N", "largest K-frame payload this side accepts (23-65533; default 247)"),
             .value("idle", nil, "SECONDS", "after stdin ends, stop when nothing arrived for this long (default 2)"),
+            LinkSecurity.option,
             DeviceArgument.scanTimeoutOption,
         ],
         details: DeviceArgument.details + [
+            "A stored bond (see 'ble pair') encrypts the link before the channel is opened; --security LEVEL reaches that level first, pairing through the terminal when no bond gives it. A device that refuses the channel for lack of security (insufficient authentication, encryption or key size) gets paired on the spot and asked once more.",
             "Each read from stdin goes out as one SDU (at most the peer's MTU); each SDU received is written to stdout as it is, or with --json as one line {\"time\", \"length\", \"hex\"}.",
             "After stdin ends the command waits until everything was handed to the link, keeps copying until the peer closes the channel or --idle seconds pass without data, then closes and exits 0.",
             "A summary (bytes and SDUs each way, throughput, how often a send waited for credits) goes to stderr.",
@@ -26,6 +29,7 @@ enum L2CAPCommand {
             ("ble l2cap F0:5E:B1:00:00:21 --psm 0x0080 --mtu 65535 < firmware.bin > echo.bin", "copy a file through an echo server"),
             ("ble l2cap F0:5E:B1:00:00:21 --psm 0x0080 --json --idle 5 < request.bin", "send a request and print each answer SDU as hex"),
             ("ble l2cap \"COC\" --listen 0x0081 --json < /dev/null", "wait for the device to open a channel and print its SDUs as hex"),
+            ("ble l2cap F0:5E:B1:00:00:51 --psm 0x0091 --security authenticated < request.bin", "pair with MITM protection, then open a channel that needs it"),
         ],
         run: run)
 
@@ -41,13 +45,21 @@ enum L2CAPCommand {
         let idleSeconds = try ctx.args.value("idle").map { v throws(UsageError) in try Values.seconds(v, option: "--idle") } ?? 2
         let idle = Duration.milliseconds(Int64(idleSeconds * 1000))
         let scanTimeout = try DeviceArgument.scanTimeout(ctx)
+        let required = try LinkSecurity.parse(ctx)
         try await withCentral(ctx) { central in
+            let security = try await LinkSecurity(ctx, required: required, central: central)
             let peer = try await DeviceResolver.resolve(target, central: central, scanTimeout: scanTimeout, console: ctx.console)
             ctx.console.status("connecting to \(peer)...")
             let link = try await central.connect(peer, timeout: ctx.globals.timeoutDuration)
+            try await security.apply(to: link)
+            await security.install(on: link)
             let channel: CreditBasedChannel
             if let psm {
-                channel = try await link.openL2CAPChannel(psm: psm, mtu: mtu, mps: mps, timeout: ctx.globals.timeoutDuration)
+                do throws(L2CAPChannelError) {
+                    channel = try await link.openL2CAPChannel(psm: psm, mtu: mtu, mps: mps, timeout: ctx.globals.timeoutDuration)
+                } catch {
+                    throw CLIFailure("\(error)")
+                }
             } else {
                 let listen = listen ?? 0
                 let incoming = try await link.acceptL2CAPChannels(psm: listen, mtu: mtu, mps: mps)

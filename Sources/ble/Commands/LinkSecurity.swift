@@ -68,6 +68,15 @@ struct LinkSecurity: Sendable {
         await peripheral.setWriteSigner(store.dataSigner(for: link.peer).writeSigner)
     }
 
+    /// Lets the link pair when the device refuses an L2CAP channel for lack of security, with
+    /// the IO capability the level needs.
+    func install(on link: Connection) async {
+        await link.setSecurityRaiser { [weak link] level in
+            guard let link else { return }
+            try await link.requireSecurity(level, options: options(for: level), agent: agent, store: store)
+        }
+    }
+
     /// Lets the Peripheral pair when the device refuses a request for lack of security.
     func install(on peripheral: Peripheral, link: Connection) async {
         await peripheral.setSecurityRaiser(link.securityRaiser(options: options(for: .encrypted), agent: agent, store: store))
