@@ -35,18 +35,37 @@ extension Peripheral {
         do {
             return try await body()
         } catch {
-            guard let code = error.attErrorCode,
-                  code == .insufficientEncryption || code == .insufficientAuthentication || code == .encryptionKeySizeTooShort,
-                  let securityRaiser else { throw error }
-            let current = await connection?.securityLevel ?? SecurityLevel.none
-            // Encryption first; an encrypted link that is still refused needs MITM-protected keys.
-            let needed: SecurityLevel = current == .none ? .encrypted : (current == .encrypted ? .authenticated : .secureConnections)
+            guard let code = error.attErrorCode, let securityRaiser,
+                  let needed = Self.levelToRaise(refusedWith: code, at: await connection?.securityLevel ?? SecurityLevel.none) else { throw error }
             do {
                 try await securityRaiser(needed)
             } catch {
                 throw .securityNeeded(attribute: code, needed: needed, peer: peerAddress, reason: "\(error)")
             }
             return try await body()
+        }
+    }
+
+    /// The level to raise the link to when the peer refused a request with `code` on a link
+    /// at `current` (Vol 3, Part C, 10.3.2), or nil when raising cannot help. Encryption first;
+    /// Insufficient Authentication on an encrypted link asks for a MITM-protected key (then
+    /// Secure Connections). Insufficient Encryption or Encryption Key Size Too Short on an
+    /// encrypted link is not cured by a MITM-protected key: the error stands.
+    ///
+    ///     Peripheral.levelToRaise(refusedWith: .insufficientAuthentication, at: .encrypted)   // .authenticated
+    public static func levelToRaise(refusedWith code: ATTErrorCode, at current: SecurityLevel) -> SecurityLevel? {
+        switch code {
+        case .insufficientEncryption, .encryptionKeySizeTooShort:
+            return current == .none ? .encrypted : nil
+        case .insufficientAuthentication:
+            switch current {
+            case .none: return .encrypted
+            case .encrypted: return .authenticated
+            case .authenticated: return .secureConnections
+            case .secureConnections: return nil
+            }
+        default:
+            return nil
         }
     }
 }
