@@ -61,9 +61,7 @@ import BLETestSupport
             let device = try peer.address("legacy")
             let pair = try await peer.run(["pair", device])
             #expect(pair.stdout == "encrypted, legacy, bonded\n", "\(pair.stderr)")
-            let read = try await peer.run(["read", device, "-c", CLISecurityPeer.encrypted, "--raw"])
-            #expect(read.status == 0, "\(read.stderr)")
-            #expect(read.stdout == "encrypted")
+            try await peer.expectRead("legacy", CLISecurityPeer.encrypted, "encrypted")
             #expect(try await peer.log("legacy") == [
                 "pairing request 01 03 00 09 10 00 07: JUST_WORKS", "encrypted by pairing", "paired: legacy, bonded",
                 "encrypted with a stored key", "encrypted with a stored key",
@@ -125,10 +123,8 @@ import BLETestSupport
             #expect(bonds.stdoutLines.last?.hasPrefix("\(legacy)/random  identity \(legacy)/random  LTK  encrypted, legacy  since ") == true, "\(bonds.stdout)")
             // When made: the time BlueZ wrote the info file, as a date.
             #expect(bonds.stdoutLines.allSatisfy { $0.wholeMatch(of: /.*  since \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC/) != nil }, "\(bonds.stdout)")
-            for (id, address) in [("imported-sc", sc), ("imported-legacy", legacy)] {
-                let read = try await peer.run(["read", address, "-c", CLISecurityPeer.encrypted, "--raw"])
-                #expect(read.status == 0, "\(read.stderr)")
-                #expect(read.stdout == "encrypted")
+            for id in ["imported-sc", "imported-legacy"] {
+                try await peer.expectRead(id, CLISecurityPeer.encrypted, "encrypted")
                 #expect(try await peer.log(id) == ["encrypted with a stored key", "encrypted with a stored key"])
             }
             let removed = try await peer.run(["bonds", "--remove", legacy])

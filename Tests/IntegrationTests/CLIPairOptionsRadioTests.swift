@@ -74,9 +74,7 @@ import BLETestSupport
             #expect(run.stdout == "encrypted, authenticated, Secure Connections, bonded\n")
             #expect(try await peer.log("display").first == "pairing request 01 02 00 09 10 00 07: PASSKEY")
             // A MITM-protected key: the characteristic that needs one reads in a new process.
-            let read = try await peer.run(["read", device, "-c", CLISecurityPeer.authenticated, "--raw"])
-            #expect(read.status == 0, "\(read.stderr)")
-            #expect(read.stdout == "authenticated")
+            try await peer.expectRead("display", CLISecurityPeer.authenticated, "authenticated")
         }
     }
 
@@ -143,9 +141,7 @@ import BLETestSupport
                 "pairing request 01 02 00 09 10 00 07: PASSKEY", "encrypted by pairing", "paired: legacy, bonded",
                 "encrypted with a stored key",
             ])
-            let read = try await peer.run(["read", device, "-c", CLISecurityPeer.authenticated, "--raw"])
-            #expect(read.status == 0, "\(read.stderr)")
-            #expect(read.stdout == "authenticated")
+            try await peer.expectRead("legacy-display", CLISecurityPeer.authenticated, "authenticated")
         }
     }
 

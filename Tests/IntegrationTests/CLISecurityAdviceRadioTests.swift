@@ -21,30 +21,21 @@ import BLETestSupport
         }
     }
 
-    @Test(.timeLimit(.minutes(1)))
-    func encryptionKeySizeTooShortSaysToPairAgain() async throws {
+    /// A device that answers Encryption Key Size Too Short (5EC00012) or Insufficient
+    /// Encryption (5EC00013) even on the link encrypted for it: no stronger key would help,
+    /// so the line says what would.
+    @Test(.timeLimit(.minutes(1)), arguments: [
+        ("5EC00012", "Encryption Key Size Too Short (0x0C); it needs a longer encryption key than this link's: run 'ble pair DEVICE' again for a 16-octet key"),
+        ("5EC00013", "Insufficient Encryption (0x0F); it needs an encrypted link: run 'ble pair DEVICE' first or pass --security encrypted"),
+    ])
+    func encryptionRefusalsSayToPair(characteristic: String, advice: String) async throws {
         try await CLISecurityPeer.with { peer in
             let device = try peer.address("jw")
-            let run = try await peer.run(["read", device, "-c", "5EC00012-0000-1000-8000-00805F9B34FB"])
+            let run = try await peer.run(["read", device, "-c", characteristic + "-0000-1000-8000-00805F9B34FB"])
             #expect(run.status == 1)
             let line = try #require(run.stderrLines.last)
-            #expect(line.hasPrefix("ble: \(device) refused reading 5EC00012"), "\(line)")
-            #expect(line.hasSuffix(": Encryption Key Size Too Short (0x0C); it needs a longer encryption key than this link's: run 'ble pair \(device)' again for a 16-octet key"), "\(line)")
-        }
-    }
-}
-
-extension CLISecurityAdviceRadioTests {
-    /// A device that answers Insufficient Encryption even on the link encrypted for it.
-    @Test(.timeLimit(.minutes(1)))
-    func insufficientEncryptionSaysToPair() async throws {
-        try await CLISecurityPeer.with { peer in
-            let device = try peer.address("jw")
-            let run = try await peer.run(["read", device, "-c", "5EC00013-0000-1000-8000-00805F9B34FB"])
-            #expect(run.status == 1)
-            let line = try #require(run.stderrLines.last)
-            #expect(line.hasPrefix("ble: \(device) refused reading 5EC00013"), "\(line)")
-            #expect(line.hasSuffix(": Insufficient Encryption (0x0F); it needs an encrypted link: run 'ble pair \(device)' first or pass --security encrypted"), "\(line)")
+            #expect(line.hasPrefix("ble: \(device) refused reading \(characteristic)"), "\(line)")
+            #expect(line.hasSuffix(": " + advice.replacingOccurrences(of: "DEVICE", with: device)), "\(line)")
         }
     }
 }

@@ -40,6 +40,13 @@ struct CLISecurityPeer {
         return read.stdout.split(separator: "\n").map(String.init)
     }
 
+    /// Reads `characteristic` of device `id` in a new process and expects `value` (UTF-8).
+    func expectRead(_ id: String, _ characteristic: String, _ value: String) async throws {
+        let read = try await run(["read", try address(id), "-c", characteristic, "--raw"])
+        #expect(read.status == 0, "\(read.stderr)")
+        #expect(read.stdout == value)
+    }
+
     /// The bond files in the adapter's directory.
     func bondFiles() throws -> [String] {
         let adapters = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
