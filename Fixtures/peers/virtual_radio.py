@@ -44,6 +44,7 @@ from bumble.transport.common import AsyncPipeSink
 from bumble.transport.tcp_server import open_tcp_server_transport_with_socket
 
 import l2cap_servers
+from peer_security import PeerSecurity, ScenarioKeyError
 
 log = logging.getLogger("virtual_radio")
 
@@ -345,6 +346,7 @@ class Peripheral:
     oob_context: OobContext | None = None
     peer_oob: OobSharedData | None = None
     drops: set[asyncio.Task] = field(default_factory=set)
+    security: PeerSecurity = field(init=False)
 
     def build(self) -> None:
         raw = self.spec.raw
@@ -384,6 +386,8 @@ class Peripheral:
         self.device = Device(
             config=config, host=Host(controller, AsyncPipeSink(controller))
         )
+        self.security = PeerSecurity(self.device, self.spec.id)
+        self.security.install_key_lookup()
         if appearance is not None:
             self.device.add_service(GenericAccessService(self.spec.name, int(appearance)))
             self.device.add_default_services(add_gap_service=False, add_gatt_service=True)
@@ -434,6 +438,12 @@ class Peripheral:
         if c.get("keypressLog", False):
             # The Keypress Notification types received so far, one octet each.
             value = att.AttributeValue(read=lambda connection: bytes(self.keypresses_received))
+        read_error = c.get("readError")
+        if read_error is not None:
+            # Every read fails with this ATT error code (Vol 3, Part F, 3.4.1.1).
+            value = att.AttributeValue(read=lambda connection, code=int(read_error): self.refuse_read(code))
+        if c.get("securityLog", False):
+            value = self.security.log_value()
         if c.get("passkeyInput", False):
             value = att.AttributeValue(write=self.write_shown_passkey)
         oob = c.get("oobData")
@@ -532,7 +542,7 @@ class Peripheral:
         if not connection.encryption or self.device.keystore is None:
             return False
         keys = await self.device.keystore.get(str(connection.peer_address))
-        key = keys and (keys.ltk or keys.ltk_peripheral)
+        key = keys and (keys.ltk or keys.ltk_central)  # ltk_central: the legacy key it distributed (Bumble's name)
         return bool(key and key.authenticated)
 
     async def link_security(self, connection: Connection) -> str:
@@ -551,13 +561,23 @@ class Peripheral:
             log.info("%s: encrypted by pairing (%s)", self.spec.id, session.pairing_method.name)
         else:
             self.mitm_keys.pop(connection.handle, None)
+        self.security.on_encryption_change(connection)
+
+    def refuse_read(self, code: int) -> bytes:
+        log.info("%s: refused a read with ATT error 0x%02X", self.spec.id, code)
+        raise att.ATT_Error(code)
 
     def write_shown_passkey(self, connection: Connection, value: bytes) -> None:
         """passkeyInput: the central's test writes the passkey it shows (uint32 little
         endian), standing for the person who reads it there and types it here."""
         if self.delegate is None or self.delegate.shown_passkey is None or len(value) != 4:
             raise att.ATT_Error(att.ATT_INVALID_ATTRIBUTE_LENGTH_ERROR if len(value) != 4 else 0x80)
-        passkey = int.from_bytes(value, "little")
+        self.take_shown_passkey(int.from_bytes(value, "little"))
+
+    def take_shown_passkey(self, passkey: int) -> None:
+        if self.delegate is None or self.delegate.shown_passkey is None:
+            log.warning("%s: does not type shown passkeys (pairing typesShownPasskey)", self.spec.id)
+            return
         log.info("%s: reads passkey %06d off the central", self.spec.id, passkey)
         if self.delegate.shown_passkey.done():
             self.delegate.shown_passkey = asyncio.get_running_loop().create_future()
@@ -670,6 +690,10 @@ class Peripheral:
         if rule.get("securityRequest", False):
             self.install_security_request()
         self.forget_bonds = bool(rule.get("forgetBonds", False))
+        try:
+            self.security.parse_stored_bond(rule.get("storedBond"))
+        except ScenarioKeyError as error:
+            raise ScenarioError(str(error)) from None
 
     def pairing_config(self, config: PairingConfig) -> PairingConfig:
         """The config of the pairing about to start: with "scOOB", OOB with this device's
@@ -750,6 +774,7 @@ class Peripheral:
         self.connected_at[handle] = loop.time()
         connection.on(connection.EVENT_DISCONNECTION, lambda reason: self.on_disconnection(handle, reason))
         connection.on(connection.EVENT_CONNECTION_ENCRYPTION_CHANGE, lambda: self.on_encryption_change(connection))
+        self.security.watch(connection)
         after = self.spec.raw.get("disconnectAfter")
         if after is not None:
             async def drop() -> None:
@@ -873,6 +898,7 @@ class Peripheral:
 
     async def start(self) -> None:
         await self.device.power_on()
+        await self.security.load_stored_bond()
         connectable = self.spec.raw.get("advertising", {}).get("connectable", True)
         from bumble.device import AdvertisingType
 
@@ -970,6 +996,8 @@ async def run(args: argparse.Namespace) -> int:
     if args.exit_on_stdin_eof:
         fd = sys.stdin.fileno()
 
+        pending = bytearray()
+
         def on_stdin() -> None:
             try:
                 chunk = os.read(fd, 4096)
@@ -979,9 +1007,16 @@ async def run(args: argparse.Namespace) -> int:
                 log.info("stdin closed")
                 loop.remove_reader(fd)
                 stop.set()
+                return
+            pending.extend(chunk)
+            while b"\n" in pending:
+                line, _, rest = bytes(pending).partition(b"\n")
+                pending[:] = rest
+                stdin_command(line.decode(errors="replace").split(), peripherals)
 
         loop.add_reader(fd, on_stdin)
 
+    peripherals: list[Peripheral] = []
     with open(args.scenario, encoding="utf-8") as f:
         scenario = json.load(f)
     specs = expand_devices(scenario)
@@ -1005,7 +1040,7 @@ async def run(args: argparse.Namespace) -> int:
     # host-facing controller the same value as its random address so both kinds route.
     host_controller.random_address = host_controller.public_address
 
-    peripherals = [Peripheral(spec, link) for spec in specs]
+    peripherals += [Peripheral(spec, link) for spec in specs]
     for p in peripherals:
         p.build()
     for p in peripherals:
@@ -1027,6 +1062,18 @@ async def run(args: argparse.Namespace) -> int:
     await stop.wait()
     log.info("stopping")
     return 0
+
+
+def stdin_command(words: list[str], peripherals: list[Peripheral]) -> None:
+    """A line on stdin (with --exit-on-stdin-eof): `passkey ID NNNNNN` has device ID type the
+    passkey the central shows (pairing "typesShownPasskey"), as `passkeyInput` does over GATT
+    when the central is free to write it."""
+    if len(words) == 3 and words[0] == "passkey" and words[2].isdigit():
+        for p in peripherals:
+            if p.spec.id == words[1]:
+                p.take_shown_passkey(int(words[2]))
+                return
+    log.warning("stdin: not understood: %s", " ".join(words))
 
 
 def main() -> None:

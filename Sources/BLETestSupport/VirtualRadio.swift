@@ -148,6 +148,14 @@ public final class VirtualRadio: Sendable {
         }
     }
 
+    /// Sends one command line to the radio's stdin (Fixtures/peers/README.md): for example
+    /// `passkey keyboard 123456` has device "keyboard" type the passkey the central shows.
+    ///
+    ///     radio.send("passkey keyboard 123456")
+    public func send(_ line: String) {
+        try? stdinPipe.fileHandleForWriting.write(contentsOf: Array((line + "\n").utf8))
+    }
+
     /// Stops the radio: SIGTERM, up to 2 s for it to exit, then SIGKILL. Returns once the
     /// process is gone. Safe to call more than once.
     public func stop() {

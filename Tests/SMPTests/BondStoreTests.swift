@@ -224,6 +224,11 @@ struct BondStoreTests {
         #expect(thermometer.longTermKey == LongTermKey(key: 0xFFEE_DDCC_BBAA_9988_7766_5544_3322_1100, ediv: 4660, rand: 1_311_768_467_294_899_695, keySize: 7, authenticated: false, secureConnections: false))
         #expect(thermometer.localLongTermKey?.ediv == 22136)
         #expect(thermometer.identityResolvingKey == nil)
+        // When made: BlueZ keeps no date, so the time its info file was written.
+        var info = stat()
+        #expect(stat(Self.bluezAdapter + "/F0:5E:B1:00:00:02/info", &info) == 0)
+        #expect(thermometer.created == Int64(info.st_mtim.tv_sec))
+        #expect(thermometer.created > 0)
     }
 
     @Test func missingBlueZDirectoryIsReported() {

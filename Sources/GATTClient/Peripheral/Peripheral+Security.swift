@@ -51,8 +51,10 @@ extension Peripheral {
             return try await body(p)
         } catch {
             let refusal = failed(p, gattError(error, operation, target))
-            guard let code = Self.securityRefusal(refusal), let securityRaiser else { throw refusal }
-            raised = try await raiseSecurity(securityRaiser, code, operation, target)
+            guard let code = Self.securityRefusal(refusal), let securityRaiser,
+                  let needed = Self.levelToRaise(refusedWith: code, at: await connection?.securityLevel ?? SecurityLevel.none)
+            else { throw refusal }
+            raised = try await raiseSecurity(securityRaiser, to: needed, code, operation, target)
         }
         do throws(GATTProcedureError) {
             return try await body(p)
@@ -65,10 +67,10 @@ extension Peripheral {
         }
     }
 
-    /// Raises the link's security one step and returns the level asked for. Requests refused
-    /// while a raise is under way wait for it (one pairing at a time; it ends within the
-    /// 30 s SMP timeout, or when the waiting task is cancelled) and go on with its result.
-    private func raiseSecurity(_ raiser: SecurityRaiser, _ code: ATTErrorCode, _ operation: GATTOperation,
+    /// Raises the link's security to `needed` and returns the level asked for. Requests
+    /// refused while a raise is under way wait for it (one pairing at a time; it ends within
+    /// the 30 s SMP timeout, or when the waiting task is cancelled) and go on with its result.
+    private func raiseSecurity(_ raiser: SecurityRaiser, to needed: SecurityLevel, _ code: ATTErrorCode, _ operation: GATTOperation,
                                _ target: GATTTarget) async throws(GATTError) -> SecurityLevel {
         if let running = securityRaise {
             let cancelled = GATTError.cancelled(operation: operation, target: target)
@@ -79,7 +81,6 @@ extension Peripheral {
                 throw .securityNeeded(attribute: code, needed: needed, operation: operation, target: target, peer: peerAddress, reason: why)
             }
         }
-        let needed = (await connection?.securityLevel ?? SecurityLevel.none).nextToAsk
         let waiters = Waiters<SecurityLevel, SecurityRaiseOutcome>(executor: executor, scheduler: scheduler)
         securityRaise = waiters
         defer { securityRaise = nil }
@@ -91,6 +92,29 @@ extension Peripheral {
             let why = SecurityRaiseFailure.failed("\(error)")
             waiters.resumeAll(with: .failure(.failed(needed, why)))
             throw .securityNeeded(attribute: code, needed: needed, operation: operation, target: target, peer: peerAddress, reason: why)
+        }
+    }
+
+    /// The level to raise the link to when the peer refused a request with `code` on a link
+    /// at `current` (Vol 3, Part C, 10.3.2), or nil when raising cannot help. Encryption first;
+    /// Insufficient Authentication on an encrypted link asks for a MITM-protected key (then
+    /// Secure Connections). Insufficient Encryption or Encryption Key Size Too Short on an
+    /// encrypted link is not cured by a MITM-protected key: the error stands.
+    ///
+    ///     Peripheral.levelToRaise(refusedWith: .insufficientAuthentication, at: .encrypted)   // .authenticated
+    public static func levelToRaise(refusedWith code: ATTErrorCode, at current: SecurityLevel) -> SecurityLevel? {
+        switch code {
+        case .insufficientEncryption, .encryptionKeySizeTooShort:
+            return current == .none ? .encrypted : nil
+        case .insufficientAuthentication:
+            switch current {
+            case .none: return .encrypted
+            case .encrypted: return .authenticated
+            case .authenticated: return .secureConnections
+            case .secureConnections: return nil
+            }
+        default:
+            return nil
         }
     }
 

@@ -45,7 +45,10 @@ public enum BlueZImport {
         case let other?: throw .corrupt(path: path, detail: "AddressType '\(other)' is neither public nor static")
         }
         let address = LEAddress(peer, type: type)
-        var bond = Bond(peer: address, identityAddress: address)
+        // BlueZ keeps no pairing date; the info file was last written when the keys were.
+        var info = stat()
+        let written = stat(path, &info) == 0 ? Int64(info.st_mtim.tv_sec) : 0
+        var bond = Bond(peer: address, identityAddress: address, created: written)
         bond.longTermKey = try ltk(groups["LongTermKey"], path)
         bond.localLongTermKey = try ltk(groups["PeripheralLongTermKey"] ?? groups["SlaveLongTermKey"], path)
         if let k = groups["IdentityResolvingKey"]?["Key"] {

@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import BLECore
 import SMP
 
@@ -73,13 +76,31 @@ enum BondsCommand {
 
     static func line(_ b: Bond) -> String {
         let id = b.identityAddress.map { "identity \($0.address)/\($0.type.isRandom ? "random" : "public")" } ?? "no identity"
-        let level = b.longTermKey.map { "\($0.level)" } ?? "no LTK"
-        return "\(b.peer.address)/\(b.peer.type.isRandom ? "random" : "public")  \(id)  \(keys(b).joined(separator: " "))  \(level)  since \(b.created)"
+        let level = b.longTermKey.map { Self.level(authenticated: $0.authenticated, secureConnections: $0.secureConnections) } ?? "no LTK"
+        return "\(b.peer.address)/\(b.peer.type.isRandom ? "random" : "public")  \(id)  \(keys(b).joined(separator: " "))  \(level)  since \(date(b.created))"
     }
 
     static func json(_ b: Bond) -> JSONValue {
         .object([("address", .string("\(b.peer.address)")), ("identity", b.identityAddress.map { .string("\($0.address)") } ?? .null),
-                 ("keys", .array(keys(b).map { .string($0) })), ("level", .string(b.longTermKey.map { "\($0.level)" } ?? "none")),
+                 ("keys", .array(keys(b).map { .string($0) })),
+                 ("level", .string(b.longTermKey.map { level(authenticated: $0.authenticated, secureConnections: $0.secureConnections) } ?? "none")),
                  ("created", .int(Int(b.created)))])
+    }
+
+    /// What a key gives a link: "encrypted, authenticated, Secure Connections" (or "legacy"),
+    /// the words `ble pair` prints too.
+    static func level(authenticated: Bool, secureConnections: Bool) -> String {
+        (authenticated ? ["encrypted", "authenticated"] : ["encrypted"]).joined(separator: ", ") + (secureConnections ? ", Secure Connections" : ", legacy")
+    }
+
+    /// "2026-12-02 11:47:29 UTC" ("an unknown date" for 0, a bond from before dates were kept).
+    static func date(_ seconds: Int64) -> String {
+        guard seconds > 0 else { return "an unknown date" }
+        var t = time_t(seconds)
+        var parts = tm()
+        gmtime_r(&t, &parts)
+        var text = [CChar](repeating: 0, count: 32)
+        let n = strftime(&text, text.count, "%Y-%m-%d %H:%M:%S UTC", &parts)
+        return String(decoding: text.prefix(n).map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }

@@ -77,6 +77,26 @@ struct LinkSecurity: Sendable {
         }
     }
 
+    /// The device refused a request for lack of security (Insufficient Encryption 0x0F,
+    /// Insufficient Authentication 0x05, Encryption Key Size Too Short 0x0C; Vol 3, Part F,
+    /// 3.4.1.1) and this run did not get past it: one line with the refusal and what to run.
+    /// Other errors come back as they are.
+    static func advice(for error: any Error) -> any Error {
+        guard let gatt = error as? GATTError, let code = gatt.attErrorCode, let peer = gatt.peer,
+              let operation = gatt.operation, let target = gatt.target else { return error }
+        let refused = "\(peer) refused \(operation) \(target): \(code)"
+        switch code {
+        case .insufficientEncryption:
+            return CLIFailure("\(refused); it needs an encrypted link: run 'ble pair \(peer)' first or pass --security encrypted")
+        case .insufficientAuthentication:
+            return CLIFailure("\(refused); it needs an authenticated link (a key made with a passkey or a number comparison, not Just Works): run 'ble pair \(peer) --mitm' on a terminal first or pass --security authenticated")
+        case .encryptionKeySizeTooShort:
+            return CLIFailure("\(refused); it needs a longer encryption key than this link's: run 'ble pair \(peer)' again for a 16-octet key")
+        default:
+            return error
+        }
+    }
+
     /// Lets the Peripheral pair when the device refuses a request for lack of security.
     func install(on peripheral: Peripheral, link: Connection) async {
         await peripheral.setSecurityRaiser(link.securityRaiser(options: options(for: .encrypted), agent: agent, store: store))

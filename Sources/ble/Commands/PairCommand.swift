@@ -69,7 +69,7 @@ enum PairCommand {
             let link = try await central.connect(peer, timeout: ctx.globals.timeoutDuration)
             do {
                 let bond = try await link.pair(options: options, agent: agent, store: options.bonding ? store : nil)
-                let level = describe(bond, bonded: options.bonding)
+                let level = describe(bond, link: await link.securityLevel, bonded: options.bonding)
                 if ctx.globals.json {
                     ctx.console.out(JSONValue.object([("peer", .string("\(peer.address)")), ("level", .string(level)),
                                                  ("identity", bond.identityAddress.map { .string("\($0.address)") } ?? .null)]).text)
@@ -85,11 +85,11 @@ enum PairCommand {
     }
 
     /// "encrypted, authenticated, Secure Connections, bonded" (", signing key given" with a CSRK
-    /// this side distributed).
-    static func describe(_ bond: Bond, bonded: Bool) -> String {
-        var parts = ["encrypted"]
-        if bond.longTermKey?.authenticated == true { parts.append("authenticated") }
-        parts.append(bond.longTermKey?.secureConnections == true ? "Secure Connections" : "legacy")
+    /// this side distributed). Whether the key is MITM-protected comes from the link: a legacy
+    /// pairing without bonding distributes no LTK to tell it by.
+    static func describe(_ bond: Bond, link: SecurityLevel, bonded: Bool) -> String {
+        var parts = [BondsCommand.level(authenticated: link >= .authenticated || bond.longTermKey?.authenticated == true,
+                                        secureConnections: bond.longTermKey?.secureConnections == true)]
         if bonded { parts.append("bonded") }
         if bond.localSignatureKey != nil { parts.append("signing key given") }
         return parts.joined(separator: ", ")

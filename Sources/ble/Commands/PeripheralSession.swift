@@ -33,7 +33,7 @@ func withPeripheral<T: Sendable>(_ ctx: CommandContext, signing: Bool = false, r
                 return result
             } catch {
                 try? await link.disconnect(timeout: .seconds(2))
-                throw error
+                throw LinkSecurity.advice(for: error)
             }
         }
         guard reopen else { return try await session() }
