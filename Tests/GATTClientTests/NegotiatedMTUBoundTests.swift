@@ -88,6 +88,41 @@ struct NegotiatedMTUBoundTests {
         #expect(try await bed.peripheral.read(Lab.pattern) == (0..<600).map { UInt8(truncatingIfNeeded: $0) })
     }
 
+    /// The same with ACL fragments of 4 octets: the first fragment of each PDU ends with its
+    /// L2CAP header, so the refused response's opcode never arrives. The read fails at once
+    /// all the same (`ATTError.unidentifiedOversizedPDU`); its transaction ends at the 30 s
+    /// timeout (no response follows), without failing the bearer, and the next read works.
+    @Test func aReadWhoseOversizedResponseIsRefusedBeforeItsOpcodeFailsAtOnce() async throws {
+        var options = LabBed.Options(clientMTU: 247)
+        options.controller.controllerToHostFragmentSize = 4
+        let bed = try await LabBed(options)
+        let pattern = try await bed.peripheral.resolve(Lab.pattern)
+        #expect(await bed.peripheral.mtu == 247)
+        let clock = try #require(bed.vc.clock)
+        let start = clock.now()
+        bed.faults.padResponses(to: 600)
+        do {
+            _ = try await bed.peripheral.read(Lab.pattern)
+            Issue.record("the read should fail")
+        } catch {
+            guard case .malformed(let operation, let target, let peer, let detail) = error else {
+                Issue.record("expected GATTError.malformed, got \(error)")
+                return
+            }
+            #expect(operation == .reading)
+            #expect(target == .attribute(Lab.pattern.uuid, handle: pattern.valueHandle))
+            #expect(peer == bed.peer.address)
+            #expect(detail.contains("Read Request failed: while it waited the peer sent a PDU of 600 octets, longer than the ATT_MTU of 247"))
+        }
+        #expect(clock.now() == start, "it failed at once: no virtual time passed")
+        #expect(await bed.central.host.oversizedInboundPDUs == 1)
+        bed.faults.padResponses(to: nil)
+        let next = Task { try await bed.peripheral.read(Lab.pattern) }
+        await bed.vc.advance(by: .seconds(30))
+        #expect(try await next.value == (0..<600).map { UInt8(truncatingIfNeeded: $0) })
+        #expect(await bed.peripheral.bearer.failure == nil)
+    }
+
     @Test func anExchangeTheServerStartsAlsoSetsTheBound() async throws {
         let bed = try await LabBed(.init(clientMTU: 517))
         let host = bed.central.host
