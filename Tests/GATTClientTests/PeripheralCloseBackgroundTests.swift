@@ -26,10 +26,7 @@ struct PeripheralCloseBackgroundTests {
     @Test func closeEndsTheCloseOfAnEnhancedBearerAfterItsTransactionTimeout() async throws {
         let bed = try await LabBed()
         let peripheral = bed.peripheral
-        _ = try await peripheral.characteristics(of: Lab.service)
-        let opening = Task { try await peripheral.enhancedBearers(count: 2, mtu: 100, force: true) }
-        try await EATTRequestTests.accept(bed, peerCIDs: [0x0050, 0x0051])
-        _ = try await opening.value
+        try await EATTRequestTests.openForced(bed, peerCIDs: [0x0050, 0x0051])
         let silent = Task { try await peripheral.read(Lab.pattern) }
         _ = try await bed.vc.waitForL2CAP(channelID: 0x0050)
         await bed.vc.advance(by: .seconds(30))
@@ -46,14 +43,8 @@ struct PeripheralCloseBackgroundTests {
     @Test func closeEndsATransmissionOfAnEnhancedBearerThatWaitsForCredits() async throws {
         let bed = try await LabBed()
         let peripheral = bed.peripheral
-        _ = try await peripheral.characteristics(of: Lab.service)
-        let opening = Task { try await peripheral.enhancedBearers(count: 1, mtu: 100, force: true) }
-        try await bed.vc.waitUntil("enhanced Credit Based Connection Request") { vc in vc.signalingReceived.contains { $0.code == 0x17 } }
-        let request = try #require(bed.vc.signalingReceived.first { $0.code == 0x17 })
-        // 4.26: the peer accepts with no initial credits and never grants any.
-        try bed.vc.sendSignaling(from: bed.peer, L2CAPSignalingCommand(identifier: request.identifier, body: .creditBasedConnectionResponse(
-            mtu: 64, mps: 64, initialCredits: 0, result: 0, destinationCIDs: [0x0050])))
-        #expect(try await opening.value.isEnhanced)
+        // The peer accepts with no initial credits (Part A, 4.26) and never grants any.
+        #expect(try await EATTRequestTests.openForced(bed, peerCIDs: [0x0050], credits: 0).isEnhanced)
         let before = await bed.central.host.backgroundTasks.count
         let reading = Task { try await peripheral.read(Lab.pattern) }
         // The Read Request's transmission waits for a credit, in a task of the host.
