@@ -141,6 +141,21 @@ struct OversizedPDUTests {
         #expect(await bearer.failure == nil)
     }
 
+    /// The same during Exchange MTU: the exchange fails at once, and the late Exchange MTU
+    /// Response still sets ATT_MTU (the server applies it too), so no second exchange is needed.
+    @Test func aLateExchangeMTUResponseAfterARefusalStillSetsTheMTU() async throws {
+        let bearer = bearer
+        let exchange = Task { try await bearer.exchangeMTU() }
+        #expect(await channel.waitForSent(count: 1) == [[0x02, 0x05, 0x02]])
+        await channel.refuse(head: [], size: 100)
+        await #expect(throws: ATTError.unidentifiedOversizedPDU(size: 100, mtu: 23, request: .exchangeMTURequest)) { try await exchange.value }
+        await channel.inject([0x03, 0xF7, 0x00])
+        #expect(await bearer.mtu == 247)
+        #expect(await channel.inboundLimits() == [23, 247])
+        #expect(try await bearer.exchangeMTU() == 247)
+        #expect(await channel.sentSDUs().count == 1)
+    }
+
     /// When no response follows (the refused PDU was the response), the transaction ends at
     /// its timeout without failing the bearer.
     @Test func aRefusedResponseWithoutOpcodeEndsItsTransactionAtTheTimeoutAndTheBearerGoesOn() async throws {

@@ -413,6 +413,11 @@ public actor ATTBearer {
         }
         if current.answeredByRefusal {
             // The response of a request that already failed (`failRequestForUnidentifiedPDU`).
+            // An Exchange MTU Response still sets ATT_MTU: the server applies it as well, and
+            // the exchange is made once per connection (Vol 3, Part F, 3.4.2.1).
+            if current.opcode == .exchangeMTURequest, case .exchangeMTUResponse(let serverRxMTU)? = try? ATTPDU(bytes: sdu) {
+                applyMTU(peerRxMTU: serverRxMTU)
+            }
             drop(sdu, .malformed(what: opcode.name, detail: "it answers \(current.opcode.name), which failed when a PDU longer than the ATT_MTU was refused before it"))
             return finish(.failure(.cancelled(current.opcode)))
         }
