@@ -103,6 +103,46 @@ for hexdata in ["1703 0c00 2700 4000 4000 0500 4000 4100",      # CONNECTION_REQ
                 "1a04 0200 0100"]:                              # RECONFIGURE_RSP, MTU reduction refused
     seed("L2CAPSignaling", bytes.fromhex(hexdata.replace(" ", "")), limit=60)
 
+# The raw ACL inlet (Fuzz/Targets/ACLInlet.swift): an options octet, then records. Op 0: an
+# ACL packet (flags: handle selector | Packet_Boundary_Flag << 2, u16 length, data); op 2: a
+# PDU cut into fragments (flags, CID, announced length, payload length, fragment size, skip
+# mask); op 3: a new ATT bound; op 4: late ATT handlers; op 5: Disconnection Complete.
+def inlet_packet(handle_sel, boundary, data):
+    return bytes([0, handle_sel | boundary << 2]) + struct.pack("<H", len(data)) + data
+def inlet_pdu(handle_sel, start, cid, announced, length, fragment, skip=0):
+    return bytes([2, handle_sel | start << 2]) + struct.pack("<HHHH", cid, announced, length, fragment) + bytes([skip])
+def l2cap(cid, payload):
+    return struct.pack("<HH", len(payload), cid) + payload
+# Handle Value Notification (Vol 3, Part F, 3.4.7.1), handle 0x0007, value 01..05.
+note = l2cap(4, bytes([0x1B, 0x07, 0x00, 1, 2, 3, 4, 5]))
+# Pairing Random (Vol 3, Part H, 3.5.4) and LE Credit Based Connection Request (Vol 3, Part A,
+# 4.22: PSM 0x0080, SCID 0x0040, MTU 100, MPS 30, 5 credits), then K-frames (3.4.2) to our
+# CID 0x0040: one SDU of 4 octets, one K-frame past the MPS.
+smp = l2cap(6, bytes([0x04]) + bytes(range(0x10, 0x20)))
+lecbc = l2cap(5, bytes([0x14, 0x01, 0x0A, 0x00, 0x80, 0x00, 0x40, 0x00, 0x64, 0x00, 0x1E, 0x00, 0x05, 0x00]))
+kframe = l2cap(0x40, struct.pack("<H", 4) + b"\x01\x02\x03\x04")
+big_kframe = l2cap(0x40, struct.pack("<H", 60) + bytes(58))
+for options, body in [
+    (0x0C, inlet_packet(0, 2, note)),                                             # whole, raw receiver
+    (0x1C, inlet_packet(0, 2, note[:6]) + inlet_packet(0, 1, note[6:])),          # two fragments, receiver declines
+    (0x00, inlet_packet(0, 2, note) + bytes([4])),                                # early PDU, then handlers
+    (0x85, inlet_pdu(0, 2, 4, 600, 600, 27) + inlet_pdu(1, 2, 4, 8, 8, 27)),      # 600 octets at 247, then 8
+    (0x07, inlet_pdu(0, 2, 4, 65535, 65535, 251)),                                # 64 KiB in 251-octet fragments
+    (0x07, inlet_pdu(0, 2, 4, 65531, 65531, 65535)),                              # 64 KiB in one ACL packet
+    (0x04, inlet_pdu(0, 2, 4, 600, 600, 4)),                                      # the header alone first
+    (0x04, inlet_pdu(0, 2, 4, 40, 40, 2, skip=0b10)),                             # split header, a fragment lost
+    (0x04, inlet_packet(0, 1, note[4:]) + inlet_packet(2, 2, note) + inlet_packet(3, 2, note)),  # continuation without start; unknown and foreign handles
+    (0x24, inlet_packet(0, 2, smp[:9]) + inlet_packet(0, 1, smp[9:])),
+    (0x44, inlet_packet(0, 2, lecbc) + inlet_packet(0, 2, kframe) + inlet_packet(0, 2, big_kframe)),
+    (0x04, inlet_packet(0, 2, l2cap(5, bytes(40)))),                              # signaling past MTUsig
+    (0x06, bytes([3, 0x17, 0x00]) + inlet_packet(0, 2, l2cap(4, bytes([0x1B, 0x07, 0x00]) + bytes(21)))),  # bound 23, 24 octets
+    (0x84, inlet_packet(0, 2, note[:6]) + bytes([5, 0]) + inlet_packet(0, 1, note[6:]) + bytes([6, 0, 3])),
+]:
+    seed("ACLInlet", bytes([options]) + body)
+real = [(pb, d) for pb, d in acl_fragments if len(d) <= 251][:60]
+for i in range(0, len(real), 12):
+    seed("ACLInlet", bytes([0x2C]) + b"".join(inlet_packet(0, pb, d) for pb, d in real[i:i + 12]))
+
 for target, blobs in seeds.items():
     d = os.path.join(OUT, target)
     shutil.rmtree(d, ignore_errors=True)

@@ -111,13 +111,62 @@ struct OversizedPDUTests {
         #expect(await tasks[0].value == .failure(.oversizedPDU(.readResponse, size: 600, mtu: 247, request: .readRequest)))
         #expect(scheduler.elapsed == .zero, "no time passed: the 30 s transaction timeout played no part")
         #expect(await bearer.oversizedPDUCount == 1)
-        // A refusal before the opcode arrived is counted and fails nothing; the bearer goes on.
-        let next = await bearer.spawn([.readRequest(handle: 0x0021)])
-        _ = await channel.waitForSent(count: 3)
+        #expect(await bearer.failure == nil)
+    }
+
+    /// A PDU refused before its opcode arrived (its first ACL fragment ended within the L2CAP
+    /// header) may be the response or not: the request in flight fails at once, and its
+    /// transaction stays open until a response comes, which is discarded, so the next request
+    /// gets its own response.
+    @Test func aRefusalBeforeTheOpcodeFailsTheRequestAtOnceAndALateResponseIsDiscarded() async throws {
+        try await exchange(server: 247)
+        let tasks = await bearer.spawn([.readRequest(handle: 0x0021), .readRequest(handle: 0x0022)])
+        #expect(await channel.waitForSent(count: 2).last == [0x0A, 0x21, 0x00])
         await channel.refuse(head: [], size: 300)
-        await channel.inject([0x0B, 0x01])
-        #expect(await next[0].value == .success(.readResponse(value: [0x01])))
-        #expect(await bearer.oversizedPDUCount == 2)
+        let first = await tasks[0].value
+        #expect(first == .failure(.unidentifiedOversizedPDU(size: 300, mtu: 247, request: .readRequest)))
+        if case .failure(let error) = first {
+            #expect(error.description.hasPrefix("Read Request failed: while it waited the peer sent a PDU of 300 octets, longer than the ATT_MTU of 247"))
+        }
+        #expect(scheduler.elapsed == .zero, "no time passed: the 30 s transaction timeout played no part")
+        // The refused PDU was a notification: the response to 0x0021 follows and is
+        // discarded; only then does the Read Request for 0x0022 go out.
+        #expect(await bearer.hasRequestInFlight)
+        #expect(await channel.sentSDUs().count == 2)
+        await channel.inject([0x0B, 0x21])
+        #expect(await channel.waitForSent(count: 3).last == [0x0A, 0x22, 0x00])
+        await channel.inject([0x0B, 0x22])
+        #expect(await tasks[1].value == .success(.readResponse(value: [0x22])))
+        #expect(await bearer.oversizedPDUCount == 1)
+        #expect(await bearer.failure == nil)
+    }
+
+    /// The same during Exchange MTU: the exchange fails at once, and the late Exchange MTU
+    /// Response still sets ATT_MTU (the server applies it too), so no second exchange is needed.
+    @Test func aLateExchangeMTUResponseAfterARefusalStillSetsTheMTU() async throws {
+        let bearer = bearer
+        let exchange = Task { try await bearer.exchangeMTU() }
+        #expect(await channel.waitForSent(count: 1) == [[0x02, 0x05, 0x02]])
+        await channel.refuse(head: [], size: 100)
+        await #expect(throws: ATTError.unidentifiedOversizedPDU(size: 100, mtu: 23, request: .exchangeMTURequest)) { try await exchange.value }
+        await channel.inject([0x03, 0xF7, 0x00])
+        #expect(await bearer.mtu == 247)
+        #expect(await channel.inboundLimits() == [23, 247])
+        #expect(try await bearer.exchangeMTU() == 247)
+        #expect(await channel.sentSDUs().count == 1)
+    }
+
+    /// When no response follows (the refused PDU was the response), the transaction ends at
+    /// its timeout without failing the bearer.
+    @Test func aRefusedResponseWithoutOpcodeEndsItsTransactionAtTheTimeoutAndTheBearerGoesOn() async throws {
+        let tasks = await bearer.spawn([.readRequest(handle: 0x0021), .readRequest(handle: 0x0022)])
+        #expect(await channel.waitForSent(count: 1) == [[0x0A, 0x21, 0x00]])
+        await channel.refuse(head: [], size: 600)
+        #expect(await tasks[0].value == .failure(.unidentifiedOversizedPDU(size: 600, mtu: 23, request: .readRequest)))
+        await scheduler.advance(by: .seconds(30))
+        #expect(await channel.waitForSent(count: 2).last == [0x0A, 0x22, 0x00])
+        await channel.inject([0x0B, 0x22])
+        #expect(await tasks[1].value == .success(.readResponse(value: [0x22])))
         #expect(await bearer.failure == nil)
     }
 }

@@ -1,4 +1,5 @@
 import Testing
+import Synchronization
 @testable import BLECore
 import BLETestSupport
 
@@ -99,5 +100,47 @@ struct CentralCloseBackgroundTests {
         }
         #expect(weak.host == nil)
         _ = vc
+    }
+
+    /// The reopen after a transport loss (`Options.reopenAfterTransportLoss`), waiting out its
+    /// backoff while the adapter is away, with its watcher of the adapter's appearances:
+    /// `close()` returns once both have ended, and the central is then released.
+    @Test func closeEndsTheReopenAndItsWatcherOfAppearances() async throws {
+        final class Away: Sendable {
+            let present = Atomic<Bool>(true)
+            let watcherEnded = Atomic<Bool>(false)
+        }
+        let away = Away()
+        weak var weakCentral: Central?
+        let vc = VirtualController()
+        do {
+            var options = vc.centralOptions()
+            options.reopenAfterTransportLoss = AdapterReopenPolicy(
+                backoff: .exponential(initial: .seconds(1), multiplier: 2, maximum: .seconds(8), jitter: 0),
+                appearances: { _ in
+                    AsyncStream { continuation in continuation.onTermination = { _ in away.watcherEnded.store(true, ordering: .relaxed) } }
+                })
+            let central = Central(opening: { () throws(TransportError) in
+                guard away.present.load(ordering: .relaxed) else { throw .noSuchAdapter(index: 0, available: []) }
+                return vc.makeTransport()
+            }, name: "virtual", options: options)
+            weakCentral = central
+            try await central.powerOn()
+            var events = await central.reopenEvents().makeAsyncIterator()
+            away.present.store(false, ordering: .relaxed)
+            vc.closeTransport()
+            // The first attempt fails; the reopen waits out its backoff, never answered.
+            guard case .attemptFailed(1, _, _)? = await events.next() else {
+                Issue.record("expected the first reopen attempt to fail")
+                return
+            }
+            #expect(await central.reopening.task != nil)
+            await central.close()
+            #expect(await central.reopening.task == nil)
+            let watcherEnded = away.watcherEnded.load(ordering: .relaxed)
+            #expect(watcherEnded)
+        }
+        await vc.advance(by: .seconds(60))
+        #expect(weakCentral == nil)
     }
 }

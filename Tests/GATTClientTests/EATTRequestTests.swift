@@ -26,10 +26,10 @@ struct EATTRequestTests {
     }
 
     /// Answers the enhanced Credit Based Connection Request (the `nth`, from 1) with the
-    /// peer's CIDs `peerCIDs`, MTU and MPS 64, 5 credits (Part A, 4.26); returns the
+    /// peer's CIDs `peerCIDs`, MTU and MPS 64, `credits` credits (Part A, 4.26); returns the
     /// request's source CIDs (this side's).
     @discardableResult
-    static func accept(_ bed: LabBed, nth: Int = 1, peerCIDs: [UInt16]) async throws -> [UInt16] {
+    static func accept(_ bed: LabBed, nth: Int = 1, peerCIDs: [UInt16], credits: UInt16 = 5) async throws -> [UInt16] {
         try await bed.vc.waitUntil("enhanced Credit Based Connection Request #\(nth)") { vc in
             vc.signalingReceived.filter { $0.code == 0x17 }.count >= nth
         }
@@ -37,21 +37,20 @@ struct EATTRequestTests {
         guard case .creditBasedConnectionRequest(let psm, _, _, _, let sourceCIDs) = request.body else { return [] }
         #expect(psm == 0x0027)
         try bed.vc.sendSignaling(from: bed.peer, L2CAPSignalingCommand(identifier: request.identifier, body: .creditBasedConnectionResponse(
-            mtu: 64, mps: 64, initialCredits: 5, result: 0, destinationCIDs: peerCIDs)))
+            mtu: 64, mps: 64, initialCredits: credits, result: 0, destinationCIDs: peerCIDs)))
         return sourceCIDs
     }
 
-    /// A lab link whose service is discovered on the unenhanced bearer, then two enhanced
-    /// bearers (peer CIDs 0x0050 and 0x0051), forced: the lab server has no Server Supported
-    /// Features.
-    static func twoForcedBearers() async throws -> (LabBed, Peripheral) {
-        let bed = try await LabBed()
+    /// Discovers the lab service on the unenhanced bearer, then opens one enhanced bearer per
+    /// CID of `peerCIDs` (forced: the lab server has no Server Supported Features), accepted
+    /// with `credits` credits.
+    @discardableResult
+    static func openForced(_ bed: LabBed, peerCIDs: [UInt16], credits: UInt16 = 5) async throws -> GATTBearerPool {
         let peripheral = bed.peripheral
         _ = try await peripheral.characteristics(of: Lab.service)
-        let opening = Task { try await peripheral.enhancedBearers(count: 2, mtu: 100, force: true) }
-        try await Self.accept(bed, peerCIDs: [0x0050, 0x0051])
-        _ = try await opening.value
-        return (bed, peripheral)
+        let opening = Task { try await peripheral.enhancedBearers(count: peerCIDs.count, mtu: 100, force: true) }
+        try await accept(bed, peerCIDs: peerCIDs, credits: credits)
+        return try await opening.value
     }
 
     /// Read Request (0x0A, Part F, 3.4.4.3) for `handle` in a K-frame with its SDU Length 3.
@@ -120,8 +119,9 @@ struct EATTRequestTests {
     }
 
     @Test func linkLossFailsTheReadsInFlightOnEveryBearer() async throws {
-        let (bed, peripheral) = try await Self.twoForcedBearers()
-        #expect(await peripheral.bearerPool.isEnhanced)
+        let bed = try await LabBed()
+        let peripheral = bed.peripheral
+        #expect(try await Self.openForced(bed, peerCIDs: [0x0050, 0x0051]).isEnhanced)
         let a = Task { try await peripheral.read(Lab.pattern) }
         let b = Task { try await peripheral.read(Lab.scratch) }
         _ = try await bed.vc.waitForL2CAP(channelID: 0x0050)
@@ -139,7 +139,9 @@ struct EATTRequestTests {
     }
 
     @Test func peerClosingOneBearerLeavesTheOtherThenTheUnenhancedOne() async throws {
-        let (bed, peripheral) = try await Self.twoForcedBearers()
+        let bed = try await LabBed()
+        let peripheral = bed.peripheral
+        try await Self.openForced(bed, peerCIDs: [0x0050, 0x0051])
         let pattern = try #require(await bed.server.valueHandle(of: Lab.uuid(2)))
         // A read in flight on the first bearer (the least busy, first of equals) when the
         // peer closes it: L2CAP_DISCONNECTION_REQ (Part A, 4.6) for our CID 0x0040 (its 0x0050).
@@ -170,7 +172,9 @@ struct EATTRequestTests {
     /// with `.timeout`, and that bearer is closed (L2CAP_DISCONNECTION_REQ, Part A, 4.6, for
     /// its CIDs) while the other stays in use.
     @Test func transactionTimeoutClosesThatBearerOnly() async throws {
-        let (bed, peripheral) = try await Self.twoForcedBearers()
+        let bed = try await LabBed()
+        let peripheral = bed.peripheral
+        try await Self.openForced(bed, peerCIDs: [0x0050, 0x0051])
         let pattern = try #require(await bed.server.valueHandle(of: Lab.uuid(2)))
         let silent = Task { try await peripheral.read(Lab.pattern) }
         #expect(try await bed.vc.waitForL2CAP(channelID: 0x0050).payload == Self.readRequestKFrame(pattern))

@@ -59,33 +59,43 @@ struct NegotiatedMTUBoundTests {
         #expect(await bed.peripheral.bearer.failure == nil)
     }
 
-    @Test func aReadWhoseResponseIsLongerThanTheMTUFailsAtOnceWithATypedError() async throws {
-        let bed = try await LabBed(.init(clientMTU: 247))
+    /// A bed at ATT_MTU 247 whose peer sends ACL fragments of `fragmentSize` octets and pads
+    /// every response to 600 octets (the Read Response, 0x0B, announces 600 in its L2CAP
+    /// header): a read of Lab.pattern fails at once, no virtual time passing, with `detail`.
+    static func paddedReadFailsAtOnce(fragmentSize: Int = 27, detail: String) async throws -> LabBed {
+        var options = LabBed.Options(clientMTU: 247)
+        options.controller.controllerToHostFragmentSize = fragmentSize
+        let bed = try await LabBed(options)
         let pattern = try await bed.peripheral.resolve(Lab.pattern)
         #expect(await bed.peripheral.mtu == 247)
         let clock = try #require(bed.vc.clock)
         let start = clock.now()
-        // Every response padded to 600 octets: the Read Response (0x0B) announces 600 in its
-        // L2CAP header.
         bed.faults.padResponses(to: 600)
-        do {
-            _ = try await bed.peripheral.read(Lab.pattern)
-            Issue.record("the read should fail")
-        } catch {
-            guard case .malformed(let operation, let target, let peer, let detail) = error else {
-                Issue.record("expected GATTError.malformed, got \(error)")
-                return
-            }
-            #expect(operation == .reading)
-            #expect(target == .attribute(Lab.pattern.uuid, handle: pattern.valueHandle))
-            #expect(peer == bed.peer.address)
-            #expect(detail.contains("Read Request was answered with a Read Response of 600 octets, longer than the ATT_MTU of 247"))
-        }
+        await expectMalformedRead(bed.peripheral, Lab.pattern, valueHandle: pattern.valueHandle, peer: bed.peer.address, detail: detail)
         #expect(clock.now() == start, "it failed at once: no virtual time passed, the 30 s transaction timeout played no part")
         #expect(await bed.central.host.oversizedInboundPDUs == 1)
-        #expect(await bed.peripheral.bearer.oversizedPDUCount == 1)
         bed.faults.padResponses(to: nil)
+        return bed
+    }
+
+    @Test func aReadWhoseResponseIsLongerThanTheMTUFailsAtOnceWithATypedError() async throws {
+        let bed = try await Self.paddedReadFailsAtOnce(
+            detail: "Read Request was answered with a Read Response of 600 octets, longer than the ATT_MTU of 247")
+        #expect(await bed.peripheral.bearer.oversizedPDUCount == 1)
         #expect(try await bed.peripheral.read(Lab.pattern) == (0..<600).map { UInt8(truncatingIfNeeded: $0) })
+    }
+
+    /// The same with ACL fragments of 4 octets: the first fragment of each PDU ends with its
+    /// L2CAP header, so the refused response's opcode never arrives. The read fails at once
+    /// all the same (`ATTError.unidentifiedOversizedPDU`); its transaction ends at the 30 s
+    /// timeout (no response follows), without failing the bearer, and the next read works.
+    @Test func aReadWhoseOversizedResponseIsRefusedBeforeItsOpcodeFailsAtOnce() async throws {
+        let bed = try await Self.paddedReadFailsAtOnce(
+            fragmentSize: 4, detail: "Read Request failed: while it waited the peer sent a PDU of 600 octets, longer than the ATT_MTU of 247")
+        let next = Task { try await bed.peripheral.read(Lab.pattern) }
+        await bed.vc.advance(by: .seconds(30))
+        #expect(try await next.value == (0..<600).map { UInt8(truncatingIfNeeded: $0) })
+        #expect(await bed.peripheral.bearer.failure == nil)
     }
 
     @Test func anExchangeTheServerStartsAlsoSetsTheBound() async throws {

@@ -23,19 +23,8 @@ struct OversizedPDUPeripheralTests {
         let peripheral = bed.peripheral
         let pattern = try await peripheral.resolve(Lab.pattern)
         hostile.padResponses(to: 600)
-        do {
-            _ = try await peripheral.read(Lab.pattern)
-            Issue.record("the read should fail")
-        } catch {
-            guard case .malformed(let operation, let target, let peer, let detail) = error else {
-                Issue.record("expected GATTError.malformed, got \(error)")
-                return
-            }
-            #expect(operation == .reading)
-            #expect(target == .attribute(Lab.pattern.uuid, handle: pattern.valueHandle))
-            #expect(peer == BluetoothAddress("F0:F1:F2:F3:F4:F5"))
-            #expect(detail.contains("Read Request was answered with a Read Response of 600 octets, longer than the ATT_MTU of 23"))
-        }
+        await expectMalformedRead(peripheral, Lab.pattern, valueHandle: pattern.valueHandle, peer: BluetoothAddress("F0:F1:F2:F3:F4:F5"),
+                                  detail: "Read Request was answered with a Read Response of 600 octets, longer than the ATT_MTU of 23")
         #expect(await peripheral.bearer.oversizedPDUCount == 1)
         hostile.padResponses(to: nil)
         #expect(try await peripheral.read(Lab.pattern) == (0..<600).map { UInt8(truncatingIfNeeded: $0) })

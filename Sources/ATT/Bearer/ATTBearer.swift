@@ -58,6 +58,9 @@ public actor ATTBearer {
         let id: Waiters<ATTPDU, ATTError>.ID
         let opcode: ATTOpcode
         let timer: any ScheduledTimer
+        /// The caller already failed with `.unidentifiedOversizedPDU`: the transaction waits
+        /// for a response to discard or its timeout, and neither fails the bearer.
+        var answeredByRefusal = false
     }
     /// The callers of `request`.
     let requests: Waiters<ATTPDU, ATTError>
@@ -285,8 +288,15 @@ public actor ATTBearer {
     /// Runs `work` in a task the link owns (`Central.close()` waits for it), or in one of
     /// the bearer's own over a channel without an owner.
     private func ownedTask(_ work: @escaping @Sendable (isolated ATTBearer) async -> Void) {
-        if channel.adoptTask({ await work(self) }) { return }
-        Task { await work(self) }
+        channel.runTask { await work(self) }
+    }
+
+    /// Runs `work` in a task the link owns (`Central.close()` cancels and waits for it): work
+    /// a procedure leaves behind when it ends early, such as cancelling a prepare queue.
+    ///
+    ///     await bearer.runOwnedTask { _ = try? await bearer.request(.executeWriteRequest(.cancel)) }
+    public func runOwnedTask(_ work: @escaping @Sendable () async -> Void) {
+        channel.runTask(work)
     }
 
     private func transmit(_ bytes: [UInt8], transaction id: UInt64) async {
@@ -308,6 +318,8 @@ public actor ATTBearer {
 
     private func transactionTimedOut(_ id: UInt64) {
         guard let current = inFlight, current.id == id else { return }
+        // The refused PDU was then the response: the peer did answer, the bearer goes on.
+        if current.answeredByRefusal { return finish(.failure(.transactionTimeout(current.opcode))) }
         failAll(.transactionTimeout(current.opcode))
     }
 
@@ -363,6 +375,7 @@ public actor ATTBearer {
         guard let first = head.first else {
             // The channel refused it before its opcode arrived: nothing to judge it by.
             drop(head, .malformed(what: "ATT PDU", detail: "\(size) octets exceed the ATT_MTU of \(mtu) (Vol 3, Part F, 3.2.8); its opcode was not received"))
+            failRequestForUnidentifiedPDU(size: size)
             return
         }
         let opcode = ATTOpcode(first)
@@ -380,10 +393,33 @@ public actor ATTBearer {
         }
     }
 
+    /// A refused PDU whose opcode never arrived, while a request is in flight: it may be
+    /// that request's response (then none follows) or a notification, indication or request
+    /// of the peer (then the response follows). Either way the PDU is invalid and the caller
+    /// fails at once with `.unidentifiedOversizedPDU`. The transaction stays open until a
+    /// response arrives, which is discarded, or until its timeout, which then ends it without
+    /// failing the bearer: a later request is never answered with this one's response.
+    private func failRequestForUnidentifiedPDU(size: Int) {
+        guard var current = inFlight, !current.answeredByRefusal else { return }
+        current.answeredByRefusal = true
+        inFlight = current
+        requests.resume(current.id, with: .failure(.unidentifiedOversizedPDU(size: size, mtu: mtu, request: current.opcode)))
+    }
+
     private func receiveResponse(_ sdu: [UInt8], _ opcode: ATTOpcode) {
         guard let current = inFlight else {
             drop(sdu, .malformed(what: opcode.name, detail: "no request is pending"))
             return
+        }
+        if current.answeredByRefusal {
+            // The response of a request that already failed (`failRequestForUnidentifiedPDU`).
+            // An Exchange MTU Response still sets ATT_MTU: the server applies it as well, and
+            // the exchange is made once per connection (Vol 3, Part F, 3.4.2.1).
+            if current.opcode == .exchangeMTURequest, case .exchangeMTUResponse(let serverRxMTU)? = try? ATTPDU(bytes: sdu) {
+                applyMTU(peerRxMTU: serverRxMTU)
+            }
+            drop(sdu, .malformed(what: opcode.name, detail: "it answers \(current.opcode.name), which failed when a PDU longer than the ATT_MTU was refused before it"))
+            return finish(.failure(.cancelled(current.opcode)))
         }
         let pdu: ATTPDU
         do throws(DecodeError) {

@@ -30,6 +30,10 @@ public enum ATTError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The peer answered `request` with a PDU (`opcode`) longer than ATT_MTU, which no PDU
     /// may be (Vol 3, Part F, 3.2.8); it was not read. The bearer stays usable.
     case oversizedPDU(ATTOpcode, size: Int, mtu: UInt16, request: ATTOpcode)
+    /// While `request` waited, the peer sent a PDU of `size` octets, longer than ATT_MTU,
+    /// that was refused before its opcode arrived: it may have been the response. The request
+    /// fails at once; the bearer stays usable (a late response is discarded).
+    case unidentifiedOversizedPDU(size: Int, mtu: UInt16, request: ATTOpcode)
 
     public var description: String {
         switch self {
@@ -57,6 +61,8 @@ public enum ATTError: Error, Sendable, Equatable, CustomStringConvertible {
             return "\(opcode.name) of \(size) octets exceeds the ATT_MTU of \(mtu); shorten the value or use a long procedure"
         case .oversizedPDU(let opcode, let size, let mtu, let request):
             return "\(request.name) was answered with a \(opcode.name) of \(size) octets, longer than the ATT_MTU of \(mtu) (Vol 3, Part F, 3.2.8); the peer breaks the protocol: retry, and report it to the peer's maker if it persists"
+        case .unidentifiedOversizedPDU(let size, let mtu, let request):
+            return "\(request.name) failed: while it waited the peer sent a PDU of \(size) octets, longer than the ATT_MTU of \(mtu) (Vol 3, Part F, 3.2.8), refused before its opcode arrived; the peer breaks the protocol: retry, and report it to the peer's maker if it persists"
         }
     }
 }

@@ -47,12 +47,18 @@ extension Central {
         reopenEventStream.subscribe(bufferingPolicy: bufferingPolicy)
     }
 
-    /// The running reopen, or a new one.
-    func reopenTask(_ policy: AdapterReopenPolicy) -> Task<ControllerInfo, any Error> {
+    /// The running reopen, or a new one (whose failure is logged when `logFailure`).
+    /// `close()` cancels it and waits for its end.
+    func reopenTask(_ policy: AdapterReopenPolicy, logFailure: Bool = false) -> Task<ControllerInfo, any Error> {
         if let running = reopening.task { return running }
         let task = Task {
             defer { reopening.task = nil }
-            return try await runReopen(policy)
+            do {
+                return try await runReopen(policy)
+            } catch {
+                if logFailure { options.logger.log(.error, "reopening \(spec) after it was lost failed: \(error)") }
+                throw error
+            }
         }
         reopening.task = task
         return task
@@ -61,12 +67,15 @@ extension Central {
     /// The transport was lost: reopen on our own when the options ask for it.
     func reopenAfterLossIfAsked() {
         guard let policy = options.reopenAfterTransportLoss, !reopening.closed, reopening.task == nil else { return }
-        let task = reopenTask(policy)
-        Task { [logger = options.logger, spec] in
-            if case .failure(let error) = await task.result {
-                logger.log(.error, "reopening \(spec) after it was lost failed: \(error)")
-            }
-        }
+        _ = reopenTask(policy, logFailure: true)
+    }
+
+    /// Ends the running reopen, its watcher of the adapter's appearances included (`close()`).
+    func endReopen() async {
+        reopening.closed = true
+        guard let task = reopening.task else { return }
+        task.cancel()
+        _ = await task.result
     }
 
     private func runReopen(_ policy: AdapterReopenPolicy) async throws -> ControllerInfo {
@@ -85,12 +94,18 @@ extension Central {
                 for await _ in appearances { await self?.adapterAppeared() }
             }
         }
-        defer {
-            watcher?.cancel()
-            reopening.waiters = nil
-            reopening.waiter = nil
-        }
+        let result: Result<ControllerInfo, any Error>
+        do { result = .success(try await attempts(policy, waiters: waiters)) } catch { result = .failure(error) }
+        // The watcher ends with the reopen, before the reopen's task does.
+        watcher?.cancel()
+        await watcher?.value
+        reopening.waiters = nil
+        reopening.waiter = nil
+        return try result.get()
+    }
 
+    /// Attempts until one succeeds, the policy gives up, the central closes or the task is cancelled.
+    private func attempts(_ policy: AdapterReopenPolicy, waiters: Waiters<Bool, Never>) async throws -> ControllerInfo {
         var attempt = 0, sinceAppeared = 0
         while true {
             attempt += 1

@@ -172,8 +172,7 @@ public actor Central {
     ///
     ///     await central.close()
     public func close() async {
-        reopening.closed = true
-        reopening.task?.cancel()
+        await endReopen()
         await disconnectAllForClose(reason: .remoteUserTerminatedConnection, bound: .seconds(1))
         await scanner.stopAll(error: nil)
         await host.close()

@@ -183,6 +183,8 @@ public struct ACLReassembler: Sendable {
 
     /// Bytes the reassembly buffer holds room for: at most the largest PDU taken so far.
     var bufferCapacity: Int { buffer.capacity }
+    /// Bytes of the partial PDU held now.
+    var bufferedBytes: Int { buffer.count }
 
     /// Drops any partial PDU (on disconnect).
     public mutating func reset() {

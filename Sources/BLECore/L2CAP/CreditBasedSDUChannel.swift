@@ -25,6 +25,14 @@ public final class CreditBasedSDUChannel: L2CAPChannel {
         channel.enter(on: executor) { $0.enqueue(sdu) }
     }
 
+    /// A background task of the link's host (`HCIHost.background`), which `Central.close()`
+    /// cancels and awaits: an enhanced ATT bearer's transmissions run there.
+    public func adoptTask(_ work: @escaping @Sendable () async -> Void) -> Bool {
+        guard let host = channel.enter(on: executor, { $0.host }) else { return false }
+        host.enter(on: executor) { $0.background { _ in await work() } }
+        return true
+    }
+
     public func setHandlers(receive: @escaping @Sendable ([UInt8]) -> Void, close: @escaping @Sendable (LinkError) -> Void) {
         setSliceHandlers(receive: { receive(Array($0)) }, close: close)
     }

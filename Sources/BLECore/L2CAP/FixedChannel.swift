@@ -16,6 +16,8 @@ public final class FixedChannel: L2CAPChannel, @unchecked Sendable { // state to
     /// `earlyByteLimit` bytes in all (copied, so a view never pins a larger buffer).
     private var early: [ArraySlice<UInt8>] = []
     private var earlyBytes = 0
+    /// Bytes of the SDUs held until handlers are installed (at most `earlyByteLimit`).
+    var earlyByteCount: Int { earlyBytes }
     static let earlyByteLimit = 8 * 1024
     private var closedError: LinkError?
 

@@ -107,4 +107,12 @@ extension L2CAPChannel {
     }
 
     public func adoptTask(_ work: @escaping @Sendable () async -> Void) -> Bool { false }
+
+    /// Runs `work` in a task the link owns (`adoptTask`), or in a task of its own when the
+    /// channel has no owner. Called on the executor.
+    ///
+    ///     channel.runTask { await bearer.runMTUExchange() }
+    public func runTask(_ work: @escaping @Sendable () async -> Void) {
+        if !adoptTask(work) { Task { await work() } }
+    }
 }

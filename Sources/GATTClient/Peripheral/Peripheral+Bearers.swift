@@ -68,7 +68,7 @@ extension Peripheral {
     private func retire(_ bearer: ATTBearer) {
         guard let i = enhanced.firstIndex(where: { $0.bearer === bearer }) else { return }
         let channel = enhanced.remove(at: i).channel
-        if let sdu = channel.base as? CreditBasedSDUChannel { Task { await sdu.channel.close() } }
+        if let sdu = channel.base as? CreditBasedSDUChannel { ownedTask { _ in await sdu.channel.close() } }
     }
 
     /// After a restore: opens the enhanced bearers again when `enhancedBearers` asked for

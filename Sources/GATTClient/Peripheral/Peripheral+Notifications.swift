@@ -104,6 +104,8 @@ extension Peripheral {
 
     /// Subscribes to `response`'s notifications, then writes `value` to `characteristic`,
     /// and returns the first notification (a request/response exchange over a control point).
+    /// The task that reads the notification ends before the call returns; `Central.close()`
+    /// ends the call with `GATTError.disconnected`.
     ///
     ///     let reply = try await peripheral.writeAndAwaitNotification([0x01], to: controlPoint, response: controlPoint)
     public func writeAndAwaitNotification(
@@ -133,7 +135,9 @@ extension Peripheral {
                 executor.queue.async { reply.resume(id, with: first) }
             }
         }
+        // The consumer never outlives the call: cancelled (its stream then ends) and awaited.
         consumer?.cancel()
+        await consumer?.value
         return try result.get()
     }
 

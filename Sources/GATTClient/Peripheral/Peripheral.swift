@@ -266,8 +266,7 @@ public actor Peripheral {
     /// Runs `work` in a task the link owns (`Central.close()` cancels and waits for it), or
     /// in one of the peripheral's own over a channel without an owner.
     func ownedTask(_ work: @escaping @Sendable (isolated Peripheral) async -> Void) {
-        if channel.adoptTask({ await work(self) }) { return }
-        Task { await work(self) }
+        channel.runTask { await work(self) }
     }
 
     func terminate(_ error: GATTError) {

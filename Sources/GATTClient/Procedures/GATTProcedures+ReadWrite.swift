@@ -117,8 +117,9 @@ extension GATTProcedures {
                 do throws(ATTError) { rsp = try await run.attRequest(.prepareWriteRequest(handle: w.handle, offset: offset, value: part)) } catch {
                     if case .deadlinePassed = error {
                         // Queued behind the unanswered Prepare Write; the procedure ends now.
+                        // A task of the link: `Central.close()` ends it.
                         let bearer = bearer
-                        Task { _ = try? await bearer.request(.executeWriteRequest(.cancel)) }
+                        await bearer.runOwnedTask { _ = try? await bearer.request(.executeWriteRequest(.cancel)) }
                     } else {
                         await cancelPreparedWrites()
                     }
