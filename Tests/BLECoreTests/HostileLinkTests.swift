@@ -40,8 +40,8 @@ struct HostileLinkTests {
         // ... and the rest waits in its queue, up to its bound.
         let queued = (3...7).map { i in Task { try await host.sendL2CAP(handle: a, channelID: att, payload: Self.writeCommand(UInt8(i))) } }
         try await host.sendWaiters.waitForCount("A's five sends queued") { $0 == 5 }
-        #expect(await host.aclLinkStatus(handle: a)! == (inFlight: 2, queuedBytes: 40))
-        await #expect(throws: LinkError.queueFull(peer: VC.peer.address, handle: a, channelID: att, queuedBytes: 40, limit: 40)) {
+        #expect(await host.aclLinkStatus(handle: a)! == (inFlight: 2, queuedBytes: 40, queuedPDUs: 5))
+        await #expect(throws: LinkError.queueFull(peer: VC.peer.address, handle: a, channelID: att, bound: .bytes(queued: 40, limit: 40))) {
             try await host.sendL2CAP(handle: a, channelID: att, payload: Self.writeCommand(8))
         }
 
@@ -61,7 +61,7 @@ struct HostileLinkTests {
         for task in queued {
             await #expect(throws: LinkError.sendTimeout(peer: VC.peer.address, handle: a, channelID: att, milliseconds: 5000)) { try await task.value }
         }
-        #expect(await host.aclLinkStatus(handle: a)! == (inFlight: 2, queuedBytes: 0))
+        #expect(await host.aclLinkStatus(handle: a)! == (inFlight: 2, queuedBytes: 0, queuedPDUs: 0))
         #expect(await host.failedOutboundPDUs == (timedOut: 5, queueFull: 1))
         #expect(LinkError.sendTimeout(peer: VC.peer.address, handle: a, channelID: att, milliseconds: 5000).description.contains("handle \(a.hex)"))
 
@@ -71,6 +71,52 @@ struct HostileLinkTests {
         try await host.sendL2CAP(handle: a, channelID: att, payload: Self.writeCommand(9))
         await vc.settle()
         #expect(serverA.pdus.last == Self.writeCommand(9) && serverB.pdus.last == Self.writeCommand(21))
+    }
+
+    @Test func queueOfSmallPDUsIsBoundedInNumberToo() async throws {
+        let serverA = EchoATTServer(), serverB = EchoATTServer()
+        let (vc, central) = try await VC.stack({ o in o.aclPacketCount = 4; o.packetCompletion = .manual }, server: serverA)
+        vc.addPeripheral(SimulatedPeripheral(address: Self.peerB, advertisingData: [0x02, 0x01, 0x06], attServer: serverB))
+        _ = try await central.connect(VC.peer)
+        _ = try await central.connect(Self.peerB)
+        let host = central.host
+        let a = try #require(vc.handle(of: VC.peer)), b = try #require(vc.handle(of: Self.peerB))
+        #expect(await host.aclLinkQueuePDULimit == 256, "the default")
+        // Three 8-byte PDUs wait, far below the byte bound: the PDU bound refuses the fourth.
+        await host.setACLLimits(sendTimeout: .seconds(5), linkQueueBytes: 64 * 1024, linkQueuePDUs: 3)
+        let att = L2CAPChannelID.att
+
+        // A's peer never completes a packet: 2 go out (its share), 3 wait.
+        try await host.sendL2CAP(handle: a, channelID: att, payload: Self.writeCommand(1))
+        try await host.sendL2CAP(handle: a, channelID: att, payload: Self.writeCommand(2))
+        let queued = (3...5).map { i in Task { try await host.sendL2CAP(handle: a, channelID: att, payload: Self.writeCommand(UInt8(i))) } }
+        try await host.sendWaiters.waitForCount("A's three sends queued") { $0 == 3 }
+        #expect(await host.aclLinkStatus(handle: a)! == (inFlight: 2, queuedBytes: 24, queuedPDUs: 3))
+        let full = LinkError.queueFull(peer: VC.peer.address, handle: a, channelID: att, bound: .pdus(queued: 3, limit: 3))
+        await #expect(throws: full) { try await host.sendL2CAP(handle: a, channelID: att, payload: Self.writeCommand(6)) }
+        #expect(full.description.contains("handle \(a.hex)") && full.description.contains("PDU bound: 3 of 3 PDUs waiting")
+                && full.description.contains("setACLLimits"))
+        // The host's own PDUs without a waiter obey the same bound: dropped and counted.
+        await host.enqueueIfLinked(handle: a, channelID: att, payload: Self.writeCommand(7))
+        #expect(await host.failedOutboundPDUs == (timedOut: 0, queueFull: 2))
+
+        // B is not affected.
+        for i in 1...5 {
+            try await host.sendL2CAP(handle: b, channelID: att, payload: Self.writeCommand(UInt8(i)))
+            vc.completePackets(for: Self.peerB)
+        }
+        await vc.settle()
+        #expect(serverB.pdus == (1...5).map { Self.writeCommand(UInt8($0)) })
+
+        // Once the queued sends time out, A queues again.
+        await vc.advance(by: .seconds(5))
+        for task in queued { _ = try? await task.value }
+        #expect(await host.aclLinkStatus(handle: a)! == (inFlight: 2, queuedBytes: 0, queuedPDUs: 0))
+        vc.completePackets()
+        try await host.sendL2CAP(handle: a, channelID: att, payload: Self.writeCommand(8))
+        await vc.settle()
+        #expect(serverA.pdus == [Self.writeCommand(1), Self.writeCommand(2), Self.writeCommand(8)])
+        #expect(vc.aclFlowControlViolations == 0)
     }
 
     @Test func linkThatConnectsWhileEveryOtherLinkIsStalledStillSends() async throws {
