@@ -136,27 +136,28 @@ extension HostileWorkload {
     /// the flood writes (each kind at most once per 10 s).
     static func malformedPacketLogLines(count: Int) async throws -> Result {
         let perJob = 100
-        let lines = Atomic<Int>(0)
-        var options = Central.Options()
-        options.logger = BLELogger(label: "bench", minimumLevel: .debug) { _ in lines.add(1, ordering: .relaxed) }
-        let stack = BenchStack(peripherals: 1, central: options)
-        try await stack.central.powerOn()
-        let connection = try await stack.central.connect(BenchStack.address(0), timeout: .seconds(5))
-        guard let handle = await connection.handle else { throw BenchError("the link lost its handle") }
-        let chunk = (0..<perJob / 2).flatMap { i in
-            l2capH4(handle: handle, channelID: L2CAPChannelID.leSignaling, payload: [0x12])
-                + l2capH4(handle: 0x0EEE, channelID: L2CAPChannelID.att, payload: [0x1B, 0x03, 0x00, UInt8(i)])
-        }
         let m = try await measure("hostile: malformed signaling commands and ACL packets for an unknown handle, logged at debug (packets)", events: count, healthy: nil) { meter, plan in
+            // A new host each run: the lines it writes from its first malformed packet on.
+            let lines = Atomic<Int>(0)
+            var options = Central.Options()
+            options.logger = BLELogger(label: "bench", minimumLevel: .debug) { _ in lines.add(1, ordering: .relaxed) }
+            let stack = BenchStack(peripherals: 1, central: options)
+            try await stack.central.powerOn()
+            let connection = try await stack.central.connect(BenchStack.address(0), timeout: .seconds(5))
+            guard let handle = await connection.handle else { throw BenchError("the link lost its handle") }
+            let chunk = (0..<perJob / 2).flatMap { i in
+                l2capH4(handle: handle, channelID: L2CAPChannelID.leSignaling, payload: [0x12])
+                    + l2capH4(handle: 0x0EEE, channelID: L2CAPChannelID.att, payload: [0x1B, 0x03, 0x00, UInt8(i)])
+            }
             var tally = Tally()
             let before = lines.load(ordering: .relaxed)
             meter.start()
             await feed(stack, chunk, times: count / perJob, plan: plan, meter: meter, tally: &tally)
             meter.stop()
+            await stack.close()
             return ["logLinesWritten": Double(lines.load(ordering: .relaxed) - before),
                     "commandRejects": Double(tally.signaling), "floodSeconds": meter.wallSeconds]
         }
-        await stack.close()
         return Result(measurement: m, bounded: true)
     }
 

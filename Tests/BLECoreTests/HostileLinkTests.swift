@@ -22,14 +22,21 @@ struct HostileLinkTests {
     /// A Write Command (Vol 3, Part F, 3.4.5.3: opcode 0x52, handle 0x0003) carrying `value`.
     static func writeCommand(_ value: UInt8) -> [UInt8] { [0x52, 0x03, 0x00, value] }
 
-    @Test func peerThatNeverAcknowledgesKeepsItsShareWhileOtherLinksFlow() async throws {
+    /// Links to `VC.peer` (handle `a`) and `peerB` (handle `b`), each to an echo server, on a
+    /// controller with 4 ACL buffers whose packets complete only when the test says so.
+    static func twoLinksWithManualCompletion() async throws -> (VirtualController, Central, EchoATTServer, EchoATTServer, UInt16, UInt16) {
         let serverA = EchoATTServer(), serverB = EchoATTServer()
         let (vc, central) = try await VC.stack({ o in o.aclPacketCount = 4; o.packetCompletion = .manual }, server: serverA)
         vc.addPeripheral(SimulatedPeripheral(address: Self.peerB, advertisingData: [0x02, 0x01, 0x06], attServer: serverB))
         _ = try await central.connect(VC.peer)
         _ = try await central.connect(Self.peerB)
-        let host = central.host
         let a = try #require(vc.handle(of: VC.peer)), b = try #require(vc.handle(of: Self.peerB))
+        return (vc, central, serverA, serverB, a, b)
+    }
+
+    @Test func peerThatNeverAcknowledgesKeepsItsShareWhileOtherLinksFlow() async throws {
+        let (vc, central, serverA, serverB, a, b) = try await Self.twoLinksWithManualCompletion()
+        let host = central.host
         // Each Write Command is an 8-byte ACL fragment (4-byte basic header + 4): 5 fit in 40 bytes.
         await host.setACLLimits(sendTimeout: .seconds(5), linkQueueBytes: 40)
         let att = L2CAPChannelID.att
@@ -74,13 +81,8 @@ struct HostileLinkTests {
     }
 
     @Test func queueOfSmallPDUsIsBoundedInNumberToo() async throws {
-        let serverA = EchoATTServer(), serverB = EchoATTServer()
-        let (vc, central) = try await VC.stack({ o in o.aclPacketCount = 4; o.packetCompletion = .manual }, server: serverA)
-        vc.addPeripheral(SimulatedPeripheral(address: Self.peerB, advertisingData: [0x02, 0x01, 0x06], attServer: serverB))
-        _ = try await central.connect(VC.peer)
-        _ = try await central.connect(Self.peerB)
+        let (vc, central, serverA, serverB, a, b) = try await Self.twoLinksWithManualCompletion()
         let host = central.host
-        let a = try #require(vc.handle(of: VC.peer)), b = try #require(vc.handle(of: Self.peerB))
         #expect(await host.aclLinkQueuePDULimit == 256, "the default")
         // Three 8-byte PDUs wait, far below the byte bound: the PDU bound refuses the fourth.
         await host.setACLLimits(sendTimeout: .seconds(5), linkQueueBytes: 64 * 1024, linkQueuePDUs: 3)
