@@ -34,6 +34,17 @@ struct HostileLinkTests {
         return (vc, central, serverA, serverB, a, b)
     }
 
+    /// Sends Write Commands 1 and 2 on link `a`, whose peer never completes them (its share of
+    /// 4 buffers on 2 links), then `values` from tasks of their own; returns once all of those wait.
+    static func stall(_ host: HCIHost, _ a: UInt16, queuing values: ClosedRange<UInt8>) async throws -> [Task<Void, any Error>] {
+        let att = L2CAPChannelID.att
+        try await host.sendL2CAP(handle: a, channelID: att, payload: writeCommand(1))
+        try await host.sendL2CAP(handle: a, channelID: att, payload: writeCommand(2))
+        let queued = values.map { i in Task { try await host.sendL2CAP(handle: a, channelID: att, payload: writeCommand(i)) } }
+        try await host.sendWaiters.waitForCount("\(values.count) sends of link \(a.hex) queued") { $0 == values.count }
+        return queued
+    }
+
     @Test func peerThatNeverAcknowledgesKeepsItsShareWhileOtherLinksFlow() async throws {
         let (vc, central, serverA, serverB, a, b) = try await Self.twoLinksWithManualCompletion()
         let host = central.host
@@ -41,12 +52,9 @@ struct HostileLinkTests {
         await host.setACLLimits(sendTimeout: .seconds(5), linkQueueBytes: 40)
         let att = L2CAPChannelID.att
 
-        // Link A's peer never completes a packet: it gets its share (4 buffers / 2 links) ...
-        try await host.sendL2CAP(handle: a, channelID: att, payload: Self.writeCommand(1))
-        try await host.sendL2CAP(handle: a, channelID: att, payload: Self.writeCommand(2))
-        // ... and the rest waits in its queue, up to its bound.
-        let queued = (3...7).map { i in Task { try await host.sendL2CAP(handle: a, channelID: att, payload: Self.writeCommand(UInt8(i))) } }
-        try await host.sendWaiters.waitForCount("A's five sends queued") { $0 == 5 }
+        // Link A's peer never completes a packet: it gets its share (4 buffers / 2 links) and
+        // the rest waits in its queue, up to its bound.
+        let queued = try await Self.stall(host, a, queuing: 3...7)
         #expect(await host.aclLinkStatus(handle: a)! == (inFlight: 2, queuedBytes: 40, queuedPDUs: 5))
         await #expect(throws: LinkError.queueFull(peer: VC.peer.address, handle: a, channelID: att, bound: .bytes(queued: 40, limit: 40))) {
             try await host.sendL2CAP(handle: a, channelID: att, payload: Self.writeCommand(8))
@@ -89,10 +97,7 @@ struct HostileLinkTests {
         let att = L2CAPChannelID.att
 
         // A's peer never completes a packet: 2 go out (its share), 3 wait.
-        try await host.sendL2CAP(handle: a, channelID: att, payload: Self.writeCommand(1))
-        try await host.sendL2CAP(handle: a, channelID: att, payload: Self.writeCommand(2))
-        let queued = (3...5).map { i in Task { try await host.sendL2CAP(handle: a, channelID: att, payload: Self.writeCommand(UInt8(i))) } }
-        try await host.sendWaiters.waitForCount("A's three sends queued") { $0 == 3 }
+        let queued = try await Self.stall(host, a, queuing: 3...5)
         #expect(await host.aclLinkStatus(handle: a)! == (inFlight: 2, queuedBytes: 24, queuedPDUs: 3))
         let full = LinkError.queueFull(peer: VC.peer.address, handle: a, channelID: att, bound: .pdus(queued: 3, limit: 3))
         await #expect(throws: full) { try await host.sendL2CAP(handle: a, channelID: att, payload: Self.writeCommand(6)) }
