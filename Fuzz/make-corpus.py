@@ -142,6 +142,64 @@ for options, body in [
 real = [(pb, d) for pb, d in acl_fragments if len(d) <= 251][:60]
 for i in range(0, len(real), 12):
     seed("ACLInlet", bytes([0x2C]) + b"".join(inlet_packet(0, pb, d) for pb, d in real[i:i + 12]))
+# Inputs at the real maxima; the captures hold nothing this large.
+# Extended advertising data of 1,650 octets, the most LE Set Extended Advertising Data takes
+# (Vol 4, Part E, 7.8.54): the real payloads above, structure after structure, then one
+# Manufacturer Specific Data structure (0xFF) filling the rest; and the same length made of
+# the longest AD structures there are (length octet 0xFF: type + 254 octets).
+real_ad = [bytes.fromhex(line.rstrip("\n").split("\t")[6])
+           for line in open(os.path.join(ROOT, "Fixtures/advertising/real-payloads.tsv")) if not line.startswith("#")]
+EXTENDED_AD_MAX = 1650
+def fill_ad(parts):
+    out = b""
+    for part in parts:
+        if part and len(out) + len(part) <= EXTENDED_AD_MAX - 3:
+            out += part
+    rest = EXTENDED_AD_MAX - len(out)
+    return out + bytes([rest - 1, 0xFF]) + bytes(range(rest - 2))
+seed("AdvertisingData", bytes([0]) + fill_ad(real_ad), limit=80)
+seed("AdvertisingData", bytes([3]) + fill_ad(reversed(real_ad)), limit=80)
+longest = b"".join(bytes([0xFF, 0xFF]) + bytes([i]) * 254 for i in range(6))
+seed("AdvertisingData", bytes([1]) + longest + bytes([EXTENDED_AD_MAX - len(longest) - 1, 0x16, 0x0D, 0x18]) + bytes(EXTENDED_AD_MAX - len(longest) - 4), limit=80)
+
+# ATT PDUs at ATT_MTU 517 (the largest, Vol 3, Part F, 3.2.9 and 3.4.2) and past 600 octets,
+# with values of the captures' notifications repeated: Read Response and Read Blob Response of
+# 516 value octets (a long read), a notification and an indication of 514, a Prepare Write
+# Request of 512, a Read Multiple Variable Length Response, and a 600- and a 1,000-octet
+# notification (longer than any ATT_MTU: what a hostile peer sends).
+values = [sdu[3:] for sdu in seeds.get("ATTPDU", {}).values() if sdu[0] in (0x1B, 0x1D) and len(sdu) > 3] or [b"\x16\x48"]
+def value(n, k=0):
+    v = values[k % len(values)]
+    return (v * (n // len(v) + 1))[:n]
+for op, head, n in [(0x0B, b"", 516), (0x0D, b"", 516), (0x1B, b"\x2a\x00", 514), (0x1D, b"\x2a\x00", 514),
+                    (0x16, b"\x2a\x00\x00\x02", 512), (0x1B, b"\x2a\x00", 597), (0x1B, b"\x2a\x00", 997)]:
+    seed("ATTPDU", bytes([op]) + head + value(n, op), limit=80)
+seed("ATTPDU", b"\x21" + b"".join(struct.pack("<H", 255) + value(255, i) for i in range(2)) + struct.pack("<H", 2) + b"\x01\x02", limit=80)
+
+# HCI socket datagrams (indicator, then the packet): one of each command, event and ACL
+# packet kind of the captures, an ACL packet of 65,535 data octets (the longest the length
+# field allows, Vol 4, Part E, 5.4.2) and one cut short.
+for raw_record, pkt in records(captures[0]) if captures else []:
+    if pkt and pkt[0] in (0x01, 0x02, 0x04):
+        seed("HCIDatagram", pkt, limit=30)
+pdu = struct.pack("<HH", 65531, 0x0040) + bytes(i & 0xFF for i in range(65531))
+seed("HCIDatagram", b"\x02\x40\x20" + struct.pack("<H", len(pdu)) + pdu, limit=40)
+seed("HCIDatagram", b"\x02\x40\x20" + struct.pack("<H", 600) + pdu[:300], limit=40)
+
+# GATT values: selector (the type, see Fuzz/Targets/GATTValues.swift), then a value in the
+# layout of its characteristic (GATT Specification Supplement, 3.x): Heart Rate Measurement
+# with 16-bit rate, energy and RR-Intervals, and one with as many RR-Intervals as ATT_MTU 517
+# carries; Date Time 2026-12-02 12:00:00; Temperature Measurement 36.4 (FLOAT 0xFF00016C),
+# with time stamp and type; Current Time; PnP ID; Appearance 0x0341; and 512-octet values (the
+# longest attribute value, Vol 3, Part F, 3.2.9) for the byte and string decoders.
+date_time = struct.pack("<HBBBBB", 2026, 12, 2, 12, 0, 0)
+for selector, v in [(0, b"\x64"), (1, b"\x34\x12"), (2, b"\x78\x56\x34\x12"), (3, bytes(range(1, 9))),
+                    (4, b"\xf6"), (5, b"\x00\x80"), (6, b"\xff\xff\xff\x7f"), (7, bytes(range(256)) * 2),
+                    (8, ("Gerät-" * 73 + "x").encode()), (9, b"\x19\x48\x00\x10\x27\x00\x04\xf0\x03"),
+                    (9, b"\x10\x48" + b"\x00\x04" * 255), (10, b"\x5a"), (11, b"\x01"), (12, date_time),
+                    (13, b"\x06\x6c\x01\x00\xff" + date_time + b"\x02"), (14, date_time + b"\x03\x80\x01"),
+                    (15, b"\x01\x0d\x00\x00\x00\x10\x01"), (16, b"\x41\x03")]:
+    seed("GATTValues", bytes([selector]) + v, limit=40)
 
 for target, blobs in seeds.items():
     d = os.path.join(OUT, target)

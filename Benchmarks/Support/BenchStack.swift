@@ -74,7 +74,8 @@ final class BenchStack: @unchecked Sendable { // immutable after `make`
         LEAddress(BluetoothAddress(rawValue: 0xC0_00_00_00_10_00 + UInt64(i)), type: .random)
     }
 
-    init(peripherals: Int, database: GATTDatabase = .heartRateMonitor(), extra: (any HCITransport)? = nil) {
+    init(peripherals: Int, database: GATTDatabase = .heartRateMonitor(), extra: (any HCITransport)? = nil,
+         central centralOptions: Central.Options = Central.Options()) {
         var options = VirtualController.Options()
         options.time = .immediate
         options.aclPacketCount = 64
@@ -86,7 +87,7 @@ final class BenchStack: @unchecked Sendable { // immutable after `make`
         }
         tap = TapTransport(vc.makeTransport())
         tap.extra = extra
-        central = Central(transport: tap, options: vc.centralOptions())
+        central = Central(transport: tap, options: vc.centralOptions(centralOptions))
     }
 
     static func make(links count: Int, extra: (any HCITransport)? = nil) async throws -> BenchStack {

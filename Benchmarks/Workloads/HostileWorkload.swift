@@ -38,6 +38,7 @@ enum HostileWorkload {
         results.append(try await serviceChanged(stack, hostile, count: 10_000 / scale, healthy: writes))
         await stack.close()
         results.append(try await stalledPeer(sends: 10_000 / scale, outstanding: 3_000 / scale))
+        results += try await bounds(quick: quick)
         return results
     }
 
@@ -177,7 +178,7 @@ enum HostileWorkload {
             let total = sends * plan.rounds
             meter.start()
             var outcomes: [String: Int] = [:]
-            var queuedWhenFull = 0
+            var queuedWhenFull = (bytes: 0, pdus: 0)
             await withTaskGroup(of: String.self) { group in
                 @Sendable func send() async -> String {
                     do throws(LinkError) {
@@ -185,7 +186,8 @@ enum HostileWorkload {
                         return "sent"
                     } catch {
                         switch error {
-                        case .queueFull: return "queueFull"
+                        case .queueFull(_, _, _, .pdus): return "queueFullAtThePDUBound"
+                        case .queueFull: return "queueFullAtTheByteBound"
                         case .sendTimeout: return "sendTimeout"
                         default: return "otherError"
                         }
@@ -194,7 +196,9 @@ enum HostileWorkload {
                 var started = 0, ended = 0
                 while started < min(total, outstanding) { group.addTask(operation: send); started += 1 }
                 for await outcome in group {
-                    if outcome == "queueFull", outcomes["queueFull"] == nil { queuedWhenFull = await host.aclLinkStatus(handle: stalled)?.queuedBytes ?? 0 }
+                    if outcome.hasPrefix("queueFull"), queuedWhenFull == (0, 0), let status = await host.aclLinkStatus(handle: stalled) {
+                        queuedWhenFull = (status.queuedBytes, status.queuedPDUs)
+                    }
                     outcomes[outcome, default: 0] += 1
                     ended += 1
                     if ended == total / 10 { meter.sampleTenth() }
@@ -204,8 +208,10 @@ enum HostileWorkload {
             meter.stop()
             let status = await host.aclLinkStatus(handle: stalled)
             var seen = outcomes.mapValues(Double.init)
-            seen["queuedBytesWhenTheFirstSendWasRefused"] = Double(queuedWhenFull)
+            seen["queuedBytesWhenTheFirstSendWasRefused"] = Double(queuedWhenFull.bytes)
+            seen["queuedPDUsWhenTheFirstSendWasRefused"] = Double(queuedWhenFull.pdus)
             seen["linkQueueLimitBytes"] = Double(await host.aclLinkQueueLimit)
+            seen["linkQueueLimitPDUs"] = Double(await host.aclLinkQueuePDULimit)
             seen["stalledLinkPacketsInFlight"] = Double(status?.inFlight ?? -1)
             seen["stalledLinkQueuedBytesAfter"] = Double(status?.queuedBytes ?? -1)
             seen["aclFlowControlViolations"] = Double(vc.aclFlowControlViolations)

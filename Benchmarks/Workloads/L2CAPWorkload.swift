@@ -73,12 +73,7 @@ enum L2CAPWorkload {
         // always finds enough.
         let window = min(65535, max(8, 2 * framesPerRound))
         precondition(framesPerRound <= window / 2, "a round of \(framesPerRound) K-frames needs a window above 65535")
-        let opening = Task { try await link.connection.openL2CAPChannel(psm: psm, mtu: max(23, sduSize), mps: mps, credits: window) }
-        let request = try await stack.vc.waitForL2CAP(channelID: L2CAPChannelID.leSignaling)
-        let command = try L2CAPSignalingCommand(bytes: request.payload)
-        try stack.vc.sendSignaling(from: BenchStack.address(0), L2CAPSignalingCommand(identifier: command.identifier, body: .leCreditBasedConnectionResponse(
-            destinationCID: peerCID, mtu: UInt16(max(23, sduSize)), mps: UInt16(mps), initialCredits: 8, result: 0)))
-        let channel = try await opening.value
+        let channel = try await open(stack, link, peer: BenchStack.address(0), peerCID: peerCID, mtu: max(23, sduSize), mps: mps, credits: window)
         let round = sdus(size: sduSize, count: perRound)
         let bytes = h4(round, mps: mps, handle: link.handle, cid: channel.localCID)
         let tap = stack.tap
@@ -111,6 +106,19 @@ enum L2CAPWorkload {
         m.extra["mps"] = Double(mps)
         m.extra["cpuSecondsPerWallSecond"] = bestCPU / best
         return (m, bytes, framesPerRound)
+    }
+
+    /// Opens an LE credit-based channel on `link` that grants the peer `credits`, the bench
+    /// answering the LE Credit Based Connection Request as the peer (Vol 3, Part A, 4.22 and
+    /// 4.23) with `peerCID` and 8 credits.
+    static func open(_ stack: BenchStack, _ link: BenchStack.Link, peer: LEAddress, peerCID: UInt16, mtu: Int, mps: Int, credits: Int) async throws -> CreditBasedChannel {
+        stack.vc.clearRecords()
+        let opening = Task { try await link.connection.openL2CAPChannel(psm: psm, mtu: mtu, mps: mps, credits: credits) }
+        let request = try await stack.vc.waitForL2CAP(channelID: L2CAPChannelID.leSignaling)
+        let command = try L2CAPSignalingCommand(bytes: request.payload)
+        try stack.vc.sendSignaling(from: peer, L2CAPSignalingCommand(identifier: command.identifier, body: .leCreditBasedConnectionResponse(
+            destinationCID: peerCID, mtu: UInt16(mtu), mps: UInt16(mps), initialCredits: 8, result: 0)))
+        return try await opening.value
     }
 
     /// Takes `count` SDUs on the channel's executor; their bytes and the last one.

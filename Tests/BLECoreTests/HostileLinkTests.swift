@@ -22,26 +22,41 @@ struct HostileLinkTests {
     /// A Write Command (Vol 3, Part F, 3.4.5.3: opcode 0x52, handle 0x0003) carrying `value`.
     static func writeCommand(_ value: UInt8) -> [UInt8] { [0x52, 0x03, 0x00, value] }
 
-    @Test func peerThatNeverAcknowledgesKeepsItsShareWhileOtherLinksFlow() async throws {
+    /// Links to `VC.peer` (handle `a`) and `peerB` (handle `b`), each to an echo server, on a
+    /// controller with 4 ACL buffers whose packets complete only when the test says so.
+    static func twoLinksWithManualCompletion() async throws -> (VirtualController, Central, EchoATTServer, EchoATTServer, UInt16, UInt16) {
         let serverA = EchoATTServer(), serverB = EchoATTServer()
         let (vc, central) = try await VC.stack({ o in o.aclPacketCount = 4; o.packetCompletion = .manual }, server: serverA)
         vc.addPeripheral(SimulatedPeripheral(address: Self.peerB, advertisingData: [0x02, 0x01, 0x06], attServer: serverB))
         _ = try await central.connect(VC.peer)
         _ = try await central.connect(Self.peerB)
-        let host = central.host
         let a = try #require(vc.handle(of: VC.peer)), b = try #require(vc.handle(of: Self.peerB))
+        return (vc, central, serverA, serverB, a, b)
+    }
+
+    /// Sends Write Commands 1 and 2 on link `a`, whose peer never completes them (its share of
+    /// 4 buffers on 2 links), then `values` from tasks of their own; returns once all of those wait.
+    static func stall(_ host: HCIHost, _ a: UInt16, queuing values: ClosedRange<UInt8>) async throws -> [Task<Void, any Error>] {
+        let att = L2CAPChannelID.att
+        try await host.sendL2CAP(handle: a, channelID: att, payload: writeCommand(1))
+        try await host.sendL2CAP(handle: a, channelID: att, payload: writeCommand(2))
+        let queued = values.map { i in Task { try await host.sendL2CAP(handle: a, channelID: att, payload: writeCommand(i)) } }
+        try await host.sendWaiters.waitForCount("\(values.count) sends of link \(a.hex) queued") { $0 == values.count }
+        return queued
+    }
+
+    @Test func peerThatNeverAcknowledgesKeepsItsShareWhileOtherLinksFlow() async throws {
+        let (vc, central, serverA, serverB, a, b) = try await Self.twoLinksWithManualCompletion()
+        let host = central.host
         // Each Write Command is an 8-byte ACL fragment (4-byte basic header + 4): 5 fit in 40 bytes.
         await host.setACLLimits(sendTimeout: .seconds(5), linkQueueBytes: 40)
         let att = L2CAPChannelID.att
 
-        // Link A's peer never completes a packet: it gets its share (4 buffers / 2 links) ...
-        try await host.sendL2CAP(handle: a, channelID: att, payload: Self.writeCommand(1))
-        try await host.sendL2CAP(handle: a, channelID: att, payload: Self.writeCommand(2))
-        // ... and the rest waits in its queue, up to its bound.
-        let queued = (3...7).map { i in Task { try await host.sendL2CAP(handle: a, channelID: att, payload: Self.writeCommand(UInt8(i))) } }
-        try await host.sendWaiters.waitForCount("A's five sends queued") { $0 == 5 }
-        #expect(await host.aclLinkStatus(handle: a)! == (inFlight: 2, queuedBytes: 40))
-        await #expect(throws: LinkError.queueFull(peer: VC.peer.address, handle: a, channelID: att, queuedBytes: 40, limit: 40)) {
+        // Link A's peer never completes a packet: it gets its share (4 buffers / 2 links) and
+        // the rest waits in its queue, up to its bound.
+        let queued = try await Self.stall(host, a, queuing: 3...7)
+        #expect(await host.aclLinkStatus(handle: a)! == (inFlight: 2, queuedBytes: 40, queuedPDUs: 5))
+        await #expect(throws: LinkError.queueFull(peer: VC.peer.address, handle: a, channelID: att, bound: .bytes(queued: 40, limit: 40))) {
             try await host.sendL2CAP(handle: a, channelID: att, payload: Self.writeCommand(8))
         }
 
@@ -61,7 +76,7 @@ struct HostileLinkTests {
         for task in queued {
             await #expect(throws: LinkError.sendTimeout(peer: VC.peer.address, handle: a, channelID: att, milliseconds: 5000)) { try await task.value }
         }
-        #expect(await host.aclLinkStatus(handle: a)! == (inFlight: 2, queuedBytes: 0))
+        #expect(await host.aclLinkStatus(handle: a)! == (inFlight: 2, queuedBytes: 0, queuedPDUs: 0))
         #expect(await host.failedOutboundPDUs == (timedOut: 5, queueFull: 1))
         #expect(LinkError.sendTimeout(peer: VC.peer.address, handle: a, channelID: att, milliseconds: 5000).description.contains("handle \(a.hex)"))
 
@@ -71,6 +86,44 @@ struct HostileLinkTests {
         try await host.sendL2CAP(handle: a, channelID: att, payload: Self.writeCommand(9))
         await vc.settle()
         #expect(serverA.pdus.last == Self.writeCommand(9) && serverB.pdus.last == Self.writeCommand(21))
+    }
+
+    @Test func queueOfSmallPDUsIsBoundedInNumberToo() async throws {
+        let (vc, central, serverA, serverB, a, b) = try await Self.twoLinksWithManualCompletion()
+        let host = central.host
+        #expect(await host.aclLinkQueuePDULimit == 256, "the default")
+        // Three 8-byte PDUs wait, far below the byte bound: the PDU bound refuses the fourth.
+        await host.setACLLimits(sendTimeout: .seconds(5), linkQueueBytes: 64 * 1024, linkQueuePDUs: 3)
+        let att = L2CAPChannelID.att
+
+        // A's peer never completes a packet: 2 go out (its share), 3 wait.
+        let queued = try await Self.stall(host, a, queuing: 3...5)
+        #expect(await host.aclLinkStatus(handle: a)! == (inFlight: 2, queuedBytes: 24, queuedPDUs: 3))
+        let full = LinkError.queueFull(peer: VC.peer.address, handle: a, channelID: att, bound: .pdus(queued: 3, limit: 3))
+        await #expect(throws: full) { try await host.sendL2CAP(handle: a, channelID: att, payload: Self.writeCommand(6)) }
+        #expect(full.description.contains("handle \(a.hex)") && full.description.contains("PDU bound: 3 of 3 PDUs waiting")
+                && full.description.contains("setACLLimits"))
+        // The host's own PDUs without a waiter obey the same bound: dropped and counted.
+        await host.enqueueIfLinked(handle: a, channelID: att, payload: Self.writeCommand(7))
+        #expect(await host.failedOutboundPDUs == (timedOut: 0, queueFull: 2))
+
+        // B is not affected.
+        for i in 1...5 {
+            try await host.sendL2CAP(handle: b, channelID: att, payload: Self.writeCommand(UInt8(i)))
+            vc.completePackets(for: Self.peerB)
+        }
+        await vc.settle()
+        #expect(serverB.pdus == (1...5).map { Self.writeCommand(UInt8($0)) })
+
+        // Once the queued sends time out, A queues again.
+        await vc.advance(by: .seconds(5))
+        for task in queued { _ = try? await task.value }
+        #expect(await host.aclLinkStatus(handle: a)! == (inFlight: 2, queuedBytes: 0, queuedPDUs: 0))
+        vc.completePackets()
+        try await host.sendL2CAP(handle: a, channelID: att, payload: Self.writeCommand(8))
+        await vc.settle()
+        #expect(serverA.pdus == [Self.writeCommand(1), Self.writeCommand(2), Self.writeCommand(8)])
+        #expect(vc.aclFlowControlViolations == 0)
     }
 
     @Test func linkThatConnectsWhileEveryOtherLinkIsStalledStillSends() async throws {

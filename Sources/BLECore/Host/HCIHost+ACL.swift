@@ -4,14 +4,16 @@
 /// One peer that stops acknowledging (its Number Of Completed Packets never come) cannot take
 /// the controller from the others: a link holds at most its share of the controller's
 /// buffers (`aclLinkShare`), a PDU that finds no buffer within `aclSendTimeout` fails with
-/// `LinkError.sendTimeout`, and a link's queue holds at most `aclLinkQueueLimit` bytes
-/// (`LinkError.queueFull` beyond).
+/// `LinkError.sendTimeout`, and a link's queue holds at most `aclLinkQueueLimit` bytes and
+/// `aclLinkQueuePDULimit` PDUs (`LinkError.queueFull` beyond).
 extension HCIHost {
     /// One fragment waiting for a controller buffer; the last fragment of a PDU carries its waiter.
     struct QueuedFragment {
         let packet: ACLDataPacket
         let channelID: UInt16
         let done: Waiters<Void, LinkError>.ID?
+        /// The last fragment of its PDU: the PDU leaves the queue with it.
+        let isLast: Bool
         /// When the PDU fails with `sendTimeout` if still here (the same for all its fragments).
         let deadline: ContinuousClock.Instant
     }
@@ -27,6 +29,8 @@ extension HCIHost {
         var queueHead = 0
         /// Bytes of ACL data in `queue[queueHead...]`.
         var queuedBytes = 0
+        /// PDUs with their last fragment in `queue[queueHead...]`.
+        var queuedPDUs = 0
         /// In `readyLinks`: has queued fragments and is below its share.
         var isReady = false
         /// Fires at the deadline of the oldest queued fragment.
@@ -90,8 +94,8 @@ extension HCIHost {
     /// controller. A cancelled caller returns at once with `LinkError.cancelled`; fragments
     /// already queued still go out (a PDU is never cut short on the link). A PDU that finds no
     /// controller buffer within `aclSendTimeout` fails with `LinkError.sendTimeout`; one that
-    /// would take the link's queue past `aclLinkQueueLimit` bytes fails at once with
-    /// `LinkError.queueFull`.
+    /// would take the link's queue past `aclLinkQueueLimit` bytes or `aclLinkQueuePDULimit`
+    /// PDUs fails at once with `LinkError.queueFull`.
     public func sendL2CAP(handle: UInt16, channelID: UInt16, payload: [UInt8]) async throws(LinkError) {
         if let lostReason { throw .transportLost(lostReason) }
         guard let link = links[handle] else { throw .closed(peer: nil, handle: handle) }
@@ -104,12 +108,19 @@ extension HCIHost {
         try result.get()
     }
 
-    /// `LinkError.queueFull` when a PDU of `payloadCount` bytes does not fit in the link's queue.
+    /// `LinkError.queueFull` when a PDU of `payloadCount` bytes does not fit in the link's
+    /// queue: it holds as many PDUs as allowed, or the PDU would take it past its byte bound.
     func queueFullError(link: Link, channelID: UInt16, payloadCount: Int) -> LinkError? {
-        guard link.queuedBytes > 0, link.queuedBytes + payloadCount + 4 > safeguards.linkQueueLimit else { return nil }
+        let bound: LinkQueueBound
+        if link.queuedPDUs >= safeguards.linkQueuePDULimit {
+            bound = .pdus(queued: link.queuedPDUs, limit: safeguards.linkQueuePDULimit)
+        } else if link.queuedBytes > 0, link.queuedBytes + payloadCount + 4 > safeguards.linkQueueLimit {
+            bound = .bytes(queued: link.queuedBytes, limit: safeguards.linkQueueLimit)
+        } else {
+            return nil
+        }
         safeguards.queueOverflows += 1
-        return .queueFull(peer: link.peer.address, handle: link.handle, channelID: channelID,
-                          queuedBytes: link.queuedBytes, limit: safeguards.linkQueueLimit)
+        return .queueFull(peer: link.peer.address, handle: link.handle, channelID: channelID, bound: bound)
     }
 
     /// Queues a PDU without waiting when the link still exists.
@@ -124,12 +135,15 @@ extension HCIHost {
         guard lostReason == nil, let link = links[handle], !dropsWhenFull(link: link, channelID: channelID, payloadCount: pdu.count - 4) else { return }
         let deadline = scheduler.now() + safeguards.sendTimeout
         if pdu.count <= aclPacketLength {
-            append(ACLDataPacket(handle: link.handle, boundary: .firstNonFlushable, data: pdu), to: link, channelID: channelID, done: nil, deadline: deadline)
+            append(ACLDataPacket(handle: link.handle, boundary: .firstNonFlushable, data: pdu), to: link, channelID: channelID, done: nil,
+                   isLast: true, deadline: deadline)
         } else {
-            for f in ACLFragmenter.fragments(handle: link.handle, pdu: pdu, fragmentSize: aclPacketLength) {
-                append(f, to: link, channelID: channelID, done: nil, deadline: deadline)
+            let fragments = ACLFragmenter.fragments(handle: link.handle, pdu: pdu, fragmentSize: aclPacketLength)
+            for (i, f) in fragments.enumerated() {
+                append(f, to: link, channelID: channelID, done: nil, isLast: i == fragments.count - 1, deadline: deadline)
             }
         }
+        link.queuedPDUs += 1
         startSending(link)
     }
 
@@ -140,8 +154,10 @@ extension HCIHost {
         let fragments = ACLFragmenter.fragments(handle: link.handle, channelID: channelID, payload: payload, fragmentSize: aclPacketLength)
         let deadline = scheduler.now() + safeguards.sendTimeout
         for (i, f) in fragments.enumerated() {
-            append(f, to: link, channelID: channelID, done: i == fragments.count - 1 ? done : nil, deadline: deadline)
+            let isLast = i == fragments.count - 1
+            append(f, to: link, channelID: channelID, done: isLast ? done : nil, isLast: isLast, deadline: deadline)
         }
+        link.queuedPDUs += 1
         startSending(link)
     }
 
@@ -152,8 +168,9 @@ extension HCIHost {
         return true
     }
 
-    func append(_ fragment: ACLDataPacket, to link: Link, channelID: UInt16, done: Waiters<Void, LinkError>.ID?, deadline: ContinuousClock.Instant) {
-        link.queue.append(QueuedFragment(packet: fragment, channelID: channelID, done: done, deadline: deadline))
+    func append(_ fragment: ACLDataPacket, to link: Link, channelID: UInt16, done: Waiters<Void, LinkError>.ID?, isLast: Bool,
+                deadline: ContinuousClock.Instant) {
+        link.queue.append(QueuedFragment(packet: fragment, channelID: channelID, done: done, isLast: isLast, deadline: deadline))
         link.queuedBytes += fragment.data.count
     }
 
@@ -194,6 +211,7 @@ extension HCIHost {
             let entry = link.queue[link.queueHead]
             link.queueHead += 1
             link.queuedBytes -= entry.packet.data.count
+            if entry.isLast { link.queuedPDUs -= 1 }
             if link.queueHead == link.queue.count {
                 link.queue.removeAll(keepingCapacity: true)
                 link.queueHead = 0
@@ -235,6 +253,7 @@ extension HCIHost {
             let entry = link.queue[link.queueHead]
             link.queueHead += 1
             link.queuedBytes -= entry.packet.data.count
+            if entry.isLast { link.queuedPDUs -= 1 }
             if entry.packet.boundary != .continuing { failed += 1 }
             if let done = entry.done {
                 let ms = Int(safeguards.sendTimeout.nanoseconds / 1_000_000)
@@ -312,6 +331,7 @@ extension HCIHost {
         link.queue.removeAll()
         link.queueHead = 0
         link.queuedBytes = 0
+        link.queuedPDUs = 0
         link.reassembler.reset()
         for channel in link.channels.values { channel.closed(error) }
         creditBasedLinkLost(link, error: error)

@@ -8,6 +8,9 @@ struct HostSafeguards {
     /// Bytes of ACL data one link may hold in its queue (one PDU is always taken when the
     /// queue is empty, whatever its size).
     var linkQueueLimit = 64 * 1024
+    /// PDUs one link may hold in its queue: each waiting send keeps a suspended task, so small
+    /// PDUs must not let thousands wait under the byte bound.
+    var linkQueuePDULimit = 256
     /// Interval of the rate-limited log lines.
     var logLimiter = LogRateLimiter<HostLogKind>(interval: .seconds(10))
     /// Links another host on the same adapter made (`hci-raw`): ignored, never answered.
@@ -40,17 +43,21 @@ extension HCIHost {
                    file: file, function: function, line: line)
     }
 
-    /// How long a PDU may wait for a controller buffer (default 30 s), and how many bytes of
-    /// ACL data one link may queue (default 64 KiB).
+    /// How long a PDU may wait for a controller buffer (default 30 s), and how much one link
+    /// may queue: bytes of ACL data (default 64 KiB) and PDUs (default 256). A PDU past either
+    /// bound fails at once with `LinkError.queueFull`.
     ///
-    ///     await host.setACLLimits(sendTimeout: .seconds(10), linkQueueBytes: 16 * 1024)
-    public func setACLLimits(sendTimeout: Duration? = nil, linkQueueBytes: Int? = nil) {
+    ///     await host.setACLLimits(sendTimeout: .seconds(10), linkQueueBytes: 16 * 1024, linkQueuePDUs: 64)
+    public func setACLLimits(sendTimeout: Duration? = nil, linkQueueBytes: Int? = nil, linkQueuePDUs: Int? = nil) {
         if let sendTimeout { safeguards.sendTimeout = sendTimeout }
         if let linkQueueBytes { safeguards.linkQueueLimit = max(1, linkQueueBytes) }
+        if let linkQueuePDUs { safeguards.linkQueuePDULimit = max(1, linkQueuePDUs) }
     }
 
     public var aclSendTimeout: Duration { safeguards.sendTimeout }
     public var aclLinkQueueLimit: Int { safeguards.linkQueueLimit }
+    /// The most PDUs one link's send queue holds (`setACLLimits(linkQueuePDUs:)`).
+    public var aclLinkQueuePDULimit: Int { safeguards.linkQueuePDULimit }
     /// Inbound L2CAP PDUs dropped during reassembly (bad framing, or longer than the channel accepts).
     public var droppedInboundPDUs: Int { safeguards.inboundDrops }
     /// Inbound PDUs refused because they announce more than their channel accepts.
@@ -61,10 +68,10 @@ extension HCIHost {
 
 extension HCIHost {
     /// What link `handle` holds now: packets handed to the controller and not yet completed,
-    /// and bytes waiting in its queue; nil for a link the host does not know.
+    /// and bytes and PDUs waiting in its queue; nil for a link the host does not know.
     ///
     ///     if let status = await host.aclLinkStatus(handle: 0x0040), status.queuedBytes > 0 { ... }
-    public func aclLinkStatus(handle: UInt16) -> (inFlight: Int, queuedBytes: Int)? {
-        links[handle].map { ($0.inFlight, $0.queuedBytes) }
+    public func aclLinkStatus(handle: UInt16) -> (inFlight: Int, queuedBytes: Int, queuedPDUs: Int)? {
+        links[handle].map { ($0.inFlight, $0.queuedBytes, $0.queuedPDUs) }
     }
 }

@@ -17,8 +17,9 @@ public enum LinkError: Error, Sendable, Equatable, CustomStringConvertible {
     /// A PDU on channel `channelID` of link `handle` found no controller buffer within the
     /// host's send timeout: the peer has stopped acknowledging the link's packets. Not sent.
     case sendTimeout(peer: BluetoothAddress, handle: UInt16, channelID: UInt16, milliseconds: Int)
-    /// Link `handle`'s send queue already holds `queuedBytes` of its `limit`: the PDU was refused.
-    case queueFull(peer: BluetoothAddress, handle: UInt16, channelID: UInt16, queuedBytes: Int, limit: Int)
+    /// Link `handle`'s send queue is at one of its bounds (`bound` says which and how full):
+    /// the PDU was refused at once.
+    case queueFull(peer: BluetoothAddress, handle: UInt16, channelID: UInt16, bound: LinkQueueBound)
 
     public var description: String {
         switch self {
@@ -36,8 +37,24 @@ public enum LinkError: Error, Sendable, Equatable, CustomStringConvertible {
             return "sending on L2CAP channel \(cid.hex) of handle \(handle.hex) to \(peer) was cancelled; what was already queued may still be sent"
         case .sendTimeout(let peer, let handle, let cid, let ms):
             return "a PDU on L2CAP channel \(cid.hex) of handle \(handle.hex) to \(peer) found no controller buffer within \(ms) ms: the peer stopped acknowledging packets (out of range or hung?); disconnect it or try later"
-        case .queueFull(let peer, let handle, let cid, let queued, let limit):
-            return "the send queue of handle \(handle.hex) to \(peer) is full (\(queued) of \(limit) bytes waiting); the PDU on L2CAP channel \(cid.hex) was refused: the peer takes data slower than it is sent, so wait for earlier sends or disconnect it"
+        case .queueFull(let peer, let handle, let cid, let bound):
+            return "the send queue of handle \(handle.hex) to \(peer) is full (\(bound)); the PDU on L2CAP channel \(cid.hex) was refused: the peer takes data slower than it is sent, so wait for earlier sends before sending more, disconnect it, or raise the bound with HCIHost.setACLLimits"
+        }
+    }
+}
+
+/// Which bound of a link's send queue refused a PDU (`LinkError.queueFull`), with how much
+/// the queue held and the bound (`HCIHost.setACLLimits`).
+public enum LinkQueueBound: Sendable, Equatable, CustomStringConvertible {
+    /// The queue held `queued` bytes of ACL data; with the PDU it would pass `limit` bytes.
+    case bytes(queued: Int, limit: Int)
+    /// The queue held `queued` PDUs waiting to be sent, the most it holds (`limit`).
+    case pdus(queued: Int, limit: Int)
+
+    public var description: String {
+        switch self {
+        case .bytes(let queued, let limit): "byte bound: \(queued) of \(limit) bytes waiting"
+        case .pdus(let queued, let limit): "PDU bound: \(queued) of \(limit) PDUs waiting"
         }
     }
 }
