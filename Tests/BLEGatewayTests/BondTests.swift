@@ -35,6 +35,35 @@ import Testing
         await watcher.stop()
     }
 
+    /// A bonded peer that starts encryption itself is answered from the gateway's bond store.
+    /// The controller asks only when the peer is the central (Vol 4, Part E, 7.7.65.5); here the
+    /// event is injected on the gateway's link to check that the store is wired in. Bytes from
+    /// the spec: the LE Long Term Key Request event (0x3E, subevent 0x05, Connection_Handle,
+    /// Random_Number, Encrypted_Diversifier, little endian); EDIV 0 and Rand 0 ask for the
+    /// Secure Connections key, answered by LE Long Term Key Request Reply (7.8.25, 0x201A:
+    /// handle, LTK least significant octet first).
+    @Test func longTermKeyRequestsAreAnsweredFromTheBondStore() async throws {
+        let broker = try await Broker.start()
+        defer { broker.stop() }
+        let watcher = try await Watcher.start(broker, "ble/#")
+        let address = LEAddress(BluetoothAddress(rawValue: 0xC0_11_22_33_44_91), type: .random)
+        let peer = SimulatedPeripheral(address: address, advertisingData: [0x02, 0x01, 0x06])
+        let ltk = LongTermKey(key: 0x0F0E_0D0C_0B0A_0908_0706_0504_0302_0100, ediv: 0, rand: 0,
+                              keySize: 16, authenticated: true, secureConnections: true)
+        let bed = try await GatewayBed(broker: broker, peripherals: [peer], bonds: MemoryBondStore([Bond(peer: address, longTermKey: ltk)])) {
+            $0.scan.enabled = false
+            $0.devices = [GatewayConfig.Device(address: address)]
+        }
+        _ = try await watcher.next("ble/gw/devices/C01122334491/link") { $0.text == #"{"state":"connected"}"# }
+        let handle = try #require(bed.vc.handle(of: address))
+        let h = [UInt8(handle & 0xFF), UInt8(handle >> 8)]
+        bed.vc.inject(.event(HCIEventPacket(code: 0x3E, parameters: [0x05] + h + [0, 0, 0, 0, 0, 0, 0, 0] + [0, 0])))
+        let reply = try await bed.vc.waitForCommand(HCIOpcode(rawValue: 0x201A))
+        #expect(reply.parameters == h + (0...15).map { UInt8($0) })
+        await bed.stop()
+        await watcher.stop()
+    }
+
     /// `ble gateway` against Bumble's Security Manager (scenario "security", device "jw":
     /// Just Works, Secure Connections, bonding) with a bond directory: the first run pairs and
     /// keeps the bond, then reads the characteristic that needs encryption (5EC00002); the

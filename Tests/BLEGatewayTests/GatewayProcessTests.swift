@@ -113,9 +113,21 @@ import Testing
             (["gateway", "--mqtt", "mqtt://127.0.0.1:1", "--id", "gw", "--config", file.path],
              "config: scan.lostAfterSeconds: expected a number"),
             (["gateway", "--mqtt", "http://127.0.0.1", "--id", "gw"],
-             #"config: mqtt.url: "http://127.0.0.1" is not mqtt://HOST[:PORT] or mqtts://HOST[:PORT]"#),
+             #"config: --mqtt: "http://127.0.0.1" is not mqtt://HOST[:PORT] or mqtts://HOST[:PORT]"#),
             (["gateway", "--mqtt", "mqtt://127.0.0.1:1883"],
              "config: id: missing; give --id GWID or \"id\" in the config"),
+            (["gateway", "--mqtt", "mqtt://127.0.0.1:1", "--id", "gw", "--keep-alive", "2"],
+             "config: --keep-alive: must be from 5 to 65535 seconds, got 2 s"),
+            (["gateway", "--mqtt", "mqtt://127.0.0.1:1", "--id", "gw", "--keep-alive", "often"],
+             #"config: --keep-alive: needs a number of seconds from 0 to 86400, not "often""#),
+            (["gateway", "--mqtt", "mqtt://127.0.0.1:1", "--id", "gw", "--reconnect-delay", "0"],
+             "config: --reconnect-delay: must be more than 0"),
+            (["gateway", "--mqtt", "mqtt://127.0.0.1:1", "--id", "gw", "--reconnect-delay", "5", "--reconnect-max-delay", "2.5"],
+             "config: --reconnect-max-delay: 2.5 s is less than the first delay (reconnectDelaySeconds, 5 s)"),
+            (["gateway", "--mqtt", "mqtt://127.0.0.1:1", "--id", "gw", "--password-file", "/nonexistent/pw"],
+             "config: --password-file: cannot read /nonexistent/pw: No such file or directory; check the path and that the gateway's user may read it"),
+            (["gateway", "--mqtt", "mqtt://127.0.0.1:1", "--id", "gw", "--password", "pw", "--password-file", file.path],
+             "config: --password-file: give --password or --password-file, not both"),
         ]
         for (arguments, line) in cases {
             let child = try Child(path: Self.ble, arguments)

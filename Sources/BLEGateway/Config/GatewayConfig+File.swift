@@ -80,6 +80,20 @@ func seconds(_ value: Double?, _ path: [any CodingKey], _ key: String, positive:
     return .nanoseconds(Int64(value * 1e9))
 }
 
+extension GatewayConfig {
+    /// Every key of the file except those inside `devices` entries ("mqtt.url", "devices"):
+    /// what docs/gateway.md's flag table lists.
+    static var fileKeys: [String] {
+        FileRoot.K.allCases.flatMap { k -> [String] in
+            switch k {
+            case .mqtt: FileBroker.K.allCases.map { "mqtt.\($0.rawValue)" }
+            case .scan: FileScan.K.allCases.map { "scan.\($0.rawValue)" }
+            default: [k.rawValue]
+            }
+        }
+    }
+}
+
 private struct FileRoot: Decodable {
     var config = GatewayConfig()
     enum K: String, CodingKey, CaseIterable { case mqtt, id, topicPrefix, layout, scan, metricsIntervalSeconds, homeAssistantDiscovery, devices }
@@ -106,7 +120,7 @@ private struct FileRoot: Decodable {
 private struct FileBroker: Decodable {
     var broker = GatewayConfig.Broker()
     enum K: String, CodingKey, CaseIterable {
-        case url, protocolVersion, username, password, caFile, certFile, keyFile, insecureTLS, queueCapacity, keepAliveSeconds, reconnectDelaySeconds, reconnectMaximumDelaySeconds
+        case url, protocolVersion, username, password, passwordFile, caFile, certFile, keyFile, insecureTLS, queueCapacity, keepAliveSeconds, reconnectDelaySeconds, reconnectMaximumDelaySeconds
     }
 
     init(from decoder: any Decoder) throws {
@@ -127,6 +141,7 @@ private struct FileBroker: Decodable {
         }
         broker.username = try c.decodeIfPresent(String.self, forKey: .username)
         broker.password = try c.decodeIfPresent(String.self, forKey: .password)
+        broker.passwordFile = try c.decodeIfPresent(String.self, forKey: .passwordFile)
         broker.caFile = try c.decodeIfPresent(String.self, forKey: .caFile)
         broker.certFile = try c.decodeIfPresent(String.self, forKey: .certFile)
         broker.keyFile = try c.decodeIfPresent(String.self, forKey: .keyFile)

@@ -1,4 +1,5 @@
 import BLECore
+import Foundation
 import GATTClient
 
 /// Everything the gateway runs with: broker, gateway id, scanning, links. Built from a JSON
@@ -22,16 +23,22 @@ public struct GatewayConfig: Sendable, Hashable {
         /// `mqtt://HOST[:PORT]` or `mqtts://HOST[:PORT]`.
         public var url: String?
         public var username: String?
+        /// The password as text: visible in `ps` when given as a flag; prefer `passwordFile`.
         public var password: String?
+        /// A file holding the password (its text without a final line break); not with `password`.
+        public var passwordFile: String?
         public var caFile: String?
         public var certFile: String?
         public var keyFile: String?
+        /// Skips the check that the broker's certificate names the host (testing only).
         public var insecureTLS = false
         /// MQTT 3.1.1 (default) or 5.
         public var protocolVersion = MQTTProtocolVersion.v311
         /// Messages waiting for the broker at most; the oldest is dropped (and counted) beyond.
         public var queueCapacity = 10_000
+        /// MQTT Keep Alive (5 to 65535 s); also how long an attempt may wait for the broker.
         public var keepAlive: Duration = .seconds(30)
+        /// The first wait before a new broker connection attempt; it doubles up to `reconnectMaximumDelay`.
         public var reconnectDelay: Duration = .seconds(1)
         public var reconnectMaximumDelay: Duration = .seconds(30)
         public init() {}
@@ -115,6 +122,11 @@ public struct GatewayConfig: Sendable, Hashable {
         try Self.checkTopicLevel(id, key: "id")
         try Self.checkTopicLevel(topicPrefix, key: "topicPrefix")
         if broker.queueCapacity < 1 { throw ConfigError(key: "mqtt.queueCapacity", "must be at least 1, got \(broker.queueCapacity)") }
+        try checkBrokerTimes()
+        if broker.passwordFile != nil {
+            if broker.password != nil { throw ConfigError(key: "mqtt.passwordFile", "give password or passwordFile, not both") }
+            _ = try passwordFromFile()
+        }
         if scan.publishInterval < .zero { throw ConfigError(key: "scan.publishIntervalSeconds", "must not be negative") }
         if scan.lostAfter <= .zero { throw ConfigError(key: "scan.lostAfterSeconds", "must be more than 0") }
         if metricsInterval <= .zero { throw ConfigError(key: "metricsIntervalSeconds", "must be more than 0") }
@@ -130,6 +142,44 @@ public struct GatewayConfig: Sendable, Hashable {
         }
     }
 
+    /// Keep Alive is a 16-bit number of seconds (MQTT 3.1.1, 3.1.2.10) and libmosquitto
+    /// takes no less than 5; the backoff must not start above its maximum.
+    func checkBrokerTimes() throws(ConfigError) {
+        if broker.keepAlive < .seconds(5) || broker.keepAlive > .seconds(65_535) {
+            throw ConfigError(key: "mqtt.keepAliveSeconds", "must be from 5 to 65535 seconds, got \(Self.secondsText(broker.keepAlive))")
+        }
+        if broker.reconnectDelay <= .zero { throw ConfigError(key: "mqtt.reconnectDelaySeconds", "must be more than 0") }
+        if broker.reconnectMaximumDelay < broker.reconnectDelay {
+            throw ConfigError(key: "mqtt.reconnectMaximumDelaySeconds",
+                              "\(Self.secondsText(broker.reconnectMaximumDelay)) is less than the first delay (reconnectDelaySeconds, \(Self.secondsText(broker.reconnectDelay)))")
+        }
+    }
+
+    static func secondsText(_ d: Duration) -> String {
+        let s = Double(d.components.seconds) + Double(d.components.attoseconds) * 1e-18
+        return s == s.rounded() ? "\(Int64(s)) s" : "\(s) s"
+    }
+
+    /// The text of `broker.passwordFile` without a final line break; at most 65535 bytes
+    /// (an MQTT password's limit), so a wrong path to a large file is a mistake, not a read.
+    func passwordFromFile() throws(ConfigError) -> String {
+        let path = broker.passwordFile ?? ""
+        guard let handle = FileHandle(forReadingAtPath: path) else {
+            throw ConfigError(key: "mqtt.passwordFile", "cannot read \(path): \(String(cString: strerror(errno))); check the path and that the gateway's user may read it")
+        }
+        defer { try? handle.close() }
+        let data: Data
+        do { data = try handle.read(upToCount: 65_537) ?? Data() } catch {
+            throw ConfigError(key: "mqtt.passwordFile", "cannot read \(path): \(error)")
+        }
+        var text = String(decoding: data, as: UTF8.self)
+        // "\r\n" is one Character: removeLast takes either line break whole.
+        if text.hasSuffix("\r\n") || text.hasSuffix("\n") { text.removeLast() }
+        if text.utf8.count > 65_535 { throw ConfigError(key: "mqtt.passwordFile", "\(path) holds more than 65535 bytes; an MQTT password is at most that") }
+        if text.isEmpty { throw ConfigError(key: "mqtt.passwordFile", "\(path) is empty; write the password into it") }
+        return text
+    }
+
     static func checkTopicLevel(_ s: String, key: String) throws(ConfigError) {
         if s.isEmpty || s.contains(where: { $0 == "/" || $0 == "+" || $0 == "#" || $0.isWhitespace }) {
             throw ConfigError(key: key, "\"\(s)\" cannot be an MQTT topic level (no '/', '+', '#', spaces, not empty)")
@@ -141,7 +191,7 @@ public struct GatewayConfig: Sendable, Hashable {
         let url = try BrokerURL(broker.url ?? "")
         var o = MQTTOptions(host: url.host, port: url.port, clientID: "ble-gateway-\(id ?? "")")
         o.username = broker.username
-        o.password = broker.password
+        o.password = try broker.passwordFile == nil ? broker.password : passwordFromFile()
         if url.tls || broker.caFile != nil {
             o.tls = MQTTTLSOptions(caFile: broker.caFile ?? "/etc/ssl/certs/ca-certificates.crt", certFile: broker.certFile,
                                    keyFile: broker.keyFile, insecure: broker.insecureTLS)

@@ -66,9 +66,12 @@ public actor Gateway {
     }
 
     /// Runs until the calling task is cancelled, then stops: links disconnected, `offline`
-    /// published (retained) and the broker left, within a few seconds.
+    /// published (retained) and the broker left, within a few seconds. With `bonds`, the
+    /// central's LE Long Term Key Requests are answered from them (`longTermKeyProvider`).
     public func run() async throws(GatewayError) {
         do { try publisher.client.start() } catch { throw .mqtt(error) }
+        // A bonded peer that starts encryption itself gets its key from the same store.
+        if let bonds { await central.setLongTermKeyProvider(bonds.longTermKeyProvider) }
         // On the adapter queue, where the publisher runs: the client's events (deliveries,
         // incoming messages) reach it without a hop through the global pool.
         let publisher = self.publisher

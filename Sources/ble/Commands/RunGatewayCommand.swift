@@ -16,10 +16,15 @@ enum RunGatewayCommand {
             .value("config", nil, "FILE", "JSON config (docs/gateway.md); flags override its values"),
             .value("mqtt-version", nil, "V", "MQTT protocol version: 3.1.1 (default) or 5"),
             .value("username", nil, "NAME", "broker user name"),
-            .value("password", nil, "TEXT", "broker password"),
+            .value("password", nil, "TEXT", "broker password (shows in ps; prefer --password-file)"),
+            .value("password-file", nil, "FILE", "file holding the broker password"),
             .value("ca-file", nil, "FILE", "CA certificate(s) for TLS"),
             .value("cert-file", nil, "FILE", "client certificate for TLS"),
             .value("key-file", nil, "FILE", "client key for TLS"),
+            .flag("insecure-tls", nil, "do not check that the broker's certificate names the host (testing only)"),
+            .value("keep-alive", nil, "SECONDS", "MQTT keep-alive, 5 to 65535 (default 30)"),
+            .value("reconnect-delay", nil, "SECONDS", "first wait before a new broker connection attempt, doubling (default 1)"),
+            .value("reconnect-max-delay", nil, "SECONDS", "longest wait between broker connection attempts (default 30)"),
             .value("topic-prefix", nil, "TEXT", "first topic level (default ble)"),
             .value("layout", nil, "NAME", "advertisement topics: native, openmqttgateway or both (default native)"),
             .value("publish-interval", nil, "SECONDS", "an unchanged device is published again after SECONDS (default 10)"),
@@ -105,10 +110,19 @@ enum RunGatewayCommand {
                 c.broker.protocolVersion = version
             }
             if let v = a.value("username") { c.broker.username = v }
-            if let v = a.value("password") { c.broker.password = v }
+            if a.value("password") != nil, a.value("password-file") != nil {
+                throw ConfigError(key: "--password-file", "give --password or --password-file, not both")
+            }
+            // A flag replaces whichever of the two the file gave.
+            if let v = a.value("password") { (c.broker.password, c.broker.passwordFile) = (v, nil) }
+            if let v = a.value("password-file") { (c.broker.password, c.broker.passwordFile) = (nil, v) }
             if let v = a.value("ca-file") { c.broker.caFile = v }
             if let v = a.value("cert-file") { c.broker.certFile = v }
             if let v = a.value("key-file") { c.broker.keyFile = v }
+            if a.has("insecure-tls") { c.broker.insecureTLS = true }
+            if let v = a.value("keep-alive") { c.broker.keepAlive = try seconds(v, "--keep-alive") }
+            if let v = a.value("reconnect-delay") { c.broker.reconnectDelay = try seconds(v, "--reconnect-delay") }
+            if let v = a.value("reconnect-max-delay") { c.broker.reconnectMaximumDelay = try seconds(v, "--reconnect-max-delay") }
             if let v = a.value("topic-prefix") { c.topicPrefix = v }
             if let v = a.value("layout") {
                 guard let l = GatewayConfig.Layout(rawValue: v) else { throw ConfigError(key: "--layout", "\"\(v)\" is not native, openmqttgateway or both") }
@@ -124,12 +138,26 @@ enum RunGatewayCommand {
             if a.has("passive") { c.scan.passive = true }
             if a.has("no-scan") { c.scan.enabled = false }
             if a.has("ha-discovery") { c.homeAssistantDiscovery = true }
-            try c.validate()
+            do { try c.validate() } catch {
+                // A value a flag gave is named by the flag.
+                guard let flag = flagOfKey[error.key], a.value(flag) != nil || a.has(flag) else { throw error }
+                throw ConfigError(key: "--\(flag)", error.problem)
+            }
             return c
         } catch {
             throw UsageError(error.description)
         }
     }
+
+    /// The flag that sets each config key checked by `GatewayConfig.validate()`.
+    static let flagOfKey: [String: String] = [
+        "mqtt.url": "mqtt", "id": "id", "topicPrefix": "topic-prefix", "mqtt.passwordFile": "password-file",
+        "mqtt.certFile": "cert-file", "mqtt.keyFile": "key-file", "mqtt.queueCapacity": "queue",
+        "mqtt.keepAliveSeconds": "keep-alive", "mqtt.reconnectDelaySeconds": "reconnect-delay",
+        "mqtt.reconnectMaximumDelaySeconds": "reconnect-max-delay",
+        "scan.publishIntervalSeconds": "publish-interval", "scan.lostAfterSeconds": "lost-after",
+        "metricsIntervalSeconds": "metrics-interval",
+    ]
 
     static func seconds(_ text: String, _ option: String) throws(ConfigError) -> Duration {
         guard let v = Double(text), v.isFinite, v >= 0, v <= 86_400 else {

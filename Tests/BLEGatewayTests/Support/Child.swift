@@ -2,7 +2,7 @@ import BLETestSupport
 import Foundation
 
 /// A child process started with a clean signal state (`ChildProcess`, which says why).
-/// Its stderr comes back as a stream of text; stdout goes to /dev/null.
+/// Its stderr comes back as a stream of text; stdout goes to /dev/null or to a file.
 ///
 ///     let child = try Child(path: "/usr/sbin/mosquitto", ["-p", "1883"])
 ///     for await text in child.stderr { ... }
@@ -15,8 +15,8 @@ final class Child: Sendable {
     /// Kept for the child's lifetime: releasing it closes the pipe.
     private let reader: FileHandle
 
-    init(path: String, _ arguments: [String]) throws {
-        let process = try ChildProcess(path: path, arguments, stderr: .pipe)
+    init(path: String, _ arguments: [String], stdout: ChildProcess.Output = .null) throws {
+        let process = try ChildProcess(path: path, arguments, stdout: stdout, stderr: .pipe)
         pid = process.pid
         let (text, feed) = AsyncStream<String>.makeStream()
         stderr = text
