@@ -167,8 +167,9 @@ public actor Central {
     /// so the same adapter can be opened again right away. HCI Disconnect goes out for every
     /// link even when the calling task is cancelled (an application closing on Ctrl-C leaves
     /// no link up at the controller); close then waits at most a second for each Command
-    /// Status, and for the Disconnection Complete events only while the caller is not
-    /// cancelled, again at most a second.
+    /// Status (plus the rest of the timeout of a command that holds the credit when the
+    /// Disconnect is queued behind it), and for the Disconnection Complete events only while
+    /// the caller is not cancelled, again at most a second.
     ///
     ///     await central.close()
     public func close() async {

@@ -5,6 +5,10 @@
 /// `.cancelledAfterSending` after). A command still queued when its timeout passes fails with
 /// `.noCommandCredit`; when nothing is in flight the host then assumes one credit, so a
 /// controller that set the credit to zero with nothing outstanding cannot wedge the queue.
+/// When the timeout passes while sent commands hold the credits, the wait restarts once, as
+/// soon as one of them ends (each does by its own timeout at the latest), so a command queued
+/// behind one that is never answered still goes out; the wait stays bounded by twice its
+/// timeout plus the holder's.
 /// A completion that echoes a Connection_Handle is matched by handle too, so a late answer
 /// for a command that timed out never completes another link's command. For any other
 /// opcode, after a timeout the next command with that opcode waits (others go on) until the
@@ -20,6 +24,17 @@ extension HCIHost {
         let waiter: Waiters<[UInt8], HCIError>.ID
         /// The deadline of the phase the command is in: waiting for a credit, or for its completion.
         var timer: (any ScheduledTimer)?
+        /// Where the wait for a credit is (see `queuedCommandExpired`).
+        var creditWait = CreditWait.first
+    }
+
+    enum CreditWait {
+        /// Within the command's timeout.
+        case first
+        /// The timeout passed while sent commands held the credits: no deadline until one of them ends.
+        case awaitingHolder
+        /// Restarted when a holder ended; the next expiry fails the command.
+        case restarted
     }
 
     /// Sends a command and waits for its Command Complete (returning the return parameters,
@@ -41,12 +56,27 @@ extension HCIHost {
             waitingCommands.append(PendingCommand(packet: command, timeout: timeout, waiter: id))
             pumpCommands()
             if let index = waitingCommands.firstIndex(where: { $0.waiter == id }) {
-                waitingCommands[index].timer = scheduler.schedule(after: timeout) { [weak self, executor] in
-                    self?.enter(on: executor) { $0.queuedCommandExpired(id) }
-                }
+                armCreditDeadline(index)
             }
         }
         return try result.get()
+    }
+
+    /// Starts the timeout of `waitingCommands[index]`'s wait for a credit.
+    func armCreditDeadline(_ index: Int) {
+        let id = waitingCommands[index].waiter
+        waitingCommands[index].timer = scheduler.schedule(after: waitingCommands[index].timeout) { [weak self, executor] in
+            self?.enter(on: executor) { $0.queuedCommandExpired(id) }
+        }
+    }
+
+    /// A sent command ended (completed or timed out), so its credit is back or assumed:
+    /// commands whose timeout passed while it was held get their own timeout again.
+    func restartCreditDeadlines() {
+        for index in waitingCommands.indices where waitingCommands[index].creditWait == .awaitingHolder {
+            waitingCommands[index].creditWait = .restarted
+            armCreditDeadline(index)
+        }
     }
 
     /// The caller of command `id` was cancelled: a command not sent yet leaves the queue
@@ -102,6 +132,7 @@ extension HCIHost {
         }
         let command = sentCommands.remove(at: index)
         command.timer?.cancel()
+        restartCreditDeadlines()
         if case .success(let rp) = result, let status = rp.first, status != 0 {
             commandWaiters.resume(command.waiter, with: .failure(.commandFailed(opcode: opcode, status: HCIStatus(rawValue: status))))
         } else {
@@ -131,6 +162,7 @@ extension HCIHost {
         // again so a single unanswered command cannot wedge the host.
         commandCredits = max(commandCredits, 1)
         pumpCommands()
+        restartCreditDeadlines()
     }
 
     /// A reset or a lost transport: no late answer will come.
@@ -139,10 +171,16 @@ extension HCIHost {
         lateAnswerHolds.removeAll()
     }
 
-    /// A command still waiting for a credit reached its timeout: it fails, and with nothing in
-    /// flight no completion will ever return a credit, so the host assumes one.
+    /// A command still waiting for a credit reached its timeout. While sent commands hold the
+    /// credits (the first time only) it waits on until one of them ends; otherwise it fails,
+    /// and with nothing in flight no completion will ever return a credit, so the host assumes one.
     func queuedCommandExpired(_ id: Waiters<[UInt8], HCIError>.ID) {
         guard let index = waitingCommands.firstIndex(where: { $0.waiter == id }) else { return }
+        if waitingCommands[index].creditWait == .first, !sentCommands.isEmpty {
+            waitingCommands[index].creditWait = .awaitingHolder
+            waitingCommands[index].timer = nil
+            return
+        }
         let command = waitingCommands.remove(at: index)
         let ms = Int(command.timeout.nanoseconds / 1_000_000)
         logger.log(.warning, "\(command.packet.opcode) got no command credit within \(ms) ms", metadata: ["opcode": command.packet.opcode.rawValue.hex])
