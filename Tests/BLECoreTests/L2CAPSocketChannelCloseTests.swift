@@ -43,7 +43,7 @@ import Testing
         executor.queue.suspend()
         _ = Glibc.close(peerEnd)
         let sending = Task { () async -> LinkError? in
-            do { try await channel.send([0x0A, 0x01, 0x00]); return nil } catch { return error }
+            do throws(LinkError) { try await channel.send([0x0A, 0x01, 0x00]); return nil } catch { return error }
         }
         // Runs ahead of the send when the send waits for the queue, as it must.
         executor.queue.async { channel.readAvailable() }
