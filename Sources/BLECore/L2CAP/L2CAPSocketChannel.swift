@@ -105,7 +105,7 @@ public final class L2CAPSocketChannel: L2CAPChannel, @unchecked Sendable { // st
     /// The ATT fixed channel (Vol 3, Part A, 2.1).
     static let attChannelID: UInt16 = 0x0004
 
-    private init(fd: Int32, peer: LEAddress, psm: UInt16?, executor: AdapterExecutor) {
+    init(fd: Int32, peer: LEAddress, psm: UInt16?, executor: AdapterExecutor) {
         self.fd = fd
         self.peer = peer
         self.psm = psm
@@ -285,16 +285,36 @@ public final class L2CAPSocketChannel: L2CAPChannel, @unchecked Sendable { // st
 
     // MARK: - L2CAPChannel
 
-    /// Hands the SDU to the kernel (queued while the socket is full, never dropped).
+    /// Hands the SDU to the kernel (queued while the socket is full, never dropped). The
+    /// socket and its sources are touched only on the executor's queue: a nonisolated async
+    /// call runs elsewhere, so it hops there first.
     public func send(_ sdu: [UInt8]) async throws(LinkError) {
-        if let closedError { throw closedError }
-        guard let io else { throw .closed(peer: peer.address, handle: nil) }
-        if let err = io.write(sdu) {
-            if err == EMSGSIZE { throw .tooLarge(size: sdu.count, maximum: outgoingMTU() ?? 0) }
-            let error = linkError(err)
-            fail(error)
-            throw error
+        let error: LinkError?
+        if executor.isOnQueue {
+            error = writeOnQueue(sdu)
+        } else {
+            error = await withCheckedContinuation { (c: CheckedContinuation<LinkError?, Never>) in
+                executor.queue.async { c.resume(returning: self.writeOnQueue(sdu)) }
+            }
         }
+        if let error { throw error }
+    }
+
+    /// Queues the SDU in order with everything sent before it on this executor.
+    public func enqueue(_ sdu: [UInt8]) {
+        if executor.isOnQueue { _ = writeOnQueue(sdu) } else { executor.queue.async { _ = self.writeOnQueue(sdu) } }
+    }
+
+    /// On the queue: the write, or why the channel cannot take it (ending the channel when
+    /// the socket failed).
+    private func writeOnQueue(_ sdu: [UInt8]) -> LinkError? {
+        if let closedError { return closedError }
+        guard let io else { return .closed(peer: peer.address, handle: nil) }
+        guard let err = io.write(sdu) else { return nil }
+        if err == EMSGSIZE { return .tooLarge(size: sdu.count, maximum: outgoingMTU() ?? 0) }
+        let error = linkError(err)
+        fail(error)
+        return error
     }
 
     public func setHandlers(receive: @escaping @Sendable ([UInt8]) -> Void, close: @escaping @Sendable (LinkError) -> Void) {
@@ -316,7 +336,7 @@ public final class L2CAPSocketChannel: L2CAPChannel, @unchecked Sendable { // st
 
     // MARK: - I/O on the executor's queue
 
-    private func startReading() {
+    func startReading() {
         let io = DispatchFD(fd: fd, queue: executor.queue, packetMode: true, isSocket: true)
         self.io = io
         io.start(
@@ -446,6 +466,10 @@ final class ConnectWait: @unchecked Sendable { // state touched only on `queue`
         source.resume()
     }
 
+    /// Ends the wait once. With a source, the waiter resumes only from its cancel handler,
+    /// when no handler can run any more and libdispatch no longer watches the fd: the caller
+    /// may then close the fd (or this closes it on failure) without a new socket reusing its
+    /// number under a source still registered for the old one.
     func finish(_ result: Result<Void, L2CAPSocketError>) {
         guard outcome == nil else { return }
         outcome = result
@@ -453,13 +477,19 @@ final class ConnectWait: @unchecked Sendable { // state touched only on `queue`
         let fd = self.fd
         let failed: Bool
         if case .failure = result { failed = true } else { failed = false }
-        if let source {
-            // The fd is closed only after the source is gone.
-            if failed { source.setCancelHandler { _ = Glibc.close(fd) } }
-            source.cancel()
-        } else if failed {
-            _ = Glibc.close(fd)
+        guard let source else {
+            if failed { _ = Glibc.close(fd) }
+            resume(result)
+            return
         }
+        source.setCancelHandler { [self] in
+            if failed { _ = Glibc.close(fd) }
+            resume(result)
+        }
+        source.cancel()
+    }
+
+    private func resume(_ result: Result<Void, L2CAPSocketError>) {
         continuation?.resume(returning: result)
         continuation = nil
     }
