@@ -107,12 +107,7 @@ extension Peripheral {
         case .insufficientEncryption, .encryptionKeySizeTooShort:
             return current == .none ? .encrypted : nil
         case .insufficientAuthentication:
-            switch current {
-            case .none: return .encrypted
-            case .encrypted: return .authenticated
-            case .authenticated: return .secureConnections
-            case .secureConnections: return nil
-            }
+            return current == .secureConnections ? nil : current.nextToAsk
         default:
             return nil
         }
