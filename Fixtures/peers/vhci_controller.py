@@ -47,7 +47,9 @@ Prints "ready" on stdout once the peripheral advertises; runs until killed.
 
 import argparse
 import asyncio
+import errno
 import logging
+import os
 import signal
 
 from bumble import gatt, l2cap
@@ -172,6 +174,28 @@ async def notify_heart_rate(device: Device, measurement: gatt.Characteristic) ->
             logging.warning("notification not sent: %s", error)
 
 
+class AdapterSink:
+    """Writes the controller's packets to /dev/vhci the way a USB or UART driver hands them to
+    the kernel: a packet the kernel refuses because the adapter is down (ENXIO: events or
+    advertising reports of a scan still running when the host took hci0 down; Bumble's HCI
+    Reset does not stop scanning) is dropped and counted. Bumble's own pipe transport closes
+    /dev/vhci on the first failed write, and the kernel then unregisters hci0."""
+
+    def __init__(self, transport) -> None:
+        self.fd = transport.sink.transport.get_extra_info("pipe").fileno()
+        self.dropped = 0
+
+    def on_packet(self, packet: bytes) -> None:
+        try:
+            os.write(self.fd, packet)
+        except OSError as error:
+            if error.errno != errno.ENXIO:
+                raise
+            self.dropped += 1
+            if self.dropped == 1 or self.dropped % 1000 == 0:
+                logging.warning("adapter down: %d packets to the host dropped", self.dropped)
+
+
 async def run(vhci_path: str, address: str) -> None:
     link = LocalLink()
     async with await open_transport(f"vhci:{vhci_path}") as transport:
@@ -179,7 +203,7 @@ async def run(vhci_path: str, address: str) -> None:
         kernel_controller = Controller(
             "kernel",
             host_source=transport.source,
-            host_sink=transport.sink,
+            host_sink=AdapterSink(transport),
             link=link,
             public_address=address,
         )
