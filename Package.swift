@@ -40,7 +40,7 @@ let package = Package(
         .target(name: "BLETestSupport", dependencies: ["BLECore", "ATT", "GATTClient"]),
         .target(name: "BLEGateway", dependencies: ["CMosquitto", "BLECore", "ATT", "GATTClient", "SMP"]),
         .executableTarget(name: "ble", dependencies: ["BLECore", "ATT", "GATTClient", "SMP", "BLEGateway", "CYAML"]),
-        .executableTarget(name: "Benchmarks", dependencies: ["BLECore", "ATT", "GATTClient", "BLETestSupport", "BLEGateway"], path: "Benchmarks", exclude: ["bumble_bench.py", "README.md"]),
+        .executableTarget(name: "Benchmarks", dependencies: ["BLECore", "ATT", "GATTClient", "BLETestSupport", "BLEGateway", "SMP"], path: "Benchmarks", exclude: ["bumble_bench.py", "README.md"]),
         .testTarget(name: "BLECoreTests", dependencies: ["BLECore", "BLETestSupport"]),
         .testTarget(name: "SMPTests", dependencies: ["SMP", "BLECore", "BLETestSupport"]),
         .testTarget(name: "ATTTests", dependencies: ["ATT", "BLECore", "BLETestSupport"]),

@@ -36,6 +36,7 @@ enum HostileWorkload {
         results.append(try await oversizedPDUs(stack, hostile, count: 10_000 / scale, healthy: writes))
         results.append(try await parameterUpdates(stack, hostile, count: 10_000 / scale, healthy: writes))
         results.append(try await serviceChanged(stack, hostile, count: 10_000 / scale, healthy: writes))
+        results.append(try await smpFlood(stack, hostile, count: 10_000 / scale, healthy: writes))
         await stack.close()
         results.append(try await stalledPeer(sends: 10_000 / scale, outstanding: 3_000 / scale))
         results += try await bounds(quick: quick)
@@ -376,6 +377,8 @@ enum HostileWorkload {
         var confirmations = 0, readByGroupType = 0
         /// LE Connection Update commands (0x2013).
         var connectionUpdates = 0
+        /// Pairing Failed PDUs (0x05) on the Security Manager channel (0x0006).
+        var pairingFailed = 0
 
         mutating func take(from vc: VirtualController) {
             let (frames, commands) = vc.queue.sync {
@@ -386,6 +389,7 @@ enum HostileWorkload {
                 if f.channelID == L2CAPChannelID.leSignaling { signaling += 1 }
                 if f.channelID == L2CAPChannelID.att, f.payload.first == 0x1E { confirmations += 1 }
                 if f.channelID == L2CAPChannelID.att, f.payload.first == 0x10 { readByGroupType += 1 }
+                if f.channelID == L2CAPChannelID.securityManager, f.payload.first == 0x05 { pairingFailed += 1 }
             }
             connectionUpdates += commands.filter { $0.opcode.rawValue == 0x2013 }.count
         }
