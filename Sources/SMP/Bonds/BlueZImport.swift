@@ -9,6 +9,16 @@ import BLECore
 ///
 ///     let (bonds, problems) = BlueZImport.bonds(adapterDirectory: "/var/lib/bluetooth/00:1B:DC:0F:00:01")
 public enum BlueZImport {
+    /// The adapter directories in BlueZ's storage directory (usually `/var/lib/bluetooth`,
+    /// readable by root only), sorted; `.io` with the errno when it cannot be listed.
+    ///
+    ///     for (adapter, path) in try BlueZImport.adapters(in: "/var/lib/bluetooth") { ... }
+    public static func adapters(in directory: String) throws(BondStoreError) -> [(adapter: BluetoothAddress, directory: String)] {
+        guard let dir = opendir(directory) else { throw .io(path: directory, operation: "listing", errno: errno) }
+        defer { closedir(dir) }
+        return addressEntries(dir).map { ($0.address, directory + "/" + $0.name) }
+    }
+
     /// Every peer directory's bond under one adapter directory; files that do not give an LE
     /// bond are listed in `problems` with their path.
     public static func bonds(adapterDirectory: String) -> (bonds: [Bond], problems: [BondStoreError]) {
@@ -16,16 +26,11 @@ public enum BlueZImport {
             return ([], [.io(path: adapterDirectory, operation: "listing", errno: errno)])
         }
         defer { closedir(dir) }
-        var names: [String] = []
-        while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            if BluetoothAddress(name) != nil { names.append(name) }
-        }
         var bonds: [Bond] = [], problems: [BondStoreError] = []
-        for name in names.sorted() {
+        for (name, peer) in addressEntries(dir) {
             let path = adapterDirectory + "/" + name + "/info"
             do throws(BondStoreError) {
-                if let b = try bond(infoFile: path, peer: BluetoothAddress(name)!) { bonds.append(b) }
+                if let b = try bond(infoFile: path, peer: peer) { bonds.append(b) }
             } catch {
                 problems.append(error)
             }

@@ -61,6 +61,30 @@ public final class FileBondStore: BondStore, @unchecked Sendable { // file acces
 
     deinit { close(directoryDescriptor) }
 
+    /// The adapters with a directory in the bond directory (`directory`, else
+    /// `defaultDirectory`), sorted: their bonds can be listed without opening a controller.
+    /// None when the bond directory does not exist yet (nothing is created). Throws
+    /// `.unsafeDirectory` for a bond directory `init` would refuse.
+    ///
+    ///     for adapter in try FileBondStore.adapters() { print(adapter, try FileBondStore(adapter: adapter).allBonds()) }
+    public static func adapters(in directory: String? = nil) throws(BondStoreError) -> [BluetoothAddress] {
+        let root = directory ?? defaultDirectory
+        let fd: Int32
+        do throws(BondStoreError) {
+            fd = try openOwnDirectory(root, at: AT_FDCWD)
+        } catch {
+            if case .io(_, _, ENOENT) = error { return [] }
+            throw error
+        }
+        guard let dir = fdopendir(fd) else {
+            let e = errno
+            close(fd)
+            throw .io(path: root, operation: "listing", errno: e)
+        }
+        defer { closedir(dir) }
+        return addressEntries(dir).map(\.address)
+    }
+
     public func bond(for peer: LEAddress) -> Bond? {
         lock.withLock {
             if let b = readFile(Self.fileName(for: peer)) { return b }
@@ -108,13 +132,8 @@ public final class FileBondStore: BondStore, @unchecked Sendable { // file acces
             return []
         }
         defer { closedir(dir) }
-        var bonds: [Bond] = []
-        while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            guard name.hasSuffix("-public") || name.hasSuffix("-random") else { continue }
-            if let b = readFile(name) { bonds.append(b) }
-        }
-        return bonds.sorted { $0.peer.address < $1.peer.address }
+        let names = entryNames(dir).filter { $0.hasSuffix("-public") || $0.hasSuffix("-random") }
+        return names.compactMap(readFile).sorted { $0.peer.address < $1.peer.address }
     }
 
     /// Reads one bond file of the adapter's directory (never through a symbolic link); nil

@@ -14,7 +14,7 @@ enum PairCommand {
     static let spec = CommandSpec(
         name: "pair",
         summary: "pair with a device and keep the bond",
-        usage: ["pair DEVICE [--io display-only|display-yesno|keyboard-only|no-io|keyboard-display] [--passkey N] [--sc-only | --legacy] [--no-bond] [--sign-key]"],
+        usage: ["pair DEVICE [--io display-only|display-yesno|keyboard-only|no-io|keyboard-display] [--passkey N] [--sc-only | --legacy] [--mitm] [--no-bond] [--sign-key] [--scan-timeout SECONDS]"],
         options: [
             .value("io", nil, "CAPABILITY", "what this side can show or type (default keyboard-display when on a terminal, else no-io)"),
             .value("passkey", nil, "N", "the six-digit passkey the device shows (instead of asking)"),
