@@ -1,12 +1,15 @@
-/// Raises a link's security to `needed` (by encrypting with a bond or pairing), or throws why
-/// it could not. The module SMP makes one from a Connection: `link.securityRaiser(...)`.
-public typealias SecurityRaiser = @Sendable (_ needed: SecurityLevel) async throws -> Void
+/// Raises a link's security to `needed` with a key of at least `keySize` octets when given
+/// (by encrypting with a bond or pairing), or throws why it could not. The module SMP makes
+/// one from a Connection: `link.securityRaiser(...)`.
+public typealias SecurityRaiser = @Sendable (_ needed: SecurityLevel, _ keySize: Int?) async throws -> Void
 
 /// Requests the peer refuses for lack of security: Insufficient Authentication (0x05),
 /// Insufficient Encryption (0x0F) or Encryption Key Size Too Short (0x0C) (Vol 3, Part F,
 /// 3.4.1.1; Vol 3, Part C, 10.3.1). Every request the app makes leaves through `perform`:
 /// with a raiser set, the Peripheral raises the link's security and runs the procedure once
 /// more; a second refusal is `GATTError.securityNeeded` with `.refusedAgain`, never a loop.
+/// Encryption Key Size Too Short asks for a 16-octet key at the link's level; on a link whose
+/// key is 16 octets already it is `.keySizeRefused` at once, since no pairing gives more.
 /// Without a raiser the peer's error is thrown as it came (`GATTError.attribute`, whose text
 /// names the peer, attribute and handle and says to pair or encrypt the link).
 extension Peripheral {
@@ -24,7 +27,7 @@ extension Peripheral {
         let level = await link.securityLevelToRestore
         guard level > .none, let securityRaiser, await link.securityLevel < level else { return nil }
         do {
-            try await securityRaiser(level)
+            try await securityRaiser(level, nil)
             return nil
         } catch {
             return .securityNeeded(attribute: .insufficientEncryption, needed: level, operation: .waitingForRestore, target: .server,
@@ -64,6 +67,10 @@ extension Peripheral {
             let again = failed(p, gattError(error, operation, target))
             guard let code = Self.securityRefusal(again) else { throw again }
             let reached = await connection?.securityLevel ?? raised
+            if code == .encryptionKeySizeTooShort {
+                throw .securityNeeded(attribute: code, needed: reached, operation: operation, target: target, peer: peerAddress,
+                                      reason: .keySizeRefused(keySize: await connection?.encryptionKeySize))
+            }
             throw .securityNeeded(attribute: code, needed: Self.level(after: reached), operation: operation, target: target,
                                   peer: peerAddress, reason: .refusedAgain(reached: reached))
         }
@@ -83,20 +90,36 @@ extension Peripheral {
                 throw .securityNeeded(attribute: code, needed: needed, operation: operation, target: target, peer: peerAddress, reason: why)
             }
         }
-        let needed = Self.level(after: await connection?.securityLevel ?? SecurityLevel.none)
+        let current = await connection?.securityLevel ?? SecurityLevel.none
+        var needed = Self.level(after: current), keySize: Int?
+        if code == .encryptionKeySizeTooShort {
+            // The key, not the level, is short: the same level with the longest key
+            // (Vol 3, Part H, 2.3.4). A 16-octet key cannot grow.
+            needed = max(current, .encrypted)
+            keySize = Self.maximumKeySize
+            if let inUse = await connection?.encryptionKeySize, inUse >= Self.maximumKeySize {
+                throw .securityNeeded(attribute: code, needed: needed, operation: operation, target: target, peer: peerAddress,
+                                      reason: .keySizeRefused(keySize: inUse))
+            }
+        }
         let waiters = Waiters<SecurityLevel, SecurityRaiseOutcome>(executor: executor, scheduler: scheduler)
         securityRaise = waiters
         defer { securityRaise = nil }
         do {
-            try await raiser(needed)
+            try await raiser(needed, keySize)
             waiters.resumeAll(with: .success(needed))
             return needed
         } catch {
-            let why = SecurityRaiseFailure.failed("\(error)")
+            var text = "\(error)"
+            if keySize != nil { text += "; the link's key is \(await connection?.encryptionKeySize.map { "\($0) octets" } ?? "of unknown size")" }
+            let why = SecurityRaiseFailure.failed(text)
             waiters.resumeAll(with: .failure(.failed(needed, why)))
             throw .securityNeeded(attribute: code, needed: needed, operation: operation, target: target, peer: peerAddress, reason: why)
         }
     }
+
+    /// Maximum Encryption Key Size, in octets (Vol 3, Part H, 3.5.1).
+    static let maximumKeySize = 16
 
     /// The level to ask for after a refusal on a link at `current`: encryption first (a bond
     /// may be enough, and many servers answer Insufficient Authentication for an unencrypted
