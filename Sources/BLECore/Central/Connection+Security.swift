@@ -103,9 +103,12 @@ extension Connection {
     }
 
     /// Asks the controller for the key size (HCI_Read_Encryption_Key_Size, 7.5.7), then ends
-    /// the Enable Encryption `id` (if any). A controller that cannot say leaves it nil.
+    /// the Enable Encryption `id` (if any). A controller that cannot say (or lists the command
+    /// as unsupported) leaves it nil.
     private func readEncryptionKeySize(for id: UInt64?) {
-        guard let handle else { return finishEncryption(id: id, .success(nil)) }
+        let opcode = HCIOpcode(rawValue: 0x1408)
+        let listed = central?.enter(on: executor) { $0.controllerInfo?.supportedCommands.supports(opcode) } ?? nil
+        guard let handle, listed != false else { return finishEncryption(id: id, .success(nil)) }
         host.enter(on: executor) { $0.background { host in
             let size: UInt8?
             do throws(HCIError) {
