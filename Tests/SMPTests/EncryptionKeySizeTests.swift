@@ -54,11 +54,14 @@ struct EncryptionKeySizeTests {
     @Test func encryptionChangeV1IsFollowedByReadEncryptionKeySize() async throws {
         let h = try await handleBytes()
         #expect(await fixture.link.encryptionKeySize == nil)
+        var events = await fixture.link.events().makeAsyncIterator()
         answerEnableEncryption(with: HCIEventPacket(code: 0x08, parameters: [0x00] + h + [0x01]))
         answerKeySize(7, h)
         let size = try await fixture.link.startEncryption(longTermKey: 0x42, ediv: 0, rand: 0, level: .encrypted)
         #expect(size == 7)
         #expect(await fixture.link.encryptionKeySize == 7)
+        #expect(await events.next() == .securityChanged(.encrypted))
+        #expect(await events.next() == .encryptionKeySizeChanged(7))
         // HCI_Read_Encryption_Key_Size: the Connection_Handle only.
         let read = try await fixture.vc.waitForCommand(Self.readKeySize)
         #expect(read.parameters == h)
@@ -84,7 +87,8 @@ struct EncryptionKeySizeTests {
         #expect(fixture.vc.commandsReceived.filter { $0.opcode == Self.readKeySize }.map(\.parameters) == [h, h])
         var events = await fixture.link.events().makeAsyncIterator()
         fixture.vc.inject(.event(HCIEventPacket(code: 0x08, parameters: [0x00] + h + [0x00])))
-        #expect(await events.nextLifecycle() == .securityChanged(SecurityLevel.none))
+        #expect(await events.next() == .securityChanged(SecurityLevel.none))
+        #expect(await events.next() == .encryptionKeySizeChanged(nil))
         #expect(await fixture.link.encryptionKeySize == nil)
     }
 

@@ -73,14 +73,14 @@ extension Connection {
             return
         }
         if e.encryptionEnabled == 0 {
-            security.keySize = nil
             setSecurityLevel(.none)
+            setEncryptionKeySize(nil)
             finishEncryption(id: security.pending?.id, .success(nil))
             return
         }
         setSecurityLevel(security.pending?.level ?? max(securityLevel, .encrypted))
         if let size = e.keySize {
-            security.keySize = Int(size)
+            setEncryptionKeySize(Int(size))
             finishEncryption(id: security.pending?.id, .success(size))
         } else {
             readEncryptionKeySize(for: security.pending?.id)
@@ -122,7 +122,7 @@ extension Connection {
 
     private func encryptionKeySizeRead(_ size: UInt8?, handle: UInt16, id: UInt64?) {
         guard self.handle == handle, securityLevel > .none else { return finishEncryption(id: id, .success(nil)) }
-        security.keySize = size.map(Int.init)
+        setEncryptionKeySize(size.map(Int.init))
         finishEncryption(id: id, .success(size))
     }
 
@@ -131,6 +131,12 @@ extension Connection {
         securityLevel = level
         security.levelToRestore = level
         emit(.securityChanged(level))
+    }
+
+    private func setEncryptionKeySize(_ size: Int?) {
+        guard size != security.keySize else { return }
+        security.keySize = size
+        emit(.encryptionKeySizeChanged(size))
     }
 
     private func finishEncryption(id: UInt64?, _ result: Result<UInt8?, ConnectionError>) {
