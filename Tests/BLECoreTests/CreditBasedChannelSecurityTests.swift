@@ -21,7 +21,7 @@ struct CreditBasedChannelSecurityTests {
         struct Failed: Error, CustomStringConvertible { let description: String }
 
         var raise: SecurityRaiser {
-            { level in
+            { level, _ in
                 self.asked.withLock { $0.append(level) }
                 if let failure = self.failure { throw Failed(description: failure) }
             }

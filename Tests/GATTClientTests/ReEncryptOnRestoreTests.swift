@@ -26,7 +26,7 @@ struct ReEncryptOnRestoreTests {
         let vc = bed.vc
         // What the raiser saw of the new link when it was called: ATT PDUs already sent on it.
         let seenOnRaise = Mutex<[Int]>([])
-        await bed.peripheral.setSecurityRaiser { level in
+        await bed.peripheral.setSecurityRaiser { level, _ in
             let handle = await link.handle ?? 0
             seenOnRaise.withLock { $0.append(vc.l2capReceived.filter { $0.handle == handle && $0.channelID == L2CAPChannelID.att }.count) }
             try await link.startEncryption(longTermKey: 0x42, ediv: 0, rand: 0, level: level)
@@ -58,7 +58,7 @@ struct ReEncryptOnRestoreTests {
         bed.vc.answer(HCIOpcode(rawValue: 0x2019), with: .events(Self.encryptingAnswer), times: 1)
         try await bed.link.startEncryption(longTermKey: 0x42, ediv: 0, rand: 0, level: .encrypted)
         let link = bed.link
-        await bed.peripheral.setSecurityRaiser { level in
+        await bed.peripheral.setSecurityRaiser { level, _ in
             try await link.startEncryption(longTermKey: 0x42, ediv: 0, rand: 0, level: level)
         }
         let stream = try await bed.peripheral.subscribe(to: Lab.notifyCounter)

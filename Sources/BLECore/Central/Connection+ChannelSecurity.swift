@@ -38,7 +38,7 @@ extension Connection {
             throw .securityNeeded(peer: peer, psm: psm, needed: level, refusal: refusal, reason: nil)
         }
         do {
-            try await raiser(level)
+            try await raiser(level, nil)
         } catch {
             throw .securityNeeded(peer: peer, psm: psm, needed: level, refusal: refusal, reason: "\(error)")
         }

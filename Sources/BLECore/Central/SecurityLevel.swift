@@ -37,8 +37,9 @@ extension SecurityLevel {
     }
 }
 
-/// Raises a link's security to `needed` (by encrypting with a bond or pairing), or throws why
-/// it could not. The module SMP makes one from a Connection: `link.securityRaiser(...)`.
+/// Raises a link's security to `needed` with a key of at least `keySize` octets when given
+/// (by encrypting with a bond or pairing), or throws why it could not. The module SMP makes
+/// one from a Connection: `link.securityRaiser(...)`.
 ///
 ///     await link.setSecurityRaiser(link.securityRaiser(agent: agent, store: bonds))
-public typealias SecurityRaiser = @Sendable (_ needed: SecurityLevel) async throws -> Void
+public typealias SecurityRaiser = @Sendable (_ needed: SecurityLevel, _ keySize: Int?) async throws -> Void

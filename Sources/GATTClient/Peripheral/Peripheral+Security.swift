@@ -3,6 +3,8 @@
 /// 3.4.1.1; Vol 3, Part C, 10.3.1). Every request the app makes leaves through `perform`:
 /// with a raiser set, the Peripheral raises the link's security and runs the procedure once
 /// more; a second refusal is `GATTError.securityNeeded` with `.refusedAgain`, never a loop.
+/// Encryption Key Size Too Short asks for a 16-octet key at the link's level; on a link whose
+/// key is 16 octets already it is `.keySizeRefused` at once, since no pairing gives more.
 /// Without a raiser the peer's error is thrown as it came (`GATTError.attribute`, whose text
 /// names the peer, attribute and handle and says to pair or encrypt the link).
 extension Peripheral {
@@ -20,7 +22,7 @@ extension Peripheral {
         let level = await link.securityLevelToRestore
         guard level > .none, let securityRaiser, await link.securityLevel < level else { return nil }
         do {
-            try await securityRaiser(level)
+            try await securityRaiser(level, nil)
             return nil
         } catch {
             return .securityNeeded(attribute: .insufficientEncryption, needed: level, operation: .waitingForRestore, target: .server,
@@ -51,10 +53,11 @@ extension Peripheral {
             return try await body(p)
         } catch {
             let refusal = failed(p, gattError(error, operation, target))
+            let current = await connection?.securityLevel ?? SecurityLevel.none
             guard let code = Self.securityRefusal(refusal), let securityRaiser,
-                  let needed = Self.levelToRaise(refusedWith: code, at: await connection?.securityLevel ?? SecurityLevel.none)
+                  code == .encryptionKeySizeTooShort || Self.levelToRaise(refusedWith: code, at: current) != nil
             else { throw refusal }
-            raised = try await raiseSecurity(securityRaiser, to: needed, code, operation, target)
+            raised = try await raiseSecurity(securityRaiser, code, operation, target)
         }
         do throws(GATTProcedureError) {
             return try await body(p)
@@ -62,15 +65,19 @@ extension Peripheral {
             let again = failed(p, gattError(error, operation, target))
             guard let code = Self.securityRefusal(again) else { throw again }
             let reached = await connection?.securityLevel ?? raised
+            if code == .encryptionKeySizeTooShort {
+                throw .securityNeeded(attribute: code, needed: reached, operation: operation, target: target, peer: peerAddress,
+                                      reason: .keySizeRefused(keySize: await connection?.encryptionKeySize))
+            }
             throw .securityNeeded(attribute: code, needed: reached.nextToAsk, operation: operation, target: target,
                                   peer: peerAddress, reason: .refusedAgain(reached: reached))
         }
     }
 
-    /// Raises the link's security to `needed` and returns the level asked for. Requests
-    /// refused while a raise is under way wait for it (one pairing at a time; it ends within
-    /// the 30 s SMP timeout, or when the waiting task is cancelled) and go on with its result.
-    private func raiseSecurity(_ raiser: SecurityRaiser, to needed: SecurityLevel, _ code: ATTErrorCode, _ operation: GATTOperation,
+    /// Raises the link's security one step and returns the level asked for. Requests refused
+    /// while a raise is under way wait for it (one pairing at a time; it ends within the
+    /// 30 s SMP timeout, or when the waiting task is cancelled) and go on with its result.
+    private func raiseSecurity(_ raiser: SecurityRaiser, _ code: ATTErrorCode, _ operation: GATTOperation,
                                _ target: GATTTarget) async throws(GATTError) -> SecurityLevel {
         if let running = securityRaise {
             let cancelled = GATTError.cancelled(operation: operation, target: target)
@@ -81,19 +88,36 @@ extension Peripheral {
                 throw .securityNeeded(attribute: code, needed: needed, operation: operation, target: target, peer: peerAddress, reason: why)
             }
         }
+        let current = await connection?.securityLevel ?? SecurityLevel.none
+        var needed = current.nextToAsk, keySize: Int?
+        if code == .encryptionKeySizeTooShort {
+            // The key, not the level, is short: the same level with the longest key
+            // (Vol 3, Part H, 2.3.4). A 16-octet key cannot grow.
+            needed = max(current, .encrypted)
+            keySize = Self.maximumKeySize
+            if let inUse = await connection?.encryptionKeySize, inUse >= Self.maximumKeySize {
+                throw .securityNeeded(attribute: code, needed: needed, operation: operation, target: target, peer: peerAddress,
+                                      reason: .keySizeRefused(keySize: inUse))
+            }
+        }
         let waiters = Waiters<SecurityLevel, SecurityRaiseOutcome>(executor: executor, scheduler: scheduler)
         securityRaise = waiters
         defer { securityRaise = nil }
         do {
-            try await raiser(needed)
+            try await raiser(needed, keySize)
             waiters.resumeAll(with: .success(needed))
             return needed
         } catch {
-            let why = SecurityRaiseFailure.failed("\(error)")
+            var text = "\(error)"
+            if keySize != nil { text += "; the link's key is \(await connection?.encryptionKeySize.map { "\($0) octets" } ?? "of unknown size")" }
+            let why = SecurityRaiseFailure.failed(text)
             waiters.resumeAll(with: .failure(.failed(needed, why)))
             throw .securityNeeded(attribute: code, needed: needed, operation: operation, target: target, peer: peerAddress, reason: why)
         }
     }
+
+    /// Maximum Encryption Key Size, in octets (Vol 3, Part H, 3.5.1).
+    static let maximumKeySize = 16
 
     /// The level to raise the link to when the peer refused a request with `code` on a link
     /// at `current` (Vol 3, Part C, 10.3.2), or nil when raising cannot help. Encryption first;
