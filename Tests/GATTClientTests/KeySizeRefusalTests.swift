@@ -14,7 +14,7 @@ struct KeySizeRefusalTests {
     /// attribute, its handle and the key size.
     @Test func aSixteenOctetKeyRefusedIsATypedErrorWithoutPairing() async throws {
         let bed = try await LabBed()
-        bed.vc.answer(HCIOpcode(rawValue: 0x2019), with: .events(ReEncryptOnRestoreTests.encryptingAnswer))
+        bed.vc.answer(HCIOpcode(rawValue: 0x2019), with: .encrypting)
         try await bed.link.startEncryption(longTermKey: 0x42, ediv: 0, rand: 0, level: .encrypted)
         #expect(await bed.link.encryptionKeySize == 16)
         let raised = LevelLog()
