@@ -76,6 +76,19 @@ struct EncryptionKeySizeTests {
         #expect(!fixture.vc.commandsReceived.contains { $0.opcode == Self.readKeySize })
     }
 
+    /// A controller that cannot say (Read Encryption Key Size answered Unknown HCI Command,
+    /// 0x01, in Command Complete) leaves the size of the key this side gave: a bond's key of
+    /// 16 octets is known to be 16, and a refusal for key size does not re-encrypt with it.
+    @Test func theGivenKeySizeStandsWhenTheControllerCannotSay() async throws {
+        let h = try await handleBytes()
+        answerEnableEncryption(with: HCIEventPacket(code: 0x08, parameters: [0x00] + h + [0x01]))
+        fixture.vc.answer(Self.readKeySize, with: .unknownCommand, times: 1)
+        let size = try await fixture.link.startEncryption(longTermKey: 0x42, ediv: 0, rand: 0, level: .encrypted, keySize: 16)
+        #expect(size == 16)
+        #expect(await fixture.link.encryptionKeySize == 16)
+        #expect(SecurityLevel.encrypted.toAsk(after: .insufficientEncryptionKeySize, keySize: await fixture.link.encryptionKeySize) == nil)
+    }
+
     /// Key Refresh Complete (status, handle) reads the size again: here the controller's own
     /// answer (16 octets); encryption turned off forgets it.
     @Test func keyRefreshReadsTheSizeAgainAndEncryptionOffClearsIt() async throws {

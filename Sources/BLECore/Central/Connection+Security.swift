@@ -14,11 +14,13 @@ extension Connection {
     /// Starts encryption with a key (HCI LE Enable Encryption) and returns once the controller
     /// reports Encryption Change (or Key Refresh Complete when the link was encrypted already).
     /// `level` is what the key is worth (how it was made); it becomes `securityLevel`.
-    /// Returns the key size (`encryptionKeySize`) when the controller reports it.
+    /// `keySize` is the key's size in octets when the caller knows it (the Security Manager
+    /// made or stored the key): it stands for `encryptionKeySize` when the controller does not
+    /// say. Returns the key size (`encryptionKeySize`) when known.
     ///
     ///     try await link.startEncryption(longTermKey: bond.ltk, ediv: 0, rand: 0, level: .secureConnections)
     @discardableResult
-    public func startEncryption(longTermKey: UInt128, ediv: UInt16, rand: UInt64, level: SecurityLevel,
+    public func startEncryption(longTermKey: UInt128, ediv: UInt16, rand: UInt64, level: SecurityLevel, keySize: Int? = nil,
                                 timeout: Duration = .seconds(30)) async throws(ConnectionError) -> UInt8? {
         guard let handle else { throw .disconnected(peer: peer, reason: lastDisconnectReason ?? .connectionTerminatedByLocalHost) }
         let opcode = HCICommand.LEEnableEncryption.opcode
@@ -34,7 +36,7 @@ extension Connection {
         // Command Status at once.
         let result = await waiters.wait(deadline: (timeout, .failure(.command(peer: peer, .commandTimeout(opcode: opcode, milliseconds: ms)))),
                                         cancelled: { _ in .failure(.command(peer: peer, .cancelledAfterSending(opcode: opcode))) }) { id in
-            security.pending = .init(id: id, level: level)
+            security.pending = .init(id: id, level: level, keySize: keySize)
             // A task of the host's: `Central.close()` waits for it.
             host.enter(on: executor) { $0.background { host in
                 do throws(HCIError) {
@@ -104,11 +106,15 @@ extension Connection {
 
     /// Asks the controller for the key size (HCI_Read_Encryption_Key_Size, 7.5.7), then ends
     /// the Enable Encryption `id` (if any). A controller that cannot say (or lists the command
-    /// as unsupported) leaves it nil.
+    /// as unsupported) leaves it at the size `startEncryption` was given, or nil.
     private func readEncryptionKeySize(for id: UInt64?) {
         let opcode = HCIOpcode(rawValue: 0x1408)
         let listed = central?.enter(on: executor) { $0.controllerInfo?.supportedCommands.supports(opcode) } ?? nil
-        guard let handle, listed != false else { return finishEncryption(id: id, .success(nil)) }
+        let given = security.pending?.keySize.map { UInt8(clamping: $0) }
+        guard let handle, listed != false else {
+            if let given { setEncryptionKeySize(Int(given)) }
+            return finishEncryption(id: id, .success(given))
+        }
         host.enter(on: executor) { $0.background { host in
             let size: UInt8?
             do throws(HCIError) {
@@ -116,7 +122,7 @@ extension Connection {
             } catch {
                 size = nil
             }
-            await self.encryptionKeySizeRead(size, handle: handle, id: id)
+            await self.encryptionKeySizeRead(size ?? given, handle: handle, id: id)
         } }
     }
 
@@ -151,6 +157,8 @@ package struct ConnectionSecurity {
     struct Pending {
         let id: UInt64
         let level: SecurityLevel
+        /// The key's size, when the caller of `startEncryption` knew it.
+        let keySize: Int?
     }
     /// The Enable Encryption under way: its waiter and the level its key gives.
     var pending: Pending?

@@ -52,7 +52,7 @@ extension Connection {
         }
         if let ltk = store?.bond(resolving: peer)?.longTermKey, ltk.level >= level, ltk.keySize >= size {
             do throws(ConnectionError) {
-                try await startEncryption(longTermKey: ltk.key, ediv: ltk.ediv, rand: ltk.rand, level: ltk.level)
+                try await startEncryption(longTermKey: ltk.key, ediv: ltk.ediv, rand: ltk.rand, level: ltk.level, keySize: Int(ltk.keySize))
                 return
             } catch {
                 // PIN or Key Missing (0x06): the peer forgot the bond. Say so; pairing again is
