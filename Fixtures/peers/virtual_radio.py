@@ -642,10 +642,12 @@ class Peripheral:
 
     def install_pairing(self, rule: Any) -> None:
         """pairing: {"io": one of IO_CAPABILITIES, "sc": bool, "mitm": bool, "bonding": bool,
-        "passkey": N, "confirmNumbers": bool, "forgetBonds": bool, "legacyOOBTK": hex}. The peripheral pairs as
+        "passkey": N, "confirmNumbers": bool, "forgetBonds": bool, "legacyOOBTK": hex,
+        "maxKeySize": 7..16}. The peripheral pairs as
         these say: it shows (or types) the fixed passkey N, and answers a numeric comparison
         with confirmNumbers (default true). With forgetBonds it forgets every bond when a link
         ends, so the next encryption with the old key is refused (PIN or Key Missing).
+        maxKeySize is the Maximum Encryption Key Size of its Pairing Response (default 16).
         Without the key, Bumble's defaults apply."""
         if rule is None:
             return
@@ -681,6 +683,11 @@ class Peripheral:
             delegate=delegate,
             oob=oob,
         )
+        max_key_size = rule.get("maxKeySize")
+        if max_key_size is not None:
+            if not isinstance(max_key_size, int) or not 7 <= max_key_size <= 16:
+                raise ScenarioError(f"device {self.spec.id}: 'maxKeySize' must be 7 to 16")
+            delegate.maximum_encryption_key_size = max_key_size
         if self.spec.raw.get("signedWrites", False):
             # Take the central's CSRK (Vol 3, Part H, 3.6.6): Bumble takes none by default.
             delegate.local_initiator_key_distribution |= PairingDelegate.KeyDistribution.DISTRIBUTE_SIGNING_KEY

@@ -134,6 +134,10 @@ public enum GATTError: Error, Sendable, Equatable, CustomStringConvertible {
             return "the attributes \(range) of \(peer) changed (Service Changed); discover and subscribe again"
         case .securityNeeded(let code, let needed, let op, let target, let peer, .failed(let why)):
             return "\(code) \(op) \(target) on \(peer): pairing is needed (the link must be \(needed)), and raising the link's security failed: \(why)"
+        case .securityNeeded(let code, _, let op, let target, let peer, .keySizeRefused(let size?)) where size >= 16:
+            return "\(code) \(op) \(target) on \(peer) with a 16-octet key, the longest there is: no pairing can satisfy the peer; the peer's attribute permissions are wrong, report it to the device's maker"
+        case .securityNeeded(let code, _, let op, let target, let peer, .keySizeRefused(let size)):
+            return "\(code) \(op) \(target) on \(peer) again after pairing for a 16-octet key (the link's key: \(size.map { "\($0) octets" } ?? "size unknown")): the peer cannot give a longer key; nothing on this side can fix it"
         case .securityNeeded(let code, let needed, let op, let target, let peer, .refusedAgain(let reached)):
             return "\(code) \(op) \(target) on \(peer) again after the link became \(reached): the peer needs more (\(needed)); pair with MITM protection (PairingOptions.mitm) or Secure Connections Only, then retry"
         case .signingFailed(let target, let peer, let reason):
@@ -167,11 +171,16 @@ public enum SecurityRaiseFailure: Sendable, Hashable, CustomStringConvertible {
     /// The link's security was raised to `reached`, the request ran again and the peer
     /// refused it again; it is not retried a second time.
     case refusedAgain(reached: SecurityLevel)
+    /// Encryption Key Size Too Short (0x0C) with a key of `keySize` octets (nil: the
+    /// controller did not say) that no pairing can lengthen: 16 octets, or a second refusal
+    /// after pairing for 16.
+    case keySizeRefused(keySize: Int?)
 
     public var description: String {
         switch self {
         case .failed(let why): return why
         case .refusedAgain(let reached): return "refused again after the link became \(reached)"
+        case .keySizeRefused(let size): return size.map { "refused with a \($0)-octet key" } ?? "refused; the controller did not give the key size"
         }
     }
 }

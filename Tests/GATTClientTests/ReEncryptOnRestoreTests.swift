@@ -10,23 +10,15 @@ import ATT
 /// (a bond's LTK), since a peer may require encryption for them (Vol 3, Part C, 10.3.2.2).
 @Suite(.timeLimit(.minutes(1)))
 struct ReEncryptOnRestoreTests {
-    /// HCI_LE_Enable_Encryption answered as a controller whose peer has the key: Command
-    /// Status (Vol 4, Part E, 7.7.15), then Encryption Change (7.7.8: status, handle, enabled).
-    static func encryptingAnswer(_ command: HCICommandPacket) -> [HCIEventPacket] {
-        let h = Array(command.parameters.prefix(2))
-        return [HCIEventPacket(code: 0x0F, parameters: [0x00, 0x01, 0x19, 0x20]),
-                HCIEventPacket(code: 0x08, parameters: [0x00] + h + [0x01])]
-    }
-
     @Test func restoredLinkIsEncryptedBeforeTheCCCDIsWrittenAgain() async throws {
         let bed = try await LabBed(policy: ResubscribeAfterReconnectTests.always)
-        bed.vc.answer(HCIOpcode(rawValue: 0x2019), with: .events(Self.encryptingAnswer))
+        bed.vc.answer(HCIOpcode(rawValue: 0x2019), with: .encrypting)
         try await bed.link.startEncryption(longTermKey: 0x42, ediv: 0, rand: 0, level: .encrypted)
         let link = bed.link
         let vc = bed.vc
         // What the raiser saw of the new link when it was called: ATT PDUs already sent on it.
         let seenOnRaise = Mutex<[Int]>([])
-        await bed.peripheral.setSecurityRaiser { level in
+        await bed.peripheral.setSecurityRaiser { level, _ in
             let handle = await link.handle ?? 0
             seenOnRaise.withLock { $0.append(vc.l2capReceived.filter { $0.handle == handle && $0.channelID == L2CAPChannelID.att }.count) }
             try await link.startEncryption(longTermKey: 0x42, ediv: 0, rand: 0, level: level)
@@ -55,10 +47,10 @@ struct ReEncryptOnRestoreTests {
     /// stream ends with a typed error that says security is needed, and no CCCD is written.
     @Test func failedReEncryptionEndsTheStreamsWithTheReason() async throws {
         let bed = try await LabBed(policy: ResubscribeAfterReconnectTests.always)
-        bed.vc.answer(HCIOpcode(rawValue: 0x2019), with: .events(Self.encryptingAnswer), times: 1)
+        bed.vc.answer(HCIOpcode(rawValue: 0x2019), with: .encrypting, times: 1)
         try await bed.link.startEncryption(longTermKey: 0x42, ediv: 0, rand: 0, level: .encrypted)
         let link = bed.link
-        await bed.peripheral.setSecurityRaiser { level in
+        await bed.peripheral.setSecurityRaiser { level, _ in
             try await link.startEncryption(longTermKey: 0x42, ediv: 0, rand: 0, level: level)
         }
         let stream = try await bed.peripheral.subscribe(to: Lab.notifyCounter)

@@ -43,16 +43,16 @@ struct SecurityRetryTests {
             recorder = holder.recorder!
         }
 
-        /// A raiser that encrypts the server's end of the link with a 16-octet key
+        /// A raiser that encrypts the server's end of the link with a `keySize`-octet key
         /// (authenticated or not), as pairing would.
-        func setEncryptingRaiser(authenticated: Bool = false) async {
+        func setEncryptingRaiser(authenticated: Bool = false, keySize: Int = 16) async {
             let link = bed.channel.serverLink, queue = bed.executor.queue, raised = self.raised
-            await bed.peripheral.setSecurityRaiser { level in
-                raised.append(level)
+            await bed.peripheral.setSecurityRaiser { level, size in
+                raised.append(level, size)
                 await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
                     queue.async {
                         link.isEncrypted = true
-                        link.encryptionKeySize = 16
+                        link.encryptionKeySize = keySize
                         link.isAuthenticated = authenticated
                         c.resume()
                     }
@@ -126,7 +126,30 @@ struct SecurityRetryTests {
         #expect(try await t.bed.peripheral.read(Self.characteristic("FFF3")) == [0x5A])
         // Read Request, handle 0x0008: Encryption Key Size Too Short (0x0C), then the value.
         #expect(t.requests() == [[0x0A, 0x08, 0x00], [0x0A, 0x08, 0x00]])
+        // The same level, with a 16-octet key.
         #expect(t.raised.all == [.encrypted])
+        #expect(t.raised.keySizes == [16])
+    }
+
+    /// Paired again for 16 octets, the key is still short (the peer could not give more): a
+    /// typed error naming the attribute and the key size, not a loop.
+    @Test func aKeyStillTooShortAfterPairingIsATypedError() async throws {
+        let t = Bed()
+        t.bed.channel.serverLink.isEncrypted = true
+        t.bed.channel.serverLink.encryptionKeySize = 7
+        await t.setEncryptingRaiser(keySize: 7)
+        do {
+            _ = try await t.bed.peripheral.read(Self.characteristic("FFF3"))
+            Issue.record("the read went through")
+        } catch {
+            #expect(error == .securityNeeded(attribute: .encryptionKeySizeTooShort, needed: .encrypted, operation: .reading,
+                                             target: .attribute(BluetoothUUID("FFF3")!, handle: 0x0008), peer: t.bed.peripheral.peerAddress,
+                                             reason: .keySizeRefused(keySize: nil)))
+            #expect(error.attErrorCode == .encryptionKeySizeTooShort)
+            #expect(error.description == "Encryption Key Size Too Short (0x0C) reading FiRa Consortium (FFF3) at handle 0x0008 on F0:F1:F2:F3:F4:F5 again after pairing for a 16-octet key (the link's key: size unknown): the peer cannot give a longer key; nothing on this side can fix it")
+        }
+        #expect(t.requests() == [[0x0A, 0x08, 0x00], [0x0A, 0x08, 0x00]])
+        #expect(t.raised.keySizes == [16])
     }
 
     /// Raised once, refused again: a typed error, not a loop of pairings.
@@ -168,7 +191,7 @@ struct SecurityRetryTests {
     @Test func aFailedRaiseIsATypedErrorWithTheReason() async throws {
         let t = Bed()
         struct PairingRefused: Error, CustomStringConvertible { var description: String { "Pairing Not Supported (0x05)" } }
-        await t.bed.peripheral.setSecurityRaiser { _ in throw PairingRefused() }
+        await t.bed.peripheral.setSecurityRaiser { _, _ in throw PairingRefused() }
         do {
             try await t.bed.peripheral.write([0x01], to: Self.characteristic("FFF1"))
             Issue.record("the write went through")
@@ -200,7 +223,7 @@ struct SecurityRetryTests {
     @Test func concurrentRefusalsShareOneRaise() async throws {
         let t = Bed()
         let link = t.bed.channel.serverLink, queue = t.bed.executor.queue, raised = t.raised, peripheral = t.bed.peripheral
-        await peripheral.setSecurityRaiser { level in
+        await peripheral.setSecurityRaiser { level, _ in
             raised.append(level)
             // The other write, refused too, waits for this raise before the link is encrypted.
             try await peripheral.securityRaise?.waitForCount("the second refused write waiting") { $0 == 1 }
@@ -216,11 +239,13 @@ struct SecurityRetryTests {
     }
 }
 
-/// The levels a raiser was asked for, in order.
+/// The levels (and key sizes) a raiser was asked for, in order.
 final class LevelLog: Sendable {
-    private let levels = Mutex<[SecurityLevel]>([])
-    func append(_ level: SecurityLevel) { levels.withLock { $0.append(level) } }
-    var all: [SecurityLevel] { levels.withLock { $0 } }
+    private let levels = Mutex<[(SecurityLevel, Int?)]>([])
+    func append(_ level: SecurityLevel, _ keySize: Int? = nil) { levels.withLock { $0.append((level, keySize)) } }
+    var all: [SecurityLevel] { levels.withLock { $0.map(\.0) } }
+    /// The key sizes asked for, where one was.
+    var keySizes: [Int] { levels.withLock { $0.compactMap(\.1) } }
 }
 
 /// Captures the recording server a TestBed builds around its server.

@@ -70,11 +70,20 @@ public struct ATTErrorCode: RawRepresentable, Hashable, Sendable, CustomStringCo
         }
     }
 
-    /// Whether the peer refused for lack of security: Insufficient Authentication,
-    /// Insufficient Encryption or Encryption Key Size Too Short (pairing or encrypting helps).
-    public var needsSecurity: Bool {
-        self == .insufficientAuthentication || self == .insufficientEncryption || self == .encryptionKeySizeTooShort
+    /// The refusal for lack of security this code is: Insufficient Authentication,
+    /// Insufficient Encryption or Encryption Key Size Too Short (pairing or encrypting may
+    /// help; `SecurityLevel.toAsk(after:keySize:)` says how); nil for the others.
+    public var securityRefusal: SecurityRefusal? {
+        switch self {
+        case .insufficientAuthentication: return .insufficientAuthentication
+        case .insufficientEncryption: return .insufficientEncryption
+        case .encryptionKeySizeTooShort: return .insufficientEncryptionKeySize
+        default: return nil
+        }
     }
+
+    /// Whether the peer refused for lack of security (`securityRefusal` is not nil).
+    public var needsSecurity: Bool { securityRefusal != nil }
 
     /// What a client can do about the error, when there is something; nil otherwise.
     public var hint: String? {

@@ -1,15 +1,26 @@
 /// Link encryption (Core Spec Vol 4, Part E, 7.8.24 and 7.7.8; Vol 3, Part H, 2.4.4). The
 /// Security Manager (module SMP) pairs and hands the key here; this file starts encryption
-/// with it and keeps `securityLevel` current from the controller's events.
+/// with it and keeps `securityLevel` and `encryptionKeySize` current from the controller's
+/// events.
 extension Connection {
+    /// The size of the link's encryption key in octets (7 to 16), nil while the link is not
+    /// encrypted or the controller did not say. It comes from Encryption Change v2 (event
+    /// 0x59), else from HCI_Read_Encryption_Key_Size (Vol 4, Part E, 7.5.7) after Encryption
+    /// Change v1 or Encryption Key Refresh Complete; `startEncryption` returns once it is known.
+    ///
+    ///     if let size = await link.encryptionKeySize, size < 16 { try await link.requireSecurity(.encrypted, keySize: 16) }
+    public var encryptionKeySize: Int? { security.keySize }
+
     /// Starts encryption with a key (HCI LE Enable Encryption) and returns once the controller
     /// reports Encryption Change (or Key Refresh Complete when the link was encrypted already).
     /// `level` is what the key is worth (how it was made); it becomes `securityLevel`.
-    /// Returns the key size when the controller reports it (Encryption Change v2).
+    /// `keySize` is the key's size in octets when the caller knows it (the Security Manager
+    /// made or stored the key): it stands for `encryptionKeySize` when the controller does not
+    /// say. Returns the key size (`encryptionKeySize`) when known.
     ///
     ///     try await link.startEncryption(longTermKey: bond.ltk, ediv: 0, rand: 0, level: .secureConnections)
     @discardableResult
-    public func startEncryption(longTermKey: UInt128, ediv: UInt16, rand: UInt64, level: SecurityLevel,
+    public func startEncryption(longTermKey: UInt128, ediv: UInt16, rand: UInt64, level: SecurityLevel, keySize: Int? = nil,
                                 timeout: Duration = .seconds(30)) async throws(ConnectionError) -> UInt8? {
         guard let handle else { throw .disconnected(peer: peer, reason: lastDisconnectReason ?? .connectionTerminatedByLocalHost) }
         let opcode = HCICommand.LEEnableEncryption.opcode
@@ -25,7 +36,7 @@ extension Connection {
         // Command Status at once.
         let result = await waiters.wait(deadline: (timeout, .failure(.command(peer: peer, .commandTimeout(opcode: opcode, milliseconds: ms)))),
                                         cancelled: { _ in .failure(.command(peer: peer, .cancelledAfterSending(opcode: opcode))) }) { id in
-            security.pending = .init(id: id, level: level)
+            security.pending = .init(id: id, level: level, keySize: keySize)
             // A task of the host's: `Central.close()` waits for it.
             host.enter(on: executor) { $0.background { host in
                 do throws(HCIError) {
@@ -65,10 +76,17 @@ extension Connection {
         }
         if e.encryptionEnabled == 0 {
             setSecurityLevel(.none)
-        } else {
-            setSecurityLevel(security.pending?.level ?? max(securityLevel, .encrypted))
+            setEncryptionKeySize(nil)
+            finishEncryption(id: security.pending?.id, .success(nil))
+            return
         }
-        finishEncryption(id: security.pending?.id, .success(e.keySize))
+        setSecurityLevel(security.pending?.level ?? max(securityLevel, .encrypted))
+        if let size = e.keySize {
+            setEncryptionKeySize(Int(size))
+            finishEncryption(id: security.pending?.id, .success(size))
+        } else {
+            readEncryptionKeySize(for: security.pending?.id)
+        }
     }
 
     func keyRefreshCompleted(status: HCIStatus) {
@@ -77,12 +95,41 @@ extension Connection {
             return
         }
         if let level = security.pending?.level { setSecurityLevel(level) }
-        finishEncryption(id: security.pending?.id, .success(nil))
+        readEncryptionKeySize(for: security.pending?.id)
     }
 
     func linkSecurityEnded(reason: HCIStatus) {
         securityLevel = .none
+        security.keySize = nil
         finishEncryption(id: security.pending?.id, .failure(.disconnected(peer: peer, reason: reason)))
+    }
+
+    /// Asks the controller for the key size (HCI_Read_Encryption_Key_Size, 7.5.7), then ends
+    /// the Enable Encryption `id` (if any). A controller that cannot say (or lists the command
+    /// as unsupported) leaves it at the size `startEncryption` was given, or nil.
+    private func readEncryptionKeySize(for id: UInt64?) {
+        let opcode = HCIOpcode(rawValue: 0x1408)
+        let listed = central?.enter(on: executor) { $0.controllerInfo?.supportedCommands.supports(opcode) } ?? nil
+        let given = security.pending?.keySize.map { UInt8(clamping: $0) }
+        guard let handle, listed != false else {
+            if let given { setEncryptionKeySize(Int(given)) }
+            return finishEncryption(id: id, .success(given))
+        }
+        host.enter(on: executor) { $0.background { host in
+            let size: UInt8?
+            do throws(HCIError) {
+                size = try await host.read(HCIReturn.ReadEncryptionKeySize.self, HCICommand.readEncryptionKeySize(handle: handle)).keySize
+            } catch {
+                size = nil
+            }
+            await self.encryptionKeySizeRead(size ?? given, handle: handle, id: id)
+        } }
+    }
+
+    private func encryptionKeySizeRead(_ size: UInt8?, handle: UInt16, id: UInt64?) {
+        guard self.handle == handle, securityLevel > .none else { return finishEncryption(id: id, .success(nil)) }
+        setEncryptionKeySize(size.map(Int.init))
+        finishEncryption(id: id, .success(size))
     }
 
     private func setSecurityLevel(_ level: SecurityLevel) {
@@ -90,6 +137,12 @@ extension Connection {
         securityLevel = level
         security.levelToRestore = level
         emit(.securityChanged(level))
+    }
+
+    private func setEncryptionKeySize(_ size: Int?) {
+        guard size != security.keySize else { return }
+        security.keySize = size
+        emit(.encryptionKeySizeChanged(size))
     }
 
     private func finishEncryption(id: UInt64?, _ result: Result<UInt8?, ConnectionError>) {
@@ -104,10 +157,14 @@ package struct ConnectionSecurity {
     struct Pending {
         let id: UInt64
         let level: SecurityLevel
+        /// The key's size, when the caller of `startEncryption` knew it.
+        let keySize: Int?
     }
     /// The Enable Encryption under way: its waiter and the level its key gives.
     var pending: Pending?
     var waiters: Waiters<UInt8?, ConnectionError>?
+    /// The link's key size in octets, once the controller said (`Connection.encryptionKeySize`).
+    var keySize: Int?
     /// The Security Manager's per-link state (module SMP), kept with the link it belongs to.
     package var manager: (any AnyObject & Sendable)?
     /// The level the link had when it dropped (a drop does not clear it).

@@ -108,6 +108,9 @@ public enum ConnectionEvent: Sendable, Hashable, CustomStringConvertible {
     case reconnectFailed(attempts: Int, lastError: String)
     /// Encryption started, stopped or changed key (Encryption Change, Key Refresh Complete).
     case securityChanged(SecurityLevel)
+    /// The encryption key size became known or changed, in octets; nil once the link is not
+    /// encrypted (`Connection.encryptionKeySize`). Follows `securityChanged`.
+    case encryptionKeySizeChanged(Int?)
 
     public var description: String {
         switch self {
@@ -120,6 +123,7 @@ public enum ConnectionEvent: Sendable, Hashable, CustomStringConvertible {
         case .reconnecting(let n, let d): return "reconnecting: attempt \(n) in \(Double(d.nanoseconds) / 1e9) s"
         case .reconnectFailed(let n, let e): return "gave up reconnecting after \(n) attempts: \(e)"
         case .securityChanged(let level): return "security: \(level)"
+        case .encryptionKeySizeChanged(let size): return size.map { "encryption key: \($0) octets" } ?? "encryption key: none"
         }
     }
 }

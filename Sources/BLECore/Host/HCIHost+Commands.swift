@@ -194,8 +194,9 @@ extension HCIHost {
     /// Commands whose parameters and return parameters (after the Status) both begin with a
     /// Connection_Handle (Vol 4, Part E): Read Transmit Power Level, Read RSSI, LE Read
     /// Channel Map, LE Long Term Key Request Reply and Negative Reply, LE Remote Connection
-    /// Parameter Request Reply and Negative Reply, LE Set Data Length, LE Read PHY.
-    static let handleEchoingOpcodes: Set<UInt16> = [0x0C2D, 0x1405, 0x2015, 0x201A, 0x201B, 0x2020, 0x2021, 0x2022, 0x2030]
+    /// Parameter Request Reply and Negative Reply, LE Set Data Length, LE Read PHY, Read
+    /// Encryption Key Size.
+    static let handleEchoingOpcodes: Set<UInt16> = [0x0C2D, 0x1405, 0x1408, 0x2015, 0x201A, 0x201B, 0x2020, 0x2021, 0x2022, 0x2030]
 
     /// The Connection_Handle a Command Complete echoes, for the commands that echo one.
     static func echoedHandle(_ opcode: HCIOpcode, _ result: Result<[UInt8], HCIError>) -> UInt16? {

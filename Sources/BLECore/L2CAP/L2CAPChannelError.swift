@@ -10,6 +10,11 @@ public enum L2CAPChannelError: Error, Equatable, Sendable, CustomStringConvertib
     /// `refusal`), and no raiser is set (`reason` nil: pair first, or set one with
     /// `Connection.setSecurityRaiser`), or the raiser failed (`reason`).
     case securityNeeded(peer: String, psm: UInt16, needed: SecurityLevel, refusal: CreditBasedConnectionResult?, reason: String?)
+    /// The peer refused the channel for lack of security (`result` 0x0005, 0x0007 or 0x0008)
+    /// on a link at `level` with a key of `keySize` octets (nil: not known), and nothing this
+    /// side can raise changes the answer (`SecurityLevel.toAsk(after:keySize:)`): 0x0008 on an
+    /// encrypted link, 0x0007 with a 16-octet key, 0x0005 at Secure Connections.
+    case refusedDespiteSecurity(peer: String, psm: UInt16, result: CreditBasedConnectionResult, level: SecurityLevel, keySize: Int?)
     /// The peer rejected the request with Command Reject (`reason` 0x0000: not understood).
     case commandRejected(peer: String, psm: UInt16, reason: UInt16)
     /// All 64 LE dynamic CIDs (0x0040-0x007F) of the link are in use.
@@ -59,6 +64,9 @@ public enum L2CAPChannelError: Error, Equatable, Sendable, CustomStringConvertib
             let what = reason.map { "raising the link's security failed: \($0)" }
                 ?? "pair with \(peer) first (link.requireSecurity), or let the connection pair when needed (link.setSecurityRaiser)"
             return "the L2CAP channel to PSM \(psm.hex) on \(peer) needs the link '\(needed)' (\(why)): \(what)"
+        case .refusedDespiteSecurity(let peer, let psm, let result, let level, let keySize):
+            let link = "a link already \(level)" + (keySize.map { " with a \($0)-octet key" } ?? "")
+            return "\(peer) refused the L2CAP channel to PSM \(psm.hex): \(result) on \(link); no pairing this side can start changes that answer" + Self.advice(result)
         case .commandRejected(let peer, let psm, let reason):
             return "\(peer) rejected the credit-based request for PSM \(psm.hex) (Command Reject reason \(reason.hex)): the peer may not support LE credit-based channels"
         case .noFreeCID(let peer): return "no free dynamic CID on the link to \(peer): close a channel first"
@@ -80,6 +88,16 @@ public enum L2CAPChannelError: Error, Equatable, Sendable, CustomStringConvertib
         case .notEnhanced(let cid): return "channel \(cid.hex) was opened as an LE credit-based channel and cannot be reconfigured: open it with openL2CAPChannels"
         case .reconfigurationRefused(let peer, let result):
             return "reconfiguration of channels to \(peer) refused: \(result)" + (result == .mtuReductionNotAllowed ? "; the MTU can only grow" : "")
+        }
+    }
+
+    /// What to try when the link's security cannot be raised for `result`.
+    private static func advice(_ result: CreditBasedConnectionResult) -> String {
+        switch result {
+        case .insufficientEncryption:
+            return "; if the peer wants a MITM-protected key, open the channel with security: .authenticated"
+        default:
+            return "; the peer asks for more than the specification allows (its security settings for this PSM are wrong)"
         }
     }
 

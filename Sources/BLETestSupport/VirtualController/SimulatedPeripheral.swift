@@ -93,6 +93,16 @@ public enum CommandAnswer: Sendable {
     case unknownCommand
     /// These event packets, in order (credits are taken from the controller's setting).
     case events(@Sendable (HCICommandPacket) -> [HCIEventPacket])
+
+    /// LE Enable Encryption (0x2019) answered as a controller that encrypts the link: Command
+    /// Status (Vol 4, Part E, 7.7.15), then Encryption Change v1 (7.7.8) enabled on the
+    /// command's handle. The host then reads the key size (`Options.encryptionKeySize`).
+    ///
+    ///     vc.answer(HCIOpcode(rawValue: 0x2019), with: .encrypting)
+    public static let encrypting = CommandAnswer.events { command in
+        [HCIEventPacket(code: 0x0F, parameters: [0x00, 0x01, 0x19, 0x20]),
+         HCIEventPacket(code: 0x08, parameters: [0x00] + command.parameters.prefix(2) + [0x01])]
+    }
 }
 
 /// Why a virtual controller call could not be done, or a wait ended without its condition.

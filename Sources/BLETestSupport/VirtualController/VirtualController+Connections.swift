@@ -168,6 +168,10 @@ extension VirtualController {
             guard let link = links[h] else { return complete(opcode, [HCIStatus.unknownConnectionIdentifier.rawValue, UInt8(h & 0xFF), UInt8(h >> 8), 0]) }
             var rp: [UInt8] = [0]; rp.appendLE(h); rp.appendLE(peripheral(link.peer)?.rssi ?? -60)
             complete(opcode, rp)
+        case .readEncryptionKeySize(let h):
+            var rp: [UInt8] = [links[h] == nil ? HCIStatus.unknownConnectionIdentifier.rawValue : 0]; rp.appendLE(h)
+            rp.append(options.encryptionKeySize)
+            complete(opcode, rp)
         case .leConnectionUpdate(let u):
             guard let link = links[u.handle] else { return status(opcode, .unknownConnectionIdentifier) }
             status(opcode, .success)

@@ -49,6 +49,8 @@ extension VirtualController {
         public var leFeatures: LEFeatures = [.leEncryption, .leDataPacketLengthExtension, .le2MPHY]
         /// Implement and list HCI_LE_Read_Buffer_Size [v2] (0x2060).
         public var supportsReadBufferSizeV2 = false
+        /// Encryption_Key_Size answered to HCI_Read_Encryption_Key_Size (0x1408), in octets.
+        public var encryptionKeySize: UInt8 = 16
         /// LE_ACL_Data_Packet_Length reported to the host.
         public var aclPacketLength: UInt16 = 251
         /// Total_Num_LE_ACL_Data_Packets reported to the host.

@@ -66,7 +66,7 @@ extension Peripheral {
             channels = try await connection.openL2CAPChannels(psm: Self.eattPSM, count: request.count, mtu: request.mtu)
         } catch {
             switch error {
-            case .refused, .commandRejected, .securityNeeded: return
+            case .refused, .refusedDespiteSecurity, .commandRejected, .securityNeeded: return
             default: throw .enhancedBearers(error, peer: peerAddress)
             }
         }

@@ -3,6 +3,10 @@
 /// 3.4.1.1; Vol 3, Part C, 10.3.1). Every request the app makes leaves through `perform`:
 /// with a raiser set, the Peripheral raises the link's security and runs the procedure once
 /// more; a second refusal is `GATTError.securityNeeded` with `.refusedAgain`, never a loop.
+/// What is asked for follows `SecurityLevel.toAsk(after:keySize:)`, as for L2CAP channels:
+/// Encryption Key Size Too Short asks for a 16-octet key at the link's level (on a link whose
+/// key is 16 octets already it is `.keySizeRefused` at once, since no pairing gives more), and
+/// Insufficient Encryption on an encrypted link starts no pairing (the peer's error stands).
 /// Without a raiser the peer's error is thrown as it came (`GATTError.attribute`, whose text
 /// names the peer, attribute and handle and says to pair or encrypt the link).
 extension Peripheral {
@@ -20,7 +24,7 @@ extension Peripheral {
         let level = await link.securityLevelToRestore
         guard level > .none, let securityRaiser, await link.securityLevel < level else { return nil }
         do {
-            try await securityRaiser(level)
+            try await securityRaiser(level, nil)
             return nil
         } catch {
             return .securityNeeded(attribute: .insufficientEncryption, needed: level, operation: .waitingForRestore, target: .server,
@@ -51,9 +55,14 @@ extension Peripheral {
             return try await body(p)
         } catch {
             let refusal = failed(p, gattError(error, operation, target))
-            guard let code = Self.securityRefusal(refusal), let securityRaiser,
-                  let needed = Self.levelToRaise(refusedWith: code, at: await connection?.securityLevel ?? SecurityLevel.none)
-            else { throw refusal }
+            guard let code = Self.securityRefusal(refusal), let securityRaiser else { throw refusal }
+            let current = await connection?.securityLevel ?? SecurityLevel.none, keySize = await connection?.encryptionKeySize
+            guard let needed = Self.levelToRaise(refusedWith: code, at: current, keySize: keySize) else {
+                // A 16-octet key cannot grow; for the others the peer's error stands.
+                guard code == .encryptionKeySizeTooShort else { throw refusal }
+                throw .securityNeeded(attribute: code, needed: current, operation: operation, target: target, peer: peerAddress,
+                                      reason: .keySizeRefused(keySize: keySize))
+            }
             raised = try await raiseSecurity(securityRaiser, to: needed, code, operation, target)
         }
         do throws(GATTProcedureError) {
@@ -62,6 +71,10 @@ extension Peripheral {
             let again = failed(p, gattError(error, operation, target))
             guard let code = Self.securityRefusal(again) else { throw again }
             let reached = await connection?.securityLevel ?? raised
+            if code == .encryptionKeySizeTooShort {
+                throw .securityNeeded(attribute: code, needed: reached, operation: operation, target: target, peer: peerAddress,
+                                      reason: .keySizeRefused(keySize: await connection?.encryptionKeySize))
+            }
             throw .securityNeeded(attribute: code, needed: reached.nextToAsk, operation: operation, target: target,
                                   peer: peerAddress, reason: .refusedAgain(reached: reached))
         }
@@ -70,8 +83,8 @@ extension Peripheral {
     /// Raises the link's security to `needed` and returns the level asked for. Requests
     /// refused while a raise is under way wait for it (one pairing at a time; it ends within
     /// the 30 s SMP timeout, or when the waiting task is cancelled) and go on with its result.
-    private func raiseSecurity(_ raiser: SecurityRaiser, to needed: SecurityLevel, _ code: ATTErrorCode, _ operation: GATTOperation,
-                               _ target: GATTTarget) async throws(GATTError) -> SecurityLevel {
+    private func raiseSecurity(_ raiser: SecurityRaiser, to needed: SecurityRequirement, _ code: ATTErrorCode,
+                               _ operation: GATTOperation, _ target: GATTTarget) async throws(GATTError) -> SecurityLevel {
         if let running = securityRaise {
             let cancelled = GATTError.cancelled(operation: operation, target: target)
             switch await running.wait(cancelled: { _ in .failure(.cancelled(cancelled)) }) {
@@ -85,32 +98,25 @@ extension Peripheral {
         securityRaise = waiters
         defer { securityRaise = nil }
         do {
-            try await raiser(needed)
-            waiters.resumeAll(with: .success(needed))
-            return needed
+            try await raiser(needed.level, needed.keySize)
+            waiters.resumeAll(with: .success(needed.level))
+            return needed.level
         } catch {
-            let why = SecurityRaiseFailure.failed("\(error)")
-            waiters.resumeAll(with: .failure(.failed(needed, why)))
-            throw .securityNeeded(attribute: code, needed: needed, operation: operation, target: target, peer: peerAddress, reason: why)
+            var text = "\(error)"
+            if needed.keySize != nil { text += "; the link's key is \(await connection?.encryptionKeySize.map { "\($0) octets" } ?? "of unknown size")" }
+            let why = SecurityRaiseFailure.failed(text)
+            waiters.resumeAll(with: .failure(.failed(needed.level, why)))
+            throw .securityNeeded(attribute: code, needed: needed.level, operation: operation, target: target, peer: peerAddress, reason: why)
         }
     }
 
-    /// The level to raise the link to when the peer refused a request with `code` on a link
-    /// at `current` (Vol 3, Part C, 10.3.2), or nil when raising cannot help. Encryption first;
-    /// Insufficient Authentication on an encrypted link asks for a MITM-protected key (then
-    /// Secure Connections). Insufficient Encryption or Encryption Key Size Too Short on an
-    /// encrypted link is not cured by a MITM-protected key: the error stands.
+    /// What to raise the link to when the peer refused a request with `code` (0x05, 0x0F or
+    /// 0x0C) on a link at `current` whose key is `keySize` octets, or nil when raising cannot
+    /// help: the rule of `SecurityLevel.toAsk(after:keySize:)`, which L2CAP channels follow too.
     ///
-    ///     Peripheral.levelToRaise(refusedWith: .insufficientAuthentication, at: .encrypted)   // .authenticated
-    public static func levelToRaise(refusedWith code: ATTErrorCode, at current: SecurityLevel) -> SecurityLevel? {
-        switch code {
-        case .insufficientEncryption, .encryptionKeySizeTooShort:
-            return current == .none ? .encrypted : nil
-        case .insufficientAuthentication:
-            return current == .secureConnections ? nil : current.nextToAsk
-        default:
-            return nil
-        }
+    ///     Peripheral.levelToRaise(refusedWith: .encryptionKeySizeTooShort, at: .encrypted, keySize: 7)   // encrypted, 16 octets
+    public static func levelToRaise(refusedWith code: ATTErrorCode, at current: SecurityLevel, keySize: Int? = nil) -> SecurityRequirement? {
+        code.securityRefusal.flatMap { current.toAsk(after: $0, keySize: keySize) }
     }
 
     /// The ATT error code of `error` when the peer refused for lack of security.

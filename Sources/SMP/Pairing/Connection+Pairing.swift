@@ -35,17 +35,24 @@ extension Connection {
         return bond
     }
 
-    /// Makes sure the link is at least at `level`: encrypts with a stored bond when it is
-    /// good enough, pairs otherwise (asking for MITM protection for `.authenticated` and
-    /// Secure Connections Only for `.secureConnections`).
+    /// Makes sure the link is at least at `level`, with a key of at least `keySize` octets
+    /// when given: encrypts with a stored bond when it is good enough, pairs otherwise (asking
+    /// for MITM protection for `.authenticated`, Secure Connections Only for
+    /// `.secureConnections`, and keys of `keySize` octets at least). A `keySize` above
+    /// `options.maximumKeySize` fails at once with Encryption Key Size (0x06): pairing could
+    /// not give it.
     ///
     ///     try await link.requireSecurity(.encrypted, store: bonds)
-    public func requireSecurity(_ level: SecurityLevel, options: PairingOptions = PairingOptions(), agent: any PairingAgent = JustWorksAgent(),
-                                store: (any BondStore)? = nil) async throws(PairingError) {
-        if securityLevel >= level { return }
-        if let ltk = store?.bond(resolving: peer)?.longTermKey, ltk.level >= level {
+    public func requireSecurity(_ level: SecurityLevel, keySize: Int? = nil, options: PairingOptions = PairingOptions(),
+                                agent: any PairingAgent = JustWorksAgent(), store: (any BondStore)? = nil) async throws(PairingError) {
+        let size = keySize.map { UInt8(min(16, max(7, $0))) } ?? 7
+        if securityLevel >= level, keySize == nil || (encryptionKeySize ?? 0) >= Int(size) { return }
+        if size > options.maximumKeySize {
+            throw PairingError(peer: peer, .localFailed(.encryptionKeySize, detail: "the peer needs a \(size)-octet key and PairingOptions.maximumKeySize is \(options.maximumKeySize): allow up to 16 octets to pair again with a longer key"))
+        }
+        if let ltk = store?.bond(resolving: peer)?.longTermKey, ltk.level >= level, ltk.keySize >= size {
             do throws(ConnectionError) {
-                try await startEncryption(longTermKey: ltk.key, ediv: ltk.ediv, rand: ltk.rand, level: ltk.level)
+                try await startEncryption(longTermKey: ltk.key, ediv: ltk.ediv, rand: ltk.rand, level: ltk.level, keySize: Int(ltk.keySize))
                 return
             } catch {
                 // PIN or Key Missing (0x06): the peer forgot the bond. Say so; pairing again is
@@ -63,6 +70,7 @@ extension Connection {
         var o = options
         if level >= .authenticated { o.mitm = true }
         if level >= .secureConnections { o.secureConnectionsOnly = true }
+        o.minimumKeySize = max(o.minimumKeySize, size)
         let bond = try await pair(options: o, agent: agent, store: store)
         let reached = securityLevel
         guard reached >= level else {
@@ -88,14 +96,15 @@ extension Connection {
 
 extension Connection {
     /// A function that raises this link's security with `requireSecurity`, for GATT's retry
-    /// on Insufficient Encryption / Authentication (`Peripheral.setSecurityRaiser`).
+    /// on Insufficient Encryption / Authentication / Encryption Key Size
+    /// (`Peripheral.setSecurityRaiser`).
     ///
     ///     await peripheral.setSecurityRaiser(link.securityRaiser(store: bonds))
     public nonisolated func securityRaiser(options: PairingOptions = PairingOptions(), agent: any PairingAgent = JustWorksAgent(),
-                                           store: (any BondStore)? = nil) -> @Sendable (SecurityLevel) async throws -> Void {
-        { [weak self] level in
+                                           store: (any BondStore)? = nil) -> SecurityRaiser {
+        { [weak self] level, keySize in
             guard let self else { return }
-            try await self.requireSecurity(level, options: options, agent: agent, store: store)
+            try await self.requireSecurity(level, keySize: keySize, options: options, agent: agent, store: store)
         }
     }
 }

@@ -71,9 +71,9 @@ struct LinkSecurity: Sendable {
     /// Lets the link pair when the device refuses an L2CAP channel for lack of security, with
     /// the IO capability the level needs.
     func install(on link: Connection) async {
-        await link.setSecurityRaiser { [weak link] level in
+        await link.setSecurityRaiser { [weak link] level, keySize in
             guard let link else { return }
-            try await link.requireSecurity(level, options: options(for: level), agent: agent, store: store)
+            try await link.requireSecurity(level, keySize: keySize, options: options(for: level), agent: agent, store: store)
         }
     }
 

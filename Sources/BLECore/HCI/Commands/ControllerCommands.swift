@@ -29,6 +29,8 @@ extension HCICommand {
     public static func readBDADDR() -> HCICommandPacket { bare(0x1009) }
     /// HCI_Read_RSSI (7.5.4).
     public static func readRSSI(handle: UInt16) -> HCICommandPacket { handleOnly(0x1405, handle) }
+    /// HCI_Read_Encryption_Key_Size (7.5.7).
+    public static func readEncryptionKeySize(handle: UInt16) -> HCICommandPacket { handleOnly(0x1408, handle) }
 
     static func eventMask(_ opcode: UInt16, _ mask: UInt64) -> HCICommandPacket {
         var p: [UInt8] = []

@@ -20,6 +20,7 @@ public enum HCICommandDecoded: Hashable, Sendable {
     case readBufferSize
     case readBDADDR
     case readRSSI(handle: UInt16)
+    case readEncryptionKeySize(handle: UInt16)
     case leSetEventMask(UInt64)
     case leReadBufferSize
     case leReadBufferSizeV2
@@ -89,6 +90,7 @@ public enum HCICommandDecoded: Hashable, Sendable {
         case 0x1005: try none("HCI_Read_Buffer_Size"); self = .readBufferSize
         case 0x1009: try none("HCI_Read_BD_ADDR"); self = .readBDADDR
         case 0x1405: self = .readRSSI(handle: try handle("HCI_Read_RSSI"))
+        case 0x1408: self = .readEncryptionKeySize(handle: try handle("HCI_Read_Encryption_Key_Size"))
         case 0x2001: self = .leSetEventMask(try mask("HCI_LE_Set_Event_Mask"))
         case 0x2002: try none("HCI_LE_Read_Buffer_Size"); self = .leReadBufferSize
         case 0x2060: try none("HCI_LE_Read_Buffer_Size_v2"); self = .leReadBufferSizeV2
@@ -154,6 +156,7 @@ public enum HCICommandDecoded: Hashable, Sendable {
         case .readBufferSize: return HCICommand.readBufferSize()
         case .readBDADDR: return HCICommand.readBDADDR()
         case .readRSSI(let h): return HCICommand.readRSSI(handle: h)
+        case .readEncryptionKeySize(let h): return HCICommand.readEncryptionKeySize(handle: h)
         case .leSetEventMask(let m): return HCICommand.leSetEventMask(m)
         case .leReadBufferSize: return HCICommand.leReadBufferSize()
         case .leReadBufferSizeV2: return HCICommand.leReadBufferSizeV2()

@@ -37,6 +37,7 @@ public struct HCISupportedCommands: Hashable, Sendable {
         0x1005: (14, 7),  // Read Buffer Size
         0x1009: (15, 1),  // Read BD_ADDR
         0x1405: (15, 5),  // Read RSSI
+        0x1408: (20, 4),  // Read Encryption Key Size
         0x0C63: (22, 2),  // Set Event Mask Page 2
         0x0C6C: (24, 5),  // Read LE Host Support
         0x0C6D: (24, 6),  // Write LE Host Support

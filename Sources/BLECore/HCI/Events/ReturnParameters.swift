@@ -161,6 +161,15 @@ public enum HCIReturn {
         public init(afterStatus r: inout ByteReader) throws(DecodeError) { handle = try r.u16(); rssi = try r.i8() }
     }
 
+    /// HCI_Read_Encryption_Key_Size (7.5.7): the key size of an encrypted link, in octets.
+    public struct ReadEncryptionKeySize: HCIReturnParameters {
+        public static let context: StaticString = "HCI_Read_Encryption_Key_Size return parameters"
+        public var handle: UInt16
+        public var keySize: UInt8
+        public init(handle: UInt16, keySize: UInt8) { self.handle = handle; self.keySize = keySize }
+        public init(afterStatus r: inout ByteReader) throws(DecodeError) { handle = try r.u16(); keySize = try r.u8() }
+    }
+
     /// HCI_LE_Read_PHY (7.8.47). PHY: 0x01 LE 1M, 0x02 LE 2M, 0x03 LE Coded.
     public struct LEReadPHY: HCIReturnParameters {
         public static let context: StaticString = "HCI_LE_Read_PHY return parameters"
