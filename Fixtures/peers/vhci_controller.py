@@ -68,7 +68,7 @@ ECHO_PSM = 0x0080
 BULK_ECHO_PSM = 0x0082
 CALL_BACK_PSM = 0x0083
 CALL_BACK_SIZES = [1, 23, 245, 246, 247, 500, 2048, 7]
-CALL_BACK_BULK = 128 * 1024
+CALL_BACK_BULK = 32 * 1024
 LE_ACL_BUFFER_SIZE = 1000
 SECURE_SERVICE = "B1E5E000-5EC0-4E00-8000-000000000001"
 SECURE_CHARACTERISTIC = "B1E5E000-5EC0-4E00-8000-000000000002"
@@ -216,11 +216,17 @@ async def call_back(control: l2cap.LeCreditBasedChannel, psm: int) -> None:
         if len(received) == len(sent) and not all_back.done():
             all_back.set_result(None)
 
+    async def send_all() -> None:
+        for sdu in sent:
+            # Bumble's write is a byte stream: writes queued together would go out joined
+            # into SDUs of the peer's MTU, so each SDU is sent whole before the next.
+            channel.write(sdu)
+            await channel.drain()
+        await all_back
+
     channel.sink = on_echo
-    for sdu in sent:
-        channel.write(sdu)
     try:
-        await asyncio.wait_for(all_back, 90)
+        await asyncio.wait_for(send_all(), 90)
         verdict = b"pass" if received == sent else b"fail: the echo differs"
     except asyncio.TimeoutError:
         verdict = f"fail: {len(received)} of {len(sent)} SDUs came back in 90 s".encode()
