@@ -15,7 +15,8 @@ The peripheral also serves, for the kernel's L2CAP sockets:
 
     an LE credit-based channel echo server on LE_PSM 0x0080 (MTU 2048, MPS 247, 16 credits:
     every SDU is written back), a second one for bulk transfers on LE_PSM 0x0082 (MTU 8192,
-    MPS 8194: one K-frame per SDU), and a service B1E5E000-5EC0-4E00-8000-000000000001 whose
+    MPS 8194: one K-frame per SDU), a call-back server on LE_PSM 0x0083 (see serve_call_back:
+    HRM opens a channel to a PSM the central listens on), and a service B1E5E000-5EC0-4E00-8000-000000000001 whose
     characteristic B1E5E000-5EC0-4E00-8000-000000000002 reads "secret" only on an encrypted
     link (else ATT error Insufficient Encryption 0x0F), and B1E5E000-5EC0-4E00-8000-000000000004
     (read, no security) whose one octet counts the pairings peers started with HRM since the
@@ -48,12 +49,14 @@ Prints "ready" on stdout once the peripheral advertises; runs until killed.
 import argparse
 import asyncio
 import errno
+import hashlib
 import logging
 import os
 import signal
 
 from bumble import gatt, l2cap
 from bumble.controller import Controller
+from bumble.core import ProtocolError
 from bumble.device import Device
 from bumble.hci import Address
 from bumble.link import LocalLink
@@ -63,6 +66,9 @@ from bumble.transport import open_transport
 PERIPHERAL_ADDRESS = "F0:00:00:00:48:52"
 ECHO_PSM = 0x0080
 BULK_ECHO_PSM = 0x0082
+CALL_BACK_PSM = 0x0083
+CALL_BACK_SIZES = [1, 23, 245, 246, 247, 500, 2048, 7]
+CALL_BACK_BULK = 32 * 1024
 LE_ACL_BUFFER_SIZE = 1000
 SECURE_SERVICE = "B1E5E000-5EC0-4E00-8000-000000000001"
 SECURE_CHARACTERISTIC = "B1E5E000-5EC0-4E00-8000-000000000002"
@@ -164,6 +170,70 @@ def serve_echo(device: Device) -> None:
     )
 
 
+def serve_call_back(device: Device) -> None:
+    """A central that listens on an LE_PSM of its own sends it, 2 octets little-endian, as an
+    SDU on a channel to LE_PSM CALL_BACK_PSM. HRM then opens an LE credit-based channel to
+    that PSM on the same link (MTU 2048, MPS 247, 16 credits) and sends, in order, the SDUs of
+    CALL_BACK_SIZES (byte j of SDU i is (i + j) mod 256), then CALL_BACK_BULK random octets in
+    2048-octet SDUs, and expects each SDU back on that channel. It answers on the call-back
+    channel with one SDU: "pass" or "fail: why", followed by the SHA-256 of the random octets,
+    then disconnects the channel; or "refused" and the 2-octet result (little-endian) when the
+    central refused the channel."""
+    tasks = set()
+
+    def on_channel(control: l2cap.LeCreditBasedChannel) -> None:
+        def on_request(sdu: bytes) -> None:
+            if len(sdu) != 2:
+                control.write(b"fail: send the PSM as 2 octets")
+                return
+            task = asyncio.create_task(call_back(control, int.from_bytes(sdu, "little")))
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
+
+        control.sink = on_request
+
+    device.create_l2cap_server(
+        spec=l2cap.LeCreditBasedChannelSpec(psm=CALL_BACK_PSM, mtu=256, mps=247, max_credits=4),
+        handler=on_channel,
+    )
+
+
+async def call_back(control: l2cap.LeCreditBasedChannel, psm: int) -> None:
+    spec = l2cap.LeCreditBasedChannelSpec(psm=psm, mtu=2048, mps=247, max_credits=16)
+    try:
+        channel = await control.connection.create_l2cap_channel(spec=spec)
+    except ProtocolError as error:
+        control.write(b"refused" + int(error.error_code).to_bytes(2, "little"))
+        return
+    bulk = os.urandom(CALL_BACK_BULK)
+    sent = [bytes((i + j) & 0xFF for j in range(size)) for i, size in enumerate(CALL_BACK_SIZES)]
+    sent += [bulk[i : i + 2048] for i in range(0, len(bulk), 2048)]
+    received = []
+    all_back = asyncio.get_running_loop().create_future()
+
+    def on_echo(sdu: bytes) -> None:
+        received.append(bytes(sdu))
+        if len(received) == len(sent) and not all_back.done():
+            all_back.set_result(None)
+
+    async def send_all() -> None:
+        for sdu in sent:
+            # Bumble's write is a byte stream: writes queued together would go out joined
+            # into SDUs of the peer's MTU, so each SDU is sent whole before the next.
+            channel.write(sdu)
+            await channel.drain()
+        await all_back
+
+    channel.sink = on_echo
+    try:
+        await asyncio.wait_for(send_all(), 90)
+        verdict = b"pass" if received == sent else b"fail: the echo differs"
+    except asyncio.TimeoutError:
+        verdict = f"fail: {len(received)} of {len(sent)} SDUs came back in 90 s".encode()
+    control.write(verdict + hashlib.sha256(bulk).digest())
+    await channel.disconnect()
+
+
 async def notify_heart_rate(device: Device, measurement: gatt.Characteristic) -> None:
     """Sends the measurement once a second to every client that enabled notifications."""
     while True:
@@ -224,6 +294,7 @@ async def run(vhci_path: str, address: str) -> None:
         device.add_service(secure_service())
         device.add_service(pairing_counter(device))
         serve_echo(device)
+        serve_call_back(device)
         notifier = asyncio.create_task(notify_heart_rate(device, service.characteristics[0]))
         await device.power_on()
         await device.start_advertising(

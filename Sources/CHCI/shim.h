@@ -69,6 +69,28 @@ static inline int chci_connect_l2(int fd, const struct sockaddr_l2 *addr) {
     return connect(fd, (const struct sockaddr *)addr, sizeof(*addr));
 }
 
+/* Accepts one channel on a listening L2CAP socket, made non-blocking and close-on-exec
+   (accept4 needs _GNU_SOURCE, which the module's headers are not built with), with the
+   peer's address (little-endian bytes) and its BDADDR_* type. Returns the new fd, or -1 with
+   errno set (EAGAIN when none waits). */
+static inline int chci_accept_l2(int fd, uint8_t bdaddr[6], uint8_t *bdaddr_type) {
+    struct sockaddr_l2 addr;
+    socklen_t len = sizeof(addr);
+    memset(&addr, 0, sizeof(addr));
+    int child = accept(fd, (struct sockaddr *)&addr, &len);
+    if (child < 0) return -1;
+    int flags = fcntl(child, F_GETFL);
+    if (flags < 0 || fcntl(child, F_SETFL, flags | O_NONBLOCK) < 0 || fcntl(child, F_SETFD, FD_CLOEXEC) < 0) {
+        int saved = errno;
+        close(child);
+        errno = saved;
+        return -1;
+    }
+    memcpy(bdaddr, addr.l2_bdaddr.b, 6);
+    *bdaddr_type = addr.l2_bdaddr_type;
+    return child;
+}
+
 /* The local CID of a connected L2CAP socket (getsockname), or -1 with errno set. */
 static inline int chci_l2cap_local_cid(int fd) {
     struct sockaddr_l2 addr;

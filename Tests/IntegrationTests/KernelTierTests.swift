@@ -20,7 +20,7 @@ struct KernelTierTests {
     /// The guest tests, each printing `KERNEL-TIER PASS <name>` when it got to its end.
     static let scenarios = [
         "adapterList", "userChannelGATT", "userChannelScanAndPeripheral", "userChannelErrors", "kernelModeGATT", "kernelModePeripheral", "kernelModeAdapterDown", "kernelModeTimeout", "rawChannelScan",
-        "kernelModeCreditChannelEcho", "kernelModeSecurity", "kernelModeEncryptedRead", "kernelModeBonding", "kernelModeHighSecurity", "monitorSeesAdapterTraffic", "monitorCommand",
+        "kernelModeCreditChannelEcho", "kernelModeListen", "kernelModeSecurity", "kernelModeEncryptedRead", "kernelModeBonding", "kernelModeHighSecurity", "monitorSeesAdapterTraffic", "monitorCommand",
     ]
 
     @Test("The guest run of KernelTierGuestTests exits 0")
@@ -113,6 +113,14 @@ struct L2CAPSocketChannelNoBluetoothTests {
         } catch {
             #expect(error == .bluetoothUnsupported)
             #expect("\(error)".contains("EAFNOSUPPORT"))
+        }
+    }
+
+    @Test("listen throws .bluetoothUnsupported when socket(AF_BLUETOOTH) gives EAFNOSUPPORT",
+          .enabled(if: !kernelHasBluetooth))
+    func listenUnsupported() throws {
+        #expect(throws: L2CAPSocketError.bluetoothUnsupported) {
+            try L2CAPSocketChannel.listen(psm: 0x0081, executor: AdapterExecutor(label: "no-bluetooth"))
         }
     }
 }

@@ -56,7 +56,9 @@ extension DecodeError: BLEError {
 
 extension L2CAPSocketError: BLEError {
     public var isCancellation: Bool {
-        if case .cancelled = self { return true }
-        return false
+        switch self {
+        case .cancelled, .acceptCancelled: return true
+        default: return false
+        }
     }
 }

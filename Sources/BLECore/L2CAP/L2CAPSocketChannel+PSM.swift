@@ -42,7 +42,7 @@ extension L2CAPSocketChannel {
         executor: AdapterExecutor,
         timeout: Duration = .seconds(20)
     ) async throws(L2CAPSocketError) -> L2CAPSocketChannel {
-        try await connect(adapter: adapterAddress(index: adapterIndex, peer: peer), peer: peer, psm: psm, mtu: mtu,
+        try await connect(adapter: adapterAddress(index: adapterIndex, peer: "\(peer)"), peer: peer, psm: psm, mtu: mtu,
                           security: security, executor: executor, timeout: timeout)
     }
 

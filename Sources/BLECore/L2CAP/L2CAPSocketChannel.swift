@@ -31,6 +31,15 @@ public enum L2CAPSocketError: Error, Sendable, Equatable, CustomStringConvertibl
     /// management interface before the adapter was powered on, as bluetoothd does), or the
     /// pairing failed (MITM protection without an agent); the socket was closed.
     case securityNotReached(peer: String, requested: SecurityLevel, reached: SecurityLevel?)
+    /// Another socket (this program's or another's) listens on `psm` already (EADDRINUSE).
+    case psmInUse(psm: UInt16, errno: Int32)
+    /// The listener for `psm` was closed (`close()`, or the listener was released): a waiting
+    /// or later `accept` ends with this.
+    case listenerClosed(psm: UInt16)
+    /// No peer opened a channel to `psm` within `after`.
+    case acceptTimeout(psm: UInt16, after: Duration)
+    /// The task waiting in `accept` for a channel to `psm` was cancelled; the listener goes on.
+    case acceptCancelled(psm: UInt16)
 
     public var description: String {
         switch self {
@@ -56,6 +65,14 @@ public enum L2CAPSocketError: Error, Sendable, Equatable, CustomStringConvertibl
                 ? "'\(requested)' needs MITM protection, which Just Works pairing cannot give: the kernel pairs as no input, no output unless an agent says otherwise (KernelPairingAgent(index:ioCapability:answer:) with .keyboardDisplay, or bluetoothd's agent), and the peer must be able to show or enter a passkey or compare a number; or ask for 'encrypted'"
                 : "the kernel did not pair: without bluetoothd it has no LE SMP channel (enable LE through its management interface while the adapter is down: HCIAdapters.enableLowEnergy(index:) or 'btmgmt le on', then power it up) and no one confirms its Just Works pairing (keep a KernelPairingAgent open)"
             return "the link to \(peer) stayed at security level '\(reached.map { "\($0)" } ?? "unknown")' while BT_SECURITY asked for '\(requested)': \(why)"
+        case .psmInUse(let psm, let err):
+            return "PSM \(psm.hex) is taken (\(errnoName(err))): another socket listens on it already; close that listener or choose another LE_PSM (0x0080 to 0x00FF)"
+        case .listenerClosed(let psm):
+            return "the listener for PSM \(psm.hex) was closed; accept no longer waits on it (listen again to accept more channels)"
+        case .acceptTimeout(let psm, let after):
+            return "no peer opened a channel to PSM \(psm.hex) within \(after); the listener goes on (wait again, or check that the peer knows this PSM and is connected)"
+        case .acceptCancelled(let psm):
+            return "waiting for a channel to PSM \(psm.hex) was cancelled; the listener goes on"
         case .channelRefused(let peer, let psm, let security, let err):
             let level = security.map { " or could not reach the security level asked for (\($0))" } ?? " or needs a security level (pass security:)"
             return "\(peer) refused the L2CAP channel to PSM \(psm.hex) (\(errnoName(err))): the peer may not serve this PSM\(level)"
@@ -202,17 +219,17 @@ public final class L2CAPSocketChannel: L2CAPChannel, @unchecked Sendable { // st
         executor: AdapterExecutor,
         timeout: Duration = .seconds(20)
     ) async throws(L2CAPSocketError) -> L2CAPSocketChannel {
-        try await connect(adapter: adapterAddress(index: adapterIndex, peer: peer), peer: peer, security: security, executor: executor, timeout: timeout)
+        try await connect(adapter: adapterAddress(index: adapterIndex, peer: "\(peer)"), peer: peer, security: security, executor: executor, timeout: timeout)
     }
 
-    /// The address of adapter hciN, from the kernel's list.
-    static func adapterAddress(index adapterIndex: Int, peer: LEAddress) throws(L2CAPSocketError) -> BluetoothAddress {
+    /// The address of adapter hciN, from the kernel's list; `peer` names the socket in errors.
+    static func adapterAddress(index adapterIndex: Int, peer: String) throws(L2CAPSocketError) -> BluetoothAddress {
         let adapters: [AdapterInfo]
         do {
             adapters = try HCIAdapters.list()
         } catch {
             if case .bluetoothUnsupported = error { throw .bluetoothUnsupported }
-            throw .system(operation: "listing adapters (\(error))", peer: "\(peer)", errno: 0)
+            throw .system(operation: "listing adapters (\(error))", peer: peer, errno: 0)
         }
         guard let adapter = adapters.first(where: { $0.index == adapterIndex }) else {
             throw .noSuchAdapter(index: adapterIndex, available: adapters.map(\.index))
@@ -244,9 +261,10 @@ public final class L2CAPSocketChannel: L2CAPChannel, @unchecked Sendable { // st
         type.isRandom ? UInt8(BDADDR_LE_RANDOM) : UInt8(BDADDR_LE_PUBLIC)
     }
 
-    /// A non-blocking L2CAP socket bound to the local ATT channel (or, for a PSM, to no
-    /// channel), LE address type.
-    private static func openBound(adapter: BluetoothAddress?, fixedChannel: Bool, peerName: String) throws(L2CAPSocketError) -> Int32 {
+    /// A non-blocking L2CAP socket bound to the local ATT channel (or, to connect to a PSM, to
+    /// no channel; to listen, to `psm`), with the adapter's LE address type `ownType`.
+    static func openBound(adapter: BluetoothAddress?, ownType: LEAddressType = .public, psm: UInt16 = 0, fixedChannel: Bool,
+                          peerName: String) throws(L2CAPSocketError) -> Int32 {
         let type = Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
         let fd = socket(AF_BLUETOOTH, type, BTPROTO_L2CAP)
         if fd < 0 {
@@ -258,12 +276,14 @@ public final class L2CAPSocketChannel: L2CAPChannel, @unchecked Sendable { // st
         // Binding the ATT CID keeps the channel a fixed channel; without it the kernel would
         // open an LE credit-based channel.
         var local = sockaddr_l2()
-        chci_fill_sockaddr_l2(&local, (adapter ?? .zero).littleEndianBytes, UInt8(BDADDR_LE_PUBLIC), 0, fixedChannel ? attChannelID : 0)
+        chci_fill_sockaddr_l2(&local, (adapter ?? .zero).littleEndianBytes, addressType(ownType), psm, fixedChannel ? attChannelID : 0)
         if chci_bind_l2(fd, &local) < 0 {
             let err = errno
             _ = Glibc.close(fd)
             if err == EADDRNOTAVAIL { throw .noAdapter(peer: peerName, errno: err) }
-            throw .system(operation: "bind(L2CAP, ATT channel, adapter \(adapter.map { "\($0)" } ?? "any"))", peer: peerName, errno: err)
+            if err == EADDRINUSE, psm != 0 { throw .psmInUse(psm: psm, errno: err) }
+            let what = psm != 0 ? "PSM \(psm.hex)" : fixedChannel ? "ATT channel" : "no channel"
+            throw .system(operation: "bind(L2CAP, \(what), adapter \(adapter.map { "\($0)" } ?? "any"))", peer: peerName, errno: err)
         }
         return fd
     }
