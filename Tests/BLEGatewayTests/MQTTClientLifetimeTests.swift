@@ -9,18 +9,9 @@ import Testing
 @Suite(.serialized) struct MQTTClientLifetimeTests {
     /// The next event of `client` that `match` accepts (bounded: 10 s), nil when none came.
     static func firstEvent(_ client: MQTTClient, where match: @escaping @Sendable (MQTTEvent) -> Bool = { _ in true }) async throws -> MQTTEvent? {
-        try await withThrowingTaskGroup(of: MQTTEvent?.self) { group in
-            group.addTask {
-                for await event in client.events where match(event) { return event }
-                return nil
-            }
-            group.addTask {
-                try await Task.sleep(for: .seconds(10))
-                return nil
-            }
-            let first = try await group.next() ?? nil
-            group.cancelAll()
-            return first
+        try await bounded(.seconds(10)) {
+            for await event in client.events where match(event) { return event }
+            return nil
         }
     }
 
