@@ -17,25 +17,17 @@ import Testing
         let client = try MQTTClient(options: options)
         try client.start()
         defer { client.stop() }
-        return try await withThrowingTaskGroup(of: [(MQTTError, ContinuousClock.Instant)]?.self) { group in
-            group.addTask {
-                var seen: [(MQTTError, ContinuousClock.Instant)] = []
-                for await event in client.events {
-                    if case .disconnected(let e) = event { seen.append((e, .now)) }
-                    if case .connected = event { Issue.record("connected with \(options)") }
-                    if seen.count == count { return seen }
-                }
-                return seen
+        let first = try await bounded(.seconds(15)) {
+            var seen: [(MQTTError, ContinuousClock.Instant)] = []
+            for await event in client.events {
+                if case .disconnected(let e) = event { seen.append((e, .now)) }
+                if case .connected = event { Issue.record("connected with \(options)") }
+                if seen.count == count { return seen }
             }
-            group.addTask {
-                try await Task.sleep(for: .seconds(15))
-                return nil
-            }
-            let first = try await group.next() ?? nil
-            group.cancelAll()
-            guard let first else { throw Watcher.Timeout(description: "fewer than \(count) connection failures within 15 s") }
-            return first
+            return seen
         }
+        guard let first else { throw Watcher.Timeout(description: "fewer than \(count) connection failures within 15 s") }
+        return first
     }
 
     /// An integer field of a metrics message (-1 when absent).
@@ -138,30 +130,21 @@ import Testing
         let client = try MQTTClient(options: MQTTOptions(host: "127.0.0.1", port: port, clientID: "early"))
         try client.start()
         defer { client.stop() }
-        let broker = try await withThrowingTaskGroup(of: Broker?.self) { group in
-            group.addTask {
-                var broker: Broker?
-                for await event in client.events {
-                    switch event {
-                    case .disconnected where broker == nil:
-                        // The first attempt failed while nothing listened: bring the broker up.
-                        broker = try await Broker.start(port: port)
-                    case .connected:
-                        return broker
-                    default:
-                        continue
-                    }
+        let broker = try await bounded(.seconds(30)) { () async throws -> Broker? in
+            var broker: Broker?
+            for await event in client.events {
+                switch event {
+                case .disconnected where broker == nil:
+                    // The first attempt failed while nothing listened: bring the broker up.
+                    broker = try await Broker.start(port: port)
+                case .connected:
+                    return broker
+                default:
+                    continue
                 }
-                broker?.stop()
-                return nil
             }
-            group.addTask {
-                try await Task.sleep(for: .seconds(30))
-                return nil
-            }
-            let first = try await group.next() ?? nil
-            group.cancelAll()
-            return first
+            broker?.stop()
+            return nil
         }
         defer { broker?.stop() }
         #expect(broker != nil, "a refused first attempt, then connected within 30 s of the broker coming up on \(port)")

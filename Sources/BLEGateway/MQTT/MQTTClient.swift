@@ -19,7 +19,7 @@ public final class MQTTClient: Sendable {
     public let events: AsyncStream<MQTTEvent>
     private let session: MosquittoSession
     private var handle: OpaquePointer { session.handle }
-    /// Set once by `start()`; read by `stop()` and `deinit` (not on the data path).
+    /// The network thread of the last `start()`; read by `stop()` and `deinit` (not on the data path).
     private let loop = Mutex<MQTTNetworkLoop?>(nil)
 
     private static let libraryReady: Bool = { mosquitto_lib_init() == 0 }()
@@ -116,17 +116,26 @@ public final class MQTTClient: Sendable {
     /// refusing broker is not an error here: the thread keeps trying with backoff and reports
     /// `.connected` once it is in; so does a TLS handshake that fails (a certificate the CA
     /// did not sign can be replaced on the broker). Bad arguments or a bad host name are final.
+    /// One network thread at a time: `start()` again before `stop()` throws (libmosquitto's
+    /// loop must not run on two threads, and the first thread would never be stopped).
     public func start() throws(MQTTError) {
-        let rc = mosquitto_connect_async(handle, options.host, Int32(options.port), Int32(max(5, options.keepAlive.components.seconds)))
-        if rc == MOSQ_ERR_INVAL.rawValue || rc == MOSQ_ERR_EAI.rawValue {
-            let logged = session.sink.lastLoggedError.withLock { $0 }
-            throw MQTTError(operation: "mosquitto_connect_async(\(options.broker))", code: rc,
-                            detail: Self.text(rc) + (logged.map { ": \($0)" } ?? ""), broker: options.broker)
+        try loop.withLock { (current) throws(MQTTError) in
+            if let current, !current.hasEnded {
+                throw MQTTError(operation: "start", code: MOSQ_ERR_INVAL.rawValue,
+                                detail: "the client's network thread is already running; call stop() first", broker: options.broker)
+            }
+            session.sink.beginAttempt()
+            let rc = mosquitto_connect_async(handle, options.host, Int32(options.port), Int32(max(5, options.keepAlive.components.seconds)))
+            if rc == MOSQ_ERR_INVAL.rawValue || rc == MOSQ_ERR_EAI.rawValue {
+                let logged = session.sink.lastLoggedError.withLock { $0 }
+                throw MQTTError(operation: "mosquitto_connect_async(\(options.broker))", code: rc,
+                                detail: Self.text(rc) + (logged.map { ": \($0)" } ?? ""), broker: options.broker)
+            }
+            session.sink.attemptEnded(rc)
+            let started = MQTTNetworkLoop(session: session, options: options)
+            current = started
+            started.start()
         }
-        session.sink.attemptEnded(rc)
-        let started = MQTTNetworkLoop(session: session, options: options)
-        loop.withLock { $0 = started }
-        started.start()
     }
 
     /// Hands `message` to libmosquitto and returns its message id (see `.delivered`).

@@ -34,8 +34,9 @@ final class MQTTNetworkLoop: Sendable {
     private let stopping = Atomic<Bool>(false)
     /// Signalled by `stop()`: ends a backoff wait at once.
     private let wake = DispatchSemaphore(value: 0)
-    /// Signalled when the thread has returned.
-    private let ended = DispatchSemaphore(value: 0)
+    /// Entered when the thread starts, left when it has returned: any number of `stop()`
+    /// calls wait on it, and a wait after the end returns at once.
+    private let running = DispatchGroup()
 
     init(session: MosquittoSession, options: MQTTOptions) {
         self.session = session
@@ -48,19 +49,23 @@ final class MQTTNetworkLoop: Sendable {
     /// Starts the thread; the first connection attempt was made by the caller
     /// (`mosquitto_connect_async`), so its final mistakes are thrown where they were made.
     func start() {
+        running.enter()
         let thread = Thread { [self] in
             run()
-            ended.signal()
+            running.leave()
         }
         thread.name = "mqtt \(broker)"
         thread.start()
     }
 
+    /// True once the thread has returned: the handle is free for another loop.
+    var hasEnded: Bool { running.wait(timeout: .now()) == .success }
+
     /// Sends DISCONNECT when connected (the broker then drops the will), ends the thread and
     /// waits for it (bounded: 5 s; a thread still busy then ends on its own and frees the handle).
     func stop() {
         requestStop()
-        _ = ended.wait(timeout: .now() + .seconds(5))
+        _ = running.wait(timeout: .now() + .seconds(5))
     }
 
     /// Asks the thread to end without waiting (the client went away without `stop()`).

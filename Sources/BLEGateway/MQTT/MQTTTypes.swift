@@ -108,7 +108,8 @@ public enum MQTTEvent: Sendable, Hashable {
 /// A libmosquitto failure, with the call, its code and the library's own text.
 public struct MQTTError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The libmosquitto call that failed, or what did: "CONNACK" (the broker refused), "link"
-    /// (the connection ended), "connect" (no connection was made), "TLS" (the handshake failed).
+    /// (the connection ended), "connect" (no connection was made), "TLS" (the handshake failed),
+    /// "start" (the client's network thread already runs).
     public var operation: String
     /// "HOST:PORT" of the broker, when the failure concerns it.
     public var broker: String?
@@ -144,6 +145,8 @@ public struct MQTTError: Error, Sendable, Hashable, CustomStringConvertible {
             return "could not connect to \(name) (code \(code): \(detail)); check the broker address and port; retrying with backoff"
         case "TLS":
             return "TLS with \(name) failed (\(detail)); check that the CA file (mqtt.caFile, --ca-file) signed the broker's certificate, that the certificate names the host, and the client certificate (mqtt.certFile, mqtt.keyFile) if the broker asks for one; retrying with backoff"
+        case "start":
+            return "the MQTT client of \(name) was not started: \(detail)"
         case _ where code == 8: // MOSQ_ERR_TLS
             return "TLS with \(name) failed (\(operation): \(detail)); check that the CA file (mqtt.caFile, --ca-file) signed the broker's certificate and that the certificate names the host"
         default:
