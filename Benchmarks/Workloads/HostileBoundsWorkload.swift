@@ -1,4 +1,4 @@
-import BLECore
+@_spi(Internals) import BLECore
 import BLETestSupport
 import Dispatch
 import Foundation
@@ -8,7 +8,7 @@ import Synchronization
 /// More hostile cases of docs/reliability.md, most of them bounds: PDUs before the bearer
 /// exists, malformed K-frames on a credit-based channel beside a healthy one, indications at
 /// a consumer that does not read, the log lines of a flood of malformed packets, and the
-/// btsnoop writer fed faster than it writes. Each reports the peak growth of the resident
+/// btsnoop writer fed faster than it writes and on a slow disk. Each reports the peak growth of the resident
 /// high-water mark (`Meter`) and what the bound held.
 extension HostileWorkload {
     static func bounds(quick: Bool) async throws -> [Result] {
@@ -19,6 +19,7 @@ extension HostileWorkload {
             try await indicationsToAConsumerThatDoesNotRead(),
             try await malformedPacketLogLines(count: 10_000 / scale),
             try await snoopBehindTheDisk(records: 1_000_000 / scale),
+            try await snoopOnASlowDisk(records: 200_000 / scale),
         ]
     }
 
@@ -183,6 +184,53 @@ extension HostileWorkload {
             writer.close()
             return ["writtenRecords": Double(writer.progress.writtenRecords), "droppedAndCounted": Double(dropped),
                     "maximumPendingBytes": Double(writer.maximumPendingBytes), "recordBytes": 251 + 1 + 4 + 24]
+        }
+        return Result(measurement: m, bounded: true)
+    }
+
+    /// The same writer on a slow disk: each write(2) takes 100 µs more and writes at most 256
+    /// bytes (a stalled USB stick or network file system), about 5,000 records of 280 bytes a
+    /// second. `records` are written from one thread as fast as it encodes them: the caller
+    /// never waits for the disk, what waits is bounded (4 MiB), the rest is dropped and
+    /// counted, and the file read back holds whole records only, the last one carrying the
+    /// drops before it.
+    static func snoopOnASlowDisk(records: Int) async throws -> Result {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ble-bench-slow-snoop-\(getpid())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let packet = HCIPacket.acl(ACLDataPacket(handle: 0x0040, boundary: .firstFlushable, data: [UInt8](repeating: 0x5A, count: 251)))
+        let slowDisk: @Sendable (Int32, UnsafeRawPointer, Int) -> Int = { fd, buffer, count in
+            usleep(100)
+            return Glibc.write(fd, buffer, min(count, 256))
+        }
+        var run = 0
+        let m = try await measure("hostile: the btsnoop writer on a slow disk, 100 µs and at most 256 bytes per write(2) (records)", events: records, healthy: nil) { meter, _ in
+            run += 1
+            let path = directory.appendingPathComponent("slow-\(run).btsnoop").path
+            let writer = try BTSnoopWriter(path: path, logger: .silent, write: slowDisk)
+            let began = DispatchTime.now().uptimeNanoseconds
+            meter.start()
+            for i in 0..<records {
+                writer.write(packet, direction: .received)
+                if i == records / 10 { meter.sampleTenth() }
+            }
+            meter.stop()
+            let dropped = writer.droppedRecords
+            let closing = DispatchTime.now().uptimeNanoseconds
+            writer.close()
+            let ended = DispatchTime.now().uptimeNanoseconds
+            let written = writer.progress.writtenRecords
+            let capture = try BTSnoopReader(bytes: [UInt8](try Data(contentsOf: URL(fileURLWithPath: path))))
+            guard capture.records.count == written, capture.trailingError == nil, written + dropped == records else {
+                throw BenchError("the slow disk's capture holds \(capture.records.count) records (\(written) written, \(dropped) dropped of \(records)), trailing error \(String(describing: capture.trailingError))")
+            }
+            try? FileManager.default.removeItem(atPath: path)
+            return ["writtenRecords": Double(written), "droppedAndCounted": Double(dropped),
+                    "dropsInTheLastRecord": Double(capture.records.last?.drops ?? 0),
+                    "callerNanosecondsPerRecord": meter.wallSeconds * 1e9 / Double(records),
+                    "diskRecordsPerSecond": Double(written) / (Double(ended - began) / 1e9),
+                    "closeSeconds": Double(ended - closing) / 1e9,
+                    "maximumPendingBytes": Double(writer.maximumPendingBytes)]
         }
         return Result(measurement: m, bounded: true)
     }

@@ -156,17 +156,36 @@ struct OversizedPDUTests {
         #expect(await channel.sentSDUs().count == 1)
     }
 
-    /// When no response follows (the refused PDU was the response), the transaction ends at
-    /// its timeout without failing the bearer.
-    @Test func aRefusedResponseWithoutOpcodeEndsItsTransactionAtTheTimeoutAndTheBearerGoesOn() async throws {
+    /// A second call while that late response is still to come sends no second Exchange MTU
+    /// Request (once per connection, 3.4.2.1): it returns the ATT_MTU of the moment.
+    @Test func anExchangeCalledAgainBeforeTheLateResponseSendsNothing() async throws {
+        let bearer = bearer
+        let exchange = Task { try await bearer.exchangeMTU() }
+        #expect(await channel.waitForSent(count: 1) == [[0x02, 0x05, 0x02]])
+        await channel.refuse(head: [], size: 100)
+        await #expect(throws: ATTError.unidentifiedOversizedPDU(size: 100, mtu: 23, request: .exchangeMTURequest)) { try await exchange.value }
+        #expect(try await bearer.exchangeMTU() == 23)
+        #expect(await bearer.queuedRequestCount == 0)
+        await channel.inject([0x03, 0xF7, 0x00])
+        #expect(try await bearer.exchangeMTU() == 247)
+        #expect(await channel.sentSDUs() == [[0x02, 0x05, 0x02]])
+    }
+
+    /// When no response follows within the transaction timeout (the refused PDU may have been
+    /// the response, or the peer is late), the bearer is unusable, as after any transaction
+    /// timeout (Vol 3, Part F, 3.3.3): the queued request never goes out, and a response that
+    /// comes later answers nothing.
+    @Test func aRefusedResponseWithoutOpcodeThenNoResponseWithinTheTimeoutMakesTheBearerUnusable() async throws {
         let tasks = await bearer.spawn([.readRequest(handle: 0x0021), .readRequest(handle: 0x0022)])
         #expect(await channel.waitForSent(count: 1) == [[0x0A, 0x21, 0x00]])
         await channel.refuse(head: [], size: 600)
         #expect(await tasks[0].value == .failure(.unidentifiedOversizedPDU(size: 600, mtu: 23, request: .readRequest)))
         await scheduler.advance(by: .seconds(30))
-        #expect(await channel.waitForSent(count: 2).last == [0x0A, 0x22, 0x00])
-        await channel.inject([0x0B, 0x22])
-        #expect(await tasks[1].value == .success(.readResponse(value: [0x22])))
-        #expect(await bearer.failure == nil)
+        #expect(await tasks[1].value == .failure(.transactionTimeout(.readRequest)))
+        #expect(await bearer.failure == .transactionTimeout(.readRequest))
+        await channel.inject([0x0B, 0x21])
+        await #expect(throws: ATTError.transactionTimeout(.readRequest)) { try await bearer.request(.readRequest(handle: 0x0023)) }
+        #expect(await channel.sentSDUs() == [[0x0A, 0x21, 0x00]])
+        #expect(await bearer.droppedPDUCount == 2, "the refused PDU and the late response")
     }
 }
