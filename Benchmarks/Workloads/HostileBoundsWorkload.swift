@@ -166,26 +166,19 @@ extension HostileWorkload {
     /// octets from one thread as fast as it encodes them, faster than its own queue writes
     /// them with one write(2) each: what waits is bounded, the rest is dropped and counted.
     static func snoopBehindTheDisk(records: Int) async throws -> Result {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ble-bench-snoop-\(getpid())")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let packet = HCIPacket.acl(ACLDataPacket(handle: 0x0040, boundary: .firstFlushable, data: [UInt8](repeating: 0x5A, count: 251)))
-        var run = 0
-        let m = try await measure("hostile: the btsnoop writer fed faster than it writes (records)", events: records, healthy: nil) { meter, _ in
-            run += 1
-            let writer = try BTSnoopWriter(path: directory.appendingPathComponent("flood-\(run).btsnoop").path, logger: .silent)
-            meter.start()
-            for i in 0..<records {
-                writer.write(packet, direction: .received)
-                if i == records / 10 { meter.sampleTenth() }
+        try await withSnoopDirectory("ble-bench-snoop") { directory in
+            var run = 0
+            let m = try await measure("hostile: the btsnoop writer fed faster than it writes (records)", events: records, healthy: nil) { meter, _ in
+                run += 1
+                let writer = try BTSnoopWriter(path: directory.appendingPathComponent("flood-\(run).btsnoop").path, logger: .silent)
+                feedSnoop(writer, records: records, meter: meter)
+                let dropped = writer.droppedRecords
+                writer.close()
+                return ["writtenRecords": Double(writer.progress.writtenRecords), "droppedAndCounted": Double(dropped),
+                        "maximumPendingBytes": Double(writer.maximumPendingBytes), "recordBytes": 251 + 1 + 4 + 24]
             }
-            meter.stop()
-            let dropped = writer.droppedRecords
-            writer.close()
-            return ["writtenRecords": Double(writer.progress.writtenRecords), "droppedAndCounted": Double(dropped),
-                    "maximumPendingBytes": Double(writer.maximumPendingBytes), "recordBytes": 251 + 1 + 4 + 24]
+            return Result(measurement: m, bounded: true)
         }
-        return Result(measurement: m, bounded: true)
     }
 
     /// The same writer on a slow disk: each write(2) takes 100 µs more and writes at most 256
@@ -195,43 +188,56 @@ extension HostileWorkload {
     /// counted, and the file read back holds whole records only, the last one carrying the
     /// drops before it.
     static func snoopOnASlowDisk(records: Int) async throws -> Result {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ble-bench-slow-snoop-\(getpid())")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let packet = HCIPacket.acl(ACLDataPacket(handle: 0x0040, boundary: .firstFlushable, data: [UInt8](repeating: 0x5A, count: 251)))
         let slowDisk: @Sendable (Int32, UnsafeRawPointer, Int) -> Int = { fd, buffer, count in
             usleep(100)
             return Glibc.write(fd, buffer, min(count, 256))
         }
-        var run = 0
-        let m = try await measure("hostile: the btsnoop writer on a slow disk, 100 µs and at most 256 bytes per write(2) (records)", events: records, healthy: nil) { meter, _ in
-            run += 1
-            let path = directory.appendingPathComponent("slow-\(run).btsnoop").path
-            let writer = try BTSnoopWriter(path: path, logger: .silent, write: slowDisk)
-            let began = DispatchTime.now().uptimeNanoseconds
-            meter.start()
-            for i in 0..<records {
-                writer.write(packet, direction: .received)
-                if i == records / 10 { meter.sampleTenth() }
+        return try await withSnoopDirectory("ble-bench-slow-snoop") { directory in
+            var run = 0
+            let m = try await measure("hostile: the btsnoop writer on a slow disk, 100 µs and at most 256 bytes per write(2) (records)", events: records, healthy: nil) { meter, _ in
+                run += 1
+                let path = directory.appendingPathComponent("slow-\(run).btsnoop").path
+                let writer = try BTSnoopWriter(path: path, logger: .silent, write: slowDisk)
+                let began = DispatchTime.now().uptimeNanoseconds
+                feedSnoop(writer, records: records, meter: meter)
+                let dropped = writer.droppedRecords
+                let closing = DispatchTime.now().uptimeNanoseconds
+                writer.close()
+                let ended = DispatchTime.now().uptimeNanoseconds
+                let written = writer.progress.writtenRecords
+                let capture = try BTSnoopReader(bytes: [UInt8](try Data(contentsOf: URL(fileURLWithPath: path))))
+                guard capture.records.count == written, capture.trailingError == nil, written + dropped == records else {
+                    throw BenchError("the slow disk's capture holds \(capture.records.count) records (\(written) written, \(dropped) dropped of \(records)), trailing error \(String(describing: capture.trailingError))")
+                }
+                try? FileManager.default.removeItem(atPath: path)
+                return ["writtenRecords": Double(written), "droppedAndCounted": Double(dropped),
+                        "dropsInTheLastRecord": Double(capture.records.last?.drops ?? 0),
+                        "callerNanosecondsPerRecord": meter.wallSeconds * 1e9 / Double(records),
+                        "diskRecordsPerSecond": Double(written) / (Double(ended - began) / 1e9),
+                        "closeSeconds": Double(ended - closing) / 1e9,
+                        "maximumPendingBytes": Double(writer.maximumPendingBytes)]
             }
-            meter.stop()
-            let dropped = writer.droppedRecords
-            let closing = DispatchTime.now().uptimeNanoseconds
-            writer.close()
-            let ended = DispatchTime.now().uptimeNanoseconds
-            let written = writer.progress.writtenRecords
-            let capture = try BTSnoopReader(bytes: [UInt8](try Data(contentsOf: URL(fileURLWithPath: path))))
-            guard capture.records.count == written, capture.trailingError == nil, written + dropped == records else {
-                throw BenchError("the slow disk's capture holds \(capture.records.count) records (\(written) written, \(dropped) dropped of \(records)), trailing error \(String(describing: capture.trailingError))")
-            }
-            try? FileManager.default.removeItem(atPath: path)
-            return ["writtenRecords": Double(written), "droppedAndCounted": Double(dropped),
-                    "dropsInTheLastRecord": Double(capture.records.last?.drops ?? 0),
-                    "callerNanosecondsPerRecord": meter.wallSeconds * 1e9 / Double(records),
-                    "diskRecordsPerSecond": Double(written) / (Double(ended - began) / 1e9),
-                    "closeSeconds": Double(ended - closing) / 1e9,
-                    "maximumPendingBytes": Double(writer.maximumPendingBytes)]
+            return Result(measurement: m, bounded: true)
         }
-        return Result(measurement: m, bounded: true)
+    }
+
+    /// Runs `body` with a new directory for its captures, removed afterwards.
+    static func withSnoopDirectory(_ name: String, _ body: (URL) async throws -> Result) async throws -> Result {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("\(name)-\(getpid())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        return try await body(directory)
+    }
+
+    /// Writes `records` ACL packets of 251 octets (records of 280 bytes: 24-byte record
+    /// header, H4 type, 4-byte ACL header) from this thread as fast as they encode, measured.
+    static func feedSnoop(_ writer: BTSnoopWriter, records: Int, meter: Meter) {
+        let packet = HCIPacket.acl(ACLDataPacket(handle: 0x0040, boundary: .firstFlushable, data: [UInt8](repeating: 0x5A, count: 251)))
+        meter.start()
+        for i in 0..<records {
+            writer.write(packet, direction: .received)
+            if i == records / 10 { meter.sampleTenth() }
+        }
+        meter.stop()
     }
 }

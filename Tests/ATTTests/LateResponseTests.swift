@@ -9,14 +9,9 @@ import ATT
 /// connection (3.4.2.1). PDU layouts from 3.4.2 and 3.4.4.3/3.4.4.4.
 @Suite(.timeLimit(.minutes(1)))
 struct LateResponseTests {
-    let channel = FakeChannel()
-    let scheduler: ManualScheduler
-    let bearer: ATTBearer
+    let channel: FakeChannel, scheduler: ManualScheduler, bearer: ATTBearer
 
-    init() {
-        scheduler = ManualScheduler(queue: channel.executor.queue)
-        bearer = ATTBearer(channel: channel, scheduler: scheduler)
-    }
+    init() { (channel, scheduler, bearer) = FakeChannel.bearerBed() }
 
     @Test func anExchangeAfterATimedOutReadFailsTypedAndTheLateReadResponseAnswersNothing() async throws {
         let read = await bearer.spawn([.readRequest(handle: 0x0021)])
@@ -80,5 +75,19 @@ struct LateResponseTests {
         #expect(try await bearer.exchangeMTU() == 247)
         await #expect(throws: ATTError.exchangeMTURepeated(mtu: 247)) { try await bearer.request(.exchangeMTURequest(clientRxMTU: 100)) }
         #expect(await channel.sentSDUs() == [[0x02, 0x05, 0x02]])
+    }
+
+    /// An Exchange MTU Request the channel never took (its link's queue was full) did not go
+    /// out: the next `exchangeMTU()` sends it.
+    @Test func anExchangeThatNeverWentOutIsSentByTheNextCall() async throws {
+        let bearer = bearer
+        let full = LinkError.queueFull(peer: BluetoothAddress("F0:F1:F2:F3:F4:F5")!, handle: 0x0040, channelID: 0x0004, bound: .pdus(queued: 256, limit: 256))
+        await channel.failSends(with: full)
+        await #expect(throws: ATTError.linkClosed(full)) { try await bearer.exchangeMTU() }
+        await channel.failSends(with: nil)
+        let exchange = Task { try await bearer.exchangeMTU() }
+        #expect(await channel.waitForSent(count: 1) == [[0x02, 0x05, 0x02]])
+        await channel.inject([0x03, 0xF7, 0x00])
+        #expect(try await exchange.value == 247)
     }
 }

@@ -318,7 +318,11 @@ public actor ATTBearer {
         do throws(LinkError) {
             try await channel.send(bytes)
         } catch {
-            if inFlight?.id == id { finish(.failure(.linkClosed(error))) }
+            guard let current = inFlight, current.id == id else { return }
+            // The channel did not take the PDU (a full queue, no buffer in time): an Exchange
+            // MTU Request that never went out may be sent once more.
+            if current.opcode == .exchangeMTURequest { mtuRequestSent = false }
+            finish(.failure(.linkClosed(error)))
         }
     }
 
