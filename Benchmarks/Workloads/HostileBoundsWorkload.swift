@@ -1,4 +1,4 @@
-import BLECore
+@_spi(Internals) import BLECore
 import BLETestSupport
 import Dispatch
 import Foundation
@@ -7,8 +7,8 @@ import Synchronization
 
 /// More hostile cases of docs/reliability.md, most of them bounds: PDUs before the bearer
 /// exists, malformed K-frames on a credit-based channel beside a healthy one, indications at
-/// a consumer that does not read, the log lines of a flood of malformed packets, and the
-/// btsnoop writer fed faster than it writes. Each reports the peak growth of the resident
+/// a consumer that does not read, the log lines of a flood of malformed packets and of
+/// broken-off PDUs, and the btsnoop writer fed faster than it writes and on a slow disk. Each reports the peak growth of the resident
 /// high-water mark (`Meter`) and what the bound held.
 extension HostileWorkload {
     static func bounds(quick: Bool) async throws -> [Result] {
@@ -18,7 +18,9 @@ extension HostileWorkload {
             try await malformedKFrames(count: 10_000 / scale),
             try await indicationsToAConsumerThatDoesNotRead(),
             try await malformedPacketLogLines(count: 10_000 / scale),
+            try await brokenOffPDUs(count: 100_000 / scale),
             try await snoopBehindTheDisk(records: 1_000_000 / scale),
+            try await snoopOnASlowDisk(records: 200_000 / scale),
         ]
     }
 
@@ -131,13 +133,35 @@ extension HostileWorkload {
     }
 
     /// Malformed LE signaling commands (one octet, too short for the command header, Vol 3,
-    /// Part A, 4) and ACL packets for a
-    /// handle with no link, 100 per job, with a logger that takes every level: how many lines
-    /// the flood writes (each kind at most once per 10 s).
+    /// Part A, 4) and ACL packets for a handle with no link, 100 per job, with a logger that
+    /// takes every level: how many lines the flood writes (each kind at most once per 10 s).
     static func malformedPacketLogLines(count: Int) async throws -> Result {
-        let perJob = 100
-        let m = try await measure("hostile: malformed signaling commands and ACL packets for an unknown handle, logged at debug (packets)", events: count, healthy: nil) { meter, plan in
-            // A new host each run: the lines it writes from its first malformed packet on.
+        try await loggedFlood("hostile: malformed signaling commands and ACL packets for an unknown handle, logged at debug (packets)", count: count) { handle in
+            (0..<50).flatMap { i in
+                l2capH4(handle: handle, channelID: L2CAPChannelID.leSignaling, payload: [0x12])
+                    + l2capH4(handle: 0x0EEE, channelID: L2CAPChannelID.att, payload: [0x1B, 0x03, 0x00, UInt8(i)])
+            }
+        } figures: { _, tally in ["commandRejects": Double(tally.signaling)] }
+    }
+
+    /// Broken-off PDUs: start fragments of 7 of the 12 bytes of a notification (L2CAP length
+    /// 8 on the ATT channel, Vol 3, Part A, 3.1), 100 per job, each discarding the one before
+    /// it: every discard is counted (`discardedPartialInboundPDUs`), the log lines are
+    /// limited, nothing is held but the one partial PDU.
+    static func brokenOffPDUs(count: Int) async throws -> Result {
+        try await loggedFlood("hostile: start fragments of PDUs that never complete, each discarding the one before, logged at debug (fragments)", count: count) { handle in
+            let start = Array(l2capH4(handle: handle, channelID: L2CAPChannelID.att, payload: [0x1B, 0x03, 0x00, 1, 2, 3, 4, 5], fragment: 7).prefix(5 + 7))
+            return (0..<100).flatMap { _ in start }
+        } figures: { host, _ in ["partialPDUsDiscardedAndCounted": Double(await host.discardedPartialInboundPDUs)] }
+    }
+
+    /// `count` events in jobs of 100 (`chunk(handle)`, H4 bytes) on a new link of a new host
+    /// each run, with a logger that takes every level: the lines the flood writes and what
+    /// `figures` reads from the host and the tally.
+    static func loggedFlood(_ name: String, count: Int, chunk: (UInt16) -> [UInt8],
+                            figures: (HCIHost, Tally) async -> [String: Double]) async throws -> Result {
+        let m = try await measure(name, events: count, healthy: nil) { meter, plan in
+            // A new host each run: the lines it writes from its first hostile packet on.
             let lines = Atomic<Int>(0)
             var options = Central.Options()
             options.logger = BLELogger(label: "bench", minimumLevel: .debug) { _ in lines.add(1, ordering: .relaxed) }
@@ -145,18 +169,16 @@ extension HostileWorkload {
             try await stack.central.powerOn()
             let connection = try await stack.central.connect(BenchStack.address(0), timeout: .seconds(5))
             guard let handle = await connection.handle else { throw BenchError("the link lost its handle") }
-            let chunk = (0..<perJob / 2).flatMap { i in
-                l2capH4(handle: handle, channelID: L2CAPChannelID.leSignaling, payload: [0x12])
-                    + l2capH4(handle: 0x0EEE, channelID: L2CAPChannelID.att, payload: [0x1B, 0x03, 0x00, UInt8(i)])
-            }
             var tally = Tally()
             let before = lines.load(ordering: .relaxed)
             meter.start()
-            await feed(stack, chunk, times: count / perJob, plan: plan, meter: meter, tally: &tally)
+            await feed(stack, chunk(handle), times: count / 100, plan: plan, meter: meter, tally: &tally)
             meter.stop()
+            var out = await figures(stack.central.host, tally)
             await stack.close()
-            return ["logLinesWritten": Double(lines.load(ordering: .relaxed) - before),
-                    "commandRejects": Double(tally.signaling), "floodSeconds": meter.wallSeconds]
+            out["logLinesWritten"] = Double(lines.load(ordering: .relaxed) - before)
+            out["floodSeconds"] = meter.wallSeconds
+            return out
         }
         return Result(measurement: m, bounded: true)
     }
@@ -165,25 +187,78 @@ extension HostileWorkload {
     /// octets from one thread as fast as it encodes them, faster than its own queue writes
     /// them with one write(2) each: what waits is bounded, the rest is dropped and counted.
     static func snoopBehindTheDisk(records: Int) async throws -> Result {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ble-bench-snoop-\(getpid())")
+        try await withSnoopDirectory("ble-bench-snoop") { directory in
+            var run = 0
+            let m = try await measure("hostile: the btsnoop writer fed faster than it writes (records)", events: records, healthy: nil) { meter, _ in
+                run += 1
+                let writer = try BTSnoopWriter(path: directory.appendingPathComponent("flood-\(run).btsnoop").path, logger: .silent)
+                feedSnoop(writer, records: records, meter: meter)
+                let dropped = writer.droppedRecords
+                writer.close()
+                return ["writtenRecords": Double(writer.progress.writtenRecords), "droppedAndCounted": Double(dropped),
+                        "maximumPendingBytes": Double(writer.maximumPendingBytes), "recordBytes": 251 + 1 + 4 + 24]
+            }
+            return Result(measurement: m, bounded: true)
+        }
+    }
+
+    /// The same writer on a slow disk: each write(2) takes 100 µs more and writes at most 256
+    /// bytes (a stalled USB stick or network file system), about 5,000 records of 280 bytes a
+    /// second. `records` are written from one thread as fast as it encodes them: the caller
+    /// never waits for the disk, what waits is bounded (4 MiB), the rest is dropped and
+    /// counted, and the file read back holds whole records only, the last one carrying the
+    /// drops before it.
+    static func snoopOnASlowDisk(records: Int) async throws -> Result {
+        let slowDisk: @Sendable (Int32, UnsafeRawPointer, Int) -> Int = { fd, buffer, count in
+            usleep(100)
+            return Glibc.write(fd, buffer, min(count, 256))
+        }
+        return try await withSnoopDirectory("ble-bench-slow-snoop") { directory in
+            var run = 0
+            let m = try await measure("hostile: the btsnoop writer on a slow disk, 100 µs and at most 256 bytes per write(2) (records)", events: records, healthy: nil) { meter, _ in
+                run += 1
+                let path = directory.appendingPathComponent("slow-\(run).btsnoop").path
+                let writer = try BTSnoopWriter(path: path, logger: .silent, write: slowDisk)
+                let began = DispatchTime.now().uptimeNanoseconds
+                feedSnoop(writer, records: records, meter: meter)
+                let dropped = writer.droppedRecords
+                let closing = DispatchTime.now().uptimeNanoseconds
+                writer.close()
+                let ended = DispatchTime.now().uptimeNanoseconds
+                let written = writer.progress.writtenRecords
+                let capture = try BTSnoopReader(bytes: [UInt8](try Data(contentsOf: URL(fileURLWithPath: path))))
+                guard capture.records.count == written, capture.trailingError == nil, written + dropped == records else {
+                    throw BenchError("the slow disk's capture holds \(capture.records.count) records (\(written) written, \(dropped) dropped of \(records)), trailing error \(String(describing: capture.trailingError))")
+                }
+                try? FileManager.default.removeItem(atPath: path)
+                return ["writtenRecords": Double(written), "droppedAndCounted": Double(dropped),
+                        "dropsInTheLastRecord": Double(capture.records.last?.drops ?? 0),
+                        "callerNanosecondsPerRecord": meter.wallSeconds * 1e9 / Double(records),
+                        "diskRecordsPerSecond": Double(written) / (Double(ended - began) / 1e9),
+                        "closeSeconds": Double(ended - closing) / 1e9,
+                        "maximumPendingBytes": Double(writer.maximumPendingBytes)]
+            }
+            return Result(measurement: m, bounded: true)
+        }
+    }
+
+    /// Runs `body` with a new directory for its captures, removed afterwards.
+    static func withSnoopDirectory(_ name: String, _ body: (URL) async throws -> Result) async throws -> Result {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("\(name)-\(getpid())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
+        return try await body(directory)
+    }
+
+    /// Writes `records` ACL packets of 251 octets (records of 280 bytes: 24-byte record
+    /// header, H4 type, 4-byte ACL header) from this thread as fast as they encode, measured.
+    static func feedSnoop(_ writer: BTSnoopWriter, records: Int, meter: Meter) {
         let packet = HCIPacket.acl(ACLDataPacket(handle: 0x0040, boundary: .firstFlushable, data: [UInt8](repeating: 0x5A, count: 251)))
-        var run = 0
-        let m = try await measure("hostile: the btsnoop writer fed faster than it writes (records)", events: records, healthy: nil) { meter, _ in
-            run += 1
-            let writer = try BTSnoopWriter(path: directory.appendingPathComponent("flood-\(run).btsnoop").path, logger: .silent)
-            meter.start()
-            for i in 0..<records {
-                writer.write(packet, direction: .received)
-                if i == records / 10 { meter.sampleTenth() }
-            }
-            meter.stop()
-            let dropped = writer.droppedRecords
-            writer.close()
-            return ["writtenRecords": Double(writer.progress.writtenRecords), "droppedAndCounted": Double(dropped),
-                    "maximumPendingBytes": Double(writer.maximumPendingBytes), "recordBytes": 251 + 1 + 4 + 24]
+        meter.start()
+        for i in 0..<records {
+            writer.write(packet, direction: .received)
+            if i == records / 10 { meter.sampleTenth() }
         }
-        return Result(measurement: m, bounded: true)
+        meter.stop()
     }
 }

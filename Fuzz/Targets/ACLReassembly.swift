@@ -7,6 +7,9 @@ import BLECore
 /// - a completed PDU is never longer than the maximum and its payload matches the L2CAP
 ///   length field of the bytes that were pushed; a PDU reassembled from fragments is never
 ///   longer than its channel's limit, and only PDUs over it are refused;
+/// - a partial PDU is never thrown away uncounted: a start fragment that comes while one is
+///   in progress adds one to `discardedPartialPDUs`, and so does a fragment that is dropped
+///   while one is in progress;
 /// - after any sequence of fragments, `ACLFragmenter`'s fragments of a payload reassemble to
 ///   exactly that payload (a start fragment always recovers the reassembler).
 @_cdecl("LLVMFuzzerTestOneInput")
@@ -23,7 +26,17 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         let fragment = ACLDataPacket(handle: 0x0040, boundary: boundary, data: input.take(Int(header & 0x3F)))
         // Odd channel IDs accept at most `channelLimit` bytes (what a destination channel accepts).
         let limit = { (cid: UInt16) in cid & 1 == 1 ? channelLimit : maximum }
-        switch reassembler.receive(fragment, limit: limit) {
+        let wasInProgress = reassembler.inProgress, discards = reassembler.discardedPartialPDUs
+        let outcome = reassembler.receive(fragment, limit: limit)
+        if wasInProgress {
+            let counted = reassembler.discardedPartialPDUs - discards
+            if boundary != .continuing {
+                fuzzCheck(counted == 1, "a start fragment discarded a partial PDU and counted \(counted)")
+            } else if case .dropped = outcome {
+                fuzzCheck(counted == 1, "a dropped continuation discarded a partial PDU and counted \(counted)")
+            }
+        }
+        switch outcome {
         case .complete(let cid, let payload):
             fuzzCheck(payload.count <= maximum, "completed PDU of \(payload.count) bytes over the maximum \(maximum)")
             fuzzCheck(fragment.data.count == payload.count + 4 || payload.count <= limit(cid), "reassembled PDU of \(payload.count) bytes over its channel's limit")

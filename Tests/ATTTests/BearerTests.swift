@@ -6,14 +6,9 @@ import ATT
 /// of Core Spec 5.4, Vol 3, Part F, 3.4; timing rules from 3.3.2 and 3.3.3.
 @Suite(.timeLimit(.minutes(1)))
 struct BearerTests {
-    let channel = FakeChannel()
-    let scheduler: ManualScheduler
-    let bearer: ATTBearer
+    let channel: FakeChannel, scheduler: ManualScheduler, bearer: ATTBearer
 
-    init() {
-        scheduler = ManualScheduler(queue: channel.executor.queue)
-        bearer = ATTBearer(channel: channel, scheduler: scheduler)
-    }
+    init() { (channel, scheduler, bearer) = FakeChannel.bearerBed() }
 
     /// Value events as they reach the handler, each with the number of SDUs sent by then.
     func collectValues() async -> AsyncStream<(ATTValueEvent, sentBefore: Int)> {

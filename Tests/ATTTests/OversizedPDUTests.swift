@@ -8,14 +8,9 @@ import ATT
 /// Vol 3, Part F, 3.4.
 @Suite(.timeLimit(.minutes(1)))
 struct OversizedPDUTests {
-    let channel = FakeChannel()
-    let scheduler: ManualScheduler
-    let bearer: ATTBearer
+    let channel: FakeChannel, scheduler: ManualScheduler, bearer: ATTBearer
 
-    init() {
-        scheduler = ManualScheduler(queue: channel.executor.queue)
-        bearer = ATTBearer(channel: channel, scheduler: scheduler)
-    }
+    init() { (channel, scheduler, bearer) = FakeChannel.bearerBed() }
 
     /// Exchange MTU (3.4.2.1/3.4.2.2): Client Rx MTU 517 (0x0205), Server Rx MTU `server`.
     func exchange(server: UInt16) async throws {
@@ -143,12 +138,16 @@ struct OversizedPDUTests {
 
     /// The same during Exchange MTU: the exchange fails at once, and the late Exchange MTU
     /// Response still sets ATT_MTU (the server applies it too), so no second exchange is needed.
+    /// A second call before that response sends no second Exchange MTU Request (once per
+    /// connection, 3.4.2.1): it returns the ATT_MTU of the moment.
     @Test func aLateExchangeMTUResponseAfterARefusalStillSetsTheMTU() async throws {
         let bearer = bearer
         let exchange = Task { try await bearer.exchangeMTU() }
         #expect(await channel.waitForSent(count: 1) == [[0x02, 0x05, 0x02]])
         await channel.refuse(head: [], size: 100)
         await #expect(throws: ATTError.unidentifiedOversizedPDU(size: 100, mtu: 23, request: .exchangeMTURequest)) { try await exchange.value }
+        #expect(try await bearer.exchangeMTU() == 23)
+        #expect(await bearer.queuedRequestCount == 0)
         await channel.inject([0x03, 0xF7, 0x00])
         #expect(await bearer.mtu == 247)
         #expect(await channel.inboundLimits() == [23, 247])
@@ -156,17 +155,21 @@ struct OversizedPDUTests {
         #expect(await channel.sentSDUs().count == 1)
     }
 
-    /// When no response follows (the refused PDU was the response), the transaction ends at
-    /// its timeout without failing the bearer.
-    @Test func aRefusedResponseWithoutOpcodeEndsItsTransactionAtTheTimeoutAndTheBearerGoesOn() async throws {
+    /// When no response follows within the transaction timeout (the refused PDU may have been
+    /// the response, or the peer is late), the bearer is unusable, as after any transaction
+    /// timeout (Vol 3, Part F, 3.3.3): the queued request never goes out, and a response that
+    /// comes later answers nothing.
+    @Test func aRefusedResponseWithoutOpcodeThenNoResponseWithinTheTimeoutMakesTheBearerUnusable() async throws {
         let tasks = await bearer.spawn([.readRequest(handle: 0x0021), .readRequest(handle: 0x0022)])
         #expect(await channel.waitForSent(count: 1) == [[0x0A, 0x21, 0x00]])
         await channel.refuse(head: [], size: 600)
         #expect(await tasks[0].value == .failure(.unidentifiedOversizedPDU(size: 600, mtu: 23, request: .readRequest)))
         await scheduler.advance(by: .seconds(30))
-        #expect(await channel.waitForSent(count: 2).last == [0x0A, 0x22, 0x00])
-        await channel.inject([0x0B, 0x22])
-        #expect(await tasks[1].value == .success(.readResponse(value: [0x22])))
-        #expect(await bearer.failure == nil)
+        #expect(await tasks[1].value == .failure(.transactionTimeout(.readRequest)))
+        #expect(await bearer.failure == .transactionTimeout(.readRequest))
+        await channel.inject([0x0B, 0x21])
+        await #expect(throws: ATTError.transactionTimeout(.readRequest)) { try await bearer.request(.readRequest(handle: 0x0023)) }
+        #expect(await channel.sentSDUs() == [[0x0A, 0x21, 0x00]])
+        #expect(await bearer.droppedPDUCount == 2, "the refused PDU and the late response")
     }
 }

@@ -32,6 +32,28 @@ struct ACLReassemblerLimitTests {
         #expect(r.receive(Self.more(Array(reject[6...])), limit: Self.limits) == .complete(channelID: 0x0005, payload: [0x01, 0x01, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00][...]))
     }
 
+    @Test func everyPartialPDUThrownAwayIsCounted() {
+        var r = ACLReassembler()
+        #expect(r.discardPartial() == nil)
+        // 5 of the 12 bytes of a PDU (length 8 on CID 0x0004), then a start fragment holding a
+        // whole PDU (length 1): that PDU comes out, and the partial one is counted.
+        #expect(r.receive(Self.start([0x08, 0x00, 0x04, 0x00, 0x1B])) == .incomplete)
+        #expect(r.receive(Self.start([0x01, 0x00, 0x04, 0x00, 0x2A])) == .complete(channelID: 0x0004, payload: [0x2A][...]))
+        #expect(r.discardedPartialPDUs == 1)
+        // A basic header cut after 2 bytes, then the link closes.
+        #expect(r.receive(Self.start([0x08, 0x00])) == .incomplete)
+        #expect(r.discardPartial() == "2 of the 4 bytes of an L2CAP basic header were pending: partial PDU discarded")
+        #expect(r.discardedPartialPDUs == 2)
+        #expect(!r.inProgress)
+        // A continuation that overruns the L2CAP length (5 + 8 of 12 bytes).
+        #expect(r.receive(Self.start([0x08, 0x00, 0x04, 0x00, 0x1B])) == .incomplete)
+        #expect(r.receive(Self.more([UInt8](repeating: 0, count: 8))) == .dropped("continuation overruns the L2CAP length by 1 bytes: PDU discarded"))
+        #expect(r.discardedPartialPDUs == 3)
+        // A continuation with no PDU in progress is a dropped fragment, not a partial PDU.
+        #expect(r.receive(Self.more([0x00])) == .dropped("continuation fragment (1 bytes) with no PDU in progress"))
+        #expect(r.discardedPartialPDUs == 3)
+    }
+
     @Test func splitBasicHeaderIsSizedOnceItsFourBytesArrive() {
         var r = ACLReassembler()
         // Length 5 on CID 0x0004, the header cut after 2 bytes and the rest in one continuation.

@@ -52,6 +52,36 @@ import Testing
         #expect(capture.trailingError == nil)
     }
 
+    /// A slow sink that takes at most 5 bytes per write(2), behind a suspended queue and a
+    /// bound of 100 bytes: 7 of 10 records are dropped and counted, and every record still
+    /// reaches the file whole, each in several calls (16-byte header: 4 calls; 28-byte
+    /// records: 6 calls each).
+    @Test func aSinkThatTakesFewBytesPerWriteStillGetsWholeRecords() throws {
+        let path = try Self.tempPath()
+        let queue = DispatchQueue(label: "test.btsnoop-writer")
+        queue.suspend()
+        let calls = Counter()
+        let writer = try BTSnoopWriter(path: path, maximumPendingBytes: 100, logger: .silent, queue: queue) { fd, buf, count in
+            calls.value.add(1, ordering: .relaxed)
+            return Glibc.write(fd, buf, min(count, 5))
+        }
+        for _ in 0..<10 { writer.write(Self.reset, direction: .sent) }
+        #expect(writer.droppedRecords == 7)
+        queue.resume()
+        #expect(writer.progress.writtenRecords == 3)   // waits for the queue to drain
+        writer.write(Self.reset, direction: .sent)
+        #expect(writer.progress.writtenRecords == 4)
+        writer.close()
+        #expect(calls.value.load(ordering: .relaxed) == 4 + 4 * 6)
+
+        let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+        #expect(bytes.count == 16 + 4 * 28)
+        let capture = try BTSnoopReader(bytes: bytes)
+        #expect(capture.records.map(\.drops) == [0, 0, 0, 7])
+        #expect(capture.records.map(\.packet) == Array(repeating: Self.reset, count: 4))
+        #expect(capture.trailingError == nil)
+    }
+
     /// write(2) fails after half a record (ENOSPC): the file is cut back to the last whole
     /// record, the writer stops with a warning, later records are not written.
     @Test func failedWriteLeavesWholeRecordsAndStops() throws {

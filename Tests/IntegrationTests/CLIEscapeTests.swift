@@ -55,4 +55,30 @@ import Testing
         let json = try await radio.run(["read", Self.address, "-c", "FFF1", "--json"])
         #expect(try BLETool.jsonLines(json).first?["utf8"] as? String == "ok\u{9B}31mred")
     }
+
+    /// On a terminal `ble scan` draws a live table; `script` (util-linux) gives it one. The
+    /// table's own sequences (hide the cursor, clear, home) are the tool's; the name's reach
+    /// it escaped: no OSC title change, no BEL, no C1 CSI.
+    @Test func scanTableOnATerminalEscapesTheName() async throws {
+        let radio = FakeRadio([Self.device()])
+        defer { radio.close() }
+        let bonds = FileManager.default.temporaryDirectory.appendingPathComponent("ble-bonds-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: bonds, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: bonds) }
+        let command = [BLETool.executable.path, "-d", try radio.fake.servePseudoTerminal(), "scan", "--duration", "2"]
+            .map { "'\($0)'" }.joined(separator: " ")
+        var environment = ProcessInfo.processInfo.environment
+        environment["NO_COLOR"] = "1"
+        environment["COLUMNS"] = "200"
+        environment["BLE_BOND_DIR"] = bonds.path
+        environment.removeValue(forKey: "BLE_DEVICE")
+        let run = try await Subprocess.run(URL(fileURLWithPath: "/usr/bin/script"), ["-qec", command, "/dev/null"],
+                                           environment: environment, killAfter: .seconds(60))
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.stdout.contains("\u{1B}[2J\u{1B}[H"), "the table was not drawn: \(run.stdout.debugDescription)")
+        // The NAME column is 20 wide: the escaped name is cut there (with ~).
+        #expect(run.stdout.contains(#"F0:5E:B1:00:00:0E/random \x1b[2J\x1b]0;x\x07~"#), "\(run.stdout.debugDescription)")
+        #expect(!run.stdout.contains("\u{1B}]0;x"))
+        #expect(!run.stdout.unicodeScalars.contains { $0 == "\u{07}" || $0 == "\u{9B}" })
+    }
 }

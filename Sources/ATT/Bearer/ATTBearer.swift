@@ -59,7 +59,7 @@ public actor ATTBearer {
         let opcode: ATTOpcode
         let timer: any ScheduledTimer
         /// The caller already failed with `.unidentifiedOversizedPDU`: the transaction waits
-        /// for a response to discard or its timeout, and neither fails the bearer.
+        /// for a response to discard, or for its timeout, which fails the bearer as any other.
         var answeredByRefusal = false
     }
     /// The callers of `request`.
@@ -68,6 +68,9 @@ public actor ATTBearer {
     private var inFlight: InFlight?
 
     private var mtuKnown = false
+    /// True once this side sent its Exchange MTU Request, which it may do once per
+    /// connection (Vol 3, Part F, 3.4.2.1).
+    private var mtuRequestSent = false
     /// True while the one Exchange MTU transaction runs.
     private var mtuExchangeRunning = false
     /// Callers of `exchangeMTU()` waiting for that transaction.
@@ -183,7 +186,10 @@ public actor ATTBearer {
 
     /// Sends `pdu` (a request) once the requests before it are answered and returns the
     /// matching response. An Error Response fails with `.errorResponse`; no response within
-    /// `transactionTimeout` fails this and every later call with `.transactionTimeout`.
+    /// `transactionTimeout` fails this and every later call with `.transactionTimeout`, and
+    /// a response that comes after that is dropped (Vol 3, Part F, 3.3.3). An Exchange MTU
+    /// Request goes out once per bearer (a second fails with `.exchangeMTURepeated`; use
+    /// `exchangeMTU()`).
     /// Cancelling the calling task removes a queued request; a request already sent keeps
     /// the bearer waiting for its response, but the caller gets `.cancelled` at once. With
     /// `deadline`, the caller stops waiting after that long with `.deadlinePassed`, the same
@@ -196,6 +202,10 @@ public actor ATTBearer {
         if let failure { throw failure }
         let bytes = pdu.bytes
         guard bytes.count <= Int(mtu) else { throw .pduTooLarge(opcode, size: bytes.count, mtu: mtu) }
+        if opcode == .exchangeMTURequest {
+            guard !mtuRequestSent else { throw .exchangeMTURepeated(mtu: mtu) }
+            mtuRequestSent = true
+        }
         let expiry = deadline.map { (after: $0, result: Result<ATTPDU, ATTError>.failure(.deadlinePassed(opcode))) }
         let result = await requests.wait(deadline: expiry, cancelled: { [weak self] id in
             self?.assumeIsolated { $0.queue.removeAll { $0.id == id } }
@@ -238,13 +248,18 @@ public actor ATTBearer {
     }
 
     /// Exchanges MTUs with the server (Vol 3, Part F, 3.4.2) once per bearer and returns the
-    /// effective ATT_MTU. Later calls, and calls after the peer exchanged, return the known
-    /// value. A server that rejects the exchange leaves 23 (the error is thrown once).
-    /// Concurrent calls share one exchange; a cancelled caller gets `.cancelled` at once while
-    /// the exchange runs on for the others (the request is sent at most once).
+    /// effective ATT_MTU. The request is sent at most once (3.4.2.1): later calls, and calls
+    /// after the peer exchanged, return the known value; after an exchange that failed they
+    /// return the current ATT_MTU (23 unless a response came since) and send nothing, or
+    /// throw the bearer's failure once it is unusable (a transaction timeout). The error of a
+    /// failed exchange is thrown once. Concurrent calls share one exchange; a cancelled caller
+    /// gets `.cancelled` at once while the exchange runs on for the others.
+    ///
+    ///     let mtu = try await bearer.exchangeMTU()   // 247 with a server whose Rx MTU is 247
     public func exchangeMTU() async throws(ATTError) -> UInt16 {
         if mtuKnown { return mtu }
         if let failure { throw failure }
+        if mtuRequestSent, !mtuExchangeRunning { return mtu }
         if Task.isCancelled { throw .cancelled(.exchangeMTURequest) }
         if !mtuExchangeRunning {
             mtuExchangeRunning = true
@@ -303,7 +318,11 @@ public actor ATTBearer {
         do throws(LinkError) {
             try await channel.send(bytes)
         } catch {
-            if inFlight?.id == id { finish(.failure(.linkClosed(error))) }
+            guard let current = inFlight, current.id == id else { return }
+            // The channel did not take the PDU (a full queue, no buffer in time): an Exchange
+            // MTU Request that never went out may be sent once more.
+            if current.opcode == .exchangeMTURequest { mtuRequestSent = false }
+            finish(.failure(.linkClosed(error)))
         }
     }
 
@@ -316,10 +335,12 @@ public actor ATTBearer {
         startNext()
     }
 
+    /// No response within the transaction timeout: the transaction has failed and no further
+    /// request may be sent on this bearer (Vol 3, Part F, 3.3.3), so a late response can never
+    /// answer a later request. Also when a refused PDU failed the caller already: it may have
+    /// been a notification, and the response may still come.
     private func transactionTimedOut(_ id: UInt64) {
         guard let current = inFlight, current.id == id else { return }
-        // The refused PDU was then the response: the peer did answer, the bearer goes on.
-        if current.answeredByRefusal { return finish(.failure(.transactionTimeout(current.opcode))) }
         failAll(.transactionTimeout(current.opcode))
     }
 
@@ -397,8 +418,8 @@ public actor ATTBearer {
     /// that request's response (then none follows) or a notification, indication or request
     /// of the peer (then the response follows). Either way the PDU is invalid and the caller
     /// fails at once with `.unidentifiedOversizedPDU`. The transaction stays open until a
-    /// response arrives, which is discarded, or until its timeout, which then ends it without
-    /// failing the bearer: a later request is never answered with this one's response.
+    /// response arrives, which is discarded, or until its timeout, which fails the bearer:
+    /// a later request is never answered with this one's response.
     private func failRequestForUnidentifiedPDU(size: Int) {
         guard var current = inFlight, !current.answeredByRefusal else { return }
         current.answeredByRefusal = true

@@ -32,8 +32,12 @@ public enum ATTError: Error, Sendable, Equatable, CustomStringConvertible {
     case oversizedPDU(ATTOpcode, size: Int, mtu: UInt16, request: ATTOpcode)
     /// While `request` waited, the peer sent a PDU of `size` octets, longer than ATT_MTU,
     /// that was refused before its opcode arrived: it may have been the response. The request
-    /// fails at once; the bearer stays usable (a late response is discarded).
+    /// fails at once; the bearer stays usable (a late response is discarded) unless no
+    /// response comes within the transaction timeout.
     case unidentifiedOversizedPDU(size: Int, mtu: UInt16, request: ATTOpcode)
+    /// `request(_:)` was given an Exchange MTU Request after this bearer sent one: the client
+    /// sends it once per connection (Vol 3, Part F, 3.4.2.1). `mtu` is the ATT_MTU now.
+    case exchangeMTURepeated(mtu: UInt16)
 
     public var description: String {
         switch self {
@@ -63,6 +67,8 @@ public enum ATTError: Error, Sendable, Equatable, CustomStringConvertible {
             return "\(request.name) was answered with a \(opcode.name) of \(size) octets, longer than the ATT_MTU of \(mtu) (Vol 3, Part F, 3.2.8); the peer breaks the protocol: retry, and report it to the peer's maker if it persists"
         case .unidentifiedOversizedPDU(let size, let mtu, let request):
             return "\(request.name) failed: while it waited the peer sent a PDU of \(size) octets, longer than the ATT_MTU of \(mtu) (Vol 3, Part F, 3.2.8), refused before its opcode arrived; the peer breaks the protocol: retry, and report it to the peer's maker if it persists"
+        case .exchangeMTURepeated(let mtu):
+            return "Exchange MTU Request was already sent on this ATT bearer and is sent once per connection (Vol 3, Part F, 3.4.2.1); ATT_MTU is \(mtu): call exchangeMTU(), which returns it"
         }
     }
 }

@@ -61,8 +61,12 @@ final class ACLInlet: @unchecked Sendable { // `links` and its table are touched
         case pdu(HCIHost.Link, channelID: UInt16, payload: ArraySlice<UInt8>)
         /// ACL data on a handle with no link (`dataLength` bytes).
         case unknownHandle(UInt16, dataLength: Int)
-        /// The reassembler dropped a fragment or a partial PDU (`why`, for the log).
+        /// The reassembler dropped a fragment (`why`, for the log).
         case dropped(HCIHost.Link, why: String)
+        /// The reassembler threw away a partial PDU (`why`, for the log): a start fragment came
+        /// before it completed, or a continuation overran it. `then` is what the packet left
+        /// once the partial PDU was gone (`.none` when the packet caused the discard itself).
+        indirect case partialDiscarded(HCIHost.Link, why: String, then: Leftover)
         /// A PDU longer than its channel accepts was refused unbuffered (see `ACLReassembler`).
         case oversized(HCIHost.Link, channelID: UInt16, length: Int, maximum: Int, head: ArraySlice<UInt8>)
     }
@@ -81,10 +85,22 @@ final class ACLInlet: @unchecked Sendable { // `links` and its table are touched
             // longer than ATT_MTU goes on to be refused like one in several fragments.
             return deliver(link, channelID: cid, payload: packet.data[4...])
         }
+        // A start fragment while a PDU is in progress: the partial PDU is reported apart from
+        // what the fragment itself gives (a whole PDU, say).
+        if packet.boundary != .continuing, let why = link.reassembler.discardPartial() {
+            return .partialDiscarded(link, why: "start fragment while \(why)", then: reassemble(packet, on: link))
+        }
+        return reassemble(packet, on: link)
+    }
+
+    private func reassemble(_ packet: ACLDataPacket, on link: HCIHost.Link) -> Leftover {
+        let discards = link.reassembler.discardedPartialPDUs
         switch link.reassembler.receive(packet, limit: { cid in HCIHost.inboundLimit(link: link, channelID: cid) }) {
         case .complete(let cid, let payload): return deliver(link, channelID: cid, payload: payload)
         case .incomplete: return .none
-        case .dropped(let why): return .dropped(link, why: why)
+        case .dropped(let why):
+            if link.reassembler.discardedPartialPDUs > discards { return .partialDiscarded(link, why: why, then: .none) }
+            return .dropped(link, why: why)
         case .oversized(let cid, let length, let maximum, let head):
             return .oversized(link, channelID: cid, length: length, maximum: maximum, head: head)
         }

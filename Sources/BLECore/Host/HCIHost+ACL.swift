@@ -301,12 +301,22 @@ extension HCIHost {
         case .dropped(let link, let why):
             safeguards.inboundDrops += 1
             logLimited(.reassembly, .warning, "handle \(link.handle.hex) (\(link.peer.address)): \(why)")
+        case .partialDiscarded(let link, let why, let then):
+            partialPDUDiscarded(link, why)
+            handleLeftover(then)
         case .oversized(let link, let cid, let length, let maximum, let head):
             safeguards.inboundDrops += 1
             safeguards.oversizedPDUs += 1
             logLimited(.reassembly, .warning, "handle \(link.handle.hex) (\(link.peer.address)): dropping a PDU on channel \(cid.hex) of \(length) bytes, more than the \(maximum) the channel accepts; its fragments are discarded unbuffered")
             oversizedPDURefused(link: link, channelID: cid, length: length, head: head)
         }
+    }
+
+    /// Counts and logs a partial inbound PDU that reassembly threw away.
+    private func partialPDUDiscarded(_ link: Link, _ why: String) {
+        safeguards.inboundDrops += 1
+        safeguards.partialPDUDiscards += 1
+        logLimited(.reassembly, .warning, "handle \(link.handle.hex) (\(link.peer.address)): \(why)")
     }
 
     /// Disconnection Complete: return the link's credits, fail its queue and close its channels.
@@ -332,7 +342,7 @@ extension HCIHost {
         link.queueHead = 0
         link.queuedBytes = 0
         link.queuedPDUs = 0
-        link.reassembler.reset()
+        if let why = link.reassembler.discardPartial() { partialPDUDiscarded(link, "link closed while \(why)") }
         for channel in link.channels.values { channel.closed(error) }
         creditBasedLinkLost(link, error: error)
         parameterUpdateLinkLost(link)

@@ -19,6 +19,9 @@ struct HostSafeguards {
     var inboundDrops = 0
     /// PDUs refused because the L2CAP length exceeds what the destination channel accepts.
     var oversizedPDUs = 0
+    /// Partial PDUs thrown away: a start fragment before they completed, a continuation that
+    /// overran them, their link closing.
+    var partialPDUDiscards = 0
     /// PDUs that failed with `sendTimeout`, and the host's own PDUs that found the queue full.
     var sendTimeouts = 0
     var queueOverflows = 0
@@ -58,10 +61,16 @@ extension HCIHost {
     public var aclLinkQueueLimit: Int { safeguards.linkQueueLimit }
     /// The most PDUs one link's send queue holds (`setACLLimits(linkQueuePDUs:)`).
     public var aclLinkQueuePDULimit: Int { safeguards.linkQueuePDULimit }
-    /// Inbound L2CAP PDUs dropped during reassembly (bad framing, or longer than the channel accepts).
+    /// Inbound L2CAP PDUs and fragments dropped during reassembly (bad framing, longer than
+    /// the channel accepts, partial PDUs discarded); each drop also writes a rate-limited log line.
     public var droppedInboundPDUs: Int { safeguards.inboundDrops }
     /// Inbound PDUs refused because they announce more than their channel accepts.
     public var oversizedInboundPDUs: Int { safeguards.oversizedPDUs }
+    /// Inbound PDUs discarded part-way (part of `droppedInboundPDUs`): a start fragment came
+    /// before they completed, a continuation overran their L2CAP length, or their link closed.
+    ///
+    ///     metrics.gauge("l2cap.partial_discards", await host.discardedPartialInboundPDUs)
+    public var discardedPartialInboundPDUs: Int { safeguards.partialPDUDiscards }
     /// Outbound PDUs that failed with `LinkError.sendTimeout` or found their link's queue full.
     public var failedOutboundPDUs: (timedOut: Int, queueFull: Int) { (safeguards.sendTimeouts, safeguards.queueOverflows) }
 }

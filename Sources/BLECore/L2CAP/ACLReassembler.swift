@@ -7,7 +7,9 @@
 /// start fragment that announces more is refused (`.oversized`) and the continuations of that
 /// PDU are discarded as they come, never buffered. A start fragment arriving mid-PDU drops the
 /// partial PDU and starts over; a continuation with no PDU in progress is dropped. Both are
-/// reported.
+/// reported, and every partial PDU thrown away is counted (`discardedPartialPDUs`); a caller
+/// that must report a start fragment's discard beside its own outcome, or a discard at
+/// disconnect, calls `discardPartial()` first.
 ///
 /// `receive` hands out the payload as a view: of the fragment itself for a PDU in one
 /// fragment (no copy), of the reassembly buffer otherwise (reused for the next PDU).
@@ -48,6 +50,9 @@ public struct ACLReassembler: Sendable {
     public private(set) var inProgress = false
     /// Bytes still to come of a refused PDU: its continuations are discarded.
     private var discarding = 0
+    /// Partial PDUs thrown away so far: by a start fragment that came before they completed,
+    /// by a continuation that overran their L2CAP length, by `discardPartial()`.
+    public private(set) var discardedPartialPDUs = 0
 
     public init(maximumPDULength: Int = 65_535) {
         self.maximumPDULength = maximumPDULength
@@ -89,15 +94,12 @@ public struct ACLReassembler: Sendable {
     public mutating func receive(_ packet: ACLDataPacket, limit: (UInt16) -> Int) -> SliceOutcome {
         switch packet.boundary {
         case .firstFlushable, .firstNonFlushable, .complete:
-            let reset = inProgress
-            let partial = buffer.count
+            let discarded = discardPartial()
+            // Also the PDU completed last, whose view was likely released by now.
             buffer.removeAll(keepingCapacity: true)
-            inProgress = false
             discarding = 0
             let outcome = start(packet.data, limit: limit)
-            if reset, case .incomplete = outcome {
-                return .dropped("start fragment while \(partial) of \(expected) bytes were pending: partial PDU discarded")
-            }
+            if let discarded, case .incomplete = outcome { return .dropped("start fragment while \(discarded)") }
             return outcome
         case .continuing:
             if discarding > 0 {
@@ -117,6 +119,7 @@ public struct ACLReassembler: Sendable {
                 let over = buffer.count + packet.data.count - expected
                 buffer.removeAll(keepingCapacity: true)
                 inProgress = false
+                discardedPartialPDUs += 1
                 return .dropped("continuation overruns the L2CAP length by \(over) bytes: PDU discarded")
             }
             buffer.append(contentsOf: packet.data)
@@ -163,7 +166,10 @@ public struct ACLReassembler: Sendable {
                 let received = buffer.count - 4
                 buffer.removeAll(keepingCapacity: true)
                 inProgress = false
-                guard received <= length else { return .dropped("fragments hold more bytes than the L2CAP length says") }
+                guard received <= length else {
+                    discardedPartialPDUs += 1
+                    return .dropped("fragments hold more bytes than the L2CAP length says")
+                }
                 discarding = length - received
                 return .oversized(channelID: cid, length: length, maximum: maximum, head: [])
             }
@@ -171,6 +177,7 @@ public struct ACLReassembler: Sendable {
             if buffer.count > expected {
                 buffer.removeAll(keepingCapacity: true)
                 inProgress = false
+                discardedPartialPDUs += 1
                 return .dropped("fragments hold more bytes than the L2CAP length says")
             }
         }
@@ -186,12 +193,21 @@ public struct ACLReassembler: Sendable {
     /// Bytes of the partial PDU held now.
     var bufferedBytes: Int { buffer.count }
 
-    /// Drops any partial PDU (on disconnect).
-    public mutating func reset() {
-        buffer.removeAll()
+    /// Drops the partial PDU in progress, if any, counting it, and says what was lost (for the
+    /// log); nil when none was. A refused PDU whose continuations are still being discarded
+    /// was reported when it was refused and stays refused.
+    ///
+    ///     if let why = reassembler.discardPartial() { log("disconnected while \(why)") }
+    public mutating func discardPartial() -> String? {
+        guard inProgress else { return nil }
+        let why = expected == 4
+            ? "\(buffer.count) of the 4 bytes of an L2CAP basic header were pending: partial PDU discarded"
+            : "\(buffer.count) of \(expected) bytes were pending: partial PDU discarded"
+        buffer.removeAll(keepingCapacity: true)
         inProgress = false
         expected = 0
-        discarding = 0
+        discardedPartialPDUs += 1
+        return why
     }
 }
 

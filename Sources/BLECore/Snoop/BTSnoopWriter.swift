@@ -42,8 +42,18 @@ public final class BTSnoopWriter: @unchecked Sendable { // fd, offsets and count
     /// Creates (truncates) the file and writes the header.
     public convenience init(path: String, maximumPendingBytes: Int = BTSnoopWriter.defaultMaximumPendingBytes,
                             logger: BLELogger = .standardError(label: "btsnoop")) throws(TransportError) {
+        try self.init(path: path, maximumPendingBytes: maximumPendingBytes, logger: logger, write: { Glibc.write($0, $1, $2) })
+    }
+
+    /// The same with `write` standing in for write(2) (same arguments and result): a slow or
+    /// failing disk, for benchmarks and tests.
+    ///
+    ///     let writer = try BTSnoopWriter(path: p, logger: .silent) { fd, buf, n in usleep(100); return Glibc.write(fd, buf, min(n, 64)) }
+    @_spi(Internals) public convenience init(path: String, maximumPendingBytes: Int = BTSnoopWriter.defaultMaximumPendingBytes,
+                                              logger: BLELogger,
+                                              write: @escaping @Sendable (Int32, UnsafeRawPointer, Int) -> Int) throws(TransportError) {
         try self.init(path: path, maximumPendingBytes: maximumPendingBytes, logger: logger,
-                      queue: DispatchQueue(label: "ble.btsnoop-writer"), write: { Glibc.write($0, $1, $2) })
+                      queue: DispatchQueue(label: "ble.btsnoop-writer"), write: write)
     }
 
     /// `queue` and `write` are seams for tests (a suspended queue, a failing disk).

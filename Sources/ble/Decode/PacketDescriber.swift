@@ -90,6 +90,7 @@ struct PacketDescriber {
         var fields: [(String, JSONValue)] = [("handle", .int(Int(a.handle))), ("boundary", .string(pb)), ("length", .int(a.data.count))]
         let key = LinkKey(handle: a.handle, sent: sent)
         var r = reassemblers[key] ?? ACLReassembler()
+        if a.boundary != .continuing, let why = r.discardPartial() { s += " | L2CAP dropped: start fragment while \(why)" }
         let outcome = r.push(a)
         reassemblers[key] = r
         switch outcome {

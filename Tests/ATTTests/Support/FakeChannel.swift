@@ -1,5 +1,6 @@
 import Dispatch
 import ATT
+import BLETestSupport
 
 /// An in-memory L2CAP channel: records the SDUs the bearer sends and lets a test inject
 /// inbound SDUs and a close, all on the executor's queue as a real channel would.
@@ -65,8 +66,8 @@ final class FakeChannel: L2CAPChannel, @unchecked Sendable { // mutable state is
     /// Closes the channel under the bearer.
     func close(_ error: LinkError) async { await onQueue { self.closeHandler?(error) } }
 
-    /// Makes every later send fail with `error`.
-    func failSends(with error: LinkError) async { await onQueue { self.sendError = error } }
+    /// Makes every later send fail with `error` (nil: succeed again).
+    func failSends(with error: LinkError?) async { await onQueue { self.sendError = error } }
 
     /// What was sent so far.
     func sentSDUs() async -> [[UInt8]] { await onQueue { self.sent } }
@@ -108,4 +109,16 @@ extension ATTBearer {
 
     /// Returns once every job enqueued on the bearer's executor before it has run.
     func sync() {}
+}
+
+extension FakeChannel {
+    /// A fake channel, a manual scheduler on its queue, and a bearer over both: the bed of the
+    /// bearer suites.
+    ///
+    ///     init() { (channel, scheduler, bearer) = FakeChannel.bearerBed() }
+    static func bearerBed() -> (FakeChannel, ManualScheduler, ATTBearer) {
+        let channel = FakeChannel()
+        let scheduler = ManualScheduler(queue: channel.executor.queue)
+        return (channel, scheduler, ATTBearer(channel: channel, scheduler: scheduler))
+    }
 }
