@@ -61,6 +61,22 @@ import Testing
         #expect(error == .invalidSpec(text, reason: reason))
     }
 
+    /// U+070F (Syriac Abbreviation Mark) is a prepended mark: it joins the scalar after it into
+    /// one Character, so a search by Character does not see a separator behind it. The first
+    /// input is the one the TransportSpec fuzz target found ("serial:", EC EC 5B 3A A4 DC 8F:
+    /// two invalid bytes, "[:", one invalid byte, U+070F), whose description with "@115200"
+    /// appended parsed back with the baud rate inside the path.
+    @Test func separatorsAfterAPrependedMarkAreFoundScalarByScalar() throws {
+        let found = String(decoding: [0x73, 0x65, 0x72, 0x69, 0x61, 0x6C, 0x3A, 0xEC, 0xEC, 0x5B, 0x3A, 0xA4, 0xDC, 0x8F], as: UTF8.self)
+        let spec = try TransportSpec.parse(found)
+        #expect(spec == .serial(path: "\u{FFFD}\u{FFFD}[:\u{FFFD}\u{070F}", baud: 115_200, rtscts: false))
+        #expect(try TransportSpec.parse(spec.description) == spec)
+        #expect(try TransportSpec.parse("serial:/dev/x\u{070F}@9600,rtscts") == .serial(path: "/dev/x\u{070F}", baud: 9600, rtscts: true))
+        #expect(try TransportSpec.parse("tcp:h\u{070F}:80") == .tcp(host: "h\u{070F}", port: 80))
+        let unknown = #expect(throws: TransportError.self) { try TransportSpec.parse("hci-raw\u{070F}:1") }
+        #expect(unknown == .invalidSpec("hci-raw\u{070F}:1", reason: "unknown transport \"hci-raw\u{070F}\""))
+    }
+
     @Test func nonStandardBaudListsTheRates() {
         let error = #expect(throws: TransportError.self) { try TransportSpec.parse("serial:/dev/ttyS0@12345") }
         guard case .invalidSpec(_, let reason) = error else { Issue.record("expected invalidSpec"); return }

@@ -64,7 +64,7 @@ public enum TransportSpec: Hashable, Sendable, CustomStringConvertible {
         switch self {
         case .hciUser(let index): return "hci\(index)"
         case .hciRaw(let index): return "hci-raw:\(index)"
-        case .tcp(let host, let port): return host.contains(":") ? "tcp:[\(host)]:\(port)" : "tcp:\(host):\(port)"
+        case .tcp(let host, let port): return host.unicodeScalars.contains(":") ? "tcp:[\(host)]:\(port)" : "tcp:\(host):\(port)"
         case .unix(let path): return "unix:\(path)"
         case .serial(let path, let baud, let rtscts): return "serial:\(path)@\(baud)" + (rtscts ? ",rtscts" : "")
         case .pty: return "pty"
@@ -76,7 +76,7 @@ public enum TransportSpec: Hashable, Sendable, CustomStringConvertible {
     public static func parse(_ s: String) throws(TransportError) -> TransportSpec {
         func invalid(_ reason: String) -> TransportError { .invalidSpec(s, reason: reason) }
         guard !s.isEmpty else { throw invalid("empty transport") }
-        guard let colon = s.firstIndex(of: ":") else {
+        guard let (scheme, rest) = s.split(atFirst: ":") else {
             if s == "pty" { return .pty }
             if s.hasPrefix("hci") {
                 let digits = s.dropFirst(3)
@@ -88,8 +88,6 @@ public enum TransportSpec: Hashable, Sendable, CustomStringConvertible {
             }
             throw invalid("unknown transport \"\(s)\"")
         }
-        let scheme = String(s[..<colon])
-        let rest = String(s[s.index(after: colon)...])
         switch scheme {
         case "hci-user", "hci-raw":
             if rest.isEmpty { throw invalid("missing adapter index after \"\(scheme):\"") }
@@ -125,32 +123,33 @@ public enum TransportSpec: Hashable, Sendable, CustomStringConvertible {
     }
 
     private static func tcp(_ rest: String, _ invalid: (String) -> TransportError) throws(TransportError) -> TransportSpec {
-        let host: Substring
-        let portText: Substring
-        if rest.hasPrefix("[") {
-            guard let close = rest.firstIndex(of: "]") else { throw invalid("missing \"]\" after the IPv6 address") }
-            host = rest[rest.index(after: rest.startIndex)..<close]
-            let after = rest[rest.index(after: close)...]
-            guard after.hasPrefix(":") else { throw invalid("missing port (tcp:[ADDRESS]:PORT)") }
-            portText = after.dropFirst()
+        let host: String
+        let portText: String
+        if rest.unicodeScalars.first == "[" {
+            guard let (inside, after) = String(Substring(rest.unicodeScalars.dropFirst())).split(atFirst: "]") else {
+                throw invalid("missing \"]\" after the IPv6 address")
+            }
+            guard after.unicodeScalars.first == ":" else { throw invalid("missing port (tcp:[ADDRESS]:PORT)") }
+            host = inside
+            portText = String(Substring(after.unicodeScalars.dropFirst()))
         } else {
-            guard let colon = rest.lastIndex(of: ":") else { throw invalid("missing port (tcp:HOST:PORT)") }
-            host = rest[..<colon]
-            portText = rest[rest.index(after: colon)...]
-            if host.contains(":") { throw invalid("an IPv6 address goes in brackets: tcp:[\(host)]:\(portText)") }
+            guard let (before, after) = rest.split(atLast: ":") else { throw invalid("missing port (tcp:HOST:PORT)") }
+            host = before
+            portText = after
+            if host.unicodeScalars.contains(":") { throw invalid("an IPv6 address goes in brackets: tcp:[\(host)]:\(portText)") }
         }
         if host.isEmpty { throw invalid("missing host (tcp:HOST:PORT)") }
-        if host.contains(where: { $0 == "[" || $0 == "]" }) { throw invalid("\"[\" and \"]\" only enclose an IPv6 address (tcp:[ADDRESS]:PORT)") }
+        if host.unicodeScalars.contains(where: { $0 == "[" || $0 == "]" }) { throw invalid("\"[\" and \"]\" only enclose an IPv6 address (tcp:[ADDRESS]:PORT)") }
         if portText.isEmpty { throw invalid("missing port (tcp:HOST:PORT)") }
         guard portText.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), portText.utf8.count <= 9, let port = Int(portText) else {
             throw invalid("port \"\(portText)\" is not a number")
         }
         guard (1...65535).contains(port) else { throw invalid("port \(port) is out of range 1-65535") }
-        return .tcp(host: String(host), port: UInt16(port))
+        return .tcp(host: host, port: UInt16(port))
     }
 
     private static func serial(_ rest: String, _ invalid: (String) -> TransportError) throws(TransportError) -> TransportSpec {
-        var parts = rest.split(separator: ",", omittingEmptySubsequences: false)
+        var parts = rest.unicodeScalars.split(separator: ",", omittingEmptySubsequences: false).map { String(Substring($0)) }
         let main = parts.removeFirst()
         var rtscts = false
         for option in parts {
@@ -159,9 +158,8 @@ public enum TransportSpec: Hashable, Sendable, CustomStringConvertible {
         }
         var path = main
         var baud = defaultBaud
-        if let at = main.lastIndex(of: "@") {
-            path = main[..<at]
-            let text = main[main.index(after: at)...]
+        if let (before, text) = main.split(atLast: "@") {
+            path = before
             guard !text.isEmpty, text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), text.utf8.count <= 9, let n = Int(text) else {
                 throw invalid("baud rate \"\(text)\" is not a number")
             }
@@ -171,7 +169,7 @@ public enum TransportSpec: Hashable, Sendable, CustomStringConvertible {
             baud = n
         }
         if path.isEmpty { throw invalid("missing device path (serial:/dev/ttyUSB0)") }
-        return .serial(path: String(path), baud: baud, rtscts: rtscts)
+        return .serial(path: path, baud: baud, rtscts: rtscts)
     }
 
     /// Opens the transport (not started yet).
@@ -185,5 +183,22 @@ public enum TransportSpec: Hashable, Sendable, CustomStringConvertible {
         case .pty: return try StreamTransport.openPTY()
         case .replay(let path): return try ReplayTransport(path: path)
         }
+    }
+}
+
+extension String {
+    /// The text before and after the first `separator`, found scalar by scalar: a mark that
+    /// joins the separator into one Character (U+070F before "@") does not hide it.
+    fileprivate func split(atFirst separator: Unicode.Scalar) -> (String, String)? {
+        unicodeScalars.firstIndex(of: separator).map(split(at:))
+    }
+
+    /// The text before and after the last `separator`, found scalar by scalar.
+    fileprivate func split(atLast separator: Unicode.Scalar) -> (String, String)? {
+        unicodeScalars.lastIndex(of: separator).map(split(at:))
+    }
+
+    private func split(at i: String.Index) -> (String, String) {
+        (String(Substring(unicodeScalars[..<i])), String(Substring(unicodeScalars[unicodeScalars.index(after: i)...])))
     }
 }
