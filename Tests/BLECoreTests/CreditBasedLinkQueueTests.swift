@@ -44,10 +44,13 @@ struct CreditBasedLinkQueueTests {
         // 798 K-frames with credit for all: each send returns once its SDU holds its credits.
         for sdu in sdus { try await channel.send(sdu) }
         await vc.settle()
-        // The controller holds 7 (one of its 8 buffers stays free); the queue holds what fits
-        // in 64 KiB (261 packets of 251 bytes); the rest waits in the channel.
-        #expect(CreditBasedSendTests.frames(vc).count == 7)
-        #expect(await host.aclLinkStatus(handle: handle)! == (inFlight: 7, queuedBytes: 261 * 251))
+        // The controller holds 7 packets (one of its 8 buffers stays free): the unacknowledged
+        // connection request and 6 K-frames; the queue holds what fits in 64 KiB (65,346
+        // bytes, ending with the first SDU's 86-byte last K-frame); the rest waits in the channel.
+        #expect(CreditBasedSendTests.frames(vc).count == 6)
+        let status = try #require(await host.aclLinkStatus(handle: handle))
+        #expect(status.inFlight == 7)
+        #expect(status.queuedBytes == 65_346, "the next 251-byte K-frame would pass 65,536")
         #expect(await channel.linkQueueStalls == 1)
 
         try await Self.acknowledge(vc, until: 3 * Self.framesPerSDU)
