@@ -31,6 +31,8 @@ extension HCIHost {
         var queuedBytes = 0
         /// PDUs with their last fragment in `queue[queueHead...]`.
         var queuedPDUs = 0
+        /// Called once when the queue frees room (`whenLinkQueueHasRoom`).
+        var roomWaiters: [() -> Void] = []
         /// In `readyLinks`: has queued fragments and is below its share.
         var isReady = false
         /// Fires at the deadline of the oldest queued fragment.
@@ -123,6 +125,28 @@ extension HCIHost {
         return .queueFull(peer: link.peer.address, handle: link.handle, channelID: channelID, bound: bound)
     }
 
+    /// True when a PDU of `bytes` bytes (basic header included) fits in the link's queue now
+    /// (an empty queue takes any PDU); true for a gone link, whose channels are ending.
+    func linkQueueHasRoom(handle: UInt16, bytes: Int) -> Bool {
+        guard let link = links[handle] else { return true }
+        return link.queuedBytes == 0 || link.queuedBytes + bytes <= safeguards.linkQueueLimit
+    }
+
+    /// Calls `body` once, on the executor, when the link's queue has drained to half its limit
+    /// (or the link is gone): the back-pressure event of senders that found no room.
+    func whenLinkQueueHasRoom(handle: UInt16, _ body: @escaping () -> Void) {
+        guard let link = links[handle] else { return body() }
+        link.roomWaiters.append(body)
+    }
+
+    /// Wakes the link's room waiters when its queue has drained to half its limit.
+    func notifyRoom(_ link: Link) {
+        guard !link.roomWaiters.isEmpty, link.queuedBytes <= safeguards.linkQueueLimit / 2 else { return }
+        let waiters = link.roomWaiters
+        link.roomWaiters = []
+        for body in waiters { body() }
+    }
+
     /// Queues a PDU without waiting when the link still exists.
     func enqueueIfLinked(handle: UInt16, channelID: UInt16, payload: [UInt8]) {
         guard lostReason == nil, let link = links[handle] else { return }
@@ -201,6 +225,8 @@ extension HCIHost {
     func pumpACL() {
         guard lostReason == nil else { return }
         let share = aclLinkShare
+        var drained: [Link] = []
+        defer { for link in drained { notifyRoom(link) } }
         while aclCredits > 0, !readyLinks.isEmpty {
             let handle = readyLinks.removeFirst()
             guard let link = links[handle] else { continue }
@@ -212,6 +238,7 @@ extension HCIHost {
             link.queueHead += 1
             link.queuedBytes -= entry.packet.data.count
             if entry.isLast { link.queuedPDUs -= 1 }
+            if !link.roomWaiters.isEmpty, !drained.contains(where: { $0 === link }) { drained.append(link) }
             if link.queueHead == link.queue.count {
                 link.queue.removeAll(keepingCapacity: true)
                 link.queueHead = 0
@@ -271,6 +298,7 @@ extension HCIHost {
             logLimited(.sendTimeout, .warning, "handle \(handle.hex) to \(link.peer.address): \(failed) PDU(s) found no controller buffer within \(safeguards.sendTimeout) (\(link.inFlight) packets unacknowledged); they failed with a send timeout")
         }
         armSendDeadline(link)
+        notifyRoom(link)
     }
 
     func returnCredits(handle: UInt16, count: Int) {
@@ -332,6 +360,7 @@ extension HCIHost {
         link.queueHead = 0
         link.queuedBytes = 0
         link.queuedPDUs = 0
+        link.roomWaiters = []
         link.reassembler.reset()
         for channel in link.channels.values { channel.closed(error) }
         creditBasedLinkLost(link, error: error)

@@ -71,6 +71,10 @@ public actor CreditBasedChannel {
     public private(set) var bytesSent = 0
     public private(set) var bytesReceived = 0
     public private(set) var creditStalls = 0
+    /// How often sending waited for room in the link's ACL queue (credits in hand).
+    public private(set) var linkQueueStalls = 0
+    /// True while K-frames wait for room in the link's queue (`waitForLinkRoom`).
+    var awaitsLinkRoom = false
     /// K-frames received: progress on an SDU that has not completed yet.
     public private(set) var framesReceived = 0
 
@@ -112,8 +116,11 @@ public actor CreditBasedChannel {
     /// Sends one SDU: segments it by the peer's MPS and hands each K-frame to the link as a
     /// credit allows. Returns once the SDU holds the credits of all its K-frames and is queued
     /// in order after earlier SDUs (they reach the link in the executor's next turn), or once
-    /// every K-frame it waited for is queued on the link. Throws `.creditTimeout` when the peer
-    /// grants no credits for `timeout`, and `.cancelled` when the calling task is cancelled: an
+    /// every K-frame it waited for is queued on the link. K-frames wait in the channel while the
+    /// link's ACL queue is full (the controller is not acknowledging) and go when it drains.
+    /// Throws `.creditTimeout` when the peer grants no credits for `timeout`,
+    /// `.linkQueueTimeout` when the link's queue stays full for `timeout`, and `.cancelled`
+    /// when the calling task is cancelled: an
     /// SDU none of whose K-frames went out is dropped; a started one is finished when credits
     /// come, so the peer never sees half. Runs on the caller's executor: with credits in hand
     /// it costs no hop (a burst of SDUs costs one job on the channel's executor).
@@ -143,6 +150,9 @@ public actor CreditBasedChannel {
                 return .failure(.cancelled(peer: peer, cid: cid))
             }) { id in pending.waiter = id }
         if case .failure = result, !pending.isStarted { sendQueue.removeAll { $0 === pending } }
+        if case .failure(.creditTimeout) = result, awaitsLinkRoom {
+            throw .linkQueueTimeout(peer: peer, cid: cid, after: timeout)
+        }
         try result.get()
     }
 
@@ -183,6 +193,14 @@ public actor CreditBasedChannel {
             }
             if !head.isStarted { head.mps = peerMPS }
             while !head.isSent {
+                guard flow.sendCredits > 0 else { return }
+                // Back-pressure from the link: a K-frame waits here, never dropped, until the
+                // link's queue has room for it.
+                let bytes = 4 + (head.isStarted ? 0 : 2) + KFrameSegmenter.data(sduSize: head.sdu.count, from: head.offset, mps: head.mps).count
+                guard host?.enter(on: executor, { $0.linkQueueHasRoom(handle: handle, bytes: bytes) }) ?? true else {
+                    waitForLinkRoom()
+                    return
+                }
                 guard flow.takeSendCredit() else { return }
                 let (pdu, end) = KFrameSegmenter.pdu(of: head.sdu, from: head.offset, mps: head.mps, channelID: cid)
                 head.offset = end
@@ -194,6 +212,21 @@ public actor CreditBasedChannel {
             if let waiter = head.waiter { senders.resume(waiter, with: .success(())) }
         }
         writer.credits.add(flow.lendSendCredits(), ordering: .relaxed)
+    }
+
+    /// The link's queue is full: sending goes on when it frees room (one wake-up at a time).
+    func waitForLinkRoom() {
+        guard !awaitsLinkRoom, let host else { return }
+        awaitsLinkRoom = true
+        linkQueueStalls += 1
+        host.enter(on: executor) { [handle] host in
+            host.whenLinkQueueHasRoom(handle: handle) { [weak self, executor] in
+                self?.enter(on: executor) { channel in
+                    channel.awaitsLinkRoom = false
+                    channel.pumpSend()
+                }
+            }
+        }
     }
 
     /// A cancelled sender's SDU leaves the queue when none of its K-frames went out.

@@ -72,7 +72,7 @@ extension CreditBasedChannel {
         case .link(let error): return error
         case .cancelled: return .cancelled(peer: peer.address, handle: handle, channelID: localCID)
         case .sduTooLarge(let size, let mtu): return .tooLarge(size: size, maximum: mtu)
-        case .creditTimeout(_, _, let after):
+        case .creditTimeout(_, _, let after), .linkQueueTimeout(_, _, let after):
             return .sendTimeout(peer: peer.address, handle: handle, channelID: localCID, milliseconds: Int(after.components.seconds * 1000 + after.components.attoseconds / 1_000_000_000_000_000))
         default: return .closed(peer: peer.address, handle: handle)
         }

@@ -24,6 +24,10 @@ public enum L2CAPChannelError: Error, Equatable, Sendable, CustomStringConvertib
     /// The peer granted no credits for `after`: the SDU was not (fully) sent. When some of its
     /// K-frames went out, the rest stay queued and go when credits come.
     case creditTimeout(peer: String, cid: UInt16, after: Duration)
+    /// The link's ACL queue stayed full for `after` (the controller acknowledged no packets):
+    /// the SDU was not (fully) sent. Its K-frames wait in the channel, never dropped; a started
+    /// SDU goes on when the queue drains.
+    case linkQueueTimeout(peer: String, cid: UInt16, after: Duration)
     /// No SDU arrived within the receive timeout.
     case receiveTimeout(peer: String, cid: UInt16, after: Duration)
     /// The peer broke the K-frame or credit rules; the channel was closed (the link goes on).
@@ -68,6 +72,8 @@ public enum L2CAPChannelError: Error, Equatable, Sendable, CustomStringConvertib
         case .sduTooLarge(let size, let mtu): return "\(size)-byte SDU exceeds the peer's MTU of \(mtu) bytes: split it"
         case .creditTimeout(let peer, let cid, let after):
             return "\(peer) granted no credits on channel \(cid.hex) for \(after): the peer stopped reading"
+        case .linkQueueTimeout(let peer, let cid, let after):
+            return "the link to \(peer) accepted no K-frame of channel \(cid.hex) for \(after): the controller stopped acknowledging packets (peer out of range or link stalled); retry later or disconnect"
         case .receiveTimeout(let peer, let cid, let after): return "nothing arrived from \(peer) on channel \(cid.hex) for \(after)"
         case .malformedKFrame(let peer, let cid, let why): return "closed channel \(cid.hex) to \(peer): \(why)"
         case .closedByPeer(let peer, let cid): return "\(peer) closed channel \(cid.hex)"
