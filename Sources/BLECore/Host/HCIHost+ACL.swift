@@ -125,23 +125,29 @@ extension HCIHost {
         return .queueFull(peer: link.peer.address, handle: link.handle, channelID: channelID, bound: bound)
     }
 
-    /// True when a PDU of `bytes` bytes (basic header included) fits in the link's queue now
-    /// (an empty queue takes any PDU); true for a gone link, whose channels are ending.
+    /// True when a PDU of `bytes` bytes (basic header included) fits in the link's queue now:
+    /// below its PDU bound and within its byte bound, or the queue is empty (an empty queue
+    /// takes a PDU of any size); true for a gone link, whose channels are ending.
     func linkQueueHasRoom(handle: UInt16, bytes: Int) -> Bool {
         guard let link = links[handle] else { return true }
-        return link.queuedBytes == 0 || link.queuedBytes + bytes <= safeguards.linkQueueLimit
+        return !link.hasQueued
+            || (link.queuedPDUs < safeguards.linkQueuePDULimit && link.queuedBytes + bytes <= safeguards.linkQueueLimit)
     }
 
-    /// Calls `body` once, on the executor, when the link's queue has drained to half its limit
-    /// (or the link is gone): the back-pressure event of senders that found no room.
+    /// Calls `body` once, on the executor, when the link's queue has drained to half its
+    /// bounds (or the link is gone): the back-pressure event of senders that found no room.
     func whenLinkQueueHasRoom(handle: UInt16, _ body: @escaping () -> Void) {
         guard let link = links[handle] else { return body() }
         link.roomWaiters.append(body)
     }
 
-    /// Wakes the link's room waiters when its queue has drained to half its limit.
+    /// Wakes the link's room waiters once its queue has drained to half its byte bound and half
+    /// its PDU bound: both, so a waiter never wakes to find the other bound still full. An
+    /// empty queue is always below both, so a PDU larger than the whole queue goes once it is.
     func notifyRoom(_ link: Link) {
-        guard !link.roomWaiters.isEmpty, link.queuedBytes <= safeguards.linkQueueLimit / 2 else { return }
+        guard !link.roomWaiters.isEmpty,
+              link.queuedBytes <= safeguards.linkQueueLimit / 2,
+              link.queuedPDUs <= safeguards.linkQueuePDULimit / 2 else { return }
         let waiters = link.roomWaiters
         link.roomWaiters = []
         for body in waiters { body() }
@@ -270,12 +276,14 @@ extension HCIHost {
 
     /// Fails every queued PDU whose deadline passed with `LinkError.sendTimeout`. The rest of
     /// a PDU whose first fragments went out goes too: the peer drops the partial PDU when
-    /// the next start fragment arrives (Vol 3, Part A, 7.2).
+    /// the next start fragment arrives (Vol 3, Part A, 7.2). A credit-based channel that lost
+    /// K-frames this way ends (`creditBasedKFramesTimedOut`).
     func sendDeadlinePassed(handle: UInt16) {
         guard let link = links[handle] else { return }
         link.sendDeadline = nil
         let now = scheduler.now()
         var failed = 0
+        var brokenChannels: [UInt16] = []
         while link.hasQueued, link.queue[link.queueHead].deadline <= now {
             let entry = link.queue[link.queueHead]
             link.queueHead += 1
@@ -283,10 +291,12 @@ extension HCIHost {
             if entry.isLast { link.queuedPDUs -= 1 }
             if entry.packet.boundary != .continuing { failed += 1 }
             if let done = entry.done {
-                let ms = Int(safeguards.sendTimeout.nanoseconds / 1_000_000)
-                sendWaiters.resume(done, with: .failure(.sendTimeout(peer: link.peer.address, handle: handle, channelID: entry.channelID, milliseconds: ms)))
+                sendWaiters.resume(done, with: .failure(sendTimeoutError(link: link, channelID: entry.channelID)))
+            } else if Self.leDynamicCIDs.contains(entry.channelID), !brokenChannels.contains(entry.channelID) {
+                brokenChannels.append(entry.channelID)
             }
         }
+        for cid in brokenChannels { creditBasedKFramesTimedOut(link: link, remoteCID: cid) }
         if !link.hasQueued {
             link.queue.removeAll(keepingCapacity: true)
             link.queueHead = 0
@@ -299,6 +309,32 @@ extension HCIHost {
         }
         armSendDeadline(link)
         notifyRoom(link)
+    }
+
+    /// `LinkError.sendTimeout` for a PDU of `channelID` that found no controller buffer in time.
+    func sendTimeoutError(link: Link, channelID: UInt16) -> LinkError {
+        .sendTimeout(peer: link.peer.address, handle: link.handle, channelID: channelID,
+                     milliseconds: Int(safeguards.sendTimeout.nanoseconds / 1_000_000))
+    }
+
+    /// Takes every queued fragment of `channelID` out of the link's queue; a waiting sender
+    /// fails with `LinkError.sendTimeout`. A PDU whose first fragments went out is cut short:
+    /// the peer drops it when the next start fragment arrives (Vol 3, Part A, 7.2).
+    func removeQueued(link: Link, channelID: UInt16) {
+        guard link.hasQueued else { return }
+        var kept: [QueuedFragment] = []
+        kept.reserveCapacity(link.queue.count - link.queueHead)
+        for entry in link.queue[link.queueHead...] {
+            guard entry.channelID == channelID else {
+                kept.append(entry)
+                continue
+            }
+            link.queuedBytes -= entry.packet.data.count
+            if entry.isLast { link.queuedPDUs -= 1 }
+            if let done = entry.done { sendWaiters.resume(done, with: .failure(sendTimeoutError(link: link, channelID: channelID))) }
+        }
+        link.queue = kept
+        link.queueHead = 0
     }
 
     func returnCredits(handle: UInt16, count: Int) {

@@ -60,9 +60,9 @@ extension CreditBasedChannel {
     }
 
     /// Queues one SDU without waiting for credits, in order after earlier ones (for ATT
-    /// responses and confirmations); an SDU over the peer's MTU or on a closed channel is dropped.
+    /// responses and confirmations); an SDU over the peer's MTU or on a closing or closed channel is dropped.
     func enqueue(_ sdu: [UInt8]) {
-        guard endError == nil, sdu.count <= peerMTU else { return }
+        guard endError == nil, !closing, sdu.count <= peerMTU else { return }
         queue(PendingSDU(sdu))
     }
 

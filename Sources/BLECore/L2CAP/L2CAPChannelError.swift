@@ -36,7 +36,9 @@ public enum L2CAPChannelError: Error, Equatable, Sendable, CustomStringConvertib
     case closedByPeer(peer: String, cid: UInt16)
     /// This side closed the channel.
     case closed(peer: String, cid: UInt16)
-    /// The link under the channel went away; its pending work failed at once.
+    /// The link under the channel went away, or (`LinkError.sendTimeout`) K-frames of the
+    /// channel waited in the link's queue past `HCIHost.aclSendTimeout` and were dropped, so
+    /// the channel was closed; its pending work failed at once.
     case link(LinkError)
     /// The calling task was cancelled.
     case cancelled(peer: String, cid: UInt16)
