@@ -125,34 +125,6 @@ extension HCIHost {
         return .queueFull(peer: link.peer.address, handle: link.handle, channelID: channelID, bound: bound)
     }
 
-    /// True when a PDU of `bytes` bytes (basic header included) fits in the link's queue now:
-    /// below its PDU bound and within its byte bound, or the queue is empty (an empty queue
-    /// takes a PDU of any size); true for a gone link, whose channels are ending.
-    func linkQueueHasRoom(handle: UInt16, bytes: Int) -> Bool {
-        guard let link = links[handle] else { return true }
-        return !link.hasQueued
-            || (link.queuedPDUs < safeguards.linkQueuePDULimit && link.queuedBytes + bytes <= safeguards.linkQueueLimit)
-    }
-
-    /// Calls `body` once, on the executor, when the link's queue has drained to half its
-    /// bounds (or the link is gone): the back-pressure event of senders that found no room.
-    func whenLinkQueueHasRoom(handle: UInt16, _ body: @escaping () -> Void) {
-        guard let link = links[handle] else { return body() }
-        link.roomWaiters.append(body)
-    }
-
-    /// Wakes the link's room waiters once its queue has drained to half its byte bound and half
-    /// its PDU bound: both, so a waiter never wakes to find the other bound still full. An
-    /// empty queue is always below both, so a PDU larger than the whole queue goes once it is.
-    func notifyRoom(_ link: Link) {
-        guard !link.roomWaiters.isEmpty,
-              link.queuedBytes <= safeguards.linkQueueLimit / 2,
-              link.queuedPDUs <= safeguards.linkQueuePDULimit / 2 else { return }
-        let waiters = link.roomWaiters
-        link.roomWaiters = []
-        for body in waiters { body() }
-    }
-
     /// Queues a PDU without waiting when the link still exists.
     func enqueueIfLinked(handle: UInt16, channelID: UInt16, payload: [UInt8]) {
         guard lostReason == nil, let link = links[handle] else { return }
@@ -307,7 +279,9 @@ extension HCIHost {
             safeguards.sendTimeouts += failed
             logLimited(.sendTimeout, .warning, "handle \(handle.hex) to \(link.peer.address): \(failed) PDU(s) found no controller buffer within \(safeguards.sendTimeout) (\(link.inFlight) packets unacknowledged); they failed with a send timeout")
         }
-        armSendDeadline(link)
+        // A channel that ended above may have queued (and armed the timer for) its
+        // Disconnection Request.
+        if link.sendDeadline == nil { armSendDeadline(link) }
         notifyRoom(link)
     }
 
@@ -315,26 +289,6 @@ extension HCIHost {
     func sendTimeoutError(link: Link, channelID: UInt16) -> LinkError {
         .sendTimeout(peer: link.peer.address, handle: link.handle, channelID: channelID,
                      milliseconds: Int(safeguards.sendTimeout.nanoseconds / 1_000_000))
-    }
-
-    /// Takes every queued fragment of `channelID` out of the link's queue; a waiting sender
-    /// fails with `LinkError.sendTimeout`. A PDU whose first fragments went out is cut short:
-    /// the peer drops it when the next start fragment arrives (Vol 3, Part A, 7.2).
-    func removeQueued(link: Link, channelID: UInt16) {
-        guard link.hasQueued else { return }
-        var kept: [QueuedFragment] = []
-        kept.reserveCapacity(link.queue.count - link.queueHead)
-        for entry in link.queue[link.queueHead...] {
-            guard entry.channelID == channelID else {
-                kept.append(entry)
-                continue
-            }
-            link.queuedBytes -= entry.packet.data.count
-            if entry.isLast { link.queuedPDUs -= 1 }
-            if let done = entry.done { sendWaiters.resume(done, with: .failure(sendTimeoutError(link: link, channelID: channelID))) }
-        }
-        link.queue = kept
-        link.queueHead = 0
     }
 
     func returnCredits(handle: UInt16, count: Int) {
