@@ -86,6 +86,42 @@ struct CreditBasedChannelEndTests {
         #expect(await channel.bytesSent == 5000)
     }
 
+    @Test func everySendRacingACloseArrivesOrThrows() async throws {
+        let (vc, central) = try await VC.stack()
+        let connection = try await central.connect(VC.peer)
+        let (channel, _) = try await CreditBasedChannelTests.open(vc, connection, peerMPS: 23, peerCredits: 65535)
+        // One task sends 2-byte SDUs (mostly on lent credits, without a hop) until a send throws;
+        // another closes the channel meanwhile.
+        let sending = Task { () -> (accepted: [[UInt8]], error: L2CAPChannelError?) in
+            var accepted: [[UInt8]] = []
+            for i in 0..<65535 {
+                let sdu = [UInt8(truncatingIfNeeded: i), UInt8(truncatingIfNeeded: i >> 8)]
+                do throws(L2CAPChannelError) {
+                    try await channel.send(sdu)
+                } catch {
+                    return (accepted, error)
+                }
+                accepted.append(sdu)
+            }
+            return (accepted, nil)
+        }
+        try await vc.waitForL2CAP(channelID: Self.dcid, count: 20)
+        let closing = Task { await channel.close() }
+        #expect(try await CreditBasedChannelTests.waitForSignaling(vc, code: 0x06) == Self.disconnectionRequest)
+        try vc.sendSignaling(from: VC.peer, L2CAPSignalingCommand(identifier: 2, body: .disconnectionResponse(destinationCID: Self.dcid, sourceCID: 0x0040)))
+        await closing.value
+        let (accepted, error) = await sending.value
+        // Every send that returned reached the peer, in order, before the Disconnection Request;
+        // the first one that did not threw `.closed`; nothing arrived after.
+        #expect(error == .closed(peer: "\(VC.peer.address)", cid: 0x0040))
+        #expect(accepted.count < 65535)
+        #expect(CreditBasedSendTests.frames(vc) == accepted.map { [0x02, 0x00] + $0 })
+        let received = vc.l2capReceived
+        let request = try #require(received.firstIndex { $0.channelID == L2CAPChannelID.leSignaling && $0.payload.first == 0x06 })
+        #expect(!received[request...].contains { $0.channelID == Self.dcid })
+        #expect(await channel.unsentSDUs == 0)
+    }
+
     @Test func aWaitingSendNotStartedFailsWhenTheChannelCloses() async throws {
         let (vc, central) = try await VC.stack()
         let connection = try await central.connect(VC.peer)
