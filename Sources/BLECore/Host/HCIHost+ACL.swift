@@ -31,6 +31,8 @@ extension HCIHost {
         var queuedBytes = 0
         /// PDUs with their last fragment in `queue[queueHead...]`.
         var queuedPDUs = 0
+        /// Called once when the queue frees room (`whenLinkQueueHasRoom`).
+        var roomWaiters: [() -> Void] = []
         /// In `readyLinks`: has queued fragments and is below its share.
         var isReady = false
         /// Fires at the deadline of the oldest queued fragment.
@@ -201,6 +203,8 @@ extension HCIHost {
     func pumpACL() {
         guard lostReason == nil else { return }
         let share = aclLinkShare
+        var drained: [Link] = []
+        defer { for link in drained { notifyRoom(link) } }
         while aclCredits > 0, !readyLinks.isEmpty {
             let handle = readyLinks.removeFirst()
             guard let link = links[handle] else { continue }
@@ -212,6 +216,7 @@ extension HCIHost {
             link.queueHead += 1
             link.queuedBytes -= entry.packet.data.count
             if entry.isLast { link.queuedPDUs -= 1 }
+            if !link.roomWaiters.isEmpty, !drained.contains(where: { $0 === link }) { drained.append(link) }
             if link.queueHead == link.queue.count {
                 link.queue.removeAll(keepingCapacity: true)
                 link.queueHead = 0
@@ -243,12 +248,14 @@ extension HCIHost {
 
     /// Fails every queued PDU whose deadline passed with `LinkError.sendTimeout`. The rest of
     /// a PDU whose first fragments went out goes too: the peer drops the partial PDU when
-    /// the next start fragment arrives (Vol 3, Part A, 7.2).
+    /// the next start fragment arrives (Vol 3, Part A, 7.2). A credit-based channel that lost
+    /// K-frames this way ends (`creditBasedKFramesTimedOut`).
     func sendDeadlinePassed(handle: UInt16) {
         guard let link = links[handle] else { return }
         link.sendDeadline = nil
         let now = scheduler.now()
         var failed = 0
+        var brokenChannels: [UInt16] = []
         while link.hasQueued, link.queue[link.queueHead].deadline <= now {
             let entry = link.queue[link.queueHead]
             link.queueHead += 1
@@ -256,10 +263,12 @@ extension HCIHost {
             if entry.isLast { link.queuedPDUs -= 1 }
             if entry.packet.boundary != .continuing { failed += 1 }
             if let done = entry.done {
-                let ms = Int(safeguards.sendTimeout.nanoseconds / 1_000_000)
-                sendWaiters.resume(done, with: .failure(.sendTimeout(peer: link.peer.address, handle: handle, channelID: entry.channelID, milliseconds: ms)))
+                sendWaiters.resume(done, with: .failure(sendTimeoutError(link: link, channelID: entry.channelID)))
+            } else if Self.leDynamicCIDs.contains(entry.channelID), !brokenChannels.contains(entry.channelID) {
+                brokenChannels.append(entry.channelID)
             }
         }
+        for cid in brokenChannels { creditBasedKFramesTimedOut(link: link, remoteCID: cid) }
         if !link.hasQueued {
             link.queue.removeAll(keepingCapacity: true)
             link.queueHead = 0
@@ -270,7 +279,16 @@ extension HCIHost {
             safeguards.sendTimeouts += failed
             logLimited(.sendTimeout, .warning, "handle \(handle.hex) to \(link.peer.address): \(failed) PDU(s) found no controller buffer within \(safeguards.sendTimeout) (\(link.inFlight) packets unacknowledged); they failed with a send timeout")
         }
-        armSendDeadline(link)
+        // A channel that ended above may have queued (and armed the timer for) its
+        // Disconnection Request.
+        if link.sendDeadline == nil { armSendDeadline(link) }
+        notifyRoom(link)
+    }
+
+    /// `LinkError.sendTimeout` for a PDU of `channelID` that found no controller buffer in time.
+    func sendTimeoutError(link: Link, channelID: UInt16) -> LinkError {
+        .sendTimeout(peer: link.peer.address, handle: link.handle, channelID: channelID,
+                     milliseconds: Int(safeguards.sendTimeout.nanoseconds / 1_000_000))
     }
 
     func returnCredits(handle: UInt16, count: Int) {
@@ -342,6 +360,7 @@ extension HCIHost {
         link.queueHead = 0
         link.queuedBytes = 0
         link.queuedPDUs = 0
+        link.roomWaiters = []
         if let why = link.reassembler.discardPartial() { partialPDUDiscarded(link, "link closed while \(why)") }
         for channel in link.channels.values { channel.closed(error) }
         creditBasedLinkLost(link, error: error)

@@ -248,6 +248,18 @@ extension HCIHost {
         sendSignaling(link: link, L2CAPSignalingCommand(identifier: link.creditBased.identifier(), body: .disconnectionRequest(destinationCID: remoteCID, sourceCID: localCID)))
     }
 
+    /// K-frames to `remoteCID` found no controller buffer within the ACL send timeout and
+    /// were dropped: the SDU they carried is broken, so the channel's other K-frames leave the
+    /// link's queue (sent after the gap they would reach the peer as a broken SDU) and the
+    /// channel ends with `LinkError.sendTimeout` (`timedOutCreditBasedChannels` counts it).
+    func creditBasedKFramesTimedOut(link: Link, remoteCID: UInt16) {
+        removeQueued(link: link, channelID: remoteCID)
+        guard let channel = link.creditBased.channels.values.first(where: { $0.remoteCID == remoteCID }) else { return }
+        safeguards.timedOutChannels += 1
+        let error = sendTimeoutError(link: link, channelID: remoteCID)
+        channel.enter(on: executor) { $0.kFramesTimedOut(error) }
+    }
+
     /// The link is gone: fail every pending request and every channel at once.
     func creditBasedLinkLost(_ link: Link, error: LinkError) {
         let state = link.creditBased

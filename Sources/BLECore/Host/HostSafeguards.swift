@@ -25,6 +25,8 @@ struct HostSafeguards {
     /// PDUs that failed with `sendTimeout`, and the host's own PDUs that found the queue full.
     var sendTimeouts = 0
     var queueOverflows = 0
+    /// Credit-based channels ended because their K-frames failed with `sendTimeout`.
+    var timedOutChannels = 0
     /// Numbers the LE Connection Updates started for parameter update requests.
     var parameterUpdateAttempts: UInt64 = 0
 }
@@ -73,6 +75,9 @@ extension HCIHost {
     public var discardedPartialInboundPDUs: Int { safeguards.partialPDUDiscards }
     /// Outbound PDUs that failed with `LinkError.sendTimeout` or found their link's queue full.
     public var failedOutboundPDUs: (timedOut: Int, queueFull: Int) { (safeguards.sendTimeouts, safeguards.queueOverflows) }
+    /// LE credit-based channels ended with `LinkError.sendTimeout` because K-frames waited in
+    /// the link's queue past `aclSendTimeout` and were dropped.
+    public var timedOutCreditBasedChannels: Int { safeguards.timedOutChannels }
 }
 
 extension HCIHost {

@@ -56,7 +56,11 @@ public actor CreditBasedChannel {
     let receivers: Waiters<[SDUReader.Entry]?, L2CAPChannelError>
     let senders: Waiters<Void, L2CAPChannelError>
     let closers: Waiters<Void, Never>
+    /// Closers waiting for the SDUs accepted before `close` to reach the link.
+    let drainers: Waiters<Void, Never>
     var sendQueue: [PendingSDU] = []
+    /// Set by `close` while the SDUs accepted before it still go out: no send is taken.
+    var closing = false
     /// The sending side for senders off the executor: credits lent, SDUs handed over.
     nonisolated let writer: SDUWriter
     /// Set through `CreditBasedSDUChannel`: complete SDUs go here as they arrive (their
@@ -71,8 +75,16 @@ public actor CreditBasedChannel {
     public private(set) var bytesSent = 0
     public private(set) var bytesReceived = 0
     public private(set) var creditStalls = 0
+    /// How often sending waited for room in the link's ACL queue (credits in hand).
+    public private(set) var linkQueueStalls = 0
+    /// True while K-frames wait for room in the link's queue (`waitForLinkRoom`).
+    var awaitsLinkRoom = false
     /// K-frames received: progress on an SDU that has not completed yet.
     public private(set) var framesReceived = 0
+    /// SDUs accepted (their `send` had returned, or given up once started) that the channel
+    /// dropped before all their K-frames reached the link, because it ended first: the peer
+    /// closed it, the link went, or `close` timed out. Each is logged too.
+    public private(set) var unsentSDUs = 0
 
     init(host: HCIHost, handle: UInt16, peer: LEAddress, psm: UInt16, localCID: UInt16, remoteCID: UInt16,
          mtu: Int, mps: Int, receiveWindow: Int, peerMTU: Int, peerMPS: Int, peerCredits: Int, isEnhanced: Bool = false) {
@@ -99,6 +111,7 @@ public actor CreditBasedChannel {
         self.receivers = Waiters(executor: host.executor, scheduler: host.scheduler)
         self.senders = Waiters(executor: host.executor, scheduler: host.scheduler)
         self.closers = Waiters(executor: host.executor, scheduler: host.scheduler)
+        self.drainers = Waiters(executor: host.executor, scheduler: host.scheduler)
     }
 
     nonisolated var peerName: String { "\(peer.address)" }
@@ -112,8 +125,11 @@ public actor CreditBasedChannel {
     /// Sends one SDU: segments it by the peer's MPS and hands each K-frame to the link as a
     /// credit allows. Returns once the SDU holds the credits of all its K-frames and is queued
     /// in order after earlier SDUs (they reach the link in the executor's next turn), or once
-    /// every K-frame it waited for is queued on the link. Throws `.creditTimeout` when the peer
-    /// grants no credits for `timeout`, and `.cancelled` when the calling task is cancelled: an
+    /// every K-frame it waited for is queued on the link. K-frames wait in the channel while the
+    /// link's ACL queue is full (the controller is not acknowledging) and go when it drains.
+    /// Throws `.creditTimeout` when the peer grants no credits for `timeout`,
+    /// `.linkQueueTimeout` when the link's queue stays full for `timeout`, and `.cancelled`
+    /// when the calling task is cancelled: an
     /// SDU none of whose K-frames went out is dropped; a started one is finished when credits
     /// come, so the peer never sees half. Runs on the caller's executor: with credits in hand
     /// it costs no hop (a burst of SDUs costs one job on the channel's executor).
@@ -130,11 +146,12 @@ public actor CreditBasedChannel {
     /// `send` on the executor: queues the SDU, sends what credits allow and waits for the rest.
     func sendWaiting(_ sdu: [UInt8], timeout: Duration) async throws(L2CAPChannelError) {
         if let endError { throw endError }
+        if closing { throw .closed(peer: peerName, cid: localCID) }
         guard sdu.count <= peerMTU else { throw .sduTooLarge(size: sdu.count, peerMTU: peerMTU) }
         let pending = PendingSDU(sdu)
         queue(pending)
         if pending.isSent { return }
-        creditStalls += 1
+        if !awaitsLinkRoom { creditStalls += 1 }
         let peer = peerName, cid = localCID
         let result = await senders.wait(
             deadline: (timeout, .failure(.creditTimeout(peer: peer, cid: cid, after: timeout))),
@@ -143,6 +160,9 @@ public actor CreditBasedChannel {
                 return .failure(.cancelled(peer: peer, cid: cid))
             }) { id in pending.waiter = id }
         if case .failure = result, !pending.isStarted { sendQueue.removeAll { $0 === pending } }
+        if case .failure(.creditTimeout) = result, awaitsLinkRoom {
+            throw .linkQueueTimeout(peer: peer, cid: cid, after: timeout)
+        }
         try result.get()
     }
 
@@ -154,14 +174,16 @@ public actor CreditBasedChannel {
     }
 
     /// Queues the SDUs senders handed to the writer, with the credits they took, and takes back
-    /// the credits lent and not taken: from here on the channel spends them.
-    func takeWriterSDUs() {
-        writer.take { pending in
-            guard endError == nil else { return }
-            flow.restoreSendCredits(pending.prepaid)
+    /// the credits lent and not taken: from here on the channel spends them. `closing` also
+    /// stops the writer taking SDUs (`SDUWriter.close`).
+    func takeWriterSDUs(closing: Bool = false) {
+        let adopt = { (pending: PendingSDU) in
+            guard self.endError == nil else { return }
+            self.flow.restoreSendCredits(pending.prepaid)
             pending.prepaid = 0
-            sendQueue.append(pending)
+            self.sendQueue.append(pending)
         }
+        if closing { writer.close(adopt) } else { writer.take(adopt) }
         flow.restoreSendCredits(writer.credits.exchange(0, ordering: .relaxed))
     }
 
@@ -183,6 +205,14 @@ public actor CreditBasedChannel {
             }
             if !head.isStarted { head.mps = peerMPS }
             while !head.isSent {
+                guard flow.sendCredits > 0 else { return }
+                // Back-pressure from the link: a K-frame waits here, never dropped, until the
+                // link's queue has room for it.
+                let bytes = 4 + (head.isStarted ? 0 : 2) + KFrameSegmenter.data(sduSize: head.sdu.count, from: head.offset, mps: head.mps).count
+                guard host?.enter(on: executor, { $0.linkQueueHasRoom(handle: handle, bytes: bytes) }) ?? true else {
+                    waitForLinkRoom()
+                    return
+                }
                 guard flow.takeSendCredit() else { return }
                 let (pdu, end) = KFrameSegmenter.pdu(of: head.sdu, from: head.offset, mps: head.mps, channelID: cid)
                 head.offset = end
@@ -193,7 +223,25 @@ public actor CreditBasedChannel {
             bytesSent += head.sdu.count
             if let waiter = head.waiter { senders.resume(waiter, with: .success(())) }
         }
+        // Everything is on the link: a close waiting for that goes on; else the credits left
+        // are lent to senders off the executor.
+        if closing { return drainers.resumeAll(with: .success(())) }
         writer.credits.add(flow.lendSendCredits(), ordering: .relaxed)
+    }
+
+    /// The link's queue is full: sending goes on when it frees room (one wake-up at a time).
+    func waitForLinkRoom() {
+        guard !awaitsLinkRoom, let host else { return }
+        awaitsLinkRoom = true
+        linkQueueStalls += 1
+        host.enter(on: executor) { [handle] host in
+            host.whenLinkQueueHasRoom(handle: handle) { [weak self, executor] in
+                self?.enter(on: executor) { channel in
+                    channel.awaitsLinkRoom = false
+                    channel.pumpSend()
+                }
+            }
+        }
     }
 
     /// A cancelled sender's SDU leaves the queue when none of its K-frames went out.
@@ -383,16 +431,39 @@ public actor CreditBasedChannel {
 
     // MARK: - Ending
 
-    /// Closes the channel: sends Disconnection Request and waits for the response (or
-    /// `timeout`). Pending sends and receives fail with `.closed`; SDUs already received are
-    /// dropped.
+    /// Closes the channel. SDUs whose `send` returned go out first, whole (a waiting send
+    /// whose SDU is started too): close waits up to `timeout` for their K-frames to reach the
+    /// link (credits and link queue room), then sends Disconnection Request and waits up to
+    /// `timeout` for the response. A send not accepted yet, or one that comes during the close,
+    /// fails with `.closed`; so do pending receives, and SDUs already received are dropped.
+    /// Accepted SDUs still unsent after the timeout are dropped, logged and counted
+    /// (`unsentSDUs`).
     ///
     ///     await channel.close()
     public func close(timeout: Duration = .seconds(5)) async {
         guard endError == nil else { return }
-        end(.closed(peer: peerName, cid: localCID), sendDisconnect: true)
+        if !closing { beginClosing() }
+        if !sendQueue.isEmpty {
+            _ = await drainers.wait(deadline: (timeout, .success(())), cancelled: { _ in .success(()) })
+        }
+        if endError == nil { end(.closed(peer: peerName, cid: localCID), sendDisconnect: true) }
         guard disconnectSent, host != nil else { return }
         _ = await closers.wait(deadline: (timeout, .success(())), cancelled: { _ in .success(()) })
+    }
+
+    /// Stops taking sends: SDUs handed over off the executor before this stay queued, with
+    /// their credits; senders waiting on an SDU none of whose K-frames went out fail with
+    /// `.closed`. What stays goes out as credits and link room allow (`pumpSend`).
+    func beginClosing() {
+        closing = true
+        takeWriterSDUs(closing: true)
+        let error = L2CAPChannelError.closed(peer: peerName, cid: localCID)
+        sendQueue.removeAll { pending in
+            guard !pending.isStarted, let waiter = pending.waiter else { return false }
+            senders.resume(waiter, with: .failure(error))
+            return true
+        }
+        pumpSend()
     }
 
     /// The link went away: everything pending fails at once.
@@ -403,6 +474,13 @@ public actor CreditBasedChannel {
 
     func disconnectAnswered() {
         closers.resumeAll(with: .success(()))
+    }
+
+    /// K-frames of this channel waited in the link's queue past its send timeout and were
+    /// dropped (`HCIHost.creditBasedKFramesTimedOut`): the peer's SDU is broken, so the channel
+    /// ends with `error` and asks the peer to close it.
+    func kFramesTimedOut(_ error: LinkError) {
+        end(.link(error), sendDisconnect: true)
     }
 
     /// The peer sent a K-frame or credit count that breaks the rules: close this channel only.
@@ -416,10 +494,18 @@ public actor CreditBasedChannel {
     func end(_ error: L2CAPChannelError, sendDisconnect: Bool) {
         guard endError == nil else { return }
         endError = error
-        writer.ended.store(true, ordering: .relaxed)
-        takeWriterSDUs()
+        writer.close { sendQueue.append($0) }
+        // SDUs whose sender no longer waits were accepted: dropping them is logged and counted.
+        let unsent = sendQueue.count { pending in pending.waiter.map { !senders.contains($0) } ?? true }
+        if unsent > 0 {
+            unsentSDUs += unsent
+            host?.enter(on: executor) { [peerName, localCID] in
+                $0.logger.log(.warning, "\(peerName): L2CAP channel \(localCID.hex) ended (\(error)) with \(unsent) accepted SDU(s) not fully sent; they were dropped")
+            }
+        }
         sendQueue.removeAll()
         senders.failAll(error)
+        drainers.resumeAll(with: .success(()))
         switch error {
         case .closed, .malformedKFrame:
             // What was received is dropped, the reader's batch in hand too.

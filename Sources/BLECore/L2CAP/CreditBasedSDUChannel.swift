@@ -60,9 +60,9 @@ extension CreditBasedChannel {
     }
 
     /// Queues one SDU without waiting for credits, in order after earlier ones (for ATT
-    /// responses and confirmations); an SDU over the peer's MTU or on a closed channel is dropped.
+    /// responses and confirmations); an SDU over the peer's MTU or on a closing or closed channel is dropped.
     func enqueue(_ sdu: [UInt8]) {
-        guard endError == nil, sdu.count <= peerMTU else { return }
+        guard endError == nil, !closing, sdu.count <= peerMTU else { return }
         queue(PendingSDU(sdu))
     }
 
@@ -72,7 +72,7 @@ extension CreditBasedChannel {
         case .link(let error): return error
         case .cancelled: return .cancelled(peer: peer.address, handle: handle, channelID: localCID)
         case .sduTooLarge(let size, let mtu): return .tooLarge(size: size, maximum: mtu)
-        case .creditTimeout(_, _, let after):
+        case .creditTimeout(_, _, let after), .linkQueueTimeout(_, _, let after):
             return .sendTimeout(peer: peer.address, handle: handle, channelID: localCID, milliseconds: Int(after.components.seconds * 1000 + after.components.attoseconds / 1_000_000_000_000_000))
         default: return .closed(peer: peer.address, handle: handle)
         }

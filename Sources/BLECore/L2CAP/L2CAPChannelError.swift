@@ -29,6 +29,10 @@ public enum L2CAPChannelError: Error, Equatable, Sendable, CustomStringConvertib
     /// The peer granted no credits for `after`: the SDU was not (fully) sent. When some of its
     /// K-frames went out, the rest stay queued and go when credits come.
     case creditTimeout(peer: String, cid: UInt16, after: Duration)
+    /// The link's ACL queue stayed full for `after` (the controller acknowledged no packets):
+    /// the SDU was not (fully) sent. Its K-frames wait in the channel, never dropped; a started
+    /// SDU goes on when the queue drains.
+    case linkQueueTimeout(peer: String, cid: UInt16, after: Duration)
     /// No SDU arrived within the receive timeout.
     case receiveTimeout(peer: String, cid: UInt16, after: Duration)
     /// The peer broke the K-frame or credit rules; the channel was closed (the link goes on).
@@ -37,7 +41,9 @@ public enum L2CAPChannelError: Error, Equatable, Sendable, CustomStringConvertib
     case closedByPeer(peer: String, cid: UInt16)
     /// This side closed the channel.
     case closed(peer: String, cid: UInt16)
-    /// The link under the channel went away; its pending work failed at once.
+    /// The link under the channel went away, or (`LinkError.sendTimeout`) K-frames of the
+    /// channel waited in the link's queue past `HCIHost.aclSendTimeout` and were dropped, so
+    /// the channel was closed; its pending work failed at once.
     case link(LinkError)
     /// The calling task was cancelled.
     case cancelled(peer: String, cid: UInt16)
@@ -76,6 +82,8 @@ public enum L2CAPChannelError: Error, Equatable, Sendable, CustomStringConvertib
         case .sduTooLarge(let size, let mtu): return "\(size)-byte SDU exceeds the peer's MTU of \(mtu) bytes: split it"
         case .creditTimeout(let peer, let cid, let after):
             return "\(peer) granted no credits on channel \(cid.hex) for \(after): the peer stopped reading"
+        case .linkQueueTimeout(let peer, let cid, let after):
+            return "the link to \(peer) accepted no K-frame of channel \(cid.hex) for \(after): the controller stopped acknowledging packets (peer out of range or link stalled); retry later or disconnect"
         case .receiveTimeout(let peer, let cid, let after): return "nothing arrived from \(peer) on channel \(cid.hex) for \(after)"
         case .malformedKFrame(let peer, let cid, let why): return "closed channel \(cid.hex) to \(peer): \(why)"
         case .closedByPeer(let peer, let cid): return "\(peer) closed channel \(cid.hex)"

@@ -37,10 +37,12 @@ final class SDUWriter: Sendable {
     /// The peer's MTU and MPS (a reconfiguration changes them on the executor).
     let peerMTU: Atomic<Int>
     let peerMPS: Atomic<Int>
-    /// Set when the channel ended: a send then goes to the channel, which throws.
-    let ended = Atomic<Bool>(false)
-    /// SDUs handed over and not taken by the channel yet, newest first (a lock-free stack).
+    /// SDUs handed over and not taken by the channel yet, newest first (a lock-free stack);
+    /// `closedMark` once the channel stopped taking SDUs (`close`).
     private let pushed = Atomic<Unmanaged<PendingSDU>?>(nil)
+    /// The top of `pushed` once the channel is closing or ended: a hand-over that meets it
+    /// fails (the send goes to the channel, which throws), so no SDU is accepted after it.
+    private static let closedMark = Unmanaged.passRetained(PendingSDU([]))
 
     init(peerMTU: Int, peerMPS: Int) {
         self.peerMTU = Atomic(peerMTU)
@@ -49,17 +51,21 @@ final class SDUWriter: Sendable {
 
     deinit {
         var next = pushed.exchange(nil, ordering: .acquiring)
+        if next?.toOpaque() == Self.closedMark.toOpaque() { next = nil }
         while let n = next {
             next = n.takeUnretainedValue().pushedAfter
             n.release()
         }
     }
 
+    /// True once `close` ran.
+    var isClosed: Bool { pushed.load(ordering: .relaxed)?.toOpaque() == Self.closedMark.toOpaque() }
+
     /// Takes the credits for `sdu` and hands it over; nil when the channel must take it (too
-    /// large, too few credits lent, the channel ended). Else true for the first SDU after the
-    /// channel last took them: the caller then schedules the channel's `takeWriterSDUs`.
+    /// large, too few credits lent, the channel closing or ended). Else true for the first SDU
+    /// after the channel last took them: the caller then schedules the channel's `takeWriterSDUs`.
     func hand(_ sdu: [UInt8]) -> Bool? {
-        guard !ended.load(ordering: .relaxed), sdu.count <= peerMTU.load(ordering: .relaxed) else { return nil }
+        guard !isClosed, sdu.count <= peerMTU.load(ordering: .relaxed) else { return nil }
         let frames = KFrameSegmenter.frameCount(sduSize: sdu.count, mps: peerMPS.load(ordering: .relaxed))
         var lent = credits.load(ordering: .relaxed)
         while true {
@@ -73,6 +79,12 @@ final class SDUWriter: Sendable {
         let node = Unmanaged.passRetained(pending)
         var head = pushed.load(ordering: .relaxed)
         while true {
+            // Closed after the check above: the SDU is not accepted; the caller's send throws.
+            if head?.toOpaque() == Self.closedMark.toOpaque() {
+                node.release()
+                credits.add(frames, ordering: .relaxed)
+                return nil
+            }
             pending.pushedAfter = head
             let (stored, current) = pushed.compareExchange(expected: head, desired: node, successOrdering: .releasing, failureOrdering: .relaxed)
             if stored { return head == nil }
@@ -82,7 +94,27 @@ final class SDUWriter: Sendable {
 
     /// Every SDU handed over since the last call, oldest first (on the executor).
     func take(_ body: (PendingSDU) -> Void) {
-        guard var head = pushed.exchange(nil, ordering: .acquiring) else { return }
+        var head = pushed.load(ordering: .relaxed)
+        while true {
+            guard let top = head, top.toOpaque() != Self.closedMark.toOpaque() else { return }
+            let (taken, current) = pushed.compareExchange(expected: top, desired: nil, successOrdering: .acquiring, failureOrdering: .relaxed)
+            if taken { break }
+            head = current
+        }
+        deliver(head, body)
+    }
+
+    /// Stops accepting SDUs: every one handed over before goes to `body`, oldest first, and
+    /// every hand-over from now on fails (on the executor).
+    func close(_ body: (PendingSDU) -> Void) {
+        let head = pushed.exchange(Self.closedMark, ordering: .acquiring)
+        guard head?.toOpaque() != Self.closedMark.toOpaque() else { return }
+        deliver(head, body)
+    }
+
+    /// Hands a newest-first chain to `body` oldest first (the chain's retain goes with each).
+    private func deliver(_ chain: Unmanaged<PendingSDU>?, _ body: (PendingSDU) -> Void) {
+        guard var head = chain else { return }
         // Reverse the newest-first chain, then hand each over (the chain's retain goes with it).
         var reversed: Unmanaged<PendingSDU>?
         while true {
