@@ -115,16 +115,16 @@ extension KernelTierGuestTests {
 
             // High needs MITM protection, which no input and no output on both sides cannot
             // give: the kernel pairs again asking for MITM, gets Just Works and ends the
-            // pairing itself (Authentication Requirements). The link stays up and plain, so
-            // the wait ends at the timeout with the typed error.
+            // pairing itself (Authentication Requirements). The link stays up and plain; the
+            // Pairing Failed the kernel sent ends the wait with the typed error.
             do {
                 let high = try await L2CAPSocketChannel.connect(adapterIndex: 0, peer: KernelTierGuest.hrm, security: .authenticated, executor: executor, timeout: .seconds(30))
                 high.close()
                 throw Unexpected(what: "the kernel reached \(high.securityLevel.map { "\($0)" } ?? "?") with a Just Works peer")
             } catch let error as L2CAPSocketError {
                 print("kernel mode, BT_SECURITY high: \(error)")
-                guard case .securityNotReached(_, .authenticated, let reached) = error else { throw error }
-                try #require(reached == SecurityLevel.none, "\(error)")
+                guard case .securityFailed(_, .authenticated, .pairingFailed(let reason, let byPeer)?, _) = error else { throw error }
+                try #require(reason == .authenticationRequirements && !byPeer, "\(error)")
             }
             let requests = log.smp(.sent).filter { $0.first == 0x01 }
             try #require(requests.count >= 2 && requests.dropFirst().allSatisfy { $0.count == 7 && $0[3] & 0x04 != 0 }, "the Pairing Requests for high should ask for MITM: \(requests.map(hex))")

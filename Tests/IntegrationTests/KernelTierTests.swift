@@ -20,7 +20,7 @@ struct KernelTierTests {
     /// The guest tests, each printing `KERNEL-TIER PASS <name>` when it got to its end.
     static let scenarios = [
         "adapterList", "userChannelGATT", "userChannelScanAndPeripheral", "userChannelErrors", "kernelModeGATT", "kernelModePeripheral", "kernelModeAdapterDown", "kernelModeTimeout", "rawChannelScan",
-        "kernelModeCreditChannelEcho", "kernelModeSecurity", "kernelModeEncryptedRead", "kernelModeBonding", "kernelModeHighSecurity", "monitorSeesAdapterTraffic", "monitorCommand",
+        "kernelModeCreditChannelEcho", "kernelModeSecurity", "kernelModeEncryptedRead", "kernelModeBonding", "kernelModeForgottenBond", "kernelModeWrongPasskey", "kernelModeHighSecurity", "monitorSeesAdapterTraffic", "monitorCommand",
     ]
 
     @Test("The guest run of KernelTierGuestTests exits 0")

@@ -13,9 +13,11 @@ extension L2CAPSocketChannel {
     /// holds the socket (state BT_CONFIG for the ATT channel, suspended for a PSM) until the
     /// link is encrypted, then makes it writable again. EINVAL means the kernel cannot raise it
     /// (no SMP channel) or it is already there; the caller compares the level either way.
-    /// On a failure or after `limit` the socket is closed.
+    /// On a failure (`failure` names it from the errno; a failure `watch` sees ends the wait
+    /// at once) or after `limit` the socket is closed.
     static func raiseSecurity(
-        _ fd: Int32, to level: SecurityLevel, peerName: String, executor: AdapterExecutor, within limit: Duration
+        _ fd: Int32, to level: SecurityLevel, peerName: String, executor: AdapterExecutor, within limit: Duration,
+        failure: @escaping (Int32) -> L2CAPSocketError, watch: KernelSecurityWatch?
     ) async throws(L2CAPSocketError) {
         guard (Self.level(kernel: chci_get_bt_security(fd)) ?? .none) < level else { return }
         guard chci_set_bt_security(fd, UInt8(level.rawValue)) == 0 else { return }
@@ -27,8 +29,7 @@ extension L2CAPSocketChannel {
             _ = Glibc.close(fd)
             throw error
         }
-        try await ConnectWait(fd: fd, queue: executor.queue, peerName: peerName, failure: { err in
-            connectError(err, peerName: peerName)
-        }, timedOut: notReached).run(timeout: limit)
+        try await ConnectWait(fd: fd, queue: executor.queue, peerName: peerName, failure: failure,
+                              timedOut: notReached, watch: watch, requested: level).run(timeout: limit)
     }
 }

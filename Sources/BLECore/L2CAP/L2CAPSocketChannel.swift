@@ -31,6 +31,11 @@ public enum L2CAPSocketError: Error, Sendable, Equatable, CustomStringConvertibl
     /// management interface before the adapter was powered on, as bluetoothd does), or the
     /// pairing failed (MITM protection without an agent); the socket was closed.
     case securityNotReached(peer: String, requested: SecurityLevel, reached: SecurityLevel?)
+    /// The kernel's pairing or encryption for `requested` failed and the socket was closed.
+    /// `failure` says how, from the adapter's HCI traffic (nil when the process may not read
+    /// the HCI monitor, CAP_NET_RAW); `errno` is what the socket reported (nil when the
+    /// failure was seen before the kernel ended the socket).
+    case securityFailed(peer: String, requested: SecurityLevel, failure: KernelSecurityFailure?, errno: Int32?)
 
     public var description: String {
         switch self {
@@ -56,6 +61,18 @@ public enum L2CAPSocketError: Error, Sendable, Equatable, CustomStringConvertibl
                 ? "'\(requested)' needs MITM protection, which Just Works pairing cannot give: the kernel pairs as no input, no output unless an agent says otherwise (KernelPairingAgent(index:ioCapability:answer:) with .keyboardDisplay, or bluetoothd's agent), and the peer must be able to show or enter a passkey or compare a number; or ask for 'encrypted'"
                 : "the kernel did not pair: without bluetoothd it has no LE SMP channel (enable LE through its management interface while the adapter is down: HCIAdapters.enableLowEnergy(index:) or 'btmgmt le on', then power it up) and no one confirms its Just Works pairing (keep a KernelPairingAgent open)"
             return "the link to \(peer) stayed at security level '\(reached.map { "\($0)" } ?? "unknown")' while BT_SECURITY asked for '\(requested)': \(why)"
+        case .securityFailed(let peer, let requested, let failure, let err):
+            let socket = err.map { " (the socket: \(errnoName($0)))" } ?? ""
+            switch failure {
+            case .pairingFailed(let reason, let byPeer)?:
+                return "\(reason) pairing with \(peer) for '\(requested)': \(byPeer ? "the peer" : "the kernel") ended the pairing\(reason.advice.map { "; \($0)" } ?? "")\(socket)"
+            case .encryptionFailed(let status)? where status == .pinOrKeyMissing:
+                return "\(peer) no longer has the bond: encryption with the kernel's stored key for '\(requested)' failed with \(status)\(socket); remove the kernel's key (HCIAdapters.removeBond(index:peer:) or 'btmgmt unpair') and connect again to pair"
+            case .encryptionFailed(let status)?:
+                return "encryption with the kernel's stored key for \(peer) ('\(requested)') failed with \(status)\(socket)"
+            case nil:
+                return "the kernel could not secure the link to \(peer) for '\(requested)'\(socket): a wrong passkey, a refused confirmation or a peer that no longer has the bond; the HCI traffic says which (btmon, or give the program CAP_NET_RAW and this error names the SMP reason)"
+            }
         case .channelRefused(let peer, let psm, let security, let err):
             let level = security.map { " or could not reach the security level asked for (\($0))" } ?? " or needs a security level (pass security:)"
             return "\(peer) refused the L2CAP channel to PSM \(psm.hex) (\(errnoName(err))): the peer may not serve this PSM\(level)"
@@ -150,6 +167,9 @@ public final class L2CAPSocketChannel: L2CAPChannel, @unchecked Sendable { // st
         let name = "\(peer)"
         let start = ContinuousClock.now
         let fd = try openBound(adapter: adapter, fixedChannel: psm == nil, peerName: name)
+        // Opened before connect(): a stored key is used as soon as the link is up.
+        let watch = (security ?? .none) > .none ? KernelSecurityWatch(peer: peer, adapter: adapter) : nil
+        defer { watch?.close() }
         do throws(L2CAPSocketError) {
             if let security { try setSecurity(fd, security, peerName: name) }
             if let mtu { try setReceiveMTU(fd, mtu, peerName: name) }
@@ -158,8 +178,15 @@ public final class L2CAPSocketChannel: L2CAPChannel, @unchecked Sendable { // st
             throw error
         }
         func failure(_ err: Int32) -> L2CAPSocketError {
+            if let security, let seen = watch?.failure {
+                return .securityFailed(peer: name, requested: security, failure: seen, errno: err)
+            }
             if let psm, err == ECONNREFUSED || (security != nil && (err == EACCES || err == EPERM)) {
                 return .channelRefused(peer: name, psm: psm, security: security, errno: err)
+            }
+            // bt_to_errno(Authentication Failure, 0x05): the kernel ended the link over security.
+            if let security, security > .none, err == EACCES {
+                return .securityFailed(peer: name, requested: security, failure: nil, errno: err)
             }
             return connectError(err, peerName: name)
         }
@@ -173,10 +200,13 @@ public final class L2CAPSocketChannel: L2CAPChannel, @unchecked Sendable { // st
             }
             // Not `Waiters`: this waits in a static function before any actor on the executor
             // exists, and the outcome also decides when the socket is closed (`ConnectWait`).
-            try await ConnectWait(fd: fd, queue: executor.queue, peerName: name, failure: failure).run(timeout: timeout)
+            try await ConnectWait(fd: fd, queue: executor.queue, peerName: name, failure: failure, watch: watch, requested: security).run(timeout: timeout)
         }
         if let security, security > .none {
-            try await raiseSecurity(fd, to: security, peerName: name, executor: executor, within: timeout - (ContinuousClock.now - start))
+            let handle = chci_l2cap_handle(fd)
+            if handle >= 0 { watch?.adopt(handle: UInt16(handle)) }
+            try await raiseSecurity(fd, to: security, peerName: name, executor: executor, within: timeout - (ContinuousClock.now - start),
+                                    failure: failure, watch: watch)
         }
         let channel = L2CAPSocketChannel(fd: fd, peer: peer, psm: psm, executor: executor)
         if let security, security > .none, (channel.securityLevel ?? .none) < security {
@@ -419,18 +449,23 @@ final class ConnectWait: @unchecked Sendable { // state touched only on `queue`
     let failure: (Int32) -> L2CAPSocketError
     /// The error for the timeout, made on `queue` before the fd is closed; nil: `.timeout`.
     let timedOut: (() -> L2CAPSocketError)?
+    /// With a security level asked for: a failure the watch sees ends the wait at once.
+    let watch: KernelSecurityWatch?
+    let requested: SecurityLevel?
     private var continuation: CheckedContinuation<Result<Void, L2CAPSocketError>, Never>?
     private var source: DispatchSourceWrite?
     private var timer: (any ScheduledTimer)?
     private var outcome: Result<Void, L2CAPSocketError>?
 
     init(fd: Int32, queue: DispatchQueue, peerName: String, failure: @escaping (Int32) -> L2CAPSocketError,
-         timedOut: (() -> L2CAPSocketError)? = nil) {
+         timedOut: (() -> L2CAPSocketError)? = nil, watch: KernelSecurityWatch? = nil, requested: SecurityLevel? = nil) {
         self.fd = fd
         self.queue = queue
         self.peerName = peerName
         self.failure = failure
         self.timedOut = timedOut
+        self.watch = watch
+        self.requested = requested
     }
 
     /// Waits for the outcome, at most `timeout`; cancelling the task ends the wait with
@@ -464,6 +499,13 @@ final class ConnectWait: @unchecked Sendable { // state touched only on `queue`
             queue.async { self.finish(.failure(self.timedOut?() ?? .timeout(peer: self.peerName, milliseconds: milliseconds))) }
         }
         source.resume()
+        if let watch, let requested {
+            let peerName = self.peerName, queue = self.queue
+            watch.onFailure { [weak self] seen in
+                guard let self else { return }
+                queue.async { self.finish(.failure(.securityFailed(peer: peerName, requested: requested, failure: seen, errno: nil))) }
+            }
+        }
     }
 
     /// Ends the wait once. With a source, the waiter resumes only from its cancel handler,
