@@ -51,7 +51,9 @@ Prints "ready" on stdout once the peripheral advertises; runs until killed.
 
 import argparse
 import asyncio
+import errno
 import logging
+import os
 import signal
 
 from bumble import gatt, l2cap
@@ -195,9 +197,32 @@ async def notify_heart_rate(device: Device, measurement: gatt.Characteristic) ->
             logging.warning("notification not sent: %s", error)
 
 
+def drop_while_adapter_down(transport) -> None:
+    """Writes controller-to-host packets to /dev/vhci directly, dropping those the kernel refuses.
+
+    While the kernel's adapter is down, a write to /dev/vhci fails with ENXIO (hci_recv_frame
+    takes packets only while the adapter is up or initialising); a controller still sends then,
+    e.g. the end of a link the kernel left open when it powered the adapter off. asyncio's pipe
+    transport takes any write error as fatal and closes the file, which unregisters hci0 for
+    good. The kernel drops such a packet either way; so does this.
+    """
+    fd = transport.sink.transport.get_extra_info("pipe").fileno()
+
+    def on_packet(packet: bytes) -> None:
+        try:
+            os.write(fd, packet)
+        except OSError as error:
+            if error.errno != errno.ENXIO:
+                raise
+            logging.info("adapter down: dropped %s", packet[:8].hex())
+
+    transport.sink.on_packet = on_packet
+
+
 async def run(vhci_path: str, address: str) -> None:
     link = LocalLink()
     async with await open_transport(f"vhci:{vhci_path}") as transport:
+        drop_while_adapter_down(transport)
         # The controller the kernel talks to through /dev/vhci.
         kernel_controller = Controller(
             "kernel",
