@@ -97,16 +97,11 @@ extension KernelTierGuestTests {
             // the kernel's key (removeBond) the next link pairs again.
             try await Self.forgetBonds(at: KernelTierGuest.hrm, executor: executor, scheduler: scheduler)
             try await links.endAll()
-            do {
-                let stale = try await L2CAPSocketChannel.connect(adapterIndex: 0, peer: KernelTierGuest.hrm, security: .encrypted, executor: executor, timeout: .seconds(60))
-                stale.close()
-                throw Unexpected(what: "the kernel reached \(stale.securityLevel.map { "\($0)" } ?? "?") with a key HRM forgot")
-            } catch let error as L2CAPSocketError {
-                print("kernel mode, a peer that forgot the bond: \(error)")
-                guard case .securityFailed(let peer, .encrypted, .encryptionFailed(let status)?, _) = error else { throw error }
-                try #require(status == .pinOrKeyMissing && peer == "\(KernelTierGuest.hrm)", "\(error)")
-                try #require("\(error)".contains("no longer has the bond") && "\(error)".contains("removeBond"), "\(error)")
-            }
+            let stale = try await Self.refusal(KernelTierGuest.hrm, .encrypted, executor: executor, timeout: .seconds(60))
+            print("kernel mode, a peer that forgot the bond: \(stale)")
+            guard case .securityFailed(let stalePeer, .encrypted, .encryptionFailed(let status)?, _) = stale else { throw stale }
+            try #require(status == .pinOrKeyMissing && stalePeer == "\(KernelTierGuest.hrm)", "\(stale)")
+            try #require("\(stale)".contains("no longer has the bond") && "\(stale)".contains("removeBond"), "\(stale)")
             try await links.endAll()
             let refused = Self.enableEncryptionKeys(log).dropFirst(encryptionsBefore + 1)
             try #require(refused.count == 1 && refused.first == firstLTK, "expected one HCI_LE_Enable_Encryption with the forgotten key, got \(refused.map(hex))")
@@ -132,16 +127,11 @@ extension KernelTierGuestTests {
             // Confirm Value Failed (Vol 3, Part H, 2.3.5.6.3): a typed error naming KEY and the
             // reason, no key, and the characteristic stays refused.
             let wrongMark = log.smp(.received).count
-            do {
-                let wrong = try await L2CAPSocketChannel.connect(adapterIndex: 0, peer: Self.keypad, security: .authenticated, executor: executor, timeout: .seconds(60))
-                wrong.close()
-                throw Unexpected(what: "the kernel reached \(wrong.securityLevel.map { "\($0)" } ?? "?") with a wrong passkey")
-            } catch let error as L2CAPSocketError {
-                print("kernel mode, a wrong passkey: \(error)")
-                guard case .securityFailed(let peer, .authenticated, .pairingFailed(let reason, let byPeer)?, _) = error else { throw error }
-                try #require(reason == .confirmValueFailed && byPeer && peer == "\(Self.keypad)", "\(error)")
-                try #require("\(error)".hasPrefix("Confirm Value Failed (0x04) pairing with \(Self.keypad)"), "\(error)")
-            }
+            let wrong = try await Self.refusal(Self.keypad, .authenticated, executor: executor, timeout: .seconds(60))
+            print("kernel mode, a wrong passkey: \(wrong)")
+            guard case .securityFailed(let wrongPeer, .authenticated, .pairingFailed(let reason, let byPeer)?, _) = wrong else { throw wrong }
+            try #require(reason == .confirmValueFailed && byPeer && wrongPeer == "\(Self.keypad)", "\(wrong)")
+            try #require("\(wrong)".hasPrefix("Confirm Value Failed (0x04) pairing with \(Self.keypad)"), "\(wrong)")
             try await links.endAll()
             try #require(log.smp(.received).dropFirst(wrongMark).contains([0x05, 0x04]), "no Pairing Failed (Confirm Value Failed) from KEY")
             try #require(agent.questions.last == .passkey(peer: Self.keypad) && !agent.keys.contains { $0.peer == Self.keypad }, "questions \(agent.questions), keys \(agent.keys)")

@@ -3,8 +3,8 @@ import Synchronization
 /// Watches the kernel's HCI monitor channel (`HCIMonitor`) while the kernel secures one link
 /// for an L2CAP socket, for the packet that says why it failed (see `Tracker`). The kernel
 /// hands a packet to the monitor before it acts on it, and ends the socket only after a
-/// further round trip to the controller (HCI_Disconnect, then Disconnection Complete), so the
-/// watch sees the failure first.
+/// further round trip to the controller (HCI_Disconnect, then Disconnection Complete), so when
+/// the socket reports the failure the watch has seen why.
 final class KernelSecurityWatch: Sendable {
     /// Follows one link to `peer` through monitor events: its connection handle from the LE
     /// Connection Complete (or Enhanced Connection Complete, Vol 4, Part E, 7.7.65.1 and
@@ -65,7 +65,6 @@ final class KernelSecurityWatch: Sendable {
     private struct State {
         var tracker: Tracker
         var failure: KernelSecurityFailure?
-        var onFailure: (@Sendable (KernelSecurityFailure) -> Void)?
     }
 
     private final class Box: Sendable {
@@ -86,12 +85,9 @@ final class KernelSecurityWatch: Sendable {
         self.box = box
         reader = Task {
             for await event in monitor.events {
-                let seen = box.state.withLock { s -> (KernelSecurityFailure, (@Sendable (KernelSecurityFailure) -> Void)?)? in
-                    guard s.failure == nil, let failure = s.tracker.step(event) else { return nil }
-                    s.failure = failure
-                    return (failure, s.onFailure)
+                box.state.withLock { s in
+                    if s.failure == nil { s.failure = s.tracker.step(event) }
                 }
-                if let seen { seen.1?(seen.0) }
             }
         }
     }
@@ -105,15 +101,6 @@ final class KernelSecurityWatch: Sendable {
 
     /// The failure seen so far, if any.
     var failure: KernelSecurityFailure? { box.state.withLock { $0.failure } }
-
-    /// Calls `body` once with the failure (at once if it was seen already).
-    func onFailure(_ body: @escaping @Sendable (KernelSecurityFailure) -> Void) {
-        let seen = box.state.withLock { s -> KernelSecurityFailure? in
-            if s.failure == nil { s.onFailure = body }
-            return s.failure
-        }
-        if let seen { body(seen) }
-    }
 
     /// Takes the link's handle from a connected socket (L2CAP_CONNINFO) when no LE
     /// Connection Complete named it (the link was up before the watch opened).

@@ -28,13 +28,14 @@ public enum L2CAPSocketError: Error, Sendable, Equatable, CustomStringConvertibl
     case channelRefused(peer: String, psm: UInt16, security: SecurityLevel?, errno: Int32)
     /// The link did not reach the security level asked for within the connect timeout: the
     /// kernel did not pair (it has no LE SMP channel unless LE was enabled through its
-    /// management interface before the adapter was powered on, as bluetoothd does), or the
-    /// pairing failed (MITM protection without an agent); the socket was closed.
+    /// management interface before the adapter was powered on, as bluetoothd does), or its
+    /// pairing did not end in time (nobody answered its question); a pairing seen failing is
+    /// `.securityFailed`. The socket was closed.
     case securityNotReached(peer: String, requested: SecurityLevel, reached: SecurityLevel?)
     /// The kernel's pairing or encryption for `requested` failed and the socket was closed.
     /// `failure` says how, from the adapter's HCI traffic (nil when the process may not read
-    /// the HCI monitor, CAP_NET_RAW); `errno` is what the socket reported (nil when the
-    /// failure was seen before the kernel ended the socket).
+    /// the HCI monitor, CAP_NET_RAW); `errno` is what the socket reported (nil when the kernel
+    /// kept the link and the wait ended at the timeout).
     case securityFailed(peer: String, requested: SecurityLevel, failure: KernelSecurityFailure?, errno: Int32?)
 
     public var description: String {
@@ -200,7 +201,7 @@ public final class L2CAPSocketChannel: L2CAPChannel, @unchecked Sendable { // st
             }
             // Not `Waiters`: this waits in a static function before any actor on the executor
             // exists, and the outcome also decides when the socket is closed (`ConnectWait`).
-            try await ConnectWait(fd: fd, queue: executor.queue, peerName: name, failure: failure, watch: watch, requested: security).run(timeout: timeout)
+            try await ConnectWait(fd: fd, queue: executor.queue, peerName: name, failure: failure).run(timeout: timeout)
         }
         if let security, security > .none {
             let handle = chci_l2cap_handle(fd)
@@ -449,23 +450,18 @@ final class ConnectWait: @unchecked Sendable { // state touched only on `queue`
     let failure: (Int32) -> L2CAPSocketError
     /// The error for the timeout, made on `queue` before the fd is closed; nil: `.timeout`.
     let timedOut: (() -> L2CAPSocketError)?
-    /// With a security level asked for: a failure the watch sees ends the wait at once.
-    let watch: KernelSecurityWatch?
-    let requested: SecurityLevel?
     private var continuation: CheckedContinuation<Result<Void, L2CAPSocketError>, Never>?
     private var source: DispatchSourceWrite?
     private var timer: (any ScheduledTimer)?
     private var outcome: Result<Void, L2CAPSocketError>?
 
     init(fd: Int32, queue: DispatchQueue, peerName: String, failure: @escaping (Int32) -> L2CAPSocketError,
-         timedOut: (() -> L2CAPSocketError)? = nil, watch: KernelSecurityWatch? = nil, requested: SecurityLevel? = nil) {
+         timedOut: (() -> L2CAPSocketError)? = nil) {
         self.fd = fd
         self.queue = queue
         self.peerName = peerName
         self.failure = failure
         self.timedOut = timedOut
-        self.watch = watch
-        self.requested = requested
     }
 
     /// Waits for the outcome, at most `timeout`; cancelling the task ends the wait with
@@ -499,13 +495,6 @@ final class ConnectWait: @unchecked Sendable { // state touched only on `queue`
             queue.async { self.finish(.failure(self.timedOut?() ?? .timeout(peer: self.peerName, milliseconds: milliseconds))) }
         }
         source.resume()
-        if let watch, let requested {
-            let peerName = self.peerName, queue = self.queue
-            watch.onFailure { [weak self] seen in
-                guard let self else { return }
-                queue.async { self.finish(.failure(.securityFailed(peer: peerName, requested: requested, failure: seen, errno: nil))) }
-            }
-        }
     }
 
     /// Ends the wait once. With a source, the waiter resumes only from its cancel handler,
