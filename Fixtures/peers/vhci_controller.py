@@ -21,7 +21,11 @@ The peripheral also serves, for the kernel's L2CAP sockets:
     link (else ATT error Insufficient Encryption 0x0F), and B1E5E000-5EC0-4E00-8000-000000000004
     (read, no security) whose one octet counts the pairings peers started with HRM since the
     fixture started (Bumble's pairing_start), so a test can see from the peer's side whether
-    a connection paired again. Pairing is Bumble's default: Secure Connections or legacy, no
+    a connection paired again, and B1E5E000-5EC0-4E00-8000-000000000007 (read, write, no
+    security): reading gives the number of peers HRM holds keys for (one octet), writing any
+    value makes HRM forget every bond, as a device does after a factory reset (its next Long
+    Term Key Request is answered with a negative reply, so the central's encryption with the
+    old key fails with PIN or Key Missing, 0x06). Pairing is Bumble's default: Secure Connections or legacy, no
     input/no output (Just Works), bonding; Bumble keeps the keys in memory.
 
 A second peripheral on the same link, for pairing with MITM protection:
@@ -73,6 +77,7 @@ LE_ACL_BUFFER_SIZE = 1000
 SECURE_SERVICE = "B1E5E000-5EC0-4E00-8000-000000000001"
 SECURE_CHARACTERISTIC = "B1E5E000-5EC0-4E00-8000-000000000002"
 PAIRING_COUNTER = "B1E5E000-5EC0-4E00-8000-000000000004"
+BOND_ERASER = "B1E5E000-5EC0-4E00-8000-000000000007"
 ADVERTISING_DATA = bytes.fromhex("020106" "0409" "48524d" "0303" "0d18")
 KEYPAD_ADDRESS = "F0:00:00:00:4B:45"
 KEYPAD_PASSKEY = 123456
@@ -122,6 +127,24 @@ def pairing_counter(device: Device) -> gatt.Service:
         gatt.CharacteristicValue(read=lambda _connection: bytes([started[0] & 0xFF])),
     )
     return gatt.Service("B1E5E000-5EC0-4E00-8000-000000000006", [counter])
+
+
+def bond_eraser(device: Device) -> gatt.Service:
+    """A service whose one characteristic counts `device`'s bonds (read) and forgets them (write)."""
+
+    async def count(_connection) -> bytes:
+        return bytes([len(await device.keystore.get_all()) & 0xFF])
+
+    async def forget(_connection, _value) -> None:
+        await device.keystore.delete_all()
+
+    eraser = gatt.Characteristic(
+        BOND_ERASER,
+        gatt.Characteristic.Properties.READ | gatt.Characteristic.Properties.WRITE,
+        gatt.Characteristic.READABLE | gatt.Characteristic.WRITEABLE,
+        gatt.CharacteristicValue(read=count, write=forget),
+    )
+    return gatt.Service("B1E5E000-5EC0-4E00-8000-000000000008", [eraser])
 
 
 class ShownPasskey(PairingDelegate):
@@ -293,6 +316,7 @@ async def run(vhci_path: str, address: str) -> None:
         device.add_service(service)
         device.add_service(secure_service())
         device.add_service(pairing_counter(device))
+        device.add_service(bond_eraser(device))
         serve_echo(device)
         serve_call_back(device)
         notifier = asyncio.create_task(notify_heart_rate(device, service.characteristics[0]))

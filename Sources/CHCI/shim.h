@@ -100,6 +100,16 @@ static inline int chci_l2cap_local_cid(int fd) {
     return btohs(addr.l2_cid);
 }
 
+/* The HCI connection handle under a connected L2CAP socket (L2CAP_CONNINFO), or -1 with
+ * errno set (ENOTCONN while the kernel holds the channel for security). */
+static inline int chci_l2cap_handle(int fd) {
+    struct l2cap_conninfo info;
+    socklen_t len = sizeof(info);
+    memset(&info, 0, sizeof(info));
+    if (getsockopt(fd, SOL_L2CAP, L2CAP_CONNINFO, &info, &len) < 0) return -1;
+    return info.hci_handle;
+}
+
 /* BT_SECURITY (SOL_BLUETOOTH): sets or reads the security level (BT_SECURITY_LOW..FIPS). */
 static inline int chci_set_bt_security(int fd, uint8_t level) {
     struct bt_security sec;

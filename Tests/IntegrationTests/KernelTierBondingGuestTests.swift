@@ -1,6 +1,7 @@
 import ATT
 import BLECore
 import Foundation
+import Synchronization
 import Testing
 
 #if canImport(Glibc)
@@ -28,6 +29,9 @@ extension KernelTierGuestTests {
     static let keypadPasskey: UInt32 = 123_456
     static let authenticatedValue = BluetoothUUID("B1E5E000-5EC0-4E00-8000-000000000003")!
     static let pairingCounter = BluetoothUUID("B1E5E000-5EC0-4E00-8000-000000000004")!
+    static let bondEraser = BluetoothUUID("B1E5E000-5EC0-4E00-8000-000000000007")!
+    /// The forgotten-bond step runs only with BLE_KERNEL_TIER_FORGOTTEN_BOND=1 (see there).
+    static let forgottenBondEnabled = ProcessInfo.processInfo.environment["BLE_KERNEL_TIER_FORGOTTEN_BOND"] == "1"
 
     /// Bonding, then BT_SECURITY high. Called at the end of `kernelModeSecurity`, whose first
     /// part needs the kernel as no bluetoothd left it (LE never enabled through the
@@ -38,9 +42,11 @@ extension KernelTierGuestTests {
         try HCIAdapters.enableLowEnergy(index: 0)
         try HCIAdapters.enableSecureConnections(index: 0)
         try HCIAdapters.enableBonding(index: 0)
+        // The passkey the agent types for KEY: a wrong one first (step 4), then the one shown.
+        let typed = Typed(111_111)
         let agent = try KernelPairingAgent(index: 0, ioCapability: .keyboardDisplay) { question in
             switch question {
-            case .passkey(let peer) where peer == Self.keypad: .passkey(Self.keypadPasskey)
+            case .passkey(let peer) where peer == Self.keypad: .passkey(typed.value.withLock { $0 })
             case .justWorks: .confirm
             default: .refuse
             }
@@ -88,7 +94,30 @@ extension KernelTierGuestTests {
             try #require(agent.questions.count == 1, "\(agent.questions)")
             print("kernel mode bonding: a new process re-encrypted with the stored key, no pairing")
 
-            // 3. Without the kernel's key the next link pairs again.
+            // 3. HRM forgets the bond (as after a factory reset): the kernel's encryption with
+            // its stored key fails with PIN or Key Missing, a typed error that says so; without
+            // the kernel's key (removeBond) the next link pairs again.
+            // Opt-in (BLE_KERNEL_TIER_FORGOTTEN_BOND=1): in full guest runs Debian's 6.1 kernel
+            // oopsed here (list corruption in l2cap_chan_put, from l2cap_sock_release).
+            if Self.forgottenBondEnabled {
+                try await Self.forgetBonds(at: KernelTierGuest.hrm, executor: executor, scheduler: scheduler)
+                try await links.endAll()
+                let stale = try await Self.refusal(KernelTierGuest.hrm, .encrypted, executor: executor, timeout: .seconds(60))
+                print("kernel mode, a peer that forgot the bond: \(stale)")
+                guard case .securityFailed(let stalePeer, .encrypted, .encryptionFailed(let status)?, _) = stale else { throw stale }
+                try #require(status == .pinOrKeyMissing && stalePeer == "\(KernelTierGuest.hrm)", "\(stale)")
+                try #require("\(stale)".contains("no longer has the bond") && "\(stale)".contains("removeBond"), "\(stale)")
+                try await links.endAll()
+                let refused = Self.enableEncryptionKeys(log).dropFirst(encryptionsBefore + 1)
+                try #require(refused.count == 1 && refused.first == firstLTK, "expected one HCI_LE_Enable_Encryption with the forgotten key, got \(refused.map(hex))")
+                let keyMissing = await log.wait(within: .seconds(10)) { entries in
+                    entries.contains { entry in
+                        guard entry.direction == .received, case .event(let e) = entry.packet, e.code == 0x08 || e.code == 0x59 else { return false }
+                        return e.parameters.first == 0x06
+                    }
+                }
+                try #require(keyMissing, "no Encryption Change with status 0x06 (PIN or Key Missing)")
+            }
             try #require(try HCIAdapters.removeBond(index: 0, peer: KernelTierGuest.hrm), "the kernel had no keys for HRM")
             let repaired = try await L2CAPSocketChannel.connect(adapterIndex: 0, peer: KernelTierGuest.hrm, security: .encrypted, executor: executor, timeout: .seconds(60))
             let counted = try await Self.read(Self.pairingCounter, ATTBearer(channel: repaired, scheduler: scheduler))
@@ -97,8 +126,36 @@ extension KernelTierGuestTests {
             try #require(counted.count == 1 && pairings.count == 1 && counted[0] == pairings[0] &+ 1, "after removeBond: \(pairings) then \(counted)")
             try #require(agent.questions.count == 2, "\(agent.questions)")
             KernelTierGuest.pass("kernelModeBonding")
+            if Self.forgottenBondEnabled { KernelTierGuest.pass("kernelModeForgottenBond") }
 
-            // 4. High: KEY shows a passkey, the agent types it (the kernel as KeyboardDisplay).
+            // 4. A wrong passkey: KEY shows 123456, the agent types 111111. The peer's check of
+            // the first passkey bit fails (the two differ in bit 0) and it sends Pairing Failed,
+            // Confirm Value Failed (Vol 3, Part H, 2.3.5.6.3): a typed error naming KEY and the
+            // reason, no key, and the characteristic stays refused.
+            let wrongMark = log.smp(.received).count
+            let wrong = try await Self.refusal(Self.keypad, .authenticated, executor: executor, timeout: .seconds(60))
+            print("kernel mode, a wrong passkey: \(wrong)")
+            guard case .securityFailed(let wrongPeer, .authenticated, .pairingFailed(let reason, let byPeer)?, _) = wrong else { throw wrong }
+            try #require(reason == .confirmValueFailed && byPeer && wrongPeer == "\(Self.keypad)", "\(wrong)")
+            try #require("\(wrong)".hasPrefix("Confirm Value Failed (0x04) pairing with \(Self.keypad)"), "\(wrong)")
+            try await links.endAll()
+            try #require(log.smp(.received).dropFirst(wrongMark).contains([0x05, 0x04]), "no Pairing Failed (Confirm Value Failed) from KEY")
+            try #require(agent.questions.last == .passkey(peer: Self.keypad) && !agent.keys.contains { $0.peer == Self.keypad }, "questions \(agent.questions), keys \(agent.keys)")
+            let plain = try await L2CAPSocketChannel.connect(adapterIndex: 0, peer: Self.keypad, executor: executor, timeout: .seconds(60))
+            do {
+                let value = try await Self.read(Self.authenticatedValue, ATTBearer(channel: plain, scheduler: scheduler))
+                plain.close()
+                throw Unexpected(what: "read \(value) from KEY after a failed pairing")
+            } catch let error as ATTError {
+                guard case .errorResponse(let code, _, _) = error else { throw error }
+                try #require(code == ATTErrorCode(0x05) || code == ATTErrorCode(0x0F), "error \(code)")
+            }
+            plain.close()
+            try await links.endAll()
+            KernelTierGuest.pass("kernelModeWrongPasskey")
+
+            // 5. High: KEY shows a passkey, the agent types it (the kernel as KeyboardDisplay).
+            typed.value.withLock { $0 = Self.keypadPasskey }
             let smpMark = log.smp(.sent).count
             let high = try await L2CAPSocketChannel.connect(adapterIndex: 0, peer: Self.keypad, security: .authenticated, executor: executor, timeout: .seconds(60))
             let level = try #require(high.securityLevel)
@@ -130,6 +187,24 @@ extension KernelTierGuestTests {
         try HCIAdapters.bringDown(index: 0)
         try Self.restoreManagementState()
         KernelTierGuest.pass("kernelModeHighSecurity")
+    }
+
+    /// Makes `peer` forget every bond (Fixtures/peers/vhci_controller.py: a write to
+    /// B1E5E000-5EC0-4E00-8000-000000000007), over a link without security; the same
+    /// characteristic's count goes from 1 to 0.
+    static func forgetBonds(at peer: LEAddress, executor: AdapterExecutor, scheduler: DispatchTimerScheduler) async throws {
+        let link = try await L2CAPSocketChannel.connect(adapterIndex: 0, peer: peer, executor: executor, timeout: .seconds(60))
+        defer { link.close() }
+        let bearer = ATTBearer(channel: link, scheduler: scheduler)
+        let pdu = ATTPDU.readByTypeRequest(range: ATTHandleRange(start: 0x0001, end: 0xFFFF), type: Self.bondEraser)
+        guard case .readByTypeResponse(let entries) = try await bearer.request(pdu), let entry = entries.first, entries.count == 1 else {
+            throw Unexpected(what: "Read By Type \(Self.bondEraser) did not find one characteristic")
+        }
+        try #require(entry.value == [1], "\(peer) holds \(entry.value) bonds, 1 expected")
+        guard case .writeResponse = try await bearer.request(.writeRequest(handle: entry.handle, value: [0x01])) else {
+            throw Unexpected(what: "Write Request got no Write Response")
+        }
+        try #require(try await read(Self.bondEraser, bearer) == [0], "\(peer) still holds a bond")
     }
 
     /// Puts back what this scenario changed in the kernel's management state: not bondable,
@@ -171,4 +246,10 @@ extension KernelTierChildTests {
         print("pairings=\(pairings.map(String.init).joined())")
         KernelTierGuest.pass("bonded-reconnect")
     }
+}
+
+/// A passkey the agent's closure reads and the test changes.
+final class Typed: Sendable {
+    let value: Mutex<UInt32>
+    init(_ value: UInt32) { self.value = Mutex(value) }
 }

@@ -37,15 +37,10 @@ extension KernelTierGuestTests {
             // Without bluetoothd nothing enabled LE in the kernel's management interface, and
             // the kernel skips LE pairing: asking for .encrypted fails instead of going on
             // (the socket is closed before the error is thrown).
-            do {
-                let unpaired = try await L2CAPSocketChannel.connect(adapterIndex: 0, peer: KernelTierGuest.hrm, security: .encrypted, executor: executor, timeout: .seconds(40))
-                unpaired.close()
-                throw Unexpected(what: "the kernel reached \(unpaired.securityLevel.map { "\($0)" } ?? "?") without an SMP channel")
-            } catch let error as L2CAPSocketError {
-                guard case .securityNotReached(_, .encrypted, let reached) = error else { throw error }
-                try #require(reached == SecurityLevel.none, "\(error)")
-                print("kernel mode, BT_SECURITY without SMP: \(error)")
-            }
+            let unpaired = try await Self.refusal(KernelTierGuest.hrm, .encrypted, executor: executor, timeout: .seconds(40))
+            guard case .securityNotReached(_, .encrypted, let reached) = unpaired else { throw unpaired }
+            try #require(reached == SecurityLevel.none, "\(unpaired)")
+            print("kernel mode, BT_SECURITY without SMP: \(unpaired)")
             let plain = try await L2CAPSocketChannel.connect(adapterIndex: 0, peer: KernelTierGuest.hrm, executor: executor, timeout: .seconds(40))
             do {
                 let answer = try await ATTBearer(channel: plain, scheduler: scheduler).request(byUUID)
@@ -115,17 +110,12 @@ extension KernelTierGuestTests {
 
             // High needs MITM protection, which no input and no output on both sides cannot
             // give: the kernel pairs again asking for MITM, gets Just Works and ends the
-            // pairing itself (Authentication Requirements). The link stays up and plain, so
-            // the wait ends at the timeout with the typed error.
-            do {
-                let high = try await L2CAPSocketChannel.connect(adapterIndex: 0, peer: KernelTierGuest.hrm, security: .authenticated, executor: executor, timeout: .seconds(30))
-                high.close()
-                throw Unexpected(what: "the kernel reached \(high.securityLevel.map { "\($0)" } ?? "?") with a Just Works peer")
-            } catch let error as L2CAPSocketError {
-                print("kernel mode, BT_SECURITY high: \(error)")
-                guard case .securityNotReached(_, .authenticated, let reached) = error else { throw error }
-                try #require(reached == SecurityLevel.none, "\(error)")
-            }
+            // pairing itself (Authentication Requirements). The link stays up and plain; the
+            // Pairing Failed the kernel sent ends the wait with the typed error.
+            let high = try await Self.refusal(KernelTierGuest.hrm, .authenticated, executor: executor, timeout: .seconds(30))
+            print("kernel mode, BT_SECURITY high: \(high)")
+            guard case .securityFailed(_, .authenticated, .pairingFailed(let reason, let byPeer)?, _) = high else { throw high }
+            try #require(reason == .authenticationRequirements && !byPeer, "\(high)")
             let requests = log.smp(.sent).filter { $0.first == 0x01 }
             try #require(requests.count >= 2 && requests.dropFirst().allSatisfy { $0.count == 7 && $0[3] & 0x04 != 0 }, "the Pairing Requests for high should ask for MITM: \(requests.map(hex))")
             let failed = log.smp(.sent).filter { $0.first == 0x05 }
@@ -140,6 +130,20 @@ extension KernelTierGuestTests {
         KernelTierGuest.pass("kernelModeEncryptedRead")
         agent.close()
         try await Self.kernelModeBonding()
+    }
+}
+
+extension KernelTierGuestTests {
+    /// Connects to `peer` asking for `level` and returns the typed error the connection must
+    /// end with; a channel that comes up fails the test.
+    static func refusal(_ peer: LEAddress, _ level: SecurityLevel, executor: AdapterExecutor, timeout: Duration) async throws -> L2CAPSocketError {
+        do {
+            let channel = try await L2CAPSocketChannel.connect(adapterIndex: 0, peer: peer, security: level, executor: executor, timeout: timeout)
+            channel.close()
+            throw Unexpected(what: "the kernel reached \(channel.securityLevel.map { "\($0)" } ?? "?") with \(peer), asked for \(level)")
+        } catch let error as L2CAPSocketError {
+            return error
+        }
     }
 }
 

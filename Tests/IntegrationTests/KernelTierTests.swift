@@ -20,8 +20,8 @@ struct KernelTierTests {
     /// The guest tests, each printing `KERNEL-TIER PASS <name>` when it got to its end.
     static let scenarios = [
         "adapterList", "userChannelGATT", "userChannelScanAndPeripheral", "userChannelErrors", "kernelModeGATT", "kernelModePeripheral", "kernelModeAdapterDown", "kernelModeTimeout", "rawChannelScan",
-        "kernelModeCreditChannelEcho", "kernelModeListen", "kernelModeSecurity", "kernelModeEncryptedRead", "kernelModeBonding", "kernelModeHighSecurity", "monitorSeesAdapterTraffic", "monitorCommand",
-    ]
+        "kernelModeCreditChannelEcho", "kernelModeListen", "kernelModeSecurity", "kernelModeEncryptedRead", "kernelModeBonding", "kernelModeWrongPasskey", "kernelModeHighSecurity", "monitorSeesAdapterTraffic", "monitorCommand",
+    ] + (KernelTierGuestTests.forgottenBondEnabled ? ["kernelModeForgottenBond"] : [])
 
     @Test("The guest run of KernelTierGuestTests exits 0")
     func guestRunPasses() async throws {
@@ -83,7 +83,8 @@ enum KernelTierVM {
         let root = repositoryRoot
         let run = try await Subprocess.run(
             root.appendingPathComponent("scripts/kernel-vm"),
-            ["--timeout", "\(vmTimeoutSeconds)", "--vhci", "--",
+            ["--timeout", "\(vmTimeoutSeconds)", "--vhci"]
+                + (KernelTierGuestTests.forgottenBondEnabled ? ["--env", "BLE_KERNEL_TIER_FORGOTTEN_BOND=1"] : []) + ["--",
              binary, "--testing-library", "swift-testing", "--filter", "KernelTierGuestTests"],
             in: root, killAfter: .seconds(watchdogSeconds))
         if run.killed { throw Failure.killedAfter(seconds: watchdogSeconds, stderr: run.stderr) }

@@ -28,8 +28,9 @@ public enum L2CAPSocketError: Error, Sendable, Equatable, CustomStringConvertibl
     case channelRefused(peer: String, psm: UInt16, security: SecurityLevel?, errno: Int32)
     /// The link did not reach the security level asked for within the connect timeout: the
     /// kernel did not pair (it has no LE SMP channel unless LE was enabled through its
-    /// management interface before the adapter was powered on, as bluetoothd does), or the
-    /// pairing failed (MITM protection without an agent); the socket was closed.
+    /// management interface before the adapter was powered on, as bluetoothd does), or its
+    /// pairing did not end in time (nobody answered its question); a pairing seen failing is
+    /// `.securityFailed`. The socket was closed.
     case securityNotReached(peer: String, requested: SecurityLevel, reached: SecurityLevel?)
     /// Another socket (this program's or another's) listens on `psm` already (EADDRINUSE).
     case psmInUse(psm: UInt16, errno: Int32)
@@ -40,6 +41,11 @@ public enum L2CAPSocketError: Error, Sendable, Equatable, CustomStringConvertibl
     case acceptTimeout(psm: UInt16, after: Duration)
     /// The task waiting in `accept` for a channel to `psm` was cancelled; the listener goes on.
     case acceptCancelled(psm: UInt16)
+    /// The kernel's pairing or encryption for `requested` failed and the socket was closed.
+    /// `failure` says how, from the adapter's HCI traffic (nil when the process may not read
+    /// the HCI monitor, CAP_NET_RAW); `errno` is what the socket reported (nil when the kernel
+    /// kept the link and the wait ended at the timeout).
+    case securityFailed(peer: String, requested: SecurityLevel, failure: KernelSecurityFailure?, errno: Int32?)
 
     public var description: String {
         switch self {
@@ -73,6 +79,18 @@ public enum L2CAPSocketError: Error, Sendable, Equatable, CustomStringConvertibl
             return "no peer opened a channel to PSM \(psm.hex) within \(after); the listener goes on (wait again, or check that the peer knows this PSM and is connected)"
         case .acceptCancelled(let psm):
             return "waiting for a channel to PSM \(psm.hex) was cancelled; the listener goes on"
+        case .securityFailed(let peer, let requested, let failure, let err):
+            let socket = err.map { " (the socket: \(errnoName($0)))" } ?? ""
+            switch failure {
+            case .pairingFailed(let reason, let byPeer)?:
+                return "\(reason) pairing with \(peer) for '\(requested)': \(byPeer ? "the peer" : "the kernel") ended the pairing\(reason.advice.map { "; \($0)" } ?? "")\(socket)"
+            case .encryptionFailed(let status)? where status == .pinOrKeyMissing:
+                return "\(peer) no longer has the bond: encryption with the kernel's stored key for '\(requested)' failed with \(status)\(socket); remove the kernel's key (HCIAdapters.removeBond(index:peer:) or 'btmgmt unpair') and connect again to pair"
+            case .encryptionFailed(let status)?:
+                return "encryption with the kernel's stored key for \(peer) ('\(requested)') failed with \(status)\(socket)"
+            case nil:
+                return "the kernel could not secure the link to \(peer) for '\(requested)'\(socket): a wrong passkey, a refused confirmation or a peer that no longer has the bond; the HCI traffic says which (btmon, or give the program CAP_NET_RAW and this error names the SMP reason)"
+            }
         case .channelRefused(let peer, let psm, let security, let err):
             let level = security.map { " or could not reach the security level asked for (\($0))" } ?? " or needs a security level (pass security:)"
             return "\(peer) refused the L2CAP channel to PSM \(psm.hex) (\(errnoName(err))): the peer may not serve this PSM\(level)"
@@ -167,6 +185,9 @@ public final class L2CAPSocketChannel: L2CAPChannel, @unchecked Sendable { // st
         let name = "\(peer)"
         let start = ContinuousClock.now
         let fd = try openBound(adapter: adapter, fixedChannel: psm == nil, peerName: name)
+        // Opened before connect(): a stored key is used as soon as the link is up.
+        let watch = (security ?? .none) > .none ? KernelSecurityWatch(peer: peer, adapter: adapter) : nil
+        defer { watch?.close() }
         do throws(L2CAPSocketError) {
             if let security { try setSecurity(fd, security, peerName: name) }
             if let mtu { try setReceiveMTU(fd, mtu, peerName: name) }
@@ -175,8 +196,15 @@ public final class L2CAPSocketChannel: L2CAPChannel, @unchecked Sendable { // st
             throw error
         }
         func failure(_ err: Int32) -> L2CAPSocketError {
+            if let security, let seen = watch?.failure {
+                return .securityFailed(peer: name, requested: security, failure: seen, errno: err)
+            }
             if let psm, err == ECONNREFUSED || (security != nil && (err == EACCES || err == EPERM)) {
                 return .channelRefused(peer: name, psm: psm, security: security, errno: err)
+            }
+            // bt_to_errno(Authentication Failure, 0x05): the kernel ended the link over security.
+            if let security, security > .none, err == EACCES {
+                return .securityFailed(peer: name, requested: security, failure: nil, errno: err)
             }
             return connectError(err, peerName: name)
         }
@@ -193,7 +221,10 @@ public final class L2CAPSocketChannel: L2CAPChannel, @unchecked Sendable { // st
             try await ConnectWait(fd: fd, queue: executor.queue, peerName: name, failure: failure).run(timeout: timeout)
         }
         if let security, security > .none {
-            try await raiseSecurity(fd, to: security, peerName: name, executor: executor, within: timeout - (ContinuousClock.now - start))
+            let handle = chci_l2cap_handle(fd)
+            if handle >= 0 { watch?.adopt(handle: UInt16(handle)) }
+            try await raiseSecurity(fd, to: security, peerName: name, executor: executor, within: timeout - (ContinuousClock.now - start),
+                                    failure: failure, watch: watch)
         }
         let channel = L2CAPSocketChannel(fd: fd, peer: peer, psm: psm, executor: executor)
         if let security, security > .none, (channel.securityLevel ?? .none) < security {

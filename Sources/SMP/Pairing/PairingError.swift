@@ -51,7 +51,7 @@ public struct PairingError: Error, Sendable, Equatable, CustomStringConvertible 
         let who = peer.address
         switch kind {
         case .peerFailed(let r):
-            return "\(r) pairing with \(who): the peer refused\(Self.hint(r))"
+            return "\(r) pairing with \(who): the peer refused\(r.advice.map { "; \($0)" } ?? "")"
         case .localFailed(let r, let detail):
             return "\(r) pairing with \(who): \(detail)"
         case .timeout:
@@ -74,19 +74,6 @@ public struct PairingError: Error, Sendable, Equatable, CustomStringConvertible 
             let ms = wait.components.seconds * 1000 + wait.components.attoseconds / 1_000_000_000_000_000
             let tenths = (ms + 99) / 100
             return "pairing with \(who) failed on its authentication just before: try again in \(tenths / 10).\(tenths % 10) s (Repeated Attempts, Vol 3, Part H, 2.3.6)"
-        }
-    }
-
-    static func hint(_ r: PairingFailedReason) -> String {
-        switch r {
-        case .passkeyEntryFailed: return "; was the passkey typed correctly and in time?"
-        case .confirmValueFailed, .dhKeyCheckFailed: return "; the keys did not match (wrong passkey or a tampered link)"
-        case .authenticationRequirements: return "; it needs a pairing method this side's IO capabilities cannot give (try --io or without --mitm)"
-        case .pairingNotSupported: return "; it does not support pairing"
-        case .repeatedAttempts: return "; wait before trying again"
-        case .encryptionKeySize: return "; the key size is below what one side accepts"
-        case .numericComparisonFailed: return "; the numbers were not confirmed on the peer"
-        default: return ""
         }
     }
 }
