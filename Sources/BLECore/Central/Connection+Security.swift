@@ -5,11 +5,13 @@ extension Connection {
     /// Starts encryption with a key (HCI LE Enable Encryption) and returns once the controller
     /// reports Encryption Change (or Key Refresh Complete when the link was encrypted already).
     /// `level` is what the key is worth (how it was made); it becomes `securityLevel`.
-    /// Returns the key size when the controller reports it (Encryption Change v2).
+    /// `keySize` is the key's size in octets (7 to 16) when the caller knows it; it becomes
+    /// `encryptionKeySize` unless the controller reports one (Encryption Change v2).
+    /// Returns the key size when the controller reports it.
     ///
-    ///     try await link.startEncryption(longTermKey: bond.ltk, ediv: 0, rand: 0, level: .secureConnections)
+    ///     try await link.startEncryption(longTermKey: bond.ltk, ediv: 0, rand: 0, level: .secureConnections, keySize: 16)
     @discardableResult
-    public func startEncryption(longTermKey: UInt128, ediv: UInt16, rand: UInt64, level: SecurityLevel,
+    public func startEncryption(longTermKey: UInt128, ediv: UInt16, rand: UInt64, level: SecurityLevel, keySize: UInt8? = nil,
                                 timeout: Duration = .seconds(30)) async throws(ConnectionError) -> UInt8? {
         guard let handle else { throw .disconnected(peer: peer, reason: lastDisconnectReason ?? .connectionTerminatedByLocalHost) }
         let opcode = HCICommand.LEEnableEncryption.opcode
@@ -25,7 +27,7 @@ extension Connection {
         // Command Status at once.
         let result = await waiters.wait(deadline: (timeout, .failure(.command(peer: peer, .commandTimeout(opcode: opcode, milliseconds: ms)))),
                                         cancelled: { _ in .failure(.command(peer: peer, .cancelledAfterSending(opcode: opcode))) }) { id in
-            security.pending = .init(id: id, level: level)
+            security.pending = .init(id: id, level: level, keySize: keySize)
             // A task of the host's: `Central.close()` waits for it.
             host.enter(on: executor) { $0.background { host in
                 do throws(HCIError) {
@@ -64,8 +66,10 @@ extension Connection {
             return
         }
         if e.encryptionEnabled == 0 {
+            security.keySize = nil
             setSecurityLevel(.none)
         } else {
+            if let size = e.keySize { security.keySize = Int(size) } else if let pending = security.pending { security.keySize = pending.keySize.map(Int.init) }
             setSecurityLevel(security.pending?.level ?? max(securityLevel, .encrypted))
         }
         finishEncryption(id: security.pending?.id, .success(e.keySize))
@@ -76,12 +80,16 @@ extension Connection {
             finishEncryption(id: security.pending?.id, .failure(.command(peer: peer, .commandFailed(opcode: HCICommand.LEEnableEncryption.opcode, status: status))))
             return
         }
-        if let level = security.pending?.level { setSecurityLevel(level) }
+        if let pending = security.pending {
+            security.keySize = pending.keySize.map(Int.init)
+            setSecurityLevel(pending.level)
+        }
         finishEncryption(id: security.pending?.id, .success(nil))
     }
 
     func linkSecurityEnded(reason: HCIStatus) {
         securityLevel = .none
+        security.keySize = nil
         finishEncryption(id: security.pending?.id, .failure(.disconnected(peer: peer, reason: reason)))
     }
 
@@ -104,12 +112,15 @@ package struct ConnectionSecurity {
     struct Pending {
         let id: UInt64
         let level: SecurityLevel
+        let keySize: UInt8?
     }
     /// The Enable Encryption under way: its waiter and the level its key gives.
     var pending: Pending?
     var waiters: Waiters<UInt8?, ConnectionError>?
     /// The Security Manager's per-link state (module SMP), kept with the link it belongs to.
     package var manager: (any AnyObject & Sendable)?
+    /// The encryption key size in octets while encrypted, when known (`encryptionKeySize`).
+    var keySize: Int?
     /// The level the link had when it dropped (a drop does not clear it).
     var levelToRestore = SecurityLevel.none
     /// What raises the link's security for a channel that needs more (`setSecurityRaiser`).
@@ -123,6 +134,13 @@ extension Connection {
     ///
     ///     if await link.securityLevelToRestore > link.securityLevel { try await link.requireSecurity(...) }
     public var securityLevelToRestore: SecurityLevel { security.levelToRestore }
+
+    /// The size in octets (7 to 16) of the key the link is encrypted with: from Encryption
+    /// Change v2, or from `startEncryption(keySize:)` (pairing and bonds give it). nil while
+    /// not encrypted, or when neither said it.
+    ///
+    ///     if let size = await link.encryptionKeySize, size < 16 { print("short key: \(size) octets") }
+    public var encryptionKeySize: Int? { security.keySize }
 
     /// The Security Manager's per-link state (module SMP).
     package var securityManagerState: (any AnyObject & Sendable)? {

@@ -45,7 +45,7 @@ extension Connection {
         if securityLevel >= level { return }
         if let ltk = store?.bond(resolving: peer)?.longTermKey, ltk.level >= level {
             do throws(ConnectionError) {
-                try await startEncryption(longTermKey: ltk.key, ediv: ltk.ediv, rand: ltk.rand, level: ltk.level)
+                try await startEncryption(longTermKey: ltk.key, ediv: ltk.ediv, rand: ltk.rand, level: ltk.level, keySize: ltk.keySize)
                 return
             } catch {
                 // PIN or Key Missing (0x06): the peer forgot the bond. Say so; pairing again is

@@ -49,7 +49,7 @@ public actor SecurityManager {
         self.init(executor: connection.executor, channel: channel, scheduler: connection.scheduler, peer: peer, local: local, handle: handle,
                   connection: connection) { [weak connection] key throws(ConnectionError) in
             guard let connection else { throw .disconnected(peer: peer, reason: .connectionTerminatedByLocalHost) }
-            try await connection.startEncryption(longTermKey: key.key, ediv: key.ediv, rand: key.rand, level: key.level)
+            try await connection.startEncryption(longTermKey: key.key, ediv: key.ediv, rand: key.rand, level: key.level, keySize: key.keySize)
         }
     }
 
