@@ -23,6 +23,16 @@ struct CreditBasedServerSecurityTests {
         }
     }
 
+    /// A link with a server on PSM 0x0081 (MTU 300, MPS 60, 5 credits) needing `security`.
+    static func serving(_ security: SecurityLevel, minimumKeySize: Int = 7) async throws
+        -> (VirtualController, Connection, AsyncStream<CreditBasedChannel>.AsyncIterator) {
+        let (vc, central) = try await VC.stack()
+        let connection = try await central.connect(VC.peer)
+        let incoming = try await connection.acceptL2CAPChannels(psm: 0x0081, mtu: 300, mps: 60, credits: 5, security: security,
+                                                                minimumKeySize: minimumKeySize)
+        return (vc, connection, incoming.makeAsyncIterator())
+    }
+
     static func encrypt(_ vc: VirtualController, _ connection: Connection, level: SecurityLevel,
                         keySize: UInt8? = nil, reported: UInt8? = nil) async throws {
         vc.answer(HCIOpcode(rawValue: 0x2019), with: encrypting(keySize: reported), times: 1)
@@ -63,9 +73,8 @@ struct CreditBasedServerSecurityTests {
     }
 
     @Test func plainLinkIsRefusedWithInsufficientEncryptionUntilEncrypted() async throws {
-        let (vc, central) = try await VC.stack()
-        let connection = try await central.connect(VC.peer)
-        var incoming = try await connection.acceptL2CAPChannels(psm: 0x0081, mtu: 300, mps: 60, credits: 5, security: .encrypted).makeAsyncIterator()
+        let (vc, connection, iterator) = try await Self.serving(.encrypted)
+        var incoming = iterator
         try Self.leRequest(vc, identifier: 3)
         #expect(try await Self.sent(vc, code: 0x15) == Self.leRefusal(0x03, 0x08))
         try Self.enhancedRequest(vc, identifier: 4)
@@ -85,9 +94,8 @@ struct CreditBasedServerSecurityTests {
     }
 
     @Test func authenticatedServerRefusesUnauthenticatedKeys() async throws {
-        let (vc, central) = try await VC.stack()
-        let connection = try await central.connect(VC.peer)
-        var incoming = try await connection.acceptL2CAPChannels(psm: 0x0081, mtu: 300, mps: 60, credits: 5, security: .authenticated).makeAsyncIterator()
+        let (vc, connection, iterator) = try await Self.serving(.authenticated)
+        var incoming = iterator
         // Plain, then encrypted with a Just Works key: insufficient authentication both times.
         try Self.leRequest(vc, identifier: 3)
         #expect(try await Self.sent(vc, code: 0x15) == Self.leRefusal(0x03, 0x05))
@@ -104,10 +112,8 @@ struct CreditBasedServerSecurityTests {
     }
 
     @Test func shortOrUnknownKeyIsRefusedWithInsufficientEncryptionKeySize() async throws {
-        let (vc, central) = try await VC.stack()
-        let connection = try await central.connect(VC.peer)
-        var incoming = try await connection.acceptL2CAPChannels(psm: 0x0081, mtu: 300, mps: 60, credits: 5, security: .encrypted,
-                                                                minimumKeySize: 16).makeAsyncIterator()
+        let (vc, connection, iterator) = try await Self.serving(.encrypted, minimumKeySize: 16)
+        var incoming = iterator
         // Encryption Change v2 reports a 7-octet key.
         try await Self.encrypt(vc, connection, level: .encrypted, reported: 7)
         #expect(await connection.encryptionKeySize == 7)
