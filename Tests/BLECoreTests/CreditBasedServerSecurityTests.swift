@@ -23,14 +23,19 @@ struct CreditBasedServerSecurityTests {
         }
     }
 
-    /// A link with a server on PSM 0x0081 (MTU 300, MPS 60, 5 credits) needing `security`.
-    static func serving(_ security: SecurityLevel, minimumKeySize: Int = 7) async throws
-        -> (VirtualController, Connection, AsyncStream<CreditBasedChannel>.AsyncIterator) {
-        let (vc, central) = try await VC.stack()
-        let connection = try await central.connect(VC.peer)
-        let incoming = try await connection.acceptL2CAPChannels(psm: 0x0081, mtu: 300, mps: 60, credits: 5, security: security,
-                                                                minimumKeySize: minimumKeySize)
-        return (vc, connection, incoming.makeAsyncIterator())
+    /// A link with a server on PSM 0x0081 (MTU 300, MPS 60, 5 credits) that needs some security.
+    struct Serving {
+        let vc: VirtualController
+        let central: Central
+        let connection: Connection
+        var incoming: AsyncStream<CreditBasedChannel>.AsyncIterator
+
+        init(_ security: SecurityLevel, minimumKeySize: Int = 7) async throws {
+            (vc, central) = try await VC.stack()
+            connection = try await central.connect(VC.peer)
+            incoming = try await connection.acceptL2CAPChannels(psm: 0x0081, mtu: 300, mps: 60, credits: 5, security: security,
+                                                                minimumKeySize: minimumKeySize).makeAsyncIterator()
+        }
     }
 
     static func encrypt(_ vc: VirtualController, _ connection: Connection, level: SecurityLevel,
@@ -73,8 +78,8 @@ struct CreditBasedServerSecurityTests {
     }
 
     @Test func plainLinkIsRefusedWithInsufficientEncryptionUntilEncrypted() async throws {
-        let (vc, connection, iterator) = try await Self.serving(.encrypted)
-        var incoming = iterator
+        var bed = try await Serving(.encrypted)
+        let vc = bed.vc, connection = bed.connection
         try Self.leRequest(vc, identifier: 3)
         #expect(try await Self.sent(vc, code: 0x15) == Self.leRefusal(0x03, 0x08))
         try Self.enhancedRequest(vc, identifier: 4)
@@ -84,7 +89,7 @@ struct CreditBasedServerSecurityTests {
         try Self.leRequest(vc, identifier: 5)
         #expect(try await Self.sent(vc, code: 0x15, count: 2) == Self.leAccepted(0x05))
         // The refused requests took no CID: the first channel made has 0x0040.
-        let channel = try #require(await incoming.next())
+        let channel = try #require(await bed.incoming.next())
         #expect(channel.localCID == 0x0040 && channel.remoteCID == 0x0045)
         try vc.sendL2CAP(from: VC.peer, channelID: 0x0040, payload: [0x02, 0x00, 0xAB, 0xCD])
         #expect(try await channel.receive() == [0xAB, 0xCD])
@@ -94,8 +99,8 @@ struct CreditBasedServerSecurityTests {
     }
 
     @Test func authenticatedServerRefusesUnauthenticatedKeys() async throws {
-        let (vc, connection, iterator) = try await Self.serving(.authenticated)
-        var incoming = iterator
+        var bed = try await Serving(.authenticated)
+        let vc = bed.vc, connection = bed.connection
         // Plain, then encrypted with a Just Works key: insufficient authentication both times.
         try Self.leRequest(vc, identifier: 3)
         #expect(try await Self.sent(vc, code: 0x15) == Self.leRefusal(0x03, 0x05))
@@ -108,12 +113,12 @@ struct CreditBasedServerSecurityTests {
         try await Self.encrypt(vc, connection, level: .authenticated)
         try Self.leRequest(vc, identifier: 6)
         #expect(try await Self.sent(vc, code: 0x15, count: 3) == Self.leAccepted(0x06))
-        #expect(try #require(await incoming.next()).remoteCID == 0x0045)
+        #expect(try #require(await bed.incoming.next()).remoteCID == 0x0045)
     }
 
     @Test func shortOrUnknownKeyIsRefusedWithInsufficientEncryptionKeySize() async throws {
-        let (vc, connection, iterator) = try await Self.serving(.encrypted, minimumKeySize: 16)
-        var incoming = iterator
+        var bed = try await Serving(.encrypted, minimumKeySize: 16)
+        let vc = bed.vc, connection = bed.connection
         // Encryption Change v2 reports a 7-octet key.
         try await Self.encrypt(vc, connection, level: .encrypted, reported: 7)
         #expect(await connection.encryptionKeySize == 7)
@@ -131,7 +136,7 @@ struct CreditBasedServerSecurityTests {
         #expect(await connection.encryptionKeySize == 16)
         try Self.leRequest(vc, identifier: 6)
         #expect(try await Self.sent(vc, code: 0x15, count: 3) == Self.leAccepted(0x06))
-        #expect(try #require(await incoming.next()).localCID == 0x0040)
+        #expect(try #require(await bed.incoming.next()).localCID == 0x0040)
     }
 
     @Test func refusalFollowsTheLevelAndKeySize() {
