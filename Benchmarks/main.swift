@@ -11,7 +11,7 @@ var quick = false
 var allocationsChild = false
 var perConnectionChild = false
 /// Workload keys to run (w1, w2, w3, w4, w5, dense, memory, gateway, l2cap, l2cap-receive,
-/// l2cap-send, hostile); all when empty.
+/// l2cap-send, l2cap-socket, hostile); all when empty.
 var only: Set<String> = []
 /// SDUs of each size for the l2cap workloads (`--sdus N`), instead of their defaults.
 var sduCount: Int?
@@ -267,6 +267,19 @@ if l2capAll || only.contains("l2cap-receive") || only.contains("l2cap-send") { d
     }
 } catch {
     log("l2cap failed: \(error)")
+} }
+
+// Kernel L2CAP socket channels: the write alone against `send(_:)`'s queue hop per SDU, on an
+// AF_UNIX SOCK_SEQPACKET stand-in for the L2CAP socket (`--only l2cap-socket`).
+if selected("l2cap-socket") { do {
+    for size in [20, 244] where sduSize == nil || sduSize == size {
+        let count = sduCount.map { max(1, $0) } ?? (quick ? 20_000 : 200_000)
+        for path in L2CAPSocketWorkload.Path.allCases {
+            add(try await L2CAPSocketWorkload.run(path: path, sduSize: size, count: count, runs: min(runs, 3)))
+        }
+    }
+} catch {
+    log("l2cap-socket failed: \(error)")
 } }
 
 // Hostile peers (docs/reliability.md): floods at scale on one link, a healthy link beside it.

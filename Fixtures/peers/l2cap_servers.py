@@ -322,11 +322,15 @@ class StrictChannel:
 
 def install_connector(device: Any, spec: Any, where: str) -> None:
     """Device key "l2capConnect": {"psm": N, "mtu", "mps", "credits", "send": ["text", ...],
-    "closeAfterBytes": N}. Once a link is made the device opens an LE credit-based channel
-    (Vol 3, Part A, 4.22) to the central's LE_PSM N, asking again every 100 ms (up to 10 s)
-    while the central answers 0x0002 (it registers its server once the link is up). It writes
-    each "send" text as one SDU, echoes what it receives with the strict receive side above,
-    and closes the channel once it has received "closeAfterBytes" bytes (never when absent)."""
+    "closeAfterBytes": N, "pairWhenRefused": bool}. Once a link is made the device opens an LE
+    credit-based channel (Vol 3, Part A, 4.22) to the central's LE_PSM N, asking again every
+    100 ms (up to 10 s) while the central answers 0x0002 (it registers its server once the link
+    is up). With "pairWhenRefused", a refusal for lack of security (0x0005, 0x0007, 0x0008,
+    4.23) makes it send a Security Request (Vol 3, Part H, 3.6.7), wait (up to 30 s) until the
+    central has encrypted the link, and ask once more; it logs each refusal ("channel to PSM
+    0x0095 refused with result 0x0008"). It writes each "send" text as one SDU, echoes what
+    it receives with the strict receive side above, and closes the channel once it has
+    received "closeAfterBytes" bytes (never when absent)."""
     if spec is None:
         return
     if not isinstance(spec, dict) or not isinstance(spec.get("psm"), int):
@@ -337,13 +341,40 @@ def install_connector(device: Any, spec: Any, where: str) -> None:
     close_after = spec.get("closeAfterBytes")
     server = StrictServer(spec["psm"], "window", "echo", close_after_bytes=None if close_after is None else int(close_after))
     texts = [str(t) for t in spec.get("send", [])]
+    pair_when_refused = bool(spec.get("pairWhenRefused", False))
+
+    async def pair(connection: Any) -> bool:
+        """Asks the central to raise security and waits until the link is encrypted."""
+        encrypted = asyncio.get_running_loop().create_future()
+
+        def on_change() -> None:
+            if connection.encryption and not encrypted.done():
+                encrypted.set_result(None)
+        connection.on(connection.EVENT_CONNECTION_ENCRYPTION_CHANGE, on_change)
+        device.request_pairing(connection)
+        try:
+            await asyncio.wait_for(encrypted, 30)
+            return True
+        except asyncio.TimeoutError:
+            log.info("%s: the central did not encrypt the link within 30 s", where)
+            return False
+        finally:
+            connection.remove_listener(connection.EVENT_CONNECTION_ENCRYPTION_CHANGE, on_change)
 
     async def connect(connection: Any) -> None:
+        paired = False
         for _ in range(100):
             try:
                 channel = await device.l2cap_channel_manager.create_le_credit_based_channel(connection, channel_spec)
                 break
             except l2cap.L2capError as error:
+                if error.error_code in (0x0005, 0x0007, 0x0008):
+                    log.info("%s: channel to PSM 0x%04X refused with result 0x%04X", where, channel_spec.psm, error.error_code)
+                    if pair_when_refused and not paired:
+                        paired = await pair(connection)
+                        if paired:
+                            continue
+                    return
                 if error.error_code != 0x0002:
                     log.info("%s: channel to PSM 0x%04X refused: %s", where, channel_spec.psm, error)
                     return
@@ -354,6 +385,7 @@ def install_connector(device: Any, spec: Any, where: str) -> None:
         else:
             log.info("%s: the central never served PSM 0x%04X", where, channel_spec.psm)
             return
+        log.info("%s: channel to PSM 0x%04X open (link %s)", where, channel_spec.psm, "encrypted" if connection.encryption else "not encrypted")
         StrictChannel(channel, server)
         for text in texts:
             channel.write(text.encode())

@@ -160,4 +160,22 @@ struct CLIL2CAPTests {
             #expect(!radio.recentLog.contains("L2CAP VIOLATION"))
         }
     }
+
+    /// Scenario "l2cap-accept-security": the device opens a channel to our PSM 0x0095. With
+    /// --listen and --security encrypted this side pairs first and serves the PSM only on the
+    /// encrypted link, so the device's request is accepted at once (no refusal in its log).
+    /// Nothing is sent: Bumble drops a K-frame that arrives before its opener has the channel
+    /// (it has no sink yet), and the echo is the library test's (L2CAPAcceptSecurityRadioTests).
+    @Test func listenWithSecurityServesTheEncryptedLink() async throws {
+        try await VirtualRadio.with(scenario: "l2cap-accept-security") { radio in
+            let dir = FileManager.default.temporaryDirectory.appendingPathComponent("ble-l2cap-bonds-\(UUID().uuidString)")
+            defer { try? FileManager.default.removeItem(at: dir) }
+            let (run, output) = try await Self.runWithFiles(["-d", radio.transportSpec, "--bond-dir", dir.path, "l2cap", "F0:5E:B1:00:00:61",
+                                                             "--listen", "0x0095", "--security", "encrypted", "--idle", "1"], input: [])
+            #expect(run.status == 0, "\(run.stderr)")
+            #expect(output == Array("hello over an encrypted link\n".utf8), "\(run.stderr)")
+            #expect(radio.recentLog.contains("channel to PSM 0x0095 open (link encrypted)"), "\(radio.recentLog)")
+            #expect(!radio.recentLog.contains("refused with result"), "\(radio.recentLog)")
+        }
+    }
 }

@@ -44,14 +44,21 @@ extension Connection {
 
     /// Accepts the channels the peer opens to `psm` on the current link, with LE or enhanced
     /// Credit Based Connection Requests. Ending the loop (or the link ending) unregisters the PSM.
+    /// `security` and `minimumKeySize` (octets, 7 to 16) are what the link needs at the time
+    /// of each request; below them the request is refused (0x0005, 0x0007 or 0x0008, see
+    /// `CreditBasedConnectionResult.channelServerRefusal`) and no channel is made, so the peer
+    /// can pair and ask again.
     ///
-    ///     for await channel in try await connection.acceptL2CAPChannels(psm: 0x0080) { serve(channel) }
-    public func acceptL2CAPChannels(psm: UInt16, mtu: Int = 2048, mps: Int? = nil, credits: Int? = nil) throws(L2CAPChannelError) -> AsyncStream<CreditBasedChannel> {
+    ///     for await channel in try await connection.acceptL2CAPChannels(psm: 0x0080, security: .encrypted) { serve(channel) }
+    public func acceptL2CAPChannels(psm: UInt16, mtu: Int = 2048, mps: Int? = nil, credits: Int? = nil,
+                                    security: SecurityLevel = .none, minimumKeySize: Int = 7) throws(L2CAPChannelError) -> AsyncStream<CreditBasedChannel> {
         guard let handle else { throw .notConnected(peer: "\(peer.address)") }
         let (stream, continuation) = AsyncStream.makeStream(of: CreditBasedChannel.self)
+        let refusal = channelServerSecurity(security, minimumKeySize: minimumKeySize)
         try host.enter(on: executor) { host in
             Result { () throws(L2CAPChannelError) in
-                try host.registerCreditBasedServer(handle: handle, psm: psm, mtu: mtu, mps: mps, credits: credits) { continuation.yield($0) }
+                try host.registerCreditBasedServer(handle: handle, psm: psm, mtu: mtu, mps: mps, credits: credits,
+                                                   securityRefusal: refusal) { continuation.yield($0) }
             }
         }.get()
         let host = self.host

@@ -18,7 +18,7 @@ extension Connection {
     /// made or stored the key): it stands for `encryptionKeySize` when the controller does not
     /// say. Returns the key size (`encryptionKeySize`) when known.
     ///
-    ///     try await link.startEncryption(longTermKey: bond.ltk, ediv: 0, rand: 0, level: .secureConnections)
+    ///     try await link.startEncryption(longTermKey: bond.ltk, ediv: 0, rand: 0, level: .secureConnections, keySize: 16)
     @discardableResult
     public func startEncryption(longTermKey: UInt128, ediv: UInt16, rand: UInt64, level: SecurityLevel, keySize: Int? = nil,
                                 timeout: Duration = .seconds(30)) async throws(ConnectionError) -> UInt8? {

@@ -14,6 +14,8 @@ extension HCIHost {
     final class CreditBasedLinkState {
         struct Server {
             let mtu: Int, mps: Int, credits: Int
+            /// The refusal of a request on a link without the security the server needs.
+            let securityRefusal: (@Sendable () -> CreditBasedConnectionResult?)?
             let accept: @Sendable (CreditBasedChannel) -> Void
         }
         /// A request of this side on the signaling channel, waiting for its response.
@@ -124,13 +126,17 @@ extension HCIHost {
     }
 
     /// Accepts the peer's channels on `psm` of link `handle`: `accept` gets each new channel,
-    /// opened with an LE or an enhanced Credit Based Connection Request.
+    /// opened with an LE or an enhanced Credit Based Connection Request. `securityRefusal`,
+    /// asked on the executor at each request, refuses it with the result it gives (for a link
+    /// below the security the server needs; nil accepts).
     public func registerCreditBasedServer(handle: UInt16, psm: UInt16, mtu: Int, mps: Int? = nil, credits: Int? = nil,
+                                          securityRefusal: (@Sendable () -> CreditBasedConnectionResult?)? = nil,
                                           accept: @escaping @Sendable (CreditBasedChannel) -> Void) throws(L2CAPChannelError) {
         guard let link = links[handle] else { throw .notConnected(peer: "handle \(handle.hex)") }
         guard link.creditBased.servers[psm] == nil else { throw .psmInUse(psm: psm) }
         let p = Self.channelParameters(mtu: mtu, mps: mps, credits: credits)
-        link.creditBased.servers[psm] = CreditBasedLinkState.Server(mtu: p.mtu, mps: p.mps, credits: p.credits, accept: accept)
+        link.creditBased.servers[psm] = CreditBasedLinkState.Server(mtu: p.mtu, mps: p.mps, credits: p.credits,
+                                                                    securityRefusal: securityRefusal, accept: accept)
     }
 
     public func unregisterCreditBasedServer(handle: UInt16, psm: UInt16) {
@@ -218,6 +224,7 @@ extension HCIHost {
                 initialCredits: UInt16(server?.credits ?? 0), result: result.rawValue)))
         }
         guard let server = state.servers[psm] else { return answer(.psmNotSupported) }
+        if let refusal = securityRefusal(server, link: link, psm: psm) { return answer(refusal) }
         guard Self.leDynamicCIDs.contains(remoteCID) else { return answer(.invalidSourceCID) }
         guard state.channel(remoteCID: remoteCID) == nil else { return answer(.sourceCIDAlreadyAllocated) }
         guard mtu >= 23, Self.leMPSRange.contains(mps) else { return answer(.unacceptableParameters) }
@@ -228,6 +235,14 @@ extension HCIHost {
         answer(.success, dcid: cid, server: server)
         logger.log(.info, "\(link.peer.address): accepted L2CAP channel on PSM \(psm.hex) (local CID \(cid.hex), peer MTU \(mtu), MPS \(mps), \(credits) credits)")
         server.accept(channel)
+    }
+
+    /// The server's refusal of a request on `link` for lack of security (Vol 3, Part A, 4.23
+    /// and 4.26: 0x0005, 0x0007, 0x0008), logged; nil when the link has what it needs.
+    func securityRefusal(_ server: CreditBasedLinkState.Server, link: Link, psm: UInt16) -> CreditBasedConnectionResult? {
+        guard let refusal = server.securityRefusal?() else { return nil }
+        logger.log(.info, "\(link.peer.address): refused an L2CAP channel on PSM \(psm.hex) for lack of security: \(refusal); the peer may raise the link's security (pair or encrypt) and ask again")
+        return refusal
     }
 
     // MARK: - From channels

@@ -115,7 +115,8 @@ extension HCIHost {
     }
 
     /// The peer opens 1 to 5 channels to us (Vol 3, Part A, 4.25-4.26): all are refused for
-    /// a PSM without a server (0x0002) or an MTU or MPS out of range (0x000C); each Source CID
+    /// a PSM without a server (0x0002), a link without the security the server needs (0x0005,
+    /// 0x0007, 0x0008) or an MTU or MPS out of range (0x000C); each Source CID
     /// outside the dynamic range (0x0009), already in use (0x000A) or beyond the free CIDs
     /// (0x0004) is refused alone, with Destination CID 0x0000.
     func acceptEnhancedRequest(link: Link, identifier: UInt8, psm: UInt16, remoteCIDs: [UInt16], mtu: Int, mps: Int, credits: Int) {
@@ -127,6 +128,7 @@ extension HCIHost {
         }
         let refused = [UInt16](repeating: 0, count: remoteCIDs.count)
         guard let server = state.servers[psm] else { return answer(.psmNotSupported, dcids: refused) }
+        if let refusal = securityRefusal(server, link: link, psm: psm) { return answer(refusal, dcids: refused) }
         guard mtu >= Self.enhancedMinimum, Self.enhancedMPSRange.contains(mps) else { return answer(.invalidParameters, dcids: refused) }
         var result = CreditBasedConnectionResult.success
         var dcids: [UInt16] = []

@@ -140,7 +140,9 @@ public final class L2CAPSocketChannel: L2CAPChannel, @unchecked Sendable { // st
     /// The ATT fixed channel (Vol 3, Part A, 2.1).
     static let attChannelID: UInt16 = 0x0004
 
-    init(fd: Int32, peer: LEAddress, psm: UInt16?, executor: AdapterExecutor) {
+    /// A channel over `fd`, a connected socket (tests and benchmarks pass one end of a socket
+    /// pair); reading starts with `startReading()` on the executor's queue.
+    package init(fd: Int32, peer: LEAddress, psm: UInt16?, executor: AdapterExecutor) {
         self.fd = fd
         self.peer = peer
         self.psm = psm
@@ -387,7 +389,7 @@ public final class L2CAPSocketChannel: L2CAPChannel, @unchecked Sendable { // st
 
     // MARK: - I/O on the executor's queue
 
-    func startReading() {
+    package func startReading() {
         let io = DispatchFD(fd: fd, queue: executor.queue, packetMode: true, isSocket: true)
         self.io = io
         io.start(

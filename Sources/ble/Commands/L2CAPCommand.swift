@@ -21,6 +21,7 @@ enum L2CAPCommand {
         ],
         details: DeviceArgument.details + [
             "A stored bond (see 'ble pair') encrypts the link before the channel is opened; --security LEVEL reaches that level first, pairing through the terminal when no bond gives it. A device that refuses the channel for lack of security (insufficient authentication, encryption or key size) gets paired on the spot and asked once more.",
+            "With --listen, --security LEVEL is also what the channel needs: a request on a link below it is refused (insufficient encryption or authentication) and no channel is made; the device may pair and ask again.",
             "Each read from stdin goes out as one SDU (at most the peer's MTU); each SDU received is written to stdout as it is, or with --json as one line {\"time\", \"length\", \"hex\"}.",
             "After stdin ends the command waits until everything was handed to the link, keeps copying until the peer closes the channel or --idle seconds pass without data, then closes and exits 0.",
             "A summary (bytes and SDUs each way, throughput, how often a send waited for credits) goes to stderr.",
@@ -62,7 +63,7 @@ enum L2CAPCommand {
                 }
             } else {
                 let listen = listen ?? 0
-                let incoming = try await link.acceptL2CAPChannels(psm: listen, mtu: mtu, mps: mps)
+                let incoming = try await link.acceptL2CAPChannels(psm: listen, mtu: mtu, mps: mps, security: required ?? .none)
                 ctx.console.status("waiting for \(peer) to open a channel to PSM 0x\(hex(listen, width: 4))...")
                 channel = try await withTimeout(ctx.globals.timeoutDuration, "waiting for \(peer) to open a channel to PSM 0x\(hex(listen, width: 4))") {
                     var iterator = incoming.makeAsyncIterator()
