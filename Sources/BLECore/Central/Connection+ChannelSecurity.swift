@@ -15,21 +15,26 @@ extension Connection {
         security.raiser = raiser
     }
 
-    /// Runs `open` on a link at `security` at least; when the peer refuses the channel for
-    /// lack of security, raises the link as the refusal asks and runs it again.
-    func withChannelSecurity<T>(psm: UInt16, security: SecurityLevel,
-                                _ open: () async throws(L2CAPChannelError) -> T) async throws(L2CAPChannelError) -> T {
+    /// Raises the link to `security` before a channel request (nothing when it is there).
+    ///
+    ///     try await raiseChannelSecurity(to: .encrypted, psm: 0x0080)
+    func raiseChannelSecurity(to security: SecurityLevel, psm: UInt16) async throws(L2CAPChannelError) {
         try await raiseSecurity(to: SecurityRequirement(level: security), psm: psm, refusal: nil)
-        do {
-            return try await open()
-        } catch {
-            guard case .refused(let peer, _, let result) = error, let refusal = result.securityRefusal else { throw error }
-            guard let needed = securityLevel.toAsk(after: refusal, keySize: encryptionKeySize) else {
-                throw .refusedDespiteSecurity(peer: peer, psm: psm, result: result, level: securityLevel, keySize: encryptionKeySize)
-            }
-            try await raiseSecurity(to: needed, psm: psm, refusal: result)
-            return try await open()
+    }
+
+    /// After a failed channel request: rethrows `error` unless the peer refused for lack of
+    /// security; then raises the link as the refusal asks, so the caller sends the request
+    /// once more. (Two calls around the request rather than one function that takes the
+    /// request as a generic closure with typed throws: optimized builds of that form jumped
+    /// to a heap address when resuming.)
+    ///
+    ///     do { return try await open() } catch { try await raiseChannelSecurity(after: error, psm: psm); return try await open() }
+    func raiseChannelSecurity(after error: L2CAPChannelError, psm: UInt16) async throws(L2CAPChannelError) {
+        guard case .refused(let peer, _, let result) = error, let refusal = result.securityRefusal else { throw error }
+        guard let needed = securityLevel.toAsk(after: refusal, keySize: encryptionKeySize) else {
+            throw .refusedDespiteSecurity(peer: peer, psm: psm, result: result, level: securityLevel, keySize: encryptionKeySize)
         }
+        try await raiseSecurity(to: needed, psm: psm, refusal: result)
     }
 
     /// Raises the link to `needed` with the raiser; `.securityNeeded` without one, or when it fails.

@@ -10,9 +10,12 @@ extension Connection {
     public func openL2CAPChannel(psm: UInt16, mtu: Int = 2048, mps: Int? = nil, credits: Int? = nil,
                                  security: SecurityLevel = .none,
                                  timeout: Duration = .seconds(30)) async throws(L2CAPChannelError) -> CreditBasedChannel {
-        try await withChannelSecurity(psm: psm, security: security) { () throws(L2CAPChannelError) in
-            guard let handle else { throw .notConnected(peer: "\(peer.address)") }
-            return try await host.openCreditBasedChannel(handle: handle, psm: psm, mtu: mtu, mps: mps, credits: credits, timeout: timeout)
+        try await raiseChannelSecurity(to: security, psm: psm)
+        do {
+            return try await openCreditBasedChannel(psm: psm, mtu: mtu, mps: mps, credits: credits, timeout: timeout)
+        } catch {
+            try await raiseChannelSecurity(after: error, psm: psm)
+            return try await openCreditBasedChannel(psm: psm, mtu: mtu, mps: mps, credits: credits, timeout: timeout)
         }
     }
 
@@ -26,10 +29,25 @@ extension Connection {
     public func openL2CAPChannels(psm: UInt16, count: Int, mtu: Int = 2048, mps: Int? = nil, credits: Int? = nil,
                                   security: SecurityLevel = .none,
                                   timeout: Duration = .seconds(30)) async throws(L2CAPChannelError) -> [CreditBasedChannel] {
-        try await withChannelSecurity(psm: psm, security: security) { () throws(L2CAPChannelError) in
-            guard let handle else { throw .notConnected(peer: "\(peer.address)") }
-            return try await host.openEnhancedCreditBasedChannels(handle: handle, psm: psm, count: count, mtu: mtu, mps: mps, credits: credits, timeout: timeout)
+        try await raiseChannelSecurity(to: security, psm: psm)
+        do {
+            return try await openEnhancedCreditBasedChannels(psm: psm, count: count, mtu: mtu, mps: mps, credits: credits, timeout: timeout)
+        } catch {
+            try await raiseChannelSecurity(after: error, psm: psm)
+            return try await openEnhancedCreditBasedChannels(psm: psm, count: count, mtu: mtu, mps: mps, credits: credits, timeout: timeout)
         }
+    }
+
+    private func openCreditBasedChannel(psm: UInt16, mtu: Int, mps: Int?, credits: Int?,
+                                        timeout: Duration) async throws(L2CAPChannelError) -> CreditBasedChannel {
+        guard let handle else { throw .notConnected(peer: "\(peer.address)") }
+        return try await host.openCreditBasedChannel(handle: handle, psm: psm, mtu: mtu, mps: mps, credits: credits, timeout: timeout)
+    }
+
+    private func openEnhancedCreditBasedChannels(psm: UInt16, count: Int, mtu: Int, mps: Int?, credits: Int?,
+                                                 timeout: Duration) async throws(L2CAPChannelError) -> [CreditBasedChannel] {
+        guard let handle else { throw .notConnected(peer: "\(peer.address)") }
+        return try await host.openEnhancedCreditBasedChannels(handle: handle, psm: psm, count: count, mtu: mtu, mps: mps, credits: credits, timeout: timeout)
     }
 
     /// Raises this side's MTU (and sets its MPS) on 1 to 5 enhanced channels of this link with
