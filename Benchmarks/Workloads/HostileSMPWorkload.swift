@@ -21,15 +21,9 @@ extension HostileWorkload {
         let chunk = (0..<perJob).flatMap { i in
             l2capH4(handle: link.handle, channelID: L2CAPChannelID.securityManager, payload: pdus[i % pdus.count])
         }
-        let host = stack.central.host
         let m = try await measure("hostile: malformed and unexpected SMP PDUs with no pairing running (PDUs)", events: count, healthy: healthy) { meter, plan in
-            var tally = Tally()
-            let before = await host.failedOutboundPDUs.queueFull
-            meter.start()
-            await feed(stack, chunk, times: count / perJob, plan: plan, meter: meter, tally: &tally)
-            meter.stop()
-            return ["pairingFailedSent": Double(tally.pairingFailed),
-                    "answersDroppedAtAFullLinkQueue": Double(await host.failedOutboundPDUs.queueFull - before)]
+            let (tally, dropped) = await feedCountingAnswers(stack, chunk, times: count / perJob, plan: plan, meter: meter)
+            return ["pairingFailedSent": Double(tally.pairingFailed), "answersDroppedAtAFullLinkQueue": Double(dropped)]
         }
         return Result(measurement: m, bounded: true)
     }

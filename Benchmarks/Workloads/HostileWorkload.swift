@@ -99,15 +99,10 @@ enum HostileWorkload {
             let request: [UInt8] = [0x12, identifier, 0x08, 0x00, minimumInterval, 0x00, 0x00, 0x01, 0x00, 0x00, 0x58, 0x02]
             return l2capH4(handle: link.handle, channelID: L2CAPChannelID.leSignaling, payload: request)
         }
-        let host = stack.central.host
         let m = try await measure("hostile: Connection Parameter Update Requests (requests)", events: count, healthy: healthy) { meter, plan in
-            var tally = Tally()
-            let before = await host.failedOutboundPDUs.queueFull
-            meter.start()
-            await feed(stack, chunk, times: count / perJob, plan: plan, meter: meter, tally: &tally)
-            meter.stop()
+            let (tally, dropped) = await feedCountingAnswers(stack, chunk, times: count / perJob, plan: plan, meter: meter)
             return ["responses": Double(tally.signaling), "leConnectionUpdateCommands": Double(tally.connectionUpdates),
-                    "responsesDroppedAtAFullLinkQueue": Double(await host.failedOutboundPDUs.queueFull - before)]
+                    "responsesDroppedAtAFullLinkQueue": Double(dropped)]
         }
         return Result(measurement: m, bounded: true)
     }
@@ -354,6 +349,18 @@ enum HostileWorkload {
         await stack.vc.settle()
         tally.take(from: stack.vc)
         for server in stack.servers { await server.clearRecords() }
+    }
+
+    /// `feed`, measured between `meter.start()` and `meter.stop()`, for a flood the host answers:
+    /// what it sent, and how many of its answers a full link queue dropped.
+    static func feedCountingAnswers(_ stack: BenchStack, _ chunk: [UInt8], times: Int, plan: Plan, meter: Meter) async -> (Tally, Int) {
+        let host = stack.central.host
+        var tally = Tally()
+        let before = await host.failedOutboundPDUs.queueFull
+        meter.start()
+        await feed(stack, chunk, times: times, plan: plan, meter: meter, tally: &tally)
+        meter.stop()
+        return (tally, await host.failedOutboundPDUs.queueFull - before)
     }
 
     /// The H4 ACL packets in `bytes` (Vol 4, Part E, 5.4.2: a 4-octet header ending in the
