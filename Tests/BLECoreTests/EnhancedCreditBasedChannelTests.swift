@@ -45,6 +45,32 @@ struct EnhancedCreditBasedChannelTests {
         #expect(try await channels[2].receive() == [0x01, 0x02])
     }
 
+    /// Five channels, the most one request may carry (4.25: "up to 5 Source CIDs").
+    @Test func opensFiveChannelsWithOneRequest() async throws {
+        let (vc, central) = try await VC.stack()
+        let connection = try await central.connect(VC.peer)
+        let dcids: [UInt16] = [0x0050, 0x0051, 0x0052, 0x0053, 0x0054]
+        let (task, request) = try await Self.open(vc, connection, count: 5, dcids: dcids)
+        // 4.25: code 0x17, id 1, length 8 + 5 x 2, SPSM 0x0080, MTU 512, MPS 100, credits 4, SCIDs 0x0040-0x0044.
+        #expect(request == [0x17, 0x01, 0x12, 0x00, 0x80, 0x00, 0x00, 0x02, 0x64, 0x00, 0x04, 0x00,
+                            0x40, 0x00, 0x41, 0x00, 0x42, 0x00, 0x43, 0x00, 0x44, 0x00])
+        let channels = try await task.value
+        #expect(channels.map(\.localCID) == [0x0040, 0x0041, 0x0042, 0x0043, 0x0044])
+        #expect(channels.map(\.remoteCID) == dcids)
+        #expect(channels.map(\.isEnhanced) == [true, true, true, true, true])
+        for (i, channel) in channels.enumerated() {
+            #expect(await channel.peerMTU == 256)
+            #expect(await channel.peerMPS == 64)
+            #expect(await channel.sendCredits == 3)
+            // One SDU each way: SDU Length 2, then the channel's index twice.
+            let byte = UInt8(i)
+            try await channel.send([byte, byte])
+            #expect(try await vc.waitForL2CAP(channelID: dcids[i]).payload == [0x02, 0x00, byte, byte])
+            try vc.sendL2CAP(from: VC.peer, channelID: channel.localCID, payload: [0x01, 0x00, 0xA0 + byte])
+            #expect(try await channel.receive() == [0xA0 + byte])
+        }
+    }
+
     @Test func someRefusedGivesTheOthers() async throws {
         let (vc, central) = try await VC.stack()
         let connection = try await central.connect(VC.peer)
@@ -130,6 +156,34 @@ struct EnhancedCreditBasedChannelTests {
         try vc.sendSignaling(from: VC.peer, L2CAPSignalingCommand(identifier: 5, body: .creditBasedConnectionRequest(
             psm: 0x0081, mtu: 100, mps: 23, initialCredits: 2, sourceCIDs: [0x0047])))
         #expect(try await Self.signaling(vc, code: 0x18, count: 3) == [0x18, 0x05, 0x0A, 0x00] + [UInt8](repeating: 0, count: 6) + [0x0C, 0x00, 0x00, 0x00])
+    }
+
+    @Test func peerOpensFiveChannelsToUs() async throws {
+        let (vc, central) = try await VC.stack()
+        let connection = try await central.connect(VC.peer)
+        var incoming = try await connection.acceptL2CAPChannels(psm: 0x0081, mtu: 300, mps: 100, credits: 5).makeAsyncIterator()
+        let scids: [UInt16] = [0x0045, 0x0046, 0x0047, 0x0048, 0x0049]
+        // 4.25: code 0x17, id 7, length 8 + 5 x 2, SPSM 0x0081, MTU 100, MPS 64, credits 2, five SCIDs.
+        try vc.sendSignaling(from: VC.peer, L2CAPSignalingCommand(identifier: 7, body: .creditBasedConnectionRequest(
+            psm: 0x0081, mtu: 100, mps: 64, initialCredits: 2, sourceCIDs: scids)))
+        // 4.26: code 0x18, id 7, length 8 + 5 x 2, MTU 300, MPS 100, credits 5, result 0x0000, DCIDs 0x0040-0x0044.
+        #expect(try await Self.signaling(vc, code: 0x18) == [0x18, 0x07, 0x12, 0x00, 0x2C, 0x01, 0x64, 0x00, 0x05, 0x00, 0x00, 0x00,
+                                                             0x40, 0x00, 0x41, 0x00, 0x42, 0x00, 0x43, 0x00, 0x44, 0x00])
+        var accepted: [CreditBasedChannel] = []
+        for _ in 0..<5 { accepted.append(try #require(await incoming.next())) }
+        #expect(accepted.map(\.localCID) == [0x0040, 0x0041, 0x0042, 0x0043, 0x0044])
+        #expect(accepted.map(\.remoteCID) == scids)
+        #expect(accepted.map(\.isEnhanced) == [true, true, true, true, true])
+        for (i, channel) in accepted.enumerated() {
+            #expect(await channel.peerMTU == 100)
+            #expect(await channel.peerMPS == 64)
+            #expect(await channel.sendCredits == 2)
+            let byte = UInt8(i)
+            try vc.sendL2CAP(from: VC.peer, channelID: channel.localCID, payload: [0x02, 0x00, 0xB0 + byte, byte])
+            #expect(try await channel.receive() == [0xB0 + byte, byte])
+            try await channel.send([byte])
+            #expect(try await vc.waitForL2CAP(channelID: scids[i]).payload == [0x01, 0x00, byte])
+        }
     }
 
     @Test func reconfigureThisSide() async throws {

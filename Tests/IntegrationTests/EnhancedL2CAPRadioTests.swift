@@ -8,13 +8,14 @@ import BLETestSupport
 /// enhanced channels back to us; the test peer adds the Reconfigure Request Bumble lacks.
 @Suite(.serialized, .timeLimit(.minutes(3)))
 struct EnhancedL2CAPRadioTests {
-    @Test func threeChannelsInOneRequestEchoAtOnce() async throws {
+    @Test func fiveChannelsInOneRequestEchoAtOnce() async throws {
         try await L2CAPRadioTests.withLink { link in
-            let channels = try await link.openL2CAPChannels(psm: 0x0080, count: 3, mtu: 8192)
-            #expect(channels.count == 3)
-            #expect(Set(channels.map(\.localCID)).count == 3)
-            // 128 KiB, 96 KiB and 64 KiB at once, each through its own channel.
-            let data = [128, 96, 64].map { ChannelEcho.random($0 * 1024) }
+            // Five, the most one request may carry (4.25).
+            let channels = try await link.openL2CAPChannels(psm: 0x0080, count: 5, mtu: 8192)
+            #expect(channels.count == 5)
+            #expect(Set(channels.map(\.localCID)).count == 5)
+            // 96, 80, 64, 32 and 16 KiB at once, each through its own channel.
+            let data = [96, 80, 64, 32, 16].map { ChannelEcho.random($0 * 1024) }
             try await withThrowingTaskGroup(of: (Int, [UInt8]).self) { group in
                 for (i, channel) in channels.enumerated() {
                     let bytes = data[i]
@@ -36,19 +37,19 @@ struct EnhancedL2CAPRadioTests {
         }
     }
 
-    @Test func peerOpensThreeChannelsToUs() async throws {
+    @Test func peerOpensFiveChannelsToUs() async throws {
         try await L2CAPRadioTests.withLink { link in
             let incoming = try await link.acceptL2CAPChannels(psm: 0x0085, mtu: 2048)
-            // The "dial" server opens three enhanced channels back to PSM 0x0085 when asked.
+            // The "dial" server opens five enhanced channels (one request) back to PSM 0x0085 when asked.
             let dial = try await link.openL2CAPChannel(psm: 0x0084)
             try await dial.send([1])
             var accepted: [CreditBasedChannel] = []
             for await channel in incoming {
                 accepted.append(channel)
-                if accepted.count == 3 { break }
+                if accepted.count == 5 { break }
             }
-            #expect(try await dial.receive(timeout: .seconds(10)) == Array("opened 3".utf8))
-            #expect(accepted.map(\.isEnhanced) == [true, true, true])
+            #expect(try await dial.receive(timeout: .seconds(10)) == Array("opened 5".utf8))
+            #expect(accepted.map(\.isEnhanced) == [true, true, true, true, true])
             for (i, channel) in accepted.enumerated() {
                 #expect(await channel.peerMTU == 1024)
                 #expect(await channel.peerMPS == 100)
