@@ -61,8 +61,11 @@ extension PacketDescriber {
                 let u = BluetoothUUID(littleEndian: g.value).map(uuid) ?? hexString(g.value)
                 return "\(h4(g.handle))-\(h4(g.endGroupHandle)) \(u)"
             }.joined(separator: ", ")
-            add("attData", .array(list.map {
-                .object([("handle", .int(Int($0.handle))), ("endGroupHandle", .int(Int($0.endGroupHandle))), ("value", .string(hexString($0.value)))])
+            // The value of a service declaration is its UUID (Vol 3, Part G, 3.1): decoded with its name.
+            add("attData", .array(list.map { g in
+                let u = BluetoothUUID(littleEndian: g.value)
+                return .object([("handle", .int(Int(g.handle))), ("endGroupHandle", .int(Int(g.endGroupHandle))), ("value", .string(hexString(g.value))),
+                                ("uuid", .optional(u.map { "\($0)" })), ("name", .optional(u.flatMap(AssignedNumbers.name(for:))))])
             }))
         case .readRequest(let h): s += ": handle \(h4(h))"
         case .readBlobRequest(let h, let o):

@@ -69,9 +69,11 @@ struct PacketDescriber {
         case .sco(let b):
             line.kind = "SCO"
             line.summary = "\(b.count) bytes"
+            line.fields = [("payload", .string(hexString(b)))]
         case .iso(let b):
             line.kind = "ISO"
             line.summary = "\(b.count) bytes"
+            line.fields = [("payload", .string(hexString(b)))]
         }
         return line
     }
@@ -90,14 +92,20 @@ struct PacketDescriber {
         var fields: [(String, JSONValue)] = [("handle", .int(Int(a.handle))), ("boundary", .string(pb)), ("length", .int(a.data.count))]
         let key = LinkKey(handle: a.handle, sent: sent)
         var r = reassemblers[key] ?? ACLReassembler()
-        if a.boundary != .continuing, let why = r.discardPartial() { s += " | L2CAP dropped: start fragment while \(why)" }
+        if a.boundary != .continuing, let why = r.discardPartial() {
+            s += " | L2CAP dropped: start fragment while \(why)"
+            fields.append(("discardedPartialPDU", .string(why)))
+        }
         let outcome = r.push(a)
         reassemblers[key] = r
         switch outcome {
         case .incomplete:
             s += " | L2CAP fragment, PDU continues"
+            fields.append(("reassembly", .string("continues")))
         case .dropped(let why):
             s += " | L2CAP dropped: \(why)"
+            fields.append(("reassembly", .string("dropped")))
+            fields.append(("reassemblyError", .string(why)))
         case .complete(let cid, let payload):
             fields.append(("cid", .int(Int(cid))))
             s += " | L2CAP CID 0x\(hex(cid, width: 4))"
