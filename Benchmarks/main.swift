@@ -11,7 +11,7 @@ var quick = false
 var allocationsChild = false
 var perConnectionChild = false
 /// Workload keys to run (w1, w2, w3, w4, w5, dense, memory, gateway, l2cap, l2cap-receive,
-/// l2cap-send, l2cap-socket, hostile); all when empty.
+/// l2cap-send, l2cap-socket, hostile, hostile-indications); all when empty.
 var only: Set<String> = []
 /// SDUs of each size for the l2cap workloads (`--sdus N`), instead of their defaults.
 var sduCount: Int?
@@ -292,6 +292,13 @@ if selected("hostile") { do {
     }
 } catch {
     log("hostile failed: \(error)")
+} }
+
+// One hostile case alone: a server that indicates without waiting for confirmations.
+if only.contains("hostile-indications") { do {
+    add(try await HostileWorkload.indicationsWithoutConfirmations(count: quick ? 1_000 : 10_000).measurement)
+} catch {
+    log("hostile-indications failed: \(error)")
 } }
 
 let encoder = JSONEncoder()

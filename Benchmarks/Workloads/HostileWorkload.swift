@@ -38,6 +38,7 @@ enum HostileWorkload {
         results.append(try await serviceChanged(stack, hostile, count: 10_000 / scale, healthy: writes))
         results.append(try await smpFlood(stack, hostile, count: 10_000 / scale, healthy: writes))
         await stack.close()
+        results.append(try await indicationsWithoutConfirmations(count: 10_000 / scale))
         results.append(try await stalledPeer(sends: 10_000 / scale, outstanding: 3_000 / scale))
         results += try await bounds(quick: quick)
         return results
