@@ -103,6 +103,62 @@ import Testing
         }
     }
 
+    /// SIGHUP with the device removed from the config and scanning turned on in
+    /// OpenMQTTGateway's layout: the link ends (`disconnected` on its link topic, Remote User
+    /// Terminated Connection, 0x13, at the device, which then advertises again), its
+    /// once-a-second reads stop, the metrics count no link, and advertisements go to
+    /// `home/GWID/BTtoMQTT/<ADDRESS>` only.
+    @Test func sighupRemovesADeviceAndChangesTheLayout() async throws {
+        try await VirtualRadio.with(scenario: "all") { radio in
+            let broker = try await Broker.start()
+            defer { broker.stop() }
+            let watcher = try await Watcher.start(broker, "#")
+            let dir = FileManager.default.temporaryDirectory.appendingPathComponent("gwhup-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: dir) }
+            let file = dir.appendingPathComponent("gateway.json")
+            try #"""
+            {"id": "gwr", "scan": {"enabled": false}, "metricsIntervalSeconds": 2,
+             "devices": [{"address": "F0:5E:B1:00:00:03", "read": [{"service": "180F", "characteristic": "2A19", "intervalSeconds": 1}]}]}
+            """#.write(to: file, atomically: true, encoding: .utf8)
+            let gateway = try Child(path: Self.ble, ["-d", radio.transportSpec, "gateway", "--mqtt", broker.url, "--config", file.path])
+            let link = "ble/gwr/devices/F05EB1000003/link", level = "ble/gwr/devices/F05EB1000003/180F/2A19"
+            #expect(try await watcher.next(link, timeout: .seconds(30)).text == #"{"state":"connected"}"#)
+            _ = try await watcher.next(level, timeout: .seconds(30))
+            // A second read a second later: the reads run.
+            await watcher.clear()
+            _ = try await watcher.next(level, timeout: .seconds(10))
+            try #"{"id": "gwr", "scan": {"enabled": true}, "layout": "openmqttgateway", "metricsIntervalSeconds": 2}"#
+                .write(to: file, atomically: true, encoding: .utf8)
+            gateway.signal(SIGHUP)
+            let ended = try await watcher.next(link, timeout: .seconds(15))
+            #expect(ended.text == #"{"state":"disconnected"}"#)
+            // Scanning follows in the new layout: the heart-rate monitor on OpenMQTTGateway's topic.
+            let omg = try await watcher.next("home/gwr/BTtoMQTT/F05EB1000001", timeout: .seconds(30))
+            #expect(omg.text.contains(#""id":"F0:5E:B1:00:00:01""#), "\(omg.text)")
+            // The battery device advertises again: Bumble restarts its advertising once the link is gone.
+            _ = try await watcher.next("home/gwr/BTtoMQTT/F05EB1000003", timeout: .seconds(30))
+            // From the link's end on, two metrics periods (2 s each) without a value.
+            var seen = await watcher.takeAll()
+            seen = Array(seen.drop { !($0.topic == link && $0.text == ended.text) })
+            _ = try await watcher.next("ble/gwr/metrics", timeout: .seconds(10))
+            seen += await watcher.takeAll()
+            let metrics = try await watcher.next("ble/gwr/metrics", timeout: .seconds(10))
+            seen += await watcher.takeAll()
+            #expect(seen.first?.topic == link)
+            #expect(!seen.contains { $0.topic == level }, "\(seen.map { "\($0.topic)=\($0.text)" })")
+            #expect(metrics.text.contains(#""links":0,"#), "\(metrics.text)")
+            // No native device message in OpenMQTTGateway's layout.
+            #expect(!seen.contains { $0.topic == "ble/gwr/devices/F05EB1000001" })
+            gateway.signal(SIGTERM)
+            #expect(await gateway.waitForExit(timeout: .seconds(10)) == 0)
+            await watcher.stop()
+            // The link ended from this side at the reload, not at the exit.
+            radio.stop()
+            #expect(radio.recentLog.contains("battery: disconnected (handle 0x") && radio.recentLog.contains("reason 0x13)"), "\(radio.recentLog)")
+        }
+    }
+
     @Test func badConfigsAreOneLineNamingTheKeyAndExit2() async throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("gwconf-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)

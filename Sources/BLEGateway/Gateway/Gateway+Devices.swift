@@ -18,7 +18,10 @@ extension Gateway {
                 await serve(device, link)
                 counters.linksUp.subtract(1, ordering: .relaxed)
                 if links[device.address]?.connection === link.connection { links[device.address] = nil }
-                try? await link.connection.disconnect(timeout: .seconds(2))
+                // In a task of its own: when a reload removed the device, this task is cancelled,
+                // and a disconnect from it would end before the command is sent.
+                let connection = link.connection
+                await Task { try? await connection.disconnect(timeout: .seconds(2)) }.value
             } catch {
                 await publishLinkState(device.address, "error", error.description)
             }

@@ -117,6 +117,13 @@ actor Watcher {
     /// Forgets the messages recorded so far (the next `next` waits for new ones).
     func clear() { messages = [] }
 
+    /// The messages recorded so far, in arrival order, forgotten at the same time (nothing
+    /// arrives between the two).
+    func takeAll() -> [MQTTMessage] {
+        defer { messages = [] }
+        return messages
+    }
+
     /// Messages recorded on `topic`.
     func on(_ topic: String) -> [MQTTMessage] { messages.filter { $0.topic == topic } }
 
