@@ -44,10 +44,14 @@ extension KernelTierGuestTests {
             // Each 2048-byte read of the file is one SDU of the echo server's MTU, and comes back as one.
             try #require(run.output.contains("sent 65536 bytes in 32 SDUs, received 65536 bytes in 32 SDUs in "), "\(run)")
             try #require(run.output.contains("the kernel handled the credits"), "\(run)")
+            // Each run starts without a link: right after a run the kernel is still ending its
+            // link (it disconnects after the last channel closed) and refuses a new channel on it.
+            try await links.endAll()
 
             let (json, lines) = try await Self.l2capCommand(["--psm", "128", "--json", "--idle", "5", "--timeout", "40"], input: Array("hello".utf8))
             try #require(json.status == 0, "\(json)")
             try #require(Self.sdus(json: lines) == [Array("hello".utf8)], "\(String(decoding: lines, as: UTF8.self))")
+            try await links.endAll()
 
             let (refused, _) = try await Self.l2capCommand(["--psm", "0x0099", "--timeout", "40"], input: [])
             print("ble l2cap over the kernel, refused PSM: \(refused.output)")
@@ -55,6 +59,8 @@ extension KernelTierGuestTests {
             try #require(refused.output.contains("refused the L2CAP channel to PSM 0x0099 (E"), "\(refused)")
             try await links.endAll()
         } catch {
+            // HRM must advertise again for the next scenario: end the links first.
+            try? await links.endAll()
             try? HCIAdapters.bringDown(index: 0)
             throw error
         }
@@ -80,8 +86,7 @@ extension KernelTierGuestTests {
             }
             guard await KernelTierGuest.first(of: waiting, within: .seconds(60)) != nil else {
                 let (run, _) = try await command.value
-                Issue.record("the command never waited for the channel: \(run)")
-                return
+                throw Unexpected(what: "the command never waited for the channel: \(run)")
             }
             let control = try await L2CAPSocketChannel.connect(adapterIndex: 0, peer: KernelTierGuest.hrm, psm: Self.callBackPSM, executor: executor, timeout: .seconds(40))
             try await control.send([0xA3, 0x00, 0x01], timeout: .seconds(10))
@@ -100,6 +105,8 @@ extension KernelTierGuestTests {
             try #require(run.output.contains("; the peer closed the channel"), "\(run)")
             try await links.endAll()
         } catch {
+            // HRM must advertise again for the next scenario: end the links first.
+            try? await links.endAll()
             try? HCIAdapters.bringDown(index: 0)
             throw error
         }
