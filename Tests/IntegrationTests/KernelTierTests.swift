@@ -65,7 +65,7 @@ enum KernelTierVM {
 
     /// Whole-VM limit handed to the script (boot, Bumble start-up and every guest scenario
     /// under software emulation); the script kills qemu when it passes.
-    static let vmTimeoutSeconds = 480
+    static let vmTimeoutSeconds = 600
     /// If the script itself hangs: SIGKILL it; qemu has a parent-death signal, so it goes too.
     static let watchdogSeconds = vmTimeoutSeconds + 60
 
