@@ -201,15 +201,18 @@ def serve_call_back(device: Device) -> None:
     2048-octet SDUs, and expects each SDU back on that channel. It answers on the call-back
     channel with one SDU: "pass" or "fail: why", followed by the SHA-256 of the random octets,
     then disconnects the channel; or "refused" and the 2-octet result (little-endian) when the
-    central refused the channel."""
+    central refused the channel. A third octet 0x01 asks for the SDUs without the echo (a
+    central that only reads them, as `ble l2cap --listen` with nothing on stdin): HRM sends
+    them, answers "sent" and the SHA-256 of the random octets, then disconnects the channel."""
     tasks = set()
 
     def on_channel(control: l2cap.LeCreditBasedChannel) -> None:
         def on_request(sdu: bytes) -> None:
-            if len(sdu) != 2:
-                control.write(b"fail: send the PSM as 2 octets")
+            if len(sdu) not in (2, 3) or (len(sdu) == 3 and sdu[2] != 0x01):
+                control.write(b"fail: send the PSM as 2 octets, then 0x01 for no echo")
                 return
-            task = asyncio.create_task(call_back(control, int.from_bytes(sdu, "little")))
+            echo = len(sdu) == 2
+            task = asyncio.create_task(call_back(control, int.from_bytes(sdu[:2], "little"), echo))
             tasks.add(task)
             task.add_done_callback(tasks.discard)
 
@@ -221,7 +224,7 @@ def serve_call_back(device: Device) -> None:
     )
 
 
-async def call_back(control: l2cap.LeCreditBasedChannel, psm: int) -> None:
+async def call_back(control: l2cap.LeCreditBasedChannel, psm: int, echo: bool = True) -> None:
     spec = l2cap.LeCreditBasedChannelSpec(psm=psm, mtu=2048, mps=247, max_credits=16)
     try:
         channel = await control.connection.create_l2cap_channel(spec=spec)
@@ -239,15 +242,23 @@ async def call_back(control: l2cap.LeCreditBasedChannel, psm: int) -> None:
         if len(received) == len(sent) and not all_back.done():
             all_back.set_result(None)
 
-    async def send_all() -> None:
+    async def send_sdus() -> None:
         for sdu in sent:
             # Bumble's write is a byte stream: writes queued together would go out joined
             # into SDUs of the peer's MTU, so each SDU is sent whole before the next.
             channel.write(sdu)
             await channel.drain()
+
+    async def send_all() -> None:
+        await send_sdus()
         await all_back
 
     channel.sink = on_echo
+    if not echo:
+        await send_sdus()
+        control.write(b"sent" + hashlib.sha256(bulk).digest())
+        await channel.disconnect()
+        return
     try:
         await asyncio.wait_for(send_all(), 90)
         verdict = b"pass" if received == sent else b"fail: the echo differs"

@@ -5,8 +5,8 @@ import Glibc
 /// A program started with posix_spawn and a clean signal state: nothing blocked, and SIGTERM,
 /// SIGHUP, SIGINT and SIGPIPE at their default actions. A child started from a test or
 /// benchmark thread otherwise inherits that thread's blocked signals, and SIGTERM would never
-/// reach it. stdin is /dev/null; stdout and stderr each go to /dev/null, a file, or one pipe
-/// whose read end the caller owns.
+/// reach it. stdin is /dev/null or a file; stdout and stderr each go to /dev/null, a file, or
+/// one pipe whose read end the caller owns.
 ///
 ///     let broker = try ChildProcess(path: "/usr/sbin/mosquitto", ["-c", conf], stderr: .pipe)
 ///     read(broker.pipe!, &buffer, buffer.count)
@@ -26,10 +26,10 @@ public struct ChildProcess: Sendable {
     public let pipe: Int32?
 
     /// Starts `path` with `arguments` (argv[0] is `path`) and `environment` (nil: the
-    /// environment of this process).
+    /// environment of this process); `stdin` is a file to read from (nil: /dev/null).
     public init(
         path: String, _ arguments: [String], environment: [String: String]? = nil,
-        stdout: Output = .null, stderr: Output = .null
+        stdin: String? = nil, stdout: Output = .null, stderr: Output = .null
     ) throws(ChildProcessError) {
         var fds: [Int32] = [-1, -1]
         let piped = stdout == .pipe || stderr == .pipe
@@ -42,7 +42,7 @@ public struct ChildProcess: Sendable {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 0, stdin ?? "/dev/null", O_RDONLY, 0)
         for (fd, output) in [(Int32(1), stdout), (Int32(2), stderr)] {
             switch output {
             case .null: posix_spawn_file_actions_addopen(&actions, fd, "/dev/null", O_WRONLY, 0)

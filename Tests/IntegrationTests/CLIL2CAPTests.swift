@@ -83,6 +83,31 @@ struct CLIL2CAPTests {
         #expect(run.stderr.contains("--psm PSM"))
     }
 
+    @Test func kernelAdapterRefusesTheOwnStacksOptions() async throws {
+        let mps = try await BLETool.run(["-d", "hci-raw:0", "l2cap", "F0:5E:B1:00:00:21", "--psm", "0x0080", "--mps", "100"])
+        #expect(mps.status == 2)
+        #expect(mps.stderr.contains("--mps is for the stack's own channels; with -d hci-raw:0 the kernel's socket carries the channel"), "\(mps.stderr)")
+        let snoop = try await BLETool.run(["-d", "hci-raw:1", "--btsnoop", "/tmp/never.btsnoop", "l2cap", "F0:5E:B1:00:00:21", "--listen", "0x0081"])
+        #expect(snoop.status == 2)
+        #expect(snoop.stderr.contains("record hci1's traffic with 'ble monitor -i hci1 --btsnoop FILE'"), "\(snoop.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: "/tmp/never.btsnoop"))
+        // The same options on the stack's own path are fine up to opening the controller.
+        let both = try await BLETool.run(["-d", "hci-raw:0", "l2cap", "F0:5E:B1:00:00:21", "--psm", "0x0080", "--listen", "0x0081"])
+        #expect(both.status == 2)
+        #expect(both.stderr.contains("give either --psm PSM (open a channel) or --listen PSM (accept one)"), "\(both.stderr)")
+    }
+
+    /// On a host kernel without Bluetooth, `-d hci-raw:0` takes the kernel's L2CAP socket (its
+    /// error, not the raw HCI channel's) and exits 1.
+    @Test(.enabled(if: !L2CAPSocketChannelNoBluetoothTests.kernelHasBluetooth))
+    func kernelAdapterUsesTheKernelsSocket() async throws {
+        for mode in ["--psm", "--listen"] {
+            let run = try await BLETool.run(["-d", "hci-raw:0", "l2cap", "F0:5E:B1:00:00:21", mode, "0x0080"])
+            #expect(run.status == 1)
+            #expect(run.stderrLines.last == "ble: this kernel has no Bluetooth support (socket(AF_BLUETOOTH) failed: EAFNOSUPPORT); load it with 'modprobe bluetooth'", "\(run.stderr)")
+        }
+    }
+
     /// The summary line on stderr, parsed field by field.
     struct Summary {
         var bytesSent = 0, sdusSent = 0, bytesReceived = 0, sdusReceived = 0

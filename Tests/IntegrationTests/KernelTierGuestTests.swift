@@ -512,7 +512,7 @@ enum KernelTierGuest {
 
     struct Child: CustomStringConvertible {
         var status: Int32
-        /// stdout and stderr together.
+        /// stdout and stderr together (stderr alone when stdout went to a file).
         var output: String
         var description: String { "child exit status \(status)\n--- output ---\n\(output)" }
     }
@@ -542,12 +542,14 @@ enum KernelTierGuest {
         }
     }
 
-    /// Runs `arguments` (stdin /dev/null, stdout and stderr together) and calls `onLine` with
-    /// each line it prints and its pid, on a reader thread. The program is killed if it has
-    /// not exited within 120 s.
+    /// Runs `arguments` (stdin /dev/null or the file `stdin`; stdout and stderr together, or
+    /// stdout into the file `stdout`) and calls `onLine` with each line it prints and its pid,
+    /// on a reader thread. The program is killed if it has not exited within 120 s.
     static func runProgram(_ arguments: [String], environment: [String: String] = ProcessInfo.processInfo.environment,
+                           stdin: String? = nil, stdout: String? = nil,
                            onLine: @escaping @Sendable (String, pid_t) -> Void = { _, _ in }) async throws -> Child {
-        let child = try ChildProcess(path: arguments[0], Array(arguments.dropFirst()), environment: environment, stdout: .pipe, stderr: .pipe)
+        let child = try ChildProcess(path: arguments[0], Array(arguments.dropFirst()), environment: environment,
+                                     stdin: stdin, stdout: stdout.map { .file($0) } ?? .pipe, stderr: .pipe)
         let (childPID, readEnd) = (child.pid, try #require(child.pipe))
         let watchdog = Task {
             try await Task.sleep(for: .seconds(120))

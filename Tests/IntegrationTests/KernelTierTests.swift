@@ -21,6 +21,7 @@ struct KernelTierTests {
     static let scenarios = [
         "adapterList", "userChannelGATT", "userChannelScanAndPeripheral", "userChannelErrors", "kernelModeGATT", "kernelModePeripheral", "kernelModeAdapterDown", "kernelModeTimeout", "rawChannelScan",
         "kernelModeCreditChannelEcho", "kernelModeListen", "kernelModeSecurity", "kernelModeEncryptedRead", "kernelModeBonding", "kernelModeWrongPasskey", "kernelModeHighSecurity", "monitorSeesAdapterTraffic", "monitorCommand",
+        "l2capCommandOverTheKernel", "l2capCommandListensOverTheKernel",
     ] + (KernelTierGuestTests.forgottenBondEnabled ? ["kernelModeForgottenBond"] : [])
 
     @Test("The guest run of KernelTierGuestTests exits 0")
@@ -64,7 +65,7 @@ enum KernelTierVM {
 
     /// Whole-VM limit handed to the script (boot, Bumble start-up and every guest scenario
     /// under software emulation); the script kills qemu when it passes.
-    static let vmTimeoutSeconds = 480
+    static let vmTimeoutSeconds = 600
     /// If the script itself hangs: SIGKILL it; qemu has a parent-death signal, so it goes too.
     static let watchdogSeconds = vmTimeoutSeconds + 60
 

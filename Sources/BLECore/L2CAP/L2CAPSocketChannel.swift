@@ -400,21 +400,25 @@ public final class L2CAPSocketChannel: L2CAPChannel, @unchecked Sendable { // st
             })
     }
 
+    /// Reads every SDU the socket holds. The kernel reports the channel's end before the SDUs
+    /// still queued: skb_recv_datagram returns (and clears) the socket's error first, and a
+    /// shut-down socket reads 0 while SDUs wait. So a peer's last SDUs sent just before its
+    /// Disconnection Request would be lost; after an end this reads on until nothing is left,
+    /// then ends with the first reason.
     func readAvailable() {
+        var ending: Int32?  // the end seen first: its errno, 0 for end of stream
         while closedError == nil {
             let n = recv(fd, readBuffer.baseAddress, readBuffer.count, Int32(MSG_DONTWAIT))
-            if n < 0 {
-                let err = errno
-                if err == EINTR { continue }
-                if err == EAGAIN || err == EWOULDBLOCK { return }
-                fail(linkError(err))
-                return
-            }
-            if n == 0 {
-                let err = socketError(fd)
-                peerEnded = err == 0
-                fail(err != 0 ? linkError(err) : .transportLost("the kernel ended the L2CAP channel to \(peerDescription) (end of stream)"))
-                return
+            if n <= 0 {
+                let err = n < 0 ? errno : socketError(fd)
+                if n < 0 && err == EINTR { continue }
+                if n < 0 && (err == EAGAIN || err == EWOULDBLOCK) && ending == nil { return }
+                if let ending {
+                    end(ending)
+                    return
+                }
+                ending = err
+                continue
             }
             let sdu = [UInt8](UnsafeRawBufferPointer(rebasing: readBuffer[..<n]))
             if let receive {
@@ -423,6 +427,12 @@ public final class L2CAPSocketChannel: L2CAPChannel, @unchecked Sendable { // st
                 early.append(sdu)
             }
         }
+    }
+
+    /// Ends the channel: `err` 0 is the end of stream (the peer or the kernel closed it).
+    private func end(_ err: Int32) {
+        peerEnded = err == 0
+        fail(err != 0 ? linkError(err) : .transportLost("the kernel ended the L2CAP channel to \(peerDescription) (end of stream)"))
     }
 
     /// The kernel turns the HCI disconnect reason into an errno (bt_to_errno); map back the
