@@ -31,16 +31,16 @@ enum L2CAPCopy {
         let start = ContinuousClock.now
         let stdinDone = Atomic<Bool>(false)
         let (input, room) = StandardInput.chunks(size: min(await channel.peerMTU, 65535))
+        // Counted as they go, so a sender cancelled when the peer closes still reports what it sent.
+        let sentSDUs = Atomic<Int>(0), sentBytes = Atomic<Int>(0)
         let sender = Task {
-            var sdus = 0, bytes = 0
             for await chunk in input {
                 room.signal()
                 try await channel.send(chunk, timeout: .seconds(30))
-                sdus += 1
-                bytes += chunk.count
+                sentSDUs.add(1, ordering: .relaxed)
+                sentBytes.add(chunk.count, ordering: .relaxed)
             }
             stdinDone.store(true, ordering: .sequentiallyConsistent)
-            return (sdus, bytes)
         }
         var received = 0, bytesIn = 0
         var closedByPeer = false
@@ -73,7 +73,8 @@ enum L2CAPCopy {
             throw CLIFailure("\(error)")
         }
         if closedByPeer { sender.cancel() }
-        let (sent, bytesOut) = (try? await sender.value) ?? (0, 0)
+        _ = await sender.result
+        let sent = sentSDUs.load(ordering: .relaxed), bytesOut = sentBytes.load(ordering: .relaxed)
         if !closedByPeer { await channel.close() }
         let elapsed = ContinuousClock.now - start
         let seconds = max(0.001, Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
