@@ -10,7 +10,10 @@ import Testing
         let owner = Owner()
         let waiters = owner.waiters
         try await waiters.waitForCount("no caller") { $0 == 0 } // holds at once
+        // One at a time, so the oldest waiter is `first` (two tasks started together may
+        // reach the owner in either order).
         let first = Task { await owner.wait() }
+        try await waiters.waitForCount("one caller parked") { $0 == 1 }
         let second = Task { await owner.wait() }
         try await waiters.waitForCount("two callers parked") { $0 == 2 }
         #expect(await owner.count == 2)
