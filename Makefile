@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 APT_PACKAGES := libbluetooth-dev libssl-dev pkg-config tshark bluez tmux libmosquitto-dev mosquitto mosquitto-clients libyaml-dev openssl zsh
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Seconds each fuzz target runs in `make test` (make fuzz runs longer).
-FUZZ_SMOKE_SECONDS ?= 15
+FUZZ_SMOKE_SECONDS ?= 10
 FUZZ_SECONDS ?= 300
 
 .PHONY: all deps apt venv build test test-swift test-fuzz test-examples test-vm demo bench fuzz soak clean docs install

@@ -35,7 +35,7 @@ extension KernelTierGuestTests {
         let links = try LinkWatch()
         do {
             let data = ChannelEcho.random(64 * 1024)
-            let (run, echoed) = try await Self.l2capCommand(["--psm", "0x0080", "--idle", "10", "--timeout", "40"], input: data)
+            let (run, echoed) = try await Self.l2capCommand(["--psm", "0x0080", "--idle", "4", "--timeout", "40"], input: data)
             print("ble l2cap over the kernel: \(run.output)")
             try #require(run.status == 0, "\(run)")
             try #require(echoed.count == data.count && SHA256.hash(echoed) == SHA256.hash(data), "\(echoed.count) bytes back\n\(run)")
@@ -48,7 +48,7 @@ extension KernelTierGuestTests {
             // link (it disconnects after the last channel closed) and refuses a new channel on it.
             try await links.endAll()
 
-            let (json, lines) = try await Self.l2capCommand(["--psm", "128", "--json", "--idle", "5", "--timeout", "40"], input: Array("hello".utf8))
+            let (json, lines) = try await Self.l2capCommand(["--psm", "128", "--json", "--idle", "3", "--timeout", "40"], input: Array("hello".utf8))
             try #require(json.status == 0, "\(json)")
             try #require(Self.sdus(json: lines) == [Array("hello".utf8)], "\(String(decoding: lines, as: UTF8.self))")
             try await links.endAll()
