@@ -35,6 +35,7 @@ extension Peripheral {
     /// Runs one procedure of an app's request on a bearer of its own (`leaseProcedures`).
     ///
     ///     let value = try await perform(.reading, target) { p async throws(GATTProcedureError) in try await p.readLong(handle: h) }
+    @_optimize(none) // Swift 6.3.1 at -O miscompiles this pair: the task jumps to 0 as a procedure returns (docs/fuzzing.md)
     func perform<T>(_ operation: GATTOperation, _ target: GATTTarget,
                     _ body: (GATTProcedures) async throws(GATTProcedureError) -> T) async throws(GATTError) -> T {
         let p = try await leaseProcedures()
@@ -48,6 +49,7 @@ extension Peripheral {
     /// refused Prepare Write is not queued and the procedure cancels what it queued before
     /// (Execute Write, flags 0x00) before it fails, and a refused Execute Write clears the
     /// server's queue (Vol 3, Part F, 3.4.6.1 and 3.4.6.3).
+    @_optimize(none) // see `perform(_:_:_:)`
     func perform<T>(_ operation: GATTOperation, _ target: GATTTarget, on p: GATTProcedures,
                     _ body: (GATTProcedures) async throws(GATTProcedureError) -> T) async throws(GATTError) -> T {
         let raised: SecurityLevel
