@@ -9,11 +9,11 @@ protocol AdvertisingReportSource {
     mutating func append(report n: Int, elapsed: UInt64, to buffer: inout [UInt8])
 }
 
-/// Feeds advertising reports into the host in real time: a 2 ms dispatch timer on the adapter
-/// queue sends, as one write, every report due at `reportsPerSecond` (at most 2,000 a tick),
-/// and remembers when each batch went in.
+/// Feeds advertising reports in real time: a 2 ms dispatch timer on `queue` hands `sink` every
+/// report due at `reportsPerSecond` (at most 2,000 a tick) as one buffer, and remembers when
+/// each batch went in. Into the host: `init(tap:...)` feeds the tap on the adapter queue.
 final class ReportFeeder<Source: AdvertisingReportSource>: @unchecked Sendable { // all state is touched only on `queue`
-    let tap: TapTransport
+    let sink: (UnsafeRawBufferPointer) -> Void
     let queue: DispatchQueue
     let reportsPerSecond: Int
     private var source: Source
@@ -24,8 +24,12 @@ final class ReportFeeder<Source: AdvertisingReportSource>: @unchecked Sendable {
     /// (first report of the batch, wall-clock seconds when it was fed).
     private var batches: [(first: Int, time: Double)] = []
 
-    init(tap: TapTransport, queue: DispatchQueue, reportsPerSecond: Int, source: Source) {
-        self.tap = tap
+    convenience init(tap: TapTransport, queue: DispatchQueue, reportsPerSecond: Int, source: Source) {
+        self.init(queue: queue, reportsPerSecond: reportsPerSecond, source: source) { tap.feed($0) }
+    }
+
+    init(queue: DispatchQueue, reportsPerSecond: Int, source: Source, sink: @escaping (UnsafeRawBufferPointer) -> Void) {
+        self.sink = sink
         self.queue = queue
         self.reportsPerSecond = reportsPerSecond
         self.source = source
@@ -74,7 +78,7 @@ final class ReportFeeder<Source: AdvertisingReportSource>: @unchecked Sendable {
         clock_gettime(CLOCK_REALTIME, &now)
         batches.append((sent, Double(now.tv_sec) + Double(now.tv_nsec) / 1e9))
         sent += count
-        buffer.withUnsafeBytes { tap.feed($0) }
+        buffer.withUnsafeBytes { sink($0) }
     }
 }
 

@@ -7,13 +7,14 @@ import GATTClient
 
 /// The gateway at scale (docs/gateway.md), against a real mosquitto on a free local port.
 ///
-/// One gateway: `Gateway` on a `Central` over the in-process virtual controller, 1,000
-/// advertisers reported at 10,000 reports/s (H4 LE Advertising Report events fed into the
-/// host as in the dense scene; each advertiser's manufacturer data changes once a second, so
-/// about 1,000 advertisement messages/s go out) and 8 links from the config, each notifying
-/// its Heart Rate Measurement 10 times a second through the virtual controller (QoS 1).
-/// Measured: process CPU time (getrusage) per second of the run, and the latency from a
-/// report's feed into the host to its message reaching a `mosquitto_sub` subscriber.
+/// One gateway: a `ble gateway` process on a virtual controller served on a pseudo-terminal
+/// (as a gateway with a UART controller runs), 1,000 advertisers reported at 10,000 reports/s
+/// (each LE Advertising Report event its own write, at the pace it is due; each advertiser's
+/// manufacturer data changes once a second, so about 1,000 advertisement messages/s go out)
+/// and 8 links from its config file, each notifying its Heart Rate Measurement 10 times a
+/// second (QoS 1). Measured: the gateway process's CPU time (/proc/PID/stat) per second of the
+/// run, so the feeder, the simulated devices and the subscriber are not counted, and the
+/// latency from a report's write to its message reaching a `mosquitto_sub` subscriber.
 ///
 /// The fleet: 8 `ble gateway` processes, each on its own virtual controller served on a
 /// pseudo-terminal with 200 devices; every round each device advertises new data, so each
@@ -35,44 +36,51 @@ enum GatewayWorkload {
         let subscriber = try await offThread { try BenchSubscriber.start(port: broker.port, pattern: "ble/bench/#") }
         defer { subscriber.stop() }
         progress("gateway: mosquitto on port \(broker.port), subscriber ready")
-        return try await singleRun(seconds: seconds, broker: broker, subscriber: subscriber)
+        return try await singleRun(seconds: seconds, broker: broker, subscriber: subscriber, directory: directory)
     }
 
-    static func singleRun(seconds: Int, broker: BenchBroker, subscriber: BenchSubscriber) async throws -> Measurement {
+    static func singleRun(seconds: Int, broker: BenchBroker, subscriber: BenchSubscriber, directory: URL) async throws -> Measurement {
         var options = VirtualController.Options()
         options.time = .immediate
         options.aclPacketCount = 64
         let vc = VirtualController(options: options)
         var servers: [GATTServer] = []
-        var config = GatewayConfig()
-        config.broker.url = "mqtt://127.0.0.1:\(broker.port)"
-        config.id = "bench"
-        config.metricsInterval = .seconds(1)
-        config.scan.publishInterval = .seconds(30)
-        config.scan.lostAfter = .seconds(30)
+        var devices: [String] = []
         for i in 0..<links {
             let server = GATTServer(database: .heartRateMonitor(), queue: vc.queue)
             servers.append(server)
             let address = LEAddress(BluetoothAddress(rawValue: 0xC0_00_00_00_10_00 + UInt64(i)), type: .random)
             vc.addPeripheral(SimulatedPeripheral(address: address, advertisingData: [0x02, 0x01, 0x06], attServer: server))
-            var device = GatewayConfig.Device(address: address)
-            device.subscribe = [GatewayConfig.CharacteristicRef(service: BluetoothUUID(uuid16: 0x180D), characteristic: BluetoothUUID(uuid16: 0x2A37))]
-            config.devices.append(device)
+            devices.append(#"{"address": "\#(address.address)", "addressType": "random", "subscribe": [{"service": "180D", "characteristic": "2A37"}]}"#)
         }
-        let tap = TapTransport(vc.makeTransport())
-        let central = Central(transport: tap, options: vc.centralOptions())
-        try await central.powerOn()
-        let gateway = try Gateway(central: central, config: config)
-        let task = Task { try await gateway.run() }
+        let configFile = directory.appendingPathComponent("gateway-bench.json")
+        try #"{"id": "bench", "mqtt": {"url": "mqtt://127.0.0.1:\#(broker.port)"}, "metricsIntervalSeconds": 1, "scan": {"publishIntervalSeconds": 30, "lostAfterSeconds": 30}, "devices": [\#(devices.joined(separator: ", "))]}"#
+            .write(to: configFile, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: configFile) }
+        let spec = try vc.servePseudoTerminal()
+        let ble = try bleExecutable()
+        var pid = try ChildProcess(path: ble.path, ["-d", spec, "gateway", "--config", configFile.path],
+                                   stderr: .file(directory.appendingPathComponent("gateway-bench.log").path)).pid
+        defer { if pid != 0 { ChildProcess.wait(pid, afterSending: SIGKILL) } }
         // Every link subscribed (its retained `connected`), and the scan running.
-        progress("gateway: running, waiting for its \(links) links")
+        progress("gateway: ble gateway (pid \(pid)) on \(spec), waiting for its \(links) links")
         guard try await offThread({ subscriber.waitForTopics(prefix: "ble/bench/devices/C0000000100", suffix: "/link", count: links, timeout: 30) }) else {
             throw BenchError("the gateway did not hold its \(links) links within 30 s")
         }
         try await vc.waitUntil("the gateway's scan", timeout: .seconds(10)) { $0.isScanning }
 
         progress("gateway: links up, scanning; feeding for \(seconds) s")
-        let feeder = ReportFeeder(tap: tap, queue: vc.adapterExecutor.queue, reportsPerSecond: reportsPerSecond, source: GatewayReports())
+        // The reports reach the gateway as a UART controller's would: each report its own
+        // write to the pseudo-terminal, at the pace they are due.
+        let feeder = ReportFeeder(queue: vc.queue, reportsPerSecond: reportsPerSecond, source: GatewayReports()) { bytes in
+            var offset = 0
+            while offset + 3 <= bytes.count {
+                let length = Int(bytes[offset + 2])
+                guard offset + 3 + length <= bytes.count else { break }
+                vc.inject(.event(HCIEventPacket(code: bytes[offset + 1], parameters: Array(bytes[(offset + 3)..<(offset + 3 + length)]))))
+                offset += 3 + length
+            }
+        }
         let notifyQueue = DispatchQueue(label: "bench.notify")
         let notifier = DispatchSource.makeTimerSource(queue: notifyQueue)
         let notified = Counter()
@@ -83,24 +91,23 @@ enum GatewayWorkload {
                 Task { _ = await server.notify(characteristic: BluetoothUUID(uuid16: 0x2A37), value: [0x00, UInt8(truncatingIfNeeded: n)]) }
             }
         }
-        let deliveredStart = await gateway.publisher.delivered
-        let cpuStart = DenseWorkload.cpuSeconds()
+        let messagesStart = subscriber.messageCount()
+        let cpuStart = processCPUSeconds(pid)
         let wallStart = ContinuousClock.now
         feeder.start()
         notifier.resume()
         try await Task.sleep(for: .seconds(seconds))
         notifier.cancel()
         let (sent, elapsed) = feeder.stop()
-        let cpu = DenseWorkload.cpuSeconds() - cpuStart
+        let cpu = processCPUSeconds(pid) - cpuStart
         let wall = ContinuousClock.now - wallStart
         let wallSeconds = Double(wall.components.seconds) + Double(wall.components.attoseconds) / 1e18
+        let published = subscriber.messageCount() - messagesStart
         progress("gateway: fed \(sent) reports in \(elapsed) s; draining")
-        _ = await gateway.publisher.drain(timeout: .seconds(10))
-        let delivered = await gateway.publisher.delivered - deliveredStart
-        let dropped = await gateway.publisher.dropped
-        task.cancel()
-        _ = try? await task.value
-        await central.close()
+        // Drained when a metrics message after the feed shows an empty queue.
+        let metrics = try await offThread { subscriber.waitForMetrics(topic: "ble/bench/metrics", after: Date(), timeout: 10) { $0["queueDepth"] == 0 } }
+        ChildProcess.wait(pid, afterSending: SIGTERM)
+        pid = 0
 
         // Latency: the first message of each (advertiser, epoch) against the feed of the
         // report that changed the data.
@@ -128,8 +135,8 @@ enum GatewayWorkload {
         m.extra = [
             "cpuPercentOfOneCore": cpu / wallSeconds * 100,
             "cpuMicrosecondsPerReport": cpu * 1e6 / Double(max(sent, 1)),
-            "publishesPerSecond": Double(delivered) / wallSeconds,
-            "dropped": Double(dropped),
+            "messagesPerSecond": Double(published) / wallSeconds,
+            "dropped": metrics?["dropped"] ?? .nan,
             "notificationsReceived": Double(notifications),
             "latencySamples": Double(latencies.count),
             "latencyP50Microseconds": percentile(0.5), "latencyP99Microseconds": percentile(0.99),
@@ -330,6 +337,7 @@ final class BenchSubscriber: @unchecked Sendable { // every field but `pid` is g
     private var parsed = 0
     private var waiting = 0
     private var text: [String] = []
+    private var messages = 0
     private var deviceCounts: [Substring: Int] = [:]
     private var deviceMessages = 0
     private var linkTopics = Set<String>()
@@ -376,6 +384,7 @@ final class BenchSubscriber: @unchecked Sendable { // every field but `pid` is g
         for line in chunk.split(separator: "\n", omittingEmptySubsequences: false) {
             let fields = line.split(separator: " ", maxSplits: 2)
             if fields.count == 3 {
+                messages += 1
                 let topic = fields[1]
                 let levels = topic.split(separator: "/")
                 if levels.count == 4 && levels[2] == "devices" {
@@ -408,6 +417,31 @@ final class BenchSubscriber: @unchecked Sendable { // every field but `pid` is g
 
     func waitForDeviceMessages(total: Int, timeout: Double) -> Bool {
         wait(timeout: timeout) { $0.deviceMessages >= total }
+    }
+
+    /// Messages received so far.
+    func messageCount() -> Int {
+        condition.lock(); defer { condition.unlock() }
+        parse()
+        return messages
+    }
+
+    /// The numbers of the first message on `topic` received after `after` for which `done`
+    /// holds (the gateway's metrics: `{"queueDepth": 0, ...}`), or nil after `timeout` seconds.
+    func waitForMetrics(topic: String, after: Date, timeout: Double, until done: @escaping ([String: Double]) -> Bool) -> [String: Double]? {
+        var found: [String: Double]?
+        var checked = 0
+        _ = wait(timeout: timeout) { s in
+            while checked < s.text.count {
+                defer { checked += 1 }
+                guard let (time, t, payload) = BenchSubscriber.split(s.text[checked]), t == topic, time >= after.timeIntervalSince1970,
+                      let object = try? JSONSerialization.jsonObject(with: Data(payload.utf8)) as? [String: Any] else { continue }
+                let numbers = object.compactMapValues { ($0 as? NSNumber)?.doubleValue }
+                if done(numbers) { found = numbers; return true }
+            }
+            return false
+        }
+        return found
     }
 
     func deviceMessageCount() -> Int {

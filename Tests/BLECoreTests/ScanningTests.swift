@@ -205,6 +205,49 @@ struct ScanningTests {
         await bed.central.close()
     }
 
+    @Test("duplicateInterval: RSSI-only reports at most once per interval, a data change at once")
+    func duplicateInterval() async throws {
+        let bed = try await ScanBed.make()
+        let sub = Collected(await bed.central.scan(options: ScanOptions(allowDuplicates: true, duplicateInterval: .seconds(10))))
+        _ = await bed.controller.scanCommands { $0.last == Spec.setScanEnable(true) }
+        await bed.central.scanner.settled()
+        func report(_ data: [UInt8], rssi: Int8, from address: String = Self.hrm) {
+            bed.controller.sendLEMeta(Spec.legacyReports([.init(address: address, data: data, rssi: rssi)]))
+        }
+        let renamed = Spec.flags + Spec.uuids16(0x180D) + Spec.name("Polar H10 two")
+        report(Self.hrmAdvertisement, rssi: -60)          // t = 0: discovered
+        report(Self.hrmAdvertisement, rssi: -55)          // RSSI only: held back
+        report(Self.hrmAdvertisement, rssi: -55)          // a repeat: held back
+        report(renamed, rssi: -54)                        // the name changed: at once
+        report(renamed, rssi: -53)                        // RSSI only: held back
+        report(Spec.flags, rssi: -70, from: Self.other)   // marks the end of the first burst
+        let first = await sub.first(3)
+        #expect(first.count == 3)
+        if first.count == 3 {
+            guard case .discovered(let a) = first[0], case .updated(let b) = first[1], case .discovered(let c) = first[2] else {
+                Issue.record("got \(first)"); return
+            }
+            #expect(a.rssi == -60)
+            #expect(b.rssi == -54 && b.advertisingData.localName == "Polar H10 two")
+            #expect("\(c.address.address)" == Self.other)
+        }
+        await bed.clock.advance(by: .seconds(9))
+        report(renamed, rssi: -52)                        // t = 9 s: 9 s after the last delivery, held back
+        await bed.clock.advance(by: .seconds(2))
+        report(renamed, rssi: -51)                        // t = 11 s: the interval has passed
+        report(renamed, rssi: -50)                        // and starts again
+        report(Spec.flags, rssi: -71, from: Self.other)   // the other device's own interval has passed too
+        let second = await sub.first(5)
+        #expect(second.count == 5)
+        if second.count == 5 {
+            guard case .updated(let d) = second[3], case .updated(let e) = second[4] else { Issue.record("got \(second)"); return }
+            #expect(d.rssi == -51)
+            #expect("\(e.address.address)" == Self.other && e.rssi == -71)
+        }
+        sub.cancel()
+        await bed.central.close()
+    }
+
     @Test("Lost events follow the manual clock")
     func lostEvents() async throws {
         let bed = try await ScanBed.make()

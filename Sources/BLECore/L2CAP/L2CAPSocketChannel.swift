@@ -392,12 +392,16 @@ public final class L2CAPSocketChannel: L2CAPChannel, @unchecked Sendable { // st
     package func startReading() {
         let io = DispatchFD(fd: fd, queue: executor.queue, packetMode: true, isSocket: true)
         self.io = io
-        io.start(
-            onReadable: { [weak self] in self?.readAvailable() },
-            onWriteError: { [weak self] err in
-                guard let self else { return }
-                self.fail(self.linkError(err))
-            })
+        do {
+            try io.start(
+                onReadable: { [weak self] in self?.readAvailable() },
+                onWriteError: { [weak self] err in
+                    guard let self else { return }
+                    self.fail(self.linkError(err))
+                })
+        } catch {
+            fail(linkError(error.errno))
+        }
     }
 
     /// Reads every SDU the socket holds. The kernel reports the channel's end before the SDUs

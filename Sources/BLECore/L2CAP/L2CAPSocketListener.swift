@@ -126,7 +126,7 @@ public actor L2CAPSocketListener: AsyncSequence {
         }
     }
 
-    /// Reads the socket while a caller waits; the first wait starts the read source.
+    /// Reads the socket while a caller waits; the first wait starts the reader.
     private func watch() {
         if let io {
             io.resumeReading()
@@ -135,7 +135,11 @@ public actor L2CAPSocketListener: AsyncSequence {
         let io = DispatchFD(fd: fd, queue: executor.queue, packetMode: true, isSocket: true)
         self.io = io
         let executor = self.executor
-        io.start(onReadable: { [weak self] in self?.enter(on: executor) { $0.acceptWaiting() } }, onWriteError: { _ in })
+        do {
+            try io.start(onReadable: { [weak self] in self?.enter(on: executor) { $0.acceptWaiting() } }, onWriteError: { _ in })
+        } catch {
+            finish(.system(operation: error.operation, peer: "PSM \(psm)", errno: error.errno))
+        }
     }
 
     /// Accepts a channel for each caller that waits; stops reading when none does (the kernel

@@ -26,21 +26,29 @@ public struct ScanOptions: Sendable, Hashable {
     /// data changed. True: every report is delivered. The controller's own duplicate
     /// filtering is always off; this de-duplication happens per subscriber.
     public var allowDuplicates: Bool
+    /// Reports of a device that change nothing but its RSSI (with `allowDuplicates`, also
+    /// exact repeats) are delivered at most once per this interval; a change of its data,
+    /// connectability or TX power is delivered at once. Nil: no such limit. For consumers
+    /// that want every change but only a periodic "still here", such as a gateway:
+    ///
+    ///     ScanOptions(allowDuplicates: true, duplicateInterval: .seconds(10))
+    public var duplicateInterval: Duration?
     /// A device not heard for this long is reported `.lost`; nil: never.
     public var lostTimeout: Duration?
     /// The stream finishes (without error) after this long; nil: only when the consumer stops.
     public var timeout: Duration?
     public var bufferingPolicy: BufferingPolicy
 
-    /// Defaults: active, interval 60 ms, window 30 ms, no duplicates, no lost events, no
-    /// timeout, newest 256 events kept.
+    /// Defaults: active, interval 60 ms, window 30 ms, no duplicates, no duplicate interval,
+    /// no lost events, no timeout, newest 256 events kept.
     public init(mode: Mode = .active, interval: Duration = .milliseconds(60), window: Duration = .milliseconds(30),
-                allowDuplicates: Bool = false, lostTimeout: Duration? = nil, timeout: Duration? = nil,
-                bufferingPolicy: BufferingPolicy = .bufferingNewest(256)) {
+                allowDuplicates: Bool = false, duplicateInterval: Duration? = nil, lostTimeout: Duration? = nil,
+                timeout: Duration? = nil, bufferingPolicy: BufferingPolicy = .bufferingNewest(256)) {
         self.mode = mode
         self.interval = interval
         self.window = window
         self.allowDuplicates = allowDuplicates
+        self.duplicateInterval = duplicateInterval
         self.lostTimeout = lostTimeout
         self.timeout = timeout
         self.bufferingPolicy = bufferingPolicy

@@ -28,8 +28,8 @@ final class ScanSubscriber {
     let options: ScanOptions
     let parameters: ControllerScanParameters
     let sink: Sink
-    /// Devices this subscriber has been told about, with the record version last delivered.
-    var known: [DeviceKey: UInt64] = [:]
+    /// Devices this subscriber has been told about, with what it was told last.
+    var known: [DeviceKey: Delivered] = [:]
     var lostTimer: (any ScheduledTimer)?
     var timeoutTimer: (any ScheduledTimer)?
     var snapshotTimer: (any ScheduledTimer)?
@@ -57,6 +57,15 @@ final class ScanSubscriber {
     }
 }
 
+/// What a subscriber was told last about one device.
+struct Delivered {
+    /// `DeviceRecord.version` and `contentVersion` then.
+    var version: UInt64
+    var contentVersion: UInt64
+    /// The report's time (`DiscoveredPeripheral.lastSeen`), for `ScanOptions.duplicateInterval`.
+    var time: ContinuousClock.Instant
+}
+
 /// Identifies a device in the scan table: address, address type, and for anonymous
 /// advertising the Advertising_SID.
 struct DeviceKey: Hashable {
@@ -74,6 +83,8 @@ struct DeviceRecord {
     var peripheral: DiscoveredPeripheral
     /// Bumped when the RSSI or the data changes; subscribers compare it for de-duplication.
     var version: UInt64 = 0
+    /// Bumped when anything but the RSSI changes (data, event type, TX power, truncation).
+    var contentVersion: UInt64 = 0
     /// The latest raw advertisement and scan response data, to skip decoding repeats.
     var lastAdvertisement: [UInt8]?
     var lastScanResponse: [UInt8]?

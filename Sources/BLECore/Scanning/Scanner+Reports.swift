@@ -95,20 +95,33 @@ extension Scanner {
         }
         guard let index else { return }
         // Updated in place: the record (and its peripheral's arrays) is not copied out and back.
-        let changed = Self.update(&devices.values[index], now: now, eventType: eventType, rssi: rssi, data: data,
-                                  txPower: txPower, sid: sid, truncated: truncated, direct: direct)
-        if changed || isNew { devices.values[index].version &+= 1 }
+        let stamp = Self.update(&devices.values[index], isNew: isNew, now: now, eventType: eventType, rssi: rssi, data: data,
+                                txPower: txPower, sid: sid, truncated: truncated, direct: direct)
         if isNew, expiryTimer == nil { scheduleExpiry() }
-        deliver(key, devices.values[index], rawData: data, rssi: rssi)
+        deliver(key, at: index, stamp: stamp, rawData: data, rssi: rssi)
     }
 
-    /// Takes one report into a device's record; true when the RSSI or the data changed.
-    private static func update(_ record: inout DeviceRecord, now: ContinuousClock.Instant, eventType: ExtendedAdvertisingEventType,
-                               rssi: Int8, data: [UInt8], txPower: Int8?, sid: UInt8?, truncated: Bool, direct: LEAddress?) -> Bool {
+    /// Takes one report into a device's record and bumps its versions: `version` when the RSSI
+    /// or anything else changed, `contentVersion` when anything but the RSSI did. Returns what a
+    /// subscriber told of this report is to remember.
+    private static func update(_ record: inout DeviceRecord, isNew: Bool, now: ContinuousClock.Instant, eventType: ExtendedAdvertisingEventType,
+                               rssi: Int8, data: [UInt8], txPower: Int8?, sid: UInt8?, truncated: Bool, direct: LEAddress?) -> Delivered {
+        let (rssiChanged, contentChanged) = takeReport(&record, now: now, eventType: eventType, rssi: rssi, data: data,
+                                                       txPower: txPower, sid: sid, truncated: truncated, direct: direct)
+        if rssiChanged || contentChanged || isNew { record.version &+= 1 }
+        if contentChanged || isNew { record.contentVersion &+= 1 }
+        return Delivered(version: record.version, contentVersion: record.contentVersion, time: now)
+    }
+
+    /// Takes one report into a device's record; whether the RSSI changed, and whether anything
+    /// else did.
+    private static func takeReport(_ record: inout DeviceRecord, now: ContinuousClock.Instant, eventType: ExtendedAdvertisingEventType,
+                                   rssi: Int8, data: [UInt8], txPower: Int8?, sid: UInt8?, truncated: Bool, direct: LEAddress?) -> (rssi: Bool, content: Bool) {
         var changed = false
+        var rssiChanged = false
         record.peripheral.lastSeen = now
         if rssi != 127 {
-            if record.peripheral.rssi != rssi { changed = true }
+            if record.peripheral.rssi != rssi { rssiChanged = true }
             record.peripheral.rssi = rssi
             let smoothed = record.peripheral.smoothedRSSI
             record.peripheral.smoothedRSSI = smoothed == 127 ? Double(rssi) : smoothed + (Double(rssi) - smoothed) / 4
@@ -144,32 +157,36 @@ extension Scanner {
         }
         let tx = txPower ?? record.peripheral.advertisingData.txPowerLevel
         if tx != record.peripheral.txPower { record.peripheral.txPower = tx; changed = true }
-        return changed
+        return (rssiChanged, changed)
     }
 
-    private func deliver(_ key: DeviceKey, _ record: DeviceRecord, rawData: [UInt8], rssi: Int8) {
-        var mergedBytes = record.mergedBytes
+    /// Offers the device at `index` to each subscriber. The record is copied out only for a
+    /// subscriber that is told: most reports are filtered out, and a copy retains every array
+    /// it holds.
+    private func deliver(_ key: DeviceKey, at index: [DeviceKey: DeviceRecord].Index, stamp now: Delivered, rawData: [UInt8], rssi: Int8) {
         for sub in subscribers.values {
             let id = sub.id
             if let m = sub.filter.minimumRSSI, rssi != 127, rssi < m { continue }
             let delivered = sub.known[key]
-            if delivered == nil {
+            if let delivered {
+                if let interval = sub.options.duplicateInterval, delivered.contentVersion == now.contentVersion,
+                   now.time - delivered.time < interval { continue }
+                if !sub.options.allowDuplicates, delivered.version == now.version { continue }
+            } else {
                 var pass = rawData.withUnsafeBytes { sub.filter.matches(advertisingData: $0, rssi: rssi) }
                 if !pass, sub.needsMergedCheck {
-                    if mergedBytes == nil {
-                        mergedBytes = record.peripheral.advertisingData.bytes
-                        devices[key]?.mergedBytes = mergedBytes
+                    if devices.values[index].mergedBytes == nil {
+                        devices.values[index].mergedBytes = devices.values[index].peripheral.advertisingData.bytes
                     }
-                    pass = mergedBytes.map { sub.filter.matches(advertisingData: $0, rssi: rssi) } ?? false
+                    pass = devices.values[index].mergedBytes.map { sub.filter.matches(advertisingData: $0, rssi: rssi) } ?? false
                 }
                 guard pass else { continue }
-            } else if !sub.options.allowDuplicates, delivered == record.version {
-                continue
             }
-            sub.known[key] = record.version
+            sub.known[key] = now
             switch sub.sink {
             case .events(let b):
-                send(delivered == nil ? .discovered(record.peripheral) : .updated(record.peripheral), to: b)
+                let peripheral = devices.values[index].peripheral
+                send(delivered == nil ? .discovered(peripheral) : .updated(peripheral), to: b)
             case .snapshots:
                 snapshotChanged(id)
             }

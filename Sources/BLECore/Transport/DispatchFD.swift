@@ -4,11 +4,13 @@ import Glibc
 import Dispatch
 import CHCI
 
-/// A non-blocking file descriptor served on one serial queue: a read source that calls back
-/// when bytes are ready, and an outgoing queue drained by a write source that is armed only
-/// while bytes wait (a full socket or UART never blocks the queue and never drops a packet).
+/// A non-blocking file descriptor served on one serial queue: a `ReadThread` that calls back
+/// on the queue when bytes are ready, and an outgoing queue drained by a write source that is
+/// armed only while bytes wait (a full socket or UART never blocks the queue and never drops a
+/// packet).
 ///
-/// Used only on `queue`. The fd is closed once both sources have been cancelled.
+/// Used only on `queue`. The fd is closed once the reader has stopped and the write source
+/// has been cancelled.
 final class DispatchFD: @unchecked Sendable { // state touched only on `queue`
     let fd: Int32
     let queue: DispatchQueue
@@ -16,7 +18,7 @@ final class DispatchFD: @unchecked Sendable { // state touched only on `queue`
     private let packetMode: Bool
     /// Sockets are written with send(MSG_NOSIGNAL) so a dead peer gives EPIPE, not SIGPIPE.
     private let isSocket: Bool
-    private var readSource: DispatchSourceRead?
+    private var reader: ReadThread?
     private var writeSource: DispatchSourceWrite?
     private var writeArmed = false
     private var outgoing: [[UInt8]] = []
@@ -34,7 +36,6 @@ final class DispatchFD: @unchecked Sendable { // state touched only on `queue`
     private(set) var pendingBytes = 0
     /// Runs on `queue` each time the outgoing queue empties (every packet went to the kernel).
     var onDrained: (@Sendable () -> Void)?
-    private var readPaused = false
 
     init(fd: Int32, queue: DispatchQueue, packetMode: Bool, isSocket: Bool) {
         self.fd = fd
@@ -48,28 +49,25 @@ final class DispatchFD: @unchecked Sendable { // state touched only on `queue`
         chci_set_nonblocking(fd) < 0 ? errno : nil
     }
 
-    func start(onReadable: @escaping @Sendable () -> Void, onWriteError: @escaping @Sendable (Int32) -> Void) {
+    /// Starts reading; fails with errno when the reader thread cannot be set up.
+    func start(onReadable: @escaping @Sendable () -> Void, onWriteError: @escaping @Sendable (Int32) -> Void) throws(ReadThreadError) {
         self.onWriteError = onWriteError
-        let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
-        source.setEventHandler(handler: onReadable)
-        source.setCancelHandler { [self] in sourceCancelled() }
+        let reader = try ReadThread(fd: fd, queue: queue, onReadable: onReadable) { [self] in sourceCancelled() }
+        try reader.start()
         liveSources += 1
-        readSource = source
-        source.resume()
+        self.reader = reader
     }
 
     /// Stops calling `onReadable` until `resumeReading()`: data waits in the kernel (which, on
     /// a credit-based L2CAP channel, then grants the peer no more credits).
     func pauseReading() {
-        guard !readPaused, !cancelled, let readSource else { return }
-        readPaused = true
-        readSource.suspend()
+        guard !cancelled else { return }
+        reader?.pause()
     }
 
     func resumeReading() {
-        guard readPaused else { return }
-        readPaused = false
-        readSource?.resume()
+        guard !cancelled else { return }
+        reader?.resume()
     }
 
     /// Queues `bytes` (one packet) and writes as much as the kernel takes now.
@@ -183,11 +181,7 @@ final class DispatchFD: @unchecked Sendable { // state touched only on `queue`
         outgoing = []
         outgoingHead = 0
         pendingBytes = 0
-        if let readSource {
-            readSource.cancel()
-            // A suspended source never runs its cancel handler; resume it so it can.
-            if readPaused { readPaused = false; readSource.resume() }
-        }
+        reader?.stop()
         if let writeSource {
             writeSource.cancel()
             // A suspended source never runs its cancel handler; resume it so it can.
@@ -196,8 +190,8 @@ final class DispatchFD: @unchecked Sendable { // state touched only on `queue`
         if liveSources == 0 { closeDescriptor() }
     }
 
-    /// Runs `body` on `queue` once the fd is closed (at once if it already is). The sources'
-    /// cancel handlers close it a turn of the queue after `cancel()`, not within it.
+    /// Runs `body` on `queue` once the fd is closed (at once if it already is). It is closed a
+    /// turn of the queue after `cancel()` at the earliest, not within it.
     func whenClosed(_ body: @escaping @Sendable () -> Void) {
         if released { body() } else { releaseWaiters.append(body) }
     }
@@ -206,7 +200,7 @@ final class DispatchFD: @unchecked Sendable { // state touched only on `queue`
         liveSources -= 1
         if liveSources == 0 {
             closeDescriptor()
-            readSource = nil
+            reader = nil
             writeSource = nil
         }
     }

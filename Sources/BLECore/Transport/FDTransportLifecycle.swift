@@ -50,7 +50,12 @@ final class FDTransportLifecycle: @unchecked Sendable { // touched only on the s
         state = .open
         let io = DispatchFD(fd: fd, queue: queue, packetMode: packetMode, isSocket: isSocket)
         self.io = io
-        io.start(onReadable: onReadable, onWriteError: { [weak self] err in self?.fail(lostOnWrite(err)) })
+        do {
+            try io.start(onReadable: onReadable, onWriteError: { [weak self] err in self?.fail(lostOnWrite(err)) })
+        } catch {
+            close()
+            throw .system(operation: error.operation, endpoint: name, errno: error.errno)
+        }
     }
 
     /// After `start`: ends the transport with `lost(errno)` when the socket reports an error

@@ -25,9 +25,9 @@ public protocol HCITransport: AnyObject, Sendable {
     /// Stops reading and releases the endpoint; no events follow. Idempotent.
     func close()
     /// After `close()`: runs `completion` on the start queue once the endpoint is released
-    /// (its file descriptor closed), at once if it already is. A descriptor watched by
-    /// dispatch sources is closed only after their cancellation, a turn of the queue later;
-    /// opening the same adapter again before that can fail with EBUSY.
+    /// (its file descriptor closed), at once if it already is. A descriptor with a reader
+    /// thread is closed only once that thread has stopped polling it, a turn of the queue
+    /// later at the earliest; opening the same adapter again before that can fail with EBUSY.
     ///
     ///     transport.close(); transport.whenReleased { reopen() }
     func whenReleased(_ completion: @escaping @Sendable () -> Void)

@@ -20,7 +20,7 @@ struct AdvertisementLoop {
     let discovery: Bool
 
     func run() async {
-        let options = ScanOptions(mode: scan.passive ? .passive : .active, allowDuplicates: true,
+        let options = ScanOptions(mode: scan.passive ? .passive : .active, allowDuplicates: true, duplicateInterval: scan.publishInterval,
                                   lostTimeout: scan.lostAfter, bufferingPolicy: .bufferingNewest(4096))
         var last: [LEAddress: (content: Content, time: ContinuousClock.Instant)] = [:]
         var announced: [LEAddress: [String]] = [:]
