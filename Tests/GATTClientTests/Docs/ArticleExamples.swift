@@ -54,6 +54,11 @@ func twoNearbyDevices(_ central: Central) async throws -> [DiscoveredPeripheral]
 }
 
 // BLECore/BLECore.docc/Scanning.md
+func changesAndAHeartbeat(_ central: Central) async -> ScanStream {
+    await central.scan(options: ScanOptions(allowDuplicates: true, duplicateInterval: .seconds(10)))
+}
+
+// BLECore/BLECore.docc/Scanning.md
 func waitForScanning(_ central: Central) async {
     for await state in await central.bluetoothStateEvents() where state.isScanning { break }
 }
