@@ -1,3 +1,4 @@
+import Synchronization
 import Testing
 @testable import BLECore
 
@@ -244,6 +245,38 @@ struct ScanningTests {
             #expect(d.rssi == -51)
             #expect("\(e.address.address)" == Self.other && e.rssi == -71)
         }
+        sub.cancel()
+        await bed.central.close()
+    }
+
+    @Test("Reports read in place: a malformed event is still counted undecodable, the next one delivered; an added observer sees every report")
+    func reportsReadInPlace() async throws {
+        let bed = try await ScanBed.make()
+        let sub = Collected(await bed.central.scan(options: ScanOptions(allowDuplicates: true)))
+        _ = await bed.controller.scanCommands { $0.last == Spec.setScanEnable(true) }
+        await bed.central.scanner.settled()
+        let good = Spec.legacyReports([.init(address: Self.hrm, data: Self.hrmAdvertisement, rssi: -60)])
+        // Two reports announced, one present: the whole event is dropped and counted, as a
+        // decoded event would be; the report before the missing one is not delivered alone.
+        let twoAnnounced = [good[0], 2] + good.dropFirst(2)
+        bed.controller.sendLEMeta(twoAnnounced)
+        bed.controller.sendLEMeta(good + [0x00])   // one trailing byte
+        bed.controller.sendLEMeta(good)
+        let first = await sub.first(1)
+        #expect(first.count == 1)
+        if first.count == 1, case .discovered(let p) = first[0] { #expect(p.rssi == -60) } else { Issue.record("got \(first)") }
+        #expect(await bed.central.host.undecodableEvents == 2)
+
+        // An observer besides the central: reports go through the decoded path, to both.
+        let seen = Mutex(0)
+        await bed.central.host.addEventHandler { event in
+            if case .event(.leAdvertisingReport) = event { seen.withLock { $0 += 1 } }
+        }
+        bed.controller.sendLEMeta(Spec.legacyReports([.init(address: Self.hrm, data: Self.hrmAdvertisement, rssi: -58)]))
+        let second = await sub.first(2)
+        #expect(second.count == 2)
+        if second.count == 2, case .updated(let p) = second[1] { #expect(p.rssi == -58) } else { Issue.record("got \(second)") }
+        #expect(seen.withLock { $0 } == 1)
         sub.cancel()
         await bed.central.close()
     }

@@ -134,6 +134,10 @@ public actor Central {
             await host.addEventHandler { [weak self, executor] event in
                 self?.enter(on: executor) { $0.handle(event) }
             }
+            await host.setAdvertisingReportReader { [weak scanner, executor] parameters in
+                guard let scanner else { return false }
+                return executor.runIsolated(scanner, parameters) { scanner, parameters in scanner.takeAdvertisingReports(parameters) }
+            }
             do {
                 try await host.start()
             } catch {

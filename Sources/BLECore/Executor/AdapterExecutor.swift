@@ -63,10 +63,10 @@ extension AdapterExecutor {
     /// assertion (an atomic load and a thread identity compare), cheaper per packet than the
     /// queue-specific lookup behind `isOnQueue`.
     @inlinable
-    public func runIsolated<A: Actor, Argument>(_ actor: A, _ argument: Argument, _ operation: (isolated A, Argument) -> Void) {
+    public func runIsolated<A: Actor, Argument, T>(_ actor: A, _ argument: Argument, _ operation: (isolated A, Argument) -> T) -> T {
         dispatchPrecondition(condition: .onQueue(queue))
-        withoutActuallyEscaping(operation) { op in
-            unsafeBitCast(op, to: ((A, Argument) -> Void).self)(actor, argument)
+        return withoutActuallyEscaping(operation) { op in
+            unsafeBitCast(op, to: ((A, Argument) -> T).self)(actor, argument)
         }
     }
 }

@@ -41,6 +41,10 @@ public actor HCIHost {
     // MARK: Events
     /// Receives every event the host does not consume itself, in order, on the executor.
     var eventHandlers: [@Sendable (HostEvent) -> Void] = []
+    /// Takes LE Advertising Report events in place, before they are decoded (`Central`'s
+    /// scanner); true when taken. Used only while it is the sole event handler's, so an
+    /// observer added with `addEventHandler` still sees every report.
+    var advertisingReportReader: ((UnsafeRawBufferPointer) -> Bool)?
     /// Receives raw event packets that failed to decode (also logged).
     public internal(set) var undecodableEvents = 0
 
@@ -126,6 +130,11 @@ public actor HCIHost {
         eventHandlers.append(handler)
     }
 
+    /// Sets the reader of LE Advertising Report events in place (see `advertisingReportReader`).
+    func setAdvertisingReportReader(_ reader: @escaping (UnsafeRawBufferPointer) -> Bool) {
+        advertisingReportReader = reader
+    }
+
     public func setLogger(_ logger: BLELogger) { self.logger = logger }
 
     /// After the transport was lost or closed: starts it again with fresh command and link
@@ -162,6 +171,9 @@ public actor HCIHost {
     func handle(_ packet: HCIPacket) {
         switch packet {
         case .event(let raw):
+            if raw.code == HCIEvent.Code.leMeta, raw.parameters.first == HCIEvent.LESubevent.advertisingReport,
+               eventHandlers.count == 1, let read = advertisingReportReader,
+               raw.parameters.withUnsafeBytes({ read($0) }) { return }
             let event: HCIEvent
             do {
                 event = try HCIEvent(raw)

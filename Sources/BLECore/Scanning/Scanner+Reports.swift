@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Advertising reports: reassembly of extended fragments, the device table, and delivery to
 /// each subscriber with its own filter and de-duplication.
 extension Scanner {
@@ -8,8 +12,10 @@ extension Scanner {
             guard !subscribers.isEmpty else { return true }
             for r in reports {
                 let type = ExtendedAdvertisingEventType(legacy: r.eventType)
-                ingest(address: r.address, addressType: r.addressType, eventType: type, rssi: r.rssi,
-                       data: r.data, txPower: nil, sid: nil, truncated: false, direct: nil)
+                r.data.withUnsafeBytes {
+                    ingest(address: r.address, addressType: r.addressType, eventType: type, rssi: r.rssi,
+                           data: $0, txPower: nil, sid: nil, truncated: false, direct: nil)
+                }
             }
             return true
         case .leExtendedAdvertisingReport(let reports):
@@ -22,10 +28,28 @@ extension Scanner {
                 // ADV_DIRECT_IND: connectable and directed, no data (Vol 4, Part E, 7.7.65.11).
                 let direct = LEAddress(r.directAddress, type: LEAddressType(rawValue: r.directAddressType) ?? .random)
                 ingest(address: r.address, addressType: r.addressType, eventType: ExtendedAdvertisingEventType(legacy: 0x01), rssi: r.rssi,
-                       data: [], txPower: nil, sid: nil, truncated: false, direct: direct)
+                       data: UnsafeRawBufferPointer(start: nil, count: 0), txPower: nil, sid: nil, truncated: false, direct: direct)
             }
             return true
         default:
+            return false
+        }
+    }
+
+    /// Takes the reports of an LE Advertising Report event (`parameters`: Subevent_Code first)
+    /// in place, without decoding it into arrays; false when nobody scans or the event is
+    /// malformed (the host then decodes it as any other event, and counts it if it fails).
+    func takeAdvertisingReports(_ parameters: UnsafeRawBufferPointer) -> Bool {
+        guard !subscribers.isEmpty else { return false }
+        do {
+            // Checked whole first, so that a malformed event takes the usual path untouched.
+            try HCIEvent.forEachAdvertisingReport(in: parameters) { _ in }
+            try HCIEvent.forEachAdvertisingReport(in: parameters) { r in
+                ingest(address: r.address, addressType: r.addressType, eventType: r.extendedEventType, rssi: r.rssi,
+                       data: r.data, txPower: nil, sid: nil, truncated: false, direct: nil)
+            }
+            return true
+        } catch {
             return false
         }
     }
@@ -57,8 +81,10 @@ extension Scanner {
             data = f.data
             truncated = truncated || f.overflowed
         }
-        ingest(address: r.address, addressType: r.addressType, eventType: r.eventType, rssi: r.rssi,
-               data: data, txPower: txPower, sid: sid, truncated: truncated, direct: direct)
+        data.withUnsafeBytes {
+            ingest(address: r.address, addressType: r.addressType, eventType: r.eventType, rssi: r.rssi,
+                   data: $0, txPower: txPower, sid: sid, truncated: truncated, direct: direct)
+        }
     }
 
     private func append(_ bytes: [UInt8], to f: inout Fragment) {
@@ -68,18 +94,16 @@ extension Scanner {
     }
 
     /// One complete report: filters on the raw bytes first, then updates the device and tells
-    /// each subscriber what is new to it.
+    /// each subscriber what is new to it. `data` is copied only when it changed.
     func ingest(address: BluetoothAddress, addressType: UInt8, eventType: ExtendedAdvertisingEventType, rssi: Int8,
-                data: [UInt8], txPower: Int8?, sid: UInt8?, truncated: Bool, direct: LEAddress?) {
+                data: UnsafeRawBufferPointer, txPower: Int8?, sid: UInt8?, truncated: Bool, direct: LEAddress?) {
         let key = DeviceKey(address: address, addressType: addressType, sid: sid ?? 0xFF)
         let now = scheduler.now()
         var isNew = false
         var index = devices.index(forKey: key)
         if index == nil {
             // The cheap gate: a device nobody could want is dropped before anything is decoded.
-            let admitted = data.withUnsafeBytes { raw in
-                subscribers.values.contains { sub in sub.admission.contains { $0.matches(advertisingData: raw, rssi: rssi) } }
-            }
+            let admitted = subscribers.values.contains { sub in sub.admission.contains { $0.matches(advertisingData: data, rssi: rssi) } }
             guard admitted else { return }
             if devices.count >= deviceLimit { evictOldest() }
             let type: LEAddressType = LEAddressType(rawValue: addressType) ?? .random
@@ -105,7 +129,7 @@ extension Scanner {
     /// or anything else changed, `contentVersion` when anything but the RSSI did. Returns what a
     /// subscriber told of this report is to remember.
     private static func update(_ record: inout DeviceRecord, isNew: Bool, now: ContinuousClock.Instant, eventType: ExtendedAdvertisingEventType,
-                               rssi: Int8, data: [UInt8], txPower: Int8?, sid: UInt8?, truncated: Bool, direct: LEAddress?) -> Delivered {
+                               rssi: Int8, data: UnsafeRawBufferPointer, txPower: Int8?, sid: UInt8?, truncated: Bool, direct: LEAddress?) -> Delivered {
         let (rssiChanged, contentChanged) = takeReport(&record, now: now, eventType: eventType, rssi: rssi, data: data,
                                                        txPower: txPower, sid: sid, truncated: truncated, direct: direct)
         if rssiChanged || contentChanged || isNew { record.version &+= 1 }
@@ -116,7 +140,7 @@ extension Scanner {
     /// Takes one report into a device's record; whether the RSSI changed, and whether anything
     /// else did.
     private static func takeReport(_ record: inout DeviceRecord, now: ContinuousClock.Instant, eventType: ExtendedAdvertisingEventType,
-                                   rssi: Int8, data: [UInt8], txPower: Int8?, sid: UInt8?, truncated: Bool, direct: LEAddress?) -> (rssi: Bool, content: Bool) {
+                                   rssi: Int8, data: UnsafeRawBufferPointer, txPower: Int8?, sid: UInt8?, truncated: Bool, direct: LEAddress?) -> (rssi: Bool, content: Bool) {
         var changed = false
         var rssiChanged = false
         record.peripheral.lastSeen = now
@@ -137,7 +161,8 @@ extension Scanner {
         if record.peripheral.isDataTruncated != truncated { changed = true; record.peripheral.isDataTruncated = truncated }
         // Decode only data that differs from the previous report of the same kind.
         let previous = isScanResponse ? record.lastScanResponse : record.lastAdvertisement
-        if previous != data {
+        if !(previous.map { Self.equal($0, data) } ?? false) {
+            let data = [UInt8](data)
             if isScanResponse { record.lastScanResponse = data } else { record.lastAdvertisement = data }
             if !data.isEmpty {
                 var merged = record.peripheral.advertisingData.merging(AdvertisingData(bytes: data))
@@ -160,10 +185,19 @@ extension Scanner {
         return (rssiChanged, changed)
     }
 
+    /// The stored data equals the report's (a report repeating its data is the common case).
+    private static func equal(_ a: [UInt8], _ b: UnsafeRawBufferPointer) -> Bool {
+        guard a.count == b.count else { return false }
+        return a.withUnsafeBytes { a in
+            guard let pa = a.baseAddress, let pb = b.baseAddress else { return true }   // both empty
+            return memcmp(pa, pb, a.count) == 0
+        }
+    }
+
     /// Offers the device at `index` to each subscriber. The record is copied out only for a
     /// subscriber that is told: most reports are filtered out, and a copy retains every array
     /// it holds.
-    private func deliver(_ key: DeviceKey, at index: [DeviceKey: DeviceRecord].Index, stamp now: Delivered, rawData: [UInt8], rssi: Int8) {
+    private func deliver(_ key: DeviceKey, at index: [DeviceKey: DeviceRecord].Index, stamp now: Delivered, rawData: UnsafeRawBufferPointer, rssi: Int8) {
         for sub in subscribers.values {
             let id = sub.id
             if let m = sub.filter.minimumRSSI, rssi != 127, rssi < m { continue }
@@ -173,7 +207,7 @@ extension Scanner {
                    now.time - delivered.time < interval { continue }
                 if !sub.options.allowDuplicates, delivered.version == now.version { continue }
             } else {
-                var pass = rawData.withUnsafeBytes { sub.filter.matches(advertisingData: $0, rssi: rssi) }
+                var pass = sub.filter.matches(advertisingData: rawData, rssi: rssi)
                 if !pass, sub.needsMergedCheck {
                     if devices.values[index].mergedBytes == nil {
                         devices.values[index].mergedBytes = devices.values[index].peripheral.advertisingData.bytes
