@@ -29,6 +29,12 @@ struct CentralCloseBehindUnansweredCommandTests {
         let link = try await central.connect(VC.peer, parameters: parameters)
         let handle = try #require(await link.handle)
         try await host.commandWaiters.waitForCount("LE Set PHY queued") { $0 == 1 }
+        if await host.waitingCommands.isEmpty {
+            // The one waiter was LE Read Remote Features, its Command Status not handled yet
+            // when `connect` returned: LE Set PHY is queued after it is answered.
+            try await host.commandWaiters.waitForCount("LE Read Remote Features answered") { $0 == 0 }
+            try await host.commandWaiters.waitForCount("LE Set PHY queued") { $0 == 1 }
+        }
         #expect(await host.waitingCommands.map(\.packet.opcode) == [Self.leSetPHY])
 
         let closing = Task { await central.close() }
