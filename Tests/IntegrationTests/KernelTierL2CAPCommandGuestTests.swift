@@ -29,11 +29,27 @@ extension KernelTierGuestTests {
         return (run, output)
     }
 
-    @Test("ble -d hci-raw:0 l2cap --psm 0x0080: 64 KiB through the kernel's socket to HRM's echo server come back byte-exact, --json prints the SDU, a refused PSM exits 1 with the errno")
-    func l2capCommandOverTheKernel() async throws {
+    /// Runs `body` with hci0 up (the kernel owns it) and a `LinkWatch` of its links; then, also
+    /// when `body` throws, ends the links (HRM must advertise again for the next scenario) and
+    /// powers hci0 down. Prints `name`'s pass line when all of it succeeded.
+    static func withKernelAdapter(passing name: String, _ body: (LinkWatch) async throws -> Void) async throws {
         try await KernelTierGuest.afterRelease { try HCIAdapters.bringUp(index: 0) }
         let links = try LinkWatch()
         do {
+            try await body(links)
+            try await links.endAll()
+        } catch {
+            try? await links.endAll()
+            try? HCIAdapters.bringDown(index: 0)
+            throw error
+        }
+        try HCIAdapters.bringDown(index: 0)
+        KernelTierGuest.pass(name)
+    }
+
+    @Test("ble -d hci-raw:0 l2cap --psm 0x0080: 64 KiB through the kernel's socket to HRM's echo server come back byte-exact, --json prints the SDU, a refused PSM exits 1 with the errno")
+    func l2capCommandOverTheKernel() async throws {
+        try await Self.withKernelAdapter(passing: "l2capCommandOverTheKernel") { links in
             let data = ChannelEcho.random(64 * 1024)
             let (run, echoed) = try await Self.l2capCommand(["--psm", "0x0080", "--idle", "4", "--timeout", "40"], input: data)
             print("ble l2cap over the kernel: \(run.output)")
@@ -57,23 +73,13 @@ extension KernelTierGuestTests {
             print("ble l2cap over the kernel, refused PSM: \(refused.output)")
             try #require(refused.status == 1, "\(refused)")
             try #require(refused.output.contains("refused the L2CAP channel to PSM 0x0099 (E"), "\(refused)")
-            try await links.endAll()
-        } catch {
-            // HRM must advertise again for the next scenario: end the links first.
-            try? await links.endAll()
-            try? HCIAdapters.bringDown(index: 0)
-            throw error
         }
-        try HCIAdapters.bringDown(index: 0)
-        KernelTierGuest.pass("l2capCommandOverTheKernel")
     }
 
     @Test("ble -d hci-raw:0 l2cap --listen 0x00A3: the kernel accepts the channel HRM opens to it; its SDUs are printed byte-exact with --json and the command exits 0 when HRM closes it")
     func l2capCommandListensOverTheKernel() async throws {
-        try await KernelTierGuest.afterRelease { try HCIAdapters.bringUp(index: 0) }
-        let links = try LinkWatch()
-        let executor = AdapterExecutor(label: "l2cap-command-listen")
-        do {
+        try await Self.withKernelAdapter(passing: "l2capCommandListensOverTheKernel") { _ in
+            let executor = AdapterExecutor(label: "l2cap-command-listen")
             // Once the command listens and holds the link, the test asks HRM, on its
             // call-back server over the same link, to open a channel to 0x00A3 and send its
             // SDUs without expecting them back (third octet 0x01).
@@ -103,15 +109,7 @@ extension KernelTierGuestTests {
             let bulk = sdus.dropFirst(expected.count).flatMap { $0 }
             try #require(bulk.count == 32 * 1024 && SHA256.hash(bulk) == Array(verdict.dropFirst(4)), "the random octets differ from HRM's (\(bulk.count) octets)")
             try #require(run.output.contains("; the peer closed the channel"), "\(run)")
-            try await links.endAll()
-        } catch {
-            // HRM must advertise again for the next scenario: end the links first.
-            try? await links.endAll()
-            try? HCIAdapters.bringDown(index: 0)
-            throw error
         }
-        try HCIAdapters.bringDown(index: 0)
-        KernelTierGuest.pass("l2capCommandListensOverTheKernel")
     }
 
     /// The SDUs of `ble l2cap --json`'s lines ({"time", "length", "hex"}); nil when a line is
