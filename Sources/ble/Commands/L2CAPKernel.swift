@@ -40,6 +40,9 @@ enum L2CAPKernel {
             listener.close()  // the accepted channel stays open
         }
         ctx.console.status("channel open through the kernel on hci\(adapter): PSM 0x\(hex(channel.psm ?? 0, width: 4)), CID 0x\(hex(channel.localCID, width: 4)), MTU \(channel.mtu), peer MTU \(channel.peerMTU)")
+        // The link's level as the kernel reports it on the socket (BT_SECURITY), reached
+        // through the kernel's own pairing or keys.
+        ctx.console.status("security level (BT_SECURITY): \(channel.securityLevel.map { "\($0)" } ?? "unknown")")
         do {
             try await L2CAPCopy.run(ctx, channel, idle: options.idle)
         } catch {
@@ -86,6 +89,9 @@ enum L2CAPKernel {
             return CLIFailure("hci\(adapter) cannot reach \(peer) (\(errnoName(err))): -d hci-raw:\(adapter) uses the kernel's L2CAP sockets, which need the kernel to own the adapter powered on; bring it up with 'ble adapters --up hci\(adapter)' (or start bluetoothd), or use -d hci\(adapter) with the adapter down for the stack's own channels")
         case .noSuchAdapter:
             return CLIFailure("\(error); list them with 'ble adapters' and name one with -d hci-raw:N")
+        case .securityNotReached(let peer, let requested, let reached) where reached == nil || reached == SecurityLevel.none:
+            // The kernel did not pair at all: what bluetoothd sets up for it is missing.
+            return CLIFailure("the link to \(peer) stayed at security level '\(reached.map { "\($0)" } ?? "unknown")' while --security asked for '\(requested)': with -d hci-raw:\(adapter) the kernel pairs, on LE only if LE was enabled through its management interface before hci\(adapter) was powered on and an agent confirms the pairing, as bluetoothd does; start bluetoothd, or let this program pair with -d hci\(adapter) and the adapter down ('ble adapters --down hci\(adapter)')")
         default:
             return CLIFailure("\(error)")
         }
