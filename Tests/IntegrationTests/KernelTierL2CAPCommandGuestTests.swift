@@ -10,7 +10,10 @@ import Glibc
 /// Kernel-tier scenarios (inside the VM, see `KernelTierGuestTests`) for the built `ble`
 /// binary's `l2cap` command on a kernel-owned adapter (`-d hci-raw:0`: the kernel's L2CAP
 /// sockets carry the channel). The peer is HRM of Fixtures/peers/vhci_controller.py: its echo
-/// server on LE_PSM 0x0080 (MTU 2048, MPS 247) and its call-back server on 0x0083.
+/// server on LE_PSM 0x0080 (MTU 2048, MPS 247) and its call-back server on 0x0083; it pairs
+/// Just Works (no input, no output) with Secure Connections. `--security encrypted` runs
+/// twice: before LE was ever enabled through the management interface (the kernel has no LE
+/// SMP channel and does not pair) and from `kernelModeSecurity`, which enables it.
 extension KernelTierGuestTests {
     /// `ble -d hci-raw:0 l2cap HRM ARGS`, stdin from the file `input`, stdout into a file;
     /// the program's stderr lines go to `onLine`.
@@ -47,7 +50,7 @@ extension KernelTierGuestTests {
         KernelTierGuest.pass(name)
     }
 
-    @Test("ble -d hci-raw:0 l2cap --psm 0x0080: 64 KiB through the kernel's socket to HRM's echo server come back byte-exact, --json prints the SDU, a refused PSM exits 1 with the errno")
+    @Test("ble -d hci-raw:0 l2cap --psm 0x0080: 64 KiB through the kernel's socket to HRM's echo server come back byte-exact at security level not encrypted, --json prints the SDU, a refused PSM exits 1 with the errno, --security encrypted without the kernel's LE SMP exits 1 saying what bluetoothd would set up")
     func l2capCommandOverTheKernel() async throws {
         try await Self.withKernelAdapter(passing: "l2capCommandOverTheKernel") { links in
             let data = ChannelEcho.random(64 * 1024)
@@ -57,6 +60,7 @@ extension KernelTierGuestTests {
             try #require(echoed.count == data.count && SHA256.hash(echoed) == SHA256.hash(data), "\(echoed.count) bytes back\n\(run)")
             try #require(echoed == data)
             try #require(run.output.contains("channel open through the kernel on hci0: PSM 0x0080"), "\(run)")
+            try #require(run.output.contains("\nsecurity level (BT_SECURITY): not encrypted\n"), "\(run)")
             // Each 2048-byte read of the file is one SDU of the echo server's MTU, and comes back as one.
             try #require(run.output.contains("sent 65536 bytes in 32 SDUs, received 65536 bytes in 32 SDUs in "), "\(run)")
             try #require(run.output.contains("the kernel handled the credits"), "\(run)")
@@ -73,8 +77,23 @@ extension KernelTierGuestTests {
             print("ble l2cap over the kernel, refused PSM: \(refused.output)")
             try #require(refused.status == 1, "\(refused)")
             try #require(refused.output.contains("refused the L2CAP channel to PSM 0x0099 (E"), "\(refused)")
+            try await links.endAll()
+
+            // LE was never enabled through the management interface (no bluetoothd; the
+            // security scenarios, which enable it for good, run later): the kernel has no LE
+            // SMP channel, does not pair, and the command says what is missing.
+            let refusedAt = ContinuousClock.now
+            let (plain, nothing) = try await Self.l2capCommand(["--psm", "0x0080", "--security", "encrypted", "--timeout", "40"], input: Array("hello".utf8))
+            print("ble l2cap over the kernel, --security encrypted without SMP (\(ContinuousClock.now - refusedAt)): \(plain.output)")
+            try #require(plain.status == 1 && nothing.isEmpty, "\(plain)")
+            try #require(plain.output.hasSuffix("ble: \(Self.securityNotReachedLine)\n"), "\(plain)")
+            try #require(!plain.output.contains("channel open"), "\(plain)")
         }
     }
+
+    /// What `ble -d hci-raw:0 l2cap HRM --security encrypted` prints when the kernel did not
+    /// pair (`L2CAPKernel.failure`, `.securityNotReached` at level none).
+    static let securityNotReachedLine = "the link to \(KernelTierGuest.hrm) stayed at security level 'not encrypted' while --security asked for 'encrypted': with -d hci-raw:0 the kernel pairs, on LE only if LE was enabled through its management interface before hci0 was powered on and an agent confirms the pairing, as bluetoothd does; start bluetoothd, or let this program pair with -d hci0 and the adapter down ('ble adapters --down hci0')"
 
     @Test("ble -d hci-raw:0 l2cap --listen 0x00A3: the kernel accepts the channel HRM opens to it; its SDUs are printed byte-exact with --json and the command exits 0 when HRM closes it")
     func l2capCommandListensOverTheKernel() async throws {
@@ -110,6 +129,39 @@ extension KernelTierGuestTests {
             try #require(bulk.count == 32 * 1024 && SHA256.hash(bulk) == Array(verdict.dropFirst(4)), "the random octets differ from HRM's (\(bulk.count) octets)")
             try #require(run.output.contains("; the peer closed the channel"), "\(run)")
         }
+    }
+
+    /// `ble -d hci-raw:0 l2cap HRM --psm 0x0080 --security encrypted`, called by
+    /// `kernelModeSecurity` once it has enabled LE and Secure Connections through the
+    /// management interface, with `agent` answering the kernel's questions: the command's
+    /// socket makes the kernel pair (Just Works, LE Secure Connections), the echo comes back
+    /// byte-exact and the command prints the level the socket reached.
+    static func l2capCommandEncryptedOverTheKernel(agent: KernelPairingAgent) async throws {
+        let asked = agent.questions.count
+        let log = try MonitorLog()
+        let start = ContinuousClock.now
+        try await Self.withKernelAdapter(passing: "l2capCommandEncryptedOverTheKernel") { _ in
+            // The kernel, though not bondable, keeps the key of kernelModeEncryptedRead's
+            // pairing and would encrypt this link with it; without the key, the command's
+            // socket makes the kernel pair.
+            let removed = try HCIAdapters.removeBond(index: 0, peer: KernelTierGuest.hrm)
+            let data = ChannelEcho.random(4096)
+            let (run, echoed) = try await Self.l2capCommand(["--psm", "0x0080", "--security", "encrypted", "--idle", "3", "--timeout", "60"], input: data)
+            print("ble l2cap over the kernel, --security encrypted (the kernel's key for HRM removed first: \(removed)): \(run.output)")
+            try #require(run.status == 0, "\(run)")
+            try #require(echoed == data, "\(echoed.count) of \(data.count) bytes back, not the same\n\(run)")
+            try #require(run.output.contains("\nsecurity level (BT_SECURITY): encrypted\n"), "\(run)")
+            // Two reads of the file, each one SDU of the echo server's MTU (2048), each echoed as one.
+            try #require(run.output.contains("sent 4096 bytes in 2 SDUs, received 4096 bytes in 2 SDUs in "), "\(run)")
+            // The kernel paired for the command's socket: it asked the agent to confirm Just
+            // Works, and the Pairing Request and Response (NoInputNoOutput, SC bit) went over hci0.
+            try #require(Array(agent.questions.dropFirst(asked)) == [.justWorks(peer: KernelTierGuest.hrm)], "questions to the agent: \(agent.questions)")
+            let request = try #require(log.smp(.sent).first { $0.first == 0x01 }, "no Pairing Request sent: \(log.smp(.sent).map(hex))")
+            let response = try #require(log.smp(.received).first { $0.first == 0x02 }, "no Pairing Response received: \(log.smp(.received).map(hex))")
+            try #require(request.count == 7 && response.count == 7 && request[1] == 0x03 && response[1] == 0x03 && request[3] & 0x08 != 0 && response[3] & 0x08 != 0,
+                         "Just Works with Secure Connections expected: request \(hex(request)), response \(hex(response))")
+        }
+        print("l2capCommandEncryptedOverTheKernel: \(ContinuousClock.now - start), hci0 powered on and off included")
     }
 
     /// The SDUs of `ble l2cap --json`'s lines ({"time", "length", "hex"}); nil when a line is

@@ -26,7 +26,7 @@ import Glibc
 extension KernelTierGuestTests {
     static let secret = BluetoothUUID("B1E5E000-5EC0-4E00-8000-000000000002")!
 
-    @Test("Kernel mode security: without SMP, BT_SECURITY is a typed error and the encrypted characteristic is refused; with LE and Secure Connections enabled through the management interface, BT_SECURITY medium pairs Just Works with Secure Connections and reads \"secret\"; high is not reached against a peer without input or output; then bonding across processes and high with Passkey Entry (kernelModeBonding)")
+    @Test("Kernel mode security: without SMP, BT_SECURITY is a typed error and the encrypted characteristic is refused; with LE and Secure Connections enabled through the management interface, BT_SECURITY medium pairs Just Works with Secure Connections and reads \"secret\"; high is not reached against a peer without input or output; ble l2cap --security encrypted makes the kernel pair for its socket (l2capCommandEncryptedOverTheKernel); then bonding across processes and high with Passkey Entry (kernelModeBonding)")
     func kernelModeSecurity() async throws {
         try await KernelTierGuest.afterRelease { try HCIAdapters.bringUp(index: 0) }
         let executor = AdapterExecutor(label: "kernel-mode-security")
@@ -128,6 +128,8 @@ extension KernelTierGuestTests {
         }
         try HCIAdapters.bringDown(index: 0)
         KernelTierGuest.pass("kernelModeEncryptedRead")
+        // The same set-up for the CLI: LE and Secure Connections stay enabled, the agent answers.
+        try await Self.l2capCommandEncryptedOverTheKernel(agent: agent)
         agent.close()
         try await Self.kernelModeBonding()
     }

@@ -21,7 +21,7 @@ struct KernelTierTests {
     static let scenarios = [
         "adapterList", "userChannelGATT", "userChannelScanAndPeripheral", "userChannelErrors", "kernelModeGATT", "kernelModePeripheral", "kernelModeAdapterDown", "kernelModeTimeout", "rawChannelScan",
         "kernelModeCreditChannelEcho", "kernelModeListen", "kernelModeSecurity", "kernelModeEncryptedRead", "kernelModeBonding", "kernelModeWrongPasskey", "kernelModeHighSecurity", "monitorSeesAdapterTraffic", "monitorCommand",
-        "l2capCommandOverTheKernel", "l2capCommandListensOverTheKernel",
+        "l2capCommandOverTheKernel", "l2capCommandListensOverTheKernel", "l2capCommandEncryptedOverTheKernel",
     ] + (KernelTierGuestTests.forgottenBondEnabled ? ["kernelModeForgottenBond"] : [])
 
     @Test("The guest run of KernelTierGuestTests exits 0")

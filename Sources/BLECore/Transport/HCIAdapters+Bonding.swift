@@ -4,10 +4,12 @@ extension HCIAdapters {
     /// Bonding_Flags in its Pairing Request (Vol 3, Part H, 3.5.1), takes the peer's keys and
     /// keeps the Long Term Key after the link ends, so a later connection (any socket, any
     /// process) encrypts with it instead of pairing again. Without it (the kernel's state when
-    /// no bluetoothd ever ran) the kernel pairs without bonding and drops the key when the
-    /// link ends. The kernel keeps its keys in memory only, until the adapter goes away or they
-    /// are removed (`removeBond`); bluetoothd saves them under /var/lib/bluetooth and loads them
-    /// again at start. Works with the adapter up or down; needs CAP_NET_ADMIN.
+    /// no bluetoothd ever ran) the kernel pairs without bonding (no Bonding_Flags, no keys
+    /// distributed), yet keeps that pairing's Long Term Key as well and encrypts a later link
+    /// to the peer with it (Debian's 6.1 kernel). The kernel keeps its keys in memory only,
+    /// until the adapter goes away or they are removed (`removeBond`); bluetoothd saves them
+    /// under /var/lib/bluetooth and loads them again at start. Works with the adapter up or
+    /// down; needs CAP_NET_ADMIN.
     ///
     ///     try HCIAdapters.enableBonding(index: 0)
     public static func enableBonding(index: Int, enabled: Bool = true, timeout: Duration = .seconds(5)) throws(TransportError) {
