@@ -59,15 +59,17 @@ extension AdapterExecutor {
     }
 
     /// `runIsolated` for the per-packet entry: `operation` takes its argument instead of
-    /// capturing it, so a call allocates nothing, and the check is dispatch's own queue
-    /// assertion (an atomic load and a thread identity compare), cheaper per packet than the
-    /// queue-specific lookup behind `isOnQueue`.
+    /// capturing it, and the check is dispatch's own queue assertion (an atomic load and a
+    /// thread identity compare), cheaper per packet than the queue-specific lookup behind
+    /// `isOnQueue`. `operation` is escaping so that it is cast as it is: a closure that
+    /// captures nothing then costs no allocation, where `withoutActuallyEscaping` allocated a
+    /// context for its conversion on every call. It must capture nothing.
+    ///
+    ///     let queued = executor.runIsolated(host, (handle, pdu)) { host, a in host.enqueue(a.1, on: a.0) }
     @inlinable
-    public func runIsolated<A: Actor, Argument, T>(_ actor: A, _ argument: Argument, _ operation: (isolated A, Argument) -> T) -> T {
+    public func runIsolated<A: Actor, Argument, T>(_ actor: A, _ argument: Argument, _ operation: @escaping (isolated A, Argument) -> T) -> T {
         dispatchPrecondition(condition: .onQueue(queue))
-        return withoutActuallyEscaping(operation) { op in
-            unsafeBitCast(op, to: ((A, Argument) -> T).self)(actor, argument)
-        }
+        return unsafeBitCast(operation, to: ((A, Argument) -> T).self)(actor, argument)
     }
 }
 

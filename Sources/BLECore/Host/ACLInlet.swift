@@ -4,11 +4,12 @@ import Synchronization
 /// The host's per-link receive state and the one way in for inbound ACL data: every ACL
 /// packet goes from the transport callback to its link's reassembler here, and every PDU
 /// completed for a fixed channel registered on the link (ATT 0x0004, a Security Manager
-/// channel, others) goes straight to that channel, without entering the host; a PDU that
+/// channel, others) or for an open LE credit-based channel goes straight to that channel,
+/// without entering the host; a PDU that
 /// arrived whole in one packet (a notification, the hot case) is not copied. The transport's
 /// handler holds the inlet strongly, so the path touches no weak reference and no actor per
-/// packet. What the inlet does not take (`Leftover`: the host's own channels, credit-based
-/// K-frames, unknown handles, drops to count and log) it hands to the host.
+/// packet. What the inlet does not take (`Leftover`: the host's own channels, K-frames of a
+/// CID with no open channel, unknown handles, drops to count and log) it hands to the host.
 ///
 /// Owned by the host, mutated by it and read by the callback, both on the adapter queue.
 final class ACLInlet: @unchecked Sendable { // `links` and its table are touched only on the adapter queue; `isOpen` is atomic
@@ -54,10 +55,11 @@ final class ACLInlet: @unchecked Sendable { // `links` and its table are touched
 
     /// What an ACL packet leaves for the host once the inlet has taken it.
     enum Leftover {
-        /// Nothing: delivered to a fixed channel, or a fragment kept for reassembly.
+        /// Nothing: delivered to a fixed or credit-based channel, or a fragment kept for reassembly.
         case none
         /// A whole PDU for a channel the inlet does not deliver to: LE signaling, SMP without
-        /// a registered channel, a credit-based channel's K-frame, an unregistered channel.
+        /// a registered channel, a dynamic CID with no open credit-based channel, an
+        /// unregistered channel.
         case pdu(HCIHost.Link, channelID: UInt16, payload: ArraySlice<UInt8>)
         /// ACL data on a handle with no link (`dataLength` bytes).
         case unknownHandle(UInt16, dataLength: Int)
@@ -117,6 +119,12 @@ final class ACLInlet: @unchecked Sendable { // `links` and its table are touched
         // Fixed channels are 0x0001-0x003F on LE-U (Vol 3, Part A, 2.1); the rest are dynamic.
         if channelID < 0x0040, channelID != L2CAPChannelID.leSignaling, let channel = link.channels[channelID] {
             channel.deliver(payload)
+            return .none
+        }
+        // A K-frame of an LE credit-based channel goes to it straight from here too: no weak
+        // load of the host, no `Leftover` to route (`HCIHost.deliverKFrame` for the rest).
+        if channelID >= 0x0040, let channel = link.creditBased.channels[channelID] {
+            channel.deliverOnQueue(payload)
             return .none
         }
         return .pdu(link, channelID: channelID, payload: payload)

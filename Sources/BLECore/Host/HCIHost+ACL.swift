@@ -25,20 +25,20 @@ extension HCIHost {
         // Unchecked: a Link is touched only by its host, on the adapter executor.
         @exclusivity(unchecked) var reassembler = ACLReassembler()
         /// Fragments waiting for a controller buffer.
-        var queue: [QueuedFragment] = []
-        var queueHead = 0
+        @exclusivity(unchecked) var queue: [QueuedFragment] = []
+        @exclusivity(unchecked) var queueHead = 0
         /// Bytes of ACL data in `queue[queueHead...]`.
-        var queuedBytes = 0
+        @exclusivity(unchecked) var queuedBytes = 0
         /// PDUs with their last fragment in `queue[queueHead...]`.
-        var queuedPDUs = 0
+        @exclusivity(unchecked) var queuedPDUs = 0
         /// Called once when the queue frees room (`whenLinkQueueHasRoom`).
-        var roomWaiters: [() -> Void] = []
+        @exclusivity(unchecked) var roomWaiters: [() -> Void] = []
         /// In `readyLinks`: has queued fragments and is below its share.
-        var isReady = false
+        @exclusivity(unchecked) var isReady = false
         /// Fires at the deadline of the oldest queued fragment.
-        var sendDeadline: (any ScheduledTimer)?
+        @exclusivity(unchecked) var sendDeadline: (any ScheduledTimer)?
         /// Fragments handed to the controller and not yet reported by Number Of Completed Packets.
-        var inFlight = 0
+        @exclusivity(unchecked) var inFlight = 0
         var channels: [UInt16: FixedChannel] = [:]
         /// LE credit-based channels (HCIHost+CreditBasedChannels.swift).
         let creditBased = CreditBasedLinkState()
@@ -131,11 +131,9 @@ extension HCIHost {
         enqueue(link: link, channelID: channelID, payload: payload)
     }
 
-    /// Queues a whole L2CAP PDU, basic header included (a K-frame built in place), without
-    /// waiting when the link still exists. One that fits a controller buffer is not copied.
-    func enqueuePDUIfLinked(handle: UInt16, channelID: UInt16, pdu: [UInt8]) {
-        guard lostReason == nil, let link = links[handle], !dropsWhenFull(link: link, channelID: channelID, payloadCount: pdu.count - 4) else { return }
-        let deadline = scheduler.now() + safeguards.sendTimeout
+    /// Queues a whole L2CAP PDU, basic header included (a K-frame built in place), that fits
+    /// the link's queue (see `enqueueKFrame`). One that fits a controller buffer is not copied.
+    func enqueuePDU(_ pdu: [UInt8], link: Link, channelID: UInt16, deadline: ContinuousClock.Instant) {
         if pdu.count <= aclPacketLength {
             append(ACLDataPacket(handle: link.handle, boundary: .firstNonFlushable, data: pdu), to: link, channelID: channelID, done: nil,
                    isLast: true, deadline: deadline)
@@ -207,7 +205,8 @@ extension HCIHost {
         defer { for link in drained { notifyRoom(link) } }
         while aclCredits > 0, !readyLinks.isEmpty {
             let handle = readyLinks.removeFirst()
-            guard let link = links[handle] else { continue }
+            // The inlet's table (the same links as `links`): no hashing per fragment.
+            guard let link = inlet.link(handle) else { continue }
             guard link.hasQueued, link.inFlight < share, link.inFlight == 0 || aclCredits > 1 else {
                 link.isReady = false
                 continue

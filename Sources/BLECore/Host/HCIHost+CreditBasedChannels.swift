@@ -148,7 +148,7 @@ extension HCIHost {
     /// A PDU on a dynamic CID: a K-frame for an open channel. False when no channel has it.
     func deliverKFrame(link: Link, channelID: UInt16, payload: ArraySlice<UInt8>) -> Bool {
         guard let channel = link.creditBased.channels[channelID] else { return false }
-        channel.enter(on: executor) { $0.deliver(payload) }
+        channel.deliverOnQueue(payload)
         return true
     }
 

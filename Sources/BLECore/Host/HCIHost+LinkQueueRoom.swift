@@ -4,11 +4,24 @@
 extension HCIHost {
     /// True when a PDU of `bytes` bytes (basic header included) fits in the link's queue now:
     /// below its PDU bound and within its byte bound, or the queue is empty (an empty queue
-    /// takes a PDU of any size); true for a gone link, whose channels are ending.
-    func linkQueueHasRoom(handle: UInt16, bytes: Int) -> Bool {
-        guard let link = links[handle] else { return true }
-        return !link.hasQueued
+    /// takes a PDU of any size).
+    func linkQueueHasRoom(_ link: Link, bytes: Int) -> Bool {
+        !link.hasQueued
             || (link.queuedPDUs < safeguards.linkQueuePDULimit && link.queuedBytes + bytes <= safeguards.linkQueueLimit)
+    }
+
+    /// Queues one K-frame of a credit-based channel, a whole L2CAP PDU with its basic header,
+    /// when the link's queue has room for it (`linkQueueHasRoom`); false, with nothing queued,
+    /// when it has not: the channel keeps the K-frame and waits (`whenLinkQueueHasRoom`). True
+    /// for a link that is gone or a transport that was lost, whose channels are ending (the
+    /// K-frame goes nowhere). `now` dates the K-frame for the send timeout. One entry per
+    /// K-frame, with no dictionary lookup: the per-K-frame path of `CreditBasedChannel`.
+    func enqueueKFrame(_ pdu: [UInt8], handle: UInt16, channelID: UInt16, now: ContinuousClock.Instant) -> Bool {
+        guard let link = inlet.link(handle) else { return true }
+        guard linkQueueHasRoom(link, bytes: pdu.count) else { return false }
+        guard lostReason == nil else { return true }
+        enqueuePDU(pdu, link: link, channelID: channelID, deadline: now + safeguards.sendTimeout)
+        return true
     }
 
     /// Calls `body` once, on the executor, when the link's queue has drained to half its

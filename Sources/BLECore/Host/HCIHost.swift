@@ -49,12 +49,15 @@ public actor HCIHost {
     public internal(set) var undecodableEvents = 0
 
     // MARK: ACL
+    // Unchecked exclusivity on the state the send path reads per packet, here and in `Link`:
+    // touched only on the executor, one job at a time; the dynamic checks showed per K-frame
+    // in the profile.
     /// LE_ACL_Data_Packet_Length: the largest ACL payload the controller takes.
-    public internal(set) var aclPacketLength = 27
+    @exclusivity(unchecked) public internal(set) var aclPacketLength = 27
     /// Total_Num_LE_ACL_Data_Packets.
-    public internal(set) var aclPacketCount = 0
+    @exclusivity(unchecked) public internal(set) var aclPacketCount = 0
     /// Controller buffers free right now.
-    public internal(set) var aclCredits = 0
+    @exclusivity(unchecked) public internal(set) var aclCredits = 0
     /// The links by handle, and the fast path for their notifications.
     let inlet: ACLInlet
     var links: [UInt16: Link] {
@@ -69,10 +72,10 @@ public actor HCIHost {
     /// enhanced open, reconfigure), by the request's pending entry (HCIHost+CreditBasedChannels.swift).
     let channelRequestWaiters: Waiters<[CreditBasedChannel], L2CAPChannelError>
     /// Links with queued fragments, in round-robin order.
-    var readyLinks: [UInt16] = []
+    @exclusivity(unchecked) var readyLinks: [UInt16] = []
 
     /// Set once the transport is gone; every later call fails with it.
-    public internal(set) var lostReason: String?
+    @exclusivity(unchecked) public internal(set) var lostReason: String?
     /// Work with no caller waiting (HCIHost+Background.swift), by id.
     var backgroundTasks: [UInt64: Task<Void, Never>] = [:]
     var nextBackgroundTask: UInt64 = 0
@@ -80,7 +83,7 @@ public actor HCIHost {
     /// nil accepts every valid request.
     var parameterUpdatePolicy: (@Sendable (UInt16, ConnectionParameterRange) -> Bool)?
     /// Limits against misbehaving peers and controllers, and their counters (HostSafeguards.swift).
-    var safeguards = HostSafeguards()
+    @exclusivity(unchecked) var safeguards = HostSafeguards()
 
     public init(transport: any HCITransport, executor: AdapterExecutor, scheduler: (any TimerScheduler)? = nil, logger: BLELogger = .silent) {
         self.transport = transport

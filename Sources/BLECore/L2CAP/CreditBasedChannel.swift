@@ -58,9 +58,9 @@ public actor CreditBasedChannel {
     let closers: Waiters<Void, Never>
     /// Closers waiting for the SDUs accepted before `close` to reach the link.
     let drainers: Waiters<Void, Never>
-    var sendQueue: [PendingSDU] = []
+    @exclusivity(unchecked) var sendQueue: [PendingSDU] = []
     /// Set by `close` while the SDUs accepted before it still go out: no send is taken.
-    var closing = false
+    @exclusivity(unchecked) var closing = false
     /// The sending side for senders off the executor: credits lent, SDUs handed over.
     nonisolated let writer: SDUWriter
     /// Set through `CreditBasedSDUChannel`: complete SDUs go here as they arrive (their
@@ -72,13 +72,13 @@ public actor CreditBasedChannel {
     var disconnectSent = false
 
     /// Counters for summaries: bytes each way and how often a send waited for credits.
-    public private(set) var bytesSent = 0
+    @exclusivity(unchecked) public private(set) var bytesSent = 0
     public private(set) var bytesReceived = 0
     public private(set) var creditStalls = 0
     /// How often sending waited for room in the link's ACL queue (credits in hand).
     public private(set) var linkQueueStalls = 0
     /// True while K-frames wait for room in the link's queue (`waitForLinkRoom`).
-    var awaitsLinkRoom = false
+    @exclusivity(unchecked) var awaitsLinkRoom = false
     /// K-frames received: progress on an SDU that has not completed yet.
     public private(set) var framesReceived = 0
     /// SDUs accepted (their `send` had returned, or given up once started) that the channel
@@ -194,6 +194,8 @@ public actor CreditBasedChannel {
         guard endError == nil else { return }
         takeWriterSDUs()
         let host = self.host, handle = self.handle, cid = remoteCID
+        // The K-frames' send timeout runs from this job's time, read once for all of them.
+        var now: ContinuousClock.Instant?
         // SDUs done are removed at once at the end: a batch handed over can be long.
         var done = 0
         defer { sendQueue.removeFirst(done) }
@@ -205,19 +207,26 @@ public actor CreditBasedChannel {
             }
             if !head.isStarted { head.mps = peerMPS }
             while !head.isSent {
-                guard flow.sendCredits > 0 else { return }
+                guard flow.takeSendCredit() else { return }
+                let start = head.offset
+                let (pdu, end) = KFrameSegmenter.pdu(of: head.sdu, from: start, mps: head.mps, channelID: cid)
+                head.offset = end
+                head.next += 1
+                guard let host else { continue }
+                let at = now ?? scheduler.now()
+                now = at
                 // Back-pressure from the link: a K-frame waits here, never dropped, until the
-                // link's queue has room for it.
-                let bytes = 4 + (head.isStarted ? 0 : 2) + KFrameSegmenter.data(sduSize: head.sdu.count, from: head.offset, mps: head.mps).count
-                guard host?.enter(on: executor, { $0.linkQueueHasRoom(handle: handle, bytes: bytes) }) ?? true else {
+                // link's queue has room for it. The entry passes its argument instead of
+                // capturing it, so a K-frame costs no closure context.
+                guard executor.runIsolated(host, (pdu, handle, cid, at), { host, k in
+                    host.enqueueKFrame(k.0, handle: k.1, channelID: k.2, now: k.3)
+                }) else {
+                    flow.restoreSendCredits(1)
+                    head.offset = start
+                    head.next -= 1
                     waitForLinkRoom()
                     return
                 }
-                guard flow.takeSendCredit() else { return }
-                let (pdu, end) = KFrameSegmenter.pdu(of: head.sdu, from: head.offset, mps: head.mps, channelID: cid)
-                head.offset = end
-                head.next += 1
-                host?.enter(on: executor) { $0.enqueuePDUIfLinked(handle: handle, channelID: cid, pdu: pdu) }
             }
             done += 1
             bytesSent += head.sdu.count
@@ -374,6 +383,12 @@ public actor CreditBasedChannel {
         partialReturned = reassembler.framesInSDU
     }
 
+    /// `deliver` from the link's inlet or the host's routing, on the adapter queue: the payload
+    /// is passed, not captured, so a K-frame costs no closure context.
+    nonisolated func deliverOnQueue(_ payload: ArraySlice<UInt8>) {
+        executor.runIsolated(self, payload) { channel, payload in channel.deliver(payload) }
+    }
+
     /// One K-frame for this channel, from the host's routing.
     func deliver(_ payload: ArraySlice<UInt8>) {
         guard endError == nil else { return }
@@ -417,8 +432,9 @@ public actor CreditBasedChannel {
         unreturned = 0
         guard n > 0 else { return }
         if peerStarved { starved(false) }
-        host?.enter(on: executor) { [handle, localCID] host in
-            host.sendCreditIndication(handle: handle, cid: localCID, credits: UInt16(n))
+        guard let host else { return }
+        executor.runIsolated(host, (handle, localCID, UInt16(n))) { host, c in
+            host.sendCreditIndication(handle: c.0, cid: c.1, credits: c.2)
         }
     }
 

@@ -3,18 +3,19 @@ import Synchronization
 /// One SDU on its way out of a `CreditBasedChannel`: segmented into K-frames as credits allow
 /// (Core Spec 5.4 Vol 3, Part A, 3.4.2 and 10.1), each K-frame's PDU built straight from the
 /// SDU when it goes out.
-final class PendingSDU: @unchecked Sendable { // mutated only on the adapter executor, or by the one sender before `SDUWriter.push` publishes it
+final class PendingSDU: @unchecked Sendable { // mutated only on the adapter executor, or by the one sender before `SDUWriter.hand` publishes it
     let sdu: [UInt8]
+    // Unchecked exclusivity: one owner at a time (above), and the checks cost per K-frame.
     /// K-frames sent, and the offset in `sdu` where the next one starts.
-    var next = 0
-    var offset = 0
+    @exclusivity(unchecked) var next = 0
+    @exclusivity(unchecked) var offset = 0
     /// The peer's MPS the SDU is segmented by, fixed when its first K-frame goes out.
-    var mps = 0
+    @exclusivity(unchecked) var mps = 0
     /// The sender waiting for this SDU's credits; nil while it has not waited.
-    var waiter: Waiters<Void, L2CAPChannelError>.ID?
+    @exclusivity(unchecked) var waiter: Waiters<Void, L2CAPChannelError>.ID?
     /// Credits the sender took off the executor (`SDUWriter`), and the next SDU it pushed.
-    var prepaid = 0
-    var pushedAfter: Unmanaged<PendingSDU>?
+    @exclusivity(unchecked) var prepaid = 0
+    @exclusivity(unchecked) var pushedAfter: Unmanaged<PendingSDU>?
 
     init(_ sdu: [UInt8]) { self.sdu = sdu }
 
