@@ -1,5 +1,4 @@
 import Dispatch
-import Synchronization
 import Testing
 import ATT
 import BLETestSupport
@@ -14,42 +13,16 @@ import BLETestSupport
 /// the order the controller sent them.
 @Suite(.timeLimit(.minutes(1)))
 struct RawNotificationPathTests {
-    /// Passes a transport through, counting the ACL packets its raw receiver took.
-    final class CountingTransport: HCITransport, Sendable {
-        final class Counts: Sendable {
-            let taken = Atomic<Int>(0)
-        }
-        let base: any HCITransport
-        let counts = Counts()
-        var taken: Int { counts.taken.load(ordering: .relaxed) }
-        init(_ base: any HCITransport) { self.base = base }
-        var name: String { base.name }
-        func start(on queue: DispatchQueue, handler: @escaping @Sendable (TransportEvent) -> Void) throws(TransportError) {
-            try base.start(on: queue, handler: handler)
-        }
-        func send(_ packet: HCIPacket) throws(TransportError) { try base.send(packet) }
-        func close() { base.close() }
-        func whenReleased(_ completion: @escaping @Sendable () -> Void) { base.whenReleased(completion) }
-        func setACLReceiver(_ receiver: @escaping @Sendable (UnsafeRawBufferPointer) -> Bool) {
-            let counts = self.counts
-            base.setACLReceiver { raw in
-                let took = receiver(raw)
-                if took { counts.taken.add(1, ordering: .relaxed) }
-                return took
-            }
-        }
-    }
-
     /// The lab bed in immediate time over a unix socket pair, counting the raw path's packets.
-    static func bed() async throws -> (LabBed, CountingTransport) {
+    static func bed() async throws -> (LabBed, RawACLCountingTransport) {
         var controller = VirtualController.Options()
         controller.time = .immediate
         // Controller-to-host ACL payloads of at most 27 bytes: a notification value
         // longer than 20 bytes (27 - 4 L2CAP - 3 ATT) arrives in two fragments.
         controller.controllerToHostFragmentSize = 27
-        let bed = try await LabBed(.init(controller: controller, transport: { CountingTransport(try $0.makeSocketTransport()) },
+        let bed = try await LabBed(.init(controller: controller, transport: { RawACLCountingTransport(try $0.makeSocketTransport()) },
                                          requestDataLengthExtension: false, request2MPHY: false))
-        return (bed, try #require(bed.transport as? CountingTransport))
+        return (bed, try #require(bed.transport as? RawACLCountingTransport))
     }
 
     @Test func wholeAndFragmentedNotificationsArriveInOrderAndOnlyWholeOnesSkipThePacketPath() async throws {

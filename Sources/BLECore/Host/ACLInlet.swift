@@ -42,15 +42,14 @@ final class ACLInlet: @unchecked Sendable { // `links` and its table are touched
     }
 
     /// The inlet's one test (Vol 4, Part E, 5.4.2 and Vol 3, Part A, 3.1): `l2cap`, the data of
-    /// an ACL packet that is not a continuation, holds exactly one whole L2CAP PDU for the ATT
-    /// channel of `link`, which has no reassembly in progress, within the largest PDU it takes
-    /// (its bearer's ATT_MTU).
+    /// an ACL packet that is not a continuation, holds exactly one whole L2CAP PDU, and `link`
+    /// has no reassembly in progress. Returns the PDU's channel.
     @inline(__always)
-    private static func isWholeATTPDU(_ link: HCIHost.Link, continuing: Bool, _ l2cap: UnsafeRawBufferPointer) -> Bool {
-        guard !continuing, l2cap.count >= 4, !link.reassembler.inProgress else { return false }
+    private static func wholePDUChannel(_ link: HCIHost.Link, continuing: Bool, _ l2cap: UnsafeRawBufferPointer) -> UInt16? {
+        guard !continuing, l2cap.count >= 4, !link.reassembler.inProgress else { return nil }
         let length = Int(l2cap[0]) | Int(l2cap[1]) << 8
-        return length + 4 == l2cap.count && length <= link.attMaximumPDU
-            && UInt16(l2cap[2]) | UInt16(l2cap[3]) << 8 == L2CAPChannelID.att
+        guard length + 4 == l2cap.count else { return nil }
+        return UInt16(l2cap[2]) | UInt16(l2cap[3]) << 8
     }
 
     /// What an ACL packet leaves for the host once the inlet has taken it.
@@ -131,12 +130,13 @@ final class ACLInlet: @unchecked Sendable { // `links` and its table are touched
     }
 
     /// The same for transports that read bytes (`HCITransport.setACLReceiver`): `acl` is an
-    /// ACL packet's header and data, valid only during the call, offered to the ATT channel's
-    /// raw receiver (`L2CAPChannel.setRawReceiver`: the bearer's notification receiver). True
-    /// when it took the PDU without a copy; false leaves the packet to be built and handled as
-    /// usual, by `receive`.
+    /// ACL packet's header and data, valid only during the call. A whole PDU in it goes
+    /// without a copy to the ATT channel's raw receiver (`L2CAPChannel.setRawReceiver`: the
+    /// bearer's notification receiver) within the bearer's ATT_MTU, or as a K-frame to its open
+    /// LE credit-based channel (which copies only the SDU out). True when it took the PDU;
+    /// false leaves the packet to be built and handled as usual, by `receive`.
     @inline(__always)
-    func deliverRawATTPDU(_ acl: UnsafeRawBufferPointer) -> Bool {
+    func deliverRawPDU(_ acl: UnsafeRawBufferPointer) -> Bool {
         #if DEBUG
         dispatchPrecondition(condition: .onQueue(queue))
         #endif
@@ -149,8 +149,16 @@ final class ACLInlet: @unchecked Sendable { // `links` and its table are touched
         // is read only before the receiver runs (the receiver itself is retained for its call).
         return entry._withUnsafeGuaranteedRef { link in
             let l2cap = UnsafeRawBufferPointer(rebasing: acl[4...])
-            guard Self.isWholeATTPDU(link, continuing: continuing, l2cap), let receive = link.attRawReceiver else { return false }
-            return receive(UnsafeRawBufferPointer(rebasing: l2cap[4...]))
+            guard let cid = Self.wholePDUChannel(link, continuing: continuing, l2cap) else { return false }
+            let payload = UnsafeRawBufferPointer(rebasing: l2cap[4...])
+            if cid == L2CAPChannelID.att {
+                guard payload.count <= link.attMaximumPDU, let receive = link.attRawReceiver else { return false }
+                return receive(payload)
+            }
+            // Fixed channels are 0x0001-0x003F on LE-U (Vol 3, Part A, 2.1); the rest are dynamic.
+            guard cid >= 0x0040, let channel = link.creditBased.channels[cid] else { return false }
+            channel.deliverOnQueue(payload)
+            return true
         }
     }
 

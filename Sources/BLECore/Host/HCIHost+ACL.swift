@@ -87,7 +87,7 @@ extension HCIHost {
         return c
     }
 
-    /// Installs the raw receiver of a link's ATT channel (see `ACLInlet.deliverRawATTPDU`).
+    /// Installs the raw receiver of a link's ATT channel (see `ACLInlet.deliverRawPDU`).
     nonisolated func setATTRawReceiver(handle: UInt16, _ receiver: @escaping @Sendable (UnsafeRawBufferPointer) -> Bool) {
         inlet.link(handle)?.attRawReceiver = receiver
     }
@@ -131,9 +131,9 @@ extension HCIHost {
         enqueue(link: link, channelID: channelID, payload: payload)
     }
 
-    /// Queues a whole L2CAP PDU, basic header included (a K-frame built in place), that fits
-    /// the link's queue (see `enqueueKFrame`). One that fits a controller buffer is not copied.
-    func enqueuePDU(_ pdu: [UInt8], link: Link, channelID: UInt16, deadline: ContinuousClock.Instant) {
+    /// Appends a whole L2CAP PDU, basic header included (a K-frame built in place), to the
+    /// link's queue (`enqueueKFrames`); one that fits a controller buffer is not copied.
+    func appendPDU(_ pdu: [UInt8], link: Link, channelID: UInt16, deadline: ContinuousClock.Instant) {
         if pdu.count <= aclPacketLength {
             append(ACLDataPacket(handle: link.handle, boundary: .firstNonFlushable, data: pdu), to: link, channelID: channelID, done: nil,
                    isLast: true, deadline: deadline)
@@ -144,7 +144,6 @@ extension HCIHost {
             }
         }
         link.queuedPDUs += 1
-        startSending(link)
     }
 
     /// Queues a PDU (the host's own signaling and SMP answers without a waiter). Without a

@@ -2,26 +2,23 @@
 /// with `LinkError.queueFull` (LE credit-based channels, whose K-frames must never be
 /// dropped: a missing one breaks the SDU at the peer), and the removal of one channel's PDUs.
 extension HCIHost {
-    /// True when a PDU of `bytes` bytes (basic header included) fits in the link's queue now:
-    /// below its PDU bound and within its byte bound, or the queue is empty (an empty queue
-    /// takes a PDU of any size).
-    func linkQueueHasRoom(_ link: Link, bytes: Int) -> Bool {
-        !link.hasQueued
-            || (link.queuedPDUs < safeguards.linkQueuePDULimit && link.queuedBytes + bytes <= safeguards.linkQueueLimit)
+    /// The room in the link's queue now (`LinkQueueRoom`); unbounded for a gone link or a
+    /// lost transport, whose channels are ending.
+    func linkQueueRoom(handle: UInt16) -> LinkQueueRoom {
+        guard lostReason == nil, let link = inlet.link(handle) else { return .unbounded }
+        return LinkQueueRoom(pdus: safeguards.linkQueuePDULimit - link.queuedPDUs, bytes: safeguards.linkQueueLimit - link.queuedBytes,
+                             isEmpty: !link.hasQueued)
     }
 
-    /// Queues one K-frame of a credit-based channel, a whole L2CAP PDU with its basic header,
-    /// when the link's queue has room for it (`linkQueueHasRoom`); false, with nothing queued,
-    /// when it has not: the channel keeps the K-frame and waits (`whenLinkQueueHasRoom`). True
-    /// for a link that is gone or a transport that was lost, whose channels are ending (the
-    /// K-frame goes nowhere). `now` dates the K-frame for the send timeout. One entry per
-    /// K-frame, with no dictionary lookup: the per-K-frame path of `CreditBasedChannel`.
-    func enqueueKFrame(_ pdu: [UInt8], handle: UInt16, channelID: UInt16, now: ContinuousClock.Instant) -> Bool {
-        guard let link = inlet.link(handle) else { return true }
-        guard linkQueueHasRoom(link, bytes: pdu.count) else { return false }
-        guard lostReason == nil else { return true }
-        enqueuePDU(pdu, link: link, channelID: channelID, deadline: now + safeguards.sendTimeout)
-        return true
+    /// Queues K-frames of a credit-based channel, each a whole L2CAP PDU with its basic header,
+    /// that `linkQueueRoom` made room for; they go nowhere when the link is gone or the
+    /// transport was lost (the channel is ending). One call for all the K-frames a channel
+    /// segmented in one turn, dated once for the send timeout.
+    func enqueueKFrames(_ pdus: [[UInt8]], handle: UInt16, channelID: UInt16) {
+        guard lostReason == nil, let link = inlet.link(handle) else { return }
+        let deadline = scheduler.now() + safeguards.sendTimeout
+        for pdu in pdus { appendPDU(pdu, link: link, channelID: channelID, deadline: deadline) }
+        startSending(link)
     }
 
     /// Calls `body` once, on the executor, when the link's queue has drained to half its

@@ -103,7 +103,7 @@ public actor HCIHost {
     /// Starts reading from the transport. Packets are handled on the adapter queue as they arrive.
     public func start() throws(TransportError) {
         let inlet = self.inlet
-        transport.setACLReceiver { raw in inlet.deliverRawATTPDU(raw) }
+        transport.setACLReceiver { raw in inlet.deliverRawPDU(raw) }
         try transport.start(on: executor.queue) { [weak self] event in
             if case .packet(.acl(let packet)) = event {
                 let leftover = inlet.receive(packet)

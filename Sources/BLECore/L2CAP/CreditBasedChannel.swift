@@ -189,13 +189,47 @@ public actor CreditBasedChannel {
 
     /// Sends queued K-frames while credits last, head of the queue first. An SDU not started
     /// whose sender stopped waiting (timed out or cancelled) is dropped. When the queue is
-    /// empty, the credits left are lent to the writer.
+    /// empty, the credits left are lent to the writer. K-frames reach the link's queue in
+    /// batches: one entry into the host for its room, one for the K-frames that fit; the
+    /// queue may then have handed some to the controller, so a full batch is followed by another.
     func pumpSend() {
         guard endError == nil else { return }
         takeWriterSDUs()
-        let host = self.host, handle = self.handle, cid = remoteCID
-        // The K-frames' send timeout runs from this job's time, read once for all of them.
-        var now: ContinuousClock.Instant?
+        let handle = self.handle, cid = remoteCID
+        while true {
+            // A gone host takes everything: the channel is ending and its K-frames go nowhere.
+            var room = host.map { executor.runIsolated($0, handle) { host, handle in host.linkQueueRoom(handle: handle) } } ?? .unbounded
+            var frames: [[UInt8]] = []
+            let stop = segmentQueued(into: &frames, room: &room)
+            if let host, !frames.isEmpty {
+                executor.runIsolated(host, (frames, handle, cid)) { host, k in host.enqueueKFrames(k.0, handle: k.1, channelID: k.2) }
+            }
+            switch stop {
+            case .credits: return
+            case .linkQueue:
+                if frames.isEmpty { return waitForLinkRoom() }
+            // Everything is on the link: a close waiting for that goes on; else the credits
+            // left are lent to senders off the executor.
+            case .queueEmpty:
+                if closing {
+                    drainers.resumeAll(with: .success(()))
+                } else {
+                    writer.credits.add(flow.lendSendCredits(), ordering: .relaxed)
+                }
+                return
+            }
+        }
+    }
+
+    /// Why `segmentQueued` stopped: no credit left, no room left in the link's queue, or
+    /// every queued SDU segmented.
+    enum SendStop { case credits, linkQueue, queueEmpty }
+
+    /// Segments the queued SDUs into `frames`, a K-frame per credit while `room` takes it.
+    /// Back-pressure from the link: a K-frame that finds no room stays unbuilt, never dropped,
+    /// until the link's queue drains.
+    func segmentQueued(into frames: inout [[UInt8]], room: inout LinkQueueRoom) -> SendStop {
+        let cid = remoteCID
         // SDUs done are removed at once at the end: a batch handed over can be long.
         var done = 0
         defer { sendQueue.removeFirst(done) }
@@ -207,35 +241,20 @@ public actor CreditBasedChannel {
             }
             if !head.isStarted { head.mps = peerMPS }
             while !head.isSent {
-                guard flow.takeSendCredit() else { return }
-                let start = head.offset
-                let (pdu, end) = KFrameSegmenter.pdu(of: head.sdu, from: start, mps: head.mps, channelID: cid)
+                guard flow.sendCredits > 0 else { return .credits }
+                let bytes = 4 + (head.isStarted ? 0 : 2) + KFrameSegmenter.data(sduSize: head.sdu.count, from: head.offset, mps: head.mps).count
+                guard room.take(bytes: bytes) else { return .linkQueue }
+                _ = flow.takeSendCredit()
+                let (pdu, end) = KFrameSegmenter.pdu(of: head.sdu, from: head.offset, mps: head.mps, channelID: cid)
                 head.offset = end
                 head.next += 1
-                guard let host else { continue }
-                let at = now ?? scheduler.now()
-                now = at
-                // Back-pressure from the link: a K-frame waits here, never dropped, until the
-                // link's queue has room for it. The entry passes its argument instead of
-                // capturing it, so a K-frame costs no closure context.
-                guard executor.runIsolated(host, (pdu, handle, cid, at), { host, k in
-                    host.enqueueKFrame(k.0, handle: k.1, channelID: k.2, now: k.3)
-                }) else {
-                    flow.restoreSendCredits(1)
-                    head.offset = start
-                    head.next -= 1
-                    waitForLinkRoom()
-                    return
-                }
+                frames.append(pdu)
             }
             done += 1
             bytesSent += head.sdu.count
             if let waiter = head.waiter { senders.resume(waiter, with: .success(())) }
         }
-        // Everything is on the link: a close waiting for that goes on; else the credits left
-        // are lent to senders off the executor.
-        if closing { return drainers.resumeAll(with: .success(())) }
-        writer.credits.add(flow.lendSendCredits(), ordering: .relaxed)
+        return .queueEmpty
     }
 
     /// The link's queue is full: sending goes on when it frees room (one wake-up at a time).
@@ -386,11 +405,16 @@ public actor CreditBasedChannel {
     /// `deliver` from the link's inlet or the host's routing, on the adapter queue: the payload
     /// is passed, not captured, so a K-frame costs no closure context.
     nonisolated func deliverOnQueue(_ payload: ArraySlice<UInt8>) {
+        executor.runIsolated(self, payload) { channel, payload in payload.withUnsafeBytes { channel.deliver($0) } }
+    }
+
+    /// The same for a K-frame read in place from a transport's buffer (`ACLInlet.deliverRawPDU`).
+    nonisolated func deliverOnQueue(_ payload: UnsafeRawBufferPointer) {
         executor.runIsolated(self, payload) { channel, payload in channel.deliver(payload) }
     }
 
-    /// One K-frame for this channel, from the host's routing.
-    func deliver(_ payload: ArraySlice<UInt8>) {
+    /// One K-frame's information payload for this channel, valid only during the call.
+    func deliver(_ payload: UnsafeRawBufferPointer) {
         guard endError == nil else { return }
         framesReceived += 1
         do throws(KFrameError) {

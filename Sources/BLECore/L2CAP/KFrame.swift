@@ -126,6 +126,14 @@ public struct KFrameReassembler: Sendable {
     /// Takes one K-frame information payload; returns the SDU it completes, with the number of
     /// K-frames that carried it. Throws on a malformed K-frame; the reassembler is then idle.
     public mutating func receive(_ payload: ArraySlice<UInt8>) throws(KFrameError) -> (sdu: [UInt8], frames: Int)? {
+        let outcome: Result<(sdu: [UInt8], frames: Int)?, KFrameError> = payload.withUnsafeBytes { raw in
+            do throws(KFrameError) { return .success(try receive(raw)) } catch { return .failure(error) }
+        }
+        return try outcome.get()
+    }
+
+    /// The same for a payload read in place (valid only during the call).
+    public mutating func receive(_ payload: UnsafeRawBufferPointer) throws(KFrameError) -> (sdu: [UInt8], frames: Int)? {
         guard payload.count <= mps else {
             reset()
             throw .exceedsMPS(size: payload.count, mps: mps)
@@ -136,17 +144,17 @@ public struct KFrameReassembler: Sendable {
                 reset()
                 throw .missingSDULength(size: payload.count)
             }
-            let length = Int(payload[payload.startIndex]) | Int(payload[payload.startIndex + 1]) << 8
+            let length = Int(payload[0]) | Int(payload[1]) << 8
             guard length <= mtu else {
                 reset()
                 throw .exceedsMTU(sduLength: length, mtu: mtu)
             }
-            if payload.count == length + 2 {
+            data = UnsafeRawBufferPointer(rebasing: payload[2...])
+            if data.count == length {
                 // The whole SDU in one K-frame: copied out once, the buffer untouched.
-                return (Array(payload.dropFirst(2)), 1)
+                return (Array(data), 1)
             }
             expected = length
-            data = payload.dropFirst(2)
             buffer.removeAll(keepingCapacity: true)
             buffer.reserveCapacity(length)
         }
