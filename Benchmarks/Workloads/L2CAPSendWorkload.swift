@@ -109,9 +109,7 @@ enum L2CAPSendWorkload {
         }
         let stalls = await channel.creditStalls
         var m = Measurement(name: name, operations: total, seconds: best, operationsPerSecond: Double(total) / best)
-        m.extra = L2CAPWorkload.cpuShare(bytesPerSecond: m.operationsPerSecond, cpuSecondsPerByte: bestCPU / Double(total))
-        m.extra["sduBytes"] = Double(sduSize)
-        m.extra["mps"] = Double(mps)
+        m.extra = L2CAPWorkload.cpuShare(bytesPerSecond: m.operationsPerSecond, cpuSecondsPerByte: bestCPU / Double(total), sduSize: sduSize, mps: mps)
         m.extra["creditStalls"] = Double(stalls)
         m.extra["cpuSecondsPerWallSecond"] = bestCPU / best
         return m

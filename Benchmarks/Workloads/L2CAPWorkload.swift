@@ -53,9 +53,7 @@ enum L2CAPWorkload {
             }
         }
         precondition(received == total, "reassembled \(received) of \(total) bytes")
-        m.extra = cpuShare(bytesPerSecond: m.operationsPerSecond, cpuSecondsPerByte: m.seconds / Double(total))
-        m.extra["sduBytes"] = Double(sdus.first?.count ?? 0)
-        m.extra["mps"] = Double(mps)
+        m.extra = cpuShare(bytesPerSecond: m.operationsPerSecond, cpuSecondsPerByte: m.seconds / Double(total), sduSize: sdus.first?.count ?? 0, mps: mps)
         return m
     }
 
@@ -101,9 +99,7 @@ enum L2CAPWorkload {
         }
         await channel.close(timeout: .seconds(2))
         var m = Measurement(name: name, operations: total, seconds: best, operationsPerSecond: Double(total) / best)
-        m.extra = cpuShare(bytesPerSecond: m.operationsPerSecond, cpuSecondsPerByte: bestCPU / Double(total))
-        m.extra["sduBytes"] = Double(sduSize)
-        m.extra["mps"] = Double(mps)
+        m.extra = cpuShare(bytesPerSecond: m.operationsPerSecond, cpuSecondsPerByte: bestCPU / Double(total), sduSize: sduSize, mps: mps)
         m.extra["cpuSecondsPerWallSecond"] = bestCPU / best
         return (m, bytes, framesPerRound)
     }
@@ -145,15 +141,20 @@ enum L2CAPWorkload {
         return (received, last)
     }
 
-    /// The CPU share of one link at the radio's limit: a 2M PHY link carries about 1.4 Mbit/s
-    /// (175,000 bytes/s) of L2CAP data.
-    static func cpuShare(bytesPerSecond: Double, cpuSecondsPerByte: Double) -> [String: Double] {
+    /// The CPU share of one link: at 1.4 Mbit/s (175,000 bytes/s, what a 2M PHY link carries in
+    /// full-size K-frames), and at the most the radio carries in SDUs of this size (`RadioLimit`).
+    static func cpuShare(bytesPerSecond: Double, cpuSecondsPerByte: Double, sduSize: Int, mps: Int) -> [String: Double] {
         let radio = 1_400_000.0 / 8
+        let limit = RadioLimit.sduBytesPerSecond(sduSize: sduSize, mps: mps)
         return [
             "megabytesPerSecond": bytesPerSecond / 1e6,
             "cpuNanosecondsPerByte": cpuSecondsPerByte * 1e9,
             "megabytesPerCPUSecond": 1e-6 / cpuSecondsPerByte,
             "cpuPercentOfOneCoreAt1_4Mbit": cpuSecondsPerByte * radio * 100,
+            "radioLimitBytesPerSecond": limit,
+            "cpuPercentOfOneCoreAtRadioLimit": cpuSecondsPerByte * limit * 100,
+            "sduBytes": Double(sduSize),
+            "mps": Double(mps),
         ]
     }
 

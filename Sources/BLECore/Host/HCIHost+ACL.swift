@@ -15,7 +15,7 @@ extension HCIHost {
         /// The last fragment of its PDU: the PDU leaves the queue with it.
         let isLast: Bool
         /// When the PDU fails with `sendTimeout` if still here (the same for all its fragments).
-        let deadline: ContinuousClock.Instant
+        let deadline: ClockStamp
     }
 
     /// Per-connection state kept by the host.
@@ -133,7 +133,7 @@ extension HCIHost {
 
     /// Appends a whole L2CAP PDU, basic header included (a K-frame built in place), to the
     /// link's queue (`enqueueKFrames`); one that fits a controller buffer is not copied.
-    func appendPDU(_ pdu: [UInt8], link: Link, channelID: UInt16, deadline: ContinuousClock.Instant) {
+    func appendPDU(_ pdu: [UInt8], link: Link, channelID: UInt16, deadline: ClockStamp) {
         if pdu.count <= aclPacketLength {
             append(ACLDataPacket(handle: link.handle, boundary: .firstNonFlushable, data: pdu), to: link, channelID: channelID, done: nil,
                    isLast: true, deadline: deadline)
@@ -151,7 +151,7 @@ extension HCIHost {
     func enqueue(link: Link, channelID: UInt16, payload: [UInt8], done: Waiters<Void, LinkError>.ID? = nil) {
         if done == nil, dropsWhenFull(link: link, channelID: channelID, payloadCount: payload.count) { return }
         let fragments = ACLFragmenter.fragments(handle: link.handle, channelID: channelID, payload: payload, fragmentSize: aclPacketLength)
-        let deadline = scheduler.now() + safeguards.sendTimeout
+        let deadline = ClockStamp(scheduler.now() + safeguards.sendTimeout)
         for (i, f) in fragments.enumerated() {
             let isLast = i == fragments.count - 1
             append(f, to: link, channelID: channelID, done: isLast ? done : nil, isLast: isLast, deadline: deadline)
@@ -168,7 +168,7 @@ extension HCIHost {
     }
 
     func append(_ fragment: ACLDataPacket, to link: Link, channelID: UInt16, done: Waiters<Void, LinkError>.ID?, isLast: Bool,
-                deadline: ContinuousClock.Instant) {
+                deadline: ClockStamp) {
         link.queue.append(QueuedFragment(packet: fragment, channelID: channelID, done: done, isLast: isLast, deadline: deadline))
         link.queuedBytes += fragment.data.count
     }
@@ -238,7 +238,7 @@ extension HCIHost {
     func armSendDeadline(_ link: Link) {
         guard link.hasQueued else { return }
         let handle = link.handle
-        let delay = max(.zero, link.queue[link.queueHead].deadline - scheduler.now())
+        let delay = max(.zero, link.queue[link.queueHead].deadline.instant - scheduler.now())
         link.sendDeadline = scheduler.schedule(after: delay) { [weak self, executor] in
             self?.enter(on: executor) { $0.sendDeadlinePassed(handle: handle) }
         }
@@ -254,7 +254,7 @@ extension HCIHost {
         let now = scheduler.now()
         var failed = 0
         var brokenChannels: [UInt16] = []
-        while link.hasQueued, link.queue[link.queueHead].deadline <= now {
+        while link.hasQueued, link.queue[link.queueHead].deadline <= ClockStamp(now) {
             let entry = link.queue[link.queueHead]
             link.queueHead += 1
             link.queuedBytes -= entry.packet.data.count

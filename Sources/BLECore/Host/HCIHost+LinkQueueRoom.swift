@@ -16,7 +16,7 @@ extension HCIHost {
     /// segmented in one turn, dated once for the send timeout.
     func enqueueKFrames(_ pdus: [[UInt8]], handle: UInt16, channelID: UInt16) {
         guard lostReason == nil, let link = inlet.link(handle) else { return }
-        let deadline = scheduler.now() + safeguards.sendTimeout
+        let deadline = ClockStamp(scheduler.now() + safeguards.sendTimeout)
         for pdu in pdus { appendPDU(pdu, link: link, channelID: channelID, deadline: deadline) }
         startSending(link)
     }
