@@ -127,7 +127,17 @@ import Testing
         await watcher.stop()
     }
 
-    @Test func aHardwareErrorIsALossTooAndTheLinkComesBack() async throws {
+    /// What the controller says when it lost its state while the transport stays: the
+    /// HCI_Hardware_Error event (Vol 4, Part E, 7.7.16: code 0x10, length 1, Hardware_Code
+    /// 0x01), and a Command Complete for an HCI_Reset another program sent (7.7.14, opcode
+    /// 0x0C03, status 0x00), with the words each loss is published with.
+    static let controllerLosses: [(event: HCIEventPacket, message: String)] = [
+        (HCIEventPacket(code: 0x10, parameters: [0x01]), "Hardware Error 0x01"),
+        (HCIEventPacket(code: 0x0E, parameters: [0x01, 0x03, 0x0C, 0x00]), "HCI_Reset (0x0C03) that this host did not send"),
+    ]
+
+    @Test(arguments: controllerLosses)
+    func aControllerThatLostItsStateIsALossTooAndTheLinkComesBack(_ loss: (event: HCIEventPacket, message: String)) async throws {
         let broker = try await Broker.start()
         defer { broker.stop() }
         let watcher = try await Watcher.start(broker, "ble/#")
@@ -135,11 +145,10 @@ import Testing
         let link = "ble/gw/devices/C01122334477/link"
         _ = try await watcher.next(link) { $0.text == #"{"state":"connected"}"# }
         await watcher.clear()
-        // HCI_Hardware_Error event (Vol 4, Part E, 7.7.16): code 0x10, length 1, Hardware_Code 0x01.
-        rig.vc.inject(.event(HCIEventPacket(code: 0x10, parameters: [0x01])))
+        rig.vc.inject(.event(loss.event))
         let lost = try await watcher.next("ble/gw/adapter")
         #expect(Self.object(lost)["state"] as? String == "lost")
-        #expect((Self.object(lost)["message"] as? String)?.contains("Hardware Error 0x01") == true, "\(lost.text)")
+        #expect((Self.object(lost)["message"] as? String)?.contains(loss.message) == true, "\(lost.text)")
         // The adapter is still there: the first attempt reopens it, no appearance needed.
         #expect(try await watcher.next("ble/gw/adapter") { Self.object($0)["state"] as? String != "lost" }.text == #"{"state":"up","reopens":1}"#)
         _ = try await watcher.next(link) { $0.text == #"{"state":"connected"}"# }

@@ -109,6 +109,7 @@ extension HCIHost {
                 continue
             }
             commandCredits -= 1
+            if command.packet.opcode == Self.resetOpcode { unansweredResets += 1 }
             let id = command.waiter
             command.timer?.cancel()
             command.timer = scheduler.schedule(after: command.timeout) { [weak self, executor] in
@@ -119,6 +120,14 @@ extension HCIHost {
     }
 
     func completeCommand(_ opcode: HCIOpcode, _ result: Result<[UInt8], HCIError>) {
+        if opcode == Self.resetOpcode {
+            if unansweredResets > 0 {
+                unansweredResets -= 1
+                ownResetCompleted = true
+            } else if ownResetCompleted {
+                return controllerResetElsewhere()
+            }
+        }
         let echoed = Self.echoedHandle(opcode, result)
         if let hold = lateAnswerHolds.removeValue(forKey: opcode) {
             hold.cancel()
@@ -138,6 +147,16 @@ extension HCIHost {
         } else {
             commandWaiters.resume(command.waiter, with: result)
         }
+    }
+
+    /// A Command Complete for an HCI_Reset this host never sent: another program on the same
+    /// controller (a second process on the UART, one left running) reset it, and with it every
+    /// link, scan and setting of this host (Vol 4, Part E, 7.3.2), with nothing else to say so.
+    /// The transport is reported lost and closed, so a central's reopen policy starts afresh
+    /// and an application sees why.
+    func controllerResetElsewhere() {
+        transportLost("the controller completed an HCI_Reset (0x0C03) that this host did not send: another program using \(transport.name) reset it, ending this host's links and scans; make sure only one program uses the controller")
+        transport.close()
     }
 
     func commandTimedOut(_ id: Waiters<[UInt8], HCIError>.ID) {

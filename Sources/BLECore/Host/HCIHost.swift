@@ -32,6 +32,12 @@ public actor HCIHost {
     public internal(set) var commandCredits = 1
     var waitingCommands: [PendingCommand] = []
     var sentCommands: [PendingCommand] = []
+    /// HCI_Reset commands this host sent whose Command Complete has not come, and whether one
+    /// came: a Reset completion when none is outstanding, after this host's own reset, was
+    /// sent by another host (`controllerResetElsewhere`); one before it is a previous
+    /// program's answer still in a UART's buffer.
+    var unansweredResets = 0
+    var ownResetCompleted = false
     /// Opcodes whose last command timed out and whose answer carries no Connection_Handle:
     /// the next command with that opcode waits until the late answer comes or the grace ends.
     var lateAnswerHolds: [HCIOpcode: any ScheduledTimer] = [:]
@@ -149,6 +155,8 @@ public actor HCIHost {
         readyLinks.removeAll()
         safeguards.foreignHandles.removeAll()
         commandCredits = 1
+        unansweredResets = 0
+        ownResetCompleted = false
         releaseLateAnswerHolds()
         try start()
         lostReason = nil
