@@ -120,8 +120,8 @@ final class ACLInlet: @unchecked Sendable { // `links` and its table are touched
             channel.deliver(payload)
             return .none
         }
-        // A K-frame of an LE credit-based channel goes to it straight from here too: no weak
-        // load of the host, no `Leftover` to route (`HCIHost.deliverKFrame` for the rest).
+        // A K-frame of an LE credit-based channel goes to it straight from here too (its only
+        // way in): no weak load of the host, no `Leftover` to route.
         if channelID >= 0x0040, let channel = link.creditBased.channels[channelID] {
             channel.deliverOnQueue(payload)
             return .none

@@ -145,13 +145,6 @@ extension HCIHost {
 
     // MARK: - From routing
 
-    /// A PDU on a dynamic CID: a K-frame for an open channel. False when no channel has it.
-    func deliverKFrame(link: Link, channelID: UInt16, payload: ArraySlice<UInt8>) -> Bool {
-        guard let channel = link.creditBased.channels[channelID] else { return false }
-        channel.deliverOnQueue(payload)
-        return true
-    }
-
     /// Handles the credit-based and disconnection commands; false for a command it does not
     /// know (the caller rejects it).
     func handleCreditBasedSignaling(link: Link, _ command: L2CAPSignalingCommand) -> Bool {

@@ -9,7 +9,6 @@ extension HCIHost {
         case L2CAPChannelID.securityManager:
             handleSecurityManager(link: link, payload: payload)
         default:
-            if deliverKFrame(link: link, channelID: channelID, payload: payload) { return }
             if let channel = link.channels[channelID] ?? (channelID == L2CAPChannelID.att ? fixedChannel(handle: link.handle, channelID: channelID) : nil) {
                 channel.deliver(payload)
             } else {

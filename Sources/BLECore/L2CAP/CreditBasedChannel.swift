@@ -195,7 +195,8 @@ public actor CreditBasedChannel {
     func pumpSend() {
         guard endError == nil else { return }
         takeWriterSDUs()
-        let handle = self.handle, cid = remoteCID
+        // One weak load per pump, not per batch.
+        let host = self.host, handle = self.handle, cid = remoteCID
         while true {
             // A gone host takes everything: the channel is ending and its K-frames go nowhere.
             var room = host.map { executor.runIsolated($0, handle) { host, handle in host.linkQueueRoom(handle: handle) } } ?? .unbounded
