@@ -5,8 +5,11 @@ import Glibc
 /// A program started with posix_spawn and a clean signal state: nothing blocked, and SIGTERM,
 /// SIGHUP, SIGINT and SIGPIPE at their default actions. A child started from a test or
 /// benchmark thread otherwise inherits that thread's blocked signals, and SIGTERM would never
-/// reach it. stdin is /dev/null or a file; stdout and stderr each go to /dev/null, a file, or
-/// one pipe whose read end the caller owns.
+/// reach it. The child also ends with this process (SIGKILL as its parent-death signal, set by
+/// util-linux's setpriv before it executes the program): a test run that crashes leaves no
+/// gateway behind. The kernel clears that signal when a program changes its user, as
+/// mosquitto started by root does. stdin is /dev/null or a file; stdout and stderr each go to
+/// /dev/null, a file, or one pipe whose read end the caller owns.
 ///
 ///     let broker = try ChildProcess(path: "/usr/sbin/mosquitto", ["-c", conf], stderr: .pipe)
 ///     read(broker.pipe!, &buffer, buffer.count)
@@ -39,6 +42,27 @@ public struct ChildProcess: Sendable {
             // end open (the reader would then not see the end of the output).
             for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
         }
+        let (rc, child) = SpawnThread.shared.run { [fds] in
+            Self.spawn(path: path, arguments, environment: environment, stdin: stdin, stdout: stdout, stderr: stderr, pipe: piped ? (read: fds[0], write: fds[1]) : nil)
+        }
+        if piped { close(fds[1]) }
+        guard rc == 0 else {
+            if piped { close(fds[0]) }
+            throw ChildProcessError(path: path, operation: "posix_spawn", code: rc)
+        }
+        pid = child
+        pipe = piped ? fds[0] : nil
+    }
+
+    /// The program that starts every child with a parent-death signal (PR_SET_PDEATHSIG,
+    /// SIGKILL) before it executes the real one; nil where util-linux's setpriv is missing.
+    public static let lifeline: String? = access("/usr/bin/setpriv", X_OK) == 0 ? "/usr/bin/setpriv" : nil
+
+    /// posix_spawn of `path` through `lifeline`, on `SpawnThread`; its result and the pid.
+    private static func spawn(
+        path: String, _ arguments: [String], environment: [String: String]?,
+        stdin: String?, stdout: Output, stderr: Output, pipe: (read: Int32, write: Int32)?
+    ) -> (Int32, pid_t) {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -47,12 +71,12 @@ public struct ChildProcess: Sendable {
             switch output {
             case .null: posix_spawn_file_actions_addopen(&actions, fd, "/dev/null", O_WRONLY, 0)
             case .file(let file): posix_spawn_file_actions_addopen(&actions, fd, file, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-            case .pipe: posix_spawn_file_actions_adddup2(&actions, fds[1], fd)
+            case .pipe: if let pipe { posix_spawn_file_actions_adddup2(&actions, pipe.write, fd) }
             }
         }
-        if piped {
-            posix_spawn_file_actions_addclose(&actions, fds[0])
-            posix_spawn_file_actions_addclose(&actions, fds[1])
+        if let pipe {
+            posix_spawn_file_actions_addclose(&actions, pipe.read)
+            posix_spawn_file_actions_addclose(&actions, pipe.write)
         }
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
@@ -65,23 +89,20 @@ public struct ChildProcess: Sendable {
         for s in [SIGTERM, SIGHUP, SIGINT, SIGPIPE] { sigaddset(&defaults, s) }
         posix_spawnattr_setsigdefault(&attributes, &defaults)
         posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-        let argv = ([path] + arguments).map { strdup($0) } + [nil]
+        // A test run that dies (a crash, a watchdog's SIGKILL) takes its children with it: a
+        // gateway left running would reopen the next run's pseudo-terminal of the same number.
+        let program = lifeline ?? path
+        let argv = ((lifeline.map { [$0, "--pdeathsig", "KILL", "--"] } ?? []) + [path] + arguments).map { strdup($0) } + [nil]
         defer { for a in argv { free(a) } }
         let envp = environment.map { $0.map { strdup("\($0.key)=\($0.value)") } + [nil] }
         defer { for e in envp ?? [] { free(e) } }
         var child: pid_t = 0
         let rc = if let envp {
-            posix_spawn(&child, path, &actions, &attributes, argv, envp)
+            posix_spawn(&child, program, &actions, &attributes, argv, envp)
         } else {
-            posix_spawn(&child, path, &actions, &attributes, argv, environ)
+            posix_spawn(&child, program, &actions, &attributes, argv, environ)
         }
-        if piped { close(fds[1]) }
-        guard rc == 0 else {
-            if piped { close(fds[0]) }
-            throw ChildProcessError(path: path, operation: "posix_spawn", code: rc)
-        }
-        pid = child
-        pipe = piped ? fds[0] : nil
+        return (rc, child)
     }
 
     /// Sends SIGTERM and waits for the child to end; its exit status (or 128 + signal).
