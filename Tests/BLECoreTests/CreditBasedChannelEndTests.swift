@@ -106,8 +106,10 @@ struct CreditBasedChannelEndTests {
             return (accepted, nil)
         }
         try await vc.waitForL2CAP(channelID: Self.dcid, count: 20)
-        let closing = Task { await channel.close() }
-        #expect(try await CreditBasedChannelTests.waitForSignaling(vc, code: 0x06) == Self.disconnectionRequest)
+        // The close first waits for every accepted SDU to reach the link: thousands may be
+        // accepted, so its wait and ours are bounded by the suite's time limit, not the pace.
+        let closing = Task { await channel.close(timeout: .seconds(50)) }
+        #expect(try await CreditBasedChannelTests.waitForSignaling(vc, code: 0x06, timeout: .seconds(50)) == Self.disconnectionRequest)
         try vc.sendSignaling(from: VC.peer, L2CAPSignalingCommand(identifier: 2, body: .disconnectionResponse(destinationCID: Self.dcid, sourceCID: 0x0040)))
         await closing.value
         let (accepted, error) = await sending.value

@@ -31,8 +31,8 @@ struct CreditBasedChannelTests {
     }
 
     /// The bytes of the `count`-th signaling command with `code` from the host.
-    static func waitForSignaling(_ vc: VirtualController, code: UInt8, count: Int = 1) async throws -> [UInt8] {
-        try await vc.waitUntil("signaling code \(code) #\(count)") { _ in vc.signalingReceived.filter { $0.code == code }.count >= count }
+    static func waitForSignaling(_ vc: VirtualController, code: UInt8, count: Int = 1, timeout: Duration = .seconds(5)) async throws -> [UInt8] {
+        try await vc.waitUntil("signaling code \(code) #\(count)", timeout: timeout) { _ in vc.signalingReceived.filter { $0.code == code }.count >= count }
         return vc.signalingReceived.filter { $0.code == code }[count - 1].bytes
     }
 
