@@ -234,9 +234,12 @@ if selected("gateway") || only.contains("gateway-fleet") { do {
 // one size.
 let l2capAll = selected("l2cap")
 if l2capAll || only.contains("l2cap-receive") || only.contains("l2cap-send") { do {
-    // One link at the radio's limit (2M PHY, about 1.4 Mbit/s) must cost far below 1 % of a core.
+    // One link at the radio's limit must cost far below 1 % of a core. The limit is about
+    // 1.4 Mbit/s on the 2M PHY for SDUs that fill their K-frames and far lower for small ones
+    // (every K-frame an air packet of its own): the share at 1.4 Mbit/s is reported beside it.
     func share(_ m: Measurement) -> Target {
-        Target(description: "< 1 % of one core per link at 1.4 Mbit/s", met: (m.extra["cpuPercentOfOneCoreAt1_4Mbit"] ?? .infinity) < 1)
+        Target(description: "< 1 % of one core per link at the radio's limit for this SDU size (2M PHY; 1.42 Mbit/s for full K-frames)",
+               met: (m.extra["cpuPercentOfOneCoreAtRadioLimit"] ?? .infinity) < 1)
     }
     let cases: [(label: String, size: Int, count: Int, perRound: Int, bumbleSDUs: Int)] = [
         ("65,535-byte SDUs, MPS 247", 65_535, quick ? 32 : 256, 32, 16),
