@@ -36,7 +36,8 @@ struct ChildProcessTests {
         var thread = pthread_t()
         let box = Unmanaged.passRetained(started).toOpaque()
         #expect(pthread_create(&thread, nil, { raw in
-            let started = Unmanaged<Started>.fromOpaque(raw!).takeRetainedValue()
+            guard let raw else { return nil }
+            let started = Unmanaged<Started>.fromOpaque(raw).takeRetainedValue()
             started.result = Result { () throws(ChildProcessError) in
                 let child = try ChildProcess(path: "/bin/sh", ["-c", "echo started; exec sleep 30"], stdout: .pipe)
                 // The thread ends only once the child runs (its parent-death signal is set by then).
