@@ -286,7 +286,7 @@ final class BenchBroker: @unchecked Sendable { // immutable after start
         guard let executable else { throw BenchError("mosquitto not found; apt-get install mosquitto (make deps does)") }
         let port = try freePort()
         let conf = directory.appendingPathComponent("mosquitto-\(port).conf")
-        try "listener \(port) 127.0.0.1\nallow_anonymous true\nmax_queued_messages 100000\nlog_dest stderr\nlog_type error\nlog_type warning\nlog_type notice\nlog_type information\n"
+        try "listener \(port) 127.0.0.1\nallow_anonymous true\nset_tcp_nodelay true\nmax_queued_messages 100000\nlog_dest stderr\nlog_type error\nlog_type warning\nlog_type notice\nlog_type information\n"
             .write(to: conf, atomically: true, encoding: .utf8)
         let process = try ChildProcess(path: executable, ["-c", conf.path], stderr: .pipe)
         let pid = process.pid
