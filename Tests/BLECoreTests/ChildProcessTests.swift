@@ -1,28 +1,18 @@
 import BLETestSupport
+import Foundation
 import Glibc
 import Testing
 
 /// `ChildProcess`, which starts the brokers, gateways and VMs of the tests and benchmarks.
 @Suite("Child processes", .timeLimit(.minutes(1)))
 struct ChildProcessTests {
-    /// Reads the pipe to its end.
-    static func readAll(_ fd: Int32) -> String {
-        var text: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let n = read(fd, &buffer, buffer.count)
-            if n > 0 { text += buffer[..<n] } else if n < 0 && errno == EINTR { continue } else { break }
-        }
-        close(fd)
-        return String(decoding: text, as: UTF8.self)
-    }
-
     @Test("A child carries SIGKILL as its parent-death signal, so it ends when the test run dies")
     func childDiesWithTheRun() throws {
         try #require(ChildProcess.lifeline != nil, "util-linux's setpriv is missing")
         // setpriv --dump prints the state of its own process: the child's, after our start.
         let child = try ChildProcess(path: "/usr/bin/setpriv", ["--dump"], stdout: .pipe)
-        let dump = Self.readAll(try #require(child.pipe))
+        let output = FileHandle(fileDescriptor: try #require(child.pipe), closeOnDealloc: true)
+        let dump = String(decoding: try output.readToEnd() ?? Data(), as: UTF8.self)
         #expect(ChildProcess.wait(child.pid) == 0)
         #expect(dump.split(separator: "\n").contains("Parent death signal: KILL"))
     }
