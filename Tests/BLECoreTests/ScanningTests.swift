@@ -234,6 +234,7 @@ struct ScanningTests {
         }
         await bed.clock.advance(by: .seconds(9))
         report(renamed, rssi: -52)                        // t = 9 s: 9 s after the last delivery, held back
+        await bed.handled()                               // at t = 9 s, before the clock moves
         await bed.clock.advance(by: .seconds(2))
         report(renamed, rssi: -51)                        // t = 11 s: the interval has passed
         report(renamed, rssi: -50)                        // and starts again
@@ -291,11 +292,7 @@ struct ScanningTests {
         _ = await sub.first(1)
         await bed.clock.advance(by: .seconds(3))
         bed.controller.sendLEMeta(reportA)            // t = 3 s, a repeat: no event
-        // The repeat is handled at t = 3 s, before the clock moves: it leaves the controller,
-        // then one turn of the adapter queue delivers it.
-        await bed.controller.flush()
-        let adapter = bed.central.executor.queue
-        await withCheckedContinuation { c in adapter.async { c.resume() } }
+        await bed.handled()                           // at t = 3 s, before the clock moves
         await bed.clock.advance(by: .seconds(3))       // t = 6 s: A heard 3 s ago, not lost
         bed.controller.sendLEMeta(Spec.legacyReports([.init(address: Self.other, data: Spec.flags, rssi: -70)]))
         let second = await sub.first(2)

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 /// Tests that misbehave on purpose, so `scripts/test-run-tests` can prove what `scripts/run-tests`
-/// does with them. Each runs only when `BLE_WATCHDOG_PROBE` asks for it; in a normal run both
+/// does with them. Each runs only when `BLE_WATCHDOG_PROBE` asks for it; in a normal run all
 /// are reported as skipped.
 @Suite struct WatchdogProbeTests {
     static let mode = ProcessInfo.processInfo.environment["BLE_WATCHDOG_PROBE"]
@@ -19,5 +19,13 @@ import Testing
     @Test(.enabled(if: mode == "fail"))
     func failsWhenAsked() {
         Issue.record("this test fails on purpose (BLE_WATCHDOG_PROBE=fail)")
+    }
+
+    /// With `BLE_WATCHDOG_PROBE=crash`: traps (an index out of range), so the runner must end
+    /// its output with the backtrace and this test's name.
+    @Test(.enabled(if: mode == "crash"))
+    func trapsWhenAsked() {
+        let empty = ProcessInfo.processInfo.arguments.filter { _ in false }
+        #expect(empty[0].isEmpty, "unreachable: indexing an empty array traps")
     }
 }

@@ -168,4 +168,13 @@ struct ScanBed {
         try await central.powerOn()
         return ScanBed(central: central, controller: controller, clock: clock)
     }
+
+    /// Returns once the host has handled every event the controller sent before the call: the
+    /// controller's queue sends it, then one turn of the adapter queue delivers it. A test
+    /// calls this before it moves the manual clock past an event that must be handled first.
+    func handled() async {
+        await controller.flush()
+        let adapter = central.executor.queue
+        await withCheckedContinuation { c in adapter.async { c.resume() } }
+    }
 }
