@@ -104,13 +104,13 @@ public final class VirtualRadio: Sendable {
             output.processDidTerminate(status: finished.terminationStatus)
             exited.leave()
         }
-        output.attach(stdout: stdoutPipe.fileHandleForReading, stderr: stderrPipe.fileHandleForReading)
         do {
             try process.run()
         } catch {
             exited.leave()
             throw VirtualRadioError.launchFailed(executable: python, detail: "\(error)")
         }
+        output.attach(stdout: stdoutPipe.fileHandleForReading, stderr: stderrPipe.fileHandleForReading)
         // The child holds its own copies of these ends now.
         try? stdoutPipe.fileHandleForWriting.close()
         try? stderrPipe.fileHandleForWriting.close()

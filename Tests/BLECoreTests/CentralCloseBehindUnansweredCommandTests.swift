@@ -28,12 +28,12 @@ struct CentralCloseBehindUnansweredCommandTests {
         parameters.requestDataLengthExtension = false
         let link = try await central.connect(VC.peer, parameters: parameters)
         let handle = try #require(await link.handle)
-        try await host.commandWaiters.waitForCount("LE Set PHY queued") { $0 == 1 }
-        if await host.waitingCommands.isEmpty {
-            // The one waiter was LE Read Remote Features, its Command Status not handled yet
-            // when `connect` returned: LE Set PHY is queued after it is answered.
-            try await host.commandWaiters.waitForCount("LE Read Remote Features answered") { $0 == 0 }
-            try await host.commandWaiters.waitForCount("LE Set PHY queued") { $0 == 1 }
+        // When `connect` returns, the one waiter may still be LE Read Remote Features (its
+        // Command Status not handled yet); LE Set PHY is queued after it. The condition reads
+        // the host's queue on the executor, at each change of the count.
+        let executor = central.executor
+        try await host.commandWaiters.waitForCount("LE Set PHY queued") { _ in
+            host.enter(on: executor) { $0.waitingCommands.map(\.packet.opcode) == [Self.leSetPHY] }
         }
         #expect(await host.waitingCommands.map(\.packet.opcode) == [Self.leSetPHY])
 

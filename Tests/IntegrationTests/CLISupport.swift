@@ -1,3 +1,4 @@
+import BLETestSupport
 import Foundation
 import Testing
 
@@ -63,16 +64,11 @@ enum BLETool {
         let out = Pipe(), err = Pipe()
         process.standardOutput = out
         process.standardError = err
-        let (chunks, feed) = AsyncStream<Data>.makeStream()
-        out.fileHandleForReading.readabilityHandler = { h in
-            let d = h.availableData
-            if d.isEmpty { feed.finish() } else { feed.yield(d) }
-        }
         let (exits, exitFeed) = AsyncStream<Int32>.makeStream()
         process.terminationHandler = { exitFeed.yield($0.terminationStatus); exitFeed.finish() }
         try process.run()
         var text = ""
-        var iterator = chunks.makeAsyncIterator()
+        var iterator = PipeReader.chunks(taking: out.fileHandleForReading).makeAsyncIterator()
         while let chunk = await iterator.next() {
             text += String(decoding: chunk, as: UTF8.self)
             if ready(text) { break }
@@ -81,7 +77,6 @@ enum BLETool {
         while let chunk = await iterator.next() { text += String(decoding: chunk, as: UTF8.self) }
         var exitIterator = exits.makeAsyncIterator()
         let status = await exitIterator.next() ?? -1
-        out.fileHandleForReading.readabilityHandler = nil
         let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         return Run(status: status, stdout: text, stderr: stderr)
     }

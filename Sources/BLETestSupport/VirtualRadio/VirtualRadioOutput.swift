@@ -12,8 +12,8 @@ struct VirtualRadioReadyLine: Decodable, Sendable {
 /// Collects the radio's stdout (until the ready line) and the tail of its stderr, and
 /// resolves the one wait for readiness: ready line, early exit or timeout, whichever is first.
 ///
-/// A Mutex and not an actor: pipe readability and process termination callbacks arrive on
-/// Foundation's threads and must record their bytes synchronously, in order.
+/// A Mutex and not an actor: the pipes' reading threads and the process termination callback
+/// must record their bytes synchronously, in order.
 final class VirtualRadioOutput: Sendable {
     /// Bytes of stderr kept for error messages.
     static let stderrTailLimit = 8192
@@ -34,26 +34,12 @@ final class VirtualRadioOutput: Sendable {
         state.withLock { String(decoding: $0.stderrTail, as: UTF8.self) }
     }
 
-    /// Starts draining both pipes. Draining continues for the life of the process so a
-    /// chatty radio never blocks on a full pipe.
+    /// Starts draining both pipes (their read ends, taken over once the process runs).
+    /// Draining continues for the life of the process so a chatty radio never blocks on a
+    /// full pipe.
     func attach(stdout: FileHandle, stderr: FileHandle) {
-        stdout.readabilityHandler = { [self] handle in
-            let data = handle.availableData
-            if data.isEmpty {
-                handle.readabilityHandler = nil
-                return
-            }
-            receiveStdout(Array(data))
-        }
-        stderr.readabilityHandler = { [self] handle in
-            let data = handle.availableData
-            if data.isEmpty {
-                handle.readabilityHandler = nil
-                stderrDidClose()
-                return
-            }
-            receiveStderr(Array(data))
-        }
+        PipeReader.start(taking: stdout) { [self] bytes in receiveStdout(bytes) }
+        PipeReader.start(taking: stderr) { [self] bytes in receiveStderr(bytes) } end: { [self] in stderrDidClose() }
     }
 
     private func receiveStdout(_ bytes: [UInt8]) {

@@ -12,19 +12,13 @@ final class Child: Sendable {
     let stderr: AsyncStream<String>
     /// The exit status (or 128 + signal), once.
     let exit: AsyncStream<Int32>
-    /// Kept for the child's lifetime: releasing it closes the pipe.
-    private let reader: FileHandle
 
     init(path: String, _ arguments: [String], stdout: ChildProcess.Output = .null) throws {
         let process = try ChildProcess(path: path, arguments, stdout: stdout, stderr: .pipe)
         pid = process.pid
         let (text, feed) = AsyncStream<String>.makeStream()
         stderr = text
-        reader = FileHandle(fileDescriptor: process.pipe ?? -1, closeOnDealloc: true)
-        reader.readabilityHandler = { h in
-            let d = h.availableData
-            if d.isEmpty { feed.finish(); h.readabilityHandler = nil } else { feed.yield(String(decoding: d, as: UTF8.self)) }
-        }
+        PipeReader.start(process.pipe ?? -1) { feed.yield(String(decoding: $0, as: UTF8.self)) } end: { feed.finish() }
         let (exits, exited) = AsyncStream<Int32>.makeStream()
         exit = exits
         // waitpid blocks: it gets a thread of its own, which ends with the child.

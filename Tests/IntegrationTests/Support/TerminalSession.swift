@@ -1,3 +1,4 @@
+import BLETestSupport
 import CHCI
 import Foundation
 import Testing
@@ -67,27 +68,16 @@ final class TerminalSession {
         process.environment = env
         process.standardOutput = out
         process.standardError = err
-        outputs = Self.chunks(out).makeAsyncIterator()
-        errors = Self.chunks(err).makeAsyncIterator()
         let (exits, exited) = AsyncStream<Int32>.makeStream()
         self.exits = exits
         process.terminationHandler = { exited.yield($0.terminationStatus); exited.finish() }
         try process.run()
+        outputs = PipeReader.chunks(taking: out.fileHandleForReading).makeAsyncIterator()
+        errors = PipeReader.chunks(taking: err.fileHandleForReading).makeAsyncIterator()
         if case .pipe = stdin { try? (process.standardInput as? Pipe)?.fileHandleForWriting.close() }
     }
 
-    private static func chunks(_ pipe: Pipe) -> AsyncStream<Data> {
-        let (chunks, feed) = AsyncStream<Data>.makeStream()
-        pipe.fileHandleForReading.readabilityHandler = { h in
-            let d = h.availableData
-            if d.isEmpty { feed.finish() } else { feed.yield(d) }
-        }
-        return chunks
-    }
-
     deinit {
-        out.fileHandleForReading.readabilityHandler = nil
-        err.fileHandleForReading.readabilityHandler = nil
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         if input >= 0 { close(input) }
         if terminal >= 0 { close(terminal) }
