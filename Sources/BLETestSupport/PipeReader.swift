@@ -31,17 +31,13 @@ public enum PipeReader {
         }
     }
 
-    /// The bytes of `fd` as chunks; the stream finishes at the end of the input. Owns `fd`.
-    public static func chunks(_ fd: Int32) -> AsyncStream<Data> {
-        let (stream, feed) = AsyncStream<Data>.makeStream()
-        start(fd) { feed.yield(Data($0)) } end: { feed.finish() }
-        return stream
-    }
-
-    /// Takes over the descriptor of `handle` (a pipe's read end, once the child is started):
-    /// the handle is closed and a duplicate is read, so nothing else reads or closes it.
+    /// The bytes of `handle` as chunks; the stream finishes at the end of the input. Takes
+    /// over its descriptor (a pipe's read end, once the child is started): the handle is
+    /// closed and a duplicate is read, so nothing else reads or closes it.
     public static func chunks(taking handle: FileHandle) -> AsyncStream<Data> {
-        chunks(take(handle))
+        let (stream, feed) = AsyncStream<Data>.makeStream()
+        start(taking: handle) { feed.yield(Data($0)) } end: { feed.finish() }
+        return stream
     }
 
     /// `start(_:chunk:end:)` on the descriptor of `handle`, taken over as in `chunks(taking:)`.
