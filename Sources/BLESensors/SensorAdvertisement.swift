@@ -21,8 +21,25 @@ public struct SensorAdvertisement: Sendable, Hashable {
     }
 
     /// The service data for a 16-bit UUID, from the report first, then from the scan response.
+    /// Walks the structures without building a dictionary (every format asks for its UUID).
     public func serviceData(uuid16: UInt16) -> [UInt8]? {
-        serviceData(BluetoothUUID(uuid16: uuid16))
+        Self.serviceData(uuid16, in: data) ?? Self.serviceData(uuid16, in: scanResponse)
+    }
+
+    /// The last service data structure of `data` for `uuid16`, in any UUID width, as
+    /// `AdvertisingData.serviceData` keys it.
+    static func serviceData(_ uuid16: UInt16, in data: AdvertisingData) -> [UInt8]? {
+        let uuid = BluetoothUUID(uuid16: uuid16)
+        var found: [UInt8]?
+        for s in data.structures {
+            switch s {
+            case .serviceData16(let u, let d) where u == uuid16: found = d
+            case .serviceData32(let u, let d) where BluetoothUUID(uuid32: u) == uuid: found = d
+            case .serviceData128(let u, let d) where BluetoothUUID(uuid128: u) == uuid: found = d
+            default: break
+            }
+        }
+        return found
     }
 
     /// Every manufacturer-specific data structure of the report, then of the scan response.

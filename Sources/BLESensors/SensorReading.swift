@@ -19,6 +19,9 @@ public struct SensorReading: Sendable, Hashable {
     public var refusal: String?
     /// The packet id or encryption counter that identifies this payload, for dropping repeats.
     public var packetID: UInt64?
+    /// The device advertises only when something happens (BTHome's trigger-based flag): its
+    /// values do not expire between advertisements.
+    public var triggerBased = false
 
     public init(format: String, brand: String? = nil, model: String? = nil, values: [(key: String, value: JSONValue)] = [],
                 encrypted: Bool = false, refusal: String? = nil, packetID: UInt64? = nil) {
@@ -33,7 +36,7 @@ public struct SensorReading: Sendable, Hashable {
 
     public static func == (a: SensorReading, b: SensorReading) -> Bool {
         a.format == b.format && a.brand == b.brand && a.model == b.model && a.encrypted == b.encrypted
-            && a.refusal == b.refusal && a.packetID == b.packetID
+            && a.refusal == b.refusal && a.packetID == b.packetID && a.triggerBased == b.triggerBased
             && a.values.map(\.key) == b.values.map(\.key) && a.values.map(\.value) == b.values.map(\.value)
     }
 

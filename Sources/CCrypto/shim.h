@@ -150,4 +150,31 @@ static inline int ccrypto_p256_ecdh(const uint8_t priv[32], const uint8_t own[65
     return ok;
 }
 
+/* AES-128-CCM decryption and authentication (RFC 3610, NIST SP 800-38C) with a 4..16-byte
+   tag and a 7..13-byte nonce, as BTHome and MiBeacon use it. out receives len bytes; returns 0
+   when the tag does not match (out is then cleared). */
+static inline int ccrypto_aes128_ccm_decrypt(const uint8_t key[16], const uint8_t *nonce, size_t nonce_len,
+                                             const uint8_t *aad, size_t aad_len,
+                                             const uint8_t *in, size_t len,
+                                             const uint8_t *tag, size_t tag_len, uint8_t *out) {
+    if (nonce_len < 7 || nonce_len > 13 || tag_len < 4 || tag_len > 16 || (tag_len & 1) != 0) return 0;
+    EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
+    if (ctx == NULL) return 0;
+    uint8_t tagCopy[16];
+    memcpy(tagCopy, tag, tag_len);
+    uint8_t empty = 0;
+    int outl = 0;
+    int ok = EVP_DecryptInit_ex(ctx, EVP_aes_128_ccm(), NULL, NULL, NULL) == 1
+        && EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_SET_IVLEN, (int)nonce_len, NULL) == 1
+        && EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_SET_TAG, (int)tag_len, tagCopy) == 1
+        && EVP_DecryptInit_ex(ctx, NULL, NULL, key, nonce) == 1
+        && EVP_DecryptUpdate(ctx, NULL, &outl, NULL, (int)len) == 1
+        && (aad_len == 0 || EVP_DecryptUpdate(ctx, NULL, &outl, aad, (int)aad_len) == 1)
+        && EVP_DecryptUpdate(ctx, len == 0 ? &empty : out, &outl, len == 0 ? &empty : in, (int)len) == 1
+        && (size_t)outl == len;
+    if (!ok && len > 0) memset(out, 0, len);
+    EVP_CIPHER_CTX_free(ctx);
+    return ok;
+}
+
 #endif

@@ -78,38 +78,3 @@ import Testing
         #expect(o.will == MQTTMessage(topic: "site1/hall/status", text: "offline", qos: .atLeastOnce, retain: true))
     }
 }
-
-/// Known advertising formats: exact values, and nil for truncated or hostile data.
-@Suite struct KnownFormatTests {
-    @Test func eddystoneUIDAndTLM() {
-        // UID: frame 0x00, TX -20, namespace 00112233445566778899, instance AABBCCDDEEFF.
-        let uid: [UInt8] = [0x00, 0xEC, 0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0x99, 0xAA, 0xBB, 0xCC, 0xDD, 0xEE, 0xFF]
-        var ad = AdvertisingData([.serviceData16(uuid: 0xFEAA, data: uid)])
-        #expect(JSONValue.object(KnownFormats.decode(ad)).text ==
-                #"{"eddystone":{"frame":"uid","txPower":-20,"namespace":"00112233445566778899","instance":"AABBCCDDEEFF"}}"#)
-        // TLM: version 0, 3000 mV, 25.5 °C (0x1980 in 8.8), 258 advertisements, 100.0 s.
-        let tlm: [UInt8] = [0x20, 0x00, 0x0B, 0xB8, 0x19, 0x80, 0x00, 0x00, 0x01, 0x02, 0x00, 0x00, 0x03, 0xE8]
-        ad = AdvertisingData([.serviceData16(uuid: 0xFEAA, data: tlm)])
-        #expect(JSONValue.object(KnownFormats.decode(ad)).text ==
-                #"{"eddystone":{"frame":"tlm","batteryMillivolts":3000,"temperature":25.5,"advertisements":258,"uptimeSeconds":100}}"#)
-    }
-
-    @Test func truncatedOrHostileDataDecodesToNothing() {
-        let cases: [ADStructure] = [
-            .serviceData16(uuid: 0xFEAA, data: []),
-            .serviceData16(uuid: 0xFEAA, data: [0x00, 0xEC, 0x00]),
-            .serviceData16(uuid: 0xFEAA, data: [0x10, 0xEB, 0x09, 0x41]),
-            .serviceData16(uuid: 0xFEAA, data: [0x10, 0xEB, 0x00, 0x00, 0x7F]),
-            .serviceData16(uuid: 0xFEAA, data: [0x20, 0x01] + [UInt8](repeating: 0, count: 12)),
-            .serviceData16(uuid: 0x180F, data: [0x65]),
-            .serviceData16(uuid: 0x180F, data: [0x50, 0x50]),
-            .serviceData16(uuid: 0x2A6E, data: [0x10]),
-            .serviceData16(uuid: 0x2A6D, data: [0x01, 0x02, 0x03]),
-            .manufacturerSpecificData(companyID: 0x004C, data: [0x02, 0x15, 0x00]),
-            .manufacturerSpecificData(companyID: 0x004C, data: [0x02, 0x16] + [UInt8](repeating: 0, count: 21)),
-        ]
-        for s in cases {
-            #expect(KnownFormats.decode(AdvertisingData([s])).isEmpty, "\(s)")
-        }
-    }
-}

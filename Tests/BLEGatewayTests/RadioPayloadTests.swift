@@ -19,7 +19,7 @@ import Testing
         ("ble/gwr/devices/F05EB1000103",
          #"{"address":"F0:5E:B1:00:01:03","addressType":"random","state":"present","name":"Batt","rssi":-50,"txPower":0,"connectable":true,"serviceData":{"180F":"5A"},"decoded":{"battery":90}}"#),
         ("ble/gwr/devices/F05EB1000104",
-         #"{"address":"F0:5E:B1:00:01:04","addressType":"random","state":"present","name":"Env","rssi":-50,"txPower":0,"connectable":true,"serviceData":{"2A6D":"02760F00","2A6E":"1009","2A6F":"9411"},"decoded":{"temperature":23.2,"humidity":45,"pressure":101325}}"#),
+         #"{"address":"F0:5E:B1:00:01:04","addressType":"random","state":"present","name":"Env","rssi":-50,"txPower":0,"connectable":true,"serviceData":{"2A6D":"02760F00","2A6E":"1009","2A6F":"9411"},"decoded":{"temperature":23.2,"humidity":45,"pressure":1013.25}}"#),
         ("ble/gwr/devices/F05EB1000105",
          #"{"address":"F0:5E:B1:00:01:05","addressType":"random","state":"present","name":"Maker","rssi":-50,"txPower":4,"connectable":true,"manufacturerData":{"FFFF":"4852"}}"#),
     ]

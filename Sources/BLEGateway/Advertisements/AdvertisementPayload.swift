@@ -1,31 +1,30 @@
 import BLECore
+import BLESensors
 
 /// The JSON message of one advertising device, and its `lost` message.
 public enum AdvertisementPayload {
     /// `{"address":..,"addressType":..,"state":"present","name":..,"rssi":..,"txPower":..,
     /// "connectable":..,"services":[..],"manufacturerData":{"004C":"hex"},"serviceData":{"180F":"hex"},
-    /// "decoded":{..}}`; absent fields are left out.
-    public static func present(_ p: DiscoveredPeripheral) -> JSONValue {
-        .object(presentPairs(p, includeRSSI: true))
+    /// "brand":..,"model":..,"decoded":{..}}`; absent fields are left out. `decoding` is what the
+    /// gateway's ``SensorDecoder`` made of the advertisement.
+    public static func present(_ p: DiscoveredPeripheral, decoding: SensorDecoding) -> JSONValue {
+        present(address: p.address, data: p.advertisingData, rssi: p.rssi, txPower: p.txPower, connectable: p.isConnectable, decoding: decoding)
     }
 
-    /// `{"address":..,"addressType":..,"state":"lost"}`.
-    public static func lost(_ address: LEAddress) -> JSONValue {
-        .object([("address", .string(address.address.description)), ("addressType", .string(address.type.description)),
-                 ("state", .string("lost"))])
-    }
-
-    static func presentPairs(_ p: DiscoveredPeripheral, includeRSSI: Bool) -> [(String, JSONValue)] {
-        let ad = p.advertisingData
+    /// The same message from its parts; `rssi` and `connectable` are left out when nil (`ble adv`).
+    ///
+    ///     let message = AdvertisementPayload.present(address: a, data: ad, rssi: nil, txPower: nil, connectable: nil, decoding: d)
+    public static func present(address: LEAddress, data ad: AdvertisingData, rssi: Int8?, txPower: Int8?, connectable: Bool?,
+                               decoding: SensorDecoding) -> JSONValue {
         var pairs: [(String, JSONValue)] = [
-            ("address", .string(p.address.address.description)),
-            ("addressType", .string(p.address.type.description)),
+            ("address", .string(address.address.description)),
+            ("addressType", .string(address.type.description)),
             ("state", .string("present")),
         ]
         if let name = ad.localName { pairs.append(("name", .string(name))) }
-        if includeRSSI { pairs.append(("rssi", .int(Int(p.rssi)))) }
-        if let tx = ad.txPowerLevel ?? p.txPower { pairs.append(("txPower", .int(Int(tx)))) }
-        pairs.append(("connectable", .bool(p.isConnectable)))
+        if let rssi { pairs.append(("rssi", .int(Int(rssi)))) }
+        if let tx = ad.txPowerLevel ?? txPower { pairs.append(("txPower", .int(Int(tx)))) }
+        if let connectable { pairs.append(("connectable", .bool(connectable))) }
         let services = ad.serviceUUIDs
         if !services.isEmpty { pairs.append(("services", .array(services.map { .string($0.description) }))) }
         let manufacturer = ad.manufacturerData
@@ -36,9 +35,17 @@ public enum AdvertisementPayload {
         if !serviceData.isEmpty {
             pairs.append(("serviceData", .object(serviceData.map { ($0.key.description, .string($0.value.hexUpper)) })))
         }
-        let decoded = KnownFormats.decode(ad)
+        if let brand = decoding.brand { pairs.append(("brand", .string(brand))) }
+        if let model = decoding.model { pairs.append(("model", .string(model))) }
+        let decoded = decoding.object
         if !decoded.isEmpty { pairs.append(("decoded", .object(decoded))) }
-        return pairs
+        return .object(pairs)
+    }
+
+    /// `{"address":..,"addressType":..,"state":"lost"}`.
+    public static func lost(_ address: LEAddress) -> JSONValue {
+        .object([("address", .string(address.address.description)), ("addressType", .string(address.type.description)),
+                 ("state", .string("lost"))])
     }
 
     /// "004C": the company identifier as four upper-case hex digits.
@@ -50,7 +57,7 @@ public enum AdvertisementPayload {
     /// OpenMQTTGateway's BTtoMQTT message: `id`, `mac_type`, `name`, `rssi`, `txpower`,
     /// `manufacturerdata` and `servicedata` as hex, `servicedatauuid`, and `batt`, `tempc`, `hum`
     /// where decoded.
-    public static func openMQTTGateway(_ p: DiscoveredPeripheral) -> JSONValue {
+    public static func openMQTTGateway(_ p: DiscoveredPeripheral, decoding: SensorDecoding) -> JSONValue {
         let ad = p.advertisingData
         var pairs: [(String, JSONValue)] = [("id", .string(p.address.address.description)),
                                            ("mac_type", .int(Int(p.address.type.rawValue & 0x01)))]
@@ -65,7 +72,7 @@ public enum AdvertisementPayload {
             pairs.append(("servicedata", .string(data.hexUpper.lowercased())))
             pairs.append(("servicedatauuid", .string("0x" + uuid.description.lowercased())))
         }
-        for (key, value) in KnownFormats.decode(ad) {
+        for (key, value) in decoding.values {
             switch key {
             case "battery": pairs.append(("batt", value))
             case "temperature": pairs.append(("tempc", value))

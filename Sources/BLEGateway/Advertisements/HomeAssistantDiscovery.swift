@@ -1,50 +1,93 @@
 import BLECore
+import BLESensors
 
-/// Home Assistant MQTT discovery: one retained sensor config per value a device shows (RSSI,
-/// and battery, temperature, humidity, pressure when decoded), on
-/// `homeassistant/sensor/<GWID>_<ADDRESS>_<value>/config`, reading the device's own topic.
+/// Home Assistant MQTT discovery: one retained config per value a device shows (its RSSI and every
+/// decoded value that ``SensorKinds`` names), on `homeassistant/<component>/ble_<ADDRESS>/<key>/config`.
+/// Nothing in a config depends on the gateway, so several gateways that hear one sensor publish
+/// the same configs and Home Assistant shows it once. The state topic matches every gateway's
+/// device topic, and availability comes from `expire_after`: a value stays available while any
+/// gateway keeps publishing the device, and expires three publish intervals after the last one.
+/// (An `availability` topic would be one gateway's status: the last gateway to publish the
+/// config would decide for all of them.)
 ///
-///     for m in HomeAssistantDiscovery.configs(for: peripheral, topics: topics) { await publisher.enqueue(m) }
+///     for m in HomeAssistantDiscovery.configs(for: device, topics: topics) { await publisher.enqueue(m) }
 public enum HomeAssistantDiscovery {
-    /// (value key, unit, device class, template) for the values a sensor can show.
-    static let sensors: [(key: String, unit: String, deviceClass: String, template: String)] = [
-        ("rssi", "dBm", "signal_strength", "{{ value_json.rssi }}"),
-        ("battery", "%", "battery", "{{ value_json.decoded.battery }}"),
-        ("temperature", "°C", "temperature", "{{ value_json.decoded.temperature }}"),
-        ("humidity", "%", "humidity", "{{ value_json.decoded.humidity }}"),
-        ("pressure", "Pa", "pressure", "{{ value_json.decoded.pressure }}"),
-    ]
+    /// What a config is made from: the device, what it decoded, and how often it is published.
+    public struct Device: Sendable {
+        public var address: BluetoothAddress
+        public var name: String?
+        public var decoding: SensorDecoding
+        /// How often an unchanged device is published: values expire after three intervals.
+        public var publishInterval: Duration
 
-    /// The value keys `p` has: "rssi" always, the decoded scalars when present.
-    static func keys(_ p: DiscoveredPeripheral) -> [String] {
-        let decoded = Set(KnownFormats.decode(p.advertisingData).map(\.0))
-        return sensors.map(\.key).filter { $0 == "rssi" || decoded.contains($0) }
+        public init(address: BluetoothAddress, name: String?, decoding: SensorDecoding, publishInterval: Duration) {
+            self.address = address
+            self.name = name
+            self.decoding = decoding
+            self.publishInterval = publishInterval
+        }
     }
 
-    /// The retained discovery messages for `p`'s values.
-    public static func configs(for p: DiscoveredPeripheral, topics: GatewayTopics) -> [MQTTMessage] {
-        let compact = GatewayTopics.compact(p.address.address)
-        let name = p.advertisingData.localName ?? p.address.address.description
-        let have = Set(keys(p))
-        return sensors.filter { have.contains($0.key) }.map { s in
-            let id = "\(topics.gatewayID)_\(compact)_\(s.key)"
-            let payload = JSONValue.object([
-                ("name", .string("\(name) \(s.key)")),
-                ("unique_id", .string(id)),
-                ("state_topic", .string(topics.device(p.address.address))),
-                ("value_template", .string(s.template)),
-                ("unit_of_measurement", .string(s.unit)),
-                ("device_class", .string(s.deviceClass)),
-                ("state_class", .string("measurement")),
-                ("availability_topic", .string(topics.status)),
-                ("device", .object([
-                    ("identifiers", .array([.string("ble_\(compact)")])),
-                    ("connections", .array([.array([.string("bluetooth"), .string(p.address.address.description)])])),
-                    ("name", .string(name)),
-                    ("via_device", .string("ble-gateway-\(topics.gatewayID)")),
-                ])),
-            ])
-            return MQTTMessage(topic: "homeassistant/sensor/\(id)/config", payload: payload.bytes, qos: .atLeastOnce, retain: true)
+    /// The entity keys of a device: `rssi`, then its decoded keys that have a ``SensorKind``.
+    public static func keys(_ decoding: SensorDecoding) -> [String] {
+        ["rssi"] + decoding.values.map(\.key).filter { SensorKinds.kind(for: $0) != nil }
+    }
+
+    /// The retained discovery messages for `keys` (all of the device's by default).
+    public static func configs(for device: Device, keys: [String]? = nil, topics: GatewayTopics) -> [MQTTMessage] {
+        let compact = GatewayTopics.compact(device.address)
+        let wanted = keys ?? Self.keys(device.decoding)
+        return wanted.compactMap { key in
+            guard let kind = key == "rssi" ? SensorKind("signal_strength", .sensor, "signal_strength", "dBm") : SensorKinds.kind(for: key) else { return nil }
+            let payload = JSONValue.object(pairs(key: key, kind: kind, device: device, compact: compact, topics: topics))
+            return MQTTMessage(topic: "homeassistant/\(kind.component.rawValue)/ble_\(compact)/\(key)/config",
+                               payload: payload.bytes, qos: .atLeastOnce, retain: true)
         }
+    }
+
+    static func pairs(key: String, kind: SensorKind, device: Device, compact: String, topics: GatewayTopics) -> [(String, JSONValue)] {
+        let value = key == "rssi" ? "value_json.rssi" : "value_json.decoded.\(key)"
+        var p: [(String, JSONValue)] = [
+            ("name", .string(entityName(key))),
+            ("unique_id", .string("ble_\(compact)_\(key)")),
+            ("object_id", .string("ble_\(compact.lowercased())_\(key)")),
+            ("state_topic", .string("\(topics.prefix)/+/devices/\(compact)")),
+        ]
+        switch kind.component {
+        case .sensor:
+            p.append(("value_template", .string("{{ \(value) }}")))
+        case .binarySensor:
+            p.append(("value_template", .string("{{ 'ON' if \(value) else 'OFF' }}")))
+        case .event:
+            let types = key.hasPrefix("dimmer") ? ["rotate_left", "rotate_right"]
+                : ["press", "double_press", "triple_press", "long_press", "long_double_press", "long_triple_press", "hold_press"]
+            p.append(("event_types", .array(types.map { .string($0) })))
+            p.append(("value_template", .string(
+                "{% if value_json.decoded is defined and value_json.decoded.\(key) is defined %}{\"event_type\":\"{{ value_json.decoded.\(key) }}\"}{% endif %}")))
+        }
+        if let unit = kind.unit { p.append(("unit_of_measurement", .string(unit))) }
+        if let deviceClass = kind.deviceClass { p.append(("device_class", .string(deviceClass))) }
+        if kind.isMeasurement { p.append(("state_class", .string("measurement"))) }
+        if kind.component != .event && !device.decoding.triggerBased {
+            let seconds = device.publishInterval.components.seconds * 3
+            p.append(("expire_after", .int(Int(max(1, seconds)))))
+        }
+        var identity: [(String, JSONValue)] = [
+            ("identifiers", .array([.string("ble_\(compact)")])),
+            ("connections", .array([.array([.string("bluetooth"), .string(device.address.description)])])),
+            ("name", .string(device.name ?? device.decoding.model.map { "\($0) \(compact.suffix(4))" } ?? device.address.description)),
+        ]
+        if let brand = device.decoding.brand { identity.append(("manufacturer", .string(brand))) }
+        if let model = device.decoding.model { identity.append(("model", .string(model))) }
+        p.append(("device", .object(identity)))
+        p.append(("origin", .object([("name", .string("swift-ble-host")), ("sw_version", .string(SwiftBLEHost.version))])))
+        return p
+    }
+
+    /// `temperature_probe_2` → "Temperature probe 2": the value's name, without the device's.
+    static func entityName(_ key: String) -> String {
+        if key == "rssi" { return "RSSI" }
+        let words = String(key.map { $0 == "_" ? " " : $0 })
+        return words.prefix(1).uppercased() + words.dropFirst()
     }
 }

@@ -1,4 +1,5 @@
 import BLECore
+import BLESensors
 import Foundation
 
 extension GatewayConfig {
@@ -96,7 +97,7 @@ extension GatewayConfig {
 
 private struct FileRoot: Decodable {
     var config = GatewayConfig()
-    enum K: String, CodingKey, CaseIterable { case mqtt, id, topicPrefix, layout, scan, metricsIntervalSeconds, homeAssistantDiscovery, devices }
+    enum K: String, CodingKey, CaseIterable { case mqtt, id, topicPrefix, layout, scan, metricsIntervalSeconds, homeAssistantDiscovery, devices, keys }
 
     init(from decoder: any Decoder) throws {
         try rejectUnknownKeys(decoder, K.allCases.map(\.rawValue))
@@ -114,6 +115,7 @@ private struct FileRoot: Decodable {
         if let m = try seconds(c.decodeIfPresent(Double.self, forKey: .metricsIntervalSeconds), c.codingPath, "metricsIntervalSeconds") { config.metricsInterval = m }
         if let h = try c.decodeIfPresent(Bool.self, forKey: .homeAssistantDiscovery) { config.homeAssistantDiscovery = h }
         if let d = try c.decodeIfPresent([FileDevice].self, forKey: .devices) { config.devices = d.map(\.device) }
+        if let k = try c.decodeIfPresent([String: String].self, forKey: .keys) { config.keys = try GatewayConfig.sensorKeys(k) }
     }
 }
 
@@ -237,5 +239,25 @@ private struct FileDevice: Decodable {
             if let i = try seconds(rc.decodeIfPresent(Double.self, forKey: .initialDelaySeconds), rc.codingPath, "initialDelaySeconds") { device.reconnect.initialDelay = i }
             if let m = try seconds(rc.decodeIfPresent(Double.self, forKey: .maximumDelaySeconds), rc.codingPath, "maximumDelaySeconds") { device.reconnect.maximumDelay = m }
         }
+    }
+}
+
+extension GatewayConfig {
+    /// `"keys": {"A4:C1:38:00:00:01": "32 hex digits"}`: the bindkeys by address. A bad address or
+    /// a key that is not 16 bytes is an error naming the device, never showing the key.
+    static func sensorKeys(_ text: [String: String]) throws(ConfigError) -> SensorKeys {
+        var keys: [BluetoothAddress: [UInt8]] = [:]
+        for (addressText, hex) in text.sorted(by: { $0.key < $1.key }) {
+            guard let address = BluetoothAddress(addressText) else {
+                throw ConfigError(key: "keys.\(addressText)", "is not an address like A4:C1:38:00:00:01")
+            }
+            guard let key = bytes(fromHex: hex), key.count == 16 else {
+                throw ConfigError(key: "keys.\(addressText)", "the key of \(address) must be 16 bytes written as 32 hex digits")
+            }
+            if keys.updateValue(key, forKey: address) != nil {
+                throw ConfigError(key: "keys.\(addressText)", "\(address) has two keys")
+            }
+        }
+        return SensorKeys(keys)
     }
 }

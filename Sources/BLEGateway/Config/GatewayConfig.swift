@@ -1,4 +1,5 @@
 import BLECore
+import BLESensors
 import Foundation
 import GATTClient
 
@@ -110,6 +111,8 @@ public struct GatewayConfig: Sendable, Hashable {
     public var metricsInterval: Duration = .seconds(30)
     public var homeAssistantDiscovery = false
     public var devices: [Device] = []
+    /// Bindkeys of encrypted BTHome and MiBeacon sensors, 16 bytes each; never published or logged.
+    public var keys = SensorKeys()
 
     public init() {}
 

@@ -1,4 +1,5 @@
 import BLECore
+import BLESensors
 
 /// One scan subscription: each device's message on change at once, unchanged at most every
 /// `publishInterval`, `lost` when it goes away. Its state is its own (no lock).
@@ -18,12 +19,15 @@ struct AdvertisementLoop {
     let scan: GatewayConfig.Scan
     let layout: GatewayConfig.Layout
     let discovery: Bool
+    /// The bindkeys of encrypted sensors (BTHome, MiBeacon).
+    let keys: SensorKeys
 
     func run() async {
         let options = ScanOptions(mode: scan.passive ? .passive : .active, allowDuplicates: true, duplicateInterval: scan.publishInterval,
                                   lostTimeout: scan.lostAfter, bufferingPolicy: .bufferingNewest(4096))
         var last: [LEAddress: (content: Content, time: ContinuousClock.Instant)] = [:]
-        var announced: [LEAddress: [String]] = [:]
+        var announced: [LEAddress: Set<String>] = [:]
+        var decoder = SensorDecoder(keys: keys)
         do {
             for try await event in await central.scan(options: options) {
                 counters.reports.add(1, ordering: .relaxed)
@@ -32,20 +36,34 @@ struct AdvertisementLoop {
                     // What the message says apart from the RSSI; compared without writing it.
                     let content = Content(data: p.advertisingData, connectable: p.isConnectable, txPower: p.txPower)
                     let now = p.lastSeen
-                    if let previous = last[p.address], previous.content == content, now - previous.time < scan.publishInterval { continue }
+                    let previous = last[p.address]
+                    let due = previous.map { now - $0.time >= scan.publishInterval } ?? true
+                    if let previous, previous.content == content, !due { continue }
+                    var decoding = decoder.decode(SensorAdvertisement(address: p.address, data: p.advertisingData))
+                    // A packet already published goes out again only as the periodic message,
+                    // and without its events (a button press is reported once).
+                    if decoding.isRepeat {
+                        guard due else { continue }
+                        decoding.removeEvents()
+                    }
                     last[p.address] = (content, now)
                     if discovery {
-                        let keys = HomeAssistantDiscovery.keys(p)
-                        if announced[p.address] != keys {
-                            announced[p.address] = keys
-                            for m in HomeAssistantDiscovery.configs(for: p, topics: topics) { await publisher.enqueue(m) }
+                        let keys = HomeAssistantDiscovery.keys(decoding)
+                        let known = announced[p.address, default: []]
+                        let fresh = keys.filter { !known.contains($0) }
+                        if !fresh.isEmpty {
+                            announced[p.address] = known.union(fresh)
+                            let device = HomeAssistantDiscovery.Device(address: p.address.address, name: p.advertisingData.localName, decoding: decoding,
+                                                                       publishInterval: scan.publishInterval)
+                            for m in HomeAssistantDiscovery.configs(for: device, keys: fresh, topics: topics) { await publisher.enqueue(m) }
                         }
                     }
                     if layout != .openmqttgateway {
-                        await publisher.enqueue(MQTTMessage(topic: topics.device(p.address.address), payload: AdvertisementPayload.present(p).bytes))
+                        await publisher.enqueue(MQTTMessage(topic: topics.device(p.address.address), payload: AdvertisementPayload.present(p, decoding: decoding).bytes))
                     }
                     if layout != .native {
-                        await publisher.enqueue(MQTTMessage(topic: topics.openMQTTGateway(p.address.address), payload: AdvertisementPayload.openMQTTGateway(p).bytes))
+                        await publisher.enqueue(MQTTMessage(topic: topics.openMQTTGateway(p.address.address),
+                                                            payload: AdvertisementPayload.openMQTTGateway(p, decoding: decoding).bytes))
                     }
                 case .lost(let p):
                     last[p.address] = nil

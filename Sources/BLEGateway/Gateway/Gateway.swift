@@ -98,7 +98,7 @@ public actor Gateway {
         config.broker = old.broker
         config.id = old.id
         config.topicPrefix = old.topicPrefix
-        if old.scan != new.scan || old.layout != new.layout || old.homeAssistantDiscovery != new.homeAssistantDiscovery {
+        if old.scan != new.scan || old.layout != new.layout || old.homeAssistantDiscovery != new.homeAssistantDiscovery || old.keys != new.keys {
             applyScan(false)
             applyScan(new.scan.enabled)
         }
@@ -140,10 +140,11 @@ public actor Gateway {
         let scan = config.scan
         let layout = config.layout
         let discovery = config.homeAssistantDiscovery
+        let keys = config.keys
         let central = self.central, publisher = self.publisher, topics = self.topics, counters = self.counters
         scanTask = Task(executorPreference: AdapterTaskExecutor(central.executor)) {
             await AdvertisementLoop(central: central, publisher: publisher, topics: topics, counters: counters,
-                                    scan: scan, layout: layout, discovery: discovery).run()
+                                    scan: scan, layout: layout, discovery: discovery, keys: keys).run()
         }
     }
 

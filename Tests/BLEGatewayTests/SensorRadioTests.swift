@@ -1,0 +1,69 @@
+import BLECore
+import BLEGateway
+import BLETestSupport
+import Foundation
+import Testing
+
+/// Sensors on the virtual radio (scenario `gateway-sensors`, Fixtures/peers/README.md): the
+/// `ble gateway` process with a bindkey in its config and Home Assistant discovery, a real
+/// mosquitto and a subscriber. Payloads and values from bthome-ble's and xiaomi-ble's tests.
+@Suite(.serialized) struct SensorRadioTests {
+    static let devices: [(String, String)] = [
+        ("ble/gws/devices/F05EB1000201",
+         #"{"address":"F0:5E:B1:00:02:01","addressType":"random","state":"present","name":"BTH","rssi":-50,"txPower":0,"connectable":true,"serviceData":{"FCD2":"400009015D025D0903B718"},"decoded":{"battery":93,"temperature":23.97,"humidity":63.27}}"#),
+        ("ble/gws/devices/5448E68F80A5",
+         #"{"address":"54:48:E6:8F:80:A5","addressType":"random","state":"present","name":"SBHT","rssi":-50,"txPower":0,"connectable":true,"serviceData":{"FCD2":"41A47266C95F730011223378237214"},"decoded":{"temperature":25.06,"humidity":50.55,"encrypted":true}}"#),
+        ("ble/gws/devices/F05EB1000203",
+         #"{"address":"F0:5E:B1:00:02:03","addressType":"random","state":"present","name":"Mi","rssi":-50,"txPower":0,"connectable":true,"serviceData":{"FE95":"50305B05034C94B438C1A40D10041001EA01"},"brand":"Xiaomi","model":"LYWSD03MMC","decoded":{"temperature":27.2,"humidity":49}}"#),
+    ]
+
+    /// The discovery config of one value, as Home Assistant reads it.
+    static func config(_ compact: String, _ key: String, name: String, value: String, unit: String, deviceClass: String, device: String) -> String {
+        let address = stride(from: 0, to: 12, by: 2).map { i -> String in
+            let start = compact.index(compact.startIndex, offsetBy: i)
+            return String(compact[start..<compact.index(start, offsetBy: 2)])
+        }.joined(separator: ":")
+        return #"{"name":"\#(name)","unique_id":"ble_\#(compact)_\#(key)","object_id":"ble_\#(compact.lowercased())_\#(key)","state_topic":"ble/+/devices/\#(compact)","value_template":"{{ \#(value) }}","unit_of_measurement":"\#(unit)","device_class":"\#(deviceClass)","state_class":"measurement","expire_after":3,"device":{"identifiers":["ble_\#(compact)"],"connections":[["bluetooth","\#(address)"]],\#(device)},"origin":{"name":"swift-ble-host","sw_version":"\#(SwiftBLEHost.version)"}}"#
+    }
+
+    @Test func bthomeAndXiaomiSensorsArePublishedWithDiscovery() async throws {
+        try await VirtualRadio.with(scenario: "gateway-sensors") { radio in
+            let broker = try await Broker.start()
+            defer { broker.stop() }
+            let watcher = try await Watcher.start(broker, "#")
+            let (file, dir) = try GatewayRadioTests.config(#"{"keys": {"54:48:E6:8F:80:A5": "231d39c1d7cc1ab1aee224cd096db932"}}"#)
+            defer { try? FileManager.default.removeItem(at: dir) }
+            let gateway = try Child(path: GatewayProcessTests.ble, ["-d", radio.transportSpec, "gateway", "--mqtt", broker.url, "--id", "gws",
+                                                                  "--config", file.path, "--publish-interval", "1", "--ha-discovery"])
+            for (topic, payload) in Self.devices {
+                _ = try await watcher.next(topic) { $0.text == payload }
+            }
+            let temperature = try await watcher.next("homeassistant/sensor/ble_F05EB1000203/temperature/config")
+            #expect(temperature.text == Self.config("F05EB1000203", "temperature", name: "Temperature", value: "value_json.decoded.temperature",
+                                                    unit: "°C", deviceClass: "temperature", device: #""name":"Mi","manufacturer":"Xiaomi","model":"LYWSD03MMC""#))
+            #expect(temperature.retain && temperature.qos == .atLeastOnce)
+            let battery = try await watcher.next("homeassistant/sensor/ble_F05EB1000201/battery/config")
+            #expect(battery.text == Self.config("F05EB1000201", "battery", name: "Battery", value: "value_json.decoded.battery",
+                                                unit: "%", deviceClass: "battery", device: #""name":"BTH""#))
+            let humidity = try await watcher.next("homeassistant/sensor/ble_5448E68F80A5/humidity/config")
+            #expect(humidity.text == Self.config("5448E68F80A5", "humidity", name: "Humidity", value: "value_json.decoded.humidity",
+                                                 unit: "%", deviceClass: "humidity", device: #""name":"SBHT""#))
+            let rssi = try await watcher.next("homeassistant/sensor/ble_F05EB1000201/rssi/config")
+            #expect(rssi.text.hasPrefix(#"{"name":"RSSI","unique_id":"ble_F05EB1000201_rssi","object_id":"ble_f05eb1000201_rssi","state_topic":"ble/+/devices/F05EB1000201","value_template":"{{ value_json.rssi }}","unit_of_measurement":"dBm","device_class":"signal_strength""#), "\(rssi.text)")
+            gateway.signal(SIGTERM)
+            #expect(await gateway.waitForExit(timeout: .seconds(10)) == 0)
+            // The key never reaches the broker.
+            let everything = await watcher.messages.map(\.text).joined()
+            #expect(!everything.lowercased().contains("231d39c1"))
+            // Each sensor's values were announced once: no other discovery topics than these.
+            let discovery = Set(await watcher.messages.map(\.topic).filter { $0.hasPrefix("homeassistant/") })
+            #expect(discovery == ["homeassistant/sensor/ble_F05EB1000201/rssi/config", "homeassistant/sensor/ble_F05EB1000201/battery/config",
+                                  "homeassistant/sensor/ble_F05EB1000201/temperature/config", "homeassistant/sensor/ble_F05EB1000201/humidity/config",
+                                  "homeassistant/sensor/ble_5448E68F80A5/rssi/config", "homeassistant/sensor/ble_5448E68F80A5/temperature/config",
+                                  "homeassistant/sensor/ble_5448E68F80A5/humidity/config", "homeassistant/sensor/ble_F05EB1000203/rssi/config",
+                                  "homeassistant/sensor/ble_F05EB1000203/temperature/config", "homeassistant/sensor/ble_F05EB1000203/humidity/config"])
+            #expect(await watcher.messages.filter { $0.topic == "homeassistant/sensor/ble_F05EB1000203/temperature/config" }.count == 1)
+            await watcher.stop()
+        }
+    }
+}
