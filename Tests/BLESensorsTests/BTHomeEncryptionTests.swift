@@ -25,10 +25,11 @@ import Testing
     }
 
     @Test func anEncryptedTriggerBasedButtonDecrypts() throws {
-        // test_encrypted_shelly_blu_button_event: device information 0x45 (encrypted, trigger based).
+        // test_encrypted_shelly_blu_button_event: device information 0x45 (encrypted, trigger based),
+        // counter BA 01 00 00 (little endian) before the MIC.
         let r = try #require(try Self.decode("45 0a eb 84 46 7f 85 ba 01 00 00 31 88 78 8c", address: "B4:35:22:F5:3D:A4",
                                              key: "90bffd73cb6b26ef58a7a8eba9232036"))
-        #expect(r.refusal == nil && r.triggerBased && r.packetID == 1)
+        #expect(r.refusal == nil && r.triggerBased && r.packetID == 0x1BA)
     }
 
     @Test func aWrongOrMissingKeyGivesEncryptedAndAReasonNeverValues() throws {

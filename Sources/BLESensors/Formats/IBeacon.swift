@@ -17,7 +17,7 @@ public enum IBeacon: SensorFormat {
                 ("minor", .int(Int(d[20]) << 8 | Int(d[21]))),
                 ("txPower", .int(Int(Int8(bitPattern: d[22])))),
             ])
-            return SensorReading(format: "iBeacon", brand: "Apple", values: [("ibeacon", beacon)])
+            return SensorReading(format: "iBeacon", values: [("ibeacon", beacon)])
         }
         return nil
     }
