@@ -72,4 +72,36 @@ import Testing
             await late.stop()
         }
     }
+
+    @Test func keysAreReloadedOnSIGHUPAndABadOneIsRefusedWithoutShowingIt() async throws {
+        try await VirtualRadio.with(scenario: "gateway-sensors") { radio in
+            let broker = try await Broker.start()
+            defer { broker.stop() }
+            let watcher = try await Watcher.start(broker, "ble/#")
+            let (file, dir) = try GatewayRadioTests.config(#"{"id": "gwk"}"#)
+            defer { try? FileManager.default.removeItem(at: dir) }
+            let gateway = try Child(path: GatewayProcessTests.ble, ["-d", radio.transportSpec, "gateway", "--mqtt", broker.url,
+                                                                  "--config", file.path, "--publish-interval", "1"])
+            // Without its key the encrypted sensor is published as encrypted, with the reason and no values.
+            let refused = try await watcher.next("ble/gwk/devices/F05EB1000202")
+            #expect(refused.text.hasSuffix(#""decoded":{"encrypted":true,"reason":"encrypted; no key for 54:48:E6:8F:80:A5: add one under \"keys\" in the config"}}"#), "\(refused.text)")
+            // A key one byte short: the config is not taken, the line names the device, not the key.
+            try #"{"id": "gwk", "keys": {"54:48:E6:8F:80:A5": "231d39c1d7cc1ab1aee224cd096db9"}}"#.write(to: file, atomically: true, encoding: .utf8)
+            gateway.signal(SIGHUP)
+            let text = await Child.read(gateway.stderr, timeout: .seconds(10)) { text in
+                text.components(separatedBy: "SIGHUP: config not reloaded").dropFirst().first?.contains("\n") == true
+            }
+            let line = text.split(separator: "\n").first { $0.contains("SIGHUP: config not reloaded") }.map(String.init) ?? ""
+            #expect(line.hasSuffix("config: keys.54:48:E6:8F:80:A5: the key of 54:48:E6:8F:80:A5 must be 16 bytes written as 32 hex digits"), "\(text)")
+            #expect(!text.lowercased().contains("231d39"))
+            try #"{"id": "gwk", "keys": {"54:48:E6:8F:80:A5": "231d39c1d7cc1ab1aee224cd096db932"}}"#.write(to: file, atomically: true, encoding: .utf8)
+            gateway.signal(SIGHUP)
+            let decoded = try await watcher.next("ble/gwk/devices/F05EB1000202") { $0.text.contains("temperature") }
+            #expect(decoded.text.hasSuffix(#""decoded":{"temperature":25.06,"humidity":50.55,"encrypted":true}}"#), "\(decoded.text)")
+            gateway.signal(SIGTERM)
+            #expect(await gateway.waitForExit(timeout: .seconds(10)) == 0)
+            #expect(!(await watcher.messages.map(\.text).joined().lowercased().contains("231d39")))
+            await watcher.stop()
+        }
+    }
 }
