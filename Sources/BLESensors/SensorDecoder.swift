@@ -13,6 +13,9 @@ public struct SensorDecoder: Sendable {
     public static let formats: [any SensorFormat.Type] = StandardFormats.all + BrandFormats.all
     /// Formats that can encrypt: an unencrypted payload from a device known to encrypt is refused.
     static let encryptingFormats: Set<String> = [BTHome.name, MiBeacon.name]
+    /// Formats whose devices send their values in turns (a MiBeacon frame holds one or two
+    /// objects): each reading carries the device's last value of every key seen so far.
+    static let accumulatingFormats: Set<String> = [MiBeacon.name]
 
     public var keys: SensorKeys
     public let capacity: Int
@@ -24,6 +27,7 @@ public struct SensorDecoder: Sendable {
         var counters: [String: UInt64] = [:]
         var packetIDs: [String: UInt64] = [:]
         var encrypts: Set<String> = []
+        var values: [String: [(key: String, value: JSONValue)]] = [:]
     }
 
     public init(keys: SensorKeys = SensorKeys(), capacity: Int = 4096) {
@@ -45,7 +49,8 @@ public struct SensorDecoder: Sendable {
                 out.errors.append(error)
             }
         }
-        guard out.readings.contains(where: { $0.packetID != nil || Self.encryptingFormats.contains($0.format) }) else { return out }
+        guard out.readings.contains(where: { $0.packetID != nil || Self.encryptingFormats.contains($0.format) || Self.accumulatingFormats.contains($0.format) })
+        else { return out }
         let address = ad.address.address
         var state = devices[address] ?? DeviceState()
         var repeats = 0, identified = 0
@@ -67,7 +72,7 @@ public struct SensorDecoder: Sendable {
                 state.counters[format] = counter
                 state.encrypts.insert(format)
             } else {
-                if Self.encryptingFormats.contains(format), state.encrypts.contains(format) || keys[address] != nil {
+                if Self.encryptingFormats.contains(format), !reading.values.isEmpty, state.encrypts.contains(format) || keys[address] != nil {
                     out.readings[i].values = []
                     out.readings[i].refusal = "unencrypted \(format) payload from \(address), which encrypts (downgrade refused)"
                     continue
@@ -77,6 +82,15 @@ public struct SensorDecoder: Sendable {
                 if state.packetIDs[format] == id { repeats += 1 }
                 state.packetIDs[format] = id
             }
+        }
+        for i in out.readings.indices where out.readings[i].refusal == nil && Self.accumulatingFormats.contains(out.readings[i].format) {
+            let format = out.readings[i].format
+            var merged = state.values[format] ?? []
+            for (key, value) in out.readings[i].values {
+                if let at = merged.firstIndex(where: { $0.key == key }) { merged[at].value = value } else { merged.append((key, value)) }
+            }
+            state.values[format] = merged
+            out.readings[i].values = merged
         }
         out.isRepeat = identified > 0 && repeats == identified
         store(state, for: address)

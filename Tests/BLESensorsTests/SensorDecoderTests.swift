@@ -66,6 +66,15 @@ import Testing
         #expect(JSONValue.object(open.decode(Self.bthome("40 04 13 8a 01")).object).text == #"{"pressure":1008.83}"#)
     }
 
+    @Test func miBeaconValuesSentInTurnsAreKeptTogether() {
+        // A LYWSD03MMC (xiaomi-ble's test_Xiaomi_LYWSD03MMC frame) sends temperature and humidity
+        // in one frame (0x100D) and its battery in another (0x100A, 100 %, frame counter 4).
+        var d = SensorDecoder()
+        _ = d.decode(Fixture.serviceData(0xFE95, "50 30 5b 05 03 4c 94 b4 38 c1 a4 0d 10 04 10 01 ea 01", address: "A4:C1:38:B4:94:4C"))
+        let battery = d.decode(Fixture.serviceData(0xFE95, "50 30 5b 05 04 4c 94 b4 38 c1 a4 0a 10 01 64", address: "A4:C1:38:B4:94:4C"))
+        #expect(JSONValue.object(battery.object).text == #"{"temperature":27.2,"humidity":49,"battery":100}"#)
+    }
+
     @Test func malformedPayloadsGiveAReason() {
         var d = SensorDecoder()
         #expect(JSONValue.object(d.decode(Self.bthome("00")).object).text ==
