@@ -112,6 +112,8 @@ public struct SensorDecoder: Sendable {
 }
 
 /// What ``SensorDecoder`` made of one advertisement.
+///
+///     let message = JSONValue.object(decoder.decode(ad).object)   // {"temperature":25.06,...}
 public struct SensorDecoding: Sendable {
     /// One reading per format that recognised the advertisement (refused ones included).
     public var readings: [SensorReading] = []

@@ -29,6 +29,8 @@ public struct SensorKind: Sendable, Hashable {
 }
 
 /// The one table of decoded value names (docs/gateway.md lists it).
+///
+///     for kind in SensorKinds.all where kind.component == .binarySensor { print(kind.key) }
 public enum SensorKinds {
     public static let all: [SensorKind] = [
         // Sensors: Home Assistant's device classes and default units.

@@ -13,6 +13,8 @@ import BLESensors
 ///     for m in HomeAssistantDiscovery.configs(for: device, topics: topics) { await publisher.enqueue(m) }
 public enum HomeAssistantDiscovery {
     /// What a config is made from: the device, what it decoded, and how often it is published.
+    ///
+    ///     let device = HomeAssistantDiscovery.Device(address: a, name: "Env", decoding: d, publishInterval: .seconds(10))
     public struct Device: Sendable {
         public var address: BluetoothAddress
         public var name: String?
