@@ -36,7 +36,7 @@ import Testing
         expectMalformed(Inkbird.self, BrandFixtures.manufacturer(0, Array(repeating: 0, count: 11), name: "iBBQ"), "iBBQ of 13 bytes")
         expectMalformed(Inkbird.self, BrandFixtures.manufacturer(0, Array(repeating: 0, count: 30), name: "iBBQ"), "iBBQ of 32 bytes")
         // Edges: the lowest and highest signed readings, every probe unplugged.
-        let edges = try #require(try Inkbird.decode(BrandFixtures.manufacturer(0x8000, [0xFF, 0x7F, 0, 0, 0, 0, 0xFF], name: "tps"), keys: SensorKeys()))
+        let edges = try #require(try Inkbird.decode(BrandFixtures.manufacturer(0x8000, [0xFF, 0x7F, 0, 0, 0, 0xFF, 0], name: "tps"), keys: SensorKeys()))
         #expect(edges["temperature"] == .double(-327.68))
         #expect(edges["humidity"] == .double(327.67))
         #expect(edges["battery"] == .int(255))
