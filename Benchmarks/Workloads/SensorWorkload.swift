@@ -32,6 +32,7 @@ enum SensorWorkload {
         text.reserveCapacity(512)
         var m = try measure("sensors: brand formats, AD bytes -> reading -> JSON text (payloads)", operations: rounds * payloads.count, runs: runs) {
             decoded = 0
+            bytes = 0
             for _ in 0..<rounds {
                 for p in payloads {
                     let ad = SensorAdvertisement(address: address, data: AdvertisingData(bytes: p.data), scanResponse: AdvertisingData(bytes: p.response))
@@ -46,7 +47,7 @@ enum SensorWorkload {
         guard decoded == rounds * payloads.count else {
             throw SensorDecodeError(format: "bench", reason: "\(decoded) of \(rounds * payloads.count) payloads decoded")
         }
-        m.extra = ["payloads": Double(payloads.count), "jsonBytes": Double(bytes)]
+        m.extra = ["payloads": Double(payloads.count), "jsonBytesPerPayload": Double(bytes) / Double(decoded)]
         return m
     }
 
