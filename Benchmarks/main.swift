@@ -13,7 +13,7 @@ var quick = false
 var allocationsChild = false
 var perConnectionChild = false
 /// Workload keys to run (w1, w2, w3, w4, w5, dense, memory, gateway, l2cap, l2cap-receive,
-/// l2cap-send, l2cap-socket, hostile, hostile-indications, gateway-fleet); all when empty.
+/// l2cap-send, l2cap-socket, hostile, hostile-indications, gateway-fleet, sensors); all when empty.
 var only: Set<String> = []
 /// SDUs of each size for the l2cap workloads (`--sdus N`), instead of their defaults.
 var sduCount: Int?

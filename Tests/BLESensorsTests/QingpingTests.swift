@@ -48,6 +48,11 @@ import Testing
         expectMalformed(Qingping.self, BrandFixtures.service(0xFDCD, header + [0x01, 0x04, 0x12, 0x01, 0x72]), "record cut")
         expectMalformed(Qingping.self, BrandFixtures.service(0xFDCD, header + [0x01, 0x03, 0x12, 0x01, 0x72]), "temperature record of 3 bytes")
         expectMalformed(Qingping.self, BrandFixtures.service(0xFDCD, header + [0x02, 0xFF] + Array(repeating: 0, count: 200)), "record longer than the data")
+        // Edges: the lowest temperature, the highest humidity and illuminance.
+        let edge = try #require(try Qingping.decode(BrandFixtures.service(0xFDCD, header + [0x01, 0x04, 0x00, 0x80, 0xFF, 0xFF, 0x09, 0x04, 0xFF, 0xFF, 0xFF, 0xFF]), keys: SensorKeys()))
+        #expect(edge["temperature"] == .double(-3276.8))
+        #expect(edge["humidity"] == .double(6553.5))
+        #expect(edge["illuminance"] == .int(4_294_967_295))
         // Unknown record types are skipped; a record of 255 bytes that fits is read past.
         let skipped = try #require(try Qingping.decode(BrandFixtures.service(0xFDCD, header + [0x7E, 0x02, 0, 0, 0x02, 0x01, 0x32]), keys: SensorKeys()))
         #expect(skipped.values.map(\.key) == ["battery"])

@@ -67,7 +67,13 @@ import Testing
         #expect(r["power"] == .double(3276.7))
     }
 
-    @Test func hostilePayloads() {
+    @Test func hostilePayloads() throws {
+        // Edges: every bit set (the encrypted-flag bit 7 of the type byte too).
+        let edge = try #require(try SwitchBot.decode(BrandFixtures.service(0xFD3D, [0xE9, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF]), keys: SensorKeys()))
+        #expect(edge.values.map(\.key) == ["temperature", "humidity", "battery"])
+        #expect(edge["temperature"] == .double(128.5))
+        #expect(edge["humidity"] == .int(127))
+        #expect(edge["battery"] == .int(127))
         expectMalformed(SwitchBot.self, BrandFixtures.service(0xFD3D, [0x69, 0x00]), "meter service data of 2 bytes")
         expectMalformed(SwitchBot.self, BrandFixtures.service(0xFD3D, [0x64, 0xC0, 0x5C, 0x01, 0, 0, 0, 0]), "contact of 8 bytes")
         expectMalformed(SwitchBot.self, BrandFixtures.service(0x0D00, [0x73, 0xB0, 0x37, 0, 0]), "motion of 5 bytes")
