@@ -18,7 +18,7 @@ extension Array where Element == UInt8 {
 @inline(__always) func scaled(_ count: Int, _ divisor: Double) -> JSONValue { .double(Double(count) / divisor) }
 
 extension SensorAdvertisement {
-    /// Every advertised 16-bit service UUID, report and scan response.
+    /// Whether the report or the scan response lists the 16-bit service UUID `uuid16`.
     func advertises(uuid16: UInt16) -> Bool {
         let uuid = BluetoothUUID(uuid16: uuid16)
         return data.serviceUUIDs.contains(uuid) || scanResponse.serviceUUIDs.contains(uuid)

@@ -26,7 +26,7 @@ public enum Govee: SensorFormat {
     }
 
     static func decode(companyID: UInt16, _ d: [UInt8], name: String, isH5055: Bool) throws(SensorDecodeError) -> SensorReading? {
-        if isH5055 || name.contains("5055") {
+        if isH5055 || name.contains("H5055") {
             guard d.count == 20 else { throw .length(format, "H5055 manufacturer data", expected: "20", got: d.count) }
             return grill(d)
         }
