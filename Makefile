@@ -94,4 +94,6 @@ install:
 bench: deps
 	$(SWIFT) build -c release --product Benchmarks $(SWIFTFLAGS)
 	$(SWIFT) build -c release --product ble $(SWIFTFLAGS)
-	.build/release/Benchmarks --python $(abspath $(PY))
+	test -x .build/bench-venv/bin/python || python3 -m venv .build/bench-venv
+	.build/bench-venv/bin/python -m pip install -q -r Benchmarks/requirements-theengs.txt
+	.build/release/Benchmarks --python $(abspath $(PY)) --theengs-python $(abspath .build/bench-venv/bin/python)

@@ -6,12 +6,14 @@ import Foundation
 //     swift run -c release Benchmarks --python .venv/bin/python [--quick]
 
 var python: String? = ProcessInfo.processInfo.environment["BLE_PYTHON"]
+/// A Python with the `TheengsDecoder` package, for the sensors workload's peer.
+var theengsPython: String? = ProcessInfo.processInfo.environment["BLE_THEENGS_PYTHON"]
 var runs = 5
 var quick = false
 var allocationsChild = false
 var perConnectionChild = false
 /// Workload keys to run (w1, w2, w3, w4, w5, dense, memory, gateway, l2cap, l2cap-receive,
-/// l2cap-send, l2cap-socket, hostile, hostile-indications, gateway-fleet); all when empty.
+/// l2cap-send, l2cap-socket, hostile, hostile-indications, gateway-fleet, sensors); all when empty.
 var only: Set<String> = []
 /// SDUs of each size for the l2cap workloads (`--sdus N`), instead of their defaults.
 var sduCount: Int?
@@ -21,6 +23,7 @@ var args = CommandLine.arguments.dropFirst()
 while let a = args.popFirst() {
     switch a {
     case "--python": python = args.popFirst()
+    case "--theengs-python": theengsPython = args.popFirst()
     case "--quick": runs = 1; quick = true
     case "--allocations": allocationsChild = true
     case "--per-connection": perConnectionChild = true
@@ -76,6 +79,9 @@ struct Row: Codable {
     var bumbleOperationsPerSecond: Double?
     var ratio: Double?
     var target: Target?
+    /// A peer other than Bumble (`TheengsDecoder`) and its rate on the same input.
+    var peer: String?
+    var peerOperationsPerSecond: Double?
 }
 
 var rows: [Row] = []
@@ -305,6 +311,22 @@ if only.contains("hostile-indications") { do {
     add(try await HostileWorkload.indicationsWithoutConfirmations(count: quick ? 1_000 : 10_000).measurement)
 } catch {
     log("hostile-indications failed: \(error)")
+} }
+
+// Brand sensor formats against TheengsDecoder on the same payloads.
+if selected("sensors") { do {
+    let m = try SensorWorkload.run(rounds: quick ? 2_000 : 20_000, runs: runs)
+    var row = Row(workload: m.name, ours: m, target: nil)
+    if let theengsPython, let theirs = SensorWorkload.theengs(python: theengsPython, iterations: Int(m.extra["payloads"] ?? 0) * (quick ? 5 : 20)) {
+        row.peer = "TheengsDecoder"
+        row.peerOperationsPerSecond = theirs
+        row.ratio = m.operationsPerSecond / theirs
+        row.target = Target(description: ">= 20x TheengsDecoder", met: row.ratio.map { $0 >= 20 } ?? false)
+    }
+    log("\(m.name): \(Int(m.operationsPerSecond))/s" + (row.peerOperationsPerSecond.map { " TheengsDecoder \(Int($0))/s" } ?? ""))
+    rows.append(row)
+} catch {
+    log("sensors failed: \(error)")
 } }
 
 let encoder = JSONEncoder()
