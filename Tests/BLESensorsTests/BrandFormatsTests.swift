@@ -60,3 +60,22 @@ import Testing
         #expect(outcomes.readings > 0)
     }
 }
+
+/// Every value a brand fixture decodes to has a row in SensorKinds, so the gateway publishes a
+/// Home Assistant entity for it (a key without a row gets none).
+@Suite struct BrandKindsTests {
+    @Test func everyBrandKeyHasAKind() throws {
+        #expect(BrandFixtures.all.count > 50)
+        var missing: Set<String> = []
+        for (_, ad) in BrandFixtures.all {
+            var decoder = SensorDecoder()
+            for reading in decoder.decode(ad).readings {
+                for (key, value) in reading.values {
+                    if case .object = value { continue }
+                    if SensorKinds.kind(for: key) == nil { missing.insert(key) }
+                }
+            }
+        }
+        #expect(missing.isEmpty, "keys without a SensorKinds row: \(missing.sorted())")
+    }
+}
