@@ -28,7 +28,7 @@ _ble() {
             COMPREPLY=($(compgen -W "hci0 hci1 hci2" -- "$cur")); return ;;
         --security)
             COMPREPLY=($(compgen -W "encrypted authenticated" -- "$cur")); return ;;
-        --timeout|--duration|--count|-n|--min-rssi|--reconnect|--scan-timeout)
+        --timeout|--duration|--count|-n|--min-rssi|--reconnect|--scan-timeout|--interval|--manufacturer|--service-data|--name)
             return ;;
     esac
     if [[ -z $command ]]; then

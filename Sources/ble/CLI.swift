@@ -16,6 +16,7 @@ enum CLI {
         AdaptersCommand.spec, InfoCommand.spec, ScanCommand.spec, ConnectCommand.spec,
         InspectCommand.spec, ReadCommand.spec, WriteCommand.spec, DecodeCommand.spec,
         PairCommand.spec, BondsCommand.spec, L2CAPCommand.spec, RunGatewayCommand.spec, MonitorCommand.spec,
+        AdvertiseCommand.spec,
     ]
 
     static var topHelp: String {

@@ -8,7 +8,7 @@ extension Central {
     /// gives a peripheral-role `Connection`, offered by `incomingConnections()` and by the
     /// set's `events()`.
     ///
-    ///     let data = AdvertisingData([.flags([.leGeneralDiscoverable, .brEdrNotSupported]), .completeLocalName("demo")])
+    ///     let data = AdvertisingData([.flags([.leGeneralDiscoverable, .brEDRNotSupported]), .completeLocalName("demo")])
     ///     let set = try await central.startAdvertising(data, parameters: AdvertisingParameters(duration: .seconds(30)))
     public func startAdvertising(_ data: AdvertisingData, scanResponse: AdvertisingData? = nil,
                                  parameters: AdvertisingParameters = AdvertisingParameters()) async throws(AdvertisingError) -> AdvertisingSet {
