@@ -71,8 +71,10 @@ struct PeripheralRoleTests {
 
     @Test func extendedDataPast251OctetsGoesOutInFragments() async throws {
         let (vc, central) = try await Self.extendedStack()
-        let payload = [UInt8](repeating: 0x5A, count: 396)
-        let data = AdvertisingData([.manufacturerSpecificData(companyID: 0x05F1, data: payload)]) // 400 octets
+        // Two AD structures of 1 + 1 + 2 + 196 octets: 400 octets (an AD length octet is at most 255).
+        let payload = [UInt8](repeating: 0x5A, count: 196)
+        let data = AdvertisingData([.manufacturerSpecificData(companyID: 0x05F1, data: payload), .manufacturerSpecificData(companyID: 0x05F2, data: payload)])
+        #expect(data.bytes.count == 400)
         let set = try await central.startAdvertising(data, parameters: AdvertisingParameters(kind: .nonConnectable, format: .extended, txPower: -4))
         #expect(set.usesExtendedCommands && set.selectedTxPower == -4)
         let sent = Self.advertisingCommands(vc)
