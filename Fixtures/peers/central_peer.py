@@ -56,6 +56,12 @@ async def run(args: argparse.Namespace) -> int:
     )
     # LocalLink routes by the sender's random address (see virtual_radio.py).
     host_controller.random_address = host_controller.public_address
+    if args.extended_commands:
+        # Bumble's controller has the LE Extended Advertising feature and handles the
+        # extended advertising and scanning commands, but leaves them out of its Supported
+        # Commands (so a host that checks them uses the legacy ones): list them.
+        host_controller.supported_commands = set(host_controller.supported_commands) | {
+            0x2035, 0x2036, 0x2037, 0x2038, 0x2039, 0x203A, 0x203B, 0x203C, 0x2041, 0x2042, 0x2043}
 
     controller = Controller("central", link=link)
     config = DeviceConfiguration()
@@ -116,6 +122,7 @@ def main() -> None:
     parser.add_argument("--central-address", default="C0:00:00:00:00:01")
     parser.add_argument("--connect", action="store_true")
     parser.add_argument("--hold", type=float, default=0.5)
+    parser.add_argument("--extended-commands", action="store_true")
     sys.exit(asyncio.run(run(parser.parse_args())))
 
 

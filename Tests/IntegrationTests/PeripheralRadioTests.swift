@@ -7,10 +7,13 @@ import BLETestSupport
 /// (Fixtures/peers/central_peer.py): a Bumble Device on a second virtual controller of the
 /// same link scans with extended scanning and connects to our advertisement.
 ///
-/// Bumble's controller (0.0.236) has extended advertising, so the stack drives it with the
-/// extended commands; it sends every set as ADV_EXT_IND with the whole data (also past 31
-/// octets), ignores the set's duration, and follows LE Connection Complete (Role 0x01) with
-/// Advertising Set Terminated.
+/// Bumble's controller (0.0.236) has the LE Extended Advertising feature but leaves the
+/// extended commands out of its Supported Commands, so the stack drives it with the legacy
+/// commands; its legacy advertiser only ever sends ADV_IND (a non-connectable legacy set is not
+/// sent at all). With the extended commands listed (`--extended-commands`, a fix in the test
+/// peer) it sends every set as one ADV_EXT_IND with the whole data, also past 31 octets,
+/// ignores the set's duration, and follows LE Connection Complete (Role 0x01) with Advertising
+/// Set Terminated.
 @Suite("Peripheral role on the virtual radio", .timeLimit(.minutes(2)))
 struct PeripheralRadioTests {
     static let hostAddress = "00:1B:DC:0F:00:09"
@@ -21,13 +24,14 @@ struct PeripheralRadioTests {
         let lines: AsyncStream<String>
         let port: Int
 
-        init(connect: Bool) async throws {
+        init(connect: Bool, extendedCommands: Bool = false) async throws {
             let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
             let python = ProcessInfo.processInfo.environment["BLE_PYTHON"].flatMap { $0.isEmpty ? nil : $0 }
                 ?? root.appendingPathComponent(".venv/bin/python").path
             let script = root.appendingPathComponent("Fixtures/peers/central_peer.py").path
             var arguments = [script, "--host-address", PeripheralRadioTests.hostAddress]
             if connect { arguments.append("--connect") }
+            if extendedCommands { arguments.append("--extended-commands") }
             process = try ChildProcess(path: python, arguments, stdout: .pipe)
             let (stream, feed) = AsyncStream<String>.makeStream()
             let pending = PendingText()
@@ -92,8 +96,8 @@ struct PeripheralRadioTests {
             .flags([.leGeneralDiscoverable, .brEDRNotSupported]), .completeLocalName(Self.name),
             .serviceData16(uuid: 0x180F, data: [0x64]), .manufacturerSpecificData(companyID: 0x05F1, data: [0x01, 0x02]),
         ])
-        let set = try await central.startAdvertising(data, parameters: AdvertisingParameters(kind: .nonConnectable))
-        #expect(set.usesExtendedCommands)
+        let set = try await central.startAdvertising(data)
+        #expect(!set.usesExtendedCommands)
         let seen = try await Self.next("advertisement", in: &lines)
         #expect(seen["address"] as? String == Self.hostAddress)
         // 02 01 06 | 0A 09 "swift-ble" | 04 16 0F 18 64 | 05 FF F1 05 01 02
@@ -103,16 +107,17 @@ struct PeripheralRadioTests {
 
     @Test("Extended advertising carries 200 octets to a Bumble extended scanner")
     func extendedDataPast31Octets() async throws {
-        let peer = try await BumbleCentral(connect: false)
+        let peer = try await BumbleCentral(connect: false, extendedCommands: true)
         defer { peer.stop() }
         var lines = peer.lines.makeAsyncIterator()
         let central = try await Central.open("tcp:127.0.0.1:\(peer.port)")
         let payload = (0..<196).map { UInt8($0) }
         let data = AdvertisingData([.manufacturerSpecificData(companyID: 0x05F1, data: payload)])
-        _ = try await central.startAdvertising(data, parameters: AdvertisingParameters(kind: .nonConnectable, format: .extended))
+        let set = try await central.startAdvertising(data, parameters: AdvertisingParameters(kind: .nonConnectable, format: .extended))
+        #expect(set.usesExtendedCommands)
         let seen = try await Self.next("advertisement", in: &lines)
         #expect(seen["legacy"] as? Bool == false)
-        #expect(seen["data"] as? String == ([0xC7, 0xFF, 0xF1, 0x05] + payload).hexString().lowercased())
+        #expect(seen["data"] as? String == ([0xC7, 0xFF, 0xF1, 0x05] + payload).hexString(separator: "").lowercased())
         await central.close()
     }
 

@@ -37,8 +37,10 @@ struct AdvertisingRegistry {
 
 extension ControllerInfo {
     /// LE feature bit 12 (LE Extended Advertising) and the commands to drive extended sets.
+    /// The extended scanning commands are required too: the scanner then uses them as well,
+    /// and a controller may refuse one family after the other was used (Vol 4, Part E, 3.1.1).
     public var supportsExtendedAdvertising: Bool {
-        leFeatures.contains(.leExtendedAdvertising)
+        supportsExtendedScanning
             && supports(HCICommand.LESetExtendedAdvertisingParameters.opcode)
             && supports(HCICommand.LESetExtendedAdvertisingEnable.opcode)
     }
