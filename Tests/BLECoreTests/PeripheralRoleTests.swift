@@ -208,4 +208,43 @@ struct PeripheralRoleTests {
         #expect(await out.handle != into.handle)
         #expect(vc.connections.count == 2)
     }
+
+    @Test func thePeripheralAsksTheCentralForNewParameters() async throws {
+        let (vc, central) = try await VC.stack()
+        var incoming = await central.incomingConnections().makeAsyncIterator()
+        _ = try await central.startAdvertising(Self.data)
+        try vc.connectFromCentral(Self.remoteCentral)
+        let link = try #require(await incoming.next())
+        let range = ConnectionParameterRange(minimumInterval: 24, maximumInterval: 40, peripheralLatency: 0, supervisionTimeout: 400)
+        let request = Task { try await link.requestParameterUpdate(range) }
+        let frame = try await vc.waitForL2CAP(channelID: L2CAPChannelID.leSignaling)
+        // Vol 3, Part A, 4.20: code 0x12, identifier, length 8, Interval Min 24, Interval Max 40,
+        // Latency 0, Timeout 400 (0x0190).
+        #expect(Array(frame.payload.prefix(1)) + Array(frame.payload.dropFirst(2)) == [0x12, 0x08, 0x00, 0x18, 0x00, 0x28, 0x00, 0x00, 0x00, 0x90, 0x01])
+        let identifier = frame.payload[1]
+        // 4.21: Result 0x0000, accepted.
+        try vc.sendSignaling(from: Self.remoteCentral, L2CAPSignalingCommand(identifier: identifier, body: .connectionParameterUpdateResponse(result: 0)))
+        try await request.value
+
+        let refused = Task { try await link.requestParameterUpdate(range) }
+        let second = try await vc.waitForL2CAP(channelID: L2CAPChannelID.leSignaling, count: 2)
+        try vc.sendSignaling(from: Self.remoteCentral, L2CAPSignalingCommand(identifier: second.payload[1], body: .connectionParameterUpdateResponse(result: 1)))
+        await #expect(throws: ParameterUpdateRequestError.rejected(peer: Self.remoteCentral.address)) { try await refused.value }
+
+        let out = try await central.connect(VC.peer)
+        await #expect(throws: ParameterUpdateRequestError.notPeripheral(peer: VC.peer.address)) { try await out.requestParameterUpdate(range) }
+    }
+
+    @Test func aParameterRequestEndsWithItsLink() async throws {
+        let (vc, central) = try await VC.stack()
+        var incoming = await central.incomingConnections().makeAsyncIterator()
+        _ = try await central.startAdvertising(Self.data)
+        try vc.connectFromCentral(Self.remoteCentral)
+        let link = try #require(await incoming.next())
+        let range = ConnectionParameterRange(minimumInterval: 24, maximumInterval: 40, peripheralLatency: 0, supervisionTimeout: 400)
+        let request = Task { try await link.requestParameterUpdate(range) }
+        _ = try await vc.waitForL2CAP(channelID: L2CAPChannelID.leSignaling)
+        try vc.disconnect(Self.remoteCentral, reason: .connectionTimeout)
+        await #expect(throws: ParameterUpdateRequestError.link(.disconnected(peer: Self.remoteCentral.address, reason: .connectionTimeout))) { try await request.value }
+    }
 }

@@ -211,6 +211,18 @@ public actor Connection {
         }
     }
 
+    /// As the peripheral of the link, asks the central for new connection parameters with an
+    /// L2CAP Connection Parameter Update Request (Vol 3, Part A, 4.20) and waits at most
+    /// `timeout` for its response. Returns once the central accepted; `.parametersUpdated`
+    /// follows when it has applied them.
+    ///
+    ///     try await link.requestParameterUpdate(ConnectionParameterRange(minimumInterval: 24, maximumInterval: 40, peripheralLatency: 0, supervisionTimeout: 400))
+    public func requestParameterUpdate(_ range: ConnectionParameterRange, timeout: Duration = .seconds(30)) async throws(ParameterUpdateRequestError) {
+        guard role == .peripheral else { throw .notPeripheral(peer: peer.address) }
+        guard let handle else { throw .link(.disconnected(peer: peer.address, reason: lastDisconnectReason ?? .connectionTerminatedByLocalHost)) }
+        try await host.requestConnectionParameterUpdate(handle: handle, range, timeout: timeout)
+    }
+
     func emit(_ event: ConnectionEvent) {
         eventStream.yield(event)
         central?.enter(on: executor) { $0.connectionEventStream.yield(PeerConnectionEvent(peer: peer, event: event)) }
