@@ -147,4 +147,23 @@ struct PeripheralRadioTests {
         #expect(await !link.isConnected)
         await central.close()
     }
+
+    @Test("ble advertise --extended: a Bumble extended scanner sees 58 octets, and the tool exits 0 after --duration")
+    func cliExtendedAdvertising() async throws {
+        let peer = try await BumbleCentral(connect: false, extendedCommands: true)
+        defer { peer.stop() }
+        var lines = peer.lines.makeAsyncIterator()
+        let serviceData = String(repeating: "ab", count: 40)
+        let run = Task {
+            try await BLETool.run(["-d", "tcp:127.0.0.1:\(peer.port)", "advertise", "--extended", "--non-connectable",
+                                   "--name", "swift-ble", "--service-data", "FEAA:" + serviceData, "--duration", "2"])
+        }
+        let seen = try await Self.next("advertisement", in: &lines)
+        // Flags 06 | 0A 09 "swift-ble" | 2B 16 AA FE + 40 x AB: 3 + 11 + 44 = 58 octets, past 31.
+        #expect(seen["data"] as? String == "020106" + "0a09" + "73776966742d626c65" + "2b16aafe" + serviceData)
+        #expect(seen["legacy"] as? Bool == false)
+        let finished = try await run.value
+        #expect(finished.status == 0, "\(finished.stderr)")
+        #expect(finished.stderr.contains("advertising 58 octets (extended commands, set 0) for 2 s"), "\(finished.stderr)")
+    }
 }
