@@ -77,6 +77,8 @@ struct PeripheralRoleTests {
         #expect(data.bytes.count == 400)
         let set = try await central.startAdvertising(data, parameters: AdvertisingParameters(kind: .nonConnectable, format: .extended, txPower: -4))
         #expect(set.usesExtendedCommands && set.selectedTxPower == -4)
+        // LE Set Event Mask gained bit 17 (LE Advertising Set Terminated, subevent 0x12) first.
+        #expect(vc.hostLEEventMask & (1 << 17) != 0)
         let sent = Self.advertisingCommands(vc)
         #expect(sent.map(\.opcode.rawValue) == [0x203A, 0x203B, 0x2036, 0x2037, 0x2037, 0x2039])
         // Properties 0x0000: extended, non-connectable, non-scannable; TX power 0xFC (-4 dBm).

@@ -3,8 +3,8 @@ extension HCIHost {
     /// Events the central needs: Disconnection Complete, Encryption Change, Read Remote Version
     /// Complete, Hardware Error, Data Buffer Overflow, Encryption Key Refresh, LE Meta.
     static let eventMask: UInt64 = (1 << 4) | (1 << 7) | (1 << 11) | (1 << 15) | (1 << 25) | (1 << 47) | (1 << 61)
-    /// LE subevents 0x01-0x0D, 0x12 (Advertising Set Terminated), 0x14 and 0x29 (bit n-1 for subevent n).
-    static let leEventMask: UInt64 = 0x1FFF | (1 << 0x11) | (1 << 0x13) | (1 << 0x28)
+    /// LE subevents 0x01-0x0D, 0x14 and 0x29 (bit n-1 for subevent n).
+    static let leEventMask: UInt64 = 0x1FFF | (1 << 0x13) | (1 << 0x28)
 
     /// Resets (when `reset`) and reads the controller's capabilities, sets the event masks and
     /// the ACL buffer geometry. With `reset` false (kernel-owned adapters) it only reads.

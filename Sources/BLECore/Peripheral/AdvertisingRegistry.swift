@@ -13,6 +13,8 @@ struct AdvertisingRegistry {
     var maximumDataLength: Int?
     /// LE Read Number of Supported Advertising Sets, once read.
     var supportedSets: Int?
+    /// The LE event mask has the Advertising Set Terminated bit (set before the first extended set).
+    var setTerminatedEventEnabled = false
     /// Peripheral-role links, as they are accepted.
     let incoming: Broadcaster<Connection>
 
@@ -29,6 +31,7 @@ struct AdvertisingRegistry {
     mutating func forgetController() {
         maximumDataLength = nil
         supportedSets = nil
+        setTerminatedEventEnabled = false
         resumeAfterLink.removeAll()
         for timer in legacyTimers.values { timer.cancel() }
         legacyTimers.removeAll()

@@ -134,6 +134,12 @@ extension Central {
     /// fragments, and LE Set Extended Advertising Enable (7.8.52 to 7.8.56). Returns the
     /// transmit power the controller chose.
     private func startExtendedSet(_ handle: UInt8, _ p: AdvertisingParameters, _ ad: [UInt8], _ sr: [UInt8]) async throws(HCIError) -> Int8 {
+        if !advertising.setTerminatedEventEnabled, options.resetController != false {
+            // Bit 17: LE Advertising Set Terminated (subevent 0x12), added to the bring-up mask
+            // only when a set needs it, so a session without extended sets sends what it always did.
+            try await host.send(HCICommand.leSetEventMask(HCIHost.leEventMask | 1 << 0x11))
+            advertising.setTerminatedEventEnabled = true
+        }
         typealias Properties = HCICommand.AdvertisingEventProperties
         let properties: Properties = switch (p.kind, p.format) {
         case (.connectable, .legacy): .legacyConnectable
