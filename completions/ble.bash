@@ -28,7 +28,7 @@ _ble() {
             COMPREPLY=($(compgen -W "hci0 hci1 hci2" -- "$cur")); return ;;
         --security)
             COMPREPLY=($(compgen -W "encrypted authenticated" -- "$cur")); return ;;
-        --timeout|--duration|--count|-n|--min-rssi|--reconnect|--scan-timeout|--key|--address|--scan-response)
+        --timeout|--duration|--count|-n|--min-rssi|--reconnect|--scan-timeout|--key|--address|--scan-response|--interval|--manufacturer|--service-data|--name)
             return ;;
     esac
     if [[ -z $command ]]; then

@@ -17,6 +17,7 @@ enum CLI {
         InspectCommand.spec, ReadCommand.spec, WriteCommand.spec, DecodeCommand.spec,
         PairCommand.spec, BondsCommand.spec, L2CAPCommand.spec, RunGatewayCommand.spec, MonitorCommand.spec,
         AdvCommand.spec,
+        AdvertiseCommand.spec,
     ]
 
     static var topHelp: String {

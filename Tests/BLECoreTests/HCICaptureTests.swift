@@ -35,6 +35,7 @@ import Testing
         case .lePHYUpdateComplete: return "le 0x0c"
         case .leExtendedAdvertisingReport: return "le 0x0d"
         case .leChannelSelectionAlgorithm: return "le 0x14"
+        case .leAdvertisingSetTerminated: return "le 0x12"
         case .leUnknown(let s, _): return "le unknown \(s)"
         case .unknown(let c, _): return "unknown \(c)"
         }

@@ -299,6 +299,7 @@ extension Central {
         }
         // Register the link before anything else so its first ACL packet finds it.
         host.enter(on: executor) { $0.addLink(handle: handle, peer: peerAddress) }
+        if role == LinkRole.peripheral.rawValue { return acceptPeripheralLink(handle: handle, peer: peerAddress, parameters: parameters) }
         guard role == 0x00, let pending = pendingConnect, pending.abortError == nil else {
             // A connection nobody waits for (an attempt that completed while being cancelled,
             // or one we did not initiate): end it.

@@ -9,7 +9,12 @@ extension Central {
             connectionCompleted(status: e.status, handle: e.handle, role: e.role, peer: e.peer,
                                 parameters: ConnectionParameters(hciInterval: e.connectionInterval, peripheralLatency: e.peripheralLatency, hciSupervisionTimeout: e.supervisionTimeout))
         case .disconnectionComplete(let e):
-            if e.status == .success { disconnected(handle: e.handle, reason: e.reason) }
+            if e.status == .success {
+                disconnected(handle: e.handle, reason: e.reason)
+                peripheralLinkEnded(handle: e.handle)
+            }
+        case .leAdvertisingSetTerminated(let e):
+            advertisingSetTerminated(e)
         case .leConnectionUpdateComplete(let e):
             guard e.status == .success, let c = connectionsByHandle[e.handle] else { return }
             let p = ConnectionParameters(hciInterval: e.connectionInterval, peripheralLatency: e.peripheralLatency, hciSupervisionTimeout: e.supervisionTimeout)

@@ -31,6 +31,7 @@ extension Central {
             failPendingConnect(.adapterNotReady(.resetting))
         }
         scanner.enter(on: executor) { $0.controllerReset() }
+        advertisingLost(reason)
         setState(.resetting, reason: reason)
         connectionsByHandle.removeAll()
         for connection in Array(connectionsByPeer.values) {

@@ -68,6 +68,8 @@ public actor Central {
     var longTermKeyProvider: LongTermKeyProvider?
     /// The Security Manager's state that outlives a link (module SMP: pairing back-off).
     package var securityState: (any AnyObject & Sendable)?
+    /// Advertising sets and peripheral-role links (Peripheral/Central+Advertising.swift).
+    var advertising: AdvertisingRegistry
 
     /// Opens the transport named by `spec` (see `TransportSpec`) and brings the controller up.
     public static func open(_ spec: String, options: Options = Options()) async throws -> Central {
@@ -96,6 +98,7 @@ public actor Central {
         self.scanner = Scanner(host: host, scheduler: scheduler, logger: options.logger)
         self.connectTurns = Waiters(executor: executor, scheduler: scheduler)
         self.connectWaiters = Waiters(executor: executor, scheduler: scheduler)
+        self.advertising = AdvertisingRegistry(executor: executor)
     }
 
     // MARK: - State
@@ -178,6 +181,7 @@ public actor Central {
     ///     await central.close()
     public func close() async {
         await endReopen()
+        await stopAllAdvertising()
         await disconnectAllForClose(reason: .remoteUserTerminatedConnection, bound: .seconds(1))
         await scanner.stopAll(error: nil)
         await host.close()
@@ -188,6 +192,7 @@ public actor Central {
         bluetoothStateStream.finish()
         connectionEventStream.finish()
         reopenEventStream.finish()
+        advertising.incoming.finish()
     }
 
     /// Ends every link and reconnect attempt at once, as the loss of the controller does:
@@ -211,6 +216,7 @@ public actor Central {
             // No link survives its controller: every connection ends now (no reconnect, the
             // adapter is gone), so its events, disconnect waiters and GATT users learn it.
             endAllLinks(reason: why)
+            advertisingLost("the transport was lost: \(why)")
             setState(.transportLost, reason: why)
             reopenAfterLossIfAsked()
         case .event(let e):

@@ -8,6 +8,9 @@ public actor Connection {
     public nonisolated let executor: AdapterExecutor
     public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
     public nonisolated let peer: LEAddress
+    /// Our role on the link: `.central` for links from `Central.connect`, `.peripheral` for
+    /// links a remote central opened to one of our advertising sets.
+    public nonisolated let role: LinkRole
     let host: HCIHost
     weak var central: Central?
 
@@ -41,13 +44,15 @@ public actor Connection {
     /// the wait timed out; false: the caller was cancelled).
     let disconnectWaiters: Waiters<Bool, Never>
 
-    init(central: Central, host: HCIHost, peer: LEAddress, handle: UInt16, parameters: ConnectionParameters, options: ConnectOptions) {
+    init(central: Central, host: HCIHost, peer: LEAddress, handle: UInt16, parameters: ConnectionParameters, options: ConnectOptions,
+         role: LinkRole = .central) {
         self.requestParameters = options.parameters
         self.connectTimeout = options.timeout
         self.lifecycle = .connected(handle: handle)
+        self.role = role
         // The first attempt ran before the connection existed (`Central.connect`): it is
-        // the story's first state.
-        self.linkStateHistory = [.connecting(attempt: 1), .connected(handle: handle)]
+        // the story's first state. A peripheral-role link starts connected.
+        self.linkStateHistory = role == .central ? [.connecting(attempt: 1), .connected(handle: handle)] : [.connected(handle: handle)]
         self.executor = host.executor
         self.host = host
         self.central = central
@@ -204,6 +209,18 @@ public actor Connection {
         } catch {
             throw .command(peer: peer, error)
         }
+    }
+
+    /// As the peripheral of the link, asks the central for new connection parameters with an
+    /// L2CAP Connection Parameter Update Request (Vol 3, Part A, 4.20) and waits at most
+    /// `timeout` for its response. Returns once the central accepted; `.parametersUpdated`
+    /// follows when it has applied them.
+    ///
+    ///     try await link.requestParameterUpdate(ConnectionParameterRange(minimumInterval: 24, maximumInterval: 40, peripheralLatency: 0, supervisionTimeout: 400))
+    public func requestParameterUpdate(_ range: ConnectionParameterRange, timeout: Duration = .seconds(30)) async throws(ParameterUpdateRequestError) {
+        guard role == .peripheral else { throw .notPeripheral(peer: peer.address) }
+        guard let handle else { throw .link(.disconnected(peer: peer.address, reason: lastDisconnectReason ?? .connectionTerminatedByLocalHost)) }
+        try await host.requestConnectionParameterUpdate(handle: handle, range, timeout: timeout)
     }
 
     func emit(_ event: ConnectionEvent) {

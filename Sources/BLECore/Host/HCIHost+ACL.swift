@@ -363,6 +363,7 @@ extension HCIHost {
         for channel in link.channels.values { channel.closed(error) }
         creditBasedLinkLost(link, error: error)
         parameterUpdateLinkLost(link)
+        parameterRequestLinkLost(link, error: error)
         link.channels.removeAll()
         link.att = nil
         link.attRawReceiver = nil

@@ -42,9 +42,10 @@ extension HCIHost {
             if accept { parameterUpdateAccepted(link: link, range) }
         case .commandReject(let reason, _):
             logLimited(.signalingRejected, .info, "\(link.peer.address): peer rejected signaling command \(command.identifier) (reason \(reason.hex))")
+            if parameterRequestAnswered(link: link, identifier: command.identifier, accepted: false) { return }
             _ = handleCreditBasedSignaling(link: link, command)
-        case .connectionParameterUpdateResponse:
-            break
+        case .connectionParameterUpdateResponse(let result):
+            _ = parameterRequestAnswered(link: link, identifier: command.identifier, accepted: result == 0)
         default:
             if handleCreditBasedSignaling(link: link, command) { return }
             // Anything else is not understood (Vol 3, Part A, 4.1).

@@ -77,6 +77,9 @@ public actor HCIHost {
     /// The callers of credit-based channel requests on the LE signaling channel (open,
     /// enhanced open, reconfigure), by the request's pending entry (HCIHost+CreditBasedChannels.swift).
     let channelRequestWaiters: Waiters<[CreditBasedChannel], L2CAPChannelError>
+    /// The peripheral's Connection Parameter Update Requests, by link (HCIHost+ParameterRequest.swift).
+    let parameterRequestWaiters: Waiters<Void, ParameterUpdateRequestError>
+    var parameterRequests: [UInt16: (identifier: UInt8, waiter: Waiters<Void, ParameterUpdateRequestError>.ID)] = [:]
     /// Links with queued fragments, in round-robin order.
     @exclusivity(unchecked) var readyLinks: [UInt16] = []
 
@@ -100,6 +103,7 @@ public actor HCIHost {
         self.commandWaiters = Waiters(executor: executor, scheduler: self.scheduler)
         self.sendWaiters = Waiters(executor: executor, scheduler: self.scheduler)
         self.channelRequestWaiters = Waiters(executor: executor, scheduler: self.scheduler)
+        self.parameterRequestWaiters = Waiters(executor: executor, scheduler: self.scheduler)
     }
 
     deinit {

@@ -112,6 +112,8 @@ public enum VirtualControllerError: Error, Sendable, Equatable, CustomStringConv
     case noTransport
     /// The task waiting for `waitingFor` was cancelled.
     case cancelled(waitingFor: String)
+    /// `connectFromCentral` found no enabled connectable advertising set.
+    case notAdvertising
 
     public var description: String {
         switch self {
@@ -123,6 +125,8 @@ public enum VirtualControllerError: Error, Sendable, Equatable, CustomStringConv
             return "the virtual controller has no transport; call makeTransport() first"
         case .cancelled(let what):
             return "waiting for \(what) on the virtual controller was cancelled"
+        case .notAdvertising:
+            return "the virtual controller has no enabled connectable advertising set; start advertising first"
         }
     }
 }

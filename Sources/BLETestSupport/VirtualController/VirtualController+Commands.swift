@@ -12,7 +12,7 @@ extension VirtualController {
                            0x200E, 0x2013, 0x2016, 0x2019, 0x201A, 0x201B, 0x2020, 0x2021]
         if options.leFeatures.contains(.leDataPacketLengthExtension) { o += [0x2022, 0x2023, 0x2024] }
         if options.leFeatures.contains(.le2MPHY) || options.leFeatures.contains(.leCodedPHY) { o += [0x2030, 0x2031, 0x2032] }
-        if options.leFeatures.contains(.leExtendedAdvertising) { o += [0x2041, 0x2042, 0x2043] }
+        if options.leFeatures.contains(.leExtendedAdvertising) { o += [0x2035, 0x2036, 0x2037, 0x2038, 0x2039, 0x203A, 0x203B, 0x203C, 0x2041, 0x2042, 0x2043] }
         if options.supportsReadBufferSizeV2 { o.append(0x2060) }
         return o
     }
@@ -146,8 +146,7 @@ extension VirtualController {
         case .leSetEventMask(let m):
             leEventMask = m
             complete(opcode, [0])
-        case .setEventMaskPage2, .writeLEHostSupported, .leSetAdvertisingParameters, .leSetAdvertisingData,
-             .leSetScanResponseData, .leSetAdvertisingEnable, .leWriteSuggestedDefaultDataLength, .leSetDefaultPHY:
+        case .setEventMaskPage2, .writeLEHostSupported, .leWriteSuggestedDefaultDataLength, .leSetDefaultPHY:
             complete(opcode, [0])
         case .leReadBufferSize:
             var rp: [UInt8] = [0]; rp.appendLE(options.aclPacketLength); rp.append(options.aclPacketCount)
@@ -195,6 +194,7 @@ extension VirtualController {
         case .leCreateConnectionCancel:
             cancelConnection(opcode)
         default:
+            if interpretAdvertising(command, opcode) { return }
             interpretLinkCommand(command, opcode)
         }
     }

@@ -72,6 +72,10 @@ extension VirtualController {
         public var extendedReportFragmentSize = 229
         /// Maximum TX/RX octets the link layer accepts for LE Set Data Length.
         public var maximumDataLength: UInt16 = 251
+        /// Num_Supported_Advertising_Sets (7.8.58), with `.leExtendedAdvertising`.
+        public var advertisingSets: UInt8 = 4
+        /// Max_Advertising_Data_Length (7.8.57), with `.leExtendedAdvertising`.
+        public var maximumAdvertisingDataLength: UInt16 = 1650
 
         public init() {}
     }

@@ -72,6 +72,9 @@ public final class VirtualController: @unchecked Sendable { // mutable state is 
     var eventMask: UInt64 = 0
     var leEventMask: UInt64 = 0
     var randomAddress: BluetoothAddress?
+    var advertisers: [UInt8: VirtualAdvertisingSet] = [:]
+    var usedAdvertisingFamily: AdvertisingFamily?
+    var advertisingGeneration: UInt64 = 0
 
     /// A controller with `address` as its public address, on `executor` (a new one when nil).
     public init(address: BluetoothAddress = BluetoothAddress(rawValue: 0x00_1B_DC_0F_00_01), options: Options = Options(),
@@ -240,6 +243,9 @@ public final class VirtualController: @unchecked Sendable { // mutable state is 
         for link in links.values { link.timers.forEach { $0.cancel() }; peripheral(link.peer)?.attServer?.linkDisconnected(link.attLink) }
         links.removeAll()
         hostACLInFlight = 0
+        advertisers.removeAll()
+        usedAdvertisingFamily = nil
+        advertisingGeneration &+= 1
     }
 
     func peripheral(_ address: LEAddress) -> SimulatedPeripheral? {

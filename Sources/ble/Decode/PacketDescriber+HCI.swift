@@ -154,6 +154,10 @@ extension PacketDescriber {
         case .leChannelSelectionAlgorithm(let h, let a):
             s = "LE Channel Selection Algorithm: handle 0x\(hex(h, width: 4)) algorithm #\(Int(a) + 1)"
             fields += [("handle", .int(Int(h))), ("algorithm", .int(Int(a) + 1))]
+        case .leAdvertisingSetTerminated(let t):
+            s = "LE Advertising Set Terminated: status \(t.status) set \(t.advertisingHandle) handle 0x\(hex(t.connectionHandle, width: 4)) events \(t.completedExtendedAdvertisingEvents)"
+            fields += [("status", .int(Int(t.status.rawValue))), ("advertisingHandle", .int(Int(t.advertisingHandle))),
+                       ("handle", .int(Int(t.connectionHandle))), ("completedEvents", .int(Int(t.completedExtendedAdvertisingEvents)))]
         case .leLongTermKeyRequest(let r):
             s = "LE Long Term Key Request: handle 0x\(hex(r.handle, width: 4)) ediv 0x\(hex(r.ediv, width: 4))"
             fields += [("handle", .int(Int(r.handle))), ("random", .string("0x" + hex(r.random, width: 16))), ("ediv", .int(Int(r.ediv)))]

@@ -50,6 +50,14 @@ public enum HCICommandDecoded: Hashable, Sendable {
     case leSetExtendedScanParameters(HCICommand.LESetExtendedScanParameters)
     case leSetExtendedScanEnable(HCICommand.LESetExtendedScanEnable)
     case leExtendedCreateConnection(HCICommand.LEExtendedCreateConnection)
+    case leSetAdvertisingSetRandomAddress(handle: UInt8, address: BluetoothAddress)
+    case leSetExtendedAdvertisingParameters(HCICommand.LESetExtendedAdvertisingParameters)
+    case leSetExtendedAdvertisingData(HCICommand.LESetExtendedAdvertisingData)
+    case leSetExtendedScanResponseData(HCICommand.LESetExtendedAdvertisingData)
+    case leSetExtendedAdvertisingEnable(HCICommand.LESetExtendedAdvertisingEnable)
+    case leReadMaximumAdvertisingDataLength
+    case leReadNumberOfSupportedAdvertisingSets
+    case leRemoveAdvertisingSet(handle: UInt8)
     /// Any other command, kept as it came.
     case other(HCICommandPacket)
 
@@ -136,6 +144,22 @@ public enum HCICommandDecoded: Hashable, Sendable {
         case 0x2041: self = .leSetExtendedScanParameters(try .init(parameters: p))
         case 0x2042: self = .leSetExtendedScanEnable(try .init(parameters: p))
         case 0x2043: self = .leExtendedCreateConnection(try .init(parameters: p))
+        case 0x2035:
+            var r = ByteReader(p, context: "HCI_LE_Set_Advertising_Set_Random_Address")
+            let h = try r.u8(), a = try r.address()
+            try r.expectEnd()
+            self = .leSetAdvertisingSetRandomAddress(handle: h, address: a)
+        case 0x2036: self = .leSetExtendedAdvertisingParameters(try .init(parameters: p))
+        case 0x2037: self = .leSetExtendedAdvertisingData(try .init(parameters: p))
+        case 0x2038: self = .leSetExtendedScanResponseData(try .init(parameters: p, context: "HCI_LE_Set_Extended_Scan_Response_Data"))
+        case 0x2039: self = .leSetExtendedAdvertisingEnable(try .init(parameters: p))
+        case 0x203A: try none("HCI_LE_Read_Maximum_Advertising_Data_Length"); self = .leReadMaximumAdvertisingDataLength
+        case 0x203B: try none("HCI_LE_Read_Number_of_Supported_Advertising_Sets"); self = .leReadNumberOfSupportedAdvertisingSets
+        case 0x203C:
+            var r = ByteReader(p, context: "HCI_LE_Remove_Advertising_Set")
+            let h = try r.u8()
+            try r.expectEnd()
+            self = .leRemoveAdvertisingSet(handle: h)
         default: self = .other(packet)
         }
     }
@@ -186,6 +210,14 @@ public enum HCICommandDecoded: Hashable, Sendable {
         case .leSetExtendedScanParameters(let c): return c.packet
         case .leSetExtendedScanEnable(let c): return c.packet
         case .leExtendedCreateConnection(let c): return c.packet
+        case .leSetAdvertisingSetRandomAddress(let h, let a): return HCICommand.leSetAdvertisingSetRandomAddress(handle: h, address: a)
+        case .leSetExtendedAdvertisingParameters(let c): return c.packet
+        case .leSetExtendedAdvertisingData(let c): return HCICommandPacket(opcode: HCIOpcode(rawValue: 0x2037), parameters: c.parameters)
+        case .leSetExtendedScanResponseData(let c): return HCICommandPacket(opcode: HCIOpcode(rawValue: 0x2038), parameters: c.parameters)
+        case .leSetExtendedAdvertisingEnable(let c): return c.packet
+        case .leReadMaximumAdvertisingDataLength: return HCICommand.leReadMaximumAdvertisingDataLength()
+        case .leReadNumberOfSupportedAdvertisingSets: return HCICommand.leReadNumberOfSupportedAdvertisingSets()
+        case .leRemoveAdvertisingSet(let h): return HCICommand.leRemoveAdvertisingSet(handle: h)
         case .other(let p): return p
         }
     }

@@ -37,6 +37,7 @@ public enum HCIEvent: Hashable, Sendable {
     case leExtendedAdvertisingReport([LEExtendedAdvertisingReport])
     /// HCI_LE_Channel_Selection_Algorithm (7.7.65.20): 0x00 algorithm #1, 0x01 algorithm #2.
     case leChannelSelectionAlgorithm(handle: UInt16, algorithm: UInt8)
+    case leAdvertisingSetTerminated(LEAdvertisingSetTerminated)
     /// An LE Meta subevent not modelled here; `parameters` follow the Subevent_Code.
     case leUnknown(subevent: UInt8, parameters: [UInt8])
     /// An event not modelled here, raw.
@@ -70,6 +71,7 @@ public enum HCIEvent: Hashable, Sendable {
         public static let directedAdvertisingReport: UInt8 = 0x0B
         public static let phyUpdateComplete: UInt8 = 0x0C
         public static let extendedAdvertisingReport: UInt8 = 0x0D
+        public static let advertisingSetTerminated: UInt8 = 0x12
         public static let channelSelectionAlgorithm: UInt8 = 0x14
         public static let enhancedConnectionCompleteV2: UInt8 = 0x29
     }
@@ -163,6 +165,9 @@ public enum HCIEvent: Hashable, Sendable {
         case LESubevent.extendedAdvertisingReport:
             r = ByteReader(p, range: 1..<p.count, context: "HCI_LE_Extended_Advertising_Report")
             event = .leExtendedAdvertisingReport(try reports(&r, minimumSize: LEExtendedAdvertisingReport.fixedSize, LEExtendedAdvertisingReport.init))
+        case LESubevent.advertisingSetTerminated:
+            r = ByteReader(p, range: 1..<p.count, context: "HCI_LE_Advertising_Set_Terminated")
+            event = .leAdvertisingSetTerminated(try .init(&r))
         case LESubevent.channelSelectionAlgorithm:
             r = ByteReader(p, range: 1..<p.count, context: "HCI_LE_Channel_Selection_Algorithm")
             let handle = try r.u16()
@@ -240,6 +245,7 @@ public enum HCIEvent: Hashable, Sendable {
             for r in reports { r.encode(into: &p) }
         case .leChannelSelectionAlgorithm(let handle, let algorithm):
             p.append(LESubevent.channelSelectionAlgorithm); p.appendLE(handle); p.append(algorithm)
+        case .leAdvertisingSetTerminated(let e): p.append(LESubevent.advertisingSetTerminated); e.encode(into: &p)
         case .leUnknown(let subevent, let params): p.append(subevent); p.append(contentsOf: params)
         default: break
         }

@@ -1,0 +1,102 @@
+/// What happens to an advertising set (`AdvertisingSet.events()`).
+public enum AdvertisingEvent: Sendable, CustomStringConvertible {
+    /// A central connected to the set, which stopped advertising. The link is also offered
+    /// by `Central.incomingConnections()`.
+    case connected(Connection)
+    /// The set advertises again after its link ended (`resumeAfterDisconnect`).
+    case resumed
+    /// The set stopped for good.
+    case ended(AdvertisingEndReason)
+
+    public var description: String {
+        switch self {
+        case .connected(let link): return "connected: \(link.peer)"
+        case .resumed: return "advertising again"
+        case .ended(let reason): return "ended: \(reason)"
+        }
+    }
+}
+
+/// Why an advertising set stopped for good.
+public enum AdvertisingEndReason: Sendable, Hashable, CustomStringConvertible {
+    /// `stop()` was called.
+    case stopped
+    /// The set's `duration` passed (Advertising Timeout, 0x3C).
+    case durationElapsed
+    /// The set sent its `maximumEvents` (Limit Reached, 0x43).
+    case eventLimitReached
+    /// A central connected and the set does not resume after the link.
+    case connected
+    /// The controller was reset, lost, or refused to advertise again; the text says which.
+    case adapter(String)
+
+    public var description: String {
+        switch self {
+        case .stopped: return "stopped"
+        case .durationElapsed: return "its duration elapsed"
+        case .eventLimitReached: return "it sent its maximum number of advertising events"
+        case .connected: return "a central connected"
+        case .adapter(let why): return why
+        }
+    }
+}
+
+/// One advertising set of an adapter, on the adapter's executor. It advertises until
+/// `stop()`, its duration or event limit, or a central's connection (then it advertises
+/// again after that link when `resumeAfterDisconnect` is set).
+///
+///     let set = try await central.startAdvertising(AdvertisingData([.completeLocalName("demo")]))
+///     for await event in await set.events() { print(event) }
+public actor AdvertisingSet {
+    public nonisolated let executor: AdapterExecutor
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+    /// Advertising_Handle (0 for a controller with legacy advertising only).
+    public nonisolated let handle: UInt8
+    public nonisolated let parameters: AdvertisingParameters
+    /// True when the set was made with the extended advertising commands (7.8.53 to 7.8.56),
+    /// also for legacy PDUs on a controller that has them.
+    public nonisolated let usesExtendedCommands: Bool
+    /// The transmit power the controller chose (extended advertising commands only), in dBm.
+    public nonisolated let selectedTxPower: Int8?
+    weak var central: Central?
+    let eventStream: Broadcaster<AdvertisingEvent>
+    /// Why the set ended; nil while it is alive.
+    public private(set) var endReason: AdvertisingEndReason?
+
+    init(central: Central, handle: UInt8, parameters: AdvertisingParameters, usesExtendedCommands: Bool, selectedTxPower: Int8?) {
+        self.executor = central.executor
+        self.central = central
+        self.handle = handle
+        self.parameters = parameters
+        self.usesExtendedCommands = usesExtendedCommands
+        self.selectedTxPower = selectedTxPower
+        self.eventStream = Broadcaster(executor: central.executor)
+    }
+
+    /// True until the set ended.
+    public var isActive: Bool { endReason == nil }
+
+    /// What happens to the set from now on; the stream finishes after `.ended`.
+    public func events(bufferingPolicy: StreamBufferingPolicy = .unbounded) -> AsyncStream<AdvertisingEvent> {
+        // A set that ended already gives a stream of its end only.
+        eventStream.subscribe(bufferingPolicy: bufferingPolicy, history: endReason.map { [.ended($0)] })
+    }
+
+    /// Stops advertising and frees the set at the controller. Stopping a set that already
+    /// ended does nothing.
+    ///
+    ///     try await set.stop()
+    public func stop() async throws(AdvertisingError) {
+        guard endReason == nil, let central else { return }
+        try await central.stopAdvertising(handle)
+    }
+
+    func emit(_ event: AdvertisingEvent) {
+        guard endReason == nil else { return }
+        eventStream.yield(event)
+        if case .ended(let reason) = event {
+            endReason = reason
+            eventStream.finish()
+        }
+    }
+}
