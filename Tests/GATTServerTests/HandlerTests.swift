@@ -10,14 +10,14 @@ struct HandlerTests {
 
     /// 0x0003 served per peer (refused with 0x80 for C0:00:00:00:00:02), 0x0005 written
     /// through a handler that accepts only 0x01, 0x0007 readable once authorized.
-    static func database(writes: Mutex<[[UInt8]]>) -> GATTDatabase {
+    static func database(writes: Writes) -> GATTDatabase {
         GATTDatabase(services: [
             .init(uuid: BluetoothUUID(uuid16: 0xFFF0), characteristics: [
                 .init(uuid: served, properties: [.read], onRead: { request in
                     request.peer == "C0:00:00:00:00:02" ? .refused(ATTErrorCode(0x80)) : .value(Array(request.peer.utf8))
                 }),
                 .init(uuid: guarded, properties: [.write], onWrite: { _, value in
-                    writes.withLock { $0.append(value) }
+                    writes.values.withLock { $0.append(value) }
                     return value == [0x01] ? nil : ATTErrorCode(0x81)
                 }),
                 .init(uuid: BluetoothUUID(uuid16: 0xFFF3), properties: [.read], permissions: [.readAuthorized], value: [0x2A]),
@@ -26,7 +26,7 @@ struct HandlerTests {
     }
 
     @Test func readHandlerSeesThePeer() async {
-        let writes = Mutex<[[UInt8]]>([])
+        let writes = Writes()
         let bed = ServerBed(Self.database(writes: writes))
         #expect(bed.send("0A 0300").isEmpty)
         #expect(await bed.link.next() == [0x0B] + Array("C0:00:00:00:00:01".utf8))
@@ -40,18 +40,18 @@ struct HandlerTests {
     }
 
     @Test func writeHandlerDecides() async {
-        let writes = Mutex<[[UInt8]]>([])
+        let writes = Writes()
         let bed = ServerBed(Self.database(writes: writes))
         bed.send("12 0500 01")
         #expect(await bed.link.next() == hex("13"))
         bed.send("12 0500 02")
         #expect(await bed.link.next() == hex("01 12 0500 81"))
-        #expect(writes.withLock { $0 } == [[0x01], [0x02]])
+        #expect(writes.values.withLock { $0 } == [[0x01], [0x02]])
     }
 
     /// A request that comes while a handler answers the one before waits for it (3.3.2).
     @Test func secondRequestWaitsForTheFirstAnswer() async {
-        let writes = Mutex<[[UInt8]]>([])
+        let writes = Writes()
         let bed = ServerBed(Self.database(writes: writes))
         bed.send("0A 0300")
         bed.send("0A 0700")
@@ -61,10 +61,15 @@ struct HandlerTests {
 
     /// Insufficient Authorization (0x08) until the server's decision allows the peer.
     @Test func authorization() async {
-        let writes = Mutex<[[UInt8]]>([])
+        let writes = Writes()
         let bed = ServerBed(Self.database(writes: writes))
         #expect(bed.request("0A 0700") == hex("01 0A 0700 08"))
         await bed.server.setAuthorization { $0.peer == "C0:00:00:00:00:01" }
         #expect(bed.request("0A 0700") == hex("0B 2A"))
     }
+}
+
+/// The values a write handler was given.
+final class Writes: Sendable {
+    let values = Mutex<[[UInt8]]>([])
 }

@@ -6,6 +6,7 @@ public struct GATTDatabaseFileError: Error, Sendable, Hashable, CustomStringConv
     /// Where: `services[1].characteristics[0].properties`.
     public let path: String
     public let problem: String
+    package init(path: String, problem: String) { self.path = path; self.problem = problem }
     public var description: String { "\(path): \(problem)" }
 }
 
