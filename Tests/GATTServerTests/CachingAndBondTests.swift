@@ -9,16 +9,18 @@ struct CachingAndBondTests {
     static let peer = LEAddress(BluetoothAddress("C4:00:00:00:00:02")!, type: .random)
     static let robust = GATTDatabase(services: ServerBed.database.services, robustCaching: true)
 
-    /// Handles of `robust`: 0x0008 Client Supported Features, 0x000C the battery level.
+    /// Handles of `robust`: 0x0008 Client Supported Features, 0x000B the battery level, 0x0010
+    /// the writable "abc".
     @Test func changeUnawareClientGetsDatabaseOutOfSync() async {
         let bed = ServerBed(Self.robust)
         #expect(bed.request("12 0800 01") == hex("13"))
         await bed.server.replaceDatabase(Self.robust)
         // The first request after the change: Database Out Of Sync (0x12); a command is ignored.
-        #expect(bed.request("0A 0C00") == hex("01 0A 0000 12"))
-        #expect(bed.send("52 1100 41").isEmpty)
+        #expect(bed.request("0A 0B00") == hex("01 0A 0000 12"))
+        #expect(bed.send("52 1000 41").isEmpty)
         // The next request is answered: the client knows now.
-        #expect(bed.request("0A 0C00") == hex("0B 64"))
+        #expect(bed.request("0A 0B00") == hex("0B 64"))
+        #expect(bed.request("0A 1000") == hex("0B 616263"))
     }
 
     @Test func readingTheDatabaseHashMakesTheClientChangeAware() async {
@@ -27,14 +29,14 @@ struct CachingAndBondTests {
         await bed.server.replaceDatabase(Self.robust)
         let hash = await bed.server.databaseHash()
         #expect(bed.request("08 0100 FFFF 2A2B") == [0x09, 0x12, 0x06, 0x00] + hash)
-        #expect(bed.request("0A 0C00") == hex("0B 64"))
+        #expect(bed.request("0A 0B00") == hex("0B 64"))
     }
 
     /// A client without robust caching is never refused.
     @Test func clientWithoutRobustCachingIsNotRefused() async {
         let bed = ServerBed(Self.robust)
         await bed.server.replaceDatabase(Self.robust)
-        #expect(bed.request("0A 0C00") == hex("0B 64"))
+        #expect(bed.request("0A 0B00") == hex("0B 64"))
     }
 
     /// A feature once enabled cannot be disabled: Value Not Allowed (0x13).

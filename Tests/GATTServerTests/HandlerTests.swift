@@ -28,24 +28,19 @@ struct HandlerTests {
     @Test func readHandlerSeesThePeer() async {
         let writes = Writes()
         let bed = ServerBed(Self.database(writes: writes))
-        #expect(bed.send("0A 0300").isEmpty)
-        #expect(await bed.link.next() == [0x0B] + Array("C0:00:00:00:00:01".utf8))
+        #expect(await bed.answer("0A 0300") == [0x0B] + Array("C0:00:00:00:00:01".utf8))
         // Read Blob cuts the served value at the offset.
-        #expect(bed.send("0C 0300 1000").isEmpty)
-        #expect(await bed.link.next() == hex("0D 31"))
+        #expect(await bed.answer("0C 0300 1000") == hex("0D 31"))
         let other = CaptureLink("C0:00:00:00:00:02")
         bed.connect(other)
-        #expect(bed.send("0A 0300", on: other).isEmpty)
-        #expect(await other.next() == hex("01 0A 0300 80"))
+        #expect(await bed.answer("0A 0300", on: other) == hex("01 0A 0300 80"))
     }
 
     @Test func writeHandlerDecides() async {
         let writes = Writes()
         let bed = ServerBed(Self.database(writes: writes))
-        bed.send("12 0500 01")
-        #expect(await bed.link.next() == hex("13"))
-        bed.send("12 0500 02")
-        #expect(await bed.link.next() == hex("01 12 0500 81"))
+        #expect(await bed.answer("12 0500 01") == hex("13"))
+        #expect(await bed.answer("12 0500 02") == hex("01 12 0500 81"))
         #expect(writes.values.withLock { $0 } == [[0x01], [0x02]])
     }
 
@@ -53,8 +48,10 @@ struct HandlerTests {
     @Test func secondRequestWaitsForTheFirstAnswer() async {
         let writes = Writes()
         let bed = ServerBed(Self.database(writes: writes))
-        bed.send("0A 0300")
-        bed.send("0A 0700")
+        bed.queue.sync {
+            bed.server.receive(hex("0A 0300"), on: bed.link)
+            bed.server.receive(hex("0A 0700"), on: bed.link)
+        }
         #expect(await bed.link.next() == [0x0B] + Array("C0:00:00:00:00:01".utf8))
         #expect(await bed.link.next() == hex("01 0A 0700 08"))
     }

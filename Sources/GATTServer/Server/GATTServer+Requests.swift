@@ -148,21 +148,28 @@ extension GATTServer {
         }
     }
 
-    /// Database Out Of Sync for a change-unaware client with robust caching (Part G, 2.5.2.1),
-    /// or nil to handle the PDU.
-    func outOfSync(_ pdu: ATTPDU, link id: ObjectIdentifier) -> ATTPDU? {
-        guard let state = links[id], state.clientFeatures & 0x01 != 0, !state.changeAware else { return nil }
-        if pdu.opcode.isCommand { dropped += 1; return nil }
-        if case .readByTypeRequest(_, let type) = pdu, type == GATTAttributeType.databaseHash { return nil }
-        if pdu.opcode.kind != .request { return nil }
+    /// What a change-unaware client with robust caching gets (Part G, 2.5.2.1).
+    enum Awareness {
+        case handle
+        case ignore
+        case refuse(ATTPDU)
+    }
+
+    /// Database Out Of Sync for a change-unaware client with robust caching, its commands
+    /// ignored; every other PDU is handled.
+    func awareness(_ pdu: ATTPDU, link id: ObjectIdentifier) -> Awareness {
+        guard let state = links[id], state.clientFeatures & 0x01 != 0, !state.changeAware else { return .handle }
+        if pdu.opcode.isCommand { dropped += 1; return .ignore }
+        if case .readByTypeRequest(_, let type) = pdu, type == GATTAttributeType.databaseHash { return .handle }
+        if pdu.opcode.kind != .request { return .handle }
         if state.outOfSyncSent {
             // The request after the error: the client knows now.
             links[id]?.changeAware = true
             rememberBondState(id)
-            return nil
+            return .handle
         }
         links[id]?.outOfSyncSent = true
-        return .errorResponse(request: pdu.opcode, handle: 0, error: .databaseOutOfSync)
+        return .refuse(.errorResponse(request: pdu.opcode, handle: 0, error: .databaseOutOfSync))
     }
 
     /// Reads `handles` (permissions first, then values, stored or served) and composes the answer.
@@ -346,13 +353,13 @@ extension GATTServer {
         Task {
             let valid = await verifier.verify(peer: peer, message: message, signature: signature)
             self.queue.async {
+                defer { self.hooks?.changed(self) }
                 guard valid, self.links[id] != nil else { self.dropped += 1; return }
                 if let last = self.bonds[peer]?.signCounter, signature.signCounter <= last { self.dropped += 1; return }
                 self.bonds[peer, default: BondState()].signCounter = signature.signCounter
                 if case .deferred(let work) = self.write(value, handle: handle, link: id, request: .signedWriteCommand, answer: { nil }) {
                     Task { _ = await work() }
                 }
-                self.hooks?.changed(self)
             }
         }
     }

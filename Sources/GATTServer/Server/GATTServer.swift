@@ -143,7 +143,11 @@ public final class GATTServer: @unchecked Sendable { // all state is touched onl
             return
         }
         let request = hooks?.request(decoded) ?? decoded
-        if let refusal = outOfSync(request, link: id) { return send(refusal, to: id) }
+        switch awareness(request, link: id) {
+        case .handle: break
+        case .ignore: return
+        case .refuse(let refusal): return send(refusal, to: id)
+        }
         switch handle(request, pdu: pdu, link: id) {
         case .none:
             return

@@ -86,6 +86,13 @@ struct ServerBed {
         return out.count == 1 ? out[0] : nil
     }
 
+    /// Sends `pdu` (hex) and returns its answer, sent at once or later by a handler.
+    func answer(_ pdu: String, on other: CaptureLink? = nil) async -> [UInt8]? {
+        let l = other ?? link
+        queue.sync { server.receive(hex(pdu), on: l) }
+        return await l.next()
+    }
+
     static func uuid128(_ n: UInt8) -> BluetoothUUID { BluetoothUUID("0000FF0\(n)-1234-5678-9ABC-DEF012345678")! }
 
     /// Handles: 0x0001-0x0006 Generic Attribute (0x0003 Service Changed, 0x0004 its CCCD,
