@@ -286,6 +286,8 @@ extension GATTServer {
             // A feature once enabled cannot be disabled (Part G, 7.2).
             guard value[0] & old == old else { return .valueNotAllowed }
             links[id]?.clientFeatures = value[0] & 0x07
+            // The table keeps the last client's, for `value(of:)`; reads answer each client its own.
+            table.attributes[i].value = [value[0] & 0x07]
         default:
             table.attributes[i].value = value
         }
