@@ -21,6 +21,20 @@ struct NotificationPDUTests {
         #expect(bed.link.drain() == [hex("1B 0900") + [UInt8](repeating: 7, count: 20)])
     }
 
+    /// A link whose send queue is full does not get the notification; the drop is counted.
+    @Test func fullLinkDropsAndCounts() async {
+        let bed = ServerBed()
+        let other = CaptureLink("C0:00:00:00:00:02")
+        bed.connect(other)
+        #expect(bed.request("12 0A00 0100") == hex("13"))
+        #expect(bed.request("12 0A00 0100", on: other) == hex("13"))
+        other.canSend = false
+        #expect(await bed.server.notify(characteristic: Self.level, value: [0x50]) == 1)
+        #expect(bed.link.drain() == [hex("1B 0900 50")])
+        #expect(other.drain().isEmpty)
+        #expect(await bed.server.droppedNotificationCount() == 1)
+    }
+
     /// 3.4.7.2/3.4.7.3: an indication waits for its confirmation.
     @Test func indicationWaitsForConfirmation() async throws {
         let bed = ServerBed()

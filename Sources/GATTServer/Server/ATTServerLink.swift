@@ -40,3 +40,11 @@ public protocol ATTServerLinkClosing: AnyObject {
     /// Ends the bearer (disconnects the link when it is the LE fixed channel).
     func closeBearer()
 }
+
+/// A link that says when its send queue is full: notifications to it are then dropped and
+/// counted (`GATTServer.droppedNotificationCount()`) instead of queued without bound.
+/// Indications are not dropped: one at a time waits for its confirmation.
+public protocol ATTServerLinkFlowControl: AnyObject {
+    /// False while the link cannot take another PDU without exceeding its bound.
+    var canSend: Bool { get }
+}

@@ -3,7 +3,9 @@ import GATTClient
 extension GATTServer {
     /// Sends a Handle Value Notification of `value` (cut to ATT_MTU - 3) to every link that
     /// enabled notifications of `characteristic`, and stores the value; returns how many
-    /// links it went to.
+    /// links it went to. A link whose send queue is full (`ATTServerLinkFlowControl`) does
+    /// not get it: the drop is counted, and a return below the subscriber count tells the
+    /// app to slow down.
     ///
     ///     await server.notify(characteristic: heartRateMeasurement, value: [0x00, 72])
     @discardableResult
@@ -15,7 +17,11 @@ extension GATTServer {
         guard let valueHandle = valueHandleOnQueue(characteristic), let cccd = cccdHandle(of: characteristic) else { return 0 }
         if let i = table.index(of: valueHandle) { table.attributes[i].value = value }
         var sent = 0
-        for state in links.values where !state.ended && (state.cccd[cccd] ?? 0) & 0x0001 != 0 {
+        for (id, state) in links where !state.ended && (state.cccd[cccd] ?? 0) & 0x0001 != 0 {
+            if let flow = state.link as? any ATTServerLinkFlowControl, !flow.canSend {
+                links[id]?.droppedNotifications += 1
+                continue
+            }
             let part = Array(value.prefix(Int(state.mtu) - 3))
             state.link.sendToCentral(ATTPDU.handleValueNotification(handle: valueHandle, value: part).bytes)
             sent += 1
@@ -40,9 +46,13 @@ extension GATTServer {
                 entries.append((h, cccd, value))
             }
             var reached = 0
-            for state in self.links.values where !state.ended {
+            for (id, state) in self.links where !state.ended {
                 let mine = entries.filter { (state.cccd[$0.cccd] ?? 0) & 0x0001 != 0 }
                 guard !mine.isEmpty else { continue }
+                if let flow = state.link as? any ATTServerLinkFlowControl, !flow.canSend {
+                    self.links[id]?.droppedNotifications += mine.count
+                    continue
+                }
                 reached += 1
                 let size = 1 + mine.reduce(0) { $0 + 4 + $1.value.count }
                 if mine.count > 1, state.clientFeatures & 0x04 != 0, size <= Int(state.mtu) {

@@ -322,7 +322,7 @@ extension GATTServer {
         for h in order {
             guard let v = assembled[h], let i = table.index(of: h) else { continue }
             let a = table.attributes[i]
-            if let code = checkWrite(v, to: a) { return refuse(code == .invalidAttributeValueLength ? code : code, h) }
+            if let code = checkWrite(v, to: a) { return refuse(code, h) }
             if case .value(let c) = a.kind, let handler = table.characteristics[c].onWrite { handlers.append((handler, request(a, link: id, offset: 0), v)) }
         }
         let writes = order.compactMap { h in assembled[h].map { (h, $0) } }

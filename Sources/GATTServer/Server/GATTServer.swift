@@ -34,6 +34,8 @@ public final class GATTServer: @unchecked Sendable { // all state is touched onl
         /// Indications waiting for their Handle Value Confirmation, oldest first, by id.
         package var confirmationWaiters: [(id: UInt64, continuation: CheckedContinuation<Bool, Never>?)] = []
         package var indicationTimer: (any ScheduledTimer)?
+        /// Notifications dropped because the link's send queue was full.
+        package var droppedNotifications = 0
         /// A Service Changed indication is unconfirmed: its confirmation makes the client change-aware.
         package var serviceChangedSent = false
         init(link: any ATTServerLink) { self.link = link }
@@ -248,6 +250,10 @@ public final class GATTServer: @unchecked Sendable { // all state is touched onl
 
     /// PDUs dropped so far (malformed commands, unverified signed writes, ended bearers, floods).
     public func droppedCount() async -> Int { await onQueue { self.dropped } }
+
+    /// Notifications dropped so far because a link's send queue was full
+    /// (`ATTServerLinkFlowControl`), summed over the connected links.
+    public func droppedNotificationCount() async -> Int { await onQueue { self.links.values.reduce(0) { $0 + $1.droppedNotifications } } }
 
     // MARK: Lookups (on the queue)
 

@@ -6,12 +6,13 @@ import GATTServer
 
 /// The client end of one bearer to a `GATTServer`, as raw PDUs: what the server sends is kept
 /// in order, and `next()` waits (bounded) for the next one.
-final class CaptureLink: ATTServerLink, ATTServerLinkSecurity, ATTServerLinkBond, ATTServerLinkClosing, @unchecked Sendable { // the security fields are set by the test before traffic; the rest holds `state`
+final class CaptureLink: ATTServerLink, ATTServerLinkSecurity, ATTServerLinkBond, ATTServerLinkClosing, ATTServerLinkFlowControl, @unchecked Sendable { // the security fields are set by the test before traffic; the rest holds `state`
     let centralDescription: String
     var isEncrypted = false
     var isAuthenticated = false
     var encryptionKeySize = 16
     var bondedPeer: LEAddress?
+    var canSend = true
     private let state = Mutex<(sent: [[UInt8]], waiter: CheckedContinuation<[UInt8]?, Never>?, closed: Bool)>(([], nil, false))
 
     init(_ description: String = "C0:00:00:00:00:01", bondedPeer: LEAddress? = nil) {
