@@ -56,6 +56,27 @@ struct HandlerTests {
         #expect(await bed.link.next() == hex("01 0A 0700 08"))
     }
 
+    /// A client that sends more requests while one is answered gets the first two answered
+    /// in order; the third is dropped and counted (the queue behind a handler holds one).
+    @Test func requestsBehindAHandlerAreBounded() async {
+        let bed = ServerBed(Self.database(writes: Writes()))
+        bed.queue.sync {
+            bed.server.receive(hex("0A 0300"), on: bed.link)
+            bed.server.receive(hex("0A 0700"), on: bed.link)
+            bed.server.receive(hex("0A 0700"), on: bed.link)
+        }
+        #expect(await bed.link.next() == [0x0B] + Array("C0:00:00:00:00:01".utf8))
+        #expect(await bed.link.next() == hex("01 0A 0700 08"))
+        #expect(await bed.server.droppedCount() == 1)
+        #expect(bed.link.drain().isEmpty)
+    }
+
+    /// Read By Type of a served value answers it alone (Read Using Characteristic UUID).
+    @Test func readByTypeOfAServedValue() async {
+        let bed = ServerBed(Self.database(writes: Writes()))
+        #expect(await bed.answer("08 0100 FFFF F1FF") == [0x09, 0x13, 0x03, 0x00] + Array("C0:00:00:00:00:01".utf8))
+    }
+
     /// Insufficient Authorization (0x08) until the server's decision allows the peer.
     @Test func authorization() async {
         let writes = Writes()

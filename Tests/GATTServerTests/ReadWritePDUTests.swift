@@ -97,6 +97,33 @@ struct ReadWritePDUTests {
         #expect(bed.request("0A 0E00") == hex("0B 616263"))
     }
 
+    /// The prepare queue holds at most `prepareQueueBytes` value octets per link.
+    @Test func preparedBytesAreBounded() {
+        let bed = ServerBed(GATTDatabase(services: ServerBed.database.services), prepareQueueBytes: 20)
+        #expect(bed.request("16 0E00 0000" + String(repeating: "11", count: 18)) != nil)
+        #expect(bed.request("16 0E00 1200 2222") == hex("17 0E00 1200 2222"))
+        #expect(bed.request("16 0E00 1400 33") == hex("01 16 0E00 09"))
+        #expect(bed.request("18 00") == hex("19"))
+        #expect(bed.request("16 0E00 0000 44") == hex("17 0E00 0000 44"))
+    }
+
+    /// A key shorter than 16 octets is refused for a `fullKeySize` attribute: Encryption Key
+    /// Size Too Short (0x0C); no encryption at all: Insufficient Encryption (0x0F).
+    @Test func keySize() {
+        let db = GATTDatabase(services: [
+            .init(uuid: BluetoothUUID(uuid16: 0xFFF0), characteristics: [
+                .init(uuid: BluetoothUUID(uuid16: 0xFFF1), properties: [.read], permissions: [.read, .fullKeySize], value: [0x01]),
+            ]),
+        ], includesGATTService: false)
+        let bed = ServerBed(db)
+        #expect(bed.request("0A 0300") == hex("01 0A 0300 0F"))
+        bed.link.isEncrypted = true
+        bed.link.encryptionKeySize = 7
+        #expect(bed.request("0A 0300") == hex("01 0A 0300 0C"))
+        bed.link.encryptionKeySize = 16
+        #expect(bed.request("0A 0300") == hex("0B 01"))
+    }
+
     /// The CCCD (Vol 3, Part G, 3.3.3.3) is per client; bits the characteristic does not
     /// support are refused with CCCD Improperly Configured (0xFD).
     @Test func clientCharacteristicConfiguration() {

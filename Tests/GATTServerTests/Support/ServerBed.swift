@@ -62,9 +62,10 @@ struct ServerBed {
     let server: GATTServer
     let link: CaptureLink
 
-    init(_ database: GATTDatabase = ServerBed.database, prepareQueueLimit: Int = 64, scheduler: ((DispatchQueue) -> any TimerScheduler)? = nil,
+    init(_ database: GATTDatabase = ServerBed.database, prepareQueueLimit: Int = 64, prepareQueueBytes: Int = 4096, scheduler: ((DispatchQueue) -> any TimerScheduler)? = nil,
          link: CaptureLink = CaptureLink()) {
-        server = GATTServer(database: database, queue: queue, prepareQueueLimit: prepareQueueLimit, scheduler: scheduler?(queue))
+        server = GATTServer(database: database, queue: queue, prepareQueueLimit: prepareQueueLimit, prepareQueueBytes: prepareQueueBytes,
+                            scheduler: scheduler?(queue))
         self.link = link
         queue.sync { server.connect(link) }
     }
