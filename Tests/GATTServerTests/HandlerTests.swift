@@ -91,3 +91,58 @@ struct HandlerTests {
 final class Writes: Sendable {
     let values = Mutex<[[UInt8]]>([])
 }
+
+/// Write Commands to a handler that has not answered: at most 8 per link run; the rest of a
+/// flood is dropped and counted instead of queued without bound.
+struct CommandFloodTests {
+    @Test func writeCommandsBehindAHandlerAreBounded() async throws {
+        let gate = Gate()
+        let db = GATTDatabase(services: [
+            .init(uuid: BluetoothUUID(uuid16: 0xFFF0), characteristics: [
+                .init(uuid: BluetoothUUID(uuid16: 0xFFF1), properties: [.writeWithoutResponse], onWrite: { _, _ in
+                    await gate.wait()
+                    return nil
+                }),
+            ]),
+        ], includesGATTService: false)
+        let bed = ServerBed(db)
+        bed.queue.sync { for _ in 0..<10 { bed.server.receive(hex("52 0300 01"), on: bed.link) } }
+        #expect(await bed.server.droppedCount() == 2)
+        try await bounded { await gate.waitForWaiters(8) }
+        gate.openAll()
+        #expect(await bed.server.waitUntil("the handlers ended") { $0.links.values.allSatisfy { $0.commandsRunning == 0 } })
+        #expect(bed.link.drain().isEmpty)
+    }
+}
+
+/// Holds handlers until the test opens it, and tells when a number of them wait.
+final class Gate: Sendable {
+    private let state = Mutex<(waiting: [CheckedContinuation<Void, Never>], watcher: (count: Int, continuation: CheckedContinuation<Void, Never>)?)>(([], nil))
+
+    func wait() async {
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            let ready = state.withLock { s -> CheckedContinuation<Void, Never>? in
+                s.waiting.append(c)
+                guard let w = s.watcher, s.waiting.count >= w.count else { return nil }
+                s.watcher = nil
+                return w.continuation
+            }
+            ready?.resume()
+        }
+    }
+
+    func waitForWaiters(_ n: Int) async {
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            let now = state.withLock { s -> Bool in
+                if s.waiting.count >= n { return true }
+                s.watcher = (n, c)
+                return false
+            }
+            if now { c.resume() }
+        }
+    }
+
+    func openAll() {
+        for c in state.withLock({ s in defer { s.waiting = [] }; return s.waiting }) { c.resume() }
+    }
+}

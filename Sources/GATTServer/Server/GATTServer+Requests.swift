@@ -116,7 +116,7 @@ extension GATTServer {
 
         case .writeCommand(let handle, let value):
             if case .deferred(let work) = write(value, handle: handle, link: id, request: .writeCommand, answer: { nil }) {
-                Task { _ = await work() }
+                runCommand(link: id) { _ = await work() }
             }
             return .none
 
@@ -352,15 +352,15 @@ extension GATTServer {
               table.characteristics[c].properties.contains(.authenticatedSignedWrites),
               checkWrite(value, to: table.attributes[i]) == nil else { dropped += 1; return }
         if let last = bonds[peer]?.signCounter, signature.signCounter <= last { dropped += 1; return }
-        Task {
+        runCommand(link: id) {
             let valid = await verifier.verify(peer: peer, message: message, signature: signature)
-            self.queue.async {
+            await self.onQueue {
                 defer { self.hooks?.changed(self) }
                 guard valid, self.links[id] != nil else { self.dropped += 1; return }
                 if let last = self.bonds[peer]?.signCounter, signature.signCounter <= last { self.dropped += 1; return }
                 self.bonds[peer, default: BondState()].signCounter = signature.signCounter
                 if case .deferred(let work) = self.write(value, handle: handle, link: id, request: .signedWriteCommand, answer: { nil }) {
-                    Task { _ = await work() }
+                    self.runCommand(link: id) { _ = await work() }
                 }
             }
         }

@@ -34,6 +34,9 @@ public final class GATTServer: @unchecked Sendable { // all state is touched onl
         /// Indications waiting for their Handle Value Confirmation, oldest first, by id.
         package var confirmationWaiters: [(id: UInt64, continuation: CheckedContinuation<Bool, Never>?)] = []
         package var indicationTimer: (any ScheduledTimer)?
+        /// Commands (Write Command to a handler, Signed Write Command) whose handler or
+        /// verifier still runs; at most `commandLimit`, later ones are dropped.
+        package var commandsRunning = 0
         /// Notifications dropped because the link's send queue was full.
         package var droppedNotifications = 0
         /// A Service Changed indication is unconfirmed: its confirmation makes the client change-aware.
@@ -59,6 +62,8 @@ public final class GATTServer: @unchecked Sendable { // all state is touched onl
     /// How long an indication may stay unconfirmed before the bearer ends (Part F, 3.3.3: 30 s).
     public let indicationTimeout: Duration
     package let scheduler: any TimerScheduler
+    /// How many commands of one link may wait for a handler or the signature verifier.
+    package let commandLimit = 8
     package var table: AttributeTable
     package var links: [ObjectIdentifier: LinkState] = [:]
     package var bonds: [LEAddress: BondState] = [:]
@@ -172,6 +177,18 @@ public final class GATTServer: @unchecked Sendable { // all state is touched onl
         if let next = links[id]?.waiting.first {
             links[id]?.waiting.removeFirst()
             process(next, opcode: ATTOpcode(next[0]), isRequest: true, link: id)
+        }
+    }
+
+    /// Runs a command's async work (a write handler, the signature verifier) unless the link
+    /// already has `commandLimit` running: a flood of commands is dropped and counted, not
+    /// queued without bound.
+    func runCommand(link id: ObjectIdentifier, _ work: @escaping @Sendable () async -> Void) {
+        guard let running = links[id]?.commandsRunning, running < commandLimit else { dropped += 1; return }
+        links[id]?.commandsRunning = running + 1
+        Task {
+            await work()
+            self.queue.async { self.links[id]?.commandsRunning -= 1 }
         }
     }
 
