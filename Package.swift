@@ -8,6 +8,7 @@ let package = Package(
         .library(name: "ATT", targets: ["ATT"]),
         .library(name: "SMP", targets: ["SMP"]),
         .library(name: "GATTClient", targets: ["GATTClient"]),
+        .library(name: "GATTServer", targets: ["GATTServer"]),
         .library(name: "BLETestSupport", targets: ["BLETestSupport"]),
         .library(name: "BLESensors", targets: ["BLESensors"]),
         .library(name: "BLEGateway", targets: ["BLEGateway"]),
@@ -38,7 +39,8 @@ let package = Package(
         .target(name: "SMP", dependencies: ["BLECore", "CCrypto"]),
         .target(name: "ATT", dependencies: ["BLECore"]),
         .target(name: "GATTClient", dependencies: ["ATT", "BLECore"]),
-        .target(name: "BLETestSupport", dependencies: ["BLECore", "ATT", "GATTClient"]),
+        .target(name: "GATTServer", dependencies: ["ATT", "BLECore", "GATTClient", "SMP"]),
+        .target(name: "BLETestSupport", dependencies: ["BLECore", "ATT", "GATTClient", "GATTServer"]),
         .target(name: "BLESensors", dependencies: ["BLECore", "CCrypto"]),
         .target(name: "BLEGateway", dependencies: ["CMosquitto", "BLECore", "ATT", "GATTClient", "SMP", "BLESensors"]),
         .executableTarget(name: "ble", dependencies: ["BLECore", "ATT", "GATTClient", "SMP", "BLEGateway", "BLESensors", "CYAML"]),
@@ -50,6 +52,7 @@ let package = Package(
         .testTarget(name: "BLEGatewayTests", dependencies: ["BLEGateway", "GATTClient", "BLECore", "BLETestSupport", "SMP"]),
         .testTarget(name: "BLESensorsTests", dependencies: ["BLESensors", "BLECore"]),
         .testTarget(name: "IntegrationTests", dependencies: ["GATTClient", "ATT", "BLECore", "BLETestSupport", "SMP"]),
+        .testTarget(name: "GATTServerTests", dependencies: ["GATTServer", "GATTClient", "ATT", "BLECore", "BLETestSupport", "SMP"]),
     ],
     swiftLanguageModes: [.v6]
 )

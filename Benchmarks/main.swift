@@ -12,7 +12,7 @@ var runs = 5
 var quick = false
 var allocationsChild = false
 var perConnectionChild = false
-/// Workload keys to run (w1, w2, w3, w4, w5, dense, memory, gateway, l2cap, l2cap-receive,
+/// Workload keys to run (w1, w2, w3, w4, w5, dense, memory, gateway, gatt-server, l2cap, l2cap-receive,
 /// l2cap-send, l2cap-socket, hostile, hostile-indications, gateway-fleet, sensors); all when empty.
 var only: Set<String> = []
 /// SDUs of each size for the l2cap workloads (`--sdus N`), instead of their defaults.
@@ -169,6 +169,14 @@ if selected("w3") { do {
 } catch {
     log("W3 failed: \(error)")
 } }
+
+// GATT server
+if selected("gatt-server") {
+    let n = quick ? 100_000 : 1_000_000
+    add(GATTServerWorkload.notifications(clients: 1, values: n, runs: runs))
+    add(GATTServerWorkload.notifications(clients: 8, values: n / 8, runs: runs))
+    add(GATTServerWorkload.reads(count: n, runs: runs))
+}
 
 // W4
 if selected("w4") { do {

@@ -201,6 +201,20 @@ for selector, v in [(0, b"\x64"), (1, b"\x34\x12"), (2, b"\x78\x56\x34\x12"), (3
                     (15, b"\x01\x0d\x00\x00\x00\x10\x01"), (16, b"\x41\x03")]:
     seed("GATTValues", bytes([selector]) + v, limit=40)
 
+# GATT server input: a choices octet, then length-prefixed client PDUs. The requests and
+# commands of the captures (Exchange MTU, discovery, reads, writes, prepared writes), one seed
+# each with every choice, and all of them in capture order as one session.
+requests = [sdu for sdu in seeds.get("ATTPDU", {}).values()
+            if len(sdu) <= 255 and (sdu[0] in (0x02, 0x04, 0x06, 0x08, 0x0A, 0x0C, 0x0E, 0x10, 0x12, 0x16, 0x18, 0x1E, 0x20, 0x52, 0xD2))]
+session = b"".join(bytes([len(r)]) + r for r in requests)
+for choices in range(8):
+    seed("GATTServerPDU", bytes([choices]) + session, limit=60)
+for r in requests:
+    seed("GATTServerPDU", b"\x00" + bytes([len(r)]) + r, limit=60)
+# A prepare queue flood: 20 Prepare Write Requests to the value 0x0009, then Execute Write.
+flood = b"".join(bytes([8]) + b"\x16\x09\x00" + struct.pack("<H", 3 * i) + b"abc" for i in range(20)) + b"\x02\x18\x01"
+seed("GATTServerPDU", b"\x00" + flood, limit=60)
+
 for target, blobs in seeds.items():
     d = os.path.join(OUT, target)
     shutil.rmtree(d, ignore_errors=True)

@@ -1,1 +1,2 @@
 @_exported import GATTClient
+@_exported import GATTServer

@@ -19,19 +19,6 @@ extension GATTDatabase.Characteristic {
 }
 
 extension GATTServer {
-    /// Sets the value of the first characteristic with `uuid` without telling anyone (the
-    /// next read returns it); false when there is no such characteristic.
-    @discardableResult
-    public func setValue(_ value: [UInt8], of uuid: BluetoothUUID) async -> Bool {
-        await onQueue {
-            guard let handle = self.valueHandleOnQueue(uuid), let i = self.table.index(of: handle) else { return false }
-            self.table.attributes[i].value = value
-            return true
-        }
-    }
-}
-
-extension GATTServer {
     /// On the server's queue: some link enabled notifications or indications of `uuid`.
     func hasSubscriberOnQueue(_ uuid: BluetoothUUID) -> Bool {
         guard let cccd = cccdHandle(of: uuid) else { return false }

@@ -20,8 +20,8 @@ extension GATTServer {
     /// Forgets the received opcodes and the applied writes.
     public func clearRecords() async {
         await onQueue {
-            self.log.removeAll()
-            self.writes.removeAll()
+            self.records.log.removeAll()
+            self.records.writes.removeAll()
         }
     }
 }

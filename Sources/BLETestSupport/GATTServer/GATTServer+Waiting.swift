@@ -1,4 +1,5 @@
 import Dispatch
+import GATTServer
 
 extension GATTServer {
     /// A test waiting in `waitUntil`.
@@ -16,8 +17,8 @@ extension GATTServer {
     public func waitUntil(_ what: String, timeout: Duration = .seconds(10),
                           _ condition: @escaping @Sendable (GATTServer) -> Bool) async -> Bool {
         let id = await onQueue { () -> UInt64 in
-            self.nextConditionWaiter += 1
-            return self.nextConditionWaiter
+            self.records.nextConditionWaiter += 1
+            return self.records.nextConditionWaiter
         }
         return await withTaskCancellationHandler {
             await withCheckedContinuation { (c: CheckedContinuation<Bool, Never>) in
@@ -31,17 +32,17 @@ extension GATTServer {
     private func addConditionWaiter(_ id: UInt64, timeout: Duration, _ condition: @escaping @Sendable (GATTServer) -> Bool,
                                     _ c: CheckedContinuation<Bool, Never>) {
         if condition(self) { return c.resume(returning: true) }
-        if cancelledConditionWaiters.remove(id) != nil { return c.resume(returning: false) }
+        if records.cancelledConditionWaiters.remove(id) != nil { return c.resume(returning: false) }
         let deadline = DispatchWorkItem { [self] in endConditionWaiter(id, held: false) }
-        conditionWaiters[id] = ConditionWaiter(condition: condition, continuation: c, deadline: deadline)
+        records.conditionWaiters[id] = ConditionWaiter(condition: condition, continuation: c, deadline: deadline)
         let ms = Int(min(timeout / .milliseconds(1), Double(Int32.max)))
         queue.asyncAfter(deadline: .now() + .milliseconds(ms), execute: deadline)
     }
 
     /// Ends waiter `id` (or remembers that it ended before it was added).
     private func endConditionWaiter(_ id: UInt64, held: Bool) {
-        guard let waiter = conditionWaiters.removeValue(forKey: id) else {
-            if !held { cancelledConditionWaiters.insert(id) }
+        guard let waiter = records.conditionWaiters.removeValue(forKey: id) else {
+            if !held { records.cancelledConditionWaiters.insert(id) }
             return
         }
         waiter.deadline.cancel()
@@ -50,8 +51,8 @@ extension GATTServer {
 
     /// Something observable changed: ends the waits whose condition now holds.
     func checkConditions() {
-        guard !conditionWaiters.isEmpty else { return }
-        for (id, waiter) in conditionWaiters where waiter.condition(self) {
+        guard let records = hooks as? GATTServerRecords, !records.conditionWaiters.isEmpty else { return }
+        for (id, waiter) in records.conditionWaiters where waiter.condition(self) {
             endConditionWaiter(id, held: true)
         }
     }

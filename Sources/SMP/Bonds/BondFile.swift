@@ -21,6 +21,7 @@ enum BondFile {
         }
         if let irk = b.identityResolvingKey { lines.append("irk=\(hex(irk))") }
         if let csrk = b.signatureKey { lines.append("csrk=\(hex(csrk))") }
+        if let n = b.peerSignCounter { lines.append("csrk.signCounter=\(n)") }
         if let csrk = b.localSignatureKey { lines += ["localCsrk=\(hex(csrk))", "localCsrk.signCounter=\(b.localSignCounter)"] }
         lines.append("end")
         return lines.joined(separator: "\n") + "\n"
@@ -45,6 +46,7 @@ enum BondFile {
         bond.localLongTermKey = try ltk("localLtk", fields)
         if let v = fields["irk"] { guard let k = parseKey(v) else { throw .init("bad 'irk'") }; bond.identityResolvingKey = k }
         if let v = fields["csrk"] { guard let k = parseKey(v) else { throw .init("bad 'csrk'") }; bond.signatureKey = k }
+        if let v = fields["csrk.signCounter"] { guard let n = UInt32(v) else { throw .init("bad 'csrk.signCounter'") }; bond.peerSignCounter = n }
         if let v = fields["localCsrk"] {
             guard let k = parseKey(v), let n = fields["localCsrk.signCounter"].flatMap({ UInt32($0) }) else { throw .init("incomplete or bad 'localCsrk' fields") }
             bond.localSignatureKey = k

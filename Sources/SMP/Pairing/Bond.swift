@@ -52,6 +52,9 @@ public struct Bond: Sendable, Hashable {
     /// The SignCounter of this side's next signed write with `localSignatureKey`: it starts at
     /// 0 and grows by one for every signed message (2.4.5), across runs.
     public var localSignCounter: UInt32 = 0
+    /// The highest SignCounter accepted in a Signed Write Command signed with `signatureKey`;
+    /// a later one must be above it (Vol 3, Part H, 2.4.5). nil before the first.
+    public var peerSignCounter: UInt32?
     /// Seconds since 1970 when the bond was made.
     public var created: Int64
 

@@ -1,8 +1,9 @@
 import GATTClient
+import SMP
 
 /// One attribute of the server's table (Core Spec 5.4, Vol 3, Part F, 3.2).
-struct ServerAttribute {
-    enum Kind {
+package struct ServerAttribute {
+    package enum Kind {
         case service(end: UInt16)
         case include
         case characteristicDeclaration
@@ -10,22 +11,26 @@ struct ServerAttribute {
         case cccd(valueHandle: UInt16, properties: GATTCharacteristicProperties)
         case descriptor
     }
-    let handle: UInt16
-    let type: BluetoothUUID
-    var value: [UInt8]
-    let permissions: GATTDatabase.Permissions
-    let kind: Kind
+    package let handle: UInt16
+    package let type: BluetoothUUID
+    package var value: [UInt8]
+    package let permissions: GATTDatabase.Permissions
+    package let kind: Kind
 }
 
 /// The server's attribute table laid out from a `GATTDatabase`.
-struct AttributeTable {
-    var attributes: [ServerAttribute] = []
+package struct AttributeTable {
+    package var attributes: [ServerAttribute] = []
     /// Per characteristic value: its description (write rules, limits).
-    var characteristics: [GATTDatabase.Characteristic] = []
-    var serviceChangedHandle: UInt16?
-    var databaseHashHandle: UInt16?
+    package var characteristics: [GATTDatabase.Characteristic] = []
+    package var serviceChangedHandle: UInt16?
+    package var databaseHashHandle: UInt16?
+    package var clientSupportedFeaturesHandle: UInt16?
+    /// The Database Hash (Vol 3, Part G, 7.3) as read: AES-CMAC's 128-bit result, least
+    /// significant octet first.
+    package private(set) var hash: [UInt8] = []
 
-    init(_ db: GATTDatabase) {
+    package init(_ db: GATTDatabase) {
         let services = db.allServices
         // First pass: each service's handle range, for include declarations.
         var ranges: [(uuid: BluetoothUUID, start: UInt16, end: UInt16)] = []
@@ -63,6 +68,7 @@ struct AttributeTable {
                 characteristics.append(c)
                 if c.uuid == GATTAttributeType.serviceChanged { serviceChangedHandle = valueHandle }
                 if c.uuid == GATTAttributeType.databaseHash { databaseHashHandle = valueHandle }
+                if c.uuid == GATTAttributeType.clientSupportedFeatures { clientSupportedFeaturesHandle = valueHandle }
                 h += 2
                 if !c.properties.intersection([.notify, .indicate]).isEmpty {
                     attributes.append(ServerAttribute(handle: h, type: GATTAttributeType.clientCharacteristicConfiguration, value: [0, 0],
@@ -75,8 +81,9 @@ struct AttributeTable {
                 }
             }
         }
+        hash = databaseHash()
         if let hashHandle = databaseHashHandle, let i = index(of: hashHandle) {
-            attributes[i].value = databaseHash()
+            attributes[i].value = hash
         }
     }
 
@@ -85,30 +92,31 @@ struct AttributeTable {
         return uuid.as128.littleEndianBytes
     }
 
-    func index(of handle: UInt16) -> Int? {
+    package func index(of handle: UInt16) -> Int? {
         // Handles are dense from 1.
         let i = Int(handle) - 1
         return i >= 0 && i < attributes.count ? i : nil
     }
 
-    /// A 128-bit digest of the handles, types and declaration values (a stand-in for the
-    /// AES-CMAC of Vol 3, Part G, 7.3.1: it changes whenever the structure changes).
-    func databaseHash() -> [UInt8] {
-        var a: UInt64 = 0xCBF2_9CE4_8422_2325, b: UInt64 = 0x8422_2325_CBF2_9CE4
-        func mix(_ byte: UInt8) {
-            a = (a ^ UInt64(byte)) &* 0x0000_0100_0000_01B3
-            b = (b ^ UInt64(byte) ^ (a >> 29)) &* 0x0000_0100_0000_01B3
-        }
+    /// The Database Hash (Vol 3, Part G, 7.3.1): AES-CMAC with key 0 over, in handle order,
+    /// each service, include and characteristic declaration and Extended Properties
+    /// descriptor as handle, type and value, and each User Description, CCCD, SCCD,
+    /// Presentation Format and Aggregate Format descriptor as handle and type. 16 zero
+    /// octets if libcrypto fails.
+    package func databaseHash() -> [UInt8] {
+        var m: [UInt8] = []
         for attr in attributes {
-            mix(UInt8(truncatingIfNeeded: attr.handle)); mix(UInt8(truncatingIfNeeded: attr.handle >> 8))
-            for x in attr.type.as128.littleEndianBytes { mix(x) }
-            switch attr.kind {
-            case .service, .include, .characteristicDeclaration: for x in attr.value { mix(x) }
-            default: break
+            guard let type = attr.type.uuid16 else { continue }
+            switch type {
+            case 0x2800, 0x2801, 0x2802, 0x2803, 0x2900:
+                m.appendLE(attr.handle); m.appendLE(type); m += attr.value
+            case 0x2901, 0x2902, 0x2903, 0x2904, 0x2905:
+                m.appendLE(attr.handle); m.appendLE(type)
+            default:
+                continue
             }
         }
-        var out: [UInt8] = []
-        out.appendLE(a); out.appendLE(b)
-        return out
+        guard let mac = try? AES.cmac(key: [UInt8](repeating: 0, count: 16), message: m) else { return [UInt8](repeating: 0, count: 16) }
+        return mac.reversed()
     }
 }

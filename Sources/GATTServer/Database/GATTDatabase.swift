@@ -1,19 +1,20 @@
 import GATTClient
 
-/// The description of a simulated peripheral's attribute database, from which `GATTServer`
+/// The description of a peripheral's attribute database, from which `GATTServer`
 /// lays out handles the way a real server does (Core Spec 5.4, Vol 3, Part G, 3): each
 /// service declaration, its include declarations, then each characteristic's declaration,
 /// value, CCCD (when it notifies or indicates) and other descriptors. With `deviceName`
 /// a Generic Access service comes first; with `includesGATTService` a Generic Attribute
-/// service follows with Service Changed and Database Hash.
+/// service follows with Service Changed and Database Hash (and, with `robustCaching`,
+/// Client Supported Features).
 ///
 ///     let db = GATTDatabase(services: [.init(uuid: BluetoothUUID("180F")!, characteristics: [
 ///         .init(uuid: BluetoothUUID("2A19")!, properties: [.read, .notify], value: [100])])])
 public struct GATTDatabase: Sendable {
     /// Access rules of an attribute (Vol 3, Part F, 3.2.5).
     public struct Permissions: OptionSet, Sendable, Hashable {
-        public let rawValue: UInt8
-        public init(rawValue: UInt8) { self.rawValue = rawValue }
+        public let rawValue: UInt16
+        public init(rawValue: UInt16) { self.rawValue = rawValue }
         public static let read = Permissions(rawValue: 0x01)
         public static let write = Permissions(rawValue: 0x02)
         /// Reading needs an encrypted link (else Insufficient Encryption).
@@ -25,9 +26,9 @@ public struct GATTDatabase: Sendable {
         /// Reading and writing need an encryption key of 16 octets (else Encryption Key Size
         /// Too Short, 0x0C; Insufficient Encryption on an unencrypted link).
         public static let fullKeySize = Permissions(rawValue: 0x40)
-
-        var readable: Bool { !intersection([.read, .readEncrypted, .readAuthenticated]).isEmpty }
-        var writable: Bool { !intersection([.write, .writeEncrypted, .writeAuthenticated]).isEmpty }
+        /// Reading needs the server's `authorize` to allow the peer (else Insufficient Authorization).
+        public static let readAuthorized = Permissions(rawValue: 0x80)
+        public static let writeAuthorized = Permissions(rawValue: 0x100)
     }
 
     public struct Descriptor: Sendable {
@@ -40,6 +41,20 @@ public struct GATTDatabase: Sendable {
         /// A Characteristic User Description (0x2901).
         public static func userDescription(_ text: String) -> Descriptor {
             Descriptor(uuid: GATTAttributeType.userDescription, value: Array(text.utf8))
+        }
+        /// A Characteristic Presentation Format (0x2904; Vol 3, Part G, 3.3.3.5): the format
+        /// (0x04 uint8, 0x06 uint16, 0x0E sint16, 0x19 utf8s, ...), the base-10 exponent, the
+        /// unit UUID (0x27AD percentage), the name space (0x01 Bluetooth SIG) and description.
+        public static func presentationFormat(format: UInt8, exponent: Int8 = 0, unit: UInt16, namespace: UInt8 = 0x01,
+                                              description: UInt16 = 0) -> Descriptor {
+            Descriptor(uuid: BluetoothUUID(uuid16: 0x2904),
+                       value: [format, UInt8(bitPattern: exponent), UInt8(truncatingIfNeeded: unit), UInt8(truncatingIfNeeded: unit >> 8),
+                               namespace, UInt8(truncatingIfNeeded: description), UInt8(truncatingIfNeeded: description >> 8)])
+        }
+        /// A Characteristic Extended Properties descriptor (0x2900; Vol 3, Part G, 3.3.3.1):
+        /// bit 0 Reliable Write, bit 1 Writable Auxiliaries.
+        public static func extendedProperties(reliableWrite: Bool = false, writableAuxiliaries: Bool = false) -> Descriptor {
+            Descriptor(uuid: GATTAttributeType.extendedProperties, value: [(reliableWrite ? 1 : 0) | (writableAuxiliaries ? 2 : 0), 0])
         }
     }
 
@@ -57,12 +72,18 @@ public struct GATTDatabase: Sendable {
         /// The permissions of the CCCD (when the characteristic notifies or indicates); a
         /// server may require encryption to subscribe (`[.read, .writeEncrypted]`).
         public var cccdPermissions: Permissions
+        /// Serves the value instead of `value` when set: called for every read of it, with
+        /// the requesting peer; an ATT error code refuses the read.
+        public var onRead: GATTReadHandler?
+        /// Decides every write of the value when set (before it is stored): nil accepts it,
+        /// an ATT error code refuses it.
+        public var onWrite: GATTWriteHandler?
 
         /// Permissions default to what the properties imply (read, write).
         public init(uuid: BluetoothUUID, properties: GATTCharacteristicProperties, permissions: Permissions? = nil,
                     value: [UInt8] = [], descriptors: [Descriptor] = [], maximumLength: Int = 512,
                     acceptedWrites: [[UInt8]]? = nil, rejectWith: ATTErrorCode = ATTErrorCode(0x80),
-                    cccdPermissions: Permissions = [.read, .write]) {
+                    cccdPermissions: Permissions = [.read, .write], onRead: GATTReadHandler? = nil, onWrite: GATTWriteHandler? = nil) {
             self.uuid = uuid; self.properties = properties
             var implied: Permissions = []
             if properties.contains(.read) { implied.insert(.read) }
@@ -71,6 +92,7 @@ public struct GATTDatabase: Sendable {
             self.value = value; self.descriptors = descriptors; self.maximumLength = maximumLength
             self.acceptedWrites = acceptedWrites; self.rejectWith = rejectWith
             self.cccdPermissions = cccdPermissions
+            self.onRead = onRead; self.onWrite = onWrite
         }
     }
 
@@ -91,14 +113,19 @@ public struct GATTDatabase: Sendable {
     public var appearance: UInt16
     /// Adds a Generic Attribute service with Service Changed and Database Hash.
     public var includesGATTService: Bool
+    /// Adds Client Supported Features (0x2B29) to the Generic Attribute service: clients that
+    /// enable robust caching get Database Out Of Sync while they are change-unaware
+    /// (Vol 3, Part G, 2.5.2.1).
+    public var robustCaching: Bool
 
-    public init(services: [Service], deviceName: String? = nil, appearance: UInt16 = 0, includesGATTService: Bool = true) {
+    public init(services: [Service], deviceName: String? = nil, appearance: UInt16 = 0, includesGATTService: Bool = true,
+                robustCaching: Bool = false) {
         self.services = services; self.deviceName = deviceName; self.appearance = appearance
-        self.includesGATTService = includesGATTService
+        self.includesGATTService = includesGATTService; self.robustCaching = robustCaching
     }
 
     /// The services in handle order, the GAP and GATT services included.
-    var allServices: [Service] {
+    package var allServices: [Service] {
         var all: [Service] = []
         if let deviceName {
             all.append(Service(uuid: GATTAttributeType.genericAccessService, characteristics: [
@@ -108,10 +135,14 @@ public struct GATTDatabase: Sendable {
             ]))
         }
         if includesGATTService {
-            all.append(Service(uuid: GATTAttributeType.genericAttributeService, characteristics: [
+            var gatt: [Characteristic] = [
                 Characteristic(uuid: GATTAttributeType.serviceChanged, properties: [.indicate], permissions: [], value: [0, 0, 0, 0]),
                 Characteristic(uuid: GATTAttributeType.databaseHash, properties: [.read], value: []),
-            ]))
+            ]
+            if robustCaching {
+                gatt.append(Characteristic(uuid: GATTAttributeType.clientSupportedFeatures, properties: [.read, .write], value: [0]))
+            }
+            all.append(Service(uuid: GATTAttributeType.genericAttributeService, characteristics: gatt))
         }
         return all + services
     }

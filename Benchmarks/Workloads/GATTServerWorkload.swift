@@ -1,0 +1,59 @@
+import BLETestSupport
+import Dispatch
+import Synchronization
+
+/// The GATT server's own cost: notifications sent to 1 and 8 subscribed clients, and Read
+/// Requests answered, on the server's queue, each client a link that counts the octets it is
+/// given (what a bearer would hand to L2CAP).
+enum GATTServerWorkload {
+    final class CountingLink: ATTServerLink, Sendable {
+        let centralDescription: String
+        let octets = Atomic<Int>(0)
+        init(_ n: Int) { centralDescription = "bench client \(n)" }
+        func sendToCentral(_ pdu: [UInt8]) { octets.add(pdu.count, ordering: .relaxed) }
+    }
+
+    static let level = BluetoothUUID(uuid16: 0x2A19)
+    static let database = GATTDatabase(services: [
+        .init(uuid: BluetoothUUID(uuid16: 0x180F), characteristics: [
+            .init(uuid: level, properties: [.read, .notify], value: [0x64]),
+        ]),
+    ], deviceName: "bench")
+
+    /// Handles: Generic Access 0x0001-0x0005, Generic Attribute 0x0006-0x000B, Battery 0x000C:
+    /// the level's value 0x000E, its CCCD 0x000F.
+    static func server(clients: Int) -> (GATTServer, DispatchQueue, [CountingLink]) {
+        let queue = DispatchQueue(label: "bench-gatt-server")
+        let server = GATTServer(database: database, queue: queue)
+        let links = (0..<clients).map(CountingLink.init)
+        queue.sync {
+            for link in links {
+                server.connect(link)
+                server.receive([0x12, 0x0F, 0x00, 0x01, 0x00], on: link)
+            }
+        }
+        return (server, queue, links)
+    }
+
+    /// Notifications (one value to every subscribed client per call) per second, counted per client.
+    static func notifications(clients: Int, values: Int, runs: Int) -> Measurement {
+        let (server, queue, _) = server(clients: clients)
+        let value: [UInt8] = [0x01, 0x02, 0x03, 0x04]
+        return measure("GATT server: notifications to \(clients) subscribed client\(clients == 1 ? "" : "s")", operations: values * clients, runs: runs) {
+            queue.sync {
+                for _ in 0..<values { _ = server.notifyOnQueue(characteristic: level, value: value) }
+            }
+        }
+    }
+
+    /// Read Requests of the level answered per second.
+    static func reads(count: Int, runs: Int) -> Measurement {
+        let (server, queue, links) = server(clients: 1)
+        let request: [UInt8] = [0x0A, 0x0E, 0x00]
+        return measure("GATT server: Read Requests answered", operations: count, runs: runs) {
+            queue.sync {
+                for _ in 0..<count { server.receive(request, on: links[0]) }
+            }
+        }
+    }
+}

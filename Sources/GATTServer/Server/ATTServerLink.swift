@@ -1,0 +1,50 @@
+import BLECore
+
+/// The server's end of one ATT bearer: the fixed channel 0x0004 of an LE link, the
+/// in-process loopback of BLETestSupport, or a virtual controller's link. The owner calls
+/// `GATTServer.connect`, `receive(_:on:)` and `disconnect` on the server's queue, and
+/// the server answers through `sendToCentral` on that queue.
+///
+///     final class MyLink: ATTServerLink { func sendToCentral(_ pdu: [UInt8]) { channel.send(pdu) } ... }
+public protocol ATTServerLink: AnyObject, Sendable {
+    /// Sends one ATT PDU to the client (a response, notification or indication).
+    func sendToCentral(_ pdu: [UInt8])
+    /// The client's address, for logs and for `GATTRequest.peer`.
+    var centralDescription: String { get }
+}
+
+/// Reports the security of a link, so a `GATTServer` can enforce encryption and
+/// authentication permissions. Links that do not conform count as unencrypted.
+public protocol ATTServerLinkSecurity: AnyObject {
+    var isEncrypted: Bool { get }
+    var isAuthenticated: Bool { get }
+    /// The encryption key size in octets (7...16) while encrypted.
+    var encryptionKeySize: Int { get }
+}
+
+extension ATTServerLinkSecurity {
+    /// A full-size key unless the link says otherwise.
+    public var encryptionKeySize: Int { 16 }
+}
+
+/// A link whose peer is bonded: the server keeps its CCCDs and Client Supported Features
+/// across links, and verifies its signed writes with the bond's CSRK.
+public protocol ATTServerLinkBond: AnyObject {
+    /// The bonded peer's identity address; nil while the link is not bonded.
+    var bondedPeer: LEAddress? { get }
+}
+
+/// A link the server can end: after an indication stays unconfirmed for the 30 s ATT
+/// transaction timeout (Vol 3, Part F, 3.3.3) the bearer is closed.
+public protocol ATTServerLinkClosing: AnyObject {
+    /// Ends the bearer (disconnects the link when it is the LE fixed channel).
+    func closeBearer()
+}
+
+/// A link that says when its send queue is full: notifications to it are then dropped and
+/// counted (`GATTServer.droppedNotificationCount()`) instead of queued without bound.
+/// Indications are not dropped: one at a time waits for its confirmation.
+public protocol ATTServerLinkFlowControl: AnyObject {
+    /// False while the link cannot take another PDU without exceeding its bound.
+    var canSend: Bool { get }
+}

@@ -1,0 +1,306 @@
+import Dispatch
+import GATTClient
+
+/// A GATT server (Core Spec 5.4, Vol 3, Part F, 3.4; Part G, 4): lays out a `GATTDatabase`
+/// and answers every ATT request of every client, keeps the CCCDs, Client Supported Features
+/// and prepare queue per link (per bond for bonded clients, across links), serves values
+/// from the table or from async handlers, enforces permissions from the link's security,
+/// and sends notifications and indications. Every `ATTServerLink` call comes on `queue`;
+/// the async methods hop there.
+///
+///     let server = GATTServer(database: db, queue: executor.queue)
+///     server.connect(link)                         // on the queue, for each ATT bearer
+///     server.receive(pdu, on: link)                // each PDU from the client
+///     await server.notify(characteristic: level, value: [87])
+public final class GATTServer: @unchecked Sendable { // all state is touched only on `queue`
+    package struct LinkState {
+        package let link: any ATTServerLink
+        package var mtu: UInt16 = 23
+        package var prepareQueue: [(handle: UInt16, offset: UInt16, value: [UInt8])] = []
+        package var preparedBytes = 0
+        package var cccd: [UInt16: UInt16] = [:]
+        /// Client Supported Features (Vol 3, Part G, 7.2), octet 0.
+        package var clientFeatures: UInt8 = 0
+        /// False once the database changed under this client until it learns of it (Part G, 2.5.2.1).
+        package var changeAware = true
+        /// Database Out Of Sync was sent since the client became change-unaware.
+        package var outOfSyncSent = false
+        /// An async handler is answering this link's request: the next one waits for it.
+        package var answering = false
+        /// Requests that came while `answering` (a client may have one in flight, so at most one).
+        package var waiting: [[UInt8]] = []
+        /// The bearer ended after an unconfirmed indication: nothing more is sent or handled.
+        package var ended = false
+        /// Indications waiting for their Handle Value Confirmation, oldest first, by id.
+        package var confirmationWaiters: [(id: UInt64, continuation: CheckedContinuation<Bool, Never>?)] = []
+        package var indicationTimer: (any ScheduledTimer)?
+        /// Commands (Write Command to a handler, Signed Write Command) whose handler or
+        /// verifier still runs; at most `commandLimit`, later ones are dropped.
+        package var commandsRunning = 0
+        /// Notifications dropped because the link's send queue was full.
+        package var droppedNotifications = 0
+        /// A Service Changed indication is unconfirmed: its confirmation makes the client change-aware.
+        package var serviceChangedSent = false
+        init(link: any ATTServerLink) { self.link = link }
+    }
+
+    /// What is remembered of a bonded client between links (Vol 3, Part G, 3.3.3.3, 2.5.2.1).
+    package struct BondState {
+        package var cccd: [UInt16: UInt16] = [:]
+        package var clientFeatures: UInt8 = 0
+        package var changeAware = true
+        package var signCounter: UInt32?
+    }
+
+    public let queue: DispatchQueue
+    /// The server's Rx MTU.
+    public let serverMTU: UInt16
+    /// How many Prepare Write Requests a link may queue (Prepare Queue Full beyond).
+    public let prepareQueueLimit: Int
+    /// How many value octets a link's prepare queue may hold (Prepare Queue Full beyond).
+    public let prepareQueueBytes: Int
+    /// How long an indication may stay unconfirmed before the bearer ends (Part F, 3.3.3: 30 s).
+    public let indicationTimeout: Duration
+    package let scheduler: any TimerScheduler
+    /// How many commands of one link may wait for a handler or the signature verifier.
+    package let commandLimit = 8
+    package var table: AttributeTable
+    package var links: [ObjectIdentifier: LinkState] = [:]
+    package var bonds: [LEAddress: BondState] = [:]
+    /// Decides `readAuthorized` / `writeAuthorized` attributes (on the queue); nil refuses them.
+    package var authorize: (@Sendable (GATTRequest) -> Bool)?
+    /// Verifies Signed Write Commands; nil drops them.
+    package var signedWrites: (any SignedWriteVerifier)?
+    /// Test instrumentation (BLETestSupport).
+    package var hooks: (any GATTServerHooks)?
+    var nextConfirmationWaiter: UInt64 = 0
+    /// Confirmation waiters whose id was taken and that are not in line yet.
+    var unaddedConfirmationWaiters: Set<UInt64> = []
+    /// PDUs dropped because they were malformed commands, unverified signed writes or came
+    /// on an ended bearer.
+    package var dropped = 0
+
+    /// - Parameters:
+    ///   - serverMTU: this side's ATT_MTU (Exchange MTU answers with it).
+    ///   - prepareQueueLimit, prepareQueueBytes: bounds of each link's prepare queue.
+    ///   - scheduler: where the indication timeout comes from (the queue's timers by default).
+    public init(database: GATTDatabase, queue: DispatchQueue, serverMTU: UInt16 = 517, prepareQueueLimit: Int = 64,
+                prepareQueueBytes: Int = 4096, indicationTimeout: Duration = .seconds(30), scheduler: (any TimerScheduler)? = nil) {
+        self.table = AttributeTable(database)
+        self.queue = queue
+        self.serverMTU = max(23, serverMTU)
+        self.prepareQueueLimit = prepareQueueLimit
+        self.prepareQueueBytes = prepareQueueBytes
+        self.indicationTimeout = indicationTimeout
+        self.scheduler = scheduler ?? DispatchTimerScheduler(queue: queue)
+    }
+
+    // MARK: Links (on the queue)
+
+    /// A client connected on `link` (call on `queue`). A bonded link gets its bond's CCCDs back.
+    public func connect(_ link: any ATTServerLink) {
+        var state = LinkState(link: link)
+        if let peer = bondedPeer(link), let bond = bonds[peer] {
+            state.cccd = bond.cccd; state.clientFeatures = bond.clientFeatures; state.changeAware = bond.changeAware
+        }
+        links[ObjectIdentifier(link)] = state
+        hooks?.changed(self)
+    }
+
+    /// The client on `link` went (call on `queue`): its waits end, its per-link state goes.
+    public func disconnect(_ link: any ATTServerLink) {
+        defer { hooks?.changed(self) }
+        if let state = links.removeValue(forKey: ObjectIdentifier(link)) {
+            state.indicationTimer?.cancel()
+            for w in state.confirmationWaiters { w.continuation?.resume(returning: false) }
+        }
+    }
+
+    /// One ATT PDU from the client on `link` (call on `queue`); the answer goes back through
+    /// the link. Malformed or unknown requests get an Error Response, never a trap.
+    public func receive(_ pdu: [UInt8], on link: any ATTServerLink) {
+        defer { hooks?.changed(self) }
+        let id = ObjectIdentifier(link)
+        if links[id] == nil { connect(link) }
+        guard let first = pdu.first, links[id]?.ended == false else { dropped += 1; return }
+        let opcode = ATTOpcode(first)
+        let isRequest = opcode.kind == .request || opcode.kind == .unknown && !opcode.isCommand
+        if let hooks, !hooks.received(opcode, isRequest: isRequest) { return }
+        if opcode == .handleValueConfirmation { return confirmationReceived(link: id) }
+        if isRequest, links[id]?.answering == true {
+            // A second request before the answer to the first (Part F, 3.3.2): kept, bounded.
+            if links[id]?.waiting.isEmpty == true { links[id]?.waiting.append(pdu) } else { dropped += 1 }
+            return
+        }
+        process(pdu, opcode: opcode, isRequest: isRequest, link: id)
+    }
+
+    func process(_ pdu: [UInt8], opcode: ATTOpcode, isRequest: Bool, link id: ObjectIdentifier) {
+        guard let state = links[id] else { return }
+        if pdu.count > Int(state.mtu) {
+            // Longer than ATT_MTU (Part F, 3.2.8): a request is refused, a command dropped.
+            if isRequest { send(.errorResponse(request: opcode, handle: 0, error: .invalidPDU), to: id) } else { dropped += 1 }
+            return
+        }
+        let decoded: ATTPDU
+        do throws(DecodeError) {
+            decoded = try ATTPDU(bytes: pdu)
+        } catch {
+            if isRequest { send(.errorResponse(request: opcode, handle: 0, error: .invalidPDU), to: id) } else { dropped += 1 }
+            return
+        }
+        let request = hooks?.request(decoded) ?? decoded
+        switch awareness(request, link: id) {
+        case .handle: break
+        case .ignore: return
+        case .refuse(let refusal): return send(refusal, to: id)
+        }
+        switch handle(request, pdu: pdu, link: id) {
+        case .none:
+            return
+        case .answer(let response):
+            if isRequest { send(response, to: id) }
+        case .deferred(let work):
+            links[id]?.answering = true
+            Task {
+                let response = await work()
+                self.queue.async { self.finishDeferred(response, to: id) }
+            }
+        }
+    }
+
+    private func finishDeferred(_ response: ATTPDU?, to id: ObjectIdentifier) {
+        defer { hooks?.changed(self) }
+        guard links[id] != nil else { return }
+        links[id]?.answering = false
+        if let response { send(response, to: id) }
+        if let next = links[id]?.waiting.first {
+            links[id]?.waiting.removeFirst()
+            process(next, opcode: ATTOpcode(next[0]), isRequest: true, link: id)
+        }
+    }
+
+    /// Runs a command's async work (a write handler, the signature verifier) unless the link
+    /// already has `commandLimit` running: a flood of commands is dropped and counted, not
+    /// queued without bound.
+    func runCommand(link id: ObjectIdentifier, _ work: @escaping @Sendable () async -> Void) {
+        guard let running = links[id]?.commandsRunning, running < commandLimit else { dropped += 1; return }
+        links[id]?.commandsRunning = running + 1
+        Task {
+            await work()
+            self.queue.async { self.links[id]?.commandsRunning -= 1 }
+        }
+    }
+
+    /// Sends `response` on link `id` (through the hooks' rewrite in tests).
+    func send(_ response: ATTPDU, to id: ObjectIdentifier) {
+        guard let state = links[id], !state.ended else { return }
+        let pdu = hooks?.response(response) ?? response
+        state.link.sendToCentral(pdu.bytes)
+    }
+
+    // MARK: Controls
+
+    /// Runs `body` on the server's queue.
+    package func onQueue<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+        await withCheckedContinuation { c in queue.async { c.resume(returning: body()) } }
+    }
+
+    /// The value handle of the first characteristic with `uuid`.
+    ///
+    ///     let handle = await server.valueHandle(of: BluetoothUUID("2A19")!)
+    public func valueHandle(of uuid: BluetoothUUID) async -> UInt16? {
+        await onQueue { self.valueHandleOnQueue(uuid) }
+    }
+
+    /// The current stored value of the first characteristic with `uuid`.
+    public func value(of uuid: BluetoothUUID) async -> [UInt8]? {
+        await onQueue { self.valueHandleOnQueue(uuid).flatMap { self.table.index(of: $0) }.map { self.table.attributes[$0].value } }
+    }
+
+    /// Sets the value of the first characteristic with `uuid` without telling anyone (the
+    /// next read returns it); false when there is no such characteristic.
+    ///
+    ///     await server.setValue([87], of: batteryLevel)
+    @discardableResult
+    public func setValue(_ value: [UInt8], of uuid: BluetoothUUID) async -> Bool {
+        await onQueue {
+            guard let handle = self.valueHandleOnQueue(uuid), let i = self.table.index(of: handle) else { return false }
+            self.table.attributes[i].value = value
+            return true
+        }
+    }
+
+    /// The CCCD value of `characteristic` for every connected link (0 when never written).
+    public func clientConfigurations(of characteristic: BluetoothUUID) async -> [UInt16] {
+        await onQueue {
+            guard let cccd = self.cccdHandle(of: characteristic) else { return [] }
+            return self.links.values.map { $0.cccd[cccd] ?? 0 }
+        }
+    }
+
+    /// The Database Hash of the current database (Vol 3, Part G, 7.3), as read by a client.
+    public func databaseHash() async -> [UInt8] { await onQueue { self.table.hash } }
+
+    /// Allows or refuses `readAuthorized` / `writeAuthorized` attributes, per request (runs on the queue).
+    ///
+    ///     await server.setAuthorization { $0.bondedPeer != nil }
+    public func setAuthorization(_ decide: (@Sendable (GATTRequest) -> Bool)?) async {
+        await onQueue { self.authorize = decide }
+    }
+
+    /// Verifies Signed Write Commands with `verifier` (without one they are dropped).
+    public func setSignedWriteVerifier(_ verifier: (any SignedWriteVerifier)?) async {
+        await onQueue { self.signedWrites = verifier }
+    }
+
+    /// Replaces the database (keeping per-link CCCDs by handle). Every client becomes
+    /// change-unaware (Part G, 2.5.2.1) until it confirms Service Changed, reads the
+    /// Database Hash or is told Database Out Of Sync; send Service Changed after.
+    public func replaceDatabase(_ database: GATTDatabase) async {
+        await onQueue {
+            self.table = AttributeTable(database)
+            for id in self.links.keys { self.links[id]?.changeAware = false; self.links[id]?.outOfSyncSent = false }
+            for peer in self.bonds.keys { self.bonds[peer]?.changeAware = false }
+        }
+    }
+
+    /// PDUs dropped so far (malformed commands, unverified signed writes, ended bearers, floods).
+    public func droppedCount() async -> Int { await onQueue { self.dropped } }
+
+    /// Notifications dropped so far because a link's send queue was full
+    /// (`ATTServerLinkFlowControl`), summed over the connected links.
+    public func droppedNotificationCount() async -> Int { await onQueue { self.links.values.reduce(0) { $0 + $1.droppedNotifications } } }
+
+    // MARK: Lookups (on the queue)
+
+    package func valueHandleOnQueue(_ uuid: BluetoothUUID) -> UInt16? {
+        table.attributes.first { if case .value = $0.kind { return $0.type == uuid } else { return false } }?.handle
+    }
+
+    package func cccdHandle(of characteristic: BluetoothUUID) -> UInt16? {
+        guard let v = valueHandleOnQueue(characteristic) else { return nil }
+        return cccdHandle(forValue: v)
+    }
+
+    package func cccdHandle(forValue valueHandle: UInt16) -> UInt16? {
+        table.attributes.first { if case .cccd(let v, _) = $0.kind { return v == valueHandle } else { return false } }?.handle
+    }
+
+    func bondedPeer(_ link: any ATTServerLink) -> LEAddress? { (link as? any ATTServerLinkBond)?.bondedPeer }
+}
+
+/// Instrumentation of a `GATTServer` for tests (BLETestSupport's fault injection and records).
+/// Every call comes on the server's queue.
+package protocol GATTServerHooks: AnyObject {
+    /// A PDU arrived; false: the server neither handles nor answers it.
+    func received(_ opcode: ATTOpcode, isRequest: Bool) -> Bool
+    /// The request as the server handles it.
+    func request(_ pdu: ATTPDU) -> ATTPDU
+    /// The answer as the server sends it.
+    func response(_ pdu: ATTPDU) -> ATTPDU
+    /// A write was applied to `handle`.
+    func applied(handle: UInt16, value: [UInt8])
+    /// Something observable changed (a PDU, a link).
+    func changed(_ server: GATTServer)
+}
