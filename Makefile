@@ -5,6 +5,8 @@ SWIFTFLAGS := -Xswiftc -warnings-as-errors
 VENV := .venv
 PY := $(VENV)/bin/python
 APT_PACKAGES := libbluetooth-dev libssl-dev pkg-config tshark bluez tmux libmosquitto-dev mosquitto mosquitto-clients libyaml-dev openssl zsh
+# The kernel tier's VM (scripts/kernel-vm would install them itself, inside a test's time limit).
+APT_PACKAGES += qemu-system-x86 linux-image-amd64 busybox-static cpio
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Seconds each fuzz target runs in `make test` (make fuzz runs longer).
 FUZZ_SMOKE_SECONDS ?= 10
