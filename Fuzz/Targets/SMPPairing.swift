@@ -66,12 +66,12 @@ enum FuzzHarness {
 /// keys this side distributes.
 struct FuzzAgent: PairingAgent {
     let answers: UInt8
-    func requestPasskey(peer: LEAddress) async -> UInt32? { answers & 1 == 0 ? UInt32(answers) * 3907 : nil }
+    func displayPasskey(_ passkey: UInt32, peer: LEAddress) async {}
     func requestPasskey(peer: LEAddress, keypresses: KeypressReporter) async -> UInt32? {
         await keypresses.notify(.passkeyEntryStarted)
         await keypresses.notify(.passkeyDigitEntered)
         await keypresses.notify(.passkeyEntryCompleted)
-        return await requestPasskey(peer: peer)
+        return answers & 1 == 0 ? UInt32(answers) * 3907 : nil
     }
     func peerKeypress(_ notification: KeypressNotificationType, peer: LEAddress) {}
     func confirmNumericComparison(_ value: UInt32, peer: LEAddress) async -> Bool { answers & 2 == 0 }

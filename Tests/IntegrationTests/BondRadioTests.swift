@@ -138,6 +138,9 @@ import SMP
 /// Counts the pairings that reached the agent (Just Works asks it to confirm).
 final class CountingAgent: PairingAgent {
     let asked = Mutex(0)
+    func displayPasskey(_ passkey: UInt32, peer: LEAddress) async {}
+    func requestPasskey(peer: LEAddress, keypresses: KeypressReporter) async -> UInt32? { nil }
+    func confirmNumericComparison(_ value: UInt32, peer: LEAddress) async -> Bool { false }
     func confirmJustWorks(peer: LEAddress) async -> Bool {
         asked.withLock { $0 += 1 }
         return true

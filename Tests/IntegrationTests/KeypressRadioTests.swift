@@ -12,6 +12,9 @@ import SMP
 
     /// Types the peer's passkey one digit at a time, reporting each keypress.
     struct Typist: PairingAgent {
+        func displayPasskey(_ passkey: UInt32, peer: LEAddress) async {}
+        func confirmNumericComparison(_ value: UInt32, peer: LEAddress) async -> Bool { false }
+        func confirmJustWorks(peer: LEAddress) async -> Bool { true }
         func requestPasskey(peer: LEAddress, keypresses: KeypressReporter) async -> UInt32? {
             await keypresses.notify(.passkeyEntryStarted)
             for _ in 0..<6 { await keypresses.notify(.passkeyDigitEntered) }
@@ -23,6 +26,10 @@ import SMP
     /// Keeps the peer's keypresses.
     final class Watcher: PairingAgent {
         let seen = Mutex<[UInt8]>([])
+        func displayPasskey(_ passkey: UInt32, peer: LEAddress) async {}
+        func requestPasskey(peer: LEAddress, keypresses: KeypressReporter) async -> UInt32? { nil }
+        func confirmNumericComparison(_ value: UInt32, peer: LEAddress) async -> Bool { false }
+        func confirmJustWorks(peer: LEAddress) async -> Bool { true }
         func peerKeypress(_ notification: KeypressNotificationType, peer: LEAddress) { seen.withLock { $0.append(notification.rawValue) } }
     }
 

@@ -231,7 +231,10 @@ final class RecordingAgent: PairingAgent {
     let compared = Mutex<UInt32?>(nil)
     init(passkey: UInt32?) { self.passkey = passkey }
 
-    func requestPasskey(peer: LEAddress) async -> UInt32? {
+    func displayPasskey(_ passkey: UInt32, peer: LEAddress) async {}
+    func confirmJustWorks(peer: LEAddress) async -> Bool { true }
+
+    func requestPasskey(peer: LEAddress, keypresses: KeypressReporter) async -> UInt32? {
         asked.withLock { $0 += 1 }
         return passkey
     }

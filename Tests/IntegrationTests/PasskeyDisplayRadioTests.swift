@@ -19,6 +19,9 @@ import SMP
         let shown = Mutex<[UInt32]>([])
         let failure = Mutex<GATTError?>(nil)
         init(peripheral: Peripheral) { self.peripheral = peripheral }
+        func requestPasskey(peer: LEAddress, keypresses: KeypressReporter) async -> UInt32? { nil }
+        func confirmNumericComparison(_ value: UInt32, peer: LEAddress) async -> Bool { false }
+        func confirmJustWorks(peer: LEAddress) async -> Bool { true }
 
         func displayPasskey(_ passkey: UInt32, peer: LEAddress) async {
             shown.withLock { $0.append(passkey) }

@@ -20,6 +20,9 @@ struct KeypressTests {
     /// erased, completed; then the passkey.
     final class Typist: PairingAgent {
         let enabled = Mutex<Bool?>(nil)
+        func displayPasskey(_ passkey: UInt32, peer: LEAddress) async {}
+        func confirmNumericComparison(_ value: UInt32, peer: LEAddress) async -> Bool { false }
+        func confirmJustWorks(peer: LEAddress) async -> Bool { true }
         func requestPasskey(peer: LEAddress, keypresses: KeypressReporter) async -> UInt32? {
             enabled.withLock { $0 = keypresses.isEnabled }
             for k in [KeypressNotificationType.passkeyEntryStarted, .passkeyDigitEntered, .passkeyDigitEntered, .passkeyDigitErased, .passkeyEntryCompleted] {
@@ -32,6 +35,10 @@ struct KeypressTests {
     /// Hands the peer's keypress notifications to the test.
     struct Watcher: PairingAgent {
         let seen: AsyncStream<KeypressNotificationType>.Continuation
+        func displayPasskey(_ passkey: UInt32, peer: LEAddress) async {}
+        func requestPasskey(peer: LEAddress, keypresses: KeypressReporter) async -> UInt32? { nil }
+        func confirmNumericComparison(_ value: UInt32, peer: LEAddress) async -> Bool { false }
+        func confirmJustWorks(peer: LEAddress) async -> Bool { true }
         func peerKeypress(_ notification: KeypressNotificationType, peer: LEAddress) { seen.yield(notification) }
     }
 

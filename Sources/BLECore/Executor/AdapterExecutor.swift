@@ -51,7 +51,7 @@ extension AdapterExecutor {
     ///
     ///     executor.runIsolated(host) { $0.handle(event) }
     @inlinable
-    public func runIsolated<A: Actor, T>(_ actor: A, _ operation: (isolated A) -> T) -> T {
+    package func runIsolated<A: Actor, T>(_ actor: A, _ operation: (isolated A) -> T) -> T {
         precondition(isOnQueue, "entered an adapter actor off its queue")
         return withoutActuallyEscaping(operation) { op in
             unsafeBitCast(op, to: ((A) -> T).self)(actor)
@@ -67,7 +67,7 @@ extension AdapterExecutor {
     ///
     ///     let queued = executor.runIsolated(host, (handle, pdu)) { host, a in host.enqueue(a.1, on: a.0) }
     @inlinable
-    public func runIsolated<A: Actor, Argument, T>(_ actor: A, _ argument: Argument, _ operation: @escaping (isolated A, Argument) -> T) -> T {
+    package func runIsolated<A: Actor, Argument, T>(_ actor: A, _ argument: Argument, _ operation: @escaping (isolated A, Argument) -> T) -> T {
         dispatchPrecondition(condition: .onQueue(queue))
         return unsafeBitCast(operation, to: ((A, Argument) -> T).self)(actor, argument)
     }
@@ -80,7 +80,7 @@ extension Actor {
     ///
     ///     transport.start(on: executor.queue) { event in host.enter(on: executor) { $0.handle(event) } }
     @inlinable
-    public nonisolated func enter<T>(on executor: AdapterExecutor, _ operation: (isolated Self) -> T) -> T {
+    package nonisolated func enter<T>(on executor: AdapterExecutor, _ operation: (isolated Self) -> T) -> T {
         executor.runIsolated(self, operation)
     }
 }

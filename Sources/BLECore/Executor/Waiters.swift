@@ -12,7 +12,7 @@
 ///     let done = Waiters<Void, LinkError>(executor: executor, scheduler: scheduler)
 ///     let result = await done.wait(cancelled: { _ in .failure(.closed(peer: peer, handle: handle)) }) { id in queue.append(id) }
 ///     done.resume(id, with: .success(()))   // later, on the executor
-public final class Waiters<Value: Sendable, Failure: Error>: @unchecked Sendable { // entries are touched only on the executor's queue (see above)
+package final class Waiters<Value: Sendable, Failure: Error>: @unchecked Sendable { // entries are touched only on the executor's queue (see above)
     public typealias ID = UInt64
     public typealias Outcome = Result<Value, Failure>
 

@@ -32,7 +32,7 @@ public enum KFrameError: Error, Hashable, Sendable, CustomStringConvertible {
 /// starts with the 2-octet SDU Length (Vol 3, Part A, 3.4.2 and 7.3).
 ///
 ///     for payload in KFrameSegmenter.segments(of: sdu, mps: 23) { send(payload) }
-public enum KFrameSegmenter {
+package enum KFrameSegmenter {
     /// How many K-frames (and so credits) an SDU of `size` bytes takes at `mps`.
     @inlinable
     public static func frameCount(sduSize size: Int, mps: Int) -> Int {

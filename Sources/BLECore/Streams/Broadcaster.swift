@@ -10,7 +10,7 @@
 ///     let states = Broadcaster<AdapterState>(executor: executor, replay: .latest)
 ///     let stream = states.subscribe()      // a late subscriber first sees the current value
 ///     states.yield(.poweredOn)
-public final class Broadcaster<Element: Sendable>: @unchecked Sendable { // mutated only on the adapter queue
+package final class Broadcaster<Element: Sendable>: @unchecked Sendable { // mutated only on the adapter queue
     public enum Replay: Sendable {
         /// Subscribers see only what is yielded after they subscribe.
         case none

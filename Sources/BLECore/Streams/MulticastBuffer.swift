@@ -21,7 +21,7 @@ import Synchronization
 ///     let subscription = values.subscribe(bufferingPolicy: .bufferingNewest(16))   // on the adapter queue
 ///     values.yield([0x01])                                                          // on the adapter queue
 ///     while let v = try await subscription.next() { print(v) }                      // anywhere
-public final class MulticastBuffer<Element: Sendable>: @unchecked Sendable { // mutated only on the adapter queue
+package final class MulticastBuffer<Element: Sendable>: @unchecked Sendable { // mutated only on the adapter queue
     public let executor: AdapterExecutor
     /// Names the stream in log lines.
     public let name: String

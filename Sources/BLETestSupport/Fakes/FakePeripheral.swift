@@ -76,11 +76,11 @@ public final class FakePeripheral: Sendable {
     }
 
     /// Waits until a central has enabled notifications or indications of `characteristic`
-    /// (written its Client Characteristic Configuration), so that a notification sent next
-    /// reaches it.
+    /// (written its Client Characteristic Configuration). `simulateNotification` and
+    /// `simulateIndication` wait the same way; call this to know the app has subscribed
+    /// (for example before checking what it shows).
     ///
     ///     try await hrm.waitForSubscriber(to: measurement)
-    ///     try await hrm.simulateNotification(HeartRateMeasurement(beatsPerMinute: 72), for: measurement)
     public func waitForSubscriber(to characteristic: CharacteristicIdentifier, timeout: Duration = .seconds(5)) async throws(FakeError) {
         guard let (scripted, controller) = attachment.withLock({ $0 }) else { throw .notAdded(name ?? "\(address)") }
         let server = scripted.server
@@ -95,17 +95,28 @@ public final class FakePeripheral: Sendable {
     }
 
     /// Notifies `value` to every central that enabled notifications of `characteristic`;
-    /// returns how many it went to.
+    /// returns how many it went to (at least one). A notification is never sent into the void:
+    /// until a central has written the Client Characteristic Configuration this waits, as
+    /// `waitForSubscriber(to:timeout:)` does, and throws `FakeError.timedOut` when none has
+    /// after `subscriberTimeout`.
+    ///
+    ///     let levels = try await peripheral.subscribe(to: level)   // the app's side
+    ///     try await battery.simulateNotification(BatteryLevel(percent: 90), for: level)
     @discardableResult
-    public func simulateNotification(_ value: some GATTEncodable, for characteristic: CharacteristicIdentifier) async throws(FakeError) -> Int {
-        try await server().server.notify(characteristic: characteristic.uuid, value: value.gattValue)
+    public func simulateNotification(_ value: some GATTEncodable, for characteristic: CharacteristicIdentifier,
+                                     subscriberTimeout: Duration = .seconds(5)) async throws(FakeError) -> Int {
+        try await waitForSubscriber(to: characteristic, timeout: subscriberTimeout)
+        return try await server().server.notify(characteristic: characteristic.uuid, value: value.gattValue)
     }
 
     /// Indicates `value` to every central that enabled indications of `characteristic` and
-    /// waits for the confirmations; returns how many confirmed.
+    /// waits for the confirmations; returns how many confirmed. Like `simulateNotification`,
+    /// it first waits up to `subscriberTimeout` for a subscriber (`FakeError.timedOut` without one).
     @discardableResult
-    public func simulateIndication(_ value: some GATTEncodable, for characteristic: CharacteristicIdentifier) async throws(FakeError) -> Int {
-        try await server().server.indicate(characteristic: characteristic.uuid, value: value.gattValue)
+    public func simulateIndication(_ value: some GATTEncodable, for characteristic: CharacteristicIdentifier,
+                                   subscriberTimeout: Duration = .seconds(5)) async throws(FakeError) -> Int {
+        try await waitForSubscriber(to: characteristic, timeout: subscriberTimeout)
+        return try await server().server.indicate(characteristic: characteristic.uuid, value: value.gattValue)
     }
 
     /// Sets the value the next read of `characteristic` returns.

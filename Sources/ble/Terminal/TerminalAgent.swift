@@ -25,7 +25,8 @@ struct TerminalAgent: PairingAgent {
         console.status("type this passkey on \(peer.address): \(six(passkey))")
     }
 
-    func requestPasskey(peer: LEAddress) async -> UInt32? {
+    /// The passkey from `--passkey`, else a line from stdin.
+    private func passkeyLine(peer: LEAddress) -> UInt32? {
         if let passkey { return passkey }
         console.status("passkey shown on \(peer.address): ")
         guard let line = readLine(), let v = UInt32(line.trimmingCharacters()), v <= 999_999 else { return nil }
@@ -33,8 +34,8 @@ struct TerminalAgent: PairingAgent {
     }
 
     func requestPasskey(peer: LEAddress, keypresses: KeypressReporter) async -> UInt32? {
-        if passkey != nil { return await requestPasskey(peer: peer) }
-        guard let mode = CharacterMode.enter() else { return await requestPasskey(peer: peer) }
+        if passkey != nil { return passkeyLine(peer: peer) }
+        guard let mode = CharacterMode.enter() else { return passkeyLine(peer: peer) }
         defer { mode.restore() }
         await keypresses.notify(.passkeyEntryStarted)
         console.prompt("passkey shown on \(peer.address) (Enter when done): ")
@@ -62,6 +63,9 @@ struct TerminalAgent: PairingAgent {
         guard let line = readLine() else { return false }
         return ["y", "yes"].contains(line.trimmingCharacters().lowercased())
     }
+
+    /// Just Works needs no person: the command line asked for the pairing.
+    func confirmJustWorks(peer: LEAddress) async -> Bool { true }
 
     private func six(_ v: UInt32) -> String {
         let s = String(v)
