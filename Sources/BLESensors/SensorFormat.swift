@@ -10,15 +10,11 @@ public protocol SensorFormat: Sendable {
 }
 
 /// Per-device encryption keys (BTHome and MiBeacon bindkeys), 16 bytes each, by address.
-/// Keys never print: `description`, `debugDescription` and mirrors show only how many there are.
-public struct SensorKeys: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+/// Keys never print (SensorKeys+Description.swift).
+public struct SensorKeys: Sendable, Hashable {
     public var keys: [BluetoothAddress: [UInt8]]
 
     public init(_ keys: [BluetoothAddress: [UInt8]] = [:]) { self.keys = keys }
 
     public subscript(address: BluetoothAddress) -> [UInt8]? { keys[address] }
-
-    public var description: String { "SensorKeys(\(keys.count) device\(keys.count == 1 ? "" : "s"))" }
-    public var debugDescription: String { description }
-    public var customMirror: Mirror { Mirror(self, children: ["count": keys.count]) }
 }
