@@ -1,5 +1,6 @@
 import BLECore
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// The `ble` tool: global options, subcommand dispatch, exit status.
 enum CLI {

@@ -69,6 +69,6 @@ import Testing
     @Test func missingFileIsAUsageError() async throws {
         let run = try await BLETool.run(["write", "F0:5E:B1:00:00:02", "-c", "2A19", "--file=/nonexistent/p.json"])
         #expect(run.status == 2)
-        #expect(run.stderr == "ble: cannot read payload file /nonexistent/p.json: no such file or permission denied\n")
+        #expect(run.stderr == "ble: cannot read payload file /nonexistent/p.json: No such file or directory\n")
     }
 }

@@ -1,7 +1,8 @@
 import BLECore
 import BLEGateway
 import Dispatch
-import Foundation
+import FoundationEssentials
+import Glibc
 import SMP
 
 /// `ble gateway`: the BLE→MQTT gateway until SIGTERM or Ctrl-C; SIGHUP reloads the config.
