@@ -10,7 +10,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 FUZZ_SMOKE_SECONDS ?= 10
 FUZZ_SECONDS ?= 300
 
-.PHONY: all deps apt venv build test test-swift test-fuzz test-examples test-vm demo bench fuzz soak clean docs install
+.PHONY: all deps apt venv build test test-swift test-fuzz test-examples test-vm demo bench fuzz soak clean docs install dist deb
 
 all: build
 
@@ -91,7 +91,28 @@ install:
 	install -Dm644 completions/_ble "$(DESTDIR)$(PREFIX)/share/zsh/site-functions/_ble"
 
 # Benchmarks (release build), side by side with Bumble on the same bytes; prints JSON.
+# Both static (RELEASE_STATIC, as make dist builds ble), so the gateway rows measure the
+# binary that ships and the two builds share one .build/release.
 bench: deps
-	$(SWIFT) build -c release --product Benchmarks $(SWIFTFLAGS)
-	$(SWIFT) build -c release --product ble $(SWIFTFLAGS)
+	$(SWIFT) build $(RELEASE_STATIC) --product Benchmarks $(SWIFTFLAGS)
+	$(SWIFT) build $(RELEASE_STATIC) --product ble $(SWIFTFLAGS)
 	.build/release/Benchmarks --python $(abspath $(PY))
+
+# dist/ble: the release `ble` with the Swift runtime linked in (--static-swift-stdlib) and
+# stripped. scripts/check-footprint refuses it when it links full Foundation or ICU, needs a
+# shared library beyond libc, libbluetooth, libcrypto, libmosquitto and libyaml, or is larger
+# than DIST_MAX_BYTES.
+RELEASE_STATIC := -c release --static-swift-stdlib
+DIST_MAX_BYTES ?= 20000000
+dist: apt
+	$(SWIFT) build $(RELEASE_STATIC) --product ble $(SWIFTFLAGS)
+	bin="$$($(SWIFT) build $(RELEASE_STATIC) --show-bin-path)/ble"; \
+	scripts/check-footprint "$$bin" $(DIST_MAX_BYTES) && strip -o dist/ble "$$bin"
+
+# dist/ble_<version>_<arch>.deb (scripts/make-deb: binary, man page, completions, the systemd
+# unit, a sample config; postinst sets the binary's capabilities). Packages dist/ble (make dist
+# first) unless BLE_BIN names another binary; DEB_DIR sets where the package goes.
+DEB_DIR ?= dist
+deb: apt
+	@if [ -z "$(BLE_BIN)" ]; then $(MAKE) --no-print-directory dist; fi
+	scripts/make-deb "$(or $(BLE_BIN),dist/ble)" "$(DEB_DIR)"

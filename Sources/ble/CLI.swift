@@ -1,5 +1,4 @@
 import BLECore
-import FoundationEssentials
 import Glibc
 
 /// The `ble` tool: global options, subcommand dispatch, exit status.
