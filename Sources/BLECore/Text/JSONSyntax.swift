@@ -206,5 +206,10 @@ public struct JSONSyntaxError: Error, Sendable, Equatable, CustomStringConvertib
     /// What is wrong, for example "invalid value" or "unterminated string".
     public let reason: String
 
+    public init(offset: Int, reason: String) {
+        self.offset = offset
+        self.reason = reason
+    }
+
     public var description: String { "\(reason) at offset \(offset)" }
 }
