@@ -4,7 +4,7 @@ SWIFT ?= swift
 SWIFTFLAGS := -Xswiftc -warnings-as-errors
 VENV := .venv
 PY := $(VENV)/bin/python
-APT_PACKAGES := libbluetooth-dev libssl-dev pkg-config tshark bluez tmux libmosquitto-dev mosquitto mosquitto-clients libyaml-dev openssl zsh
+APT_PACKAGES := libbluetooth-dev libssl-dev pkg-config tshark bluez tmux libmosquitto-dev mosquitto mosquitto-clients libyaml-dev openssl zsh libstdc++-12-dev
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Seconds each fuzz target runs in `make test` (make fuzz runs longer).
 FUZZ_SMOKE_SECONDS ?= 10
@@ -90,10 +90,17 @@ install:
 	install -Dm644 completions/ble.bash "$(DESTDIR)$(PREFIX)/share/bash-completion/completions/ble"
 	install -Dm644 completions/_ble "$(DESTDIR)$(PREFIX)/share/zsh/site-functions/_ble"
 
+# Release builds of the shipped binary (make dist, make bench) link the Swift runtime in
+# (--static-swift-stdlib), and its own C++ and unwinder libraries too: the linker searches
+# STATIC_CXX first, a directory holding only the compiler's libstdc++.a, and libgcc_eh.a takes
+# the place of libgcc_s.
+STATIC_CXX := $(abspath .build/static-libstdc++)
+RELEASE_STATIC := -c release --static-swift-stdlib -Xswiftc -L$(STATIC_CXX) -Xlinker -l:libgcc_eh.a
+
 # Benchmarks (release build), side by side with Bumble on the same bytes; prints JSON.
 # Both static (RELEASE_STATIC, as make dist builds ble), so the gateway rows measure the
 # binary that ships and the two builds share one .build/release.
-bench: deps
+bench: deps $(STATIC_CXX)/libstdc++.a
 	$(SWIFT) build $(RELEASE_STATIC) --product Benchmarks $(SWIFTFLAGS)
 	$(SWIFT) build $(RELEASE_STATIC) --product ble $(SWIFTFLAGS)
 	.build/release/Benchmarks --python $(abspath $(PY))
@@ -102,9 +109,12 @@ bench: deps
 # stripped. scripts/check-footprint refuses it when it links full Foundation or ICU, needs a
 # shared library beyond libc, libbluetooth, libcrypto, libmosquitto and libyaml, or is larger
 # than DIST_MAX_BYTES.
-RELEASE_STATIC := -c release --static-swift-stdlib
 DIST_MAX_BYTES ?= 20000000
-dist: apt
+$(STATIC_CXX)/libstdc++.a:
+	mkdir -p $(STATIC_CXX)
+	a="$$(cc -print-file-name=libstdc++.a)"; [ -f "$$a" ] || { echo "no libstdc++.a (apt-get install libstdc++-12-dev)" >&2; exit 1; }; ln -sf "$$a" $@
+
+dist: apt $(STATIC_CXX)/libstdc++.a
 	$(SWIFT) build $(RELEASE_STATIC) --product ble $(SWIFTFLAGS)
 	bin="$$($(SWIFT) build $(RELEASE_STATIC) --show-bin-path)/ble"; \
 	scripts/check-footprint "$$bin" $(DIST_MAX_BYTES) && strip -o dist/ble "$$bin"

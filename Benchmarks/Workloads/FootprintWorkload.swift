@@ -98,7 +98,8 @@ enum FootprintWorkload {
             }
         }
         try await Task.sleep(for: .seconds(2))
-        return (ProcessMemory(pid: pid, executable: ble), first - spawned)
+        // smaps names the executable by its real path (.build/release is a symbolic link).
+        return (ProcessMemory(pid: pid, executable: URL(fileURLWithPath: ble).resolvingSymlinksInPath().path), first - spawned)
     }
 
     /// ru_maxrss of a run of `path` to its end (wait4).
