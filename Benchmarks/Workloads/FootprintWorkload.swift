@@ -93,7 +93,7 @@ enum FootprintWorkload {
         }
         let first = subscriber.lines().lazy.compactMap(BenchSubscriber.split).first { $0.1 == topic }?.0 ?? .nan
         if links > 0 {
-            guard try await GatewayWorkload.offThread({ subscriber.waitForTopics(prefix: "ble/\(id)/devices/C0000000200", suffix: "/link", count: links, timeout: 60) }) else {
+            guard try await GatewayWorkload.offThread({ subscriber.waitForTopics(prefix: "ble/\(id)/devices/C000000020", suffix: "/link", count: links, timeout: 60) }) else {
                 throw BenchError("the \(id) gateway did not hold its \(links) links within 60 s")
             }
         }
