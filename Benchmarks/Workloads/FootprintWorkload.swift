@@ -6,7 +6,8 @@ import GATTClient
 /// What the shipped `ble` costs a small machine: the stripped size of the binary next to this
 /// executable (make bench builds it static, as make dist does), the peak resident memory of
 /// `ble --version`, the resident memory of an idle `ble gateway` (connected to mosquitto,
-/// scanning, one advertiser on its virtual controller) and what it is made of (smaps), the
+/// scanning, one advertiser on its virtual controller) 5 s after its first advertisement and
+/// what it is made of (smaps), the
 /// time from its start to the first advertisement at a subscriber, and the memory per held
 /// link (a gateway holding `links` links against the idle one).
 enum FootprintWorkload {
@@ -23,9 +24,13 @@ enum FootprintWorkload {
         binary.extra = ["bytes": Double(size), "MB": Double(size) / 1e6]
         rows.append(binary)
 
-        var version = Measurement(name: "footprint: ble --version, peak resident memory", operations: 1, seconds: 0, operationsPerSecond: 0)
-        version.extra = ["peakResidentMiB": try peakResidentMiB(of: ble.path, ["--version"])]
-        rows.append(version)
+        if let peak = try peakResidentMiB(of: ble.path, ["--version"], directory: directory) {
+            var version = Measurement(name: "footprint: ble --version, peak resident memory", operations: 1, seconds: 0, operationsPerSecond: 0)
+            version.extra = ["peakResidentMiB": peak]
+            rows.append(version)
+        } else {
+            progress("footprint: no /usr/bin/time (apt-get install time): the peak of ble --version is not measured")
+        }
 
         let broker = try await GatewayWorkload.offThread { try BenchBroker.start(directory: directory) }
         defer { broker.stop() }
@@ -58,7 +63,7 @@ enum FootprintWorkload {
     }
 
     /// Starts a gateway with `links` subscribed links and one advertiser, waits until it has
-    /// published its first advertisement (and holds its links), lets it settle for 2 s, reads
+    /// published its first advertisement (and holds its links), lets it run for 5 s, reads
     /// its memory and stops it.
     static func gateway(ble: String, id: String, links: Int, broker: BenchBroker, subscriber: BenchSubscriber, directory: URL,
                         cgroup: BenchCgroup? = nil) async throws -> (memory: ProcessMemory, startup: Double) {
@@ -97,18 +102,24 @@ enum FootprintWorkload {
                 throw BenchError("the \(id) gateway did not hold its \(links) links within 60 s")
             }
         }
-        try await Task.sleep(for: .seconds(2))
+        // Past the gateway's ExecutableTrim (3 s after its start), and 2 s more of running.
+        try await Task.sleep(for: .seconds(5))
         // smaps names the executable by its real path (.build/release is a symbolic link).
         return (ProcessMemory(pid: pid, executable: URL(fileURLWithPath: ble).resolvingSymlinksInPath().path), first - spawned)
     }
 
-    /// ru_maxrss of a run of `path` to its end (wait4).
-    static func peakResidentMiB(of path: String, _ arguments: [String]) throws -> Double {
-        let child = try ChildProcess(path: path, arguments)
-        var status: Int32 = 0
-        var usage = rusage()
-        while wait4(child.pid, &status, 0, &usage) < 0 && errno == EINTR {}
-        return Double(usage.ru_maxrss) / 1024
+    /// The peak resident memory of a run of `path`, from GNU time (`%M`, KiB). Not from our
+    /// own wait4: posix_spawn starts the child with this process's memory (vfork), and the
+    /// kernel keeps that high-water mark across its exec.
+    static func peakResidentMiB(of path: String, _ arguments: [String], directory: URL) throws -> Double? {
+        let time = "/usr/bin/time"
+        guard FileManager.default.isExecutableFile(atPath: time) else { return nil }
+        let report = directory.appendingPathComponent("peak-rss")
+        let child = try ChildProcess(path: time, ["-f", "%M", "-o", report.path, path] + arguments)
+        guard ChildProcess.wait(child.pid) == 0 else { throw BenchError("\(path) \(arguments.joined(separator: " ")) failed") }
+        defer { try? FileManager.default.removeItem(at: report) }
+        let text = try String(contentsOf: report, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        return Double(text.split(separator: "\n").last ?? "").map { $0 / 1024 }
     }
 
     static func progress(_ s: String) { GatewayWorkload.progress(s) }

@@ -28,7 +28,7 @@ enum ExecutableTrim {
             // start-end perms offset dev inode path
             let fields = line.split(separator: UInt8(ascii: " "), maxSplits: 5, omittingEmptySubsequences: true)
             guard fields.count == 6, fields[1].count >= 2, fields[1][fields[1].startIndex + 1] != UInt8(ascii: "w"),
-                  String(decoding: fields[5], as: UTF8.self) == executable else { continue }
+                  String(decoding: fields[5].drop { $0 == UInt8(ascii: " ") }, as: UTF8.self) == executable else { continue }
             let range = fields[0].split(separator: UInt8(ascii: "-"))
             guard range.count == 2,
                   let start = UInt(String(decoding: range[0], as: UTF8.self), radix: 16),
