@@ -4,7 +4,7 @@ SWIFT ?= swift
 SWIFTFLAGS := -Xswiftc -warnings-as-errors
 VENV := .venv
 PY := $(VENV)/bin/python
-APT_PACKAGES := libbluetooth-dev libssl-dev pkg-config tshark bluez tmux libmosquitto-dev mosquitto mosquitto-clients libyaml-dev openssl zsh libstdc++-12-dev time
+APT_PACKAGES := libbluetooth-dev libssl-dev pkg-config tshark bluez tmux libmosquitto-dev mosquitto mosquitto-clients libyaml-dev openssl zsh libstdc++-12-dev time dpkg-dev libcap2-bin
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Seconds each fuzz target runs in `make test` (make fuzz runs longer).
 FUZZ_SMOKE_SECONDS ?= 10
@@ -124,6 +124,6 @@ dist: apt $(STATIC_CXX)/libstdc++.a
 # unit, a sample config; postinst sets the binary's capabilities). Packages dist/ble (make dist
 # first) unless BLE_BIN names another binary; DEB_DIR sets where the package goes.
 DEB_DIR ?= dist
-deb: apt
+deb:
 	@if [ -z "$(BLE_BIN)" ]; then $(MAKE) --no-print-directory dist; fi
 	scripts/make-deb "$(or $(BLE_BIN),dist/ble)" "$(DEB_DIR)"
