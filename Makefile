@@ -4,7 +4,7 @@ SWIFT ?= swift
 SWIFTFLAGS := -Xswiftc -warnings-as-errors
 VENV := .venv
 PY := $(VENV)/bin/python
-APT_PACKAGES := libbluetooth-dev libssl-dev pkg-config tshark bluez tmux libmosquitto-dev mosquitto mosquitto-clients libyaml-dev openssl zsh
+APT_PACKAGES := libbluetooth-dev libssl-dev pkg-config tshark bluez tmux libmosquitto-dev mosquitto mosquitto-clients libyaml-dev openssl zsh libstdc++-12-dev time dpkg-dev libcap2-bin
 # The kernel tier's VM (scripts/kernel-vm would install them itself, inside a test's time limit).
 APT_PACKAGES += qemu-system-x86 linux-image-amd64 busybox-static cpio
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
@@ -12,7 +12,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 FUZZ_SMOKE_SECONDS ?= 10
 FUZZ_SECONDS ?= 300
 
-.PHONY: all deps apt venv build test test-swift test-fuzz test-examples test-vm demo bench fuzz soak clean docs install api-baseline
+.PHONY: all deps apt venv build test test-swift test-fuzz test-examples test-vm demo bench fuzz soak clean docs install api-baseline dist deb
 
 all: build
 
@@ -103,10 +103,43 @@ install:
 	install -Dm644 completions/ble.bash "$(DESTDIR)$(PREFIX)/share/bash-completion/completions/ble"
 	install -Dm644 completions/_ble "$(DESTDIR)$(PREFIX)/share/zsh/site-functions/_ble"
 
+# Release builds of the shipped binary (make dist, make bench) link the Swift runtime in
+# (--static-swift-stdlib), and its own C++ and unwinder libraries too: the linker searches
+# STATIC_CXX first, a directory holding only the compiler's libstdc++.a, and libgcc_eh.a takes
+# the place of libgcc_s. --no-export-dynamic takes back the toolchain's -export-dynamic: nothing
+# loads into `ble` that would look its symbols up (0.8 MB of symbol tables).
+STATIC_CXX := $(abspath .build/static-libstdc++)
+RELEASE_STATIC := -c release --static-swift-stdlib -Xswiftc -L$(STATIC_CXX) -Xlinker -l:libgcc_eh.a -Xlinker --no-export-dynamic
+
 # Benchmarks (release build), side by side with Bumble on the same bytes; prints JSON.
-bench: deps
-	$(SWIFT) build -c release --product Benchmarks $(SWIFTFLAGS)
-	$(SWIFT) build -c release --product ble $(SWIFTFLAGS)
+# Both static (RELEASE_STATIC, as make dist builds ble), so the gateway rows measure the
+# binary that ships and the two builds share one .build/release. TheengsDecoder, the sensor
+# rows' peer, goes into a venv of its own.
+bench: deps $(STATIC_CXX)/libstdc++.a
+	$(SWIFT) build $(RELEASE_STATIC) --product Benchmarks $(SWIFTFLAGS)
+	$(SWIFT) build $(RELEASE_STATIC) --product ble $(SWIFTFLAGS)
 	test -x .build/bench-venv/bin/python || python3 -m venv .build/bench-venv
 	.build/bench-venv/bin/python -m pip install -q -r Benchmarks/requirements-theengs.txt
 	.build/release/Benchmarks --python $(abspath $(PY)) --theengs-python $(abspath .build/bench-venv/bin/python)
+
+# dist/ble: the release `ble` with the Swift runtime linked in (--static-swift-stdlib) and
+# stripped. scripts/check-footprint refuses it when it links full Foundation or ICU, needs a
+# shared library beyond libc, libbluetooth, libcrypto, libmosquitto and libyaml, or is larger
+# than DIST_MAX_BYTES.
+DIST_MAX_BYTES ?= 20000000
+$(STATIC_CXX)/libstdc++.a:
+	mkdir -p $(STATIC_CXX)
+	a="$$(cc -print-file-name=libstdc++.a)"; [ -f "$$a" ] || { echo "no libstdc++.a (apt-get install libstdc++-12-dev)" >&2; exit 1; }; ln -sf "$$a" $@
+
+dist: apt $(STATIC_CXX)/libstdc++.a
+	$(SWIFT) build $(RELEASE_STATIC) --product ble $(SWIFTFLAGS)
+	bin="$$($(SWIFT) build $(RELEASE_STATIC) --show-bin-path)/ble"; \
+	scripts/check-footprint "$$bin" $(DIST_MAX_BYTES) && strip -o dist/ble "$$bin"
+
+# dist/ble_<version>_<arch>.deb (scripts/make-deb: binary, man page, completions, the systemd
+# unit, a sample config; postinst sets the binary's capabilities). Packages dist/ble (make dist
+# first) unless BLE_BIN names another binary; DEB_DIR sets where the package goes.
+DEB_DIR ?= dist
+deb:
+	@if [ -z "$(BLE_BIN)" ]; then $(MAKE) --no-print-directory dist; fi
+	scripts/make-deb "$(or $(BLE_BIN),dist/ble)" "$(DEB_DIR)"

@@ -13,7 +13,7 @@ var quick = false
 var allocationsChild = false
 var perConnectionChild = false
 /// Workload keys to run (w1, w2, w3, w4, w5, dense, memory, gateway, gatt-server, l2cap, l2cap-receive,
-/// l2cap-send, l2cap-socket, hostile, hostile-indications, gateway-fleet, sensors); all when empty.
+/// l2cap-send, l2cap-socket, hostile, hostile-indications, gateway-fleet, sensors, footprint); all when empty.
 var only: Set<String> = []
 /// SDUs of each size for the l2cap workloads (`--sdus N`), instead of their defaults.
 var sduCount: Int?
@@ -234,12 +234,43 @@ if selected("memory") { do {
 if selected("gateway") || only.contains("gateway-fleet") { do {
     if selected("gateway") {
         let single = try await GatewayWorkload.single(seconds: quick ? 10 : 30, directory: tmp)
-        add(single, target: Target(description: "<= 10 % of one core", met: (single.extra["cpuPercentOfOneCore"] ?? .infinity) <= 10))
+        add(single, target: Target(description: "<= 10 % of one core; resident <= 20 MiB",
+                                   met: (single.extra["cpuPercentOfOneCore"] ?? .infinity) <= 10 && (single.extra["residentMiB"] ?? .infinity) <= 20))
+        // A small board: the same run with the gateway under 1/5 of a core and 64 MiB.
+        do {
+            let group = try BenchCgroup.make(name: "ble-bench-gateway", cpuShare: 0.2, memoryBytes: 64 << 20)
+            defer { group.remove() }
+            let small = try await GatewayWorkload.single(seconds: quick ? 10 : 30, directory: tmp, cgroup: group)
+            add(small, target: Target(description: "0 dropped, no restart, first advertisement published < 1 s after start",
+                                      met: small.extra["dropped"] == 0 && small.extra["stillRunning"] == 1
+                                          && (small.extra["startupToFirstAdvertisementMilliseconds"] ?? .infinity) < 1000))
+        } catch let error as BenchError {
+            log("gateway on a small board not measured: \(error)")
+        }
     }
     let fleet = try await GatewayWorkload.fleet(gateways: 8, devices: 200, rounds: quick ? 5 : 20, directory: tmp)
     add(fleet, target: Target(description: "every device topic gets every message", met: fleet.extra["complete"] == 1))
 } catch {
     log("gateway failed: \(error)")
+} }
+
+// Footprint of the shipped binary: its size, `ble --version`, the idle gateway, per link.
+if selected("footprint") { do {
+    for m in try await FootprintWorkload.run(links: quick ? 8 : 32, directory: tmp) {
+        let target: Target? = if m.extra["bytes"] != nil {
+            Target(description: "<= 20 MB", met: m.extra["bytes"]! <= 20_000_000)
+        } else if m.name.hasPrefix("footprint: idle ble gateway (") {
+            Target(description: "resident <= 10 MiB, first advertisement < 1 s",
+                   met: (m.extra["residentMiB"] ?? .infinity) <= 10 && (m.extra["startupToFirstAdvertisementMilliseconds"] ?? .infinity) < 1000)
+        } else if m.name.hasPrefix("footprint: idle ble gateway under") {
+            Target(description: "first advertisement < 1 s", met: (m.extra["startupToFirstAdvertisementMilliseconds"] ?? .infinity) < 1000)
+        } else {
+            nil
+        }
+        add(m, target: target)
+    }
+} catch {
+    log("footprint failed: \(error)")
 } }
 
 // L2CAP credit-based channel data: segmentation + reassembly alone, receiving through the host

@@ -28,7 +28,7 @@ enum GatewayWorkload {
 
     // MARK: One gateway
 
-    static func single(seconds: Int, directory: URL) async throws -> Measurement {
+    static func single(seconds: Int, directory: URL, cgroup: BenchCgroup? = nil) async throws -> Measurement {
         progress("gateway: starting mosquitto")
         let broker = try await offThread { try BenchBroker.start(directory: directory) }
         defer { broker.stop() }
@@ -36,10 +36,12 @@ enum GatewayWorkload {
         let subscriber = try await offThread { try BenchSubscriber.start(port: broker.port, pattern: "ble/bench/#") }
         defer { subscriber.stop() }
         progress("gateway: mosquitto on port \(broker.port), subscriber ready")
-        return try await singleRun(seconds: seconds, broker: broker, subscriber: subscriber, directory: directory)
+        return try await singleRun(seconds: seconds, broker: broker, subscriber: subscriber, directory: directory, cgroup: cgroup)
     }
 
-    static func singleRun(seconds: Int, broker: BenchBroker, subscriber: BenchSubscriber, directory: URL) async throws -> Measurement {
+    /// With `cgroup`, the gateway runs inside it from its first instruction (a small board:
+    /// `BenchCgroup`), and the row says so.
+    static func singleRun(seconds: Int, broker: BenchBroker, subscriber: BenchSubscriber, directory: URL, cgroup: BenchCgroup? = nil) async throws -> Measurement {
         var options = VirtualController.Options()
         options.time = .immediate
         options.aclPacketCount = 64
@@ -59,7 +61,10 @@ enum GatewayWorkload {
         defer { try? FileManager.default.removeItem(at: configFile) }
         let spec = try vc.servePseudoTerminal()
         let ble = try bleExecutable()
-        var pid = try ChildProcess(path: ble.path, ["-d", spec, "gateway", "--config", configFile.path],
+        let gateway = [ble.path, "-d", spec, "gateway", "--config", configFile.path]
+        let spawned = Date().timeIntervalSince1970
+        var pid = try ChildProcess(path: cgroup == nil ? ble.path : "/bin/sh",
+                                   cgroup.map { BenchCgroup.wrapper + $0.procsFiles + ["--"] + gateway } ?? Array(gateway.dropFirst()),
                                    stderr: .file(directory.appendingPathComponent("gateway-bench.log").path)).pid
         defer { if pid != 0 { ChildProcess.wait(pid, afterSending: SIGKILL) } }
         // Every link subscribed (its retained `connected`), and the scan running.
@@ -106,6 +111,10 @@ enum GatewayWorkload {
         progress("gateway: fed \(sent) reports in \(elapsed) s; draining")
         // Drained when a metrics message after the feed shows an empty queue.
         let metrics = try await offThread { subscriber.waitForMetrics(topic: "ble/bench/metrics", after: Date(), timeout: 10) { $0["queueDepth"] == 0 } }
+        // Resident memory at 1,000 advertisers and 8 links; alive means it never restarted
+        // (the same process from start to end: under a memory limit the kernel would kill it).
+        let memory = ProcessMemory(pid: pid)
+        let alive = kill(pid, 0) == 0
         ChildProcess.wait(pid, afterSending: SIGTERM)
         pid = 0
 
@@ -130,7 +139,11 @@ enum GatewayWorkload {
         }
         latencies.sort()
         func percentile(_ p: Double) -> Double { latencies.isEmpty ? .nan : latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))] }
-        var m = Measurement(name: "gateway: 1,000 advertisers at 10,000 reports/s + 8 notifying links -> mosquitto (reports)",
+        // Startup: from the spawn to the first advertisement message at the subscriber.
+        let firstAdvertisement = subscriber.lines().lazy.compactMap(BenchSubscriber.split)
+            .first { $0.0 >= spawned && $0.1.split(separator: "/").count == 4 && $0.1.contains("/devices/") }?.0
+        let limits = cgroup.map { " under \($0.describe)" } ?? ""
+        var m = Measurement(name: "gateway: 1,000 advertisers at 10,000 reports/s + 8 notifying links -> mosquitto (reports)\(limits)",
                             operations: sent, seconds: elapsed, operationsPerSecond: Double(sent) / elapsed)
         m.extra = [
             "cpuPercentOfOneCore": cpu / wallSeconds * 100,
@@ -141,7 +154,15 @@ enum GatewayWorkload {
             "latencySamples": Double(latencies.count),
             "latencyP50Microseconds": percentile(0.5), "latencyP99Microseconds": percentile(0.99),
             "latencyMaxMicroseconds": latencies.last ?? .nan,
+            "residentMiB": memory.residentMiB, "peakResidentMiB": memory.peakResidentMiB,
+            "stillRunning": alive ? 1 : 0,
+            "startupToFirstAdvertisementMilliseconds": firstAdvertisement.map { ($0 - spawned) * 1000 } ?? .nan,
         ]
+        if let cgroup {
+            m.extra["cgroupPeakMemoryMiB"] = cgroup.peakMemoryBytes / 1_048_576
+            m.extra["cgroupMemoryLimitHits"] = cgroup.limitHits
+            m.extra["cgroupThrottledSeconds"] = cgroup.throttledSeconds
+        }
         return m
     }
 
@@ -413,6 +434,11 @@ final class BenchSubscriber: @unchecked Sendable { // every field but `pid` is g
 
     func waitForTopics(prefix: String, suffix: String, count: Int, timeout: Double) -> Bool {
         wait(timeout: timeout) { s in s.linkTopics.filter { $0.hasPrefix(prefix) && $0.hasSuffix(suffix) }.count >= count }
+    }
+
+    /// True once a message on `topic` came (within `timeout` seconds).
+    func waitForTopic(_ topic: String, timeout: Double) -> Bool {
+        wait(timeout: timeout) { s in s.deviceCounts[Substring(topic)] != nil || s.linkTopics.contains(topic) }
     }
 
     func waitForDeviceMessages(total: Int, timeout: Double) -> Bool {

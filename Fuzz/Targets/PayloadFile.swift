@@ -2,7 +2,7 @@
 import Foundation
 #endif
 
-/// The `ble` command's payload-file readers and encoder (JSON through Foundation, YAML
+/// The `ble` command's payload-file readers and encoder (JSON through FoundationEssentials, YAML
 /// through libyaml). Input: one selector byte (even: read as JSON, odd: as YAML), then the
 /// file's bytes. Property: every input gives bytes or a typed `PayloadError`, never a trap,
 /// an allocation over the 1 MiB limit, or an endless alias expansion.

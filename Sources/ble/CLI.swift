@@ -1,5 +1,5 @@
 import BLECore
-import Foundation
+import Glibc
 
 /// The `ble` tool: global options, subcommand dispatch, exit status.
 enum CLI {

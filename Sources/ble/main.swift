@@ -1,5 +1,6 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
+import Glibc
 import Synchronization
 
 // Ctrl-C: a signal source (not a handler) cancels the running command, which stops its scan,

@@ -24,11 +24,11 @@ import Testing
         ("{\"fields\": [{\"u8\": 99999999999999999999999}]}", "payload field 0: \"u8\" needs a whole number"),
         ("{\"fields\": {\"u8\": 1}}", "payload file has \"fields\" that is not an array"),
         ("[1, 2]", "payload file must hold an object (a mapping)"),
-        ("{\"fields\": [", "payload file is not valid JSON: Unexpected end of file during JSON parse."),
-        ("{\"fields\": [{\"u8\": 1}]} trailing", "payload file is not valid JSON: Invalid value around character 24."),
-        (String(repeating: "[", count: 40), "payload file is not valid JSON: Unexpected end of file during JSON parse."),
+        ("{\"fields\": [", "payload file is not valid JSON: unexpected end of the text (expected a value) at offset 12"),
+        ("{\"fields\": [{\"u8\": 1}]} trailing", "payload file is not valid JSON: text after the JSON value at offset 24"),
+        (String(repeating: "[", count: 40), "payload file is not valid JSON: unexpected end of the text (expected a value) at offset 40"),
         (String(repeating: "[", count: 40) + String(repeating: "]", count: 40), "payload file is not valid JSON: nested deeper than 16 levels"),
-        ("{\"fields\": [{\"string\": \"\\ud800\"}]}", "payload file is not valid JSON: Unexpected end of file during string parse (expected low-surrogate code point but did not find one)."),
+        ("{\"fields\": [{\"string\": \"\\ud800\"}]}", "payload file is not valid JSON: high surrogate \\uD800 without a low surrogate after it at offset 24"),
     ])
     func badPayloadsAreUsageErrors(_ text: String, _ message: String) async throws {
         let file = try write(text)
@@ -69,6 +69,6 @@ import Testing
     @Test func missingFileIsAUsageError() async throws {
         let run = try await BLETool.run(["write", "F0:5E:B1:00:00:02", "-c", "2A19", "--file=/nonexistent/p.json"])
         #expect(run.status == 2)
-        #expect(run.stderr == "ble: cannot read payload file /nonexistent/p.json: no such file or permission denied\n")
+        #expect(run.stderr == "ble: cannot read payload file /nonexistent/p.json: No such file or directory\n")
     }
 }

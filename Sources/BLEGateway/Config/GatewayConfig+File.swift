@@ -1,17 +1,25 @@
 import BLECore
 import BLESensors
-import Foundation
+import FoundationEssentials
 
 extension GatewayConfig {
+    /// The largest config file read (1 MiB): a config is a few kilobytes, so a larger file is
+    /// a wrong path, not a config.
+    public static let maximumFileSize = 1 << 20
+
     /// Reads a JSON config file (keys in docs/gateway.md). Unknown keys, wrong types and bad
     /// values are errors naming the key.
     ///
     ///     let config = try GatewayConfig.load(path: "/etc/ble-gateway.json")
     public static func load(path: String) throws(ConfigError) -> GatewayConfig {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw ConfigError(key: "--config", "cannot read \(path): \(String(cString: strerror(errno))); check the path and its permissions")
+        let bytes: [UInt8]
+        do { bytes = try FileBytes.read(path, atMost: maximumFileSize + 1) } catch {
+            throw ConfigError(key: "--config", "cannot read \(path): \(error.reason); check the path and its permissions")
         }
-        return try decode(data)
+        guard bytes.count <= maximumFileSize else {
+            throw ConfigError(key: "--config", "\(path) is larger than \(maximumFileSize) bytes; a config file is a few kilobytes")
+        }
+        return try decode(Data(bytes))
     }
 
     /// Decodes the JSON text of a config file.
@@ -28,7 +36,7 @@ extension GatewayConfig {
             throw ConfigError(key: keyPath(context.codingPath), "expected \(typeName(type)), got null")
         } catch let DecodingError.dataCorrupted(context) {
             if context.codingPath.isEmpty {
-                throw ConfigError(key: "(file)", "not valid JSON: \((context.underlyingError as NSError?)?.userInfo[NSDebugDescriptionErrorKey] ?? context.debugDescription)")
+                throw ConfigError(key: "(file)", "not valid JSON: \(JSONSyntax.firstError(in: Array(data))?.description ?? context.debugDescription)")
             }
             throw ConfigError(key: keyPath(context.codingPath), context.debugDescription)
         } catch {

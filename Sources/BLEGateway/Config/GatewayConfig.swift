@@ -1,6 +1,6 @@
 import BLECore
 import BLESensors
-import Foundation
+import FoundationEssentials
 import GATTClient
 
 /// Everything the gateway runs with: broker, gateway id, scanning, links. Built from a JSON
@@ -167,13 +167,9 @@ public struct GatewayConfig: Sendable, Hashable {
     /// (an MQTT password's limit), so a wrong path to a large file is a mistake, not a read.
     func passwordFromFile() throws(ConfigError) -> String {
         let path = broker.passwordFile ?? ""
-        guard let handle = FileHandle(forReadingAtPath: path) else {
-            throw ConfigError(key: "mqtt.passwordFile", "cannot read \(path): \(String(cString: strerror(errno))); check the path and that the gateway's user may read it")
-        }
-        defer { try? handle.close() }
-        let data: Data
-        do { data = try handle.read(upToCount: 65_537) ?? Data() } catch {
-            throw ConfigError(key: "mqtt.passwordFile", "cannot read \(path): \(error)")
+        let data: [UInt8]
+        do { data = try FileBytes.read(path, atMost: 65_537) } catch {
+            throw ConfigError(key: "mqtt.passwordFile", "cannot read \(path): \(error.reason); check the path and that the gateway's user may read it")
         }
         var text = String(decoding: data, as: UTF8.self)
         // "\r\n" is one Character: removeLast takes either line break whole.

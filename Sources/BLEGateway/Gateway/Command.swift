@@ -1,5 +1,5 @@
 import BLECore
-import Foundation
+import FoundationEssentials
 import GATTClient
 
 /// A command received on `ble/GWID/commands`:

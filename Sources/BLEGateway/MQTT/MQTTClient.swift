@@ -1,5 +1,5 @@
 import CMosquitto
-import Foundation
+import Glibc
 import Synchronization
 
 /// An MQTT client over libmosquitto: a network thread of its own runs libmosquitto's loop,
@@ -134,7 +134,7 @@ public final class MQTTClient: Sendable {
             session.sink.attemptEnded(rc)
             let started = MQTTNetworkLoop(session: session, options: options)
             current = started
-            started.start()
+            try started.start()
         }
     }
 

@@ -1,6 +1,7 @@
+import BLECore
 import CMosquitto
 import Dispatch
-import Foundation
+import Glibc
 import Synchronization
 
 /// One libmosquitto client handle and what its callbacks reach; destroyed when the last of
@@ -48,14 +49,19 @@ final class MQTTNetworkLoop: Sendable {
 
     /// Starts the thread; the first connection attempt was made by the caller
     /// (`mosquitto_connect_async`), so its final mistakes are thrown where they were made.
-    func start() {
+    /// Fails with pthread_create's errno when no thread can be made.
+    func start() throws(MQTTError) {
         running.enter()
-        let thread = Thread { [self] in
+        let err = DetachedThread.start { [self] in
             run()
             running.leave()
         }
-        thread.name = "mqtt \(broker)"
-        thread.start()
+        guard err == 0 else {
+            running.leave()
+            throw MQTTError(operation: "pthread_create", code: MOSQ_ERR_ERRNO.rawValue,
+                            detail: "no thread for the MQTT network loop: \(String(cString: strerror(err))) (errno \(err)); the process is at its thread or memory limit",
+                            broker: broker)
+        }
     }
 
     /// True once the thread has returned: the handle is free for another loop.

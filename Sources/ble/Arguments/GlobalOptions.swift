@@ -1,5 +1,6 @@
 import BLECore
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Options every subcommand accepts, before or after its name.
 struct GlobalOptions: Sendable {

@@ -1,7 +1,8 @@
+import BLECore
 import CYAML
-import Foundation
+import FoundationEssentials
 
-/// Reads a payload file of `ble write --file` into its value: JSON through Foundation's
+/// Reads a payload file of `ble write --file` into its value: JSON through FoundationEssentials'
 /// JSONDecoder, YAML through libyaml (Debian's libyaml-dev), then `PayloadParser.encode`.
 /// A file ending in .yaml or .yml is YAML, one ending in .json is JSON; otherwise a file whose
 /// first non-blank character is `{` or `[` is JSON and any other YAML.
@@ -35,13 +36,9 @@ enum PayloadFile {
         do {
             return try JSONDecoder().decode(JSONNode.self, from: Data(input)).value
         } catch let error as DecodingError {
-            // JSONDecoder says only "not valid JSON"; JSONSerialization says where and why.
-            if case .dataCorrupted(let c) = error, c.codingPath.isEmpty {
-                do { _ = try JSONSerialization.jsonObject(with: Data(input), options: [.fragmentsAllowed]) } catch {
-                    if let why = (error as NSError).userInfo[NSDebugDescriptionErrorKey] as? String {
-                        throw .syntax(format: "JSON", detail: why)
-                    }
-                }
+            // JSONDecoder says only "not valid JSON"; JSONSyntax says where and why.
+            if case .dataCorrupted(let c) = error, c.codingPath.isEmpty, let why = JSONSyntax.firstError(in: input) {
+                throw .syntax(format: "JSON", detail: why.description)
             }
             throw .syntax(format: "JSON", detail: describe(error))
         } catch let error as PayloadError {

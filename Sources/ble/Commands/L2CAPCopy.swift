@@ -1,5 +1,6 @@
 import BLECore
-import Foundation
+import Dispatch
+import Glibc
 import Synchronization
 
 /// What `ble l2cap`'s copy reads of a channel beyond `ConnectionOrientedChannel`: the stack's
@@ -80,7 +81,7 @@ enum L2CAPCopy {
         let seconds = max(0.001, Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
         let rate = Double(bytesOut + bytesIn) / seconds / 1000
         let credits = await channel.creditWaits.map { "waited for credits \($0) times" } ?? "the kernel handled the credits"
-        ctx.console.status("sent \(bytesOut) bytes in \(sent) SDUs, received \(bytesIn) bytes in \(received) SDUs in \(String(format: "%.2f", seconds)) s (\(String(format: "%.1f", rate)) kB/s); \(credits)\(closedByPeer ? "; the peer closed the channel" : "")")
+        ctx.console.status("sent \(bytesOut) bytes in \(sent) SDUs, received \(bytesIn) bytes in \(received) SDUs in \(fixedDecimals(seconds, 2)) s (\(fixedDecimals(rate, 1)) kB/s); \(credits)\(closedByPeer ? "; the peer closed the channel" : "")")
     }
 }
 
@@ -94,7 +95,7 @@ enum StandardInput {
         // its initial value, which the reader thread may leave it at.
         let room = DispatchSemaphore(value: 0)
         for _ in 0..<4 { room.signal() }
-        Thread.detachNewThread {
+        let err = DetachedThread.start {
             var buffer = [UInt8](repeating: 0, count: max(1, size))
             while true {
                 room.wait()
@@ -107,6 +108,8 @@ enum StandardInput {
             }
             continuation.finish()
         }
+        // No thread (the process is at its limit): the channel sends nothing and ends.
+        if err != 0 { continuation.finish() }
         return (stream, room)
     }
 }

@@ -1,5 +1,5 @@
 import BLECore
-import Foundation
+import FoundationEssentials
 import GATTClient
 
 /// `ble write DEVICE -c CHAR`: writes hex, text or a typed payload file.
@@ -93,14 +93,13 @@ enum WriteCommand {
             return Array(s.utf8)
         }
         let path = a.value("file") ?? ""
-        guard let handle = FileHandle(forReadingAtPath: path) else {
-            throw UsageError("cannot read payload file \(path): no such file or permission denied")
-        }
-        defer { try? handle.close() }
         // Read one byte past the limit so an oversized file is refused, never loaded whole.
-        let data = (try? handle.read(upToCount: PayloadParser.maximumInputSize + 1)) ?? nil
+        let bytes: [UInt8]
+        do { bytes = try FileBytes.read(path, atMost: PayloadParser.maximumInputSize + 1) } catch {
+            throw UsageError("cannot read payload file \(path): \(error.reason)")
+        }
         do {
-            return try PayloadFile.parse([UInt8](data ?? Data()), name: path)
+            return try PayloadFile.parse(bytes, name: path)
         } catch {
             throw UsageError("\(path): \(error)")
         }

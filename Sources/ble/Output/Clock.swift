@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Wall-clock timestamps for event and notification lines: "13:45:07.123".
 enum Clock {

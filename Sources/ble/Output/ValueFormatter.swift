@@ -83,9 +83,5 @@ enum ValueFormatter {
         }
     }
 
-    static func format3(_ v: Double) -> String {
-        let m = Int((v * 1000).rounded())
-        let frac = String(m % 1000)
-        return "\(m / 1000).\(String(repeating: "0", count: 3 - frac.count))\(frac)"
-    }
+    static func format3(_ v: Double) -> String { fixedDecimals(v, 3) }
 }
