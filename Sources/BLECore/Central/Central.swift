@@ -115,6 +115,7 @@ public actor Central {
         stateReason = reason
         guard new != state else { return }
         state = new
+        scanner.enter(on: executor) { $0.adapterState = new }
         stateStream.yield(new)
         publishBluetoothState()
     }
@@ -179,7 +180,7 @@ public actor Central {
     public func close() async {
         await endReopen()
         await disconnectAllForClose(reason: .remoteUserTerminatedConnection, bound: .seconds(1))
-        await scanner.stopAll(error: nil)
+        await scanner.close()
         await host.close()
         await host.endBackground()
         await waitForTransportRelease(timeout: .seconds(2))

@@ -38,12 +38,32 @@ public struct ScanOptions: Sendable, Hashable {
     /// The stream finishes (without error) after this long; nil: only when the consumer stops.
     public var timeout: Duration?
     public var bufferingPolicy: BufferingPolicy
+    /// How long a scan waits for the adapter to come to `.poweredOn` while it is `.unknown`
+    /// (not opened yet) or `.resetting`: at subscribe time and after a reset or a Hardware
+    /// Error. Past it the stream ends with `ScanError.notReadyInTime`.
+    public var readyTimeout: Duration
+    /// What a power-off (`.poweredOff` reported by the system or a backend, not `close()`) does.
+    public var whenPoweredOff: PowerOffBehavior
+
+    /// What a scan does when the adapter is powered off.
+    public enum PowerOffBehavior: Sendable, Hashable {
+        /// The stream ends with `ScanError.adapterNotReady(.poweredOff)`; a scan started while
+        /// powered off ends at once.
+        case end
+        /// The subscription stays, with no time limit, and the scan runs again when the adapter
+        /// is powered on; `close()` still ends it.
+        case wait
+    }
 
     /// Defaults: active, interval 60 ms, window 30 ms, no duplicates, no duplicate interval,
-    /// no lost events, no timeout, newest 256 events kept.
+    /// no lost events, no timeout, newest 256 events kept, 10 s for the adapter to be ready,
+    /// ended by a power-off.
     public init(mode: Mode = .active, interval: Duration = .milliseconds(60), window: Duration = .milliseconds(30),
                 allowDuplicates: Bool = false, duplicateInterval: Duration? = nil, lostTimeout: Duration? = nil,
-                timeout: Duration? = nil, bufferingPolicy: BufferingPolicy = .bufferingNewest(256)) {
+                timeout: Duration? = nil, bufferingPolicy: BufferingPolicy = .bufferingNewest(256),
+                readyTimeout: Duration = .seconds(10), whenPoweredOff: PowerOffBehavior = .end) {
+        self.readyTimeout = readyTimeout
+        self.whenPoweredOff = whenPoweredOff
         self.mode = mode
         self.interval = interval
         self.window = window

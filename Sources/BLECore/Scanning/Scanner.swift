@@ -44,9 +44,13 @@ actor Scanner {
 
     /// Connecting on a controller that cannot scan and initiate at once.
     var paused = false
-    /// The controller was reset and is not set up again yet: it scans for nobody, and the
-    /// subscribers wait (`configure` lets the scan run again).
-    var controllerDown = false
+    /// The controller is not set up (not yet, or again after a reset or a power-off): it scans
+    /// for nobody, and the subscribers wait (`configure` lets the scan run again).
+    var controllerDown = true
+    /// The central's adapter state, which names what a subscriber waited for (Scanner+Readiness.swift).
+    var adapterState: AdapterState = .unknown
+    /// The central is closed: no subscriber waits for it any more.
+    var closed = false
     /// What the controller runs now; nil when it is not scanning.
     var applied: ControllerScanParameters? {
         didSet { if (oldValue == nil) != (applied == nil) { onScanningChange?() } }
@@ -76,6 +80,7 @@ actor Scanner {
         useExtended = info.supportsExtendedScanning
         lostReason = nil
         controllerDown = false
+        controllerReady()
         reconcile()
     }
 
@@ -84,6 +89,7 @@ actor Scanner {
     func controllerReset() {
         controllerDown = true
         applied = nil
+        for sub in subscribers.values { awaitReady(sub) }
     }
 
     // MARK: - Subscribers
@@ -123,6 +129,7 @@ actor Scanner {
             }
         }
         subscribers[id] = sub
+        if controllerDown, !waitsWithoutLimit(sub) { awaitReady(sub) }
         logger.log(.debug, "scan subscriber \(id) joined (\(subscribers.count) now): \(sub.parameters)")
         reconcile()
     }
