@@ -102,9 +102,44 @@ struct BondStoreTests {
         }
     }
 
-    @Test func unwritableDirectoryIsATypedError() {
+    @Test func unwritableDirectoryIsATypedErrorOfTheSave() throws {
+        // Opening and reading need nothing on disk; the save is what must create the directory.
+        let store = try FileBondStore(adapter: Self.adapter, directory: "/proc/ble-bonds")
+        #expect(store.allBonds().isEmpty)
         #expect(throws: BondStoreError.io(path: "/proc/ble-bonds", operation: "creating directory", errno: ENOENT)) {
-            try FileBondStore(adapter: Self.adapter, directory: "/proc/ble-bonds")
+            try store.save(Self.bond)
+        }
+    }
+
+    /// Commands that only read bonds (scan, read, inspect, write) open the store: that creates
+    /// nothing, so they run with a read-only home; the first save creates the directories.
+    @Test func readingCreatesNothingAndTheFirstSaveCreatesTheDirectories() throws {
+        try Self.withTemporaryDirectory { root in
+            let bonds = root + "/state/swift-ble-host/bonds"
+            let store = try FileBondStore(adapter: Self.adapter, directory: bonds)
+            #expect(store.allBonds().isEmpty)
+            #expect(store.bond(for: Self.peer) == nil)
+            try store.remove(Self.peer)
+            #expect(try FileBondStore.adapters(in: bonds).isEmpty)
+            #expect(Self.names(in: root).isEmpty, "nothing created by opening, reading or removing")
+            try store.save(Self.bond)
+            #expect(Self.mode(bonds) == 0o700)
+            #expect(Self.mode(bonds + "/00:1B:DC:0F:00:01") == 0o700)
+            #expect(Self.names(in: bonds + "/00:1B:DC:0F:00:01") == ["C4:00:00:00:00:01-random"])
+            #expect(store.bond(for: Self.peer) == Self.bond)
+        }
+    }
+
+    /// An existing bond directory that cannot be written (a read-only home) is read as usual:
+    /// its adapter directory, private already, is not chmod-ed.
+    @Test func readOnlyBondDirectoryIsRead() throws {
+        try Self.withTemporaryDirectory { root in
+            try FileBondStore(adapter: Self.adapter, directory: root + "/bonds").save(Self.bond)
+            #expect(chmod(root + "/bonds/00:1B:DC:0F:00:01", 0o500) == 0 && chmod(root + "/bonds", 0o500) == 0)
+            defer { _ = chmod(root + "/bonds", 0o700); _ = chmod(root + "/bonds/00:1B:DC:0F:00:01", 0o700) }
+            let store = try FileBondStore(adapter: Self.adapter, directory: root + "/bonds")
+            #expect(store.allBonds() == [Self.bond])
+            #expect(Self.mode(root + "/bonds/00:1B:DC:0F:00:01") == 0o500)
         }
     }
 

@@ -76,6 +76,8 @@ extension Central {
         connectionEventStream.yield(PeerConnectionEvent(peer: peer, event: .connecting(attempt: 1)))
         let (handle, params) = try await establish(peer, timeout: timeout, parameters: parameters)
         let connection = Connection(central: self, host: host, peer: peer, handle: handle, parameters: params, options: options)
+        // A link created on LE Coded runs on it from the start (no PHY Update Complete says so).
+        if initiatesOnCoded(parameters) { connection.enter(on: executor) { $0.phy = (.leCoded, .leCoded) } }
         connectionsByPeer[peer] = connection
         connectionsByHandle[handle] = connection
         connection.enter(on: executor) { $0.emit(.connected(handle: handle, parameters: params)) }
@@ -149,9 +151,19 @@ extension Central {
     func createConnectionCommand(_ peer: LEAddress, _ p: ConnectionRequestParameters) -> HCICommandPacket {
         let useExtended = controllerInfo?.supportsExtendedCreateConnection ?? false
         if useExtended {
-            return HCICommand.leExtendedCreateConnection(HCICommand.LEExtendedCreateConnection(peer: peer, request: p))
+            return HCICommand.leExtendedCreateConnection(HCICommand.LEExtendedCreateConnection(peer: peer, request: p, coded: initiatesOnCoded(p)))
+        }
+        if case .leCoded = p.phy {
+            options.logger.log(.info, "connecting to \(peer) on LE 1M: the controller has no LE Extended Create Connection for LE Coded")
         }
         return HCICommand.leCreateConnection(HCICommand.LECreateConnection(peer: peer, request: p))
+    }
+
+    /// Whether a connection asked with `p` is initiated on LE Coded: asked for, and the
+    /// controller has extended create connection and the LE Coded PHY.
+    func initiatesOnCoded(_ p: ConnectionRequestParameters) -> Bool {
+        guard case .leCoded = p.phy, let info = controllerInfo else { return false }
+        return info.supportsExtendedCreateConnection && info.leFeatures.contains(.leCodedPHY)
     }
 
     /// The caller waiting for the pending attempt was cancelled: it gets `.cancelled` now,
@@ -332,7 +344,8 @@ extension Central {
     }
 
     /// After connecting: read the peer's features, then ask for data length extension and the
-    /// 2M PHY where both sides support them. Refusals are ignored.
+    /// PHY asked for (`ConnectionRequestParameters.phy`) where both sides support them. Refusals
+    /// leave one debug line.
     func startLinkSetup(_ connection: Connection, handle: UInt16, parameters: ConnectionRequestParameters) {
         guard let info = controllerInfo else { return }
         let logger = options.logger
@@ -354,18 +367,33 @@ extension Central {
 
     func remoteFeaturesRead(handle: UInt16, features: LEFeatures) {
         guard let connection = connectionsByHandle[handle], let info = controllerInfo else { return }
-        let wants2M = connection.enter(on: executor) { c in
+        let phy = connection.enter(on: executor) { c in
             c.remoteFeatures = features.rawValue
-            return c.requestParameters.request2MPHY
+            return c.requestParameters.phy
         }
-        guard wants2M, info.leFeatures.contains(.le2MPHY), features.contains(.le2MPHY), info.supports(.leSetPHY) else { return }
+        guard let command = Self.setPHYCommand(handle: handle, phy: phy, local: info.leFeatures, remote: features), info.supports(.leSetPHY) else { return }
         let logger = options.logger
         host.enter(on: executor) { $0.background { host in
             do {
-                try await host.send(HCICommand.leSetPHY(HCICommand.LESetPHY(handle: handle, allPHYs: 0, txPHYs: 0b010, rxPHYs: 0b010, phyOptions: 0)), timeout: .seconds(1))
+                try await host.send(command, timeout: .seconds(1))
             } catch {
                 logger.log(.debug, "LE Set PHY on \(handle.hex) refused: \(error)")
             }
         } }
+    }
+
+    /// LE Set PHY (7.8.49) for `phy` on `handle` when both sides support it; nil for LE 1M.
+    /// PHY bitfields: bit 0 LE 1M, bit 1 LE 2M, bit 2 LE Coded.
+    static func setPHYCommand(handle: UInt16, phy: ConnectionPHY, local: LEFeatures, remote: LEFeatures) -> HCICommandPacket? {
+        switch phy {
+        case .le1M:
+            return nil
+        case .le2M:
+            guard local.contains(.le2MPHY), remote.contains(.le2MPHY) else { return nil }
+            return HCICommand.leSetPHY(HCICommand.LESetPHY(handle: handle, allPHYs: 0, txPHYs: 0b010, rxPHYs: 0b010, phyOptions: 0))
+        case .leCoded(let coding):
+            guard local.contains(.leCodedPHY), remote.contains(.leCodedPHY) else { return nil }
+            return HCICommand.leSetPHY(HCICommand.LESetPHY(handle: handle, allPHYs: 0, txPHYs: 0b100, rxPHYs: 0b100, phyOptions: coding.phyOptions))
+        }
     }
 }

@@ -32,6 +32,8 @@ actor Scanner {
     static let mergedStructureLimit = 32
 
     var useExtended = false
+    /// The controller can scan on LE Coded (extended scanning and the LE Coded PHY).
+    var codedScanning = false
     var subscribers: [UInt64: ScanSubscriber] = [:]
     var nextSubscriberID: UInt64 = 0
     var devices: [DeviceKey: DeviceRecord] = [:]
@@ -78,6 +80,7 @@ actor Scanner {
     /// Chooses legacy or extended scanning commands from the controller's capabilities.
     func configure(info: ControllerInfo) {
         useExtended = info.supportsExtendedScanning
+        codedScanning = useExtended && info.leFeatures.contains(.leCodedPHY)
         lostReason = nil
         controllerDown = false
         controllerReady()
@@ -250,9 +253,15 @@ actor Scanner {
 
     private func setParameters(_ p: ControllerScanParameters) async throws(HCIError) {
         let type: UInt8 = p.active ? 0x01 : 0x00
+        if p.phys.contains(.leCoded), !codedScanning {
+            logger.log(.info, "scanning on LE 1M: the controller has no \(useExtended ? "LE Coded PHY" : "extended scanning") for LE Coded")
+        }
         if useExtended {
+            let phy = HCICommand.LEScanPHYParameters(scanType: type, scanInterval: p.interval, scanWindow: p.window)
+            let coded = codedScanning && p.phys.contains(.leCoded)
+            let le1M = p.phys.contains(.le1M) || !coded
             try await host.send(HCICommand.leSetExtendedScanParameters(HCICommand.LESetExtendedScanParameters(
-                le1M: HCICommand.LEScanPHYParameters(scanType: type, scanInterval: p.interval, scanWindow: p.window))))
+                le1M: le1M ? phy : nil, leCoded: coded ? phy : nil)))
         } else {
             try await host.send(HCICommand.leSetScanParameters(HCICommand.LESetScanParameters(
                 scanType: type, scanInterval: p.interval, scanWindow: p.window)))

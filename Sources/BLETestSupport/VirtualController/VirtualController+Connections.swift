@@ -212,9 +212,17 @@ extension VirtualController {
         case .leSetPHY(let p):
             guard let link = links[p.handle] else { return status(opcode, .unknownConnectionIdentifier) }
             status(opcode, .success)
-            let both2M = options.leFeatures.contains(.le2MPHY) && (peripheral(link.peer)?.features.contains(.le2MPHY) ?? false)
-            let tx: LEPHY = both2M && (p.allPHYs & 1 != 0 || p.txPHYs & 0b010 != 0) ? .le2M : .le1M
-            let rx: LEPHY = both2M && (p.allPHYs & 2 != 0 || p.rxPHYs & 0b010 != 0) ? .le2M : .le1M
+            // LE 2M where both sides have it and it is allowed, else LE Coded likewise, else LE 1M.
+            let peerFeatures = peripheral(link.peer)?.features ?? []
+            let both2M = options.leFeatures.contains(.le2MPHY) && peerFeatures.contains(.le2MPHY)
+            let bothCoded = options.leFeatures.contains(.leCodedPHY) && peerFeatures.contains(.leCodedPHY)
+            func pick(any: Bool, _ mask: UInt8) -> LEPHY {
+                if both2M && (any || mask & 0b010 != 0) { return .le2M }
+                if bothCoded && !any && mask & 0b100 != 0 { return .leCoded }
+                return .le1M
+            }
+            let tx = pick(any: p.allPHYs & 1 != 0, p.txPHYs)
+            let rx = pick(any: p.allPHYs & 2 != 0, p.rxPHYs)
             link.txPHY = tx
             link.rxPHY = rx
             send(.lePHYUpdateComplete(.init(handle: p.handle, txPHY: tx.rawValue, rxPHY: rx.rawValue)))
