@@ -28,6 +28,8 @@ _ble() {
             COMPREPLY=($(compgen -W "hci0 hci1 hci2" -- "$cur")); return ;;
         --security)
             COMPREPLY=($(compgen -W "encrypted authenticated" -- "$cur")); return ;;
+        --phy)
+            COMPREPLY=($(compgen -W "1m 2m coded coded-s2 coded-s8 1m,coded" -- "$cur")); return ;;
         --timeout|--duration|--count|-n|--min-rssi|--reconnect|--scan-timeout)
             return ;;
     esac
