@@ -58,6 +58,8 @@ public actor Central {
     var connectionsByHandle: [UInt16: Connection] = [:]
     var connectionsByPeer: [LEAddress: Connection] = [:]
     var pendingConnect: PendingConnect?
+    /// Devices connected as they come into range (Central+Background.swift).
+    var backgroundConnect: BackgroundConnect?
     var connectBusy = false
     /// Callers waiting for the one connect turn, first come first served (false: cancelled).
     let connectTurns: Waiters<Bool, Never>
@@ -179,6 +181,7 @@ public actor Central {
     ///     await central.close()
     public func close() async {
         await endReopen()
+        stopBackgroundConnect(error: nil)
         await disconnectAllForClose(reason: .remoteUserTerminatedConnection, bound: .seconds(1))
         await scanner.close()
         await host.close()

@@ -72,6 +72,9 @@ extension VirtualController {
         public var extendedReportFragmentSize = 229
         /// Maximum TX/RX octets the link layer accepts for LE Set Data Length.
         public var maximumDataLength: UInt16 = 251
+        /// Entries the Filter Accept List holds (LE Read Filter Accept List Size); an add past
+        /// it fails with Memory Capacity Exceeded (0x07).
+        public var filterAcceptListSize: UInt8 = 8
 
         public init() {}
     }
