@@ -6,7 +6,7 @@ import BLETestSupport
 /// create-connection command with Initiator_Filter_Policy 0x01 for all of them (Vol 4, Part E,
 /// 7.8.12, 7.8.14 to 7.8.17), making way for direct connects, and a scan for those past the
 /// list's size.
-@Suite struct BackgroundConnectTests {
+@Suite(.timeLimit(.minutes(1))) struct BackgroundConnectTests {
     static func device(_ n: UInt64) -> LEAddress { LEAddress(BluetoothAddress(rawValue: 0xC0_00_00_00_00_00 | n), type: .random) }
     static let a = device(1), b = device(2), c = device(3)
 

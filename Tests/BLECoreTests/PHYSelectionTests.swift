@@ -6,7 +6,7 @@ import BLETestSupport
 /// Part E, 7.8.64 (LE Set Extended Scan Parameters), 7.8.66 (LE Extended Create Connection)
 /// and 7.8.49 (LE Set PHY), and the fallback to LE 1M and legacy commands where the
 /// controller lacks them.
-@Suite struct PHYSelectionTests {
+@Suite(.timeLimit(.minutes(1))) struct PHYSelectionTests {
     static let peer = LEAddress(BluetoothAddress(rawValue: 0xC0_11_22_33_44_55), type: .random)
 
     /// A central on a virtual controller with `features`, and `peer` with `peerFeatures`.

@@ -5,7 +5,7 @@ import BLETestSupport
 /// Scans asked for while the adapter is not ready wait for it (bounded by
 /// `ScanOptions.readyTimeout`); terminal states end them with a typed error; a power-off does
 /// what `ScanOptions.whenPoweredOff` says.
-@Suite struct ScanReadinessTests {
+@Suite(.timeLimit(.minutes(1))) struct ScanReadinessTests {
     static let device = "C0:11:22:33:44:55"
 
     /// A central over a scripted controller whose power state a test reports, as a system

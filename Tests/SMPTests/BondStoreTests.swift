@@ -198,6 +198,8 @@ struct BondStoreTests {
     @Test func plantedLinkAtABondFileIsNeitherReadNorWrittenThrough() throws {
         try Self.withTemporaryDirectory { root in
             let problems = Mutex<[BondStoreError]>([])
+            // A store whose directory exists (the first save creates it).
+            #expect(mkdir(root + "/bonds", 0o700) == 0 && mkdir(root + "/bonds/00:1B:DC:0F:00:01", 0o700) == 0)
             let store = try FileBondStore(adapter: Self.adapter, directory: root + "/bonds") { e in problems.withLock { $0.append(e) } }
             let victim = root + "/victim"
             try Self.plant(BondFile.encode(Self.bond), at: victim)
@@ -221,6 +223,7 @@ struct BondStoreTests {
     /// O_NOFOLLOW) and fails with the path; the file it points to is untouched.
     @Test func plantedLinkAtTheTemporaryFileFailsTheSave() throws {
         try Self.withTemporaryDirectory { root in
+            #expect(mkdir(root + "/bonds", 0o700) == 0 && mkdir(root + "/bonds/00:1B:DC:0F:00:01", 0o700) == 0)
             let store = try FileBondStore(adapter: Self.adapter, directory: root + "/bonds")
             let victim = root + "/victim"
             try Self.plant("untouched\n", at: victim)

@@ -148,13 +148,13 @@ extension Central {
             return .success((.failure(.cancelled(peer: peer)), handedOff))
         }) { id in
             let ms = Int(timeout.nanoseconds / 1_000_000)
-            // A background attempt a direct connect asked to make way while it was being sent
-            // is cancelled at once.
-            let preempted = usesAcceptList && (backgroundConnect?.preempted ?? false)
-            let timer = scheduler.schedule(after: preempted ? .zero : timeout) { [weak self, executor] in
-                self?.enter(on: executor) { $0.abortPendingConnect(preempted ? .cancelled(peer: peer) : .timeout(peer: peer, milliseconds: ms)) }
+            let timer = scheduler.schedule(after: timeout) { [weak self, executor] in
+                self?.enter(on: executor) { $0.abortPendingConnect(.timeout(peer: peer, milliseconds: ms)) }
             }
             pendingConnect?.phase = .waiting(waiter: id, timeout: timer)
+            // A background attempt a direct connect asked to make way while it was being sent
+            // is cancelled at once.
+            if usesAcceptList, backgroundConnect?.preempted == true { abortPendingConnect(.cancelled(peer: peer)) }
         }.get()
         if !outcome.handedOff { endConnectAttempt(peer, pausedScan: pausedScan) }
         return try outcome.result.get()
