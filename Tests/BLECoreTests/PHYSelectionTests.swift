@@ -83,15 +83,15 @@ import BLETestSupport
         let (vc, central) = try await Self.stack(features: [.leExtendedAdvertising, .le2MPHY])
         var request = ConnectionRequestParameters()
         request.requestDataLengthExtension = false
+        var events = await central.connectionEvents().makeAsyncIterator()
         let link = try await central.connect(Self.peer, parameters: request)
-        var events = await link.events().makeAsyncIterator()
         let create = try await Self.parameters(vc, 0x2043)
         let perPHY: [UInt8] = [0x60, 0x00, 0x60, 0x00, 0x18, 0x00, 0x28, 0x00, 0x00, 0x00, 0xF4, 0x01, 0x00, 0x00, 0x00, 0x00]
         #expect(create == [0x00, 0x00, 0x01, 0x55, 0x44, 0x33, 0x22, 0x11, 0xC0, 0x03] + perPHY + perPHY)
         let handle = try #require(await link.handle)
         #expect(try await Self.parameters(vc, 0x2032) == [UInt8(handle & 0xFF), UInt8(handle >> 8), 0x00, 0x02, 0x02, 0x00, 0x00])
         var changed: ConnectionEvent?
-        while let e = await events.next() { if case .phyChanged = e { changed = e; break } }
+        while let e = await events.next() { if case .phyChanged = e.event, e.peer == Self.peer { changed = e.event; break } }
         #expect(changed == .phyChanged(tx: .le2M, rx: .le2M))
         await central.close()
     }
