@@ -114,15 +114,19 @@ import BLETestSupport
         await bed.central.close()
     }
 
-    @Test("A Hardware Error not followed by powerOn() ends the scan after readyTimeout")
+    @Test("A scan asked for after a Hardware Error, before powerOn(), ends after readyTimeout; the running one stays")
     func hardwareErrorTimesOut() async throws {
         let bed = try await ScanBed.make()
-        let sub = Collected(await bed.central.scan())
+        let running = Collected(await bed.central.scan())
         _ = await bed.controller.scanCommands { $0.last == Spec.setScanEnable(true) }
         bed.controller.sendEvent(code: 0x10, [0x00])
         try await waitForState(.resetting, of: bed.central)
+        let late = Collected(await bed.central.scan())
         await bed.clock.advance(by: .seconds(10))
-        #expect(await sub.end().error as? ScanError == .notReadyInTime(.resetting, waited: .seconds(10)))
+        #expect(await late.end().error as? ScanError == .notReadyInTime(.resetting, waited: .seconds(10)))
+        await bed.clock.advance(by: .seconds(60))
+        #expect(await running.log.ended == false)
+        running.cancel()
         await bed.central.close()
     }
 

@@ -38,9 +38,10 @@ public struct ScanOptions: Sendable, Hashable {
     /// The stream finishes (without error) after this long; nil: only when the consumer stops.
     public var timeout: Duration?
     public var bufferingPolicy: BufferingPolicy
-    /// How long a scan waits for the adapter to come to `.poweredOn` while it is `.unknown`
-    /// (not opened yet) or `.resetting`: at subscribe time and after a reset or a Hardware
-    /// Error. Past it the stream ends with `ScanError.notReadyInTime`.
+    /// How long a scan asked for while the adapter is `.unknown` (not opened yet) or
+    /// `.resetting` waits for `.poweredOn`, and how long a running scan waits when a backend
+    /// reports `.unknown`. Past it the stream ends with `ScanError.notReadyInTime`. A running
+    /// scan outlives a reset or a Hardware Error with no limit: it runs again after `powerOn()`.
     public var readyTimeout: Duration
     /// What a power-off (`.poweredOff` reported by the system or a backend, not `close()`) does.
     public var whenPoweredOff: PowerOffBehavior

@@ -1,6 +1,7 @@
 /// Subscribers that wait for the adapter: a scan asked for while the adapter is `.unknown` or
-/// `.resetting` (or that was running when it went there) stays subscribed and starts when the
-/// controller is set up, or ends with `ScanError.notReadyInTime` after its `readyTimeout`.
+/// `.resetting` (or that was running when a backend reported `.unknown`) stays subscribed and
+/// starts when the controller is set up, or ends with `ScanError.notReadyInTime` after its
+/// `readyTimeout`. A running scan waits through a reset or Hardware Error with no limit.
 /// Terminal states end it with `ScanError.adapterNotReady`; `.poweredOff` does what the
 /// subscriber's `ScanOptions.whenPoweredOff` says.
 extension Scanner {

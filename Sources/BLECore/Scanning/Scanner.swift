@@ -92,7 +92,6 @@ actor Scanner {
     func controllerReset() {
         controllerDown = true
         applied = nil
-        for sub in subscribers.values { awaitReady(sub) }
     }
 
     // MARK: - Subscribers
