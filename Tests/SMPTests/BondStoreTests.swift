@@ -275,3 +275,34 @@ struct BondStoreTests {
         #expect(problems == [.io(path: "/nonexistent/bluetooth", operation: "listing", errno: ENOENT)])
     }
 }
+
+/// The adapter's own identity next to its bonds, and resolvable private addresses from it.
+struct OwnIdentityTests {
+    /// Vol 3, Part H, D.7 (ah): IRK ec0234a357c8ad05341010a60a397d9b, prand 708194 give hash
+    /// 0dfbaa: the address 70:81:94:0D:FB:AA.
+    @Test func resolvablePrivateAddressFromTheSpecificationVector() throws {
+        let irk: UInt128 = 0xEC02_34A3_57C8_AD05_3410_10A6_0A39_7D9B
+        #expect(try ResolvablePrivateAddress.make(irk: irk, prand: 0x708194).address == BluetoothAddress("70:81:94:0D:FB:AA")!)
+        let prand = ResolvablePrivateAddress.randomPrand()
+        #expect(prand >> 22 == 0b01)
+    }
+
+    @Test func staticAddressAndIRKAreMadeOnceAndKeptPrivately() throws {
+        try BondStoreTests.withTemporaryDirectory { root in
+            let store = try FileBondStore(adapter: BondStoreTests.adapter, directory: root + "/bonds")
+            #expect(BondStoreTests.names(in: root).isEmpty)
+            let address = try store.staticRandomAddress()
+            #expect(address.isStaticRandom)
+            #expect(try store.staticRandomAddress() == address)
+            #expect(try FileBondStore(adapter: BondStoreTests.adapter, directory: root + "/bonds").staticRandomAddress() == address)
+            let irk = try store.localIdentityResolvingKey()
+            #expect(try store.localIdentityResolvingKey() == irk)
+            let directory = root + "/bonds/00:1B:DC:0F:00:01"
+            #expect(BondStoreTests.names(in: directory) == ["own-irk", "own-static-address"])
+            #expect(BondStoreTests.mode(directory + "/own-irk") == 0o600)
+            #expect(BondStoreTests.contents(directory + "/own-static-address") == "\(address)\n")
+            // Not bonds: they do not show among them.
+            #expect(store.allBonds().isEmpty)
+        }
+    }
+}

@@ -167,6 +167,7 @@ extension Central {
         let useExtended = controllerInfo?.supportsExtendedCreateConnection ?? false
         if useExtended {
             var command = HCICommand.LEExtendedCreateConnection(peer: peer, request: p, coded: initiatesOnCoded(p))
+            command.ownAddressType = ownAddressType
             if usesAcceptList { command.initiatorFilterPolicy = 0x01 }
             return HCICommand.leExtendedCreateConnection(command)
         }
@@ -174,6 +175,7 @@ extension Central {
             options.logger.log(.info, "connecting to \(peer) on LE 1M: the controller has no LE Extended Create Connection for LE Coded")
         }
         var command = HCICommand.LECreateConnection(peer: peer, request: p)
+        command.ownAddressType = ownAddressType
         if usesAcceptList { command.initiatorFilterPolicy = 0x01 }
         return HCICommand.leCreateConnection(command)
     }

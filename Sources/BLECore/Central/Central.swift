@@ -60,6 +60,8 @@ public actor Central {
     var pendingConnect: PendingConnect?
     /// Devices connected as they come into range (Central+Background.swift).
     var backgroundConnect: BackgroundConnect?
+    /// The address it scans and connects with (OwnAddress.swift).
+    var ownAddress = OwnAddressState()
     var connectBusy = false
     /// Callers waiting for the one connect turn, first come first served (false: cancelled).
     let connectTurns: Waiters<Bool, Never>
@@ -159,6 +161,7 @@ public actor Central {
                 setState(.unsupported, reason: "the controller does not support LE")
                 throw HCIError.commandFailed(opcode: HCIOpcode(rawValue: 0x2003), status: HCIStatus(rawValue: 0x11))
             }
+            await restoreOwnAddress()
             scanner.enter(on: executor) { $0.configure(info: info) }
             setState(.poweredOn)
             adapterPoweredOn()

@@ -34,6 +34,8 @@ actor Scanner {
     var useExtended = false
     /// The controller can scan on LE Coded (extended scanning and the LE Coded PHY).
     var codedScanning = false
+    /// Own_Address_Type of the scan parameters (the central's `OwnAddress`).
+    var ownAddressType: UInt8 = 0x00
     var subscribers: [UInt64: ScanSubscriber] = [:]
     var nextSubscriberID: UInt64 = 0
     var devices: [DeviceKey: DeviceRecord] = [:]
@@ -260,10 +262,10 @@ actor Scanner {
             let coded = codedScanning && p.phys.contains(.leCoded)
             let le1M = p.phys.contains(.le1M) || !coded
             try await host.send(HCICommand.leSetExtendedScanParameters(HCICommand.LESetExtendedScanParameters(
-                le1M: le1M ? phy : nil, leCoded: coded ? phy : nil)))
+                ownAddressType: ownAddressType, le1M: le1M ? phy : nil, leCoded: coded ? phy : nil)))
         } else {
             try await host.send(HCICommand.leSetScanParameters(HCICommand.LESetScanParameters(
-                scanType: type, scanInterval: p.interval, scanWindow: p.window)))
+                scanType: type, scanInterval: p.interval, scanWindow: p.window, ownAddressType: ownAddressType)))
         }
     }
 

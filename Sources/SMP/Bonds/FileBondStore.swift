@@ -152,6 +152,32 @@ public final class FileBondStore: BondStore, @unchecked Sendable { // file acces
         try result.get()
     }
 
+    /// The text of the adapter's own file `name` (its static address, its IRK), nil when absent.
+    func readOwnFile(_ name: String) throws(BondStoreError) -> String? {
+        let result: Result<String?, BondStoreError> = lock.withLock {
+            guard let directoryDescriptor else { return .success(nil) }
+            let fd = openat(directoryDescriptor, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+            if fd < 0 {
+                return errno == ENOENT ? .success(nil) : .failure(.io(path: directory + "/" + name, operation: "opening", errno: errno))
+            }
+            defer { close(fd) }
+            var bytes = [UInt8](repeating: 0, count: 256)
+            let n = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            guard n >= 0 else { return .failure(.io(path: directory + "/" + name, operation: "reading", errno: errno)) }
+            return .success(String(decoding: bytes[0..<n], as: UTF8.self))
+        }
+        return try result.get()
+    }
+
+    /// Writes the adapter's own file `name` (mode 0600, atomically), creating the directories.
+    func writeOwnFile(_ text: String, to name: String) throws(BondStoreError) {
+        let result: Result<Void, BondStoreError> = lock.withLock {
+            do throws(BondStoreError) { try writeAtomically(text, to: name) } catch { return .failure(error) }
+            return .success(())
+        }
+        try result.get()
+    }
+
     /// The file of `peer`'s bond.
     public func path(for peer: LEAddress) -> String {
         directory + "/" + Self.fileName(for: peer)

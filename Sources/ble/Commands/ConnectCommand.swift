@@ -5,11 +5,12 @@ enum ConnectCommand {
     static let spec = CommandSpec(
         name: "connect",
         summary: "connect to a device and hold the link, printing its events until Ctrl-C",
-        usage: ["connect DEVICE [--reconnect N] [--security encrypted|authenticated] [--phy 1m|2m|coded] [--scan-timeout SECONDS] [--no-reopen]"],
+        usage: ["connect DEVICE [--reconnect N] [--security encrypted|authenticated] [--phy 1m|2m|coded] [--own-address public|static|rpa] [--scan-timeout SECONDS] [--no-reopen]"],
         options: [
             .value("reconnect", nil, "N", "after an unexpected drop, reconnect up to N times (0: never; default 0)"),
             LinkSecurity.option,
             PHYOption.connectOption,
+            OwnAddressOption.option,
             .value("scan-timeout", nil, "SECONDS", "how long to scan when DEVICE is a name (default 10)"),
             AdapterReopen.option,
         ],
@@ -30,7 +31,9 @@ enum ConnectCommand {
         var asked = ConnectionRequestParameters()
         asked.phy = try PHYOption.connect(ctx)
         let request = asked
+        let ownAddress = try OwnAddressOption.parse(ctx)
         try await withCentral(ctx, reopenable: AdapterReopen.isOn(ctx)) { central in
+            try await OwnAddressOption.apply(ownAddress, ctx, central: central)
             // After the adapter was lost and reopened, the link is made again on it.
             try await AdapterReopen.resuming(ctx, central: central, "connecting again") { _ in
                 try await hold(ctx, central: central, target: target, attempts: attempts, scanTimeout: scanTimeout, required: required, request: request)

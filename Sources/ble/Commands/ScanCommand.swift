@@ -5,7 +5,7 @@ enum ScanCommand {
     static let spec = CommandSpec(
         name: "scan",
         summary: "scan for advertising devices: live table on a terminal, one line per change when piped",
-        usage: ["scan [--service UUID]... [--name SUBSTR] [--min-rssi N] [--manufacturer ID] [--passive] [--duplicates] [--phy 1m|coded|1m,coded] [--duration SECONDS] [--no-reopen] [--json]"],
+        usage: ["scan [--service UUID]... [--name SUBSTR] [--min-rssi N] [--manufacturer ID] [--passive] [--duplicates] [--phy 1m|coded|1m,coded] [--own-address public|static|rpa] [--duration SECONDS] [--no-reopen] [--json]"],
         options: [
             .value("service", nil, "UUID", "only devices advertising this service (repeatable; any one matches)"),
             .value("name", nil, "SUBSTR", "only devices whose name contains SUBSTR (ignoring case)"),
@@ -15,6 +15,7 @@ enum ScanCommand {
             .flag("duplicates", nil, "report every advertisement, not only new or changed devices"),
             .value("duration", nil, "SECONDS", "stop after SECONDS (default: until Ctrl-C)"),
             PHYOption.scanOption,
+            OwnAddressOption.option,
             AdapterReopen.option,
         ],
         details: ["On a terminal the table is redrawn in place, strongest signal first (smoothed RSSI). Piped or with --json, one line per new or changed device: 'discovered' or 'updated', and 'lost' for devices not heard for 10 s.",
@@ -41,8 +42,10 @@ enum ScanCommand {
                                   lostTimeout: .seconds(10), phys: try PHYOption.scan(ctx))
         let limit = duration.map { Duration.milliseconds(Int64($0 * 1000)) }
         let live = ctx.console.stdoutIsTTY && !ctx.globals.json
+        let ownAddress = try OwnAddressOption.parse(ctx)
 
         try await withCentral(ctx, reopenable: AdapterReopen.isOn(ctx)) { central in
+            try await OwnAddressOption.apply(ownAddress, ctx, central: central)
             let end = limit.map { ContinuousClock.now + $0 }
             if !live { ctx.console.status("scanning\(duration.map { " for \(formatSeconds($0)) s" } ?? " (Ctrl-C to stop)")") }
             // After the adapter was lost and reopened, the scan starts again on it for the
