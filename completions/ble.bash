@@ -30,6 +30,8 @@ _ble() {
             COMPREPLY=($(compgen -W "encrypted authenticated" -- "$cur")); return ;;
         --phy)
             COMPREPLY=($(compgen -W "1m 2m coded coded-s2 coded-s8 1m,coded" -- "$cur")); return ;;
+        --own-address)
+            COMPREPLY=($(compgen -W "public static rpa" -- "$cur")); return ;;
         --timeout|--duration|--count|-n|--min-rssi|--reconnect|--scan-timeout)
             return ;;
     esac
