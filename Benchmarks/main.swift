@@ -13,7 +13,7 @@ var quick = false
 var allocationsChild = false
 var perConnectionChild = false
 /// Workload keys to run (w1, w2, w3, w4, w5, dense, memory, gateway, gatt-server, l2cap, l2cap-receive,
-/// l2cap-send, l2cap-socket, hostile, hostile-indications, gateway-fleet, sensors, footprint); all when empty.
+/// l2cap-send, l2cap-socket, hostile, hostile-indications, gateway-fleet, sensors, footprint, background); all when empty.
 var only: Set<String> = []
 /// SDUs of each size for the l2cap workloads (`--sdus N`), instead of their defaults.
 var sduCount: Int?
@@ -186,6 +186,14 @@ if selected("w4") { do {
     add(w4, target: Target(description: "open descriptors and resident memory at the end equal to the start (within 1 MiB)", met: steady))
 } catch {
     log("W4 failed: \(error)")
+} }
+
+// Background connections through the Filter Accept List
+if selected("background") { do {
+    let m = try await BackgroundConnectWorkload.run(devices: 50, rounds: quick ? 2 : 20)
+    add(m, target: Target(description: "p99 within one advertising interval (100 ms) of appearing", met: (m.extra["p99Milliseconds"] ?? .infinity) < 100))
+} catch {
+    log("background connections failed: \(error)")
 } }
 
 // W5

@@ -28,6 +28,10 @@ _ble() {
             COMPREPLY=($(compgen -W "hci0 hci1 hci2" -- "$cur")); return ;;
         --security)
             COMPREPLY=($(compgen -W "encrypted authenticated" -- "$cur")); return ;;
+        --phy)
+            COMPREPLY=($(compgen -W "1m 2m coded coded-s2 coded-s8 1m,coded" -- "$cur")); return ;;
+        --own-address)
+            COMPREPLY=($(compgen -W "public static rpa" -- "$cur")); return ;;
         --timeout|--duration|--count|-n|--min-rssi|--reconnect|--scan-timeout|--key|--address|--scan-response|--interval|--manufacturer|--service-data|--name)
             return ;;
     esac

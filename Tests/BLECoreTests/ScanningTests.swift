@@ -482,15 +482,6 @@ struct ScanningTests {
         await bed.central.close()
     }
 
-    @Test("Scanning before power-on fails at once with ScanError.adapterNotReady")
-    func notPoweredOn() async throws {
-        let (host, _) = MemoryTransport.pair(name: "off")
-        let central = Central(transport: host)
-        let end = await Collected(await central.scan()).end()
-        #expect(end.error as? ScanError == .adapterNotReady(.unknown))
-        #expect("\(end.error.map { "\($0)" } ?? "")".contains("not powered on"))
-    }
-
     @Test("A lost transport ends the streams with an error that says so")
     func transportLost() async throws {
         let bed = try await ScanBed.make()

@@ -102,9 +102,44 @@ struct BondStoreTests {
         }
     }
 
-    @Test func unwritableDirectoryIsATypedError() {
+    @Test func unwritableDirectoryIsATypedErrorOfTheSave() throws {
+        // Opening and reading need nothing on disk; the save is what must create the directory.
+        let store = try FileBondStore(adapter: Self.adapter, directory: "/proc/ble-bonds")
+        #expect(store.allBonds().isEmpty)
         #expect(throws: BondStoreError.io(path: "/proc/ble-bonds", operation: "creating directory", errno: ENOENT)) {
-            try FileBondStore(adapter: Self.adapter, directory: "/proc/ble-bonds")
+            try store.save(Self.bond)
+        }
+    }
+
+    /// Commands that only read bonds (scan, read, inspect, write) open the store: that creates
+    /// nothing, so they run with a read-only home; the first save creates the directories.
+    @Test func readingCreatesNothingAndTheFirstSaveCreatesTheDirectories() throws {
+        try Self.withTemporaryDirectory { root in
+            let bonds = root + "/state/swift-ble-host/bonds"
+            let store = try FileBondStore(adapter: Self.adapter, directory: bonds)
+            #expect(store.allBonds().isEmpty)
+            #expect(store.bond(for: Self.peer) == nil)
+            try store.remove(Self.peer)
+            #expect(try FileBondStore.adapters(in: bonds).isEmpty)
+            #expect(Self.names(in: root).isEmpty, "nothing created by opening, reading or removing")
+            try store.save(Self.bond)
+            #expect(Self.mode(bonds) == 0o700)
+            #expect(Self.mode(bonds + "/00:1B:DC:0F:00:01") == 0o700)
+            #expect(Self.names(in: bonds + "/00:1B:DC:0F:00:01") == ["C4:00:00:00:00:01-random"])
+            #expect(store.bond(for: Self.peer) == Self.bond)
+        }
+    }
+
+    /// An existing bond directory that cannot be written (a read-only home) is read as usual:
+    /// its adapter directory, private already, is not chmod-ed.
+    @Test func readOnlyBondDirectoryIsRead() throws {
+        try Self.withTemporaryDirectory { root in
+            try FileBondStore(adapter: Self.adapter, directory: root + "/bonds").save(Self.bond)
+            #expect(chmod(root + "/bonds/00:1B:DC:0F:00:01", 0o500) == 0 && chmod(root + "/bonds", 0o500) == 0)
+            defer { _ = chmod(root + "/bonds", 0o700); _ = chmod(root + "/bonds/00:1B:DC:0F:00:01", 0o700) }
+            let store = try FileBondStore(adapter: Self.adapter, directory: root + "/bonds")
+            #expect(store.allBonds() == [Self.bond])
+            #expect(Self.mode(root + "/bonds/00:1B:DC:0F:00:01") == 0o500)
         }
     }
 
@@ -163,6 +198,8 @@ struct BondStoreTests {
     @Test func plantedLinkAtABondFileIsNeitherReadNorWrittenThrough() throws {
         try Self.withTemporaryDirectory { root in
             let problems = Mutex<[BondStoreError]>([])
+            // A store whose directory exists (the first save creates it).
+            #expect(mkdir(root + "/bonds", 0o700) == 0 && mkdir(root + "/bonds/00:1B:DC:0F:00:01", 0o700) == 0)
             let store = try FileBondStore(adapter: Self.adapter, directory: root + "/bonds") { e in problems.withLock { $0.append(e) } }
             let victim = root + "/victim"
             try Self.plant(BondFile.encode(Self.bond), at: victim)
@@ -186,6 +223,7 @@ struct BondStoreTests {
     /// O_NOFOLLOW) and fails with the path; the file it points to is untouched.
     @Test func plantedLinkAtTheTemporaryFileFailsTheSave() throws {
         try Self.withTemporaryDirectory { root in
+            #expect(mkdir(root + "/bonds", 0o700) == 0 && mkdir(root + "/bonds/00:1B:DC:0F:00:01", 0o700) == 0)
             let store = try FileBondStore(adapter: Self.adapter, directory: root + "/bonds")
             let victim = root + "/victim"
             try Self.plant("untouched\n", at: victim)
@@ -235,5 +273,36 @@ struct BondStoreTests {
         let (bonds, problems) = BlueZImport.bonds(adapterDirectory: "/nonexistent/bluetooth")
         #expect(bonds.isEmpty)
         #expect(problems == [.io(path: "/nonexistent/bluetooth", operation: "listing", errno: ENOENT)])
+    }
+}
+
+/// The adapter's own identity next to its bonds, and resolvable private addresses from it.
+struct OwnIdentityTests {
+    /// Vol 3, Part H, D.7 (ah): IRK ec0234a357c8ad05341010a60a397d9b, prand 708194 give hash
+    /// 0dfbaa: the address 70:81:94:0D:FB:AA.
+    @Test func resolvablePrivateAddressFromTheSpecificationVector() throws {
+        let irk: UInt128 = 0xEC02_34A3_57C8_AD05_3410_10A6_0A39_7D9B
+        #expect(try ResolvablePrivateAddress.make(irk: irk, prand: 0x708194).address == BluetoothAddress("70:81:94:0D:FB:AA")!)
+        let prand = ResolvablePrivateAddress.randomPrand()
+        #expect(prand >> 22 == 0b01)
+    }
+
+    @Test func staticAddressAndIRKAreMadeOnceAndKeptPrivately() throws {
+        try BondStoreTests.withTemporaryDirectory { root in
+            let store = try FileBondStore(adapter: BondStoreTests.adapter, directory: root + "/bonds")
+            #expect(BondStoreTests.names(in: root).isEmpty)
+            let address = try store.staticRandomAddress()
+            #expect(address.isStaticRandom)
+            #expect(try store.staticRandomAddress() == address)
+            #expect(try FileBondStore(adapter: BondStoreTests.adapter, directory: root + "/bonds").staticRandomAddress() == address)
+            let irk = try store.localIdentityResolvingKey()
+            #expect(try store.localIdentityResolvingKey() == irk)
+            let directory = root + "/bonds/00:1B:DC:0F:00:01"
+            #expect(BondStoreTests.names(in: directory) == ["own-irk", "own-static-address"])
+            #expect(BondStoreTests.mode(directory + "/own-irk") == 0o600)
+            #expect(BondStoreTests.contents(directory + "/own-static-address") == "\(address)\n")
+            // Not bonds: they do not show among them.
+            #expect(store.allBonds().isEmpty)
+        }
     }
 }

@@ -13,6 +13,9 @@ extension Central {
         /// The scan was paused for this attempt: it resumes when the attempt ends.
         let pausedScan: Bool
         var phase: Phase
+        /// A background attempt through the Filter Accept List (Central+Background.swift):
+        /// `peer` only names it; the completion names the device.
+        var usesAcceptList = false
 
         enum Phase {
             /// LE Create Connection is going out; its caller does not wait yet.
@@ -75,11 +78,18 @@ extension Central {
         }
         connectionEventStream.yield(PeerConnectionEvent(peer: peer, event: .connecting(attempt: 1)))
         let (handle, params) = try await establish(peer, timeout: timeout, parameters: parameters)
+        return adopt(peer, handle: handle, parameters: params, options: options)
+    }
+
+    /// The `Connection` of a link just made to `peer`: registered, announced and set up.
+    func adopt(_ peer: LEAddress, handle: UInt16, parameters params: ConnectionParameters, options: ConnectOptions) -> Connection {
         let connection = Connection(central: self, host: host, peer: peer, handle: handle, parameters: params, options: options)
+        // A link created on LE Coded runs on it from the start (no PHY Update Complete says so).
+        if initiatesOnCoded(options.parameters) { connection.enter(on: executor) { $0.phy = (.leCoded, .leCoded) } }
         connectionsByPeer[peer] = connection
         connectionsByHandle[handle] = connection
         connection.enter(on: executor) { $0.emit(.connected(handle: handle, parameters: params)) }
-        startLinkSetup(connection, handle: handle, parameters: parameters)
+        startLinkSetup(connection, handle: handle, parameters: options.parameters)
         return connection
     }
 
@@ -87,7 +97,8 @@ extension Central {
     /// held from here until the attempt has ended at the controller: it is released here, or,
     /// when the caller was cancelled after the create command went out, once the cancelled
     /// attempt completed (`finishPendingConnect`).
-    func establish(_ peer: LEAddress, timeout: Duration, parameters: ConnectionRequestParameters) async throws(ConnectionError) -> (UInt16, ConnectionParameters) {
+    func establish(_ peer: LEAddress, timeout: Duration, parameters: ConnectionRequestParameters,
+                   usesAcceptList: Bool = false) async throws(ConnectionError) -> (UInt16, ConnectionParameters) {
         try await acquireConnectTurn(peer)
         // The controller may have been reset (or lost) while this attempt waited for its turn.
         guard state == .poweredOn else {
@@ -103,9 +114,9 @@ extension Central {
             }
             // Registered before the command goes out so that a completion arriving in the same
             // read as the Command Status finds its attempt.
-            pendingConnect = PendingConnect(peer: peer, pausedScan: pausedScan, phase: .sending)
+            pendingConnect = PendingConnect(peer: peer, pausedScan: pausedScan, phase: .sending, usesAcceptList: usesAcceptList)
             do throws(HCIError) {
-                try await host.send(createConnectionCommand(peer, parameters))
+                try await host.send(createConnectionCommand(peer, parameters, usesAcceptList: usesAcceptList))
                 sent = true
             } catch {
                 if case .cancelledAfterSending = error {
@@ -131,7 +142,7 @@ extension Central {
             endConnectAttempt(peer, pausedScan: pausedScan)
             return try early.get()
         }
-        if pendingConnect == nil { pendingConnect = PendingConnect(peer: peer, pausedScan: pausedScan, phase: .sending) }
+        if pendingConnect == nil { pendingConnect = PendingConnect(peer: peer, pausedScan: pausedScan, phase: .sending, usesAcceptList: usesAcceptList) }
         let outcome = await connectWaiters.wait(cancelled: { [weak self, executor] _ in
             let handedOff = self?.enter(on: executor) { $0.connectCallerCancelled() } ?? false
             return .success((.failure(.cancelled(peer: peer)), handedOff))
@@ -141,17 +152,39 @@ extension Central {
                 self?.enter(on: executor) { $0.abortPendingConnect(.timeout(peer: peer, milliseconds: ms)) }
             }
             pendingConnect?.phase = .waiting(waiter: id, timeout: timer)
+            // A background attempt a direct connect asked to make way while it was being sent
+            // is cancelled at once.
+            if usesAcceptList, backgroundConnect?.preempted == true { abortPendingConnect(.cancelled(peer: peer)) }
         }.get()
         if !outcome.handedOff { endConnectAttempt(peer, pausedScan: pausedScan) }
         return try outcome.result.get()
     }
 
-    func createConnectionCommand(_ peer: LEAddress, _ p: ConnectionRequestParameters) -> HCICommandPacket {
+    /// LE Extended Create Connection where the controller has it, else LE Create Connection;
+    /// with `usesAcceptList`, Initiator_Filter_Policy 0x01 (the Filter Accept List, the peer
+    /// address ignored), else 0x00.
+    func createConnectionCommand(_ peer: LEAddress, _ p: ConnectionRequestParameters, usesAcceptList: Bool = false) -> HCICommandPacket {
         let useExtended = controllerInfo?.supportsExtendedCreateConnection ?? false
         if useExtended {
-            return HCICommand.leExtendedCreateConnection(HCICommand.LEExtendedCreateConnection(peer: peer, request: p))
+            var command = HCICommand.LEExtendedCreateConnection(peer: peer, request: p, coded: initiatesOnCoded(p))
+            command.ownAddressType = ownAddressType
+            if usesAcceptList { command.initiatorFilterPolicy = 0x01 }
+            return HCICommand.leExtendedCreateConnection(command)
         }
-        return HCICommand.leCreateConnection(HCICommand.LECreateConnection(peer: peer, request: p))
+        if case .leCoded = p.phy {
+            options.logger.log(.info, "connecting to \(peer) on LE 1M: the controller has no LE Extended Create Connection for LE Coded")
+        }
+        var command = HCICommand.LECreateConnection(peer: peer, request: p)
+        command.ownAddressType = ownAddressType
+        if usesAcceptList { command.initiatorFilterPolicy = 0x01 }
+        return HCICommand.leCreateConnection(command)
+    }
+
+    /// Whether a connection asked with `p` is initiated on LE Coded: asked for, and the
+    /// controller has extended create connection and the LE Coded PHY.
+    func initiatesOnCoded(_ p: ConnectionRequestParameters) -> Bool {
+        guard case .leCoded = p.phy, let info = controllerInfo else { return false }
+        return info.supportsExtendedCreateConnection && info.leFeatures.contains(.leCodedPHY)
     }
 
     /// The caller waiting for the pending attempt was cancelled: it gets `.cancelled` now,
@@ -267,6 +300,8 @@ extension Central {
     /// Waits for the one connect turn; a cancelled caller leaves the queue at once.
     func acquireConnectTurn(_ peer: LEAddress) async throws(ConnectionError) {
         if Task.isCancelled { throw .cancelled(peer: peer) }
+        // A background attempt holds the turn while it waits for devices: it makes way.
+        preemptBackgroundConnect()
         if !connectBusy {
             connectBusy = true
             return
@@ -292,7 +327,7 @@ extension Central {
         let peerAddress = peer ?? LEAddress(.zero, type: .public)
         // On a kernel-owned adapter (hci-raw) a link this central did not ask for is the
         // kernel's: the host leaves it alone (no link, nothing ever sent on it).
-        if options.resetController == false, role != 0x00 || pendingConnect?.peer.address != peerAddress.address {
+        if options.resetController == false, role != 0x00 || (pendingConnect?.peer.address != peerAddress.address && pendingConnect?.usesAcceptList != true) {
             options.logger.log(.debug, "connection \(handle.hex) to \(peerAddress) belongs to the kernel; leaving it alone")
             host.enter(on: executor) { $0.addForeignLink(handle: handle) }
             return
@@ -310,6 +345,7 @@ extension Central {
             host.enter(on: executor) { $0.background { _ = try? await $0.send(HCICommand.disconnect(handle: handle, reason: .remoteUserTerminatedConnection)) } }
             return
         }
+        if pending.usesAcceptList { backgroundConnect?.completedPeer = peerAddress }
         finishPendingConnect(.success((handle, parameters)))
     }
 
@@ -330,10 +366,13 @@ extension Central {
     func forget(_ connection: Connection) {
         if connectionsByPeer[connection.peer] === connection { connectionsByPeer[connection.peer] = nil }
         for (handle, c) in connectionsByHandle where c === connection { connectionsByHandle[handle] = nil }
+        // A known device's link ended: it goes back on the Filter Accept List.
+        if let bg = backgroundConnect, bg.peers.contains(connection.peer) { refreshBackgroundConnect(bg) }
     }
 
     /// After connecting: read the peer's features, then ask for data length extension and the
-    /// 2M PHY where both sides support them. Refusals are ignored.
+    /// PHY asked for (`ConnectionRequestParameters.phy`) where both sides support them. Refusals
+    /// leave one debug line.
     func startLinkSetup(_ connection: Connection, handle: UInt16, parameters: ConnectionRequestParameters) {
         guard let info = controllerInfo else { return }
         let logger = options.logger
@@ -355,18 +394,33 @@ extension Central {
 
     func remoteFeaturesRead(handle: UInt16, features: LEFeatures) {
         guard let connection = connectionsByHandle[handle], let info = controllerInfo else { return }
-        let wants2M = connection.enter(on: executor) { c in
+        let phy = connection.enter(on: executor) { c in
             c.remoteFeatures = features.rawValue
-            return c.requestParameters.request2MPHY
+            return c.requestParameters.phy
         }
-        guard wants2M, info.leFeatures.contains(.le2MPHY), features.contains(.le2MPHY), info.supports(.leSetPHY) else { return }
+        guard let command = Self.setPHYCommand(handle: handle, phy: phy, local: info.leFeatures, remote: features), info.supports(.leSetPHY) else { return }
         let logger = options.logger
         host.enter(on: executor) { $0.background { host in
             do {
-                try await host.send(HCICommand.leSetPHY(HCICommand.LESetPHY(handle: handle, allPHYs: 0, txPHYs: 0b010, rxPHYs: 0b010, phyOptions: 0)), timeout: .seconds(1))
+                try await host.send(command, timeout: .seconds(1))
             } catch {
                 logger.log(.debug, "LE Set PHY on \(handle.hex) refused: \(error)")
             }
         } }
+    }
+
+    /// LE Set PHY (7.8.49) for `phy` on `handle` when both sides support it; nil for LE 1M.
+    /// PHY bitfields: bit 0 LE 1M, bit 1 LE 2M, bit 2 LE Coded.
+    static func setPHYCommand(handle: UInt16, phy: ConnectionPHY, local: LEFeatures, remote: LEFeatures) -> HCICommandPacket? {
+        switch phy {
+        case .le1M:
+            return nil
+        case .le2M:
+            guard local.contains(.le2MPHY), remote.contains(.le2MPHY) else { return nil }
+            return HCICommand.leSetPHY(HCICommand.LESetPHY(handle: handle, allPHYs: 0, txPHYs: 0b010, rxPHYs: 0b010, phyOptions: 0))
+        case .leCoded(let coding):
+            guard local.contains(.leCodedPHY), remote.contains(.leCodedPHY) else { return nil }
+            return HCICommand.leSetPHY(HCICommand.LESetPHY(handle: handle, allPHYs: 0, txPHYs: 0b100, rxPHYs: 0b100, phyOptions: coding.phyOptions))
+        }
     }
 }

@@ -67,8 +67,15 @@ extension HCICommand.LECreateConnection {
 }
 
 extension HCICommand.LEExtendedCreateConnection {
-    /// LE Extended Create Connection to `peer` on the 1M PHY with the application's parameters.
-    init(peer: LEAddress, request p: ConnectionRequestParameters) {
-        self.init(peer: peer, le1M: HCICommand.LEInitiatingPHYParameters(scanInterval: p.hciScanInterval, scanWindow: p.hciScanWindow, connection: p.hciConnection))
+    /// LE Extended Create Connection to `peer` with the application's parameters on the
+    /// initiating PHYs of `p.phy`: LE 1M (plus LE 2M connection parameters for `.le2M`), or LE
+    /// Coded alone when `coded` (the controller has the LE Coded PHY).
+    init(peer: LEAddress, request p: ConnectionRequestParameters, coded: Bool) {
+        let phy = HCICommand.LEInitiatingPHYParameters(scanInterval: p.hciScanInterval, scanWindow: p.hciScanWindow, connection: p.hciConnection)
+        switch p.phy {
+        case .leCoded where coded: self.init(peer: peer, le1M: nil, leCoded: phy)
+        case .le2M: self.init(peer: peer, le1M: phy, le2M: phy)
+        default: self.init(peer: peer, le1M: phy)
+        }
     }
 }

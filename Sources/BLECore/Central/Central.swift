@@ -58,6 +58,10 @@ public actor Central {
     var connectionsByHandle: [UInt16: Connection] = [:]
     var connectionsByPeer: [LEAddress: Connection] = [:]
     var pendingConnect: PendingConnect?
+    /// Devices connected as they come into range (Central+Background.swift).
+    var backgroundConnect: BackgroundConnect?
+    /// The address it scans and connects with (OwnAddress.swift).
+    var ownAddress = OwnAddressState()
     var connectBusy = false
     /// Callers waiting for the one connect turn, first come first served (false: cancelled).
     let connectTurns: Waiters<Bool, Never>
@@ -118,6 +122,7 @@ public actor Central {
         stateReason = reason
         guard new != state else { return }
         state = new
+        scanner.enter(on: executor) { $0.adapterState = new }
         stateStream.yield(new)
         publishBluetoothState()
     }
@@ -159,6 +164,7 @@ public actor Central {
                 setState(.unsupported, reason: "the controller does not support LE")
                 throw HCIError.commandFailed(opcode: HCIOpcode(rawValue: 0x2003), status: HCIStatus(rawValue: 0x11))
             }
+            await restoreOwnAddress()
             scanner.enter(on: executor) { $0.configure(info: info) }
             setState(.poweredOn)
             adapterPoweredOn()
@@ -182,8 +188,9 @@ public actor Central {
     public func close() async {
         await endReopen()
         await stopAllAdvertising()
+        stopBackgroundConnect(error: nil)
         await disconnectAllForClose(reason: .remoteUserTerminatedConnection, bound: .seconds(1))
-        await scanner.stopAll(error: nil)
+        await scanner.close()
         await host.close()
         await host.endBackground()
         await waitForTransportRelease(timeout: .seconds(2))

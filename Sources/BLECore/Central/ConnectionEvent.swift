@@ -51,8 +51,13 @@ public struct ConnectionRequestParameters: Sendable, Hashable {
     public var supervisionTimeout: Duration = .seconds(5)
     /// Ask the peer for larger LL packets (LE Set Data Length) when both sides support it.
     public var requestDataLengthExtension = true
-    /// Ask for the 2M PHY when both sides support it.
-    public var request2MPHY = true
+    /// The PHY to connect on and to keep (LE 2M by default, where both sides support it).
+    public var phy: ConnectionPHY = .le2M
+    /// Shorthand for `phy == .le2M` (false sets `.le1M`).
+    public var request2MPHY: Bool {
+        get { phy == .le2M }
+        set { phy = newValue ? .le2M : .le1M }
+    }
 
     public init() {}
     public static let `default` = ConnectionRequestParameters()
@@ -84,6 +89,38 @@ public struct DataLength: Sendable, Hashable {
         self.maxTxTime = maxTxTime
         self.maxRxOctets = maxRxOctets
         self.maxRxTime = maxRxTime
+    }
+}
+
+/// The PHY a central connects on and asks the link to use (Vol 6, Part A, 2.2 and 3;
+/// Vol 4, Part E, 7.8.66 and 7.8.49). Where the controller lacks LE Extended Create
+/// Connection or the PHY (its LE features), the link starts on LE 1M.
+///
+///     var request = ConnectionRequestParameters(); request.phy = .leCoded(.s8)
+public enum ConnectionPHY: Sendable, Hashable, CustomStringConvertible {
+    /// Initiate on LE 1M and stay there.
+    case le1M
+    /// Initiate on LE 1M (with LE 2M connection parameters too), then switch to LE 2M
+    /// (LE Set PHY) when both sides support it.
+    case le2M
+    /// Initiate on LE Coded (long range), and prefer `coding` on the link (LE Set PHY,
+    /// PHY_Options) when both sides support LE Coded.
+    case leCoded(LECoding)
+
+    /// The coding of the LE Coded PHY: S=2 (500 kb/s) or S=8 (125 kb/s, the longest range).
+    public enum LECoding: Sendable, Hashable {
+        case s2, s8
+        /// PHY_Options of LE Set PHY (7.8.49): 0x01 prefers S=2, 0x02 prefers S=8.
+        var phyOptions: UInt16 { self == .s2 ? 0x0001 : 0x0002 }
+    }
+
+    public var description: String {
+        switch self {
+        case .le1M: return "1M"
+        case .le2M: return "2M"
+        case .leCoded(.s2): return "Coded S=2"
+        case .leCoded(.s8): return "Coded S=8"
+        }
     }
 }
 

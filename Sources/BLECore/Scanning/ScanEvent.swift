@@ -86,10 +86,14 @@ public struct DiscoveredPeripheral: Sendable, Hashable, CustomStringConvertible 
 /// Why a scan stream ended with an error (besides the controller's own `HCIError` when it
 /// refuses to start the scan).
 public enum ScanError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// `scan` was called while the adapter was not powered on.
+    /// The adapter is in a state that ends scans: `.poweredOff` (see
+    /// `ScanOptions.whenPoweredOff`), `.unauthorized` or `.unsupported`.
     case adapterNotReady(AdapterState)
     /// The transport to the controller went away while scanning.
     case transportLost(String)
+    /// The adapter stayed in a transitional state (`.unknown`, `.resetting`) for the scan's
+    /// `ScanOptions.readyTimeout` without coming to `.poweredOn`.
+    case notReadyInTime(AdapterState, waited: Duration)
 
     public var description: String {
         switch self {
@@ -97,6 +101,8 @@ public enum ScanError: Error, Sendable, Hashable, CustomStringConvertible {
             return "cannot scan: the adapter is \(state), not powered on; wait for .poweredOn in stateEvents() or call powerOn()"
         case .transportLost(let why):
             return "scan ended: the controller transport is lost (\(why)); reopen the adapter"
+        case .notReadyInTime(let state, let waited):
+            return "scan ended: the adapter stayed \(state) for \(waited.millisecondsDescription) without being powered on; check central.snapshot.reason, or raise ScanOptions.readyTimeout"
         }
     }
 }

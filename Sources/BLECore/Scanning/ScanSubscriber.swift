@@ -33,6 +33,8 @@ final class ScanSubscriber {
     var lostTimer: (any ScheduledTimer)?
     var timeoutTimer: (any ScheduledTimer)?
     var snapshotTimer: (any ScheduledTimer)?
+    /// Ends the subscription when the adapter is not powered on in time (`ScanOptions.readyTimeout`).
+    var readyTimer: (any ScheduledTimer)?
     var snapshotDirty = false
     var lastSnapshot: ContinuousClock.Instant?
 
@@ -54,6 +56,7 @@ final class ScanSubscriber {
         lostTimer?.cancel()
         timeoutTimer?.cancel()
         snapshotTimer?.cancel()
+        readyTimer?.cancel()
     }
 }
 

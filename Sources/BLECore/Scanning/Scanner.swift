@@ -32,6 +32,10 @@ actor Scanner {
     static let mergedStructureLimit = 32
 
     var useExtended = false
+    /// The controller can scan on LE Coded (extended scanning and the LE Coded PHY).
+    var codedScanning = false
+    /// Own_Address_Type of the scan parameters (the central's `OwnAddress`).
+    var ownAddressType: UInt8 = 0x00
     var subscribers: [UInt64: ScanSubscriber] = [:]
     var nextSubscriberID: UInt64 = 0
     var devices: [DeviceKey: DeviceRecord] = [:]
@@ -44,9 +48,13 @@ actor Scanner {
 
     /// Connecting on a controller that cannot scan and initiate at once.
     var paused = false
-    /// The controller was reset and is not set up again yet: it scans for nobody, and the
-    /// subscribers wait (`configure` lets the scan run again).
-    var controllerDown = false
+    /// The controller is not set up (not yet, or again after a reset or a power-off): it scans
+    /// for nobody, and the subscribers wait (`configure` lets the scan run again).
+    var controllerDown = true
+    /// The central's adapter state, which names what a subscriber waited for (Scanner+Readiness.swift).
+    var adapterState: AdapterState = .unknown
+    /// The central is closed: no subscriber waits for it any more.
+    var closed = false
     /// What the controller runs now; nil when it is not scanning.
     var applied: ControllerScanParameters? {
         didSet { if (oldValue == nil) != (applied == nil) { onScanningChange?() } }
@@ -74,8 +82,10 @@ actor Scanner {
     /// Chooses legacy or extended scanning commands from the controller's capabilities.
     func configure(info: ControllerInfo) {
         useExtended = info.supportsExtendedScanning
+        codedScanning = useExtended && info.leFeatures.contains(.leCodedPHY)
         lostReason = nil
         controllerDown = false
+        controllerReady()
         reconcile()
     }
 
@@ -123,6 +133,7 @@ actor Scanner {
             }
         }
         subscribers[id] = sub
+        if controllerDown, !waitsWithoutLimit(sub) { awaitReady(sub) }
         logger.log(.debug, "scan subscriber \(id) joined (\(subscribers.count) now): \(sub.parameters)")
         reconcile()
     }
@@ -243,12 +254,18 @@ actor Scanner {
 
     private func setParameters(_ p: ControllerScanParameters) async throws(HCIError) {
         let type: UInt8 = p.active ? 0x01 : 0x00
+        if p.phys.contains(.leCoded), !codedScanning {
+            logger.log(.info, "scanning on LE 1M: the controller has no \(useExtended ? "LE Coded PHY" : "extended scanning") for LE Coded")
+        }
         if useExtended {
+            let phy = HCICommand.LEScanPHYParameters(scanType: type, scanInterval: p.interval, scanWindow: p.window)
+            let coded = codedScanning && p.phys.contains(.leCoded)
+            let le1M = p.phys.contains(.le1M) || !coded
             try await host.send(HCICommand.leSetExtendedScanParameters(HCICommand.LESetExtendedScanParameters(
-                le1M: HCICommand.LEScanPHYParameters(scanType: type, scanInterval: p.interval, scanWindow: p.window))))
+                ownAddressType: ownAddressType, le1M: le1M ? phy : nil, leCoded: coded ? phy : nil)))
         } else {
             try await host.send(HCICommand.leSetScanParameters(HCICommand.LESetScanParameters(
-                scanType: type, scanInterval: p.interval, scanWindow: p.window)))
+                scanType: type, scanInterval: p.interval, scanWindow: p.window, ownAddressType: ownAddressType)))
         }
     }
 

@@ -20,9 +20,11 @@ extension Central {
     /// A central over `backend`'s controller, on `queue`. Its state starts at `.unknown` and
     /// follows what the backend reports: `.poweredOn` brings the controller up over HCI (reset
     /// and configuration, as for an adapter); `.poweredOff`, `.unauthorized`, `.unsupported`
-    /// and `.unknown` end every scan (`ScanError.adapterNotReady`) and every link (no
-    /// reconnect) and take that state; `.resetting` and `.transportLost` are taken as they
-    /// are (a backend produces them at HCI: a Hardware Error event, a closed transport).
+    /// and `.unknown` end every link (no reconnect) and take that state; scans end with
+    /// `ScanError.adapterNotReady` on `.unauthorized` and `.unsupported`, wait (up to their
+    /// `readyTimeout`) on `.unknown`, and follow `ScanOptions.whenPoweredOff` on `.poweredOff`;
+    /// `.resetting` and `.transportLost` are taken as they are (a backend produces them at
+    /// HCI: a Hardware Error event, a closed transport).
     ///
     ///     let queue = AdapterExecutor(label: "MyAppTests.rig")
     ///     let central = Central(backend: fakeCentral, queue: queue)
@@ -53,11 +55,12 @@ extension Central {
         }
     }
 
-    /// Ends every scan and link, as the loss of the radio does, and takes `new` as the state.
+    /// Ends every link, as the loss of the radio does, takes `new` as the state and lets the
+    /// scans end or wait (`Scanner.adapterDown`).
     func goDown(to new: AdapterState, reason: String) async {
         failPendingConnect(.adapterNotReady(new))
         endAllLinks(reason: reason)
         setState(new, reason: reason)
-        await scanner.stopAll(error: ScanError.adapterNotReady(new))
+        await scanner.adapterDown(new)
     }
 }

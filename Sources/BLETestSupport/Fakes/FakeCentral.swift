@@ -33,10 +33,11 @@ public final class FakeCentral: CentralBackend {
     // MARK: Adapter state
 
     /// Puts the adapter in `state`, as the system would: `.poweredOn` brings the controller up
-    /// over HCI; `.poweredOff`, `.unauthorized`, `.unsupported` and `.unknown` end every scan
-    /// and link; `.resetting` sends HCI Hardware Error (the central then waits for
-    /// `.poweredOn`, which resets the controller); `.transportLost` closes the transport for
-    /// good.
+    /// over HCI; `.poweredOff`, `.unauthorized`, `.unsupported` and `.unknown` end every link;
+    /// scans end on `.unauthorized` and `.unsupported`, wait on `.unknown` (up to their
+    /// `readyTimeout`) and follow `ScanOptions.whenPoweredOff` on `.poweredOff`; `.resetting`
+    /// sends HCI Hardware Error (the central then waits for `.poweredOn`, which resets the
+    /// controller); `.transportLost` closes the transport for good.
     public func simulateStateChange(_ state: AdapterState) {
         switch state {
         case .resetting: controller.hardwareError()

@@ -9,7 +9,7 @@ extension VirtualController {
     var implementedOpcodes: [UInt16] {
         var o: [UInt16] = [0x0406, 0x041D, 0x0C01, 0x0C03, 0x0C63, 0x0C6D, 0x1001, 0x1003, 0x1005, 0x1009, 0x1405, 0x1408,
                            0x2001, 0x2002, 0x2003, 0x2005, 0x2006, 0x2008, 0x2009, 0x200A, 0x200B, 0x200C, 0x200D,
-                           0x200E, 0x2013, 0x2016, 0x2019, 0x201A, 0x201B, 0x2020, 0x2021]
+                           0x200E, 0x200F, 0x2010, 0x2011, 0x2012, 0x2013, 0x2016, 0x2019, 0x201A, 0x201B, 0x2020, 0x2021]
         if options.leFeatures.contains(.leDataPacketLengthExtension) { o += [0x2022, 0x2023, 0x2024] }
         if options.leFeatures.contains(.le2MPHY) || options.leFeatures.contains(.leCodedPHY) { o += [0x2030, 0x2031, 0x2032] }
         if options.leFeatures.contains(.leExtendedAdvertising) { o += [0x2035, 0x2036, 0x2037, 0x2038, 0x2039, 0x203A, 0x203B, 0x203C, 0x2041, 0x2042, 0x2043] }
@@ -187,10 +187,14 @@ extension VirtualController {
                 stopScan()
             }
         case .leCreateConnection(let c):
-            createConnection(opcode, peer: LEAddress(c.peerAddress, type: LEAddressType(rawValue: c.peerAddressType) ?? .public), c.connection)
+            createConnection(opcode, peer: LEAddress(c.peerAddress, type: LEAddressType(rawValue: c.peerAddressType) ?? .public), c.connection,
+                             usesAcceptList: c.initiatorFilterPolicy == 0x01)
         case .leExtendedCreateConnection(let c):
             guard let phy = c.le1M ?? c.le2M ?? c.leCoded else { return fail(opcode, HCIStatus(rawValue: 0x12)) }
-            createConnection(opcode, peer: LEAddress(c.peerAddress, type: LEAddressType(rawValue: c.peerAddressType) ?? .public), phy.connection)
+            createConnection(opcode, peer: LEAddress(c.peerAddress, type: LEAddressType(rawValue: c.peerAddressType) ?? .public), phy.connection,
+                             usesAcceptList: c.initiatorFilterPolicy == 0x01)
+        case .other(let packet) where (0x200F...0x2012).contains(opcode.rawValue):
+            interpretAcceptListCommand(packet)
         case .leCreateConnectionCancel:
             cancelConnection(opcode)
         default:

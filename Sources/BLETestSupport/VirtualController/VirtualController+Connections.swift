@@ -5,8 +5,11 @@ import BLECore
 extension VirtualController {
     struct PendingConnection {
         let opcode: HCIOpcode
-        let peer: LEAddress
+        /// The peer; with the Filter Accept List, the entry being connected once one advertises.
+        var peer: LEAddress
         let parameters: LEConnectionParameters
+        /// Initiator_Filter_Policy 0x01: connect to whichever device of the accept list advertises.
+        var usesAcceptList = false
         var timer: (any ScheduledTimer)?
         /// The completion is on its way.
         var scheduled = false
@@ -73,11 +76,11 @@ extension VirtualController {
 
     // MARK: - Commands
 
-    func createConnection(_ opcode: HCIOpcode, peer: LEAddress, _ parameters: LEConnectionParameters) {
+    func createConnection(_ opcode: HCIOpcode, peer: LEAddress, _ parameters: LEConnectionParameters, usesAcceptList: Bool = false) {
         guard pending == nil else { return status(opcode, .commandDisallowed) }
-        guard !links.values.contains(where: { $0.peer == peer }) else { return status(opcode, HCIStatus(rawValue: 0x0B)) } // Connection Already Exists
+        guard usesAcceptList || !links.values.contains(where: { $0.peer == peer }) else { return status(opcode, HCIStatus(rawValue: 0x0B)) } // Connection Already Exists
         status(opcode, .success)
-        pending = PendingConnection(opcode: opcode, peer: peer, parameters: parameters)
+        pending = PendingConnection(opcode: opcode, peer: peer, parameters: parameters, usesAcceptList: usesAcceptList)
         if !connectionFailures.isEmpty {
             let failure = connectionFailures.removeFirst()
             pending?.scheduled = true
@@ -91,7 +94,16 @@ extension VirtualController {
     /// Completes the pending attempt when its peer is present and connectable; otherwise the
     /// attempt stays pending (the initiator keeps listening) until cancelled or the peer appears.
     func tryConnectPending() {
-        guard let p = pending, p.timer == nil, !p.scheduled, let device = peripheral(p.peer), device.isConnectable else { return }
+        guard let p = pending, p.timer == nil, !p.scheduled else { return }
+        if p.usesAcceptList {
+            // The first entry that advertises connectably and has no link yet.
+            guard let entry = acceptList.first(where: { a in
+                (peripheral(a)?.isConnectable ?? false) && !links.values.contains { $0.peer == a }
+            }) else { return }
+            pending?.peer = entry
+        } else {
+            guard let device = peripheral(p.peer), device.isConnectable else { return }
+        }
         pending?.scheduled = true
         let timer = after(options.connectionDelay) { $0.finishPending(status: .success) } // may run at once: assign after
         pending?.timer = timer
@@ -212,9 +224,17 @@ extension VirtualController {
         case .leSetPHY(let p):
             guard let link = links[p.handle] else { return status(opcode, .unknownConnectionIdentifier) }
             status(opcode, .success)
-            let both2M = options.leFeatures.contains(.le2MPHY) && (peripheral(link.peer)?.features.contains(.le2MPHY) ?? false)
-            let tx: LEPHY = both2M && (p.allPHYs & 1 != 0 || p.txPHYs & 0b010 != 0) ? .le2M : .le1M
-            let rx: LEPHY = both2M && (p.allPHYs & 2 != 0 || p.rxPHYs & 0b010 != 0) ? .le2M : .le1M
+            // LE 2M where both sides have it and it is allowed, else LE Coded likewise, else LE 1M.
+            let peerFeatures = peripheral(link.peer)?.features ?? []
+            let both2M = options.leFeatures.contains(.le2MPHY) && peerFeatures.contains(.le2MPHY)
+            let bothCoded = options.leFeatures.contains(.leCodedPHY) && peerFeatures.contains(.leCodedPHY)
+            func pick(any: Bool, _ mask: UInt8) -> LEPHY {
+                if both2M && (any || mask & 0b010 != 0) { return .le2M }
+                if bothCoded && !any && mask & 0b100 != 0 { return .leCoded }
+                return .le1M
+            }
+            let tx = pick(any: p.allPHYs & 1 != 0, p.txPHYs)
+            let rx = pick(any: p.allPHYs & 2 != 0, p.rxPHYs)
             link.txPHY = tx
             link.rxPHY = rx
             send(.lePHYUpdateComplete(.init(handle: p.handle, txPHY: tx.rawValue, rxPHY: rx.rawValue)))

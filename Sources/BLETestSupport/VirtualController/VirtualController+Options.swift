@@ -76,6 +76,9 @@ extension VirtualController {
         public var advertisingSets: UInt8 = 4
         /// Max_Advertising_Data_Length (7.8.57), with `.leExtendedAdvertising`.
         public var maximumAdvertisingDataLength: UInt16 = 1650
+        /// Entries the Filter Accept List holds (LE Read Filter Accept List Size); an add past
+        /// it fails with Memory Capacity Exceeded (0x07).
+        public var filterAcceptListSize: UInt8 = 8
 
         public init() {}
     }

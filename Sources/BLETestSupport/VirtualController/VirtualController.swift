@@ -66,6 +66,8 @@ public final class VirtualController: @unchecked Sendable { // mutable state is 
     var scan: ScanState?
     var scanGeneration: UInt64 = 0
     var pending: PendingConnection?
+    /// The Filter Accept List (VirtualController+AcceptList.swift).
+    var acceptList: [LEAddress] = []
     var links: [UInt16: Link] = [:]
     var nextHandle: UInt16 = 0x0040
     var hostACLInFlight = 0
@@ -240,6 +242,7 @@ public final class VirtualController: @unchecked Sendable { // mutable state is 
         stopScan()
         pending?.timer?.cancel()
         pending = nil
+        acceptList.removeAll()
         for link in links.values { link.timers.forEach { $0.cancel() }; peripheral(link.peer)?.attServer?.linkDisconnected(link.attLink) }
         links.removeAll()
         hostACLInFlight = 0

@@ -15,11 +15,14 @@ import BLECore
 /// always a new one (O_EXCL), so a planted link cannot redirect a write.
 ///
 ///     let store = try FileBondStore(adapter: info.address)   // BLE_BOND_DIR or ~/.local/state/swift-ble-host/bonds
-public final class FileBondStore: BondStore, @unchecked Sendable { // file access and `writes` are serialised by `lock`; the rest is immutable after init
+public final class FileBondStore: BondStore, @unchecked Sendable { // file access, `directoryDescriptor` and `writes` are serialised by `lock`; the rest is immutable after init
     /// The adapter's own directory.
     public let directory: String
-    /// The adapter's directory, open: every file is reached relative to it.
-    private let directoryDescriptor: Int32
+    /// The bond directory the adapter's directory is in.
+    private let root: String
+    /// The adapter's directory, open: every file is reached relative to it. Nil until it
+    /// exists: nothing is created before the first save.
+    private var directoryDescriptor: Int32?
     private let onProblem: @Sendable (BondStoreError) -> Void
     private let lock = NSLockLike()
     /// Makes each temporary file name new (with the process id).
@@ -34,32 +37,66 @@ public final class FileBondStore: BondStore, @unchecked Sendable { // file acces
         return home + "/.local/state/swift-ble-host/bonds"
     }
 
-    /// Opens (and creates, mode 0700) the bond directory of `adapter` under `directory`.
-    /// Throws `.unsafeDirectory` when either directory is a symbolic link or another user's.
+    /// Opens the bond directory of `adapter` under `directory`, without creating anything: a
+    /// store whose directories do not exist yet has no bonds, and its first `save` creates them
+    /// (mode 0700), so commands that only read bonds work on a read-only home. Throws
+    /// `.unsafeDirectory` when either directory is a symbolic link or another user's.
     public init(adapter: BluetoothAddress, directory: String? = nil,
                 onProblem: @escaping @Sendable (BondStoreError) -> Void = { _ in }) throws(BondStoreError) {
         let root = directory ?? Self.defaultDirectory
+        self.root = root
         self.directory = root + "/" + adapter.description
         self.onProblem = onProblem
-        try Self.makeDirectories(root)
-        // The bond directory is checked before anything is made in it; the adapter's
-        // directory is made and opened through it.
-        let rootDescriptor = try Self.openOwnDirectory(root, at: AT_FDCWD)
-        defer { close(rootDescriptor) }
-        let name = adapter.description
-        if mkdirat(rootDescriptor, name, 0o700) != 0 && errno != EEXIST {
-            throw .io(path: self.directory, operation: "creating directory", errno: errno)
-        }
-        directoryDescriptor = try Self.openOwnDirectory(name, at: rootDescriptor, path: self.directory)
-        // The adapter's directory holds keys: only its owner may enter it.
-        if fchmod(directoryDescriptor, 0o700) != 0 {
-            let e = errno
-            close(directoryDescriptor)
-            throw .io(path: self.directory, operation: "chmod 0700", errno: e)
-        }
+        directoryDescriptor = try Self.openAdapterDirectory(root: root, name: adapter.description, path: self.directory, creating: false)
     }
 
-    deinit { close(directoryDescriptor) }
+    /// Opens (with `creating`, after making the missing directories) the adapter's directory
+    /// `name` in `root`; nil when it does not exist and `creating` is false. The bond
+    /// directory is checked before anything is made in it; the adapter's directory is made
+    /// and opened through it.
+    private static func openAdapterDirectory(root: String, name: String, path: String, creating: Bool) throws(BondStoreError) -> Int32? {
+        if creating { try makeDirectories(root) }
+        let rootDescriptor: Int32
+        do throws(BondStoreError) {
+            rootDescriptor = try openOwnDirectory(root, at: AT_FDCWD)
+        } catch {
+            if !creating, case .io(_, _, ENOENT) = error { return nil }
+            throw error
+        }
+        defer { close(rootDescriptor) }
+        if creating, mkdirat(rootDescriptor, name, 0o700) != 0 && errno != EEXIST {
+            throw .io(path: path, operation: "creating directory", errno: errno)
+        }
+        let fd: Int32
+        do throws(BondStoreError) {
+            fd = try openOwnDirectory(name, at: rootDescriptor, path: path)
+        } catch {
+            if !creating, case .io(_, _, ENOENT) = error { return nil }
+            throw error
+        }
+        // The adapter's directory holds keys: only its owner may enter it (changed only when
+        // others may, so a read-only file system with a private directory is not touched).
+        var st = stat()
+        if fstat(fd, &st) != 0 || st.st_mode & 0o077 != 0, fchmod(fd, 0o700) != 0 {
+            let e = errno
+            close(fd)
+            throw .io(path: path, operation: "chmod 0700", errno: e)
+        }
+        return fd
+    }
+
+    /// The adapter's directory, created when missing (by a save).
+    private func writableDirectory() throws(BondStoreError) -> Int32 {
+        if let directoryDescriptor { return directoryDescriptor }
+        let name = String(directory.dropFirst(root.count + 1))
+        guard let fd = try Self.openAdapterDirectory(root: root, name: name, path: directory, creating: true) else {
+            throw .io(path: directory, operation: "opening directory", errno: ENOENT)
+        }
+        directoryDescriptor = fd
+        return fd
+    }
+
+    deinit { if let directoryDescriptor { close(directoryDescriptor) } }
 
     /// The adapters with a directory in the bond directory (`directory`, else
     /// `defaultDirectory`), sorted: their bonds can be listed without opening a controller.
@@ -104,11 +141,38 @@ public final class FileBondStore: BondStore, @unchecked Sendable { // file acces
 
     public func remove(_ peer: LEAddress) throws(BondStoreError) {
         let result: Result<Void, BondStoreError> = lock.withLock {
+            guard let directoryDescriptor else { return .success(()) }
             var names = [Self.fileName(for: peer)]
             names += loadAll().filter { $0.identityAddress == peer }.map { Self.fileName(for: $0.peer) }
             for name in names where unlinkat(directoryDescriptor, name, 0) != 0 && errno != ENOENT {
                 return .failure(.io(path: directory + "/" + name, operation: "removing", errno: errno))
             }
+            return .success(())
+        }
+        try result.get()
+    }
+
+    /// The text of the adapter's own file `name` (its static address, its IRK), nil when absent.
+    func readOwnFile(_ name: String) throws(BondStoreError) -> String? {
+        let result: Result<String?, BondStoreError> = lock.withLock {
+            guard let directoryDescriptor else { return .success(nil) }
+            let fd = openat(directoryDescriptor, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+            if fd < 0 {
+                return errno == ENOENT ? .success(nil) : .failure(.io(path: directory + "/" + name, operation: "opening", errno: errno))
+            }
+            defer { close(fd) }
+            var bytes = [UInt8](repeating: 0, count: 256)
+            let n = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            guard n >= 0 else { return .failure(.io(path: directory + "/" + name, operation: "reading", errno: errno)) }
+            return .success(String(decoding: bytes[0..<n], as: UTF8.self))
+        }
+        return try result.get()
+    }
+
+    /// Writes the adapter's own file `name` (mode 0600, atomically), creating the directories.
+    func writeOwnFile(_ text: String, to name: String) throws(BondStoreError) {
+        let result: Result<Void, BondStoreError> = lock.withLock {
+            do throws(BondStoreError) { try writeAtomically(text, to: name) } catch { return .failure(error) }
             return .success(())
         }
         try result.get()
@@ -124,6 +188,7 @@ public final class FileBondStore: BondStore, @unchecked Sendable { // file acces
     }
 
     private func loadAll() -> [Bond] {
+        guard let directoryDescriptor else { return [] }
         let fd = openat(directoryDescriptor, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0, let dir = fdopendir(fd) else {
             let e = errno
@@ -140,6 +205,7 @@ public final class FileBondStore: BondStore, @unchecked Sendable { // file acces
     /// when it is absent or does not parse (reported).
     private func readFile(_ name: String) -> Bond? {
         let path = directory + "/" + name
+        guard let directoryDescriptor else { return nil }
         let fd = openat(directoryDescriptor, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
         if fd < 0 {
             if errno != ENOENT { onProblem(.io(path: path, operation: "opening", errno: errno)) }
@@ -205,6 +271,7 @@ public final class FileBondStore: BondStore, @unchecked Sendable { // file acces
     /// syncs it, renames it over `name` and syncs the directory, so the bond is either the
     /// old one or the new one after a crash, and on disk once this returns.
     private func writeAtomically(_ text: String, to name: String) throws(BondStoreError) {
+        let directoryDescriptor = try writableDirectory()
         writes += 1
         let temp = ".\(name).\(getpid()).\(writes).tmp"
         let tempPath = directory + "/" + temp

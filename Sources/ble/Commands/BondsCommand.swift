@@ -33,7 +33,7 @@ enum BondsCommand {
         return try store(ctx, adapter: adapter)
     }
 
-    /// The bond store of `adapter` in the bond directory (created when missing).
+    /// The bond store of `adapter` in the bond directory (created by the first saved bond).
     static func store(_ ctx: CommandContext, adapter: BluetoothAddress) throws -> FileBondStore {
         let console = ctx.console
         do throws(BondStoreError) {

@@ -5,10 +5,12 @@ enum ConnectCommand {
     static let spec = CommandSpec(
         name: "connect",
         summary: "connect to a device and hold the link, printing its events until Ctrl-C",
-        usage: ["connect DEVICE [--reconnect N] [--security encrypted|authenticated] [--scan-timeout SECONDS] [--no-reopen]"],
+        usage: ["connect DEVICE [--reconnect N] [--security encrypted|authenticated] [--phy 1m|2m|coded] [--own-address public|static|rpa] [--scan-timeout SECONDS] [--no-reopen]"],
         options: [
             .value("reconnect", nil, "N", "after an unexpected drop, reconnect up to N times (0: never; default 0)"),
             LinkSecurity.option,
+            PHYOption.connectOption,
+            OwnAddressOption.option,
             .value("scan-timeout", nil, "SECONDS", "how long to scan when DEVICE is a name (default 10)"),
             AdapterReopen.option,
         ],
@@ -17,6 +19,7 @@ enum ConnectCommand {
             ("ble connect F0:5E:B1:00:00:01", "a random address"),
             ("ble connect 00:1A:7D:DA:71:13/public --reconnect 5", "a public address, reconnecting after drops"),
             ("ble connect \"HRM\"", "the first device whose name contains HRM"),
+            ("ble connect F0:5E:B1:00:00:01 --phy coded", "long range: LE Coded S=8"),
         ],
         run: run)
 
@@ -25,23 +28,28 @@ enum ConnectCommand {
         let attempts = try ctx.args.value("reconnect").map { v throws(UsageError) in try Values.integer(v, option: "--reconnect", as: UInt16.self) } ?? 0
         let scanTimeout = try DeviceArgument.scanTimeout(ctx)
         let required = try LinkSecurity.parse(ctx)
+        var asked = ConnectionRequestParameters()
+        asked.phy = try PHYOption.connect(ctx)
+        let request = asked
+        let ownAddress = try OwnAddressOption.parse(ctx)
         try await withCentral(ctx, reopenable: AdapterReopen.isOn(ctx)) { central in
+            try await OwnAddressOption.apply(ownAddress, ctx, central: central)
             // After the adapter was lost and reopened, the link is made again on it.
             try await AdapterReopen.resuming(ctx, central: central, "connecting again") { _ in
-                try await hold(ctx, central: central, target: target, attempts: attempts, scanTimeout: scanTimeout, required: required)
+                try await hold(ctx, central: central, target: target, attempts: attempts, scanTimeout: scanTimeout, required: required, request: request)
             }
         }
     }
 
     /// Connects and prints the link's events until Ctrl-C, or throws when the link ended.
     static func hold(_ ctx: CommandContext, central: Central, target: DeviceResolver.Target, attempts: UInt16,
-                     scanTimeout: Duration, required: SecurityLevel?) async throws {
+                     scanTimeout: Duration, required: SecurityLevel?, request: ConnectionRequestParameters) async throws {
         let security = try await LinkSecurity(ctx, required: required, central: central)
         let peer = try await DeviceResolver.resolve(target, central: central, scanTimeout: scanTimeout, console: ctx.console, bonds: security.store)
         let policy: ReconnectPolicy = attempts == 0 ? .never : .always(maxAttempts: Int(attempts))
         let events = await central.connectionEvents()
         ctx.console.status("connecting to \(peer)...")
-        let link = try await central.connect(peer, timeout: ctx.globals.timeoutDuration, reconnect: policy)
+        let link = try await central.connect(peer, timeout: ctx.globals.timeoutDuration, reconnect: policy, parameters: request)
         do {
             try await security.apply(to: link)
         } catch {

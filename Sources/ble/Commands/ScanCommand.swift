@@ -5,7 +5,7 @@ enum ScanCommand {
     static let spec = CommandSpec(
         name: "scan",
         summary: "scan for advertising devices: live table on a terminal, one line per change when piped",
-        usage: ["scan [--service UUID]... [--name SUBSTR] [--min-rssi N] [--manufacturer ID] [--passive] [--duplicates] [--duration SECONDS] [--no-reopen] [--json]"],
+        usage: ["scan [--service UUID]... [--name SUBSTR] [--min-rssi N] [--manufacturer ID] [--passive] [--duplicates] [--phy 1m|coded|1m,coded] [--own-address public|static|rpa] [--duration SECONDS] [--no-reopen] [--json]"],
         options: [
             .value("service", nil, "UUID", "only devices advertising this service (repeatable; any one matches)"),
             .value("name", nil, "SUBSTR", "only devices whose name contains SUBSTR (ignoring case)"),
@@ -14,6 +14,8 @@ enum ScanCommand {
             .flag("passive", nil, "listen only: send no scan requests (names in scan responses stay unknown)"),
             .flag("duplicates", nil, "report every advertisement, not only new or changed devices"),
             .value("duration", nil, "SECONDS", "stop after SECONDS (default: until Ctrl-C)"),
+            PHYOption.scanOption,
+            OwnAddressOption.option,
             AdapterReopen.option,
         ],
         details: ["On a terminal the table is redrawn in place, strongest signal first (smoothed RSSI). Piped or with --json, one line per new or changed device: 'discovered' or 'updated', and 'lost' for devices not heard for 10 s.",
@@ -23,6 +25,7 @@ enum ScanCommand {
             ("ble scan", "live table until Ctrl-C"),
             ("ble scan --duration 5 --service 180D", "heart-rate sensors for 5 seconds"),
             ("ble scan --json --min-rssi -70 | jq -r .name", "names of nearby devices"),
+            ("ble scan --phy 1m,coded", "long-range (LE Coded) advertisers too"),
         ],
         run: run)
 
@@ -36,11 +39,13 @@ enum ScanCommand {
         let duration = try a.value("duration").map { v throws(UsageError) in try Values.seconds(v, option: "--duration") }
         let filter = ScanFilter(services: services, nameContains: a.value("name"), minimumRSSI: minRSSI, manufacturerID: manufacturer)
         let options = ScanOptions(mode: a.has("passive") ? .passive : .active, allowDuplicates: a.has("duplicates"),
-                                  lostTimeout: .seconds(10))
+                                  lostTimeout: .seconds(10), phys: try PHYOption.scan(ctx))
         let limit = duration.map { Duration.milliseconds(Int64($0 * 1000)) }
         let live = ctx.console.stdoutIsTTY && !ctx.globals.json
+        let ownAddress = try OwnAddressOption.parse(ctx)
 
         try await withCentral(ctx, reopenable: AdapterReopen.isOn(ctx)) { central in
+            try await OwnAddressOption.apply(ownAddress, ctx, central: central)
             let end = limit.map { ContinuousClock.now + $0 }
             if !live { ctx.console.status("scanning\(duration.map { " for \(formatSeconds($0)) s" } ?? " (Ctrl-C to stop)")") }
             // After the adapter was lost and reopened, the scan starts again on it for the

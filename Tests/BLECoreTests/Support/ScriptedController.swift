@@ -156,7 +156,8 @@ struct ScanBed {
     let controller: ScriptedController
     let clock: LateManualScheduler
 
-    static func make(extended: Bool = false, reject: @escaping @Sendable (HCICommandPacket, [HCICommandPacket]) -> UInt8? = { _, _ in nil }) async throws -> ScanBed {
+    /// `poweredOn: false` leaves the central `.unknown`: the test calls `powerOn()`.
+    static func make(extended: Bool = false, poweredOn: Bool = true, reject: @escaping @Sendable (HCICommandPacket, [HCICommandPacket]) -> UInt8? = { _, _ in nil }) async throws -> ScanBed {
         let (host, controllerEnd) = MemoryTransport.pair(name: "scan")
         let controller = try ScriptedController(transport: controllerEnd, extendedScanning: extended, reject: reject)
         let clock = LateManualScheduler()
@@ -165,7 +166,7 @@ struct ScanBed {
         options.logger = .silent
         let central = Central(transport: host, options: options)
         clock.bind(queue: central.executor.queue)
-        try await central.powerOn()
+        if poweredOn { try await central.powerOn() }
         return ScanBed(central: central, controller: controller, clock: clock)
     }
 

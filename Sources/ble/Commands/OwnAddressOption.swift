@@ -1,0 +1,38 @@
+import BLECore
+import SMP
+
+/// `--own-address` of `ble scan` and `ble connect`: the address the central uses.
+enum OwnAddressOption {
+    enum Kind { case `public`, staticRandom, resolvablePrivate }
+
+    static let option = OptionSpec.value("own-address", nil, "public|static|rpa",
+                                         "address to scan and connect with: the controller's public one (default), this adapter's static random address, or resolvable private addresses from its local IRK, a new one every 15 min (both kept in the bond directory, written the first time)")
+
+    static func parse(_ ctx: CommandContext) throws(UsageError) -> Kind {
+        guard let value = ctx.args.value("own-address") else { return .public }
+        switch value.lowercased() {
+        case "public": return .public
+        case "static": return .staticRandom
+        case "rpa": return .resolvablePrivate
+        default: throw UsageError("--own-address takes public, static or rpa, not \"\(value)\"")
+        }
+    }
+
+    /// Sets the central's own address for `kind` (a no-op for public).
+    static func apply(_ kind: Kind, _ ctx: CommandContext, central: Central) async throws {
+        let policy: OwnAddress
+        switch kind {
+        case .public:
+            return
+        case .staticRandom:
+            let store = try await BondsCommand.store(ctx, central: central)
+            do throws(BondStoreError) { policy = .staticRandom(try store.staticRandomAddress()) } catch { throw CLIFailure("\(error)") }
+        case .resolvablePrivate:
+            let store = try await BondsCommand.store(ctx, central: central)
+            do throws(BondStoreError) { policy = .resolvablePrivate(irk: try store.localIdentityResolvingKey()) } catch { throw CLIFailure("\(error)") }
+        }
+        do throws(OwnAddressError) { try await central.setOwnAddress(policy) } catch { throw CLIFailure("\(error)") }
+        let address = await central.currentRandomAddress
+        ctx.logger.log(.info, "own address: \(address.map { "\($0)" } ?? "public") (\(policy))")
+    }
+}
