@@ -24,6 +24,8 @@ import Testing
         #expect(view.decide(a, packet: 2, now: t0 + .seconds(3)) == .skip)
         #expect(view.decide(a, packet: 2, now: t0 + .seconds(12)) == .periodic)
         #expect(view.decide(a, packet: 3, now: t0 + .seconds(12)) == .publish)
+        // Packet 2 heard late by a gateway after packet 3 went out: still a duplicate.
+        #expect(view.decide(a, packet: 2, now: t0 + .seconds(13)) == .skip)
     }
 
     @Test func theBoundForgetsOnlyDevicesPastTheInterval() {
@@ -34,6 +36,9 @@ import Testing
         #expect(view.decide(c, packet: 1, now: t0 + .seconds(11)) == .publish)
         #expect(view.last.count == 2 && view.last[a] == nil)
         #expect(view.decide(b, packet: 1, now: t0 + .seconds(12)) == .skip)
+        // Four packets per device: the oldest goes.
+        for packet in 2...5 { #expect(view.decide(b, packet: UInt64(packet), now: t0 + .seconds(12)) == .publish) }
+        #expect(view.last[b]?.map(\.packet) == [2, 3, 4, 5])
     }
 
     @Test func fleetMessagesParseOnlyTheirOwnForm() {
@@ -87,5 +92,17 @@ import Testing
         // gw2 published itself as nearest before it had gw0's report.
         #expect(p.announced(a, nearest: "gw2", now: t0)?.text == #"{"state":"present","nearest":"gw0","rssi":{"gw0":-40,"gw2":-80}}"#)
         #expect(p.announced(a, nearest: "gw0", now: t0) == nil)
+    }
+
+    @Test func anAggregateTeachesTheOtherGatewaysValues() {
+        // gw1 never got gw0's report; gw0's aggregate carries it, so gw1 agrees instead of correcting.
+        var p = FleetPresence(gatewayID: "gw1", away: .seconds(3))
+        #expect(p.report(a, gateway: "gw1", rssi: -60, now: t0) != nil)
+        let text = #"{"state":"present","nearest":"gw0","rssi":{"gw0":-40,"gw1":-60}}"#
+        #expect(FleetPresence.rssi(fromAggregate: text).map { "\($0.0)=\($0.1)" } == ["gw0=-40", "gw1=-60"])
+        #expect(p.announced(a, nearest: "gw0", rssi: FleetPresence.rssi(fromAggregate: text), now: t0) == nil)
+        #expect(FleetPresence.rssi(fromAggregate: #"{"state":"present","nearest":"gw0","rssi":{"gw0":x}}"#).isEmpty)
+        #expect(FleetPresence.rssi(fromAggregate: #"{"state":"present","nearest":"gw0","rssi":{":-4}}"#).isEmpty)
+        #expect(FleetPresence.rssi(fromAggregate: #"{"state":"away"}"#).isEmpty)
     }
 }

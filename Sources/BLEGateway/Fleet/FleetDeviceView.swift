@@ -1,9 +1,9 @@
 import BLECore
 
 /// What the fleet last published for each device (by any gateway, as the broker showed it, or
-/// by this one): decides whether this gateway publishes a report. A packet goes out when it
-/// differs from the fleet's last one for the device, or when nobody published the device for
-/// `interval` (then as the periodic message, without events). Which gateway heard it plays no
+/// by this one): decides whether this gateway publishes a report. A packet goes out when the
+/// fleet did not publish it among the device's last `packetsPerDevice` packets within
+/// `interval`; the newest one again after `interval` is the periodic message (without events). Which gateway heard it plays no
 /// part. At most `capacity` devices are remembered; one beyond is published as new.
 ///
 ///     var view = FleetDeviceView(interval: .seconds(10)); if view.decide(a, packet: p, now: now) != .skip { publish() }
@@ -19,7 +19,11 @@ struct FleetDeviceView {
 
     let interval: Duration
     let capacity: Int
-    private(set) var last: [BluetoothAddress: (packet: UInt64, time: ContinuousClock.Instant)] = [:]
+    /// Packets of a device remembered: a packet heard late by one gateway (after a newer one was
+    /// published) is still a duplicate.
+    static let packetsPerDevice = 4
+    /// Per device, its last packets published by the fleet, newest last.
+    private(set) var last: [BluetoothAddress: [(packet: UInt64, time: ContinuousClock.Instant)]] = [:]
 
     init(interval: Duration, capacity: Int = 10_000) {
         self.interval = interval
@@ -28,12 +32,11 @@ struct FleetDeviceView {
 
     /// Whether this gateway publishes `packet` of `address` now; a publish is recorded at once.
     mutating func decide(_ address: BluetoothAddress, packet: UInt64, now: ContinuousClock.Instant) -> Decision {
-        let decision: Decision
-        if let seen = last[address], seen.packet == packet {
+        let known = last[address] ?? []
+        var decision = Decision.publish
+        if let seen = known.last(where: { $0.packet == packet }) {
             guard now - seen.time >= interval else { return .skip }
-            decision = .periodic
-        } else {
-            decision = .publish
+            if known.last?.packet == packet { decision = .periodic }
         }
         record(address, packet: packet, time: now)
         return decision
@@ -41,17 +44,20 @@ struct FleetDeviceView {
 
     /// A device message of the fleet arrived through the broker (another gateway's or an echo).
     mutating func published(_ address: BluetoothAddress, packet: UInt64, now: ContinuousClock.Instant) {
-        if let seen = last[address], seen.packet == packet, seen.time >= now { return }
+        if let newest = last[address]?.last, newest.packet == packet, newest.time >= now { return }
         record(address, packet: packet, time: now)
     }
 
     private mutating func record(_ address: BluetoothAddress, packet: UInt64, time: ContinuousClock.Instant) {
         if last[address] == nil && last.count >= capacity {
             // Entries older than the interval only turn a periodic message into a new one.
-            last = last.filter { time - $0.value.time < interval }
+            last = last.filter { time - ($0.value.last?.time ?? time) < interval }
             if last.count >= capacity { return }
         }
-        last[address] = (packet, time)
+        var packets = (last[address] ?? []).filter { $0.packet != packet }
+        packets.append((packet, time))
+        if packets.count > Self.packetsPerDevice { packets.removeFirst(packets.count - Self.packetsPerDevice) }
+        last[address] = packets
     }
 
     /// The identity of an advertisement as the fleet compares it: FNV-1a (64 bit) over the

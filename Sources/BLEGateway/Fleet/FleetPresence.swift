@@ -29,7 +29,7 @@ struct FleetPresence {
     let smoothing: Double = 0.3
     let capacity: Int
     /// Gateways one device keeps reports of, at most.
-    let maximumGateways = 64
+    let maximumGateways = FleetPresence.maximumAggregateGateways
     private(set) var devices: [BluetoothAddress: Device] = [:]
 
     init(gatewayID: String, away: Duration, capacity: Int = 10_000) {
@@ -65,11 +65,19 @@ struct FleetPresence {
     /// How long a report counts.
     var window: Duration { away + away / 3 }
 
-    /// The fleet's aggregate for `address` as the broker showed it (nil nearest: away); returns
-    /// the aggregate to publish when this gateway's reports disagree with it.
-    mutating func announced(_ address: BluetoothAddress, nearest: String?, now: ContinuousClock.Instant) -> JSONValue? {
+    /// The fleet's aggregate for `address` as the broker showed it (nil nearest: away) with the
+    /// RSSI it names: the other gateways' values are taken from it (an entry new here counts
+    /// from now), this gateway's own stays. Returns the aggregate to publish when this gateway's
+    /// own report disagrees with it, so each gateway corrects the fleet only with what it hears.
+    mutating func announced(_ address: BluetoothAddress, nearest: String?, rssi: [(String, Int)] = [],
+                            now: ContinuousClock.Instant) -> JSONValue? {
         guard devices[address] != nil || devices.count < capacity else { return nil }
-        devices[address, default: Device()].nearest = nearest ?? ""
+        var d = devices[address, default: Device()]
+        d.nearest = nearest ?? ""
+        for (gateway, value) in rssi where gateway != gatewayID && (d.reports[gateway] != nil || d.reports.count < maximumGateways) {
+            d.reports[gateway] = (value, d.reports[gateway]?.time ?? now)
+        }
+        devices[address] = d
         return evaluate(address, now: now)
     }
 
@@ -125,6 +133,26 @@ struct FleetPresence {
         guard let end = rest.firstIndex(of: "\""), end > rest.startIndex else { return nil }
         return String(rest[..<end])
     }
+
+    /// The `rssi` object of an aggregate, by gateway id; empty when the text has none or it is
+    /// malformed.
+    static func rssi(fromAggregate text: String) -> [(String, Int)] {
+        guard let start = text.range(of: #","rssi":{"#), text.hasSuffix("}}") else { return [] }
+        let body = text[start.upperBound..<text.index(text.endIndex, offsetBy: -2)]
+        var out: [(String, Int)] = []
+        for pair in body.split(separator: ",") {
+            guard pair.first == "\"", let colon = pair.lastIndex(of: ":"), colon > pair.index(after: pair.startIndex) else { return [] }
+            let key = pair[pair.index(after: pair.startIndex)..<colon]
+            guard key.last == "\"", let v = Int(pair[pair.index(after: colon)...]), (-127...20).contains(v) else { return [] }
+            let id = key.dropLast()
+            guard !id.isEmpty, !id.contains("\""), !id.contains("\\") else { return [] }
+            out.append((String(id), v))
+        }
+        return out.count <= maximumAggregateGateways ? out : []
+    }
+
+    /// Gateways an aggregate names at most.
+    static let maximumAggregateGateways = 64
 
     /// The RSSI of a gateway's report `{"rssi":-52}`, when it is one.
     static func rssi(fromReport text: String) -> Int? {

@@ -54,7 +54,8 @@ actor FleetState {
             if let packet = Self.packet(fromDeviceMessage: message.payload) { view.published(address, packet: packet, now: now) }
         case ("presence", 2):
             guard let nearest = FleetPresence.nearest(fromAggregate: message.text) else { return }
-            await apply(address, presence.announced(address, nearest: nearest.isEmpty ? nil : nearest, now: now))
+            await apply(address, presence.announced(address, nearest: nearest.isEmpty ? nil : nearest,
+                                                    rssi: FleetPresence.rssi(fromAggregate: message.text), now: now))
         case ("presence", 3):
             let gateway = String(levels[2])
             // This gateway's own reports are applied when made.
