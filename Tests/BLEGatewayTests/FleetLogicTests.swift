@@ -62,11 +62,11 @@ import Testing
     @Test func nearestHoldsWithinTheMarginAndMovesBeyondIt() {
         var p = FleetPresence(gatewayID: "gw0", away: .seconds(3))
         #expect(p.report(a, gateway: "gw1", rssi: -60, now: t0)?.text == #"{"state":"present","nearest":"gw1","rssi":{"gw1":-60}}"#)
-        // Equal, then 5 dB louder: gw1 stays.
+        // Equal, then 7 dB louder: gw1 stays; 8 dB: gw0.
         #expect(p.report(a, gateway: "gw0", rssi: -60, now: t0 + .seconds(1)) == nil)
-        #expect(p.report(a, gateway: "gw0", rssi: -55, now: t0 + .seconds(1)) == nil)
-        #expect(p.report(a, gateway: "gw0", rssi: -54, now: t0 + .seconds(1))?.text
-            == #"{"state":"present","nearest":"gw0","rssi":{"gw0":-54,"gw1":-60}}"#)
+        #expect(p.report(a, gateway: "gw0", rssi: -53, now: t0 + .seconds(1)) == nil)
+        #expect(p.report(a, gateway: "gw0", rssi: -52, now: t0 + .seconds(1))?.text
+            == #"{"state":"present","nearest":"gw0","rssi":{"gw0":-52,"gw1":-60}}"#)
         // Silence: no report counts after away + away/3 = 4 s.
         #expect(p.nextDeadline() == t0 + .seconds(5))
         #expect(p.expire(now: t0 + .milliseconds(4999)).isEmpty)
@@ -78,9 +78,9 @@ import Testing
     @Test func ownReportsAreSmoothedAndSentOnAStepOrAfterAThirdOfAway() {
         var p = FleetPresence(gatewayID: "gw0", away: .seconds(3))
         #expect(p.heard(a, rssi: -60, now: t0) == -60)
-        // -60 + 0.3 * (-50 + 60) = -57: a 3 dB step.
-        #expect(p.heard(a, rssi: -50, now: t0) == -57)
-        // -57 + 0.3 * (-60 + 57) = -57.9: under 2 dB, not yet due.
+        // -60 + 0.25 * (-50 + 60) = -57.5: a 2.5 dB step, reported as -58.
+        #expect(p.heard(a, rssi: -50, now: t0) == -58)
+        // -57.5 + 0.25 * (-60 + 57.5) = -58.125: under 2 dB from -58, not yet due.
         #expect(p.heard(a, rssi: -60, now: t0 + .milliseconds(500)) == nil)
         #expect(p.heard(a, rssi: -58, now: t0 + .seconds(1)) == -58)
     }

@@ -24,9 +24,9 @@ struct FleetPresence {
 
     let gatewayID: String
     let away: Duration
-    let margin: Double = 6
+    let margin: Double = 8
     let reportStep: Double = 2
-    let smoothing: Double = 0.3
+    let smoothing: Double = 0.25
     let capacity: Int
     /// Gateways one device keeps reports of, at most.
     let maximumGateways = FleetPresence.maximumAggregateGateways

@@ -25,7 +25,8 @@ struct AdvertisementLoop {
     var fleet: FleetState? = nil
 
     func run() async {
-        let options = ScanOptions(mode: scan.passive ? .passive : .active, allowDuplicates: true, duplicateInterval: scan.publishInterval,
+        // In a fleet every report counts: presence smooths the RSSI of each one.
+        let options = ScanOptions(mode: scan.passive ? .passive : .active, allowDuplicates: true, duplicateInterval: fleet == nil ? scan.publishInterval : nil,
                                   lostTimeout: scan.lostAfter, bufferingPolicy: .bufferingNewest(4096))
         var last: [LEAddress: (content: Content, time: ContinuousClock.Instant)] = [:]
         var announced: [LEAddress: Set<String>] = [:]
