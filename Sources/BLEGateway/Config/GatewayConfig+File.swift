@@ -97,6 +97,7 @@ extension GatewayConfig {
             switch k {
             case .mqtt: FileBroker.K.allCases.map { "mqtt.\($0.rawValue)" }
             case .scan: FileScan.K.allCases.map { "scan.\($0.rawValue)" }
+            case .fleet: FileFleet.K.allCases.map { "fleet.\($0.rawValue)" }
             default: [k.rawValue]
             }
         }
@@ -105,7 +106,7 @@ extension GatewayConfig {
 
 private struct FileRoot: Decodable {
     var config = GatewayConfig()
-    enum K: String, CodingKey, CaseIterable { case mqtt, id, topicPrefix, layout, scan, metricsIntervalSeconds, homeAssistantDiscovery, devices, keys }
+    enum K: String, CodingKey, CaseIterable { case mqtt, id, topicPrefix, layout, scan, metricsIntervalSeconds, homeAssistantDiscovery, devices, keys, fleet }
 
     init(from decoder: any Decoder) throws {
         try rejectUnknownKeys(decoder, K.allCases.map(\.rawValue))
@@ -124,6 +125,20 @@ private struct FileRoot: Decodable {
         if let h = try c.decodeIfPresent(Bool.self, forKey: .homeAssistantDiscovery) { config.homeAssistantDiscovery = h }
         if let d = try c.decodeIfPresent([FileDevice].self, forKey: .devices) { config.devices = d.map(\.device) }
         if let k = try c.decodeIfPresent([String: String].self, forKey: .keys) { config.keys = try GatewayConfig.sensorKeys(k) }
+        if let f = try c.decodeIfPresent(FileFleet.self, forKey: .fleet) { config.fleet = f.fleet }
+    }
+}
+
+private struct FileFleet: Decodable {
+    var fleet: GatewayConfig.Fleet
+    enum K: String, CodingKey, CaseIterable { case name, slots, awaySeconds }
+
+    init(from decoder: any Decoder) throws {
+        try rejectUnknownKeys(decoder, K.allCases.map(\.rawValue))
+        let c = try decoder.container(keyedBy: K.self)
+        fleet = GatewayConfig.Fleet(name: try c.decode(String.self, forKey: .name))
+        if let s = try c.decodeIfPresent(Int.self, forKey: .slots) { fleet.slots = s }
+        if let a = try seconds(c.decodeIfPresent(Double.self, forKey: .awaySeconds), c.codingPath, "awaySeconds") { fleet.away = a }
     }
 }
 

@@ -113,6 +113,8 @@ public struct GatewayConfig: Sendable, Hashable {
     public var devices: [Device] = []
     /// Bindkeys of encrypted BTHome and MiBeacon sensors, 16 bytes each; never published or logged.
     public var keys = SensorKeys()
+    /// The fleet this gateway is one of (nil: a gateway on its own, topics under its id only).
+    public var fleet: Fleet?
 
     public init() {}
 
@@ -126,6 +128,7 @@ public struct GatewayConfig: Sendable, Hashable {
         try Self.checkTopicLevel(topicPrefix, key: "topicPrefix")
         if broker.queueCapacity < 1 { throw ConfigError(key: "mqtt.queueCapacity", "must be at least 1, got \(broker.queueCapacity)") }
         try checkBrokerTimes()
+        try validateFleet()
         if broker.passwordFile != nil {
             if broker.password != nil { throw ConfigError(key: "mqtt.passwordFile", "give password or passwordFile, not both") }
             _ = try passwordFromFile()

@@ -21,9 +21,12 @@ struct AdvertisementLoop {
     let discovery: Bool
     /// The bindkeys of encrypted sensors (BTHome, MiBeacon).
     let keys: SensorKeys
+    /// In a fleet: device messages go to the fleet's device topic, duplicates dropped fleet-wide.
+    var fleet: FleetState? = nil
 
     func run() async {
-        let options = ScanOptions(mode: scan.passive ? .passive : .active, allowDuplicates: true, duplicateInterval: scan.publishInterval,
+        // In a fleet every report counts: presence smooths the RSSI of each one.
+        let options = ScanOptions(mode: scan.passive ? .passive : .active, allowDuplicates: true, duplicateInterval: fleet == nil ? scan.publishInterval : nil,
                                   lostTimeout: scan.lostAfter, bufferingPolicy: .bufferingNewest(4096))
         var last: [LEAddress: (content: Content, time: ContinuousClock.Instant)] = [:]
         var announced: [LEAddress: Set<String>] = [:]
@@ -33,6 +36,10 @@ struct AdvertisementLoop {
                 counters.reports.add(1, ordering: .relaxed)
                 switch event {
                 case .discovered(let p), .updated(let p):
+                    if let fleet {
+                        await publishToFleet(p, fleet, decoder: &decoder, announced: &announced)
+                        continue
+                    }
                     // What the message says apart from the RSSI; compared without writing it.
                     let content = Content(data: p.advertisingData, connectable: p.isConnectable, txPower: p.txPower)
                     let now = p.lastSeen
@@ -47,17 +54,7 @@ struct AdvertisementLoop {
                         decoding.removeEvents()
                     }
                     last[p.address] = (content, now)
-                    if discovery {
-                        let keys = HomeAssistantDiscovery.keys(decoding)
-                        let known = announced[p.address, default: []]
-                        let fresh = keys.filter { !known.contains($0) }
-                        if !fresh.isEmpty {
-                            announced[p.address] = known.union(fresh)
-                            let device = HomeAssistantDiscovery.Device(address: p.address.address, name: p.advertisingData.localName, decoding: decoding,
-                                                                       publishInterval: scan.publishInterval)
-                            for m in HomeAssistantDiscovery.configs(for: device, keys: fresh, topics: topics) { await publisher.enqueue(m) }
-                        }
-                    }
+                    await announce(p, decoding, &announced)
                     if layout != .openmqttgateway {
                         await publisher.enqueue(MQTTMessage(topic: topics.device(p.address.address), payload: AdvertisementPayload.present(p, decoding: decoding).bytes))
                     }
@@ -66,6 +63,8 @@ struct AdvertisementLoop {
                                                             payload: AdvertisementPayload.openMQTTGateway(p, decoding: decoding).bytes))
                     }
                 case .lost(let p):
+                    // In a fleet, one gateway losing a device says nothing: presence tells `away`.
+                    if fleet != nil { continue }
                     last[p.address] = nil
                     await publisher.enqueue(MQTTMessage(topic: topics.device(p.address.address), payload: AdvertisementPayload.lost(p.address).bytes, qos: .atLeastOnce))
                 }
@@ -77,6 +76,19 @@ struct AdvertisementLoop {
 }
 
 extension AdvertisementLoop {
+    /// The Home Assistant configs of the values of `decoding` not announced yet.
+    func announce(_ p: DiscoveredPeripheral, _ decoding: SensorDecoding, _ announced: inout [LEAddress: Set<String>]) async {
+        guard discovery else { return }
+        let keys = HomeAssistantDiscovery.keys(decoding)
+        let known = announced[p.address, default: []]
+        let fresh = keys.filter { !known.contains($0) }
+        guard !fresh.isEmpty else { return }
+        announced[p.address] = known.union(fresh)
+        let device = HomeAssistantDiscovery.Device(address: p.address.address, name: p.advertisingData.localName, decoding: decoding,
+                                                   publishInterval: scan.publishInterval)
+        for m in HomeAssistantDiscovery.configs(for: device, keys: fresh, topics: topics) { await publisher.enqueue(m) }
+    }
+
     /// Everything a device's message is made of besides its address and RSSI
     /// (`AdvertisementPayload.presentPairs`): equal contents give equal messages.
     struct Content: Equatable {

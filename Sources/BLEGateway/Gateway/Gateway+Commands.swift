@@ -6,7 +6,11 @@ extension Gateway {
     /// Answers each command on `responses/<id>` (QoS 1); commands run concurrently, so a slow
     /// connect does not hold up a read on another link.
     func commandLoop() async {
-        for await message in publisher.incoming where message.topic == topics.commands {
+        for await message in publisher.incoming {
+            guard message.topic == topics.commands else {
+                await fleet?.receive(message)
+                continue
+            }
             switch GatewayCommand.decode(message.payload) {
             case .failure(let rejected):
                 await answer(rejected.id, command: nil, .failure(rejected.error))

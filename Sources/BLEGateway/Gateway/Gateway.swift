@@ -17,6 +17,8 @@ public actor Gateway {
     /// Where the bonds of devices with a `security` level come from (and new ones go).
     public nonisolated let bonds: (any BondStore)?
     nonisolated let counters = Counters()
+    /// The fleet's shared view, when the config names a fleet.
+    nonisolated let fleet: FleetState?
     /// How the adapter is opened again when it goes away (see Gateway+Adapter.swift).
     public nonisolated let adapterReopen: AdapterReopenPolicy
     var adapter = AdapterStatus()
@@ -59,10 +61,19 @@ public actor Gateway {
         } catch {
             throw .mqtt(MQTTError(operation: "mosquitto_new", code: -1, detail: "\(error)"))
         }
+        let fleetTopics = config.fleetTopics
+        // A fleet gateway also announces its free connection slots and follows the fleet topics.
+        let slots = fleetTopics.map { [MQTTMessage(topic: $0.slots, text: String(config.fleet?.slots ?? 0), qos: .atLeastOnce, retain: true)] } ?? []
         publisher = Publisher(client: client, capacity: config.broker.queueCapacity,
-                              onConnect: [MQTTMessage(topic: config.topics.status, text: "online", qos: .atLeastOnce, retain: true)],
-                              subscriptions: [config.topics.commands], executor: central.executor,
+                              onConnect: [MQTTMessage(topic: config.topics.status, text: "online", qos: .atLeastOnce, retain: true)] + slots,
+                              subscriptions: [config.topics.commands] + (fleetTopics?.subscriptions ?? []), executor: central.executor,
                               logger: central.options.logger)
+        if let fleetTopics, let f = config.fleet {
+            fleet = FleetState(topics: fleetTopics, away: f.away, interval: config.scan.publishInterval, discovery: config.homeAssistantDiscovery,
+                               publisher: publisher, executor: central.executor)
+        } else {
+            fleet = nil
+        }
     }
 
     /// Runs until the calling task is cancelled, then stops: links disconnected, `offline`
@@ -82,6 +93,7 @@ public actor Gateway {
             group.addTask { await self.commandLoop() }
             group.addTask { await self.metricsLoop() }
             group.addTask { await self.adapterLoop() }
+            if let fleet = self.fleet { group.addTask { await fleet.run() } }
             await group.waitForAll()
         }
         // Cancelled: the shutdown runs in its own task so that its waits are not cut short.
@@ -98,6 +110,7 @@ public actor Gateway {
         config.broker = old.broker
         config.id = old.id
         config.topicPrefix = old.topicPrefix
+        config.fleet = old.fleet
         if old.scan != new.scan || old.layout != new.layout || old.homeAssistantDiscovery != new.homeAssistantDiscovery || old.keys != new.keys {
             applyScan(false)
             applyScan(new.scan.enabled)
@@ -141,10 +154,10 @@ public actor Gateway {
         let layout = config.layout
         let discovery = config.homeAssistantDiscovery
         let keys = config.keys
-        let central = self.central, publisher = self.publisher, topics = self.topics, counters = self.counters
+        let central = self.central, publisher = self.publisher, topics = self.topics, counters = self.counters, fleet = self.fleet
         scanTask = Task(executorPreference: AdapterTaskExecutor(central.executor)) {
             await AdvertisementLoop(central: central, publisher: publisher, topics: topics, counters: counters,
-                                    scan: scan, layout: layout, discovery: discovery, keys: keys).run()
+                                    scan: scan, layout: layout, discovery: discovery, keys: keys, fleet: fleet).run()
         }
     }
 

@@ -1,0 +1,64 @@
+import BLECore
+
+extension GatewayConfig {
+    /// The fleet a gateway belongs to: every gateway with the same `name` (and topic prefix)
+    /// feeds one device topic per device and one presence per device, `ble/<name>/...`.
+    ///
+    ///     config.fleet = GatewayConfig.Fleet(name: "house", slots: 3, away: .seconds(60))
+    public struct Fleet: Sendable, Hashable {
+        /// The fleet's topic level (`ble/<name>/devices/...`).
+        public var name: String
+        /// Connections this gateway may hold for the fleet (published as its free slots).
+        public var slots: Int
+        /// A device no gateway heard for this long is `away`.
+        public var away: Duration
+
+        public init(name: String, slots: Int = 3, away: Duration = .seconds(60)) {
+            self.name = name
+            self.slots = slots
+            self.away = away
+        }
+    }
+
+    /// Checks `fleet`: a name fit for a topic level and other than the gateway id, slots not
+    /// negative, `away` more than 0.
+    func validateFleet() throws(ConfigError) {
+        guard let fleet else { return }
+        try Self.checkTopicLevel(fleet.name, key: "fleet.name")
+        if fleet.name == id { throw ConfigError(key: "fleet.name", "\"\(fleet.name)\" is the gateway id too; give the fleet a name of its own") }
+        if fleet.slots < 0 || fleet.slots > 64 { throw ConfigError(key: "fleet.slots", "must be from 0 to 64, got \(fleet.slots)") }
+        if fleet.away <= .zero { throw ConfigError(key: "fleet.awaySeconds", "must be more than 0") }
+    }
+
+    /// The fleet's topics, when the gateway is in one.
+    public var fleetTopics: FleetTopics? {
+        fleet.map { FleetTopics(prefix: topicPrefix, fleet: $0.name, gatewayID: id ?? "") }
+    }
+}
+
+/// Topic names under `<prefix>/<fleet>/`, shared by every gateway of the fleet.
+///
+///     let t = FleetTopics(prefix: "ble", fleet: "house", gatewayID: "gw1"); t.device(address)
+public struct FleetTopics: Sendable, Hashable {
+    public var prefix: String
+    public var fleet: String
+    public var gatewayID: String
+
+    public init(prefix: String = "ble", fleet: String, gatewayID: String) {
+        self.prefix = prefix
+        self.fleet = fleet
+        self.gatewayID = gatewayID
+    }
+
+    var base: String { "\(prefix)/\(fleet)" }
+    /// `ble/house/devices/C01122334455`: the one message stream of a device, from any gateway.
+    public func device(_ address: BluetoothAddress) -> String { "\(base)/devices/\(GatewayTopics.compact(address))" }
+    /// `ble/house/presence/C01122334455`: retained, nearest gateway or `away`.
+    public func presence(_ address: BluetoothAddress) -> String { "\(base)/presence/\(GatewayTopics.compact(address))" }
+    /// `ble/house/presence/C01122334455/gw1`: the smoothed RSSI one gateway hears.
+    public func presence(_ address: BluetoothAddress, gateway: String) -> String { "\(presence(address))/\(gateway)" }
+    /// `ble/house/gateways/gw1/slots`: retained, the connections this gateway can still take.
+    public var slots: String { "\(base)/gateways/\(gatewayID)/slots" }
+    /// What every gateway of the fleet subscribes to.
+    public var subscriptions: [String] { ["\(base)/devices/+", "\(base)/presence/+", "\(base)/presence/+/+"] }
+}

@@ -1,0 +1,26 @@
+import BLECore
+import BLESensors
+
+extension AdvertisementLoop {
+    /// A report in a fleet: presence hears it; the fleet's device topic gets it when the fleet
+    /// has not published this packet of the device within the publish interval.
+    func publishToFleet(_ p: DiscoveredPeripheral, _ fleet: FleetState, decoder: inout SensorDecoder,
+                        announced: inout [LEAddress: Set<String>]) async {
+        await fleet.heard(p.address.address, rssi: p.rssi)
+        let packet = FleetDeviceView.packet(data: p.advertisingData.bytes, connectable: p.isConnectable, txPower: p.txPower)
+        let decision = await fleet.decide(p.address.address, packet: packet)
+        if decision == .skip { return }
+        var decoding = decoder.decode(SensorAdvertisement(address: p.address, data: p.advertisingData))
+        // The fleet (or this gateway) published this packet already: a button press is reported once.
+        if decision == .periodic || decoding.isRepeat { decoding.removeEvents() }
+        await announce(p, decoding, &announced)
+        if layout != .openmqttgateway {
+            let message = FleetState.deviceMessage(AdvertisementPayload.present(p, decoding: decoding), gateway: fleet.topics.gatewayID, packet: packet)
+            await publisher.enqueue(MQTTMessage(topic: fleet.topics.device(p.address.address), payload: message.bytes))
+        }
+        if layout != .native {
+            await publisher.enqueue(MQTTMessage(topic: topics.openMQTTGateway(p.address.address),
+                                                payload: AdvertisementPayload.openMQTTGateway(p, decoding: decoding).bytes))
+        }
+    }
+}
