@@ -137,7 +137,7 @@ struct FleetPresence {
     /// The `rssi` object of an aggregate, by gateway id; empty when the text has none or it is
     /// malformed.
     static func rssi(fromAggregate text: String) -> [(String, Int)] {
-        guard let start = text.range(of: #","rssi":{"#), text.hasSuffix("}}") else { return [] }
+        guard let start = text.firstRange(of: #","rssi":{"#), text.hasSuffix("}}") else { return [] }
         let body = text[start.upperBound..<text.index(text.endIndex, offsetBy: -2)]
         var out: [(String, Int)] = []
         for pair in body.split(separator: ",") {
