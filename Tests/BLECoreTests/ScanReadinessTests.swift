@@ -139,8 +139,7 @@ import BLETestSupport
         _ = await bed.controller.scanCommands { $0.last == Spec.setScanEnable(true) }
         try await bed.report(.poweredOff)
         #expect(await ending.end().error as? ScanError == .adapterNotReady(.poweredOff))
-        await bed.central.scanner.settled()
-        #expect(await bed.controller.scanCommands { _ in true }.last == Spec.setScanEnable(false))
+        #expect(await bed.controller.scanCommands { $0.last == Spec.setScanEnable(false) }.last == Spec.setScanEnable(false))
         // No time limit while powered off and asked to wait.
         await bed.clock.advance(by: .seconds(60))
         #expect(await waiting.log.ended == false)
