@@ -38,10 +38,16 @@ func machineDescription() -> [String: String] {
 
 /// Runs the Bumble side of a workload on the same bytes and returns its operations per second.
 func runBumble(python: String, workload: String, input: URL, iterations: Int) -> Double? {
-    let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("bumble_bench.py")
+    runPeerScript(python: python, script: "bumble_bench.py", arguments: [workload, input.path, String(iterations)])
+}
+
+/// Runs a peer's Python script from Benchmarks/ and returns the `operationsPerSecond` of the
+/// JSON object it prints, or nil when it fails.
+func runPeerScript(python: String, script name: String, arguments: [String]) -> Double? {
+    let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent(name)
     let p = Process()
     p.executableURL = URL(fileURLWithPath: python)
-    p.arguments = [script.path, workload, input.path, String(iterations)]
+    p.arguments = [script.path] + arguments
     let out = Pipe()
     p.standardOutput = out
     do { try p.run() } catch { return nil }

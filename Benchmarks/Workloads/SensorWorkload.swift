@@ -54,18 +54,6 @@ enum SensorWorkload {
     /// TheengsDecoder's rate on the same payloads (theengs_bench.py with a Python that has the
     /// `TheengsDecoder` package), or nil.
     static func theengs(python: String, iterations: Int) -> Double? {
-        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("theengs_bench.py")
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: python)
-        p.arguments = [script.path, fixtures.path, String(iterations)]
-        let out = Pipe()
-        p.standardOutput = out
-        do { try p.run() } catch { return nil }
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        guard p.terminationStatus == 0,
-              let json = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
-              let rate = json["operationsPerSecond"] as? Double else { return nil }
-        return rate
+        runPeerScript(python: python, script: "theengs_bench.py", arguments: [fixtures.path, String(iterations)])
     }
 }
