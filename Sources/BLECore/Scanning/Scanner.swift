@@ -51,6 +51,9 @@ actor Scanner {
     /// The controller is not set up (not yet, or again after a reset or a power-off): it scans
     /// for nobody, and the subscribers wait (`configure` lets the scan run again).
     var controllerDown = true
+    /// Controller resets seen (`controllerReset()`), so a reconciliation can tell that one came
+    /// while its command was answered.
+    var resets = 0
     /// The central's adapter state, which names what a subscriber waited for (Scanner+Readiness.swift).
     var adapterState: AdapterState = .unknown
     /// The central is closed: no subscriber waits for it any more.
@@ -94,6 +97,7 @@ actor Scanner {
     func controllerReset() {
         controllerDown = true
         applied = nil
+        resets &+= 1
     }
 
     // MARK: - Subscribers
@@ -227,12 +231,16 @@ actor Scanner {
             }
             guard let want = target else { break }
             do throws(HCIError) {
+                let resetsBefore = resets
                 try await setParameters(want)
                 try await setEnable(true)
                 // The transport may have gone, or the controller been reset, while the
-                // command was answered.
-                guard lostReason == nil, !controllerDown else { break }
+                // command was answered: nothing scans then.
+                guard lostReason == nil, resets == resetsBefore else { break }
                 applied = want
+                // The adapter went down (powered off) while the enable was answered: the
+                // controller scans, and the next turn of the loop stops it.
+                if controllerDown { continue }
                 logger.log(.debug, "scanning: \(want)")
             } catch {
                 // Failed by a Hardware Error: the scan starts again after the reset.

@@ -188,7 +188,10 @@ public final class GATTServer: @unchecked Sendable { // all state is touched onl
         links[id]?.commandsRunning = running + 1
         Task {
             await work()
-            self.queue.async { self.links[id]?.commandsRunning -= 1 }
+            self.queue.async {
+                self.links[id]?.commandsRunning -= 1
+                self.hooks?.changed(self)
+            }
         }
     }
 
