@@ -35,7 +35,9 @@ import Testing
             let hrm = #""address":"F0:5E:B1:00:00:01""#
             func ask(_ id: String, _ body: String) async throws -> String {
                 try Self.command(watcher, "gwc", #"{"id":"\#(id)",\#(body)}"#)
-                return try await watcher.next("ble/gwc/responses/\(id)").text
+                // The Bumble peer shares two cores with the other test lanes: a connect with
+                // discovery can take longer than the watcher's default 15 s there.
+                return try await watcher.next("ble/gwc/responses/\(id)", timeout: .seconds(60)).text
             }
 
             #expect(try await ask("c", #""command":"connect",\#(hrm)"#) == #"{"id":"c","command":"connect","ok":true,"address":"F0:5E:B1:00:00:01"}"#)
