@@ -124,8 +124,10 @@ public actor Publisher {
             isConnected = true
             connections += 1
             if connections > 1 { reconnects += 1 }
-            for m in onConnect { _ = try? client.publish(m) }
+            // Subscriptions first: the broker handles one client's packets in order, so whoever
+            // sees the `online` that follows can send a command and it is not lost.
             for s in subscriptions { _ = try? client.subscribe(s, qos: .atLeastOnce) }
+            for m in onConnect { _ = try? client.publish(m) }
             if !connected.isEmpty { connected.resumeAll(with: .success(true)) }
             pump()
         case .disconnected(let error):

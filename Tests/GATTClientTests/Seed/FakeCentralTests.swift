@@ -228,18 +228,24 @@ import BLETestSupport
         }
         fake.add(Self.batteryPeripheral())
         _ = try await Self.firstDiscovery(central, services: [Self.battery])
+        // A report can reach the central before the Command Complete of the scan enable does;
+        // the disable goes out only after it (one command at a time), so once the controller
+        // has stopped scanning the central has seen the scan start.
+        try await fake.controller.waitUntil("the scan stop") { !$0.isScanning }
         // The scan stays applied until the controller confirmed that it stopped.
         try await bounded {
             for await s in await central.bluetoothStateEvents() where !s.isScanning { return }
         }
-        #expect(await central.bluetoothState == BluetoothState(adapter: .poweredOn, isScanning: false))
+        let settled = await central.bluetoothState
+        #expect(settled == BluetoothState(adapter: .poweredOn, isScanning: false), "\(settled)")
         fake.simulateStateChange(.poweredOff)
-        #expect(try await value(of: story) == [
+        let told = try await value(of: story)
+        #expect(told == [
             BluetoothState(adapter: .poweredOn, isScanning: false),
             BluetoothState(adapter: .poweredOn, isScanning: true),
             BluetoothState(adapter: .poweredOn, isScanning: false),
             BluetoothState(adapter: .poweredOff, isScanning: false),
-        ])
+        ], "\(told)")
         let off = await central.bluetoothState
         #expect(!off.isPowered && off.isAuthorized && !off.isScanning)
         await central.close()
