@@ -44,7 +44,7 @@ let package = Package(
         .target(name: "BLESensors", dependencies: ["BLECore", "CCrypto"]),
         .target(name: "BLEGateway", dependencies: ["CMosquitto", "BLECore", "ATT", "GATTClient", "SMP", "BLESensors"]),
         .executableTarget(name: "ble", dependencies: ["BLECore", "ATT", "GATTClient", "SMP", "BLEGateway", "BLESensors", "CYAML"]),
-        .executableTarget(name: "Benchmarks", dependencies: ["BLECore", "ATT", "GATTClient", "BLETestSupport", "BLEGateway", "SMP", "BLESensors"], path: "Benchmarks", exclude: ["bumble_bench.py", "README.md", "theengs_bench.py", "requirements-theengs.txt"]),
+        .executableTarget(name: "Benchmarks", dependencies: ["BLECore", "ATT", "GATTClient", "BLETestSupport", "BLEGateway", "SMP", "BLESensors", "CCrypto"], path: "Benchmarks", exclude: ["bumble_bench.py", "README.md", "theengs_bench.py", "requirements-theengs.txt"]),
         .testTarget(name: "BLECoreTests", dependencies: ["BLECore", "BLETestSupport"]),
         .testTarget(name: "SMPTests", dependencies: ["SMP", "BLECore", "BLETestSupport"]),
         .testTarget(name: "ATTTests", dependencies: ["ATT", "BLECore", "BLETestSupport"]),

@@ -28,7 +28,9 @@ enum GatewayWorkload {
 
     // MARK: One gateway
 
-    static func single(seconds: Int, directory: URL, cgroup: BenchCgroup? = nil) async throws -> Measurement {
+    /// With `sensors`, the advertisers are the sensor scene's (`GatewaySensorReports`) instead
+    /// of manufacturer data, and the row counts decoded readings instead of latency.
+    static func single(seconds: Int, directory: URL, cgroup: BenchCgroup? = nil, sensors: Bool = false) async throws -> Measurement {
         progress("gateway: starting mosquitto")
         let broker = try await offThread { try BenchBroker.start(directory: directory) }
         defer { broker.stop() }
@@ -36,12 +38,15 @@ enum GatewayWorkload {
         let subscriber = try await offThread { try BenchSubscriber.start(port: broker.port, pattern: "ble/bench/#") }
         defer { subscriber.stop() }
         progress("gateway: mosquitto on port \(broker.port), subscriber ready")
-        return try await singleRun(seconds: seconds, broker: broker, subscriber: subscriber, directory: directory, cgroup: cgroup)
+        return try await singleRun(seconds: seconds, broker: broker, subscriber: subscriber, directory: directory, cgroup: cgroup, sensors: sensors)
     }
 
     /// With `cgroup`, the gateway runs inside it from its first instruction (a small board:
     /// `BenchCgroup`), and the row says so.
-    static func singleRun(seconds: Int, broker: BenchBroker, subscriber: BenchSubscriber, directory: URL, cgroup: BenchCgroup? = nil) async throws -> Measurement {
+    static func singleRun(seconds: Int, broker: BenchBroker, subscriber: BenchSubscriber, directory: URL, cgroup: BenchCgroup? = nil,
+                          sensors: Bool = false) async throws -> Measurement {
+        // The readings of every second of the feed (and a few more for a slow start).
+        let sensorReports = sensors ? try GatewaySensorReports(seconds: seconds + 5) : nil
         var options = VirtualController.Options()
         options.time = .immediate
         options.aclPacketCount = 64
@@ -56,7 +61,7 @@ enum GatewayWorkload {
             devices.append(#"{"address": "\#(address.address)", "addressType": "random", "subscribe": [{"service": "180D", "characteristic": "2A37"}]}"#)
         }
         let configFile = directory.appendingPathComponent("gateway-bench.json")
-        try #"{"id": "bench", "mqtt": {"url": "mqtt://127.0.0.1:\#(broker.port)"}, "metricsIntervalSeconds": 1, "scan": {"publishIntervalSeconds": 30, "lostAfterSeconds": 30}, "devices": [\#(devices.joined(separator: ", "))]}"#
+        try #"{"id": "bench", "mqtt": {"url": "mqtt://127.0.0.1:\#(broker.port)"}, "metricsIntervalSeconds": 1, "scan": {"publishIntervalSeconds": 30, "lostAfterSeconds": 30}, "devices": [\#(devices.joined(separator: ", "))]\#(sensors ? ", \"keys\": " + GatewaySensorReports.configKeys : "")}"#
             .write(to: configFile, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(at: configFile) }
         let spec = try vc.servePseudoTerminal()
@@ -77,7 +82,7 @@ enum GatewayWorkload {
         progress("gateway: links up, scanning; feeding for \(seconds) s")
         // The reports reach the gateway as a UART controller's would: each report its own
         // write to the pseudo-terminal, at the pace they are due.
-        let feeder = ReportFeeder(queue: vc.queue, reportsPerSecond: reportsPerSecond, source: GatewayReports()) { bytes in
+        let feeder = ReportFeeder(queue: vc.queue, reportsPerSecond: reportsPerSecond, source: GatewayReports(sensors: sensorReports)) { bytes in
             var offset = 0
             while offset + 3 <= bytes.count {
                 let length = Int(bytes[offset + 2])
@@ -123,9 +128,15 @@ enum GatewayWorkload {
         var latencies: [Double] = []
         var seen = Set<Int>()
         var notifications = 0
+        var decoded = 0, refused = 0
         for line in subscriber.lines() {
             guard let (time, topic, payload) = BenchSubscriber.split(line) else { continue }
             if topic.hasSuffix("/180D/2A37") { notifications += 1; continue }
+            if sensors {
+                if payload.contains("\"decoded\":{") && payload.contains("\"temperature\":") { decoded += 1 }
+                if payload.contains("\"reason\":") { refused += 1 }
+                continue
+            }
             guard let range = payload.range(of: "\"FFFF\":\"") else { continue }
             let hex = payload[range.upperBound...].prefix(8)
             guard hex.count == 8, let v = UInt32(hex, radix: 16) else { continue }
@@ -143,7 +154,8 @@ enum GatewayWorkload {
         let firstAdvertisement = subscriber.lines().lazy.compactMap(BenchSubscriber.split)
             .first { $0.0 >= spawned && $0.1.split(separator: "/").count == 4 && $0.1.contains("/devices/") }?.0
         let limits = cgroup.map { " under \($0.describe)" } ?? ""
-        var m = Measurement(name: "gateway: 1,000 advertisers at 10,000 reports/s + 8 notifying links -> mosquitto (reports)\(limits)",
+        let scene = sensors ? "1,000 sensors (1/3 encrypted BTHome, 1/3 BTHome, 1/3 pvvx)" : "1,000 advertisers"
+        var m = Measurement(name: "gateway: \(scene) at 10,000 reports/s + 8 notifying links -> mosquitto (reports)\(limits)",
                             operations: sent, seconds: elapsed, operationsPerSecond: Double(sent) / elapsed)
         m.extra = [
             "cpuPercentOfOneCore": cpu / wallSeconds * 100,
@@ -151,13 +163,17 @@ enum GatewayWorkload {
             "messagesPerSecond": Double(published) / wallSeconds,
             "dropped": metrics?["dropped"] ?? .nan,
             "notificationsReceived": Double(notifications),
-            "latencySamples": Double(latencies.count),
-            "latencyP50Microseconds": percentile(0.5), "latencyP99Microseconds": percentile(0.99),
-            "latencyMaxMicroseconds": latencies.last ?? .nan,
+            "decodedMessages": Double(decoded), "refusedMessages": Double(refused),
             "residentMiB": memory.residentMiB, "peakResidentMiB": memory.peakResidentMiB,
             "stillRunning": alive ? 1 : 0,
             "startupToFirstAdvertisementMilliseconds": firstAdvertisement.map { ($0 - spawned) * 1000 } ?? .nan,
         ]
+        if !sensors {
+            m.extra["latencySamples"] = Double(latencies.count)
+            m.extra["latencyP50Microseconds"] = percentile(0.5)
+            m.extra["latencyP99Microseconds"] = percentile(0.99)
+            m.extra["latencyMaxMicroseconds"] = latencies.last ?? .nan
+        }
         if let cgroup {
             m.extra["cgroupPeakMemoryMiB"] = cgroup.peakMemoryBytes / 1_048_576
             m.extra["cgroupMemoryLimitHits"] = cgroup.limitHits
@@ -278,11 +294,15 @@ final class Counter: @unchecked Sendable { // used only on one serial queue
 
 /// The gateway scene's reports, 10,000 a second from 1,000 advertisers.
 struct GatewayReports: AdvertisingReportSource {
+    /// The sensor scene instead, when set.
+    var sensors: GatewaySensorReports?
+
     /// Report `n`: advertiser n % 1000 in round n / 1000; its manufacturer data (company
     /// 0xFFFF) holds the advertiser and the epoch (round / 10, so it changes once a second);
     /// a quarter also carry Battery service data, RSSI changes every report. One ADV_IND from
     /// a random static address.
     func append(report n: Int, elapsed: UInt64, to buffer: inout [UInt8]) {
+        if let sensors { return sensors.append(report: n, elapsed: elapsed, to: &buffer) }
         let i = n % GatewayWorkload.advertisers
         let round = n / GatewayWorkload.advertisers
         let epoch = round / 10

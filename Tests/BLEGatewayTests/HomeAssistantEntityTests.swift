@@ -50,4 +50,18 @@ import Testing
         let energy = try #require(Self.configs(Self.device("40 0a 13 8a 14"))["homeassistant/sensor/ble_A4C1388D18B2/energy/config"])
         #expect(energy.contains(#""unit_of_measurement":"kWh","device_class":"energy","expire_after":30"#), "\(energy)")
     }
+
+    @Test func availabilityFollowsTheGatewaysThatFeedTheDevice() throws {
+        // test_bthome_temperature_humidity: 0x02 = 25.06 °C, 0x03 = 50.55 %.
+        let device = Self.device("40 02 ca 09 03 bf 13")
+        let one = HomeAssistantDiscovery.configs(for: device, topics: GatewayTopics(gatewayID: "gw"), availability: ["ble/gw/status"])
+        let temperature = try #require(one.first { $0.topic == "homeassistant/sensor/ble_A4C1388D18B2/temperature/config" })
+        #expect(String(decoding: temperature.payload, as: UTF8.self).hasSuffix(#","availability":[{"topic":"ble/gw/status"}]}"#))
+        let two = HomeAssistantDiscovery.configs(for: device, topics: GatewayTopics(gatewayID: "gw"), availability: ["ble/a/status", "ble/b/status"])
+        let humidity = try #require(two.first { $0.topic == "homeassistant/sensor/ble_A4C1388D18B2/humidity/config" })
+        #expect(String(decoding: humidity.payload, as: UTF8.self).hasSuffix(
+            #","availability":[{"topic":"ble/a/status"},{"topic":"ble/b/status"}],"availability_mode":"any"}"#))
+        // None given: expire_after alone.
+        #expect(Self.configs(device).values.allSatisfy { !$0.contains("availability") })
+    }
 }

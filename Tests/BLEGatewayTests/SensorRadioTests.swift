@@ -25,7 +25,7 @@ import Testing
             let start = compact.index(compact.startIndex, offsetBy: i)
             return String(compact[start..<compact.index(start, offsetBy: 2)])
         }.joined(separator: ":")
-        return #"{"name":"\#(name)","unique_id":"ble_\#(compact)_\#(key)","object_id":"ble_\#(compact.lowercased())_\#(key)","state_topic":"ble/+/devices/\#(compact)","value_template":"{{ \#(value) }}","unit_of_measurement":"\#(unit)","device_class":"\#(deviceClass)","state_class":"measurement","expire_after":3,"device":{"identifiers":["ble_\#(compact)"],"connections":[["bluetooth","\#(address)"]],\#(device)},"origin":{"name":"swift-ble-host","sw_version":"\#(SwiftBLEHost.version)"}}"#
+        return #"{"name":"\#(name)","unique_id":"ble_\#(compact)_\#(key)","object_id":"ble_\#(compact.lowercased())_\#(key)","state_topic":"ble/+/devices/\#(compact)","value_template":"{{ \#(value) }}","unit_of_measurement":"\#(unit)","device_class":"\#(deviceClass)","state_class":"measurement","expire_after":3,"device":{"identifiers":["ble_\#(compact)"],"connections":[["bluetooth","\#(address)"]],\#(device)},"origin":{"name":"swift-ble-host","sw_version":"\#(SwiftBLEHost.version)"},"availability":[{"topic":"ble/gws/status"}]}"#
     }
 
     @Test func bthomeAndXiaomiSensorsArePublishedWithDiscovery() async throws {

@@ -5,10 +5,10 @@ import BLESensors
 /// decoded value that ``SensorKinds`` names), on `homeassistant/<component>/ble_<ADDRESS>/<key>/config`.
 /// Nothing in a config depends on the gateway, so several gateways that hear one sensor publish
 /// the same configs and Home Assistant shows it once. The state topic matches every gateway's
-/// device topic, and availability comes from `expire_after`: a value stays available while any
-/// gateway keeps publishing the device, and expires three publish intervals after the last one.
-/// (An `availability` topic would be one gateway's status: the last gateway to publish the
-/// config would decide for all of them.)
+/// device topic. A value expires (`expire_after`) three publish intervals after the last message,
+/// and `availability` lists the status topics (`online`/`offline`) of the gateways that feed it:
+/// with several, any one online keeps it available (`availability_mode: any`). Every gateway of a
+/// fleet passes the same sorted list, so their configs stay equal.
 ///
 ///     for m in HomeAssistantDiscovery.configs(for: device, topics: topics) { await publisher.enqueue(m) }
 public enum HomeAssistantDiscovery {
@@ -35,19 +35,20 @@ public enum HomeAssistantDiscovery {
         ["rssi"] + decoding.values.map(\.key).filter { SensorKinds.kind(for: $0) != nil }
     }
 
-    /// The retained discovery messages for `keys` (all of the device's by default).
-    public static func configs(for device: Device, keys: [String]? = nil, topics: GatewayTopics) -> [MQTTMessage] {
+    /// The retained discovery messages for `keys` (all of the device's by default); `availability`
+    /// is the status topics of the gateways that publish the device (none: `expire_after` alone).
+    public static func configs(for device: Device, keys: [String]? = nil, topics: GatewayTopics, availability: [String] = []) -> [MQTTMessage] {
         let compact = GatewayTopics.compact(device.address)
         let wanted = keys ?? Self.keys(device.decoding)
         return wanted.compactMap { key in
             guard let kind = key == "rssi" ? SensorKind("signal_strength", .sensor, "signal_strength", "dBm") : SensorKinds.kind(for: key) else { return nil }
-            let payload = JSONValue.object(pairs(key: key, kind: kind, device: device, compact: compact, topics: topics))
+            let payload = JSONValue.object(pairs(key: key, kind: kind, device: device, compact: compact, topics: topics, availability: availability))
             return MQTTMessage(topic: "homeassistant/\(kind.component.rawValue)/ble_\(compact)/\(key)/config",
                                payload: payload.bytes, qos: .atLeastOnce, retain: true)
         }
     }
 
-    static func pairs(key: String, kind: SensorKind, device: Device, compact: String, topics: GatewayTopics) -> [(String, JSONValue)] {
+    static func pairs(key: String, kind: SensorKind, device: Device, compact: String, topics: GatewayTopics, availability: [String]) -> [(String, JSONValue)] {
         let value = key == "rssi" ? "value_json.rssi" : "value_json.decoded.\(key)"
         var p: [(String, JSONValue)] = [
             ("name", .string(entityName(key))),
@@ -83,6 +84,11 @@ public enum HomeAssistantDiscovery {
         if let model = device.decoding.model { identity.append(("model", .string(model))) }
         p.append(("device", .object(identity)))
         p.append(("origin", .object([("name", .string("swift-ble-host")), ("sw_version", .string(SwiftBLEHost.version))])))
+        if !availability.isEmpty {
+            // Home Assistant's default payloads are the gateway's own: `online` and `offline`.
+            p.append(("availability", .array(availability.map { .object([("topic", .string($0))]) })))
+            if availability.count > 1 { p.append(("availability_mode", .string("any"))) }
+        }
         return p
     }
 

@@ -86,7 +86,10 @@ extension AdvertisementLoop {
         announced[p.address] = known.union(fresh)
         let device = HomeAssistantDiscovery.Device(address: p.address.address, name: p.advertisingData.localName, decoding: decoding,
                                                    publishInterval: scan.publishInterval)
-        for m in HomeAssistantDiscovery.configs(for: device, keys: fresh, topics: topics) { await publisher.enqueue(m) }
+        // One gateway: its own status. A fleet's gateways could not agree on one list here, so
+        // their entities rely on `expire_after`.
+        let availability = fleet == nil ? [topics.status] : []
+        for m in HomeAssistantDiscovery.configs(for: device, keys: fresh, topics: topics, availability: availability) { await publisher.enqueue(m) }
     }
 
     /// Everything a device's message is made of besides its address and RSSI
