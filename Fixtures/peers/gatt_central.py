@@ -139,7 +139,7 @@ async def procedures(device: Device, connection, peer: Peer) -> None:
     emit({"after_flood": {"value": (await peer.read_value(long)).hex()}})
 
 
-async def serve(device: Device, connection, peer: Peer, reconnect) -> None:
+async def serve(device: Device, connection, peer: Peer, reconnect):  # type: ignore[no-untyped-def]
     emit({"mtu": await peer.request_mtu(64)})
     found = await discover(peer)
     long, command, level = found[LONG], found[COMMAND], found[BATTERY_LEVEL]
@@ -153,6 +153,7 @@ async def serve(device: Device, connection, peer: Peer, reconnect) -> None:
     connection, peer = await reconnect(connection)
     found = await discover(peer)
     emit({"read_again": {"value": (await peer.read_value(found[LONG])).hex()}})
+    return connection
 
 
 async def run(args: argparse.Namespace) -> int:
@@ -221,8 +222,7 @@ async def run(args: argparse.Namespace) -> int:
             await disconnect(connection)
             await advertised.wait()
         else:
-            await serve(device, connection, peer, reconnect)
-            await disconnect(peer.connection)
+            await disconnect(await serve(device, connection, peer, reconnect))
         emit({"done": True})
 
     task = asyncio.ensure_future(scenario())

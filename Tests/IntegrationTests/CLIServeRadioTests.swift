@@ -1,0 +1,100 @@
+import Foundation
+import Testing
+import BLETestSupport
+
+/// `ble serve` as a process: the database from Fixtures/gatt/serve.yaml, Bumble's GATT client
+/// as the central (Fixtures/peers/gatt_central.py, scenario "serve") reads, writes and
+/// subscribes, a stdin line goes out as a notification, the link ends and a second link reads
+/// what the first wrote; then SIGTERM. And a bad file, without a radio.
+@Suite("ble serve", .timeLimit(.minutes(2)))
+struct CLIServeRadioTests {
+    static let long = "12345678-1234-5678-1234-56789ABCDEF1"
+    static let command = "12345678-1234-5678-1234-56789ABCDEF2"
+
+    @Test("Bumble reads, writes and subscribes; a stdin line is notified; a written value is read on the next link; SIGTERM exits 0")
+    func serveEndToEnd() async throws {
+        let peer = try await GATTCentralPeer(scenario: "serve")
+        defer { peer.stop() }
+        var lines = peer.lines.makeAsyncIterator()
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("ble-serve-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let stdoutURL = scratch.appendingPathComponent("stdout"), stderrURL = scratch.appendingPathComponent("stderr")
+        _ = FileManager.default.createFile(atPath: stdoutURL.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: stderrURL.path, contents: nil)
+        let process = Process()
+        process.executableURL = BLETool.executable
+        process.arguments = ["-d", "tcp:127.0.0.1:\(peer.port)", "serve", BLETool.fixture("gatt/serve.yaml").path, "--name", "serve-test", "--notify", "2A19"]
+        var environment = ProcessInfo.processInfo.environment
+        environment["NO_COLOR"] = "1"
+        environment.removeValue(forKey: "BLE_LOG")
+        process.environment = environment
+        let input = Pipe()
+        process.standardInput = input
+        process.standardOutput = try FileHandle(forWritingTo: stdoutURL)
+        process.standardError = try FileHandle(forWritingTo: stderrURL)
+        let (exits, exited) = AsyncStream.makeStream(of: Int32.self)
+        process.terminationHandler = { exited.yield($0.terminationStatus); exited.finish() }
+        try process.run()
+        let pid = process.processIdentifier
+        // The bound: the tool is killed 90 s after its start whatever happens.
+        let watchdog = Task { try await Task.sleep(for: .seconds(90)); kill(pid, SIGKILL) }
+        defer { watchdog.cancel() }
+
+        // Flags 06 | 0B 09 "serve-test" | 03 03 0F 18: the name and the Battery service.
+        let advertisement = try await GATTCentralPeer.next("advertisement", in: &lines) as? [String: Any]
+        #expect(advertisement?["data"] as? String == "020106" + "0b09" + "73657276652d74657374" + "03030f18")
+        let characteristics = try await GATTCentralPeer.next("characteristics", in: &lines)
+        let level = try #require(GATTCentralPeer.handle(of: "2A19", in: characteristics))
+        let long = try #require(GATTCentralPeer.handle(of: Self.long, in: characteristics))
+        #expect(GATTCentralPeer.handle(of: Self.command, in: characteristics) == long + 3) // after long's User Description
+        #expect((try await GATTCentralPeer.next("read", in: &lines) as? [String: Any])?["value"] as? String == "64")
+        #expect(try await GATTCentralPeer.next("subscribed", in: &lines) as? Bool == true)
+        input.fileHandleForWriting.write(Data("hello\n".utf8))
+        #expect((try await GATTCentralPeer.next("notification", in: &lines) as? [String: Any])?["value"] as? String == "68656c6c6f")
+        // The second link reads what the first wrote.
+        #expect((try await GATTCentralPeer.next("read_again", in: &lines) as? [String: Any])?["value"] as? String
+                == "7772697474656e2062792062756d626c65")
+        _ = try await GATTCentralPeer.next("done", in: &lines)
+        process.terminate() // SIGTERM
+        var status: Int32 = -1
+        for await code in exits { status = code }
+        let stdout = (try? String(contentsOf: stdoutURL, encoding: .utf8)) ?? ""
+        let stderr = (try? String(contentsOf: stderrURL, encoding: .utf8)) ?? ""
+        #expect(status == 0, "\(stderr)")
+        #expect(stderr.contains("SIGTERM: stopping"), "\(stderr)")
+        func at(_ h: Int) -> String { "handle 0x" + String(format: "%04X", h) }
+        let peerAddress = GATTCentralPeer.centralAddress
+        let printed = stdout.split(separator: "\n").map(String.init)
+        #expect(printed.filter { !$0.hasPrefix("sent ") } == [
+            "connected \(peerAddress)",
+            "read \(peerAddress) 2A19 \(at(level)): 0x64 (1 byte, uint 100, \"d\")",
+            "write \(peerAddress) \(Self.long) \(at(long)): 0x7772697474656E2062792062756D626C65 (17 bytes, \"written by bumble\")",
+            "write \(peerAddress) \(Self.command) \(at(long + 3)): 0x636D64 (3 bytes, \"cmd\")",
+            "subscribe \(peerAddress) 2A19 \(at(level)): notifications",
+            "disconnected \(peerAddress)",
+            "connected \(peerAddress)",
+            "read \(peerAddress) \(Self.long) \(at(long)): 0x7772697474656E2062792062756D626C65 (17 bytes, \"written by bumble\")",
+            "disconnected \(peerAddress)",
+        ], "\(stdout)")
+        #expect(printed.contains("sent 2A19: 0x68656C6C6F (5 bytes, \"hello\") (notified 1, indications confirmed 0)"), "\(stdout)")
+    }
+
+    @Test("A bad database file is one line naming the key, exit 2, before any controller is opened")
+    func badFileNamesTheKey() async throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("ble-serve-bad-\(UUID().uuidString).yaml")
+        try Data("services:\n  - uuid: 180F\n    characteristics:\n      - uuid: 2A19\n        properties: [reed]\n".utf8).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let run = try await BLETool.run(["-d", "tcp:127.0.0.1:1", "serve", file.path])
+        #expect(run.status == 2)
+        #expect(run.stdout.isEmpty)
+        #expect(run.stderrLines == ["ble: \(file.path): services[0].characteristics[0].properties: unknown property 'reed' (one of authenticatedSignedWrites, broadcast, extendedProperties, indicate, notify, read, write, writeWithoutResponse)"])
+    }
+
+    @Test("--notify must name a characteristic that notifies or indicates")
+    func notifyNeedsANotifyingCharacteristic() async throws {
+        let run = try await BLETool.run(["-d", "tcp:127.0.0.1:1", "serve", BLETool.fixture("gatt/serve.yaml").path, "--notify", Self.long])
+        #expect(run.status == 2)
+        #expect(run.stderrLines == ["ble: --notify \(Self.long): the characteristic has neither notify nor indicate in its properties in \(BLETool.fixture("gatt/serve.yaml").path)"])
+    }
+}
