@@ -61,7 +61,8 @@ def emit(obj: dict) -> None:
 
 class RawRequest:
     """Bytes sent as an ATT request through Bumble's client, so that the answer (an Error
-    Response included) comes back as the request's response."""
+    Response included) comes back as the request's response. `name` is the request's name
+    in Bumble (ATT_PREPARE_WRITE_REQUEST): its client takes only the matching response."""
 
     def __init__(self, name: str, data: bytes) -> None:
         self.name = name
@@ -130,11 +131,11 @@ async def procedures(device: Device, connection, peer: Peer) -> None:
         emit({"raw": {"name": name, "answer": (await raw(peer, name, data)).hex()}})
     echoes = 0
     for i in range(64):
-        answer = await raw(peer, "prepare", bytes([0x16]) + h + i.to_bytes(2, "little") + bytes([i]))
+        answer = await raw(peer, "ATT_PREPARE_WRITE_REQUEST", bytes([0x16]) + h + i.to_bytes(2, "little") + bytes([i]))
         if answer == bytes([0x17]) + h + i.to_bytes(2, "little") + bytes([i]):
             echoes += 1
-    full = await raw(peer, "prepare", bytes([0x16]) + h + (64).to_bytes(2, "little") + bytes([64]))
-    cancelled = await raw(peer, "execute", bytes([0x18, 0x00]))
+    full = await raw(peer, "ATT_PREPARE_WRITE_REQUEST", bytes([0x16]) + h + (64).to_bytes(2, "little") + bytes([64]))
+    cancelled = await raw(peer, "ATT_EXECUTE_WRITE_REQUEST", bytes([0x18, 0x00]))
     emit({"flood": {"echoes": echoes, "full": full.hex(), "cancel": cancelled.hex()}})
     emit({"after_flood": {"value": (await peer.read_value(long)).hex()}})
 
