@@ -38,17 +38,18 @@ struct PeripheralGATTRadioTests {
         let links = await central.incomingConnections()
         let serving = Task { for await link in links { try await server.serve(link) } }
         defer { serving.cancel() }
-        let set = try await central.startAdvertising(AdvertisingData([.flags([.leGeneralDiscoverable, .brEDRNotSupported]), .completeLocalName("gatt-server")]),
-                                                     parameters: AdvertisingParameters(resumeAfterDisconnect: true))
-        var events = await set.events().makeAsyncIterator()
-        _ = try await GATTCentralPeer.next("connected", in: &lines)
-        // Both roles at once: our scan runs while the link is up and served.
+        // Both roles at once: our scan runs while we advertise, and while the link is up and served
+        // (Bumble advertises "bumble-adv" once connected).
         let scan = Task { () -> LEAddress? in
             for try await event in await central.scan() {
                 if case .discovered(let p) = event, p.name == "bumble-adv" { return p.address }
             }
             return nil
         }
+        let set = try await central.startAdvertising(AdvertisingData([.flags([.leGeneralDiscoverable, .brEDRNotSupported]), .completeLocalName("gatt-server")]),
+                                                     parameters: AdvertisingParameters(resumeAfterDisconnect: true))
+        var events = await set.events().makeAsyncIterator()
+        _ = try await GATTCentralPeer.next("connected", in: &lines)
         #expect(try await GATTCentralPeer.next("mtu", in: &lines) as? Int == 64)
         let characteristics = try await GATTCentralPeer.next("characteristics", in: &lines)
         let longHandle = try #require(GATTCentralPeer.handle(of: Self.long.description, in: characteristics))
