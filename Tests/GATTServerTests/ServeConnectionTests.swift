@@ -1,3 +1,4 @@
+import Dispatch
 import Testing
 import BLECore
 import BLETestSupport
@@ -18,8 +19,9 @@ struct ServeConnectionTests {
         ]),
     ], includesGATTService: false)
 
-    /// A central connected to our advertising, and the server (`serverMTU`, `prepareQueueLimit`) on the adapter's queue.
-    static func bed(serverMTU: UInt16 = 517, prepareQueueLimit: Int = 64) async throws -> (VirtualController, Central, Connection, GATTServer) {
+    /// A central connected to our advertising, and the server (`serverMTU`, `prepareQueueLimit`)
+    /// on the adapter's queue, or on `queue`.
+    static func bed(serverMTU: UInt16 = 517, prepareQueueLimit: Int = 64, queue: DispatchQueue? = nil) async throws -> (VirtualController, Central, Connection, GATTServer) {
         let vc = VirtualController(options: VirtualController.Options())
         let central = Central(transport: vc.makeTransport(), options: vc.centralOptions())
         try await central.powerOn()
@@ -27,7 +29,7 @@ struct ServeConnectionTests {
         _ = try await central.startAdvertising(AdvertisingData([.completeLocalName("serve")]))
         try vc.connectFromCentral(remoteCentral)
         let link = try #require(await incoming.next())
-        let server = GATTServer(database: database, queue: central.executor.queue, serverMTU: serverMTU, prepareQueueLimit: prepareQueueLimit)
+        let server = GATTServer(database: database, queue: queue ?? central.executor.queue, serverMTU: serverMTU, prepareQueueLimit: prepareQueueLimit)
         return (vc, central, link, server)
     }
 
@@ -94,5 +96,16 @@ struct ServeConnectionTests {
         try Self.send(vc, [0x18, 0x01])                                         // Execute Write Request: write
         #expect(try await Self.answer(vc, 4) == [0x19])
         #expect(await server.value(of: BluetoothUUID(uuid16: 0xFFF1)) == [0x10, 0x11])
+    }
+
+    @Test func aServerOnAQueueOfItsOwnAnswersInOrder() async throws {
+        let (vc, _, link, server) = try await Self.bed(queue: DispatchQueue(label: "server"))
+        try await server.serve(link)
+        try Self.send(vc, [0x0A, 0x03, 0x00])
+        try Self.send(vc, [0x0A, 0x06, 0x00])
+        try Self.send(vc, [0x0A, 0x03, 0x00])
+        #expect(try await Self.answer(vc, 1) == [0x0B, 0x64])
+        #expect(try await Self.answer(vc, 2) == [0x01, 0x0A, 0x06, 0x00, 0x0F])
+        #expect(try await Self.answer(vc, 3) == [0x0B, 0x64])
     }
 }

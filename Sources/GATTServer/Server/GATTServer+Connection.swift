@@ -61,8 +61,15 @@ final class ConnectionATTLink: ATTServerLink, ATTServerLinkSecurity, ATTServerLi
         self.centralDescription = "\(connection.peer.address)"
     }
 
+    /// Queued on the link in the order sent: at once on the adapter's queue, else after a hop
+    /// there (a server on a queue of its own).
     func sendToCentral(_ pdu: [UInt8]) {
-        if channel.executor.isOnQueue { channel.enqueue(pdu) } else { Task { try? await channel.send(pdu) } }
+        if channel.executor.isOnQueue {
+            channel.enqueue(pdu)
+        } else {
+            let channel = self.channel
+            channel.executor.queue.async { channel.enqueue(pdu) }
+        }
     }
 
     /// The connection's security, read on its executor (a server on another queue sees the
