@@ -84,7 +84,7 @@ struct CLIServeRadioTests {
         #expect(printed.contains("sent 2A19: 0x68656C6C6F (5 bytes, \"hello\") -> malformed Battery Level (notified 1, indications confirmed 0)"), "\(printed)")
     }
 
-    @Test("A bad database file is one line naming the key, exit 2, before any controller is opened")
+    @Test("A bad database file is one line naming the line and the key, exit 2, before any controller is opened")
     func badFileNamesTheKey() async throws {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("ble-serve-bad-\(UUID().uuidString).yaml")
         try Data("services:\n  - uuid: 180F\n    characteristics:\n      - uuid: 2A19\n        properties: [reed]\n".utf8).write(to: file)
@@ -92,7 +92,23 @@ struct CLIServeRadioTests {
         let run = try await BLETool.run(["-d", "tcp:127.0.0.1:1", "serve", file.path])
         #expect(run.status == 2)
         #expect(run.stdout.isEmpty)
-        #expect(run.stderrLines == ["ble: \(file.path): services[0].characteristics[0].properties: unknown property 'reed' (one of authenticatedSignedWrites, broadcast, extendedProperties, indicate, notify, read, write, writeWithoutResponse)"])
+        #expect(run.stderrLines == ["ble: \(file.path), line 5: services[0].characteristics[0].properties: unknown property 'reed' (one of authenticatedSignedWrites, broadcast, extendedProperties, indicate, notify, read, write, writeWithoutResponse)"])
+    }
+
+    @Test("A missing key is reported at the line of the mapping that lacks it; JSON errors name the key")
+    func missingKeyLineAndJSON() async throws {
+        let yaml = FileManager.default.temporaryDirectory.appendingPathComponent("ble-serve-missing-\(UUID().uuidString).yaml")
+        try Data("services:\n  - uuid: 180F\n    characteristics:\n      - properties: [read]\n".utf8).write(to: yaml)
+        defer { try? FileManager.default.removeItem(at: yaml) }
+        let missing = try await BLETool.run(["-d", "tcp:127.0.0.1:1", "serve", yaml.path])
+        #expect(missing.status == 2)
+        #expect(missing.stderrLines == ["ble: \(yaml.path), line 4: services[0].characteristics[0].uuid: missing"])
+        let json = FileManager.default.temporaryDirectory.appendingPathComponent("ble-serve-bad-\(UUID().uuidString).json")
+        try Data(#"{"services": [{"uuid": "180F", "characteristics": [{"uuid": "2A19", "propertes": ["read"]}]}]}"#.utf8).write(to: json)
+        defer { try? FileManager.default.removeItem(at: json) }
+        let misspelt = try await BLETool.run(["-d", "tcp:127.0.0.1:1", "serve", json.path])
+        #expect(misspelt.status == 2)
+        #expect(misspelt.stderrLines == ["ble: \(json.path): services[0].characteristics[0].propertes: unknown key (one of description, maximumLength, permissions, properties, uuid, value)"])
     }
 
     @Test("--notify must name a characteristic that notifies or indicates")

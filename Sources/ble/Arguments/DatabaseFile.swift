@@ -4,7 +4,8 @@ import GATTServer
 /// Reads the attribute database of `ble serve` from a YAML or JSON file (the format of
 /// `GATTDatabase(tree:)`, docs/gatt-server.md): the bytes through `PayloadFile`'s readers,
 /// bounded like a payload file, then the tree into a `GATTDatabase`. Any problem is a
-/// `UsageError` naming the file and the key (`db.yaml: services[0].characteristics[1].properties: ...`).
+/// `UsageError` naming the file, the line (YAML) and the key
+/// (`db.yaml, line 7: services[0].characteristics[1].properties: ...`).
 ///
 ///     let db = try DatabaseFile.load("thermostat.yaml")
 enum DatabaseFile {
@@ -34,7 +35,8 @@ enum DatabaseFile {
         do {
             return try GATTDatabase(tree: json(tree))
         } catch {
-            throw UsageError("\(name): \(error)")
+            let line = PayloadFile.isYAML(bytes, name: name) ? YAMLLocation.line(of: error.path, in: bytes) : nil
+            throw UsageError("\(name)\(line.map { ", line \($0)" } ?? ""): \(error)")
         }
     }
 
