@@ -27,7 +27,7 @@ extension GATTDatabase {
     /// extendedProperties), `permissions` (read, write, readEncrypted, writeEncrypted,
     /// readAuthenticated, writeAuthenticated, readAuthorized, writeAuthorized, fullKeySize;
     /// from the properties when absent), `value` (text as UTF-8, or `hex:0102`),
-    /// `description` (a User Description), `maximumLength`.
+    /// `description` (a User Description), `maximumLength`. Any other key is an error.
     public init(tree: JSONValue) throws(GATTDatabaseFileError) {
         let top = try Self.object(tree, "database", keys: ["services", "deviceName", "appearance", "robustCaching"])
         guard case .array(let services)? = top["services"] else { throw GATTDatabaseFileError(path: "services", problem: "missing, or not a list") }
