@@ -98,6 +98,11 @@ public final class GATTServer: @unchecked Sendable { // all state is touched onl
         self.scheduler = scheduler ?? DispatchTimerScheduler(queue: queue)
     }
 
+    /// The activity streams end with the server.
+    deinit {
+        for c in activityObservers.values { c.finish() }
+    }
+
     // MARK: Links (on the queue)
 
     /// A client connected on `link` (call on `queue`). A bonded link gets its bond's CCCDs back.

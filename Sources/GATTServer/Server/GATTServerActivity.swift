@@ -33,7 +33,11 @@ extension GATTServer {
             let id = self.nextActivityObserver
             self.nextActivityObserver += 1
             self.activityObservers[id] = continuation
-            continuation.onTermination = { _ in self.queue.async { self.activityObservers[id] = nil } }
+            let queue = self.queue
+            continuation.onTermination = { [weak self] _ in
+                guard let server = self else { return }
+                queue.async { server.activityObservers[id] = nil }
+            }
         }
         return stream
     }
