@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import BLECore
 import BLETestSupport
 
 /// `ble serve` as a process: the database from Fixtures/gatt/serve.yaml, Bumble's GATT client
@@ -82,6 +83,40 @@ struct CLIServeRadioTests {
         ], "\(printed)")
         // The Battery Level decoder's reading of 5 octets, as `ble read` shows it.
         #expect(printed.contains("sent 2A19: 0x68656C6C6F (5 bytes, \"hello\") -> malformed Battery Level (notified 1, indications confirmed 0)"), "\(printed)")
+    }
+
+    @Test("Ctrl-C: advertising is disabled (LE Set Advertising Enable 0x00 in the btsnoop) and the tool exits 130")
+    func interruptStopsAdvertising() async throws {
+        let peer = try await PeripheralRadioTests.BumbleCentral(connect: false)
+        defer { peer.stop() }
+        var lines = peer.lines.makeAsyncIterator()
+        let snoop = FileManager.default.temporaryDirectory.appendingPathComponent("ble-serve-\(UUID().uuidString).btsnoop")
+        defer { try? FileManager.default.removeItem(at: snoop) }
+        let process = Process()
+        process.executableURL = BLETool.executable
+        process.arguments = ["-d", "tcp:127.0.0.1:\(peer.port)", "--btsnoop", snoop.path, "serve", BLETool.fixture("gatt/serve.yaml").path, "--name", "serve-test"]
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        let (exits, exited) = AsyncStream.makeStream(of: Int32.self)
+        process.terminationHandler = { exited.yield($0.terminationStatus); exited.finish() }
+        try process.run()
+        let pid = process.processIdentifier
+        let watchdog = Task { try await Task.sleep(for: .seconds(60)); kill(pid, SIGKILL) }
+        defer { watchdog.cancel() }
+        let seen = try await PeripheralRadioTests.next("advertisement", in: &lines)
+        #expect(seen["data"] as? String == "020106" + "0b09" + "73657276652d74657374" + "03030f18")
+        kill(pid, SIGINT)
+        var status: Int32 = -1
+        for await code in exits { status = code }
+        #expect(status == 130)
+        let records = try BTSnoopReader(bytes: Array(try Data(contentsOf: snoop))).records
+        // LE Set Advertising Enable (Vol 4, Part E, 7.8.9, opcode 0x200A): 0x01, then 0x00 at the end.
+        let enables: [[UInt8]] = records.compactMap {
+            guard case .command(let c) = $0.packet, c.opcode.rawValue == 0x200A else { return nil }
+            return Array(c.parameters)
+        }
+        #expect(enables == [[0x01], [0x00]])
     }
 
     @Test("A bad database file is one line naming the line and the key, exit 2, before any controller is opened")
