@@ -5,8 +5,9 @@ extension GATTServer {
     /// Serves the database to the client at the other end of `connection` (a link a central
     /// opened to our advertising: `central.incomingConnections()`) over its ATT fixed channel
     /// (CID 0x0004). Returns once the bearer is attached; PDUs that arrived before are handled
-    /// first, and the bearer ends with the link. Make the server on the adapter's queue
-    /// (`central.executor.queue`) so a PDU is answered without a hop.
+    /// first, and the bearer ends with the link. Call it once per link: the server takes the
+    /// link's ATT channel (a GATT client on the same link would need it too). Make the server
+    /// on the adapter's queue (`central.executor.queue`) so a PDU is answered without a hop.
     ///
     ///     let server = GATTServer(database: db, queue: central.executor.queue)
     ///     for await link in await central.incomingConnections() { try await server.serve(link) }
