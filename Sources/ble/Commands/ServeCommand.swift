@@ -38,9 +38,11 @@ enum ServeCommand {
         let data = advertisingData(options)
         var parameters = AdvertisingParameters()
         parameters.resumeAfterDisconnect = true
+        // Started in a task of its own, so that a Ctrl-C while the commands are under way
+        // still leaves a set to stop (the controller may be advertising already).
         let set: AdvertisingSet
         do {
-            set = try await central.startAdvertising(data, parameters: parameters)
+            set = try await Task { try await central.startAdvertising(data, parameters: parameters) }.value
         } catch {
             throw CLIFailure("\(error)")
         }
