@@ -27,7 +27,7 @@ Scenarios:
   serve: MTU 64, discovery, reads 2A19, writes the long value, a Write Command, subscribes to
       2A19, prints the notification; disconnects, connects again once the advertisement is
       back and reads the long value.
-The script ends on SIGTERM or SIGINT, or 60 s after it started.
+The script ends on SIGTERM or SIGINT, or --lifetime seconds (90) after it started.
 """
 
 from __future__ import annotations
@@ -163,7 +163,7 @@ async def run(args: argparse.Namespace) -> int:
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    loop.call_later(60, stop.set)
+    loop.call_later(args.lifetime, stop.set)
 
     link = LocalLink()
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -240,6 +240,7 @@ def main() -> None:
     parser.add_argument("--host-address", default="00:1B:DC:0F:00:0A")
     parser.add_argument("--central-address", default="C0:00:00:00:00:02")
     parser.add_argument("--scenario", choices=["procedures", "serve"], default="procedures")
+    parser.add_argument("--lifetime", type=float, default=90, help="seconds before the script ends by itself")
     sys.exit(asyncio.run(run(parser.parse_args())))
 
 

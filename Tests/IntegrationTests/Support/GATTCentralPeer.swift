@@ -2,7 +2,7 @@ import Foundation
 import BLETestSupport
 
 /// Fixtures/peers/gatt_central.py: Bumble as the GATT client of our server, one scenario a
-/// run, its JSON lines as they come (they end 60 s after the start, the bound of every wait).
+/// run, its JSON lines as they come (they end 90 s after the start, the bound of every wait).
 final class GATTCentralPeer: Sendable {
     static let hostAddress = "00:1B:DC:0F:00:0A"
     static let centralAddress = "C0:00:00:00:00:02"
@@ -44,7 +44,7 @@ final class GATTCentralPeer: Sendable {
             if let value = object[key] { return value }
             if let error = object["error"] { throw PeerFailure("gatt_central.py failed before \(key): \(error)") }
         }
-        throw PeerFailure("gatt_central.py printed no \(key) line within 60 s")
+        throw PeerFailure("gatt_central.py printed no \(key) line before it ended (90 s after its start)")
     }
 
     /// The handle Bumble discovered for the characteristic `uuid` (its text as Bumble prints it).
