@@ -53,12 +53,18 @@ enum ServeCommand {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { for await event in activity { console.out(ServeOutput.line(event)) } }
                 group.addTask {
-                    for await link in links {
-                        do {
-                            if let prepare { try await prepare(link) }
-                            try await server.serve(link)
-                        } catch {
-                            console.status("not serving \(link.peer.address): \(error)")
+                    // Each link on its own (one being prepared does not hold up the next); a discarding
+                    // group keeps nothing of the links that are done.
+                    await withDiscardingTaskGroup { accepted in
+                        for await link in links {
+                            accepted.addTask {
+                                do {
+                                    if let prepare { try await prepare(link) }
+                                    try await server.serve(link)
+                                } catch {
+                                    console.status("not serving \(link.peer.address): \(error)")
+                                }
+                            }
                         }
                     }
                 }
