@@ -43,7 +43,7 @@ let package = Package(
         .target(name: "BLETestSupport", dependencies: ["BLECore", "ATT", "GATTClient", "GATTServer"]),
         .target(name: "BLESensors", dependencies: ["BLECore", "CCrypto"]),
         .target(name: "BLEGateway", dependencies: ["CMosquitto", "BLECore", "ATT", "GATTClient", "SMP", "BLESensors"]),
-        .executableTarget(name: "ble", dependencies: ["BLECore", "ATT", "GATTClient", "SMP", "BLEGateway", "BLESensors", "CYAML"]),
+        .executableTarget(name: "ble", dependencies: ["BLECore", "ATT", "GATTClient", "SMP", "BLEGateway", "BLESensors", "CYAML", "GATTServer"]),
         .executableTarget(name: "Benchmarks", dependencies: ["BLECore", "ATT", "GATTClient", "BLETestSupport", "BLEGateway", "SMP", "BLESensors", "CCrypto"], path: "Benchmarks", exclude: ["bumble_bench.py", "README.md", "theengs_bench.py", "requirements-theengs.txt"]),
         .testTarget(name: "BLECoreTests", dependencies: ["BLECore", "BLETestSupport"]),
         .testTarget(name: "SMPTests", dependencies: ["SMP", "BLECore", "BLETestSupport"]),
@@ -51,7 +51,7 @@ let package = Package(
         .testTarget(name: "GATTClientTests", dependencies: ["GATTClient", "ATT", "BLECore", "BLETestSupport"]),
         .testTarget(name: "BLEGatewayTests", dependencies: ["BLEGateway", "GATTClient", "BLECore", "BLETestSupport", "SMP"]),
         .testTarget(name: "BLESensorsTests", dependencies: ["BLESensors", "BLECore"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["GATTClient", "ATT", "BLECore", "BLETestSupport", "SMP"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["GATTClient", "ATT", "BLECore", "BLETestSupport", "SMP", "GATTServer"]),
         .testTarget(name: "GATTServerTests", dependencies: ["GATTServer", "GATTClient", "ATT", "BLECore", "BLETestSupport", "SMP"]),
     ],
     swiftLanguageModes: [.v6]

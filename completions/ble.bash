@@ -45,7 +45,7 @@ _ble() {
     fi
     if [[ $cur == -* ]]; then
         COMPREPLY=($(compgen -W "$("$tool" "$command" --help 2>/dev/null | grep -oE -- '^ +(-[a-zA-Z], )?--[a-z][a-z-]*' | grep -oE -- '--[a-z][a-z-]*' | sort -u)" -- "$cur"))
-    elif [[ $command == decode ]]; then
+    elif [[ $command == decode || $command == serve ]]; then
         COMPREPLY=($(compgen -f -- "$cur"))
     fi
 }

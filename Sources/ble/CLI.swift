@@ -18,6 +18,7 @@ enum CLI {
         PairCommand.spec, BondsCommand.spec, L2CAPCommand.spec, RunGatewayCommand.spec, MonitorCommand.spec,
         AdvCommand.spec,
         AdvertiseCommand.spec,
+        ServeCommand.spec,
     ]
 
     static var topHelp: String {

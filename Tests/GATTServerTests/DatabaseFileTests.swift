@@ -47,5 +47,13 @@ struct DatabaseFileTests {
         #expect(throws: GATTDatabaseFileError(path: "services[0].characteristics[0].value", problem: "513 octets, longer than the 512 allowed")) {
             try GATTDatabase(tree: Self.characteristic([("uuid", .string("2A19")), ("value", .string(String(repeating: "x", count: 513)))]))
         }
+        // A misspelt key is named, not ignored (the characteristic would have no properties).
+        #expect(throws: GATTDatabaseFileError(path: "services[0].characteristics[0].propertes",
+                                              problem: "unknown key (one of description, maximumLength, permissions, properties, uuid, value)")) {
+            try GATTDatabase(tree: Self.characteristic([("uuid", .string("2A19")), ("propertes", .array([.string("read")]))]))
+        }
+        #expect(throws: GATTDatabaseFileError(path: "service", problem: "unknown key (one of appearance, deviceName, robustCaching, services)")) {
+            try GATTDatabase(tree: .object([("service", .array([]))]))
+        }
     }
 }

@@ -4,7 +4,7 @@ import Testing
 /// The `ble` tool's command line without a controller: usage errors, help, version and the
 /// kernel without Bluetooth.
 @Suite struct CLIArgumentTests {
-    static let subcommands = ["adapters", "info", "scan", "connect", "inspect", "read", "write", "decode", "pair", "bonds", "l2cap", "gateway", "monitor", "adv", "advertise"]
+    static let subcommands = ["adapters", "info", "scan", "connect", "inspect", "read", "write", "decode", "pair", "bonds", "l2cap", "gateway", "monitor", "adv", "advertise", "serve"]
 
     @Test(arguments: [
         ["scan", "--bogus"],                       // unknown long option

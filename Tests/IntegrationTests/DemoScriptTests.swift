@@ -35,7 +35,7 @@ struct DemoScriptTests {
         #expect(status == 0, "\(stdout)\n\(stderr)")
         // The scenes, in order: info, scan, inspect, notifications, the gateway.
         var rest = Substring(stderr)
-        for scene in ["$ ble info", "$ ble scan --duration 3", "$ ble inspect", "$ ble read", "$ mosquitto_sub"] {
+        for scene in ["$ ble info", "$ ble scan --duration 3", "$ ble inspect", "$ ble read", "$ mosquitto_sub", "$ echo hello | ble serve"] {
             let found = rest.range(of: scene)
             #expect(found != nil, "no scene \(scene) after the previous one")
             rest = found.map { rest[$0.upperBound...] } ?? rest
@@ -46,5 +46,6 @@ struct DemoScriptTests {
         #expect(stdout.contains(#"ble/demo/responses/1 {"id":"1","command":"connect","ok":true"#))
         #expect(stdout.contains(#"ble/demo/responses/2 {"id":"2","command":"read","ok":true,"value":""#))
         #expect(stdout.contains("the gateway stopped: ble/demo/status offline"))
+        #expect(stdout.contains("subscribe C0:00:00:00:00:02 2A19 handle 0x000E: notifications"), "\(stdout)")
     }
 }

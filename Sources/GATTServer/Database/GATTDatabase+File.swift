@@ -27,9 +27,9 @@ extension GATTDatabase {
     /// extendedProperties), `permissions` (read, write, readEncrypted, writeEncrypted,
     /// readAuthenticated, writeAuthenticated, readAuthorized, writeAuthorized, fullKeySize;
     /// from the properties when absent), `value` (text as UTF-8, or `hex:0102`),
-    /// `description` (a User Description), `maximumLength`.
+    /// `description` (a User Description), `maximumLength`. Any other key is an error.
     public init(tree: JSONValue) throws(GATTDatabaseFileError) {
-        let top = try Self.object(tree, "database")
+        let top = try Self.object(tree, "database", keys: ["services", "deviceName", "appearance", "robustCaching"])
         guard case .array(let services)? = top["services"] else { throw GATTDatabaseFileError(path: "services", problem: "missing, or not a list") }
         guard services.count <= 256 else { throw GATTDatabaseFileError(path: "services", problem: "more than 256 services") }
         var parsed: [Service] = []
@@ -59,7 +59,7 @@ extension GATTDatabase {
     }
 
     private static func service(_ tree: JSONValue, path: String) throws(GATTDatabaseFileError) -> Service {
-        let s = try object(tree, path)
+        let s = try object(tree, path, keys: ["uuid", "primary", "includes", "characteristics"])
         let uuid = try Self.uuid(s["uuid"], path: path + ".uuid")
         var primary = true
         if let v = s["primary"] {
@@ -80,7 +80,7 @@ extension GATTDatabase {
     }
 
     private static func characteristic(_ tree: JSONValue, path: String) throws(GATTDatabaseFileError) -> Characteristic {
-        let c = try object(tree, path)
+        let c = try object(tree, path, keys: ["uuid", "properties", "permissions", "value", "maximumLength", "description"])
         let uuid = try Self.uuid(c["uuid"], path: path + ".uuid")
         var properties: GATTCharacteristicProperties = []
         for name in try names(c["properties"], path: path + ".properties") {
@@ -131,10 +131,18 @@ extension GATTDatabase {
         "readAuthorized": .readAuthorized, "writeAuthorized": .writeAuthorized, "fullKeySize": .fullKeySize,
     ]
 
-    private static func object(_ tree: JSONValue, _ path: String) throws(GATTDatabaseFileError) -> [String: JSONValue] {
+    /// The members of a mapping at `path`; a key outside `keys` (a misspelt one would otherwise
+    /// be ignored silently) is an error naming it.
+    private static func object(_ tree: JSONValue, _ path: String, keys: [String]) throws(GATTDatabaseFileError) -> [String: JSONValue] {
         guard case .object(let members) = tree else { throw GATTDatabaseFileError(path: path, problem: "not a mapping") }
         var out: [String: JSONValue] = [:]
-        for (k, v) in members where out[k] == nil { out[k] = v }
+        for (k, v) in members where out[k] == nil {
+            guard keys.contains(k) else {
+                let place = path == "database" ? k : path + "." + k
+                throw GATTDatabaseFileError(path: place, problem: "unknown key (one of \(keys.sorted().joined(separator: ", ")))")
+            }
+            out[k] = v
+        }
         return out
     }
 

@@ -184,7 +184,9 @@ extension GATTServer {
             else { sources.append(.success(value(a, link: id))) }
         }
         if sources.allSatisfy({ if case .success = $0 { return true } else { return false } }) {
-            return .answer(compose(sources.map { (try? $0.get()) ?? [] }))
+            let values = sources.map { (try? $0.get()) ?? [] }
+            reportReads(handles, values: values, offset: offset, link: id)
+            return .answer(compose(values))
         }
         let fixed = sources
         return .deferred {
@@ -199,7 +201,19 @@ extension GATTServer {
                     }
                 }
             }
+            let read = values
+            self.queue.async { self.reportReads(handles, values: read, offset: offset, link: id) }
             return compose(values)
+        }
+    }
+
+    /// Tells the activity subscribers of the values a read request read (on the queue).
+    func reportReads(_ handles: [UInt16], values: [[UInt8]], offset: Int, link id: ObjectIdentifier) {
+        guard !activityObservers.isEmpty, let peer = links[id]?.link.centralDescription else { return }
+        for (h, v) in zip(handles, values) {
+            // A Read Blob past the end is refused (Invalid Offset), not read.
+            guard offset <= v.count, let i = table.index(of: h) else { continue }
+            report(.read(peer: peer, handle: h, uuid: table.attributes[i].type, offset: offset, value: v))
         }
     }
 
@@ -292,6 +306,7 @@ extension GATTServer {
             table.attributes[i].value = value
         }
         rememberBondState(id)
+        reportStore(value, handle: handle, link: id)
         hooks?.applied(handle: handle, value: value)
         return nil
     }

@@ -79,6 +79,9 @@ public final class GATTServer: @unchecked Sendable { // all state is touched onl
     /// PDUs dropped because they were malformed commands, unverified signed writes or came
     /// on an ended bearer.
     package var dropped = 0
+    /// The subscribers of `activity()`, by id.
+    var activityObservers: [UInt64: AsyncStream<GATTServerActivity>.Continuation] = [:]
+    var nextActivityObserver: UInt64 = 0
 
     /// - Parameters:
     ///   - serverMTU: this side's ATT_MTU (Exchange MTU answers with it).
@@ -95,6 +98,11 @@ public final class GATTServer: @unchecked Sendable { // all state is touched onl
         self.scheduler = scheduler ?? DispatchTimerScheduler(queue: queue)
     }
 
+    /// The activity streams end with the server.
+    deinit {
+        for c in activityObservers.values { c.finish() }
+    }
+
     // MARK: Links (on the queue)
 
     /// A client connected on `link` (call on `queue`). A bonded link gets its bond's CCCDs back.
@@ -104,6 +112,7 @@ public final class GATTServer: @unchecked Sendable { // all state is touched onl
             state.cccd = bond.cccd; state.clientFeatures = bond.clientFeatures; state.changeAware = bond.changeAware
         }
         links[ObjectIdentifier(link)] = state
+        report(.connected(peer: link.centralDescription))
         hooks?.changed(self)
     }
 
@@ -113,6 +122,7 @@ public final class GATTServer: @unchecked Sendable { // all state is touched onl
         if let state = links.removeValue(forKey: ObjectIdentifier(link)) {
             state.indicationTimer?.cancel()
             for w in state.confirmationWaiters { w.continuation?.resume(returning: false) }
+            report(.disconnected(peer: link.centralDescription))
         }
     }
 

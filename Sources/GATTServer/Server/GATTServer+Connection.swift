@@ -1,0 +1,93 @@
+import BLECore
+import GATTClient
+
+extension GATTServer {
+    /// Serves the database to the client at the other end of `connection` (a link a central
+    /// opened to our advertising: `central.incomingConnections()`) over its ATT fixed channel
+    /// (CID 0x0004). Returns once the bearer is attached; PDUs that arrived before are handled
+    /// first, and the bearer ends with the link. Call it once per link: the server takes the
+    /// link's ATT channel (a GATT client on the same link would need it too). Make the server
+    /// on the adapter's queue (`central.executor.queue`) so a PDU is answered without a hop.
+    ///
+    ///     let server = GATTServer(database: db, queue: central.executor.queue)
+    ///     for await link in await central.incomingConnections() { try await server.serve(link) }
+    public func serve(_ connection: Connection) async throws(ConnectionError) {
+        try await attach(connection)
+    }
+
+    /// Installs the bearer's handlers on the connection's executor.
+    private func attach(_ connection: isolated Connection) throws(ConnectionError) {
+        let channel = try connection.attChannel()
+        let link = ConnectionATTLink(connection: connection, channel: channel)
+        let sameQueue = queue === connection.executor.queue
+        let run: @Sendable (@escaping @Sendable () -> Void) -> Void = { [queue] work in
+            if sameQueue { work() } else { queue.async(execute: work) }
+        }
+        run { self.connect(link) }
+        channel.setSliceHandlers(receive: { sdu in
+            let pdu = Array(sdu)
+            run { self.receive(pdu, on: link) }
+        }, close: { _ in
+            run { self.disconnect(link) }
+        })
+        // A PDU longer than this server's ATT_MTU is refused by the host at its first fragment
+        // (never buffered); its request gets Invalid PDU (Vol 3, Part F, 3.2.8).
+        channel.limitInboundSDUs(to: Int(serverMTU)) { head, _ in
+            run { self.refusedOversized(head, on: link) }
+        }
+    }
+
+    /// A PDU the bearer refused as longer than the server's ATT_MTU, of which `head` arrived:
+    /// a request gets Invalid PDU, a command is dropped (on the queue).
+    func refusedOversized(_ head: [UInt8], on link: any ATTServerLink) {
+        defer { hooks?.changed(self) }
+        let id = ObjectIdentifier(link)
+        guard let first = head.first, links[id]?.ended == false else { dropped += 1; return }
+        let opcode = ATTOpcode(first)
+        guard opcode.kind == .request || opcode.kind == .unknown && !opcode.isCommand else { dropped += 1; return }
+        send(.errorResponse(request: opcode, handle: 0, error: .invalidPDU), to: id)
+    }
+}
+
+/// The server's end of a link's ATT fixed channel: answers go out through the host's queue for
+/// the link, the security is the connection's, and an unconfirmed indication ends the link.
+final class ConnectionATTLink: ATTServerLink, ATTServerLinkSecurity, ATTServerLinkClosing, Sendable {
+    let connection: Connection
+    let channel: any L2CAPChannel
+    let centralDescription: String
+
+    init(connection: Connection, channel: any L2CAPChannel) {
+        self.connection = connection
+        self.channel = channel
+        self.centralDescription = "\(connection.peer.address)"
+    }
+
+    /// Queued on the link in the order sent: at once on the adapter's queue, else after a hop
+    /// there (a server on a queue of its own).
+    func sendToCentral(_ pdu: [UInt8]) {
+        if channel.executor.isOnQueue {
+            channel.enqueue(pdu)
+        } else {
+            let channel = self.channel
+            channel.executor.queue.async { channel.enqueue(pdu) }
+        }
+    }
+
+    /// The connection's security, read on its executor (a server on another queue sees the
+    /// link as unencrypted, so protected attributes are refused rather than served).
+    private var level: SecurityLevel {
+        connection.executor.isOnQueue ? connection.enter(on: connection.executor) { $0.securityLevel } : .none
+    }
+
+    var isEncrypted: Bool { level >= .encrypted }
+    var isAuthenticated: Bool { level >= .authenticated }
+    var encryptionKeySize: Int {
+        guard connection.executor.isOnQueue else { return 0 }
+        return connection.enter(on: connection.executor) { $0.encryptionKeySize } ?? 16
+    }
+
+    func closeBearer() {
+        let connection = self.connection
+        Task { try? await connection.disconnect() }
+    }
+}
