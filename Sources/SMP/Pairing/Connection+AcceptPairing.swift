@@ -36,12 +36,12 @@ extension Connection {
     /// encrypts with a bond. Nothing is sent while a pairing runs.
     ///
     ///     try await link.sendSecurityRequest(.authenticated)
-    public func sendSecurityRequest(_ level: SecurityLevel, bonding: Bool = true) throws(PairingError) {
+    public func sendSecurityRequest(_ level: SecurityLevel, bonding: Bool = true) async throws(PairingError) {
         var authReq: AuthenticationRequirements = [.secureConnections]
         if bonding { authReq.insert(.bonding) }
         if level >= .authenticated { authReq.insert(.mitm) }
         let sm = try securityManager()
-        try sm.enter(on: executor) { sm throws(PairingError) in try sm.sendSecurityRequest(authReq) }
+        try await sm.sendSecurityRequest(authReq)
     }
 }
 
