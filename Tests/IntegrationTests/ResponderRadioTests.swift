@@ -149,20 +149,21 @@ struct ResponderRadioTests {
         throw PeerFailure("pairing_central.py printed no \(key) line within 60 s")
     }
 
-    static func hex(_ key: UInt128) -> String { key.littleEndianBytes.map { String(format: "%02x", $0) }.joined() }
+    /// A key as Bumble prints it: its octets as on the air, least significant first.
+    static func hex(_ key: UInt128) -> String { key.littleEndianBytes.hexString(separator: "") }
 
     @Test("Just Works, Secure Connections: the LTK of f5 on both sides, the central's IRK and identity taken")
     func justWorksSecureConnections() async throws {
         var bed = try await Bed(["--io", "none"])
         try bed.peer.send(["pair": [String: Any]()])
         let paired = try await Self.next("paired", in: &bed.lines)
-        let bond = try bed.outcome().get()
+        let bond = try await bed.outcome().get()
         let ltk = try #require(bond.longTermKey)
         #expect(ltk.secureConnections && !ltk.authenticated && ltk.keySize == 16 && ltk.ediv == 0 && ltk.rand == 0)
         #expect(paired["sc"] as? Bool == true)
         #expect(paired["ltk"] as? String == Self.hex(ltk.key))
         // The central's Identity Information and Identity Address Information (3.6.4, 3.6.5).
-        #expect(bond.identityResolvingKey == UInt128(littleEndianBytes: Self.bytes(Self.centralIRK)))
+        #expect(bond.identityResolvingKey == UInt128(littleEndianBytes: try #require([UInt8](hex: Self.centralIRK))))
         #expect(bond.identityAddress == Self.centralAddress)
         #expect(await bed.link.securityLevel == .encrypted)
         #expect(bed.store.bond(for: bed.link.peer) != nil)
@@ -174,14 +175,14 @@ struct ResponderRadioTests {
         var bed = try await Bed(["--io", "none", "--legacy"])
         try bed.peer.send(["pair": [String: Any]()])
         let paired = try await Self.next("paired", in: &bed.lines)
-        let bond = try bed.outcome().get()
+        let bond = try await bed.outcome().get()
         #expect(paired["sc"] as? Bool == false)
         let given = try #require(bond.localLongTermKey)
         #expect(!given.secureConnections && !given.authenticated)
         let central = try #require(paired["ltkCentral"] as? [String: Any])
         #expect(central["ltk"] as? String == Self.hex(given.key))
         #expect(central["ediv"] as? Int == Int(given.ediv))
-        #expect(central["rand"] as? String == (0..<8).map { String(format: "%02x", UInt8(truncatingIfNeeded: given.rand >> (8 * $0))) }.joined())
+        #expect(central["rand"] as? String == (0..<8).map { UInt8(truncatingIfNeeded: given.rand >> (8 * $0)) }.hexString(separator: ""))
         // The central's own LTK (its Encryption Information, 3.6.2) is kept for this side as central.
         #expect(bond.longTermKey != nil)
         #expect(await bed.link.securityLevel == .encrypted)
@@ -199,7 +200,7 @@ struct ResponderRadioTests {
         let passkey = try #require(await shown.next())
         try bed.peer.send(["passkey": Int(passkey)])
         _ = try await Self.next("paired", in: &bed.lines)
-        let bond = try bed.outcome().get()
+        let bond = try await bed.outcome().get()
         #expect(bond.longTermKey?.authenticated == true && bond.longTermKey?.secureConnections == true)
         #expect(await bed.link.securityLevel == .secureConnections)
         await bed.close()
@@ -215,7 +216,7 @@ struct ResponderRadioTests {
         let shown = try await Self.next("display", in: &bed.lines)
         agent.type.yield(UInt32(try #require(shown["value"] as? Int)))
         _ = try await Self.next("paired", in: &bed.lines)
-        let bond = try bed.outcome().get()
+        let bond = try await bed.outcome().get()
         #expect(bond.localLongTermKey?.authenticated == true)
         #expect(await bed.link.securityLevel == .authenticated)
         await bed.close()
@@ -233,7 +234,7 @@ struct ResponderRadioTests {
         let there = try await Self.next("compare", in: &bed.lines)
         #expect(there["value"] as? Int == Int(here))
         _ = try await Self.next("paired", in: &bed.lines)
-        let bond = try bed.outcome().get()
+        let bond = try await bed.outcome().get()
         #expect(bond.longTermKey?.authenticated == true)
         await bed.close()
     }
@@ -244,7 +245,7 @@ struct ResponderRadioTests {
         let oob = try await bed.link.securityManager().localOOBData()
         try bed.peer.send(["pair": ["oob": ["r": Self.hex(oob.random), "c": Self.hex(oob.confirm)]]])
         _ = try await Self.next("paired", in: &bed.lines)
-        let bond = try bed.outcome().get()
+        let bond = try await bed.outcome().get()
         #expect(bond.longTermKey?.authenticated == true && bond.longTermKey?.secureConnections == true)
         await bed.close()
     }
@@ -280,7 +281,7 @@ struct ResponderRadioTests {
         var shown = agent.shown.makeAsyncIterator()
         try bed.peer.send(["passkey": Int(try #require(await shown.next()))])
         _ = try await Self.next("paired", in: &bed.lines)
-        let bond = try bed.outcome().get()
+        let bond = try await bed.outcome().get()
         let level: SecurityLevel = legacy ? .authenticated : .secureConnections
         #expect(await bed.link.securityLevel == level)
 
@@ -294,15 +295,5 @@ struct ResponderRadioTests {
         #expect(await again.securityLevel == level)
         #expect(bed.store.bond(for: again.peer) == bond)
         await bed.close()
-    }
-
-    static func bytes(_ hex: String) -> [UInt8] {
-        var out: [UInt8] = []
-        var i = hex.startIndex
-        while i < hex.endIndex, let j = hex.index(i, offsetBy: 2, limitedBy: hex.endIndex), let b = UInt8(hex[i..<j], radix: 16) {
-            out.append(b)
-            i = j
-        }
-        return out
     }
 }
