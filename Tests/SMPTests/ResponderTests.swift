@@ -168,7 +168,8 @@ struct ResponderTests {
         let given = try #require(bond.localLongTermKey)
         #expect(given.key.littleEndianBytes == Array(info.dropFirst()))
         #expect([UInt8(given.ediv & 0xFF), UInt8(given.ediv >> 8)] == Array(ident[1...2]))
-        #expect(given.rand == (3..<11).reduce(UInt64(0)) { $0 | UInt64(ident[$1]) << (8 * UInt64($1 - 3)) })
+        let rand = (0..<8).map { UInt8(truncatingIfNeeded: given.rand >> (8 * UInt64($0))) }
+        #expect(rand == Array(ident[3...10]))
         #expect(bond.identityResolvingKey == UInt128(littleEndianBytes: [UInt8](repeating: 0xA5, count: 16)))
         #expect(bond.identityAddress == Self.central)
         #expect(await link.securityLevel == .encrypted)
