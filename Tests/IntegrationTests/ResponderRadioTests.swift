@@ -262,6 +262,23 @@ struct ResponderRadioTests {
         await bed.close()
     }
 
+    @Test("A central that stops answering: the SMP timer ends the pairing with a timeout, and SMP is over on the link")
+    func timeout() async throws {
+        let agent = TestAgent()
+        var options = PairingOptions.responder
+        options.ioCapability = .displayOnly
+        // The SMP timer is 30 s (3.4); shortened here so the test waits 2 s.
+        options.timeout = .seconds(2)
+        var bed = try await Bed(["--io", "keyboard", "--mitm"], options: options, agent: agent)
+        try bed.peer.send(["pair": [String: Any]()])
+        // Bumble asks its delegate for the passkey and waits: it sends nothing more.
+        _ = try await Self.next("passkeyRequest", in: &bed.lines)
+        guard case .failure(let error) = try await bed.outcome() else { Issue.record("pairing succeeded"); return }
+        #expect(error.kind == .timeout)
+        await #expect(throws: PairingError(peer: bed.link.peer, .channelDead)) { try await bed.link.sendSecurityRequest(.encrypted) }
+        await bed.close()
+    }
+
     @Test("A Security Request reaches the central with AuthReq Bonding, MITM and SC (0x0D)")
     func securityRequest() async throws {
         var bed = try await Bed(["--io", "none"])
