@@ -176,7 +176,6 @@ async def run(args: argparse.Namespace) -> int:
 
     async def reconnect() -> None:
         connection = state["connection"]
-        connected.clear()
         await connection.disconnect()
         await device.stop_scanning()
         connection = await device.connect(target, own_address_type=hci.OwnAddressType.RANDOM)
@@ -205,6 +204,8 @@ async def run(args: argparse.Namespace) -> int:
             elif "passkey" in command:
                 passkeys.put_nowait(int(command["passkey"]))
             elif "reconnect" in command:
+                # Later commands wait for the new link.
+                connected.clear()
                 asyncio.ensure_future(reconnect())
             elif "encrypt" in command:
                 asyncio.ensure_future(encrypt())

@@ -45,6 +45,33 @@ extension Connection {
     }
 }
 
+extension Central {
+    /// Answers pairing on every peripheral-role link from now on, as `Connection.acceptPairing`
+    /// does on one: set up as the link is accepted, before `incomingConnections()` offers it,
+    /// so a central that pairs or encrypts at once is answered too. `onResult` hears each
+    /// pairing's link and outcome. nil for `options` stops it for later links.
+    ///
+    ///     await central.acceptPairing(agent: agent, store: bonds)
+    public func acceptPairing(options: PairingOptions? = .responder, agent: any PairingAgent = JustWorksAgent(), store: (any BondStore)? = nil,
+                              onResult: (@Sendable (Connection, Result<Bond, PairingError>) -> Void)? = nil) {
+        guard let options else { return setPeripheralLinkSetup(nil) }
+        setPeripheralLinkSetup { link in
+            let report = onResult.map { onResult in { @Sendable (result: Result<Bond, PairingError>) in onResult(link, result) } }
+            link.enter(on: link.executor) { link in
+                do throws(PairingError) {
+                    try link.acceptPairing(options: options, agent: agent, store: store, onResult: report)
+                } catch {
+                    report?(.failure(error))
+                }
+            }
+        }
+    }
+
+    private func setPeripheralLinkSetup(_ setup: (@Sendable (Connection) -> Void)?) {
+        peripheralLinkSetup = setup
+    }
+}
+
 extension PairingOptions {
     /// The defaults of a peripheral answering pairing: Just Works-capable, bonding, Secure
     /// Connections, and every key both ways (the central's IRK resolves its private address).
