@@ -133,6 +133,7 @@ extension SecurityManager {
         } catch {
             if let reason = failedDuringEncryption { throw .peerFailed(reason) }
             if timedOut { throw .timeout }
+            if let closedError { throw .channelClosed(closedError) }
             throw .link(error)
         }
     }

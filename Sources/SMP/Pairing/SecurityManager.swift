@@ -196,6 +196,8 @@ public actor SecurityManager {
         closedError = error
         timer?.cancel()
         resumeWaiter(.failure(.channelClosed(error)))
+        // A responder waiting for its agent or for encryption stops too.
+        responderTask?.cancel()
     }
 
     /// Queues a PDU and (re)starts the SMP timer (Vol 3, Part H, 3.4).
@@ -219,6 +221,7 @@ public actor SecurityManager {
         guard running, !timedOut else { return }
         timedOut = true
         resumeWaiter(.failure(.timeout))
+        responderTask?.cancel()
     }
 
     /// The next PDU of the running procedure; a Pairing Failed from the peer becomes its error.
