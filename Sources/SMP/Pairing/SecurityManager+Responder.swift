@@ -277,4 +277,14 @@ extension SecurityManager {
     func setResponder(_ responder: PairingResponder?) {
         self.responder = responder
     }
+
+    /// Answers Pairing Requests on this manager's channel (package use: the fuzz target;
+    /// apps call `Connection.acceptPairing`).
+    package func acceptPairingRequests(options: PairingOptions, agent: any PairingAgent,
+                                       onResult: @escaping @Sendable (Result<Bond, PairingError>) -> Void) {
+        responder = PairingResponder(options: options, agent: agent, store: nil, onResult: onResult)
+    }
+
+    /// A pairing procedure runs (package use: the fuzz target).
+    package var isPairing: Bool { running }
 }
