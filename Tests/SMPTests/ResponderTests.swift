@@ -179,13 +179,15 @@ struct ResponderTests {
 
     /// LE Secure Connections Just Works: PKa in, PKb out, Cb = f4(PKb, PKa, Nb, 0), Na in, Nb
     /// out, Ea checked and Eb = f6(MacKey, Nb, Na, 0, IOcapB, B, A) out (2.3.5.6.2, 2.3.5.6.5),
-    /// then the LTK of f5 answers the LTK Request with EDIV and Rand zero.
+    /// then the LTK of f5 answers the LTK Request with EDIV and Rand zero. The central does
+    /// not bond (AuthReq SC only): nothing is distributed and nothing is stored.
     @Test func secureConnectionsJustWorksAsResponder() async throws {
-        try await link.acceptPairing(onResult: report)
-        let preq: [UInt8] = [0x01, 0x03, 0x00, 0x09, 0x10, 0x00, 0x00]
+        let store = MemoryBondStore()
+        try await link.acceptPairing(store: store, onResult: report)
+        let preq: [UInt8] = [0x01, 0x03, 0x00, 0x08, 0x10, 0x00, 0x00]
         try sendSMP(preq)
         let pres = try await sent(0)
-        #expect(pres == [0x02, 0x03, 0x00, 0x09, 0x10, 0x00, 0x00])
+        #expect(pres == [0x02, 0x03, 0x00, 0x08, 0x10, 0x00, 0x00])
         let own = try P256KeyPair()
         try sendSMP(SMPPDU.pairingPublicKey(own.publicKey).bytes)
         let keyPDU = try SMPPDU(bytes: try await sent(1))
@@ -206,6 +208,8 @@ struct ResponderTests {
         let bond = try await outcome().get()
         #expect(bond.longTermKey == LongTermKey(key: ltk, ediv: 0, rand: 0, keySize: 16, authenticated: false, secureConnections: true))
         #expect(await link.securityLevel == .encrypted)
+        #expect(store.allBonds().isEmpty)
+        #expect(sentCount == 5)
     }
 
     /// A wrong Ea ends the pairing with DHKey Check Failed (0x0B) and no Eb.

@@ -37,9 +37,10 @@ extension SecurityManager {
         let attempts = repeatedAttempts()
         let result: Result<Bond, PairingError>
         do throws(PairingError.Kind) {
-            var bond = try await runResponder(preq, responder.options, responder.agent)
+            var (bond, bonded) = try await runResponder(preq, responder.options, responder.agent)
             attempts?.succeeded(peer)
-            if let store = responder.store, bond.longTermKey != nil || bond.localLongTermKey != nil || bond.identityResolvingKey != nil {
+            // Only a bonding pairing (both sides set Bonding, 3.5.1) is kept.
+            if let store = responder.store, bonded {
                 do throws(BondStoreError) { try store.save(bond) } catch {
                     throw .localFailed(.unspecifiedReason, detail: "paired, but the bond was not saved: \(error)")
                 }
@@ -65,7 +66,7 @@ extension SecurityManager {
         responder.onResult?(result)
     }
 
-    private func runResponder(_ preq: PairingParameters, _ options: PairingOptions, _ agent: any PairingAgent) async throws(PairingError.Kind) -> Bond {
+    private func runResponder(_ preq: PairingParameters, _ options: PairingOptions, _ agent: any PairingAgent) async throws(PairingError.Kind) -> (Bond, bonded: Bool) {
         // Phase 1: the Pairing Response (2.3.1, 3.5.2).
         guard (7...16).contains(preq.maximumEncryptionKeySize) else {
             throw .localFailed(.invalidParameters, detail: "the central offered a maximum key size of \(preq.maximumEncryptionKeySize) octets (7 to 16 allowed)")
@@ -116,7 +117,7 @@ extension SecurityManager {
         if sc { bond.longTermKey = key }
         bond.localLongTermKey = given.ltk
         bond.localSignatureKey = given.csrk
-        return bond
+        return (bond, bonding)
     }
 
     /// Waits for the central's encryption with `key`, sending `last` once the answer to its
