@@ -212,6 +212,27 @@ struct ResponderTests {
         #expect(sentCount == 5)
     }
 
+    /// The central refuses our Sconfirm with Pairing Failed instead of starting encryption:
+    /// the pairing ends at once with its reason, without waiting for the SMP timer.
+    @Test func pairingFailedInsteadOfEncryptionEndsAtOnce() async throws {
+        try await link.acceptPairing(onResult: report)
+        let preq: [UInt8] = [0x01, 0x03, 0x00, 0x01, 0x10, 0x00, 0x00]
+        try sendSMP(preq)
+        let pres = try await sent(0)
+        let mrand: UInt128 = 0x1111_2222_3333_4444_5555_6666_7777_8888
+        let mconfirm = try SMPToolbox.c1(k: 0, r: mrand, preq: preq, pres: pres, iat: 1, ia: Self.central.address, rat: 0, ra: local.address)
+        try sendSMP([0x03] + mconfirm.littleEndianBytes)
+        _ = try await sent(1)
+        try sendSMP([0x04] + mrand.littleEndianBytes)
+        // Srand is out: this side waits for the LTK Request; the central sends Pairing Failed,
+        // Confirm Value Failed (0x04), instead.
+        #expect(try await sent(2).first == 0x04)
+        try sendSMP([0x05, 0x04])
+        guard case .failure(let error) = try await outcome() else { Issue.record("pairing succeeded"); return }
+        #expect(error.kind == .peerFailed(.confirmValueFailed))
+        #expect(sentCount == 3)
+    }
+
     /// A wrong Ea ends the pairing with DHKey Check Failed (0x0B) and no Eb.
     @Test func aWrongDHKeyCheckIsRefused() async throws {
         try await link.acceptPairing(onResult: report)

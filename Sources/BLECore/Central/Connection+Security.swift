@@ -53,10 +53,10 @@ extension Connection {
     /// As peripheral: waits for the central to start encryption, answers its LE Long Term
     /// Key Request (EDIV and Rand zero, Vol 3, Part H, 2.4.4) with `longTermKey`, and returns
     /// once the controller reports Encryption Change. `level` becomes `securityLevel`. The
-    /// Security Manager (module SMP) calls it with the STK or LTK pairing made.
+    /// Security Manager (module SMP) calls it with the STK or LTK pairing made. `armed` runs
+    /// once the answer is in place, before the wait: send there the PDU after which the
+    /// central starts encryption.
     @discardableResult
-    /// `armed` runs once the answer is in place, before the wait: send there the PDU after
-    /// which the central starts encryption.
     package func acceptEncryption(longTermKey: UInt128, level: SecurityLevel, keySize: Int, timeout: Duration = .seconds(30),
                                   armed: @Sendable () -> Void = {}) async throws(ConnectionError) -> UInt8? {
         guard handle != nil else { throw .disconnected(peer: peer, reason: lastDisconnectReason ?? .connectionTerminatedByLocalHost) }
