@@ -4,10 +4,11 @@ import BLECore
 import SMP
 
 /// The pairing state machine (Vol 3, Part H, 2.3 and 3): a Security Manager pairs as the
-/// initiator while the input plays the peer. Input: an options octet, an agent octet, then
-/// PDUs, each a length octet and that many octets, with a step of virtual time after each.
-/// Property: no trap, and the pairing always ends (at the latest when the 30 s SMP timeout
-/// of 3.4 fires on the virtual clock) within a few seconds of real time.
+/// initiator, or (agent octet bit 6) answers as the responder, while the input plays the
+/// peer. Input: an options octet, an agent octet, then PDUs, each a length octet and that
+/// many octets, with a step of virtual time after each. Property: no trap, and a pairing
+/// always ends (at the latest when the 30 s SMP timeout of 3.4 fires on the virtual clock)
+/// within a few seconds of real time.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     var input = FuzzInput(Array(UnsafeBufferPointer(start: data, count: size)))
@@ -24,21 +25,32 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     if agent.answers & 0x10 != 0 { options.legacyOOBTemporaryKey = 3 }
     options.initiatorKeys = agent.answers & 0x20 != 0 ? [.encryptionKey, .identityKey, .signingKey] : []
 
+    let responder = agent.answers & 0x40 != 0
+    if responder { options.initiatorKeys = [.encryptionKey, .identityKey, .signingKey] }
+
     let clock = FuzzClock(queue: FuzzHarness.executor.queue)
     let channel = FuzzChannel(executor: FuzzHarness.executor)
+    // As responder the link "encrypts" as soon as the last PDU of phase 2 is out.
     let manager = SecurityManager(executor: FuzzHarness.executor, channel: channel, scheduler: clock, peer: FuzzHarness.peer,
-                                  local: FuzzHarness.local, handle: 0x0040) { _ throws(ConnectionError) in }
+                                  local: FuzzHarness.local, handle: 0x0040, role: responder ? .peripheral : .central,
+                                  acceptEncryption: { _, armed throws(ConnectionError) in armed() }) { _ throws(ConnectionError) in }
     let done = DispatchSemaphore(value: 0)
     FuzzHarness.executor.queue.sync {
         manager.enter(on: FuzzHarness.executor) { $0.startReceiving() }
     }
-    Task {
-        await manager.onSecurityRequest { _ in }
-        _ = try? await manager.pair(options: options, agent: agent)
-        done.signal()
+    if responder {
+        FuzzHarness.executor.queue.sync {
+            manager.enter(on: FuzzHarness.executor) { $0.acceptPairingRequests(options: options, agent: agent) { _ in done.signal() } }
+        }
+    } else {
+        Task {
+            await manager.onSecurityRequest { _ in }
+            _ = try? await manager.pair(options: options, agent: agent)
+            done.signal()
+        }
+        // The peer speaks once the Pairing Request is out.
+        fuzzCheck(channel.firstSend.wait(timeout: .now() + .seconds(10)) == .success, "no Pairing Request was sent")
     }
-    // The peer speaks once the Pairing Request is out.
-    fuzzCheck(channel.firstSend.wait(timeout: .now() + .seconds(10)) == .success, "no Pairing Request was sent")
     while !input.isAtEnd {
         let pdu = input.take(Int(input.u8() % 80))
         FuzzHarness.executor.queue.sync { channel.deliver(pdu) }
@@ -46,7 +58,8 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     }
     // Past the SMP timeout: whatever step the pairing waits in, it ends. A step still
     // computing (P-256) arms its timer later, so the clock moves on a few times.
-    var ended = false
+    // A responder whose input never started a pairing has nothing to end.
+    var ended = responder && !FuzzHarness.executor.queue.sync { manager.enter(on: FuzzHarness.executor) { $0.isPairing } }
     for _ in 0..<10 where !ended {
         clock.advance(by: .seconds(31))
         ended = done.wait(timeout: .now() + .seconds(2)) == .success

@@ -12,8 +12,9 @@ extension Central {
     }
 
     func answerLongTermKeyRequest(_ e: HCIEvent.LELongTermKeyRequest) {
-        let peer = connectionsByHandle[e.handle]?.peer
-        if let peer, let key = longTermKeyProvider?(peer, e.ediv, e.random) {
+        let link = connectionsByHandle[e.handle]
+        let own = link?.enter(on: executor) { $0.longTermKeyRequested(ediv: e.ediv, rand: e.random) }
+        if let key = own ?? link.flatMap({ longTermKeyProvider?($0.peer, e.ediv, e.random) }) {
             host.enter(on: executor) { $0.background { _ = try? await $0.send(HCICommand.leLongTermKeyRequestReply(handle: e.handle, longTermKey: key)) } }
         } else {
             host.enter(on: executor) { $0.background { _ = try? await $0.send(HCICommand.leLongTermKeyRequestNegativeReply(handle: e.handle)) } }

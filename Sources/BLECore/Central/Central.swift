@@ -72,6 +72,9 @@ public actor Central {
     var longTermKeyProvider: LongTermKeyProvider?
     /// The Security Manager's state that outlives a link (module SMP: pairing back-off).
     package var securityState: (any AnyObject & Sendable)?
+    /// Runs (on the executor) for each peripheral-role link before it is offered to
+    /// `incomingConnections()` subscribers (module SMP: `Central.acceptPairing`).
+    package var peripheralLinkSetup: (@Sendable (Connection) -> Void)?
     /// Advertising sets and peripheral-role links (Peripheral/Central+Advertising.swift).
     var advertising: AdvertisingRegistry
 

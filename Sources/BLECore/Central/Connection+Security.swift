@@ -50,6 +50,54 @@ extension Connection {
         return try result.get()
     }
 
+    /// As peripheral: waits for the central to start encryption, answers its LE Long Term
+    /// Key Request (EDIV and Rand zero, Vol 3, Part H, 2.4.4) with `longTermKey`, and returns
+    /// once the controller reports Encryption Change. `level` becomes `securityLevel`. The
+    /// Security Manager (module SMP) calls it with the STK or LTK pairing made. `armed` runs
+    /// once the answer is in place, before the wait: send there the PDU after which the
+    /// central starts encryption.
+    @discardableResult
+    package func acceptEncryption(longTermKey: UInt128, level: SecurityLevel, keySize: Int, timeout: Duration = .seconds(30),
+                                  armed: @Sendable () -> Void = {}) async throws(ConnectionError) -> UInt8? {
+        guard handle != nil else { throw .disconnected(peer: peer, reason: lastDisconnectReason ?? .connectionTerminatedByLocalHost) }
+        let opcode = HCICommand.LEEnableEncryption.opcode
+        guard security.pending == nil else { throw .command(peer: peer, .commandFailed(opcode: opcode, status: .commandDisallowed)) }
+        let waiters: Waiters<UInt8?, ConnectionError>
+        if let w = security.waiters { waiters = w } else {
+            waiters = Waiters(executor: executor, scheduler: host.scheduler)
+            security.waiters = waiters
+        }
+        let peer = self.peer
+        let ms = Int(timeout.nanoseconds / 1_000_000)
+        let result = await waiters.wait(deadline: (timeout, .failure(.command(peer: peer, .commandTimeout(opcode: opcode, milliseconds: ms)))),
+                                        cancelled: { _ in .failure(.command(peer: peer, .cancelledAfterSending(opcode: opcode))) }) { id in
+            security.pending = .init(id: id, level: level, keySize: keySize, peripheralKey: longTermKey)
+            armed()
+        }
+        if let pending = security.pending, !waiters.contains(pending.id) { security.pending = nil }
+        return try result.get()
+    }
+
+    /// The key for the controller's LE Long Term Key Request on this link (this side is the
+    /// peripheral), or nil: the key of a pairing waiting in `acceptEncryption`, else the
+    /// link's `longTermKeySource`. The level and size of the key answered are what the
+    /// following Encryption Change gives the link.
+    func longTermKeyRequested(ediv: UInt16, rand: UInt64) -> UInt128? {
+        if let pending = security.pending, let key = pending.peripheralKey {
+            return ediv == 0 && rand == 0 ? key : nil
+        }
+        guard let answer = security.longTermKeySource?(ediv, rand) else { return nil }
+        security.answered = (answer.level, answer.keySize)
+        return answer.key
+    }
+
+    /// Where this link's LE Long Term Key Requests are answered from, with what each key is
+    /// worth (module SMP: `Connection.acceptPairing(store:)`); nil leaves them to
+    /// `Central.setLongTermKeyProvider`.
+    package func setLongTermKeySource(_ source: LongTermKeySource?) {
+        security.longTermKeySource = source
+    }
+
     /// The SMP channel (CID 0x0006) of the current link. While it exists the host hands it
     /// every SMP PDU; without it the host refuses pairing (Pairing Not Supported).
     public func securityManagerChannel() throws(ConnectionError) -> any L2CAPChannel {
@@ -71,6 +119,7 @@ extension Connection {
 
     func encryptionChanged(_ e: HCIEvent.EncryptionChange) {
         guard e.status == .success else {
+            security.answered = nil
             finishEncryption(id: security.pending?.id, .failure(.command(peer: peer, .commandFailed(opcode: HCICommand.LEEnableEncryption.opcode, status: e.status))))
             return
         }
@@ -80,8 +129,9 @@ extension Connection {
             finishEncryption(id: security.pending?.id, .success(nil))
             return
         }
-        setSecurityLevel(security.pending?.level ?? max(securityLevel, .encrypted))
+        setSecurityLevel(security.pending?.level ?? security.answered?.level ?? max(securityLevel, .encrypted))
         if let size = e.keySize {
+            security.answered = nil
             setEncryptionKeySize(Int(size))
             finishEncryption(id: security.pending?.id, .success(size))
         } else {
@@ -101,6 +151,7 @@ extension Connection {
     func linkSecurityEnded(reason: HCIStatus) {
         securityLevel = .none
         security.keySize = nil
+        security.answered = nil
         finishEncryption(id: security.pending?.id, .failure(.disconnected(peer: peer, reason: reason)))
     }
 
@@ -110,7 +161,8 @@ extension Connection {
     private func readEncryptionKeySize(for id: UInt64?) {
         let opcode = HCIOpcode(rawValue: 0x1408)
         let listed = central?.enter(on: executor) { $0.controllerInfo?.supportedCommands.supports(opcode) } ?? nil
-        let given = security.pending?.keySize.map { UInt8(clamping: $0) }
+        let given = (security.pending?.keySize ?? security.answered?.keySize).map { UInt8(clamping: $0) }
+        security.answered = nil
         guard let handle, listed != false else {
             if let given { setEncryptionKeySize(Int(given)) }
             return finishEncryption(id: id, .success(given))
@@ -159,6 +211,8 @@ package struct ConnectionSecurity {
         let level: SecurityLevel
         /// The key's size, when the caller of `startEncryption` knew it.
         let keySize: Int?
+        /// As peripheral (`acceptEncryption`): the key the LE Long Term Key Request gets.
+        var peripheralKey: UInt128? = nil
     }
     /// The Enable Encryption under way: its waiter and the level its key gives.
     var pending: Pending?
@@ -171,7 +225,16 @@ package struct ConnectionSecurity {
     var levelToRestore = SecurityLevel.none
     /// What raises the link's security for a channel that needs more (`setSecurityRaiser`).
     var raiser: SecurityRaiser?
+    /// As peripheral: where LE Long Term Key Requests are answered from (`setLongTermKeySource`).
+    var longTermKeySource: LongTermKeySource?
+    /// The level and size of the key `longTermKeySource` last answered with, until the
+    /// Encryption Change it leads to.
+    var answered: (level: SecurityLevel, keySize: Int)?
 }
+
+/// Looks up the key for an LE Long Term Key Request on one peripheral-role link by its EDIV
+/// and Rand, with the level it gives and its size in octets; nil: no such key.
+package typealias LongTermKeySource = @Sendable (_ ediv: UInt16, _ rand: UInt64) -> (key: UInt128, level: SecurityLevel, keySize: Int)?
 
 extension Connection {
     /// The level the link had before it last dropped (`.none` if it was not encrypted): a

@@ -265,6 +265,7 @@ extension Central {
         if connectionsByPeer[peer] == nil { connectionsByPeer[peer] = link }
         options.logger.log(.info, "\(peer) connected to us on handle \(handle.hex)")
         link.enter(on: executor) { $0.emit(.connected(handle: handle, parameters: parameters)) }
+        peripheralLinkSetup?(link)
         advertising.incoming.yield(link)
         if let legacy = advertising.sets.values.first(where: { !$0.usesExtendedCommands && $0.parameters.kind == .connectable }) {
             linkMade(on: legacy.handle, link, handle: handle)

@@ -27,6 +27,17 @@ extension ATTServerLinkSecurity {
     public var encryptionKeySize: Int { 16 }
 }
 
+/// A link that can ask the client to raise its security: after a read or write refused with
+/// Insufficient Authentication, Insufficient Encryption or Encryption Key Size Too Short the
+/// server calls `securityRefused(needs:)` on the queue, so the peripheral can send an SMP
+/// Security Request (Vol 3, Part H, 2.4.6; `Connection.sendSecurityRequest` in module SMP).
+///
+///     func securityRefused(needs level: SecurityLevel) { Task { try? await connection.sendSecurityRequest(level) } }
+public protocol ATTServerLinkSecurityRequest: AnyObject {
+    /// A request was refused because the link is below `level`.
+    func securityRefused(needs level: SecurityLevel)
+}
+
 /// A link whose peer is bonded: the server keeps its CCCDs and Client Supported Features
 /// across links, and verifies its signed writes with the bond's CSRK.
 public protocol ATTServerLinkBond: AnyObject {

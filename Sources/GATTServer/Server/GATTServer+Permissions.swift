@@ -25,11 +25,20 @@ extension GATTServer {
     private func securityDenied(_ a: ServerAttribute, authenticated: GATTDatabase.Permissions, encrypted: GATTDatabase.Permissions,
                                 authorized: GATTDatabase.Permissions, link id: ObjectIdentifier) -> ATTErrorCode? {
         let p = a.permissions, s = security(id)
-        if p.contains(authenticated), !s.isAuthenticated { return .insufficientAuthentication }
-        if p.contains(encrypted) || p.contains(.fullKeySize), !s.isEncrypted { return .insufficientEncryption }
-        if p.contains(.fullKeySize), s.encryptionKeySize < 16 { return .encryptionKeySizeTooShort }
+        if p.contains(authenticated), !s.isAuthenticated { return refused(.insufficientAuthentication, needs: .authenticated, link: id) }
+        if p.contains(encrypted) || p.contains(.fullKeySize), !s.isEncrypted { return refused(.insufficientEncryption, needs: .encrypted, link: id) }
+        if p.contains(.fullKeySize), s.encryptionKeySize < 16 { return refused(.encryptionKeySizeTooShort, needs: .encrypted, link: id) }
         if p.contains(authorized), authorize?(request(a, link: id, offset: 0)) != true { return .insufficientAuthorization }
         return nil
+    }
+}
+
+extension GATTServer {
+    /// Tells a link that can ask for more security (`ATTServerLinkSecurityRequest`) why its
+    /// request is refused; returns `code`.
+    private func refused(_ code: ATTErrorCode, needs level: SecurityLevel, link id: ObjectIdentifier) -> ATTErrorCode {
+        (links[id]?.link as? any ATTServerLinkSecurityRequest)?.securityRefused(needs: level)
+        return code
     }
 }
 

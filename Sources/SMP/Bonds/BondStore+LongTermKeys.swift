@@ -15,9 +15,14 @@ extension BondStore {
     ///
     ///     let key = store.longTermKey(for: peer, ediv: 0, rand: 0)
     public func longTermKey(for peer: LEAddress, ediv: UInt16, rand: UInt64) -> UInt128? {
+        storedLongTermKey(for: peer, ediv: ediv, rand: rand)?.key
+    }
+
+    /// The stored key for that request, with its level and size.
+    func storedLongTermKey(for peer: LEAddress, ediv: UInt16, rand: UInt64) -> LongTermKey? {
         guard let bond = bond(resolving: peer) else { return nil }
-        if ediv == 0, rand == 0, let key = bond.longTermKey, key.secureConnections { return key.key }
-        if let key = bond.localLongTermKey, !key.secureConnections, key.ediv == ediv, key.rand == rand { return key.key }
+        if ediv == 0, rand == 0, let key = bond.longTermKey, key.secureConnections { return key }
+        if let key = bond.localLongTermKey, !key.secureConnections, key.ediv == ediv, key.rand == rand { return key }
         return nil
     }
 

@@ -1,9 +1,11 @@
 import BLECore
 
 /// The Security Manager of one link (Vol 3, Part H): the SMP channel 0x0006, its 30-second
-/// timer, and the pairing procedures, as this side (the central) runs them.
+/// timer, and the pairing procedures, as the initiator (this side is the central) or as the
+/// responder (this side is the peripheral, `Connection.acceptPairing`).
 ///
-/// Normally reached through `Connection.pair(...)` and `Connection.requireSecurity(...)`.
+/// Normally reached through `Connection.pair(...)`, `Connection.requireSecurity(...)` and
+/// `Connection.acceptPairing(...)`.
 ///
 ///     let bond = try await link.securityManager().pair(options: options, agent: agent)
 public actor SecurityManager {
@@ -14,6 +16,8 @@ public actor SecurityManager {
     public nonisolated let local: LEAddress
     /// The Connection_Handle of the link this manager belongs to.
     public nonisolated let handle: UInt16
+    /// This side's role on the link: the central initiates pairing, the peripheral responds.
+    public nonisolated let role: LinkRole
     nonisolated let channel: any L2CAPChannel
     nonisolated let scheduler: any TimerScheduler
     nonisolated weak let connection: Connection?
@@ -43,11 +47,25 @@ public actor SecurityManager {
 
     /// Encrypts the link with the key pairing made (Connection.startEncryption).
     let encryptLink: @Sendable (LongTermKey) async throws(ConnectionError) -> Void
+    /// As responder: answers the central's LE Long Term Key Request with the key pairing made
+    /// and returns at Encryption Change; the closure it is given runs once the answer is in
+    /// place (it sends the PDU after which the central starts encryption).
+    let acceptLinkEncryption: AcceptEncryption?
+    package typealias AcceptEncryption = @Sendable (LongTermKey, _ armed: @escaping @Sendable () -> Void) async throws(ConnectionError) -> Void
+    /// How this side answers Pairing Requests (`acceptPairing`); nil refuses them.
+    var responder: PairingResponder?
+    /// The running responder procedure (a Pairing Failed while it waits for encryption ends it).
+    var responderTask: Task<Void, Never>?
+    var awaitingEncryption = false
+    var failedDuringEncryption: PairingFailedReason?
 
     init(connection: Connection, channel: any L2CAPChannel, handle: UInt16, local: LEAddress) {
         let peer = connection.peer
         self.init(executor: connection.executor, channel: channel, scheduler: connection.scheduler, peer: peer, local: local, handle: handle,
-                  connection: connection) { [weak connection] key throws(ConnectionError) in
+                  connection: connection, role: connection.role, acceptEncryption: { [weak connection] key, armed throws(ConnectionError) in
+            guard let connection else { throw .disconnected(peer: peer, reason: .connectionTerminatedByLocalHost) }
+            try await connection.acceptEncryption(longTermKey: key.key, level: key.level, keySize: Int(key.keySize), armed: armed)
+        }) { [weak connection] key throws(ConnectionError) in
             guard let connection else { throw .disconnected(peer: peer, reason: .connectionTerminatedByLocalHost) }
             try await connection.startEncryption(longTermKey: key.key, ediv: key.ediv, rand: key.rand, level: key.level, keySize: Int(key.keySize))
         }
@@ -56,8 +74,12 @@ public actor SecurityManager {
     /// A Security Manager over any channel, encrypting with `encryptLink` (the pairing state
     /// machine without a link: fuzzing, tests).
     package init(executor: AdapterExecutor, channel: any L2CAPChannel, scheduler: any TimerScheduler, peer: LEAddress, local: LEAddress,
-                 handle: UInt16, connection: Connection? = nil, encryptLink: @escaping @Sendable (LongTermKey) async throws(ConnectionError) -> Void) {
+                 handle: UInt16, connection: Connection? = nil, role: LinkRole = .central,
+                 acceptEncryption: AcceptEncryption? = nil,
+                 encryptLink: @escaping @Sendable (LongTermKey) async throws(ConnectionError) -> Void) {
         self.executor = executor
+        self.role = role
+        self.acceptLinkEncryption = acceptEncryption
         self.connection = connection
         self.channel = channel
         self.scheduler = scheduler
@@ -128,8 +150,23 @@ public actor SecurityManager {
             return
         }
         switch pdu {
+        case .pairingRequest(let preq) where role == .peripheral:
+            if running {
+                fail(.localFailed(.unspecifiedReason, detail: "the central sent a second Pairing Request during pairing"))
+            } else if let responder {
+                startResponding(to: preq, responder)
+            } else {
+                send(.pairingFailed(.pairingNotSupported))
+            }
         case .pairingRequest:
             // Only a central initiates pairing (Vol 3, Part H, 2.4.6); this side is the central.
+            send(.pairingFailed(.commandNotSupported))
+        case .pairingFailed(let reason) where running && awaitingEncryption:
+            // The central gave up instead of starting encryption (a confirm value it refused).
+            failedDuringEncryption = reason
+            responderTask?.cancel()
+        case .securityRequest where role == .peripheral:
+            // Only a peripheral sends a Security Request (3.5.7).
             send(.pairingFailed(.commandNotSupported))
         case .securityRequest(let authReq) where !running:
             if let securityRequestHandler {
@@ -159,12 +196,19 @@ public actor SecurityManager {
         closedError = error
         timer?.cancel()
         resumeWaiter(.failure(.channelClosed(error)))
+        // A responder waiting for its agent or for encryption stops too.
+        responderTask?.cancel()
     }
 
     /// Queues a PDU and (re)starts the SMP timer (Vol 3, Part H, 3.4).
     func send(_ pdu: SMPPDU) {
         guard !timedOut, closedError == nil else { return }
         channel.enqueue(pdu.bytes)
+        restartTimer()
+    }
+
+    /// (Re)starts the SMP timer while a procedure runs (3.4).
+    func restartTimer() {
         guard running else { return }
         timer?.cancel()
         let executor = self.executor
@@ -177,6 +221,7 @@ public actor SecurityManager {
         guard running, !timedOut else { return }
         timedOut = true
         resumeWaiter(.failure(.timeout))
+        responderTask?.cancel()
     }
 
     /// The next PDU of the running procedure; a Pairing Failed from the peer becomes its error.

@@ -1,0 +1,233 @@
+#!/usr/bin/env python3
+"""Bumble as the central that pairs with the stack under test (the stack is the peripheral
+and answers as the SMP responder).
+
+Two Bumble virtual controllers on one LocalLink, as in central_peer.py: one exposed as H4 over
+TCP to the stack (with --host-address as its public address), the other carrying a Bumble
+Device that connects to the stack's first connectable advertisement and then does what the
+test writes on stdin, one JSON object a line:
+    {"pair": {}}                          pair (Bumble's Security Manager as the initiator)
+    {"pair": {"oob": {"r": hex, "c": hex}}}   the same with the stack's LE SC OOB data
+                                          (16 octets each, least significant first)
+    {"passkey": 123456}                   the passkey Bumble's delegate is asked for
+    {"reconnect": {}}                     disconnect and connect again
+    {"encrypt": {}}                       encrypt with the stored keys (LE Enable Encryption)
+stdout, one JSON object a line:
+    {"ready": true, "port": 40123}
+    {"connected": {"handle": 1}}
+    {"securityRequest": {"authReq": 13}}  a Security Request from the stack (3.5.7)
+    {"display": 123456} / {"compare": 123456} / {"passkeyRequest": {}}   the delegate's calls
+    {"paired": {"sc": true, "ltk": hex|null, "ltkCentral": {"ltk": hex, "ediv": n, "rand": hex}|null,
+                "irk": hex|null, "identity": "AA:..."|null}}   keys Bumble keeps (hex as on the air)
+    {"pairingFailed": {"reason": 5}}
+    {"encrypted": {}} / {"encryptionFailed": {"error": 6}}
+The pairing options come from the command line (--io, --legacy, --mitm, --no-bonding,
+--irk). The script ends on SIGTERM or SIGINT.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import signal
+import socket
+import sys
+
+from bumble import hci, smp
+from bumble.controller import Controller
+from bumble.device import Device, DeviceConfiguration
+from bumble.host import Host
+from bumble.keys import MemoryKeyStore
+from bumble.link import LocalLink
+from bumble.pairing import PairingConfig, PairingDelegate
+from bumble.transport.common import AsyncPipeSink
+from bumble.transport.tcp_server import open_tcp_server_transport_with_socket
+
+IO = {
+    "none": PairingDelegate.NO_OUTPUT_NO_INPUT,
+    "display": PairingDelegate.DISPLAY_OUTPUT_ONLY,
+    "keyboard": PairingDelegate.KEYBOARD_INPUT_ONLY,
+    "yesno": PairingDelegate.DISPLAY_OUTPUT_AND_YES_NO_INPUT,
+    "keyboarddisplay": PairingDelegate.DISPLAY_OUTPUT_AND_KEYBOARD_INPUT,
+}
+
+
+def emit(obj: dict) -> None:
+    sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
+
+
+class Delegate(PairingDelegate):
+    """Reports each call; a passkey to type comes from stdin."""
+
+    def __init__(self, io: int, passkeys: asyncio.Queue) -> None:
+        dist = (PairingDelegate.KeyDistribution.DISTRIBUTE_ENCRYPTION_KEY
+                | PairingDelegate.KeyDistribution.DISTRIBUTE_IDENTITY_KEY
+                | PairingDelegate.KeyDistribution.DISTRIBUTE_SIGNING_KEY)
+        super().__init__(io_capability=io, local_initiator_key_distribution=dist, local_responder_key_distribution=dist)
+        self.passkeys = passkeys
+
+    async def accept(self) -> bool:
+        return True
+
+    async def confirm(self, auto: bool = False) -> bool:
+        return True
+
+    async def compare_numbers(self, number: int, digits: int) -> bool:
+        emit({"compare": number})
+        return True
+
+    async def get_number(self) -> int | None:
+        emit({"passkeyRequest": {}})
+        return await self.passkeys.get()
+
+    async def display_number(self, number: int, digits: int) -> None:
+        emit({"display": number})
+
+
+def key_hex(key) -> str | None:  # type: ignore[no-untyped-def]
+    return bytes(key.value).hex() if key is not None and key.value else None
+
+
+async def run(args: argparse.Namespace) -> int:
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+
+    link = LocalLink()
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", args.port))
+    port = sock.getsockname()[1]
+    transport = await open_tcp_server_transport_with_socket(sock)
+    host_controller = Controller(
+        "host", host_source=transport.source, host_sink=transport.sink, link=link,
+        public_address=args.host_address,
+    )
+    # LocalLink routes by the sender's random address (see virtual_radio.py).
+    host_controller.random_address = host_controller.public_address
+
+    controller = Controller("central", link=link)
+    config = DeviceConfiguration()
+    config.name = "bumble-central"
+    config.address = hci.Address(args.central_address, hci.Address.RANDOM_DEVICE_ADDRESS)
+    config.irk = bytes.fromhex(args.irk)
+    device = Device(config=config, host=Host(controller, AsyncPipeSink(controller)))
+    device.keystore = MemoryKeyStore()
+    await device.power_on()
+
+    passkeys: asyncio.Queue = asyncio.Queue()
+    delegate = Delegate(IO[args.io], passkeys)
+    oob: dict = {}
+
+    def pairing_config(_connection) -> PairingConfig:  # type: ignore[no-untyped-def]
+        oob_config = None
+        if "r" in oob:
+            shared = smp.OobSharedData(c=bytes.fromhex(oob["c"]), r=bytes.fromhex(oob["r"]))
+            oob_config = PairingConfig.OobConfig(our_context=smp.OobContext(), peer_data=shared, legacy_context=None)
+        return PairingConfig(sc=not args.legacy, mitm=args.mitm, bonding=not args.no_bonding,
+                             delegate=delegate, oob=oob_config)
+
+    device.pairing_config_factory = pairing_config
+
+    target = hci.Address(args.host_address, hci.Address.PUBLIC_DEVICE_ADDRESS)
+    state: dict = {"connecting": False, "connection": None}
+    connected = asyncio.Event()
+
+    async def connect() -> None:
+        connection = await device.connect(target, own_address_type=hci.OwnAddressType.RANDOM)
+        state["connection"] = connection
+        connection.on("security_request", lambda auth_req: emit({"securityRequest": {"authReq": int(auth_req)}}))
+        connection.on("disconnection", lambda reason: emit({"disconnected": {"reason": reason}}))
+        emit({"connected": {"handle": connection.handle}})
+        connected.set()
+
+    def on_advertisement(advertisement) -> None:  # type: ignore[no-untyped-def]
+        if advertisement.address.to_string(False) != target.to_string(False):
+            return
+        if advertisement.is_connectable and not state["connecting"]:
+            state["connecting"] = True
+            asyncio.ensure_future(connect())
+
+    device.on("advertisement", on_advertisement)
+    await device.start_scanning(legacy=False, active=False, filter_duplicates=False)
+
+    async def pair(command: dict) -> None:
+        oob.clear()
+        oob.update(command.get("oob") or {})
+        connection = state["connection"]
+        try:
+            await connection.pair()
+        except Exception as error:  # noqa: BLE001 - reported to the test
+            emit({"pairingFailed": {"reason": int(getattr(error, "error_code", -1) or -1), "error": str(error)}})
+            return
+        keys = await device.keystore.get(str(connection.peer_address))
+        central = keys.ltk_central if keys else None
+        emit({"paired": {
+            "sc": bool(keys and keys.ltk),
+            "ltk": key_hex(keys.ltk) if keys else None,
+            "ltkCentral": {"ltk": key_hex(central), "ediv": central.ediv or 0, "rand": bytes(central.rand or bytes(8)).hex()}
+            if central is not None and central.value else None,
+            "irk": key_hex(keys.irk) if keys else None,
+        }})
+
+    async def reconnect() -> None:
+        connection = state["connection"]
+        await connection.disconnect()
+        await device.stop_scanning()
+        connection = await device.connect(target, own_address_type=hci.OwnAddressType.RANDOM)
+        state["connection"] = connection
+        connection.on("disconnection", lambda reason: emit({"disconnected": {"reason": reason}}))
+        emit({"connected": {"handle": connection.handle}})
+        connected.set()
+
+    async def encrypt() -> None:
+        connection = state["connection"]
+        try:
+            await connection.encrypt()
+        except Exception as error:  # noqa: BLE001 - reported to the test
+            emit({"encryptionFailed": {"error": int(getattr(error, "error_code", -1) or -1), "detail": str(error)}})
+            return
+        emit({"encrypted": {}})
+
+    async def commands() -> None:
+        reader = asyncio.StreamReader()
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+        while line := await reader.readline():
+            command = json.loads(line)
+            await connected.wait()
+            if "pair" in command:
+                asyncio.ensure_future(pair(command["pair"]))
+            elif "passkey" in command:
+                passkeys.put_nowait(int(command["passkey"]))
+            elif "reconnect" in command:
+                # Later commands wait for the new link.
+                connected.clear()
+                asyncio.ensure_future(reconnect())
+            elif "encrypt" in command:
+                asyncio.ensure_future(encrypt())
+
+    asyncio.ensure_future(commands())
+    emit({"ready": True, "port": port})
+    await stop.wait()
+    return 0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--host-address", default="00:1B:DC:0F:00:0A")
+    parser.add_argument("--central-address", default="C0:00:00:00:00:02")
+    parser.add_argument("--io", choices=sorted(IO), default="none")
+    parser.add_argument("--legacy", action="store_true")
+    parser.add_argument("--mitm", action="store_true")
+    parser.add_argument("--no-bonding", action="store_true")
+    parser.add_argument("--irk", default="00112233445566778899aabbccddeeff")
+    sys.exit(asyncio.run(run(parser.parse_args())))
+
+
+if __name__ == "__main__":
+    main()
