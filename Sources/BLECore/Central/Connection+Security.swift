@@ -23,19 +23,8 @@ extension Connection {
     public func startEncryption(longTermKey: UInt128, ediv: UInt16, rand: UInt64, level: SecurityLevel, keySize: Int? = nil,
                                 timeout: Duration = .seconds(30)) async throws(ConnectionError) -> UInt8? {
         guard let handle else { throw .disconnected(peer: peer, reason: lastDisconnectReason ?? .connectionTerminatedByLocalHost) }
-        let opcode = HCICommand.LEEnableEncryption.opcode
-        guard security.pending == nil else { throw .command(peer: peer, .commandFailed(opcode: opcode, status: .commandDisallowed)) }
-        let waiters: Waiters<UInt8?, ConnectionError>
-        if let w = security.waiters { waiters = w } else {
-            waiters = Waiters(executor: executor, scheduler: host.scheduler)
-            security.waiters = waiters
-        }
         let peer = self.peer
-        let ms = Int(timeout.nanoseconds / 1_000_000)
-        // The waiter is in place before the command goes out: the event can follow its
-        // Command Status at once.
-        let result = await waiters.wait(deadline: (timeout, .failure(.command(peer: peer, .commandTimeout(opcode: opcode, milliseconds: ms)))),
-                                        cancelled: { _ in .failure(.command(peer: peer, .cancelledAfterSending(opcode: opcode))) }) { id in
+        return try await awaitEncryptionChange(timeout: timeout) { id in
             security.pending = .init(id: id, level: level, keySize: keySize)
             // A task of the host's: `Central.close()` waits for it.
             host.enter(on: executor) { $0.background { host in
@@ -46,8 +35,6 @@ extension Connection {
                 }
             } }
         }
-        if let pending = security.pending, !waiters.contains(pending.id) { security.pending = nil }
-        return try result.get()
     }
 
     /// As peripheral: waits for the central to start encryption, answers its LE Long Term
@@ -60,6 +47,16 @@ extension Connection {
     package func acceptEncryption(longTermKey: UInt128, level: SecurityLevel, keySize: Int, timeout: Duration = .seconds(30),
                                   armed: @Sendable () -> Void = {}) async throws(ConnectionError) -> UInt8? {
         guard handle != nil else { throw .disconnected(peer: peer, reason: lastDisconnectReason ?? .connectionTerminatedByLocalHost) }
+        return try await awaitEncryptionChange(timeout: timeout) { id in
+            security.pending = .init(id: id, level: level, keySize: keySize, peripheralKey: longTermKey)
+            armed()
+        }
+    }
+
+    /// Waits (at most `timeout`) for the link's Encryption Change or Key Refresh Complete, one
+    /// encryption at a time. `begin` runs with the wait's id once the waiter is in place: the
+    /// event can follow whatever it sends at once.
+    private func awaitEncryptionChange(timeout: Duration, begin: (UInt64) -> Void) async throws(ConnectionError) -> UInt8? {
         let opcode = HCICommand.LEEnableEncryption.opcode
         guard security.pending == nil else { throw .command(peer: peer, .commandFailed(opcode: opcode, status: .commandDisallowed)) }
         let waiters: Waiters<UInt8?, ConnectionError>
@@ -70,10 +67,7 @@ extension Connection {
         let peer = self.peer
         let ms = Int(timeout.nanoseconds / 1_000_000)
         let result = await waiters.wait(deadline: (timeout, .failure(.command(peer: peer, .commandTimeout(opcode: opcode, milliseconds: ms)))),
-                                        cancelled: { _ in .failure(.command(peer: peer, .cancelledAfterSending(opcode: opcode))) }) { id in
-            security.pending = .init(id: id, level: level, keySize: keySize, peripheralKey: longTermKey)
-            armed()
-        }
+                                        cancelled: { _ in .failure(.command(peer: peer, .cancelledAfterSending(opcode: opcode))) }, added: begin)
         if let pending = security.pending, !waiters.contains(pending.id) { security.pending = nil }
         return try result.get()
     }
