@@ -178,4 +178,38 @@ import BLECore
         // The cache still answers from memory.
         #expect(await cache.snapshot(for: Self.peer) == GATTCacheFileTests.snapshot)
     }
+
+    /// Robust caching (Vol 3, Part G, 2.5.2.1): a server whose database changed answers
+    /// Database Out Of Sync (0x12); the client forgets what it discovered, its file goes, and
+    /// the next call discovers the new database.
+    @Test func databaseOutOfSyncForgetsTheDatabaseAndItsFile() async throws {
+        let root = try Self.temporaryDirectory()
+        defer { Self.remove(root) }
+        var database = GATTDatabase.lab()
+        database.robustCaching = true
+        let cache = GATTCache(executor: AdapterExecutor(label: "gatt-test"), directory: root)
+        let bed = TestBed(database, cache: cache, peer: Self.peer)
+        #expect(try await bed.peripheral.services().count == 3)
+        // Client Supported Features (0x2B29) bit 0: robust caching (Vol 3, Part G, 7.2, Table 7.6).
+        let features = CharacteristicIdentifier(uuid: GATTAttributeType.clientSupportedFeatures, service: ServiceIdentifier(uuid: GATTAttributeType.genericAttributeService))
+        try await bed.peripheral.write([UInt8(0x01)], to: features)
+        try await cache.flush()
+        #expect(Self.names(in: root) == ["F0:F1:F2:F3:F4:F5-random"])
+
+        var changed = database
+        changed.services.append(.init(uuid: BluetoothUUID("180F")!, characteristics: [.init(uuid: BluetoothUUID("2A19")!, properties: [.read], value: [50])]))
+        await bed.server.replaceDatabase(changed)
+        do {
+            _ = try await bed.peripheral.read(Lab.pattern)
+            Issue.record("the read should fail with Database Out Of Sync")
+        } catch {
+            guard case .attribute(let code, _, _, _) = error else { Issue.record("\(error)"); return }
+            #expect(code == .databaseOutOfSync)
+        }
+        #expect(await bed.peripheral.snapshot.services == [])
+        try await cache.flush()
+        #expect(Self.names(in: root) == [])
+        let services = try await bed.peripheral.services()
+        #expect(services.map(\.uuid).last == BluetoothUUID("180F")!)
+    }
 }
