@@ -13,7 +13,7 @@ var quick = false
 var allocationsChild = false
 var perConnectionChild = false
 /// Workload keys to run (w1, w2, w3, w4, w5, dense, memory, gateway, gatt-server, l2cap, l2cap-receive,
-/// l2cap-send, l2cap-socket, hostile, hostile-indications, gateway-fleet, sensors, footprint, background); all when empty.
+/// l2cap-send, l2cap-socket, hostile, hostile-indications, gateway-fleet, sensors, footprint, background, gatt-cache); all when empty.
 var only: Set<String> = []
 /// SDUs of each size for the l2cap workloads (`--sdus N`), instead of their defaults.
 var sduCount: Int?
@@ -194,6 +194,15 @@ if selected("background") { do {
     add(m, target: Target(description: "p99 within one advertising interval (100 ms) of appearing", met: (m.extra["p99Milliseconds"] ?? .infinity) < 100))
 } catch {
     log("background connections failed: \(error)")
+} }
+
+// GATT cache on disk: connect -> first read with and without it
+if selected("gatt-cache") { do {
+    let m = try await GATTCacheWorkload.run(cycles: quick ? 20 : 200, directory: tmp)
+    add(m, target: Target(description: "with the cache: fewer ATT requests than without (no discovery)",
+                          met: (m.extra["attRequestsWithCache"] ?? .infinity) < (m.extra["attRequestsWithoutCache"] ?? 0)))
+} catch {
+    log("gatt-cache failed: \(error)")
 } }
 
 // W5

@@ -36,6 +36,8 @@ enum BLETool {
         for (k, v) in extra { env[k] = v }
         let bonds = try isolateBonds(arguments, &env)
         defer { bonds.map { try? FileManager.default.removeItem(at: $0) } }
+        let cache = isolateGATTCache(&env)
+        defer { cache.map { try? FileManager.default.removeItem(at: $0) } }
         let run = try await Subprocess.run(executable, arguments, environment: env, killAfter: .milliseconds(Int64(timeout * 1000)))
         return Run(status: run.status, stdout: run.stdout, stderr: run.stderr)
     }
@@ -50,6 +52,15 @@ enum BLETool {
         return dir
     }
 
+    /// A run that names no GATT cache directory gets a fresh one (not created; removed
+    /// afterwards), so no test reads another's cache or writes to the user's.
+    private static func isolateGATTCache(_ env: inout [String: String]) -> URL? {
+        guard env["BLE_GATT_CACHE_DIR"] == nil || env["BLE_GATT_CACHE_DIR"] == ProcessInfo.processInfo.environment["BLE_GATT_CACHE_DIR"] else { return nil }
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("ble-gatt-cache-\(UUID().uuidString)")
+        env["BLE_GATT_CACHE_DIR"] = dir.path
+        return dir
+    }
+
     /// Runs `ble arguments` and sends it SIGINT (Ctrl-C) once its stdout satisfies `ready`.
     /// Bounded by the tool itself: its connect and scan steps time out, ending the output.
     static func interrupt(_ arguments: [String], when ready: @escaping (String) -> Bool) async throws -> Run {
@@ -60,6 +71,8 @@ enum BLETool {
         env["NO_COLOR"] = "1"
         let bonds = try isolateBonds(arguments, &env)
         defer { bonds.map { try? FileManager.default.removeItem(at: $0) } }
+        let cache = isolateGATTCache(&env)
+        defer { cache.map { try? FileManager.default.removeItem(at: $0) } }
         process.environment = env
         let out = Pipe(), err = Pipe()
         process.standardOutput = out

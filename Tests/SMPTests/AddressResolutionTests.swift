@@ -78,7 +78,7 @@ struct AddressResolutionTests {
         }
         let central = Central(transport: vc.makeTransport(), options: vc.centralOptions())
         try await central.powerOn()
-        #expect(try await central.loadResolvingList(MemoryBondStore([Self.bond]).resolvingListEntries))
+        #expect(try await central.loadResolvingList(MemoryBondStore([Self.bond]).resolvingListEntries).isEnabled)
         #expect(try await vc.waitForCommand(HCIOpcode(rawValue: 0x202D)).parameters == [0x00])
         #expect(try await vc.waitForCommand(HCIOpcode(rawValue: 0x2029)).parameters == [])
         let add = try await vc.waitForCommand(HCIOpcode(rawValue: 0x2027))
@@ -92,7 +92,7 @@ struct AddressResolutionTests {
         let vc = VirtualController()
         let central = Central(transport: vc.makeTransport(), options: vc.centralOptions())
         try await central.powerOn()
-        #expect(try await central.loadResolvingList(MemoryBondStore([Self.bond]).resolvingListEntries) == false)
+        #expect(try await central.loadResolvingList(MemoryBondStore([Self.bond]).resolvingListEntries).isEnabled == false)
         await central.close()
     }
 }

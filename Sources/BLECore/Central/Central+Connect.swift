@@ -88,7 +88,8 @@ extension Central {
         if initiatesOnCoded(options.parameters) { connection.enter(on: executor) { $0.phy = (.leCoded, .leCoded) } }
         connectionsByPeer[peer] = connection
         connectionsByHandle[handle] = connection
-        connection.enter(on: executor) { $0.emit(.connected(handle: handle, parameters: params)) }
+        let own = linkOwnAddress
+        connection.enter(on: executor) { $0.ownLinkAddress = own; $0.emit(.connected(handle: handle, parameters: params)) }
         startLinkSetup(connection, handle: handle, parameters: options.parameters)
         return connection
     }

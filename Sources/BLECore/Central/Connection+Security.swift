@@ -102,9 +102,10 @@ extension Connection {
         return channel
     }
 
-    /// This side's address on the link (the controller's public address: the central
-    /// connects with its public address), once the controller reported it.
+    /// This side's address on the link: the random address the central connected with
+    /// (`Central.setOwnAddress`), else the controller's public address once it reported it.
     public var localAddress: LEAddress? {
+        if let ownLinkAddress { return ownLinkAddress }
         guard let address = central?.enter(on: executor, { $0.controllerInfo?.address }) else { return nil }
         return LEAddress(address, type: .public)
     }

@@ -36,6 +36,9 @@ public actor Connection {
     /// Numbers the restore's attempts, so a late end of an old one is told apart.
     var attemptCounter: UInt64 = 0
     let eventStream: Broadcaster<ConnectionEvent>
+    /// This side's address on the link as the central made it (its random address when it
+    /// connected with one); nil: the controller's public address.
+    var ownLinkAddress: LEAddress?
     /// Encryption of the link (see Connection+Security.swift).
     public internal(set) var securityLevel: SecurityLevel = .none
     var security = ConnectionSecurity()

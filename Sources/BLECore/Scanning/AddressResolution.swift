@@ -4,13 +4,17 @@
 public typealias AddressResolver = @Sendable (LEAddress) -> LEAddress?
 
 /// One entry of the controller's resolving list (Vol 4, Part E, 7.8.38): the peer's identity
-/// address and IRK. This side uses no local IRK (its own address is public).
+/// address and IRK, and this side's IRK for links with it (nil: none, all zero).
 public struct ResolvingListEntry: Sendable, Hashable {
     public var identity: LEAddress
     public var peerIRK: UInt128
-    public init(identity: LEAddress, peerIRK: UInt128) {
+    /// The local IRK the controller makes this side's resolvable private addresses from
+    /// when it generates them (Vol 6, Part B, 6.2).
+    public var localIRK: UInt128?
+    public init(identity: LEAddress, peerIRK: UInt128, localIRK: UInt128? = nil) {
         self.identity = identity
         self.peerIRK = peerIRK
+        self.localIRK = localIRK
     }
 }
 
@@ -28,25 +32,60 @@ extension Central {
     /// Loads `entries` into the controller's resolving list and turns address resolution on
     /// (Vol 4, Part E, 7.8.38, 7.8.44; Vol 6, Part B, 6.1), so the controller reports and
     /// connects bonded peers by their identity address (address types public-id/random-id).
-    /// Returns false, sending nothing, when the controller has no LL Privacy feature; call it
-    /// while nothing scans or connects (the controller refuses it then: Command Disallowed).
+    /// A full list is no error: entries past LE Read Resolving List Size, or from the first
+    /// add refused with Memory Capacity Exceeded (0x07), stay with the host's resolver
+    /// (`setAddressResolver`) and are listed in `notLoaded`. `privateAddressTimeout` sets LE
+    /// Set Resolvable Private Address Timeout (1 s to 1 hour). Sends nothing when the
+    /// controller has no LL Privacy feature; call it while nothing scans or connects (the
+    /// controller refuses it then: Command Disallowed).
     ///
-    ///     if try await central.loadResolvingList(bonds.resolvingListEntries) { ... }
+    ///     let load = try await central.loadResolvingList(bonds.resolvingListEntries)
     @discardableResult
-    public func loadResolvingList(_ entries: [ResolvingListEntry]) async throws(HCIError) -> Bool {
-        guard let info = controllerInfo, info.leFeatures.contains(.llPrivacy) else { return false }
+    public func loadResolvingList(_ entries: [ResolvingListEntry], privateAddressTimeout: Duration? = nil) async throws(HCIError) -> ResolvingListLoad {
+        guard let info = controllerInfo, info.leFeatures.contains(.llPrivacy) else { return ResolvingListLoad(isEnabled: false, loaded: [], notLoaded: entries) }
         let host = self.host
         _ = try await host.send(HCICommand.leSetAddressResolutionEnable(false))
         _ = try await host.send(HCICommand.leClearResolvingList())
+        let size = await readResolvingListSize()
+        var loaded: [ResolvingListEntry] = []
         for e in entries {
-            _ = try await host.send(HCICommand.leAddDeviceToResolvingList(e))
+            if let size, loaded.count >= size { break }
+            do throws(HCIError) {
+                _ = try await host.send(HCICommand.leAddDeviceToResolvingList(e))
+                loaded.append(e)
+            } catch {
+                guard case .commandFailed(_, let status) = error, status.rawValue == 0x07 else { throw error }
+                break
+            }
         }
-        _ = try await host.send(HCICommand.leSetAddressResolutionEnable(!entries.isEmpty))
-        return true
+        let left = Array(entries.dropFirst(loaded.count))
+        if !left.isEmpty {
+            options.logger.log(.info, "the resolving list is full after \(loaded.count) entries; \(left.count) more are resolved by the host")
+        }
+        if let privateAddressTimeout { _ = try await host.send(HCICommand.leSetResolvablePrivateAddressTimeout(privateAddressTimeout)) }
+        _ = try await host.send(HCICommand.leSetAddressResolutionEnable(!loaded.isEmpty))
+        return ResolvingListLoad(isEnabled: !loaded.isEmpty, loaded: loaded, notLoaded: left)
+    }
+
+    /// LE Read Resolving List Size (7.8.41); nil when the controller does not answer it.
+    private func readResolvingListSize() async -> Int? {
+        guard let rp = try? await host.send(HCICommand.leReadResolvingListSize()), rp.count >= 2 else { return nil }
+        return Int(rp[1])
     }
 }
 
-/// The resolving list commands (Vol 4, Part E, 7.8.38, 7.8.40, 7.8.44).
+/// What `Central.loadResolvingList` did.
+public struct ResolvingListLoad: Sendable, Hashable {
+    /// The controller resolves now: it has LL Privacy and at least one entry is on its list.
+    public var isEnabled: Bool
+    /// The entries on the controller's list.
+    public var loaded: [ResolvingListEntry]
+    /// The entries that did not fit (or all of them without LL Privacy): the host's resolver
+    /// still resolves their addresses in scan reports.
+    public var notLoaded: [ResolvingListEntry]
+}
+
+/// The resolving list commands (Vol 4, Part E, 7.8.38, 7.8.40, 7.8.41, 7.8.44, 7.8.45).
 extension HCICommand {
     /// HCI_LE_Add_Device_To_Resolving_List (0x2027): Peer_Identity_Address_Type,
     /// Peer_Identity_Address, Peer_IRK, Local_IRK (all zero: none), keys least significant first.
@@ -54,11 +93,19 @@ extension HCICommand {
         var p: [UInt8] = [entry.identity.type.isRandom ? 0x01 : 0x00]
         p += entry.identity.address.littleEndianBytes
         p.appendLE(entry.peerIRK)
-        p += [UInt8](repeating: 0, count: 16)
+        p.appendLE(entry.localIRK ?? 0)
         return HCICommandPacket(opcode: HCIOpcode(rawValue: 0x2027), parameters: p)
     }
     /// HCI_LE_Clear_Resolving_List (0x2029).
     public static func leClearResolvingList() -> HCICommandPacket { HCICommandPacket(opcode: HCIOpcode(rawValue: 0x2029)) }
+    /// HCI_LE_Read_Resolving_List_Size (0x202A, 7.8.41).
+    public static func leReadResolvingListSize() -> HCICommandPacket { HCICommandPacket(opcode: HCIOpcode(rawValue: 0x202A)) }
+    /// HCI_LE_Set_Resolvable_Private_Address_Timeout (0x202E, 7.8.45): RPA_Timeout in
+    /// seconds, 0x0001 to 0x0E10 (1 s to 1 hour; `timeout` is clamped to that).
+    public static func leSetResolvablePrivateAddressTimeout(_ timeout: Duration) -> HCICommandPacket {
+        let seconds = UInt16(max(1, min(3600, timeout.components.seconds)))
+        return HCICommandPacket(opcode: HCIOpcode(rawValue: 0x202E), parameters: [UInt8(seconds & 0xFF), UInt8(seconds >> 8)])
+    }
     /// HCI_LE_Set_Address_Resolution_Enable (0x202D).
     public static func leSetAddressResolutionEnable(_ on: Bool) -> HCICommandPacket {
         HCICommandPacket(opcode: HCIOpcode(rawValue: 0x202D), parameters: [on ? 0x01 : 0x00])

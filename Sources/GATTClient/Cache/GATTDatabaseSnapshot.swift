@@ -55,36 +55,3 @@ public struct GATTDatabaseSnapshot: Sendable, Hashable {
         services = kept
     }
 }
-
-/// The GATT cache an application shares across connections: one `GATTDatabaseSnapshot` per
-/// peer identity. A `Peripheral` given the cache discovers a peer once, reuses the result on
-/// reconnect after checking the peer's Database Hash, and keeps it current on Service Changed.
-/// It runs on the adapter's executor, like the peripherals that use it, so their reads and
-/// stores are not hops to another executor.
-///
-///     let cache = GATTCache(central: central)
-///     let p = try await Peripheral(connection: link, cache: cache)
-public actor GATTCache {
-    public nonisolated let executor: AdapterExecutor
-    public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
-    private var entries: [LEAddress: GATTDatabaseSnapshot] = [:]
-
-    /// An empty cache on `executor` (the adapter's: `central.executor`).
-    public init(executor: AdapterExecutor) {
-        self.executor = executor
-    }
-
-    /// An empty cache on `central`'s executor.
-    public init(central: Central) {
-        self.init(executor: central.executor)
-    }
-
-    /// What is cached for `peer`.
-    public func snapshot(for peer: LEAddress) -> GATTDatabaseSnapshot? { entries[peer] }
-    /// Replaces what is cached for `peer`.
-    public func store(_ snapshot: GATTDatabaseSnapshot, for peer: LEAddress) { entries[peer] = snapshot }
-    /// Forgets `peer`.
-    public func remove(_ peer: LEAddress) { entries[peer] = nil }
-    /// The peers with a cached database.
-    public var peers: [LEAddress] { Array(entries.keys) }
-}

@@ -186,6 +186,18 @@ extension Peripheral {
         }
     }
 
+    /// Database Out Of Sync (0x12, Vol 3, Part G, 2.5.2.1, robust caching): the server's
+    /// database changed and this client did not know. Everything discovered is forgotten and
+    /// re-discovered on the next use; the cache (and its file) no longer holds the old one.
+    func databaseOutOfSync() {
+        database.invalidate(.all)
+        database.databaseHash = nil
+        if cache != nil, !cacheStoreScheduled {
+            cacheStoreScheduled = true
+            ownedTask { await $0.storeScheduledSnapshot() }
+        }
+    }
+
     private func storeScheduledSnapshot() async {
         cacheStoreScheduled = false
         await storeInCache()

@@ -354,6 +354,7 @@ public actor Peripheral {
         case .att(let att):
             switch att {
             case .errorResponse(let code, _, _):
+                if code == .databaseOutOfSync { databaseOutOfSync() }
                 return .attribute(code, operation: operation, target: target, peer: peerAddress)
             case .transactionTimeout:
                 return .timeout(operation: operation, target: target, peer: peerAddress)

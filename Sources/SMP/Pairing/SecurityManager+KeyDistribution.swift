@@ -36,7 +36,7 @@ extension SecurityManager {
 
     /// Sends this side's keys; returns the LTK it gave (legacy pairing with EncKey) and the
     /// CSRK it gave (SignKey).
-    func sendKeys(_ keys: KeyDistribution, sc: Bool, keySize: UInt8, model: AssociationModel) -> (ltk: LongTermKey?, csrk: UInt128?) {
+    func sendKeys(_ keys: KeyDistribution, sc: Bool, keySize: UInt8, model: AssociationModel, identity: LocalIdentity? = nil) -> (ltk: LongTermKey?, csrk: UInt128?) {
         var given: LongTermKey?
         var csrk: UInt128?
         if keys.contains(.encryptionKey) && !sc {
@@ -47,8 +47,9 @@ extension SecurityManager {
             given = ltk
         }
         if keys.contains(.identityKey) {
-            send(.identityInformation(identityResolvingKey: UInt128.random(in: .min ... .max)))
-            send(.identityAddressInformation(addressType: local.type.isRandom ? 1 : 0, address: local.address))
+            let id = identity ?? LocalIdentity(irk: UInt128.random(in: .min ... .max), address: local)
+            send(.identityInformation(identityResolvingKey: id.irk))
+            send(.identityAddressInformation(addressType: id.address.type.isRandom ? 1 : 0, address: id.address.address))
         }
         if keys.contains(.signingKey) {
             let key = UInt128.random(in: .min ... .max)

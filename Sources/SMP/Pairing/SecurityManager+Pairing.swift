@@ -100,7 +100,8 @@ extension SecurityManager {
         // Phase 3: the responder's keys, then ours (3.6.1).
         var bond = try await receiveKeys(pres.responderKeyDistribution, sc: sc, keySize: keySize, model: model)
         if sc { bond.longTermKey = key }
-        (bond.localLongTermKey, bond.localSignatureKey) = sendKeys(pres.initiatorKeyDistribution, sc: sc, keySize: keySize, model: model)
+        (bond.localLongTermKey, bond.localSignatureKey) = sendKeys(pres.initiatorKeyDistribution, sc: sc, keySize: keySize, model: model,
+                                                                       identity: options.localIdentity)
         return bond
     }
 

@@ -14,8 +14,9 @@ enum BondedAddresses {
         let entries = store.resolvingListEntries
         guard !entries.isEmpty else { return }
         do {
-            let loaded = try await central.loadResolvingList(entries)
-            ctx.logger.log(.info, loaded ? "resolving list: \(entries.count) bonded device(s) with an IRK" : "the controller has no LL Privacy: the host resolves private addresses")
+            let load = try await central.loadResolvingList(entries)
+            let more = load.notLoaded.isEmpty ? "" : ", \(load.notLoaded.count) more resolved by the host (the list is full)"
+            ctx.logger.log(.info, load.isEnabled ? "resolving list: \(load.loaded.count) bonded device(s) with an IRK\(more)" : "the controller has no LL Privacy: the host resolves private addresses")
         } catch {
             ctx.logger.log(.warning, "the controller refused the resolving list (\(error)); the host resolves private addresses")
         }

@@ -6,13 +6,14 @@ enum InspectCommand {
     static let spec = CommandSpec(
         name: "inspect",
         summary: "show a device's GATT tree: services, characteristics, descriptors; --read adds values",
-        usage: ["inspect DEVICE [--read] [--json] [--security encrypted|authenticated]"],
+        usage: ["inspect DEVICE [--read] [--json] [--security encrypted|authenticated] [--no-cache]"],
         options: [
             .flag("read", nil, "read every readable characteristic and descriptor and show its value"),
             LinkSecurity.option,
+            GATTCacheOption.option,
             DeviceArgument.scanTimeoutOption,
         ],
-        details: DeviceArgument.details + LinkSecurity.details + ["Values are shown as hex, as an unsigned integer and UTF-8 text when those fit, and decoded for known characteristics (Heart Rate Measurement, Battery Level, Body Sensor Location, Appearance)."],
+        details: DeviceArgument.details + LinkSecurity.details + GATTCacheOption.details + ["Values are shown as hex, as an unsigned integer and UTF-8 text when those fit, and decoded for known characteristics (Heart Rate Measurement, Battery Level, Body Sensor Location, Appearance)."],
         examples: [
             ("ble inspect F0:5E:B1:00:00:01", "the tree with SIG names"),
             ("ble inspect \"HRM\" --read", "2A19 - Battery Level [read, notify] = 0x5A (1 byte, uint 90, \"Z\") -> 90 %"),

@@ -35,4 +35,23 @@ enum OwnAddressOption {
         let address = await central.currentRandomAddress
         ctx.logger.log(.info, "own address: \(address.map { "\($0)" } ?? "public") (\(policy))")
     }
+
+    /// What `ble pair` distributes with a private own address (Identity Information and
+    /// Identity Address Information): the adapter's local IRK and its identity address, the
+    /// static random one for `static`, the controller's public one for `rpa`, so the device
+    /// resolves this central's later addresses. Nil for a public own address.
+    static func identity(_ kind: Kind, _ ctx: CommandContext, central: Central) async throws -> LocalIdentity? {
+        guard kind != .public else { return nil }
+        let store = try await BondsCommand.store(ctx, central: central)
+        let irk: UInt128, identity: LEAddress
+        do throws(BondStoreError) {
+            irk = try store.localIdentityResolvingKey()
+            identity = kind == .staticRandom ? LEAddress(try store.staticRandomAddress(), type: .random) : LEAddress(.zero, type: .public)
+        } catch {
+            throw CLIFailure("\(error)")
+        }
+        if kind == .staticRandom { return LocalIdentity(irk: irk, address: identity) }
+        guard let adapter = await central.controllerInfo?.address else { throw CLIFailure("the controller did not report its public address, the identity to give the device") }
+        return LocalIdentity(irk: irk, address: LEAddress(adapter, type: .public))
+    }
 }

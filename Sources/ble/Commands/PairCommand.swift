@@ -14,7 +14,7 @@ enum PairCommand {
     static let spec = CommandSpec(
         name: "pair",
         summary: "pair with a device and keep the bond",
-        usage: ["pair DEVICE [--io display-only|display-yesno|keyboard-only|no-io|keyboard-display] [--passkey N] [--sc-only | --legacy] [--mitm] [--no-bond] [--sign-key] [--scan-timeout SECONDS]"],
+        usage: ["pair DEVICE [--io display-only|display-yesno|keyboard-only|no-io|keyboard-display] [--passkey N] [--sc-only | --legacy] [--mitm] [--no-bond] [--sign-key] [--own-address public|static|rpa] [--scan-timeout SECONDS]"],
         options: [
             .value("io", nil, "CAPABILITY", "what this side can show or type (default keyboard-display when on a terminal, else no-io)"),
             .value("passkey", nil, "N", "the six-digit passkey the device shows (instead of asking)"),
@@ -23,6 +23,7 @@ enum PairCommand {
             .flag("mitm", nil, "require MITM protection (no Just Works)"),
             .flag("no-bond", nil, "pair for this link only; keep no keys"),
             .flag("sign-key", nil, "also give the device this side's signing key (CSRK), for 'ble write --signed'"),
+            OwnAddressOption.option,
             DeviceArgument.scanTimeoutOption,
         ],
         details: DeviceArgument.details + [
@@ -62,7 +63,15 @@ enum PairCommand {
         let agent = TerminalAgent(console: ctx.console, passkey: passkey)
         options.keypressNotifications = agent.typesKeys
 
+        let ownAddress = try OwnAddressOption.parse(ctx)
         try await withCentral(ctx) { central in
+            var options = options
+            // A private own address: the device gets this side's IRK and identity address.
+            try await OwnAddressOption.apply(ownAddress, ctx, central: central)
+            if let identity = try await OwnAddressOption.identity(ownAddress, ctx, central: central) {
+                options.initiatorKeys.insert(.identityKey)
+                options.localIdentity = identity
+            }
             let store = try await BondsCommand.store(ctx, central: central)
             await BondedAddresses.enable(ctx, central: central, store: store)
             let peer = try await DeviceResolver.resolve(target, central: central, scanTimeout: scanTimeout, console: ctx.console, bonds: store)

@@ -21,17 +21,20 @@ func withPeripheral<T: Sendable>(_ ctx: CommandContext, signing: Bool = false, r
             if signing { try security.requireSigningKey(for: peer) }
             ctx.logger.log(.info, "connecting to \(peer)")
             let link = try await central.connect(peer, timeout: ctx.globals.timeoutDuration)
+            let cache = GATTCacheOption.cache(ctx, central: central)
             do {
                 try await security.apply(to: link, withBond: !signing)
                 let peripheral = try await withTimeout(ctx.globals.timeoutDuration, "setting up GATT with \(peer)") {
-                    try await Peripheral(connection: link)
+                    try await Peripheral(connection: link, cache: cache)
                 }
                 await security.install(on: peripheral, link: link)
                 if signing { await security.installSigner(on: peripheral, link: link) }
                 let result = try await body(peripheral)
+                await GATTCacheOption.flush(cache, ctx)
                 try? await link.disconnect(timeout: .seconds(2))
                 return result
             } catch {
+                await GATTCacheOption.flush(cache, ctx)
                 try? await link.disconnect(timeout: .seconds(2))
                 throw LinkSecurity.advice(for: error)
             }

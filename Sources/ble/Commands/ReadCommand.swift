@@ -6,7 +6,7 @@ enum ReadCommand {
     static let spec = CommandSpec(
         name: "read",
         summary: "read a characteristic once, or stream its notifications or indications",
-        usage: ["read DEVICE -c CHAR [-s SERVICE] [--notify | --indicate] [--count N] [--raw] [--out FILE] [--security encrypted|authenticated] [--no-reopen]"],
+        usage: ["read DEVICE -c CHAR [-s SERVICE] [--notify | --indicate] [--count N] [--raw] [--out FILE] [--security encrypted|authenticated] [--no-cache] [--no-reopen]"],
         options: [
             .value("characteristic", "c", "UUID", "the characteristic (required)"),
             .value("service", "s", "UUID", "the service holding it (default: the first service that has it)"),
@@ -16,10 +16,11 @@ enum ReadCommand {
             .flag("raw", nil, "write the value's bytes to stdout as they are, nothing else (each notification's bytes in turn)"),
             .value("out", "o", "FILE", "also write the value's bytes to FILE (created or truncated; notifications are appended in turn)"),
             LinkSecurity.option,
+            GATTCacheOption.option,
             DeviceArgument.scanTimeoutOption,
             AdapterReopen.option,
         ],
-        details: DeviceArgument.details + LinkSecurity.details
+        details: DeviceArgument.details + LinkSecurity.details + GATTCacheOption.details
             + ["With --notify or --indicate, an adapter that goes away (unplugged, removed, the H4 link dropped) is reopened, the link made again and the characteristic subscribed again, each said in a line on stderr; --no-reopen fails instead (exit status 1)."],
         examples: [
             ("ble read F0:5E:B1:00:00:01 -c 2A19", "0x5A (1 byte, uint 90, \"Z\") -> 90 %"),

@@ -7,7 +7,7 @@ enum WriteCommand {
     static let spec = CommandSpec(
         name: "write",
         summary: "write a characteristic: hex bytes, a string, or a typed JSON or YAML payload file",
-        usage: ["write DEVICE -c CHAR [-s SERVICE] (--hex HEX | --string TEXT | --file PAYLOAD.yaml|.json) [--without-response | --signed] [--expect-reply-on CHAR] [--security encrypted|authenticated]"],
+        usage: ["write DEVICE -c CHAR [-s SERVICE] (--hex HEX | --string TEXT | --file PAYLOAD.yaml|.json) [--without-response | --signed] [--expect-reply-on CHAR] [--security encrypted|authenticated] [--no-cache]"],
         options: [
             .value("characteristic", "c", "UUID", "the characteristic (required)"),
             .value("service", "s", "UUID", "the service holding it (default: the first service that has it)"),
@@ -18,9 +18,10 @@ enum WriteCommand {
             .flag("signed", nil, "Signed Write Command with the bond's signing key (see 'ble pair --sign-key'); the link stays unencrypted"),
             .value("expect-reply-on", nil, "UUID", "subscribe to this characteristic first and print the first notification after the write"),
             LinkSecurity.option,
+            GATTCacheOption.option,
             DeviceArgument.scanTimeoutOption,
         ],
-        details: DeviceArgument.details + LinkSecurity.details + [
+        details: DeviceArgument.details + LinkSecurity.details + GATTCacheOption.details + [
             "A payload file lists typed fields encoded in order (little-endian unless 'be'):\n  {\"fields\": [{\"u8\": 1}, {\"u16le\": 513}, {\"u32le\": 5}, {\"i16le\": -2}, {\"string\": \"hi\"}, {\"hex\": \"0a0b\"}, {\"padding\": 3}]}\nor the same in YAML (a .yaml/.yml file, or any file not starting with '{' or '['):\n  fields: [{u8: 1}, {u16le: 513}, {string: hi}, {hex: \"0a0b\"}]\nTypes: u8 i8 u16le u16be i16le i16be u24le u32le u32be i32le i32be u64le i64le string hex padding. At most 512 bytes.",
         ],
         examples: [
