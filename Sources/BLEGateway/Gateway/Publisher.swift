@@ -23,6 +23,10 @@ public actor Publisher {
     /// Messages received on the subscribed topics.
     public nonisolated let incoming: AsyncStream<MQTTMessage>
     private let incomingFeed: AsyncStream<MQTTMessage>.Continuation
+    /// The session's ups (true, after the `onConnect` messages) and downs (false), for the one
+    /// reader that follows them (the fleet's claims); the newest 16 are kept.
+    nonisolated let connectionChanges: AsyncStream<Bool>
+    private let connectionFeed: AsyncStream<Bool>.Continuation
     private let onConnect: [MQTTMessage]
     private let subscriptions: [String]
     private let executor: AdapterExecutor
@@ -82,6 +86,7 @@ public actor Publisher {
         failed = Waiters(executor: executor, scheduler: scheduler)
         window = max(1, client.options.maximumInflight)
         (incoming, incomingFeed) = AsyncStream.makeStream(of: MQTTMessage.self, bufferingPolicy: .bufferingNewest(1024))
+        (connectionChanges, connectionFeed) = AsyncStream.makeStream(of: Bool.self, bufferingPolicy: .bufferingNewest(16))
     }
 
     /// Messages waiting, including those in flight (handed to the client, not yet done).
@@ -116,6 +121,7 @@ public actor Publisher {
             handle(event)
         }
         incomingFeed.finish()
+        connectionFeed.finish()
     }
 
     func handle(_ event: MQTTEvent) {
@@ -127,6 +133,7 @@ public actor Publisher {
             for m in onConnect { _ = try? client.publish(m) }
             for s in subscriptions { _ = try? client.subscribe(s, qos: .atLeastOnce) }
             if !connected.isEmpty { connected.resumeAll(with: .success(true)) }
+            connectionFeed.yield(true)
             pump()
         case .disconnected(let error):
             lastError = error
@@ -137,6 +144,7 @@ public actor Publisher {
                 return
             }
             isConnected = false
+            connectionFeed.yield(false)
             requeueUnsent()
         case .delivered(let mid):
             if inflight.removeValue(forKey: mid) != nil {
@@ -213,6 +221,7 @@ public actor Publisher {
                     // and sends it after the reconnect; a QoS 0 one it refuses.
                     if m.qos != .atMostOnce, let mid = error.messageID { track(m, mid) }
                     isConnected = false
+                    connectionFeed.yield(false)
                     requeueUnsent()
                 } else {
                     head += 1 // the broker can never take this one (too large, bad topic): drop it

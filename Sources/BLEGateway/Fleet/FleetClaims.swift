@@ -1,0 +1,170 @@
+import BLECore
+
+/// Which gateway holds each configured device, decided by every gateway alike from the retained
+/// claims (``FleetClaim``), the gateways' statuses and free slots, and the RSSI each reports.
+///
+/// A device is *free* when it has no claim, its claim is a release, or its holder's status is
+/// `offline` (its last will). For a free device every gateway ranks the gateways that are online,
+/// have a free slot and hear the device: loudest RSSI first, then the smaller id. The gateway
+/// ranked `k` claims it (epoch one above the last) `claimDelay * k` after the device became free,
+/// and no sooner than `claimDelay` after it was first heard: the best-placed gateway claims first,
+/// the next ones only when it did not. Two claims of one epoch are settled by
+/// ``FleetClaim/beats(_:)``; a later epoch replaces an earlier one. A held device does not move
+/// while its holder is online. Returned messages are what this gateway must publish (retained,
+/// QoS 1).
+///
+///     var c = FleetClaims(gatewayID: "gw1", slots: 3, claimDelay: .seconds(1), wanted: [a])
+///     let out = c.evaluate(now: now) { _ in ["gw1": -50] }
+struct FleetClaims {
+    let gatewayID: String
+    let slots: Int
+    let claimDelay: Duration
+    /// The devices of the config: the only ones claimed.
+    var wanted: Set<BluetoothAddress>
+    /// The last claim accepted per device.
+    private(set) var claims: [BluetoothAddress: FleetClaim] = [:]
+    /// The epochs of the claims this gateway made since it started: a claim naming it with
+    /// another epoch is stale (from before a restart or a partition) and is released.
+    private var made: [BluetoothAddress: UInt64] = [:]
+    /// Other gateways' statuses: true `online`, false `offline`.
+    private(set) var online: [String: Bool] = [:]
+    /// Other gateways' free slots, from their latest claim or slots message.
+    private(set) var free: [String: Int] = [:]
+    private var freeSince: [BluetoothAddress: ContinuousClock.Instant] = [:]
+    private var heardSince: [BluetoothAddress: ContinuousClock.Instant] = [:]
+    /// False while the broker is out of reach: nothing is claimed.
+    var connected = true
+    /// When the next claim may become due.
+    private(set) var deadline: ContinuousClock.Instant?
+
+    init(gatewayID: String, slots: Int, claimDelay: Duration, wanted: Set<BluetoothAddress>) {
+        self.gatewayID = gatewayID
+        self.slots = slots
+        self.claimDelay = claimDelay
+        self.wanted = wanted
+    }
+
+    /// The devices this gateway holds.
+    var held: Set<BluetoothAddress> {
+        Set(claims.compactMap { $0.value.holder == gatewayID && made[$0.key] == $0.value.epoch ? $0.key : nil })
+    }
+
+    /// This gateway's free slots.
+    var freeSlots: Int { max(0, slots - held.count) }
+
+    /// The live holder of `address`, if any.
+    func holder(of address: BluetoothAddress) -> String? {
+        guard let c = claims[address], !c.isRelease, isLive(c.holder) else { return nil }
+        return c.holder
+    }
+
+    func isLive(_ gateway: String) -> Bool { gateway == gatewayID || online[gateway] != false }
+
+    /// A claim message arrived (this gateway's own echo too). Returns what to publish: this
+    /// gateway's claim again when it won over a weaker one of its epoch (so the retained message
+    /// names the winner), or a release of a stale claim naming this gateway.
+    mutating func received(_ claim: FleetClaim, for address: BluetoothAddress) -> [(BluetoothAddress, FleetClaim)] {
+        if claim.holder != gatewayID, !claim.isRelease { free[claim.holder] = claim.free }
+        guard let current = claims[address] else {
+            claims[address] = claim
+            return staleRelease(address)
+        }
+        if claim.epoch > current.epoch || (claim.epoch == current.epoch && claim.beats(current)) {
+            claims[address] = claim
+        } else if claim.epoch == current.epoch, claim != current, current.holder == gatewayID, made[address] == current.epoch {
+            return [(address, current)]
+        }
+        return staleRelease(address)
+    }
+
+    /// A claim naming this gateway that it did not make is released with the next epoch.
+    private mutating func staleRelease(_ address: BluetoothAddress) -> [(BluetoothAddress, FleetClaim)] {
+        guard let c = claims[address], c.holder == gatewayID, made[address] != c.epoch, connected else { return [] }
+        let release = FleetClaim(holder: "", rssi: -127, free: freeSlots, epoch: c.epoch + 1)
+        claims[address] = release
+        return [(address, release)]
+    }
+
+    /// A gateway's status (`ble/GWID/status`).
+    mutating func status(_ gateway: String, online up: Bool) {
+        guard gateway != gatewayID else { return }
+        online[gateway] = up
+    }
+
+    /// A gateway's free slots (`ble/FLEET/gateways/GWID/slots`).
+    mutating func slots(_ gateway: String, free n: Int) {
+        guard gateway != gatewayID else { return }
+        free[gateway] = n
+    }
+
+    /// Claims the free devices this gateway is due to claim by `now`; `rssi` gives the RSSI each
+    /// gateway reports for a device (this one's included). Sets `deadline`.
+    mutating func evaluate(now: ContinuousClock.Instant, rssi: (BluetoothAddress) -> [String: Int]) -> [(BluetoothAddress, FleetClaim)] {
+        deadline = nil
+        guard connected else { return [] }
+        var out: [(BluetoothAddress, FleetClaim)] = []
+        var mine = freeSlots
+        for address in wanted.sorted(by: { $0.rawValue < $1.rawValue }) {
+            let heard = rssi(address)
+            if heard.isEmpty { heardSince[address] = nil } else if heardSince[address] == nil { heardSince[address] = now }
+            guard holder(of: address) == nil else {
+                freeSince[address] = nil
+                continue
+            }
+            let since = freeSince[address] ?? now
+            freeSince[address] = since
+            guard let first = heardSince[address], mine > 0, let own = heard[gatewayID] else { continue }
+            let ranked = heard.filter { $0.key == gatewayID || (isLive($0.key) && online[$0.key] != nil && (free[$0.key] ?? 0) > 0) }
+                .sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }
+            guard let rank = ranked.firstIndex(where: { $0.key == gatewayID }) else { continue }
+            let due = max(since, first + claimDelay) + claimDelay * rank
+            guard now >= due else {
+                deadline = min(deadline ?? due, due)
+                continue
+            }
+            let claim = FleetClaim(holder: gatewayID, rssi: own, free: mine - 1, epoch: (claims[address]?.epoch ?? 0) + 1)
+            claims[address] = claim
+            made[address] = claim.epoch
+            freeSince[address] = nil
+            mine -= 1
+            out.append((address, claim))
+        }
+        return out
+    }
+
+    /// Releases every held device (a clean stop hands them over), with the next epoch.
+    mutating func releaseAll() -> [(BluetoothAddress, FleetClaim)] {
+        let out = held.sorted { $0.rawValue < $1.rawValue }.map { address in
+            (address, FleetClaim(holder: "", rssi: -127, free: slots, epoch: (claims[address]?.epoch ?? 0) + 1))
+        }
+        for (address, release) in out {
+            claims[address] = release
+            made[address] = nil
+        }
+        return out
+    }
+
+    /// Back on the broker after an outage: every device still held is claimed again with the
+    /// next epoch, since the others took this gateway's claims for void while its status was
+    /// `offline` (or the broker lost them); claims naming it that it let go are released.
+    mutating func reclaim() -> [(BluetoothAddress, FleetClaim)] {
+        var out: [(BluetoothAddress, FleetClaim)] = []
+        for address in claims.keys.sorted(by: { $0.rawValue < $1.rawValue }) { out += staleRelease(address) }
+        var left = slots
+        for address in held.sorted(by: { $0.rawValue < $1.rawValue }) {
+            guard let old = claims[address] else { continue }
+            left -= 1
+            let claim = FleetClaim(holder: gatewayID, rssi: old.rssi, free: max(0, left), epoch: old.epoch + 1)
+            claims[address] = claim
+            made[address] = claim.epoch
+            out.append((address, claim))
+        }
+        return out
+    }
+
+    /// The grace period after losing the broker ended: this gateway holds nothing any more, and
+    /// its retained claims, stale now, are released once the broker is back.
+    mutating func abandon() {
+        made = [:]
+    }
+}
