@@ -122,7 +122,7 @@ import Testing
         _ = gw1.evaluate(now: t0 + delay) { _ in ["gw1": -60] }
         #expect(gw1.held == [a])
         // Back on the broker with the link still up: claimed again, one epoch on.
-        #expect(gw1.reclaim().map(\.1) == [FleetClaim(holder: "gw1", rssi: -60, free: 1, epoch: 2)])
+        #expect(gw1.reclaim(now: t0 + delay).map(\.1) == [FleetClaim(holder: "gw1", rssi: -60, free: 1, epoch: 2)])
         // Without the broker nothing is claimed; after the grace period nothing is held.
         var cut = gw1
         cut.connected = false

@@ -24,9 +24,6 @@ import Testing
     static func rssi(_ g: Int, _ i: Int) -> Int8 { Int8(-40 - 20 * abs(g - i % 3)) }
     static let batteryLevel = BluetoothUUID(uuid16: 0x2A19)
 
-    /// One link per held device across the three radios.
-    static let links = (0..<6).map { _ in PeripheralLink() }
-
     static func claimHolder(_ m: MQTTMessage) -> String? {
         guard let r = m.text.range(of: #"{"holder":""#) else { return nil }
         return String(m.text[r.upperBound...].prefix { $0 != "\"" })
@@ -34,6 +31,8 @@ import Testing
 
     @Test func eachHeldDeviceIsHeldOnceByItsNearestGatewayAndFailsOverWhenItsHolderDies() async throws {
         var servers: [[GATTServer]] = Array(repeating: [], count: 3)
+        // One link per held device across the three radios.
+        let links = (0..<6).map { _ in PeripheralLink() }
         let bed = try await FleetBed.start(gateways: 3, config: Self.config) { g, vc in
             let sensors = (0..<24).map { i in
                 SimulatedPeripheral(address: Self.sensor(i), advertisingData: [0x02, 0x01, 0x06, 0x04, 0xFF, 0xFF, 0xFF, UInt8(i)],
@@ -43,7 +42,7 @@ import Testing
                 let server = GATTServer(database: .heartRateMonitor(), queue: vc.queue)
                 servers[g].append(server)
                 return SimulatedPeripheral(address: Self.held(i), advertisingData: [0x02, 0x01, 0x06], rssi: Self.rssi(g, i),
-                                           attServer: server, peripheralLink: Self.links[i])
+                                           attServer: server, peripheralLink: links[i])
             }
             return sensors + held
         }
@@ -122,5 +121,50 @@ import Testing
             #expect(holders.count == 1, "device \(i) linked from \(holders)")
         }
         #expect(try await bed.stop(gateways: [1, 2]) == [0, 0])
+    }
+
+    /// gw0 reaches the broker through a relay; cutting it is a partition: the broker sends gw0's
+    /// will and gw1 claims gw0's device, but gw0 keeps its link for the grace period (2 s), so gw1's
+    /// connection completes only once gw0 dropped it. Healed, gw0 holds nothing and claims nothing.
+    @Test func aGatewayCutOffFromTheBrokerKeepsItsLinkForTheGracePeriodThenDropsIt() async throws {
+        let config = Self.config.replacingOccurrences(of: #""graceSeconds": 30"#, with: #""graceSeconds": 2"#)
+        let broker = try await Broker.start()
+        let relay = try await Relay.start(to: broker)
+        let links = (0..<2).map { _ in PeripheralLink() }
+        let bed = try await FleetBed.start(gateways: 2, config: config, broker: broker, relayed: [0: relay.url]) { g, vc in
+            (0..<2).map { i in
+                SimulatedPeripheral(address: Self.held(i), advertisingData: [0x02, 0x01, 0x06], rssi: Self.rssi(g, i),
+                                    attServer: GATTServer(database: .heartRateMonitor(), queue: vc.queue), peripheralLink: links[i])
+            }
+        }
+        let w = bed.watcher
+        let claim0 = "ble/house/claims/\(Self.compact(Self.held(0)))"
+        _ = try await w.next(claim0) { Self.claimHolder($0) == "gw0" }
+        _ = try await w.next("ble/gw0/devices/\(Self.compact(Self.held(0)))/link") { $0.text == #"{"state":"connected"}"# }
+        try await bed.syncAll("held")
+
+        let cut = ContinuousClock.now
+        relay.cut()
+        _ = try await w.next("ble/gw0/status") { $0.text == "offline" }
+        _ = try await w.next(claim0) { Self.claimHolder($0) == "gw1" }
+        // gw1 claimed at once, yet the link is still gw0's.
+        #expect(bed.radios[0].connections.contains { $0.peer == Self.held(0) })
+        _ = try await w.next("ble/gw1/devices/\(Self.compact(Self.held(0)))/link", timeout: .seconds(15)) { $0.text == #"{"state":"connected"}"# }
+        let moved = ContinuousClock.now - cut
+        #expect(moved >= .seconds(2) && moved < .seconds(6), "\(moved)")
+        #expect(!bed.radios[0].connections.contains { $0.peer == Self.held(0) })
+
+        // Healed: gw0 is back online, and device 0 stays with gw1.
+        await w.clear()
+        try await relay.heal()
+        _ = try await w.next("ble/gw0/status", timeout: .seconds(20)) { $0.text == "online" }
+        // The slots of the connection's first message, then the fleet's own, sent after gw0 subscribed.
+        _ = try await w.nth(2, on: "ble/house/gateways/gw0/slots")
+        try await bed.syncAll("healed")
+        let claims = await w.on(claim0).map(\.text)
+        #expect(claims.last.map { Self.claimHolder(MQTTMessage(topic: claim0, text: $0)) } ?? "gw1" == "gw1", "\(claims)")
+        #expect(!bed.radios[0].connections.contains { $0.peer == Self.held(0) })
+        #expect(bed.radios[1].connections.contains { $0.peer == Self.held(0) })
+        #expect(try await bed.stop() == [0, 0])
     }
 }

@@ -34,6 +34,8 @@ struct FleetClaims {
     private var heardSince: [BluetoothAddress: ContinuousClock.Instant] = [:]
     /// False while the broker is out of reach: nothing is claimed.
     var connected = true
+    /// No claim before this: the broker's retained state is still coming in.
+    private var quietUntil: ContinuousClock.Instant?
     /// When the next claim may become due.
     private(set) var deadline: ContinuousClock.Instant?
 
@@ -117,7 +119,7 @@ struct FleetClaims {
             let ranked = heard.filter { $0.key == gatewayID || (isLive($0.key) && online[$0.key] != nil && (free[$0.key] ?? 0) > 0) }
                 .sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }
             guard let rank = ranked.firstIndex(where: { $0.key == gatewayID }) else { continue }
-            let due = max(since, first + claimDelay) + claimDelay * rank
+            let due = max(since, first + claimDelay, quietUntil ?? since) + claimDelay * rank
             guard now >= due else {
                 deadline = min(deadline ?? due, due)
                 continue
@@ -146,10 +148,13 @@ struct FleetClaims {
 
     /// Back on the broker after an outage: every device still held is claimed again with the
     /// next epoch, since the others took this gateway's claims for void while its status was
-    /// `offline` (or the broker lost them); claims naming it that it let go are released.
-    mutating func reclaim() -> [(BluetoothAddress, FleetClaim)] {
+    /// `offline` (or the broker lost them). Claims naming it that it let go are released when the
+    /// broker delivers them again (`received`), so against the broker's state, not the one
+    /// from before the outage. Nothing is claimed for `claimDelay` from `now`: the retained
+    /// claims and statuses come in first.
+    mutating func reclaim(now: ContinuousClock.Instant) -> [(BluetoothAddress, FleetClaim)] {
+        quietUntil = now + claimDelay
         var out: [(BluetoothAddress, FleetClaim)] = []
-        for address in claims.keys.sorted(by: { $0.rawValue < $1.rawValue }) { out += staleRelease(address) }
         var left = slots
         for address in held.sorted(by: { $0.rawValue < $1.rawValue }) {
             guard let old = claims[address] else { continue }

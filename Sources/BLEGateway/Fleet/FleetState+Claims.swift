@@ -72,7 +72,7 @@ extension FleetState {
             if up {
                 claims.connected = true
                 lastFree = nil // the connection's first message announced every slot as free
-                await publish(claims.reclaim())
+                await publish(claims.reclaim(now: clock.now))
                 await settleClaims()
             } else {
                 claims.connected = false

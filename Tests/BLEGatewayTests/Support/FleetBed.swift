@@ -18,8 +18,10 @@ struct FleetBed {
     }
 
     /// `peripherals(g, radio)`: what radio `g` hears at the start (GATT servers run on its queue).
-    static func start(gateways: Int, config: String, peripherals: (Int, VirtualController) -> [SimulatedPeripheral]) async throws -> FleetBed {
-        let broker = try await Broker.start()
+    /// `relay`: gateway `g` reaches the broker through `relay(broker)` instead (a partition).
+    static func start(gateways: Int, config: String, broker: Broker? = nil, relayed: [Int: String] = [:],
+                      peripherals: (Int, VirtualController) -> [SimulatedPeripheral]) async throws -> FleetBed {
+        let broker = try await { () async throws -> Broker in if let broker { return broker }; return try await Broker.start() }()
         let watcher = try await Watcher.start(broker, "#")
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("fleet-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -34,7 +36,7 @@ struct FleetBed {
             for p in peripherals(g, vc) { vc.addPeripheral(p) }
             let spec = try vc.servePseudoTerminal()
             radios.append(vc)
-            children.append(try Child(path: GatewayProcessTests.ble, ["-d", spec, "gateway", "--mqtt", broker.url, "--id", "gw\(g)", "--config", file.path]))
+            children.append(try Child(path: GatewayProcessTests.ble, ["-d", spec, "gateway", "--mqtt", relayed[g] ?? broker.url, "--id", "gw\(g)", "--config", file.path]))
         }
         for g in 0..<gateways { _ = try await watcher.next("ble/house/gateways/gw\(g)/slots") }
         return FleetBed(broker: broker, watcher: watcher, radios: radios, children: children, directory: directory)
