@@ -167,4 +167,27 @@ import Testing
         #expect(bed.radios[1].connections.contains { $0.peer == Self.held(0) })
         #expect(try await bed.stop() == [0, 0])
     }
+
+    /// SIGTERM to the holder: it releases its claim before its link ends and before `offline`;
+    /// the other gateway claims the device and holds it.
+    @Test func aGatewayStoppedCleanlyHandsItsDeviceOverFirst() async throws {
+        let link = PeripheralLink()
+        let bed = try await FleetBed.start(gateways: 2, config: Self.config) { g, vc in
+            [SimulatedPeripheral(address: Self.held(0), advertisingData: [0x02, 0x01, 0x06], rssi: Self.rssi(g, 0),
+                                 attServer: GATTServer(database: .heartRateMonitor(), queue: vc.queue), peripheralLink: link)]
+        }
+        let w = bed.watcher
+        let claim = "ble/house/claims/\(Self.compact(Self.held(0)))"
+        _ = try await w.next(claim) { Self.claimHolder($0) == "gw0" }
+        _ = try await w.next("ble/gw0/devices/\(Self.compact(Self.held(0)))/link") { $0.text == #"{"state":"connected"}"# }
+        bed.children[0].signal(SIGTERM)
+        #expect(await bed.children[0].waitForExit(timeout: .seconds(10)) == 0)
+        _ = try await w.next(claim) { Self.claimHolder($0) == "gw1" }
+        _ = try await w.next("ble/gw1/devices/\(Self.compact(Self.held(0)))/link") { $0.text == #"{"state":"connected"}"# }
+        let order = await w.messages.filter { $0.topic == claim || $0.topic == "ble/gw0/status" }.map(\.text)
+        let released = order.firstIndex { $0.hasPrefix(#"{"holder":"","#) }
+        let offline = order.firstIndex(of: "offline")
+        #expect(released != nil && offline != nil && released! < offline!, "\(order)")
+        #expect(try await bed.stop(gateways: [1]) == [0])
+    }
 }
