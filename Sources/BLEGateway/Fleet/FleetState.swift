@@ -25,6 +25,11 @@ actor FleetState {
     var lastFree: Int?
     var claimTimer: (task: Task<Void, Never>, at: ContinuousClock.Instant)?
     var graceTimer: Task<Void, Never>?
+    /// Device messages held back, by device, and in the order they fall due (FleetState+Holdoff.swift).
+    var heldBack: [BluetoothAddress: (packet: UInt64, due: ContinuousClock.Instant, messages: [MQTTMessage])] = [:]
+    var heldBackOrder: [(address: BluetoothAddress, packet: UInt64, due: ContinuousClock.Instant)] = []
+    var heldBackHead = 0
+    var holdoffTimer: Task<Void, Never>?
     /// The devices this gateway holds, whenever that changes (the newest set only).
     nonisolated let heldChanges: AsyncStream<Set<BluetoothAddress>>
     let heldFeed: AsyncStream<Set<BluetoothAddress>>.Continuation
@@ -74,7 +79,10 @@ actor FleetState {
         case ("claims", 2):
             await receiveClaim(address, message)
         case ("devices", 2):
-            if let packet = Self.packet(fromDeviceMessage: message.payload) { view.published(address, packet: packet, now: now) }
+            if let packet = Self.packet(fromDeviceMessage: message.payload) {
+                view.published(address, packet: packet, now: now)
+                fleetPublished(address, packet: packet)
+            }
         case ("presence", 2):
             guard let nearest = FleetPresence.nearest(fromAggregate: message.text) else { return }
             await apply(address, presence.announced(address, nearest: nearest.isEmpty ? nil : nearest,
@@ -100,6 +108,7 @@ actor FleetState {
         }
         claimTimer?.task.cancel()
         graceTimer?.cancel()
+        holdoffTimer?.cancel()
     }
 
     private func expirePresence() async {
