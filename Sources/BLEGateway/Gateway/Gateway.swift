@@ -42,6 +42,11 @@ public actor Gateway {
         let linksUp = Atomic<Int>(0)
     }
 
+    /// Incoming messages a fleet gateway keeps while it catches up: every gateway of a fleet
+    /// receives every other's device messages, presence reports and claims, in bursts when
+    /// gateways start together.
+    static let fleetIncomingCapacity = 16_384
+
     /// Checks `config` and makes the MQTT client (will `offline` on the status topic).
     /// `bonds` serves the devices whose config asks for a security level (`FileBondStore`
     /// on the `--bond-dir` directory in `ble gateway`).
@@ -69,7 +74,7 @@ public actor Gateway {
         publisher = Publisher(client: client, capacity: config.broker.queueCapacity,
                               onConnect: [MQTTMessage(topic: config.topics.status, text: "online", qos: .atLeastOnce, retain: true)] + slots,
                               subscriptions: [config.topics.commands] + (fleetTopics?.subscriptions ?? []), executor: central.executor,
-                              logger: central.options.logger)
+                              logger: central.options.logger, incomingCapacity: fleetTopics == nil ? 1024 : Self.fleetIncomingCapacity)
         if let fleetTopics, let f = config.fleet {
             fleet = FleetState(topics: fleetTopics, fleet: f, interval: config.scan.publishInterval, discovery: config.homeAssistantDiscovery,
                                wanted: Set(config.devices.map(\.address.address)), publisher: publisher, executor: central.executor)

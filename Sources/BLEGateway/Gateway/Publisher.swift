@@ -67,10 +67,11 @@ public actor Publisher {
     /// the timeouts of `drain` and `waitUntilConnected` come from `scheduler` (dispatch
     /// timers on the executor's queue by default; a manual clock in tests). Broker errors go
     /// to `logger` as warnings: a new error at once, the same error again at most once per
-    /// `logInterval` (with the count of failures in between).
+    /// `logInterval` (with the count of failures in between). `incoming` keeps the newest
+    /// `incomingCapacity` messages its reader has not taken yet.
     public init(client: MQTTClient, capacity: Int, onConnect: [MQTTMessage] = [], subscriptions: [String] = [],
                 executor: AdapterExecutor? = nil, scheduler: (any TimerScheduler)? = nil,
-                logger: BLELogger = .silent, logInterval: Duration = .seconds(60)) {
+                logger: BLELogger = .silent, logInterval: Duration = .seconds(60), incomingCapacity: Int = 1024) {
         self.client = client
         self.capacity = max(1, capacity)
         self.onConnect = onConnect
@@ -85,7 +86,7 @@ public actor Publisher {
         connected = Waiters(executor: executor, scheduler: scheduler)
         failed = Waiters(executor: executor, scheduler: scheduler)
         window = max(1, client.options.maximumInflight)
-        (incoming, incomingFeed) = AsyncStream.makeStream(of: MQTTMessage.self, bufferingPolicy: .bufferingNewest(1024))
+        (incoming, incomingFeed) = AsyncStream.makeStream(of: MQTTMessage.self, bufferingPolicy: .bufferingNewest(max(1, incomingCapacity)))
         (connectionChanges, connectionFeed) = AsyncStream.makeStream(of: Bool.self, bufferingPolicy: .bufferingNewest(16))
     }
 
