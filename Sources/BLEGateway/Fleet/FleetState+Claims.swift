@@ -106,7 +106,8 @@ extension FleetState {
     /// nobody holds (or no device), the online gateway with the smallest id.
     func answers(for address: BluetoothAddress?) -> Bool {
         if let address, let holder = claims.holder(of: address) { return holder == topics.gatewayID }
-        let others = claims.online.filter { $0.value }.map(\.key)
+        // Gateways of the fleet (they announce their slots) that are online.
+        let others = claims.online.filter { $0.value && claims.free[$0.key] != nil }.map(\.key)
         return others.allSatisfy { $0 > topics.gatewayID }
     }
 
