@@ -136,4 +136,23 @@ import Testing
         #expect(gw1.releaseAll().map(\.1) == [FleetClaim(holder: "", rssi: -127, free: 2, epoch: 3)])
         #expect(gw1.held.isEmpty)
     }
+
+    @Test func aDeviceGivenUpGoesToTheNextAndComesBackOnlyAfterTheAvoidPeriod() {
+        var gw1 = claims("gw1")
+        let heard = ["gw1": -50, "gw2": -70]
+        _ = gw1.evaluate(now: t0) { _ in heard }
+        _ = gw1.evaluate(now: t0 + delay) { _ in heard }
+        #expect(gw1.held == [a])
+        #expect(gw1.giveUp(a, now: t0 + delay * 2, avoidFor: .seconds(10)).map(\.1) == [FleetClaim(holder: "", rssi: -127, free: 2, epoch: 2)])
+        #expect(gw1.held.isEmpty && gw1.holder(of: a) == nil)
+        #expect(gw1.evaluate(now: t0 + delay * 5) { _ in heard }.isEmpty)
+        #expect(gw1.deadline == t0 + delay * 2 + .seconds(10))
+        // gw2 (ranked second everywhere) waited one claim delay more and took it.
+        var gw2 = claims("gw2")
+        _ = gw2.received(FleetClaim(holder: "", rssi: -127, free: 2, epoch: 2), for: a)
+        _ = gw2.evaluate(now: t0 + delay * 2) { _ in heard }
+        #expect(gw2.evaluate(now: t0 + delay * 4) { _ in heard }.map(\.1) == [FleetClaim(holder: "gw2", rssi: -70, free: 1, epoch: 3)])
+        // Nobody took it: gw1 claims it again once the avoid period is over.
+        #expect(gw1.evaluate(now: t0 + delay * 12) { _ in heard }.map(\.1) == [FleetClaim(holder: "gw1", rssi: -50, free: 1, epoch: 3)])
+    }
 }

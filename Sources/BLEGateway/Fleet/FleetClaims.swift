@@ -34,6 +34,9 @@ struct FleetClaims {
     private var heardSince: [BluetoothAddress: ContinuousClock.Instant] = [:]
     /// False while the broker is out of reach: nothing is claimed.
     var connected = true
+    /// Devices this gateway gave up (its link could not be made), until when it leaves them to
+    /// the others.
+    private var avoid: [BluetoothAddress: ContinuousClock.Instant] = [:]
     /// No claim before this: the broker's retained state is still coming in.
     private var quietUntil: ContinuousClock.Instant?
     /// When the next claim may become due.
@@ -115,6 +118,13 @@ struct FleetClaims {
             }
             let since = freeSince[address] ?? now
             freeSince[address] = since
+            if let until = avoid[address] {
+                if now < until {
+                    deadline = min(deadline ?? until, until)
+                    continue
+                }
+                avoid[address] = nil
+            }
             guard let first = heardSince[address], mine > 0, let own = heard[gatewayID] else { continue }
             let ranked = heard.filter { $0.key == gatewayID || (isLive($0.key) && online[$0.key] != nil && (free[$0.key] ?? 0) > 0) }
                 .sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }
@@ -165,6 +175,18 @@ struct FleetClaims {
             out.append((address, claim))
         }
         return out
+    }
+
+    /// This gateway could not make the link to a device it holds: it releases the device with
+    /// the next epoch and leaves it to the others for `avoidFor`; after that it may claim it
+    /// again when nobody else did.
+    mutating func giveUp(_ address: BluetoothAddress, now: ContinuousClock.Instant, avoidFor: Duration) -> [(BluetoothAddress, FleetClaim)] {
+        guard held.contains(address), let old = claims[address] else { return [] }
+        let release = FleetClaim(holder: "", rssi: -127, free: freeSlots + 1, epoch: old.epoch + 1)
+        claims[address] = release
+        made[address] = nil
+        avoid[address] = now + avoidFor
+        return [(address, release)]
     }
 
     /// The grace period after losing the broker ended: this gateway holds nothing any more, and

@@ -102,6 +102,14 @@ extension FleetState {
         heldFeed.yield([])
     }
 
+    /// The link to a held device could not be made: released, and left to the others for
+    /// ten claim delays, at least 10 s.
+    func giveUp(_ address: BluetoothAddress) async {
+        let avoid = max(.seconds(10), claims.claimDelay * 10)
+        await publish(claims.giveUp(address, now: clock.now, avoidFor: avoid))
+        await settleClaims()
+    }
+
     /// Whether this gateway answers a fleet command for `address`: its holder does; for a device
     /// nobody holds (or no device), the online gateway with the smallest id.
     func answers(for address: BluetoothAddress?) -> Bool {
