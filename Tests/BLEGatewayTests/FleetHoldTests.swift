@@ -195,4 +195,24 @@ import Testing
         #expect(released != nil && offline != nil && released! < offline!, "\(order)")
         #expect(try await bed.stop(gateways: [1]) == [0])
     }
+
+    /// gw0 hears the device best but its controller fails every connection (0x3E, Connection
+    /// Failed to be Established): after three attempts it releases the device and gw1 holds it.
+    @Test func aHolderThatCannotReachItsDeviceHandsItOn() async throws {
+        let link = PeripheralLink()
+        let bed = try await FleetBed.start(gateways: 2, config: Self.config) { g, vc in
+            if g == 0 { vc.failConnections(with: .connectionFailedToBeEstablished, count: 100) }
+            return [SimulatedPeripheral(address: Self.held(0), advertisingData: [0x02, 0x01, 0x06], rssi: Self.rssi(g, 0),
+                                        attServer: GATTServer(database: .heartRateMonitor(), queue: vc.queue), peripheralLink: link)]
+        }
+        let w = bed.watcher
+        let claim = "ble/house/claims/\(Self.compact(Self.held(0)))"
+        _ = try await w.next(claim) { Self.claimHolder($0) == "gw0" }
+        _ = try await w.next(claim, timeout: .seconds(30)) { $0.text.hasPrefix(#"{"holder":"","#) }
+        _ = try await w.next(claim) { Self.claimHolder($0) == "gw1" }
+        _ = try await w.next("ble/gw1/devices/\(Self.compact(Self.held(0)))/link") { $0.text == #"{"state":"connected"}"# }
+        let errors = await w.on("ble/gw0/devices/\(Self.compact(Self.held(0)))/link").filter { $0.text.hasPrefix(#"{"state":"error","#) }
+        #expect(errors.count >= 3, "\(errors.map(\.text))")
+        #expect(try await bed.stop() == [0, 0])
+    }
 }
