@@ -69,8 +69,9 @@ struct FleetClaims {
     /// gateway's claim again when it won over a weaker one of its epoch (so the retained message
     /// names the winner), or a release of a stale claim naming this gateway.
     mutating func received(_ claim: FleetClaim, for address: BluetoothAddress) -> [(BluetoothAddress, FleetClaim)] {
-        if claim.holder != gatewayID, !claim.isRelease { free[claim.holder] = claim.free }
+        if claim.holder != gatewayID, !claim.isRelease { slots(claim.holder, free: claim.free) }
         guard let current = claims[address] else {
+            guard claims.count < Self.capacity else { return [] }
             claims[address] = claim
             return staleRelease(address)
         }
@@ -92,15 +93,20 @@ struct FleetClaims {
 
     /// A gateway's status (`ble/GWID/status`).
     mutating func status(_ gateway: String, online up: Bool) {
-        guard gateway != gatewayID else { return }
+        guard gateway != gatewayID, online[gateway] != nil || online.count < Self.maximumGateways else { return }
         online[gateway] = up
     }
 
     /// A gateway's free slots (`ble/FLEET/gateways/GWID/slots`).
     mutating func slots(_ gateway: String, free n: Int) {
-        guard gateway != gatewayID else { return }
+        guard gateway != gatewayID, free[gateway] != nil || free.count < Self.maximumGateways else { return }
         free[gateway] = n
     }
+
+    /// Devices whose claim is followed, at most; a claim of one more is ignored.
+    static let capacity = 10_000
+    /// Gateways whose status and slots are followed, at most.
+    static let maximumGateways = 1_024
 
     /// Claims the free devices this gateway is due to claim by `now`; `rssi` gives the RSSI each
     /// gateway reports for a device (this one's included). Sets `deadline`.
