@@ -62,6 +62,12 @@ import Testing
         let again = c.received(FleetClaim(holder: "gw1", rssi: -70, free: 1, epoch: 1), for: a)
         #expect(again.map(\.1) == [FleetClaim(holder: "gw2", rssi: -50, free: 1, epoch: 1)])
         #expect(c.held == [a])
+        // A restarted gateway claimed before the retained claims reached it: an older epoch, retained last.
+        _ = c.received(FleetClaim(holder: "gw2", rssi: -50, free: 1, epoch: 1), for: a)
+        let newer = c.reclaim(now: t0 + delay * 2)
+        #expect(newer.map(\.1) == [FleetClaim(holder: "gw2", rssi: -50, free: 1, epoch: 2)])
+        #expect(c.received(FleetClaim(holder: "gw3", rssi: -40, free: 1, epoch: 1), for: a).map(\.1) == newer.map(\.1))
+        #expect(c.held == [a] && c.holder(of: a) == "gw2")
     }
 
     @Test func theNearestWithAFreeSlotClaimsFirstAndTheNextOnlyWhenItDoesNot() {

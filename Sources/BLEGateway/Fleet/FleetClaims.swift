@@ -66,8 +66,9 @@ struct FleetClaims {
     func isLive(_ gateway: String) -> Bool { gateway == gatewayID || online[gateway] != false }
 
     /// A claim message arrived (this gateway's own echo too). Returns what to publish: this
-    /// gateway's claim again when it won over a weaker one of its epoch (so the retained message
-    /// names the winner), or a release of a stale claim naming this gateway.
+    /// gateway's claim again when a weaker one of its epoch or one of an older epoch came after
+    /// it (so the retained message names the holder), or a release of a stale claim naming this
+    /// gateway.
     mutating func received(_ claim: FleetClaim, for address: BluetoothAddress) -> [(BluetoothAddress, FleetClaim)] {
         if claim.holder != gatewayID, !claim.isRelease { slots(claim.holder, free: claim.free) }
         guard let current = claims[address] else {
@@ -77,7 +78,10 @@ struct FleetClaims {
         }
         if claim.epoch > current.epoch || (claim.epoch == current.epoch && claim.beats(current)) {
             claims[address] = claim
-        } else if claim.epoch == current.epoch, claim != current, current.holder == gatewayID, made[address] == current.epoch {
+        } else if claim != current, current.holder == gatewayID, made[address] == current.epoch {
+            // A weaker claim of this epoch, or one of an older epoch (a gateway that claimed
+            // before the broker's retained claims reached it), came last: it is the retained
+            // message now, so the holder publishes its claim again.
             return [(address, current)]
         }
         return staleRelease(address)
@@ -166,10 +170,10 @@ struct FleetClaims {
     /// next epoch, since the others took this gateway's claims for void while its status was
     /// `offline` (or the broker lost them). Claims naming it that it let go are released when the
     /// broker delivers them again (`received`), so against the broker's state, not the one
-    /// from before the outage. Nothing is claimed for `claimDelay` from `now`: the retained
-    /// claims and statuses come in first.
+    /// from before the outage. Nothing new is claimed for four claim delays from `now`: the
+    /// retained claims and statuses come in first.
     mutating func reclaim(now: ContinuousClock.Instant) -> [(BluetoothAddress, FleetClaim)] {
-        quietUntil = now + claimDelay
+        quietUntil = now + claimDelay * 4
         var out: [(BluetoothAddress, FleetClaim)] = []
         var left = slots
         for address in held.sorted(by: { $0.rawValue < $1.rawValue }) {
