@@ -136,18 +136,27 @@ extension Gateway {
             do throws(PairingError) {
                 try await connection.requireSecurity(level, store: bonds)
             } catch {
-                try? await connection.disconnect()
+                await Self.end(connection)
                 throw CommandError("security", error.description)
             }
         }
         let peripheral: Peripheral
         do { peripheral = try await Peripheral(connection: connection) } catch {
-            try? await connection.disconnect()
+            await Self.end(connection)
             throw .gatt(error)
         }
         if level != nil { await peripheral.setSecurityRaiser(connection.securityRaiser(store: bonds)) }
         let link = Link(connection: connection, peripheral: peripheral)
         links[address] = link
         return link
+    }
+}
+
+extension Gateway {
+    /// Ends a link that is not kept, in a task of its own: the caller may be cancelled (a fleet
+    /// claim lost while connecting), and a disconnect from a cancelled task could end before the
+    /// command is sent, leaving the device connected to nobody's use.
+    static func end(_ connection: Connection) async {
+        await Task { try? await connection.disconnect() }.value
     }
 }
