@@ -12,7 +12,7 @@ var runs = 5
 var quick = false
 var allocationsChild = false
 var perConnectionChild = false
-/// Workload keys to run (w1, w2, w3, w4, w5, dense, memory, gateway, gatt-server, l2cap, l2cap-receive,
+/// Workload keys to run (w1, w2, w3, w4, w5, dense, memory, gateway, gateway-sensors, fleet-hold, gatt-server, l2cap, l2cap-receive,
 /// l2cap-send, l2cap-socket, hostile, hostile-indications, gateway-fleet, sensors, footprint, background, gatt-cache); all when empty.
 var only: Set<String> = []
 /// SDUs of each size for the l2cap workloads (`--sdus N`), instead of their defaults.
@@ -278,6 +278,17 @@ if selected("gateway") || only.contains("gateway-fleet") || only.contains("gatew
     }
 } catch {
     log("gateway failed: \(error)")
+} }
+
+// A fleet holding devices: 8 gateways, 1,000 advertisers heard by 3 each, failover after kills.
+if selected("fleet-hold") { do {
+    let results = try await FleetHoldWorkload.run(advertisers: 1_000, rounds: quick ? 5 : 20, kills: quick ? 5 : 20, directory: tmp)
+    add(results[0], target: Target(description: "about one message per device per round, as one gateway (not 3)",
+                                   met: (results[0].extra["messagesPerDevicePerRound"] ?? .infinity) < 1.5))
+    add(results[1], target: Target(description: "failover max < 10 s", met: (results[1].extra["failoverMaxMilliseconds"] ?? .infinity) < 10_000
+                                       && results[1].extra["notHeldAgainWithin30SecondsOrUnheld"] == 0))
+} catch {
+    log("fleet-hold failed: \(error)")
 } }
 
 // Footprint of the shipped binary: its size, `ble --version`, the idle gateway, per link.

@@ -490,6 +490,23 @@ final class BenchSubscriber: @unchecked Sendable { // every field but `pid` is g
         return found
     }
 
+    /// The first message received at or after `after` (Unix seconds) whose topic and payload
+    /// `match` accepts, with its receive time, or nil after `timeout` seconds.
+    func firstMessage(after: Double, timeout: Double, where match: @escaping (Substring, Substring) -> Bool) -> (time: Double, topic: String, payload: String)? {
+        var found: (Double, String, String)?
+        var checked = 0
+        _ = wait(timeout: timeout) { s in
+            while checked < s.text.count {
+                defer { checked += 1 }
+                guard let (time, topic, payload) = BenchSubscriber.split(s.text[checked]), time >= after, match(topic, payload) else { continue }
+                found = (time, String(topic), String(payload))
+                return true
+            }
+            return false
+        }
+        return found
+    }
+
     func deviceMessageCount() -> Int {
         condition.lock(); defer { condition.unlock() }
         parse()

@@ -16,6 +16,16 @@ import Testing
         #expect(t.presence(a, gateway: "gw1") == "ble/house/presence/C01122334455/gw1")
         #expect(t.slots == "ble/house/gateways/gw1/slots")
         #expect(try GatewayConfig.decode(Data("{}".utf8)).fleetTopics == nil)
+        #expect(t.claim(a) == "ble/house/claims/C01122334455")
+        #expect(t.commands == "ble/house/commands" && t.response("7") == "ble/house/responses/7")
+        #expect(t.subscriptions.contains("ble/house/claims/+") && t.subscriptions.contains("ble/+/status"))
+    }
+
+    @Test func heldDeviceTimingsAreRead() throws {
+        let c = try GatewayConfig.decode(Data(#"{"fleet": {"name": "house", "claimDelaySeconds": 0.5, "graceSeconds": 0}}"#.utf8))
+        #expect(c.fleet?.claimDelay == .milliseconds(500) && c.fleet?.grace == .zero)
+        let d = try GatewayConfig.decode(Data(#"{"fleet": {"name": "house"}}"#.utf8))
+        #expect(d.fleet?.claimDelay == .seconds(1) && d.fleet?.grace == .seconds(60))
     }
 
     @Test(arguments: [
@@ -25,6 +35,8 @@ import Testing
         (#"{"fleet": {"name": "house", "slots": -1}}"#, "fleet.slots"),
         (#"{"fleet": {"name": "house", "awaySeconds": 0}}"#, "fleet.awaySeconds"),
         (#"{"fleet": {"name": "house", "away": 5}}"#, "fleet.away"),
+        (#"{"fleet": {"name": "house", "claimDelaySeconds": 0.01}}"#, "fleet.claimDelaySeconds"),
+        (#"{"fleet": {"name": "house", "graceSeconds": -1}}"#, "fleet.graceSeconds"),
     ])
     func aMistakeNamesItsKey(json: String, key: String) {
         #expect(ConfigTests.mistake(json)?.key == key, "\(json): \(String(describing: ConfigTests.mistake(json)))")

@@ -131,7 +131,7 @@ private struct FileRoot: Decodable {
 
 private struct FileFleet: Decodable {
     var fleet: GatewayConfig.Fleet
-    enum K: String, CodingKey, CaseIterable { case name, slots, awaySeconds }
+    enum K: String, CodingKey, CaseIterable { case name, slots, awaySeconds, claimDelaySeconds, graceSeconds }
 
     init(from decoder: any Decoder) throws {
         try rejectUnknownKeys(decoder, K.allCases.map(\.rawValue))
@@ -139,6 +139,8 @@ private struct FileFleet: Decodable {
         fleet = GatewayConfig.Fleet(name: try c.decode(String.self, forKey: .name))
         if let s = try c.decodeIfPresent(Int.self, forKey: .slots) { fleet.slots = s }
         if let a = try seconds(c.decodeIfPresent(Double.self, forKey: .awaySeconds), c.codingPath, "awaySeconds") { fleet.away = a }
+        if let d = try seconds(c.decodeIfPresent(Double.self, forKey: .claimDelaySeconds), c.codingPath, "claimDelaySeconds") { fleet.claimDelay = d }
+        if let g = try seconds(c.decodeIfPresent(Double.self, forKey: .graceSeconds), c.codingPath, "graceSeconds", positive: false) { fleet.grace = g }
     }
 }
 

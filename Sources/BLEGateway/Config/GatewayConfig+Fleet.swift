@@ -12,11 +12,20 @@ extension GatewayConfig {
         public var slots: Int
         /// A device no gateway heard for this long is `away`.
         public var away: Duration
+        /// How long a gateway waits before it claims a free device: after the device is first
+        /// heard (so every gateway's report is in), and once more per better-placed gateway that
+        /// did not claim it.
+        public var claimDelay: Duration
+        /// How long a gateway cut off from the broker keeps its held links before it drops them.
+        public var grace: Duration
 
-        public init(name: String, slots: Int = 3, away: Duration = .seconds(60)) {
+        public init(name: String, slots: Int = 3, away: Duration = .seconds(60), claimDelay: Duration = .seconds(1),
+                    grace: Duration = .seconds(60)) {
             self.name = name
             self.slots = slots
             self.away = away
+            self.claimDelay = claimDelay
+            self.grace = grace
         }
     }
 
@@ -28,6 +37,12 @@ extension GatewayConfig {
         if fleet.name == id { throw ConfigError(key: "fleet.name", "\"\(fleet.name)\" is the gateway id too; give the fleet a name of its own") }
         if fleet.slots < 0 || fleet.slots > 64 { throw ConfigError(key: "fleet.slots", "must be from 0 to 64, got \(fleet.slots)") }
         if fleet.away <= .zero { throw ConfigError(key: "fleet.awaySeconds", "must be more than 0") }
+        if fleet.claimDelay < .milliseconds(100) || fleet.claimDelay > .seconds(60) {
+            throw ConfigError(key: "fleet.claimDelaySeconds", "must be from 0.1 to 60 seconds, got \(Self.secondsText(fleet.claimDelay))")
+        }
+        if fleet.grace < .zero || fleet.grace > .seconds(86_400) {
+            throw ConfigError(key: "fleet.graceSeconds", "must be from 0 to 86400 seconds, got \(Self.secondsText(fleet.grace))")
+        }
     }
 
     /// The fleet's topics, when the gateway is in one.
@@ -59,6 +74,17 @@ public struct FleetTopics: Sendable, Hashable {
     public func presence(_ address: BluetoothAddress, gateway: String) -> String { "\(presence(address))/\(gateway)" }
     /// `ble/house/gateways/gw1/slots`: retained, the connections this gateway can still take.
     public var slots: String { "\(base)/gateways/\(gatewayID)/slots" }
+    /// `ble/house/claims/C01122334455`: retained, the gateway that holds the device (FleetClaims).
+    public func claim(_ address: BluetoothAddress) -> String { "\(base)/claims/\(GatewayTopics.compact(address))" }
+    /// `ble/house/commands`: a command for whichever gateway holds its device.
+    public var commands: String { "\(base)/commands" }
+    /// `ble/house/responses/<id>`: the answer to a command on `commands`, from one gateway.
+    public func response(_ id: String) -> String { "\(base)/responses/\(id)" }
+    /// `ble/GWID/status` of another gateway (`online`, or `offline` from it or its last will).
+    func status(of gateway: String) -> String { "\(prefix)/\(gateway)/status" }
     /// What every gateway of the fleet subscribes to.
-    public var subscriptions: [String] { ["\(base)/devices/+", "\(base)/presence/+", "\(base)/presence/+/+"] }
+    public var subscriptions: [String] {
+        ["\(base)/devices/+", "\(base)/presence/+", "\(base)/presence/+/+", "\(base)/claims/+", "\(base)/gateways/+/slots",
+         "\(prefix)/+/status", commands]
+    }
 }

@@ -65,6 +65,12 @@ struct FleetPresence {
     /// How long a report counts.
     var window: Duration { away + away / 3 }
 
+    /// The RSSI each gateway (this one too) reports for `address` and that still counts.
+    func reports(_ address: BluetoothAddress, now: ContinuousClock.Instant) -> [String: Int] {
+        guard let d = devices[address] else { return [:] }
+        return d.reports.filter { now - $0.value.time < window }.mapValues(\.rssi)
+    }
+
     /// The fleet's aggregate for `address` as the broker showed it (nil nearest: away) with the
     /// RSSI it names: the other gateways' values are taken from it (an entry new here counts
     /// from now), this gateway's own stays. Returns the aggregate to publish when this gateway's

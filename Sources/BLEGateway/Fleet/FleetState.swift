@@ -5,7 +5,7 @@ import BLECore
 /// gateway's scan and by the fleet topics the broker delivers; it runs on the adapter queue,
 /// like the publisher. The broker is the only coordination between gateways.
 ///
-///     let fleet = FleetState(topics: t, away: .seconds(60), interval: .seconds(10), discovery: true, publisher: p, executor: e)
+///     let fleet = FleetState(topics: t, fleet: f, interval: .seconds(10), discovery: true, wanted: [a], publisher: p, executor: e)
 actor FleetState {
     let topics: FleetTopics
     let publisher: Publisher
@@ -16,15 +16,36 @@ actor FleetState {
     private var presence: FleetPresence
     /// Devices whose presence entity was announced to Home Assistant.
     private var announced: Set<BluetoothAddress> = []
-    private let clock = ContinuousClock()
+    let clock = ContinuousClock()
+    /// Who holds each configured device (FleetState+Claims.swift).
+    var claims: FleetClaims
+    let grace: Duration
+    /// The held devices as last given to `heldChanges`, and the free slots as last published.
+    var lastHeld: Set<BluetoothAddress> = []
+    var lastFree: Int?
+    var claimTimer: (task: Task<Void, Never>, at: ContinuousClock.Instant)?
+    var graceTimer: Task<Void, Never>?
+    /// Device messages held back, by device, and in the order they fall due (FleetState+Holdoff.swift).
+    var heldBack: [BluetoothAddress: (packet: UInt64, due: ContinuousClock.Instant, messages: [MQTTMessage])] = [:]
+    var heldBackOrder: [(address: BluetoothAddress, packet: UInt64, due: ContinuousClock.Instant)] = []
+    var heldBackHead = 0
+    var holdoffTimer: Task<Void, Never>?
+    /// The devices this gateway holds, whenever that changes (the newest set only).
+    nonisolated let heldChanges: AsyncStream<Set<BluetoothAddress>>
+    let heldFeed: AsyncStream<Set<BluetoothAddress>>.Continuation
 
-    init(topics: FleetTopics, away: Duration, interval: Duration, discovery: Bool, publisher: Publisher, executor: AdapterExecutor) {
+    init(topics: FleetTopics, fleet: GatewayConfig.Fleet, interval: Duration, discovery: Bool, wanted: Set<BluetoothAddress>,
+         publisher: Publisher, executor: AdapterExecutor) {
         self.topics = topics
         self.publisher = publisher
         self.discovery = discovery
         self.executor = executor
         view = FleetDeviceView(interval: interval)
-        presence = FleetPresence(gatewayID: topics.gatewayID, away: away)
+        presence = FleetPresence(gatewayID: topics.gatewayID, away: fleet.away)
+        claims = FleetClaims(gatewayID: topics.gatewayID, slots: fleet.slots, claimDelay: fleet.claimDelay, wanted: wanted)
+        claims.connected = false
+        grace = fleet.grace
+        (heldChanges, heldFeed) = AsyncStream.makeStream(of: Set<BluetoothAddress>.self, bufferingPolicy: .bufferingNewest(1))
     }
 
     /// Whether this gateway publishes the advertisement `packet` of `address` now.
@@ -39,19 +60,29 @@ actor FleetState {
         await publisher.enqueue(MQTTMessage(topic: topics.presence(address, gateway: topics.gatewayID),
                                             payload: JSONValue.object([("rssi", .int(smoothed))]).bytes))
         await apply(address, presence.report(address, gateway: topics.gatewayID, rssi: smoothed, now: now))
+        if claims.wanted.contains(address) { await settleClaims() }
     }
+
+    /// The RSSI each gateway reports for `address` now.
+    func reports(_ address: BluetoothAddress) -> [String: Int] { presence.reports(address, now: clock.now) }
 
     /// A message on one of the fleet topics (`FleetTopics.subscriptions`); anything else, or
     /// a payload that is not the fleet's, is ignored.
     func receive(_ message: MQTTMessage) async {
         let base = topics.base + "/"
-        guard message.topic.hasPrefix(base) else { return }
+        guard message.topic.hasPrefix(base) else { return await receiveStatus(message) }
         let levels = message.topic.dropFirst(base.count).split(separator: "/", omittingEmptySubsequences: false)
+        if levels.count == 3, levels[0] == "gateways", levels[2] == "slots" { return await receiveSlots(String(levels[1]), message) }
         guard levels.count >= 2, let address = Self.address(levels[1]) else { return }
         let now = clock.now
         switch (levels[0], levels.count) {
+        case ("claims", 2):
+            await receiveClaim(address, message)
         case ("devices", 2):
-            if let packet = Self.packet(fromDeviceMessage: message.payload) { view.published(address, packet: packet, now: now) }
+            if let packet = Self.packet(fromDeviceMessage: message.payload) {
+                view.published(address, packet: packet, now: now)
+                fleetPublished(address, packet: packet)
+            }
         case ("presence", 2):
             guard let nearest = FleetPresence.nearest(fromAggregate: message.text) else { return }
             await apply(address, presence.announced(address, nearest: nearest.isEmpty ? nil : nearest,
@@ -61,6 +92,7 @@ actor FleetState {
             // This gateway's own reports are applied when made.
             guard gateway != topics.gatewayID, !gateway.isEmpty, let rssi = FleetPresence.rssi(fromReport: message.text) else { return }
             await apply(address, presence.report(address, gateway: gateway, rssi: rssi, now: now))
+            if claims.wanted.contains(address) { await settleClaims() }
         default:
             return
         }
@@ -69,6 +101,17 @@ actor FleetState {
     /// Sends `away` for the devices no gateway heard for `away`, each at its deadline, until
     /// the task is cancelled.
     func run() async {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.followBroker() }
+            group.addTask { await self.expirePresence() }
+            await group.waitForAll()
+        }
+        claimTimer?.task.cancel()
+        graceTimer?.cancel()
+        holdoffTimer?.cancel()
+    }
+
+    private func expirePresence() async {
         while !Task.isCancelled {
             let wait = presence.nextDeadline().map { max(.milliseconds(1), $0 - clock.now) } ?? presence.window
             do { try await Task.sleep(for: wait) } catch { return }

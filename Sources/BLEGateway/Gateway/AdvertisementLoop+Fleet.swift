@@ -3,7 +3,8 @@ import BLESensors
 
 extension AdvertisementLoop {
     /// A report in a fleet: presence hears it; the fleet's device topic gets it when the fleet
-    /// has not published this packet of the device within the publish interval.
+    /// has not published this packet of the device within the publish interval (held back
+    /// briefly where another gateway hears the device better: FleetState+Holdoff.swift).
     func publishToFleet(_ p: DiscoveredPeripheral, _ fleet: FleetState, decoder: inout SensorDecoder,
                         announced: inout [LEAddress: Set<String>]) async {
         await fleet.heard(p.address.address, rssi: p.rssi)
@@ -14,13 +15,16 @@ extension AdvertisementLoop {
         // The fleet (or this gateway) published this packet already: a button press is reported once.
         if decision == .periodic || decoding.isRepeat { decoding.removeEvents() }
         await announce(p, decoding, &announced)
+        var messages: [MQTTMessage] = []
         if layout != .openmqttgateway {
             let message = FleetState.deviceMessage(AdvertisementPayload.present(p, decoding: decoding), gateway: fleet.topics.gatewayID, packet: packet)
-            await publisher.enqueue(MQTTMessage(topic: fleet.topics.device(p.address.address), payload: message.bytes))
+            messages.append(MQTTMessage(topic: fleet.topics.device(p.address.address), payload: message.bytes))
         }
         if layout != .native {
-            await publisher.enqueue(MQTTMessage(topic: topics.openMQTTGateway(p.address.address),
-                                                payload: AdvertisementPayload.openMQTTGateway(p, decoding: decoding).bytes))
+            messages.append(MQTTMessage(topic: topics.openMQTTGateway(p.address.address),
+                                        payload: AdvertisementPayload.openMQTTGateway(p, decoding: decoding).bytes))
         }
+        // The gateway that hears the device best publishes; the others only if it did not.
+        await fleet.publish(p.address.address, packet: packet, messages)
     }
 }

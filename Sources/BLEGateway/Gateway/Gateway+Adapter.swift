@@ -77,7 +77,7 @@ extension Gateway {
             task.cancel()
             deviceTasks[address] = nil
         }
-        for device in config.devices { startDevice(device) }
+        for device in config.devices where holds(device) { startDevice(device) }
     }
 
     /// Retained `{"state":"up"|"lost"|"failed","reopens":N}` (with `message` when there is

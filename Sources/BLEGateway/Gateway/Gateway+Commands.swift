@@ -7,6 +7,20 @@ extension Gateway {
     /// connect does not hold up a read on another link.
     func commandLoop() async {
         for await message in publisher.incoming {
+            if let fleet, message.topic == fleet.topics.commands {
+                // A fleet command: the device's holder answers it on the fleet's responses topic.
+                let decoded = GatewayCommand.decode(message.payload)
+                let address = try? decoded.get().address?.address
+                guard await fleet.answers(for: address) else { continue }
+                let topic = { (id: String) in fleet.topics.response(id) }
+                switch decoded {
+                case .failure(let rejected):
+                    await answer(rejected.id, command: nil, .failure(rejected.error), on: topic(rejected.id))
+                case .success(let command):
+                    Task { await self.execute(command, answerOn: topic(command.id)) }
+                }
+                continue
+            }
             guard message.topic == topics.commands else {
                 await fleet?.receive(message)
                 continue
@@ -20,17 +34,17 @@ extension Gateway {
         }
     }
 
-    func execute(_ command: GatewayCommand) async {
+    func execute(_ command: GatewayCommand, answerOn topic: String? = nil) async {
         let result: Result<[(String, JSONValue)], CommandError>
         do throws(CommandError) {
             result = .success(try await perform(command))
         } catch {
             result = .failure(error)
         }
-        await answer(command.id, command: command.kind.rawValue, result)
+        await answer(command.id, command: command.kind.rawValue, result, on: topic)
     }
 
-    func answer(_ id: String, command: String?, _ result: Result<[(String, JSONValue)], CommandError>) async {
+    func answer(_ id: String, command: String?, _ result: Result<[(String, JSONValue)], CommandError>, on topic: String? = nil) async {
         var pairs: [(String, JSONValue)] = [("id", .string(id))]
         if let command { pairs.append(("command", .string(command))) }
         switch result {
@@ -41,7 +55,7 @@ extension Gateway {
             pairs.append(("ok", .bool(false)))
             pairs.append(("error", .object([("code", .string(error.code)), ("message", .string(error.message))])))
         }
-        await publisher.enqueue(MQTTMessage(topic: topics.response(id), payload: JSONValue.object(pairs).bytes, qos: .atLeastOnce))
+        await publisher.enqueue(MQTTMessage(topic: topic ?? topics.response(id), payload: JSONValue.object(pairs).bytes, qos: .atLeastOnce))
     }
 
     func perform(_ command: GatewayCommand) async throws(CommandError) -> [(String, JSONValue)] {
@@ -122,18 +136,27 @@ extension Gateway {
             do throws(PairingError) {
                 try await connection.requireSecurity(level, store: bonds)
             } catch {
-                try? await connection.disconnect()
+                await Self.end(connection)
                 throw CommandError("security", error.description)
             }
         }
         let peripheral: Peripheral
         do { peripheral = try await Peripheral(connection: connection) } catch {
-            try? await connection.disconnect()
+            await Self.end(connection)
             throw .gatt(error)
         }
         if level != nil { await peripheral.setSecurityRaiser(connection.securityRaiser(store: bonds)) }
         let link = Link(connection: connection, peripheral: peripheral)
         links[address] = link
         return link
+    }
+}
+
+extension Gateway {
+    /// Ends a link that is not kept, in a task of its own: the caller may be cancelled (a fleet
+    /// claim lost while connecting), and a disconnect from a cancelled task could end before the
+    /// command is sent, leaving the device connected to nobody's use.
+    static func end(_ connection: Connection) async {
+        await Task { try? await connection.disconnect() }.value
     }
 }

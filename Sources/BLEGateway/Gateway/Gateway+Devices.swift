@@ -8,6 +8,9 @@ extension Gateway {
         deviceTasks[device.address] = Task { await self.holdLink(device) }
     }
 
+    /// Failed connection attempts in a row after which a fleet gateway hands a device on.
+    static let fleetAttemptsBeforeGivingUp = 3
+
     func holdLink(_ device: GatewayConfig.Device) async {
         var attempt = 0
         while !Task.isCancelled {
@@ -24,6 +27,10 @@ extension Gateway {
                 await Task { try? await connection.disconnect(timeout: .seconds(2)) }.value
             } catch {
                 await publishLinkState(device.address, "error", error.description)
+                // In a fleet, a device this gateway cannot reach goes to another.
+                if let fleet, attempt + 1 >= Self.fleetAttemptsBeforeGivingUp {
+                    await fleet.giveUp(device.address.address)
+                }
             }
             if Task.isCancelled { return }
             attempt += 1

@@ -26,6 +26,8 @@ public actor Gateway {
     var scanTask: Task<Void, Never>?
     var deviceTasks: [LEAddress: Task<Void, Never>] = [:]
     var links: [LEAddress: Link] = [:]
+    /// In a fleet: the configured devices this gateway holds the claim of (Gateway+Fleet.swift).
+    var fleetHeld: Set<BluetoothAddress> = []
     var commandSubscriptions: [String: Task<Void, Never>] = [:]
 
     /// A held link and its GATT client.
@@ -39,6 +41,11 @@ public actor Gateway {
         let reports = Atomic<Int>(0)
         let linksUp = Atomic<Int>(0)
     }
+
+    /// Incoming messages a fleet gateway keeps while it catches up: every gateway of a fleet
+    /// receives every other's device messages, presence reports and claims, in bursts when
+    /// gateways start together.
+    static let fleetIncomingCapacity = 16_384
 
     /// Checks `config` and makes the MQTT client (will `offline` on the status topic).
     /// `bonds` serves the devices whose config asks for a security level (`FileBondStore`
@@ -67,10 +74,10 @@ public actor Gateway {
         publisher = Publisher(client: client, capacity: config.broker.queueCapacity,
                               onConnect: [MQTTMessage(topic: config.topics.status, text: "online", qos: .atLeastOnce, retain: true)] + slots,
                               subscriptions: [config.topics.commands] + (fleetTopics?.subscriptions ?? []), executor: central.executor,
-                              logger: central.options.logger)
+                              logger: central.options.logger, incomingCapacity: fleetTopics == nil ? 1024 : Self.fleetIncomingCapacity)
         if let fleetTopics, let f = config.fleet {
-            fleet = FleetState(topics: fleetTopics, away: f.away, interval: config.scan.publishInterval, discovery: config.homeAssistantDiscovery,
-                               publisher: publisher, executor: central.executor)
+            fleet = FleetState(topics: fleetTopics, fleet: f, interval: config.scan.publishInterval, discovery: config.homeAssistantDiscovery,
+                               wanted: Set(config.devices.map(\.address.address)), publisher: publisher, executor: central.executor)
         } else {
             fleet = nil
         }
@@ -88,12 +95,15 @@ public actor Gateway {
         let publisher = self.publisher
         let events = Task(executorPreference: AdapterTaskExecutor(central.executor)) { await publisher.run() }
         applyScan(config.scan.enabled)
-        for device in config.devices { startDevice(device) }
+        for device in config.devices where holds(device) { startDevice(device) }
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await self.commandLoop() }
             group.addTask { await self.metricsLoop() }
             group.addTask { await self.adapterLoop() }
-            if let fleet = self.fleet { group.addTask { await fleet.run() } }
+            if let fleet = self.fleet {
+                group.addTask { await fleet.run() }
+                group.addTask { await self.followClaims(fleet) }
+            }
             await group.waitForAll()
         }
         // Cancelled: the shutdown runs in its own task so that its waits are not cut short.
@@ -121,10 +131,16 @@ public actor Gateway {
             task.cancel()
             deviceTasks[address] = nil
         }
-        for device in new.devices where deviceTasks[device.address] == nil { startDevice(device) }
+        for device in new.devices where deviceTasks[device.address] == nil && holds(device) { startDevice(device) }
+        if let fleet {
+            let wanted = Set(new.devices.map(\.address.address))
+            Task { await fleet.want(wanted) }
+        }
     }
 
     func shutdown() async {
+        // A fleet gateway hands its devices over before its links end.
+        await fleet?.handOver()
         scanTask?.cancel()
         scanTask = nil
         for task in deviceTasks.values { task.cancel() }

@@ -23,6 +23,10 @@ public actor Publisher {
     /// Messages received on the subscribed topics.
     public nonisolated let incoming: AsyncStream<MQTTMessage>
     private let incomingFeed: AsyncStream<MQTTMessage>.Continuation
+    /// The session's ups (true, after the `onConnect` messages) and downs (false), for the one
+    /// reader that follows them (the fleet's claims); the newest 16 are kept.
+    nonisolated let connectionChanges: AsyncStream<Bool>
+    private let connectionFeed: AsyncStream<Bool>.Continuation
     private let onConnect: [MQTTMessage]
     private let subscriptions: [String]
     private let executor: AdapterExecutor
@@ -63,10 +67,11 @@ public actor Publisher {
     /// the timeouts of `drain` and `waitUntilConnected` come from `scheduler` (dispatch
     /// timers on the executor's queue by default; a manual clock in tests). Broker errors go
     /// to `logger` as warnings: a new error at once, the same error again at most once per
-    /// `logInterval` (with the count of failures in between).
+    /// `logInterval` (with the count of failures in between). `incoming` keeps the newest
+    /// `incomingCapacity` messages its reader has not taken yet.
     public init(client: MQTTClient, capacity: Int, onConnect: [MQTTMessage] = [], subscriptions: [String] = [],
                 executor: AdapterExecutor? = nil, scheduler: (any TimerScheduler)? = nil,
-                logger: BLELogger = .silent, logInterval: Duration = .seconds(60)) {
+                logger: BLELogger = .silent, logInterval: Duration = .seconds(60), incomingCapacity: Int = 1024) {
         self.client = client
         self.capacity = max(1, capacity)
         self.onConnect = onConnect
@@ -81,7 +86,8 @@ public actor Publisher {
         connected = Waiters(executor: executor, scheduler: scheduler)
         failed = Waiters(executor: executor, scheduler: scheduler)
         window = max(1, client.options.maximumInflight)
-        (incoming, incomingFeed) = AsyncStream.makeStream(of: MQTTMessage.self, bufferingPolicy: .bufferingNewest(1024))
+        (incoming, incomingFeed) = AsyncStream.makeStream(of: MQTTMessage.self, bufferingPolicy: .bufferingNewest(max(1, incomingCapacity)))
+        (connectionChanges, connectionFeed) = AsyncStream.makeStream(of: Bool.self, bufferingPolicy: .bufferingNewest(16))
     }
 
     /// Messages waiting, including those in flight (handed to the client, not yet done).
@@ -116,6 +122,7 @@ public actor Publisher {
             handle(event)
         }
         incomingFeed.finish()
+        connectionFeed.finish()
     }
 
     func handle(_ event: MQTTEvent) {
@@ -129,6 +136,7 @@ public actor Publisher {
             for s in subscriptions { _ = try? client.subscribe(s, qos: .atLeastOnce) }
             for m in onConnect { _ = try? client.publish(m) }
             if !connected.isEmpty { connected.resumeAll(with: .success(true)) }
+            connectionFeed.yield(true)
             pump()
         case .disconnected(let error):
             lastError = error
@@ -139,6 +147,7 @@ public actor Publisher {
                 return
             }
             isConnected = false
+            connectionFeed.yield(false)
             requeueUnsent()
         case .delivered(let mid):
             if inflight.removeValue(forKey: mid) != nil {
@@ -215,6 +224,7 @@ public actor Publisher {
                     // and sends it after the reconnect; a QoS 0 one it refuses.
                     if m.qos != .atMostOnce, let mid = error.messageID { track(m, mid) }
                     isConnected = false
+                    connectionFeed.yield(false)
                     requeueUnsent()
                 } else {
                     head += 1 // the broker can never take this one (too large, bad topic): drop it

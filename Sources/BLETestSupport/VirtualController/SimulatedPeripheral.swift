@@ -29,12 +29,14 @@ public struct SimulatedPeripheral: Sendable {
     public var features: LEFeatures
     /// Answers the central's ATT PDUs on its link; nil drops them.
     public var attServer: (any SimulatedATTServer)?
+    /// Shared by the copies of one device on several controllers: one link at a time.
+    public var peripheralLink: PeripheralLink?
 
     public init(address: LEAddress, advertisingData: [UInt8] = [], scanResponseData: [UInt8] = [],
                 isConnectable: Bool = true, usesExtendedAdvertising: Bool = false,
                 advertisingInterval: Duration = .milliseconds(100), txPower: Int8? = nil, rssi: Int8 = -60,
                 features: LEFeatures = [.leEncryption, .leDataPacketLengthExtension, .le2MPHY],
-                attServer: (any SimulatedATTServer)? = nil) {
+                attServer: (any SimulatedATTServer)? = nil, peripheralLink: PeripheralLink? = nil) {
         self.address = address
         self.advertisingData = advertisingData
         self.scanResponseData = scanResponseData
@@ -45,6 +47,7 @@ public struct SimulatedPeripheral: Sendable {
         self.rssi = rssi
         self.features = features
         self.attServer = attServer
+        self.peripheralLink = peripheralLink
     }
 
     /// Scannable: connectable advertising, or any advertiser with a scan response.

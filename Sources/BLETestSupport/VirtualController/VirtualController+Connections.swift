@@ -98,11 +98,11 @@ extension VirtualController {
         if p.usesAcceptList {
             // The first entry that advertises connectably and has no link yet.
             guard let entry = acceptList.first(where: { a in
-                (peripheral(a)?.isConnectable ?? false) && !links.values.contains { $0.peer == a }
+                (peripheral(a)?.isConnectable ?? false) && !links.values.contains { $0.peer == a } && (peripheral(a)?.peripheralLink?.take(self) ?? true)
             }) else { return }
             pending?.peer = entry
         } else {
-            guard let device = peripheral(p.peer), device.isConnectable else { return }
+            guard let device = peripheral(p.peer), device.isConnectable, device.peripheralLink?.take(self) ?? true else { return }
         }
         pending?.scheduled = true
         let timer = after(options.connectionDelay) { $0.finishPending(status: .success) } // may run at once: assign after
@@ -113,6 +113,7 @@ extension VirtualController {
         guard let p = pending else { return complete(opcode, [HCIStatus.commandDisallowed.rawValue]) }
         p.timer?.cancel()
         pending = nil
+        if p.scheduled, !links.values.contains(where: { $0.peer == p.peer }) { peripheral(p.peer)?.peripheralLink?.release(self) }
         complete(opcode, [0])
         sendConnectionComplete(status: .unknownConnectionIdentifier, handle: 0, peer: p.peer, parameters: p.parameters)
     }
@@ -121,6 +122,7 @@ extension VirtualController {
         guard let p = pending else { return }
         pending = nil
         guard status == .success else {
+            if !links.values.contains(where: { $0.peer == p.peer }) { peripheral(p.peer)?.peripheralLink?.release(self) }
             sendConnectionComplete(status: status, handle: 0, peer: p.peer, parameters: p.parameters)
             changed()
             return
@@ -162,6 +164,7 @@ extension VirtualController {
         link.uncompleted = 0
         send(.disconnectionComplete(.init(status: .success, handle: link.handle, reason: reason)))
         peripheral(link.peer)?.attServer?.linkDisconnected(link.attLink)
+        peripheral(link.peer)?.peripheralLink?.release(self)
         changed()
     }
 

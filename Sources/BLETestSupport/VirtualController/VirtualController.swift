@@ -241,9 +241,14 @@ public final class VirtualController: @unchecked Sendable { // mutable state is 
     func resetState() {
         stopScan()
         pending?.timer?.cancel()
+        if let p = pending, p.scheduled { peripheral(p.peer)?.peripheralLink?.release(self) }
         pending = nil
         acceptList.removeAll()
-        for link in links.values { link.timers.forEach { $0.cancel() }; peripheral(link.peer)?.attServer?.linkDisconnected(link.attLink) }
+        for link in links.values {
+            link.timers.forEach { $0.cancel() }
+            peripheral(link.peer)?.attServer?.linkDisconnected(link.attLink)
+            peripheral(link.peer)?.peripheralLink?.release(self)
+        }
         links.removeAll()
         hostACLInFlight = 0
         advertisers.removeAll()

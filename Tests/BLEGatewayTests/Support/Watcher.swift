@@ -91,10 +91,17 @@ actor Watcher {
         waiters = kept
     }
 
-    /// The first message (already recorded or still to come) on `topic` that `match` accepts.
-    func next(_ topic: String, timeout: Duration = .seconds(15), where match: @escaping @Sendable (MQTTMessage) -> Bool = { _ in true }) async throws -> MQTTMessage {
+    /// The `n`th message (from 1, already recorded or still to come) on `topic`.
+    func nth(_ n: Int, on topic: String, timeout: Duration = .seconds(15)) async throws -> MQTTMessage {
+        while on(topic).count < n { _ = try await next(topic, timeout: timeout, recorded: false) }
+        return on(topic)[n - 1]
+    }
+
+    /// The first message (already recorded unless `recorded` is false, or still to come) on `topic` that `match` accepts.
+    func next(_ topic: String, timeout: Duration = .seconds(15), recorded: Bool = true,
+              where match: @escaping @Sendable (MQTTMessage) -> Bool = { _ in true }) async throws -> MQTTMessage {
         let accept: @Sendable (MQTTMessage) -> Bool = { $0.topic == topic && match($0) }
-        if let m = messages.first(where: accept) { return m }
+        if recorded, let m = messages.first(where: accept) { return m }
         nextID += 1
         let id = nextID
         let timer = Task { [weak self] in
