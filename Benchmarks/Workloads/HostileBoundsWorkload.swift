@@ -1,4 +1,5 @@
 @_spi(Internals) import BLECore
+@_spi(Internals) import BLEWire
 import BLETestSupport
 import Dispatch
 import Foundation

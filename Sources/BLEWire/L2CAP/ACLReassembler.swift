@@ -189,7 +189,7 @@ public struct ACLReassembler: Sendable {
     }
 
     /// Bytes the reassembly buffer holds room for: at most the largest PDU taken so far.
-    var bufferCapacity: Int { buffer.capacity }
+    package var bufferCapacity: Int { buffer.capacity }
     /// Bytes of the partial PDU held now.
     var bufferedBytes: Int { buffer.count }
 
@@ -224,7 +224,7 @@ public enum ACLFragmenter {
     }
 
     /// The fragments of a whole L2CAP PDU (basic header included), first one flagged as a start.
-    static func fragments(handle: UInt16, pdu: [UInt8], fragmentSize: Int) -> [ACLDataPacket] {
+    package static func fragments(handle: UInt16, pdu: [UInt8], fragmentSize: Int) -> [ACLDataPacket] {
         let size = max(1, fragmentSize)
         if pdu.count <= size {
             return [ACLDataPacket(handle: handle, boundary: .firstNonFlushable, data: pdu)]

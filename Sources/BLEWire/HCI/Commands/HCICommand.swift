@@ -64,7 +64,7 @@ extension ByteReader {
 extension Array where Element == UInt8 {
     /// Appends a 128-bit value little-endian (keys).
     @inlinable
-    mutating func appendLE(_ v: UInt128) {
+    package mutating func appendLE(_ v: UInt128) {
         appendLE(UInt64(truncatingIfNeeded: v))
         appendLE(UInt64(truncatingIfNeeded: v >> 64))
     }

@@ -64,7 +64,7 @@ package enum KFrameSegmenter {
 
     /// The bytes of the SDU that its K-frame starting at `offset` carries: the first one
     /// (offset 0) leaves room for the SDU Length.
-    static func data(sduSize: Int, from offset: Int, mps: Int) -> Range<Int> {
+    package static func data(sduSize: Int, from offset: Int, mps: Int) -> Range<Int> {
         let room = max(3, mps) - (offset == 0 ? 2 : 0)
         return offset..<min(sduSize, offset + room)
     }
@@ -208,13 +208,13 @@ public struct CreditBasedFlow: Hashable, Sendable {
 
     /// Takes every send credit (lent to senders off the executor); `restoreSendCredits` gives
     /// back those not used.
-    mutating func lendSendCredits() -> Int {
+    package mutating func lendSendCredits() -> Int {
         defer { sendCredits = 0 }
         return sendCredits
     }
 
     /// Send credits that were lent and not used.
-    mutating func restoreSendCredits(_ credits: Int) {
+    package mutating func restoreSendCredits(_ credits: Int) {
         sendCredits += credits
     }
 
