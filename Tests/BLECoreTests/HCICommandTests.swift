@@ -1,5 +1,6 @@
 import Testing
 @testable import BLECore
+@testable import BLETransport
 @testable import BLEWire
 
 /// Command builders against byte layouts written by hand from the parameter tables of

@@ -1,4 +1,4 @@
-// The errors of the host, its links, scans and transports answer `BLEError.isCancellation`.
+// The errors of the host, its links, and scans answer `BLEError.isCancellation`.
 
 extension HCIError: BLEError {
     public var isCancellation: Bool {
@@ -27,10 +27,6 @@ extension ConnectionError: BLEError {
 }
 
 extension ScanError: BLEError {
-    public var isCancellation: Bool { false }
-}
-
-extension TransportError: BLEError {
     public var isCancellation: Bool { false }
 }
 

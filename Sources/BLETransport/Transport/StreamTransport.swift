@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Dispatch
+import BLEWire
 
 /// H4 over a connected byte stream (Core Spec Vol 4, Part A): a TCP or unix socket to an
 /// emulator or controller bridge, a UART, or a pseudo-terminal another program attaches to.

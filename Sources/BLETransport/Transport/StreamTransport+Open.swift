@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import CHCI
+import BLEWire
 
 extension StreamTransport {
     /// Connects to an H4 endpoint over TCP (an emulator, a controller bridge).

@@ -4,6 +4,7 @@ import Glibc
 import CHCI
 import Dispatch
 import Synchronization
+import BLEWire
 
 /// Answers the kernel's pairing questions on adapter hciN while it is open, as bluetoothd's
 /// agent does. When the kernel pairs (BT_SECURITY on one of its sockets) it asks user space on

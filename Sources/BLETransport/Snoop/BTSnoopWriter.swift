@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Dispatch
 import Synchronization
+import BLEWire
 
 /// Writes a btsnoop capture to a file as packets happen (used by the transport tee).
 ///

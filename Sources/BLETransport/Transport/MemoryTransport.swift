@@ -1,4 +1,5 @@
 import Dispatch
+import BLEWire
 
 /// One end of an in-memory HCI link: packets sent on one end arrive at the other, in order.
 /// Used by tests and by the in-process virtual controller.

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import BLEWire
 
 /// Where the controller is, as one string shared by the library and the `ble` CLI.
 ///

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import CHCI
+import BLEWire
 
 /// One Bluetooth adapter the kernel knows (HCIGETDEVINFO).
 public struct AdapterInfo: Sendable, Hashable, CustomStringConvertible {

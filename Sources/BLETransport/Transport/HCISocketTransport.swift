@@ -3,6 +3,7 @@ import Glibc
 #endif
 import CHCI
 import Dispatch
+import BLEWire
 
 /// An HCI socket of the Linux kernel (AF_BLUETOOTH, BTPROTO_HCI) bound to one adapter.
 ///

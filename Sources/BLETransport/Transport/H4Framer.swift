@@ -1,3 +1,5 @@
+import BLEWire
+
 /// Cuts an H4 byte stream (UART transport layer, Core Spec Vol 4, Part A, 2) into HCI packets.
 ///
 /// Chunks of any size go in; whole packets come out byte-exact. Complete packets are decoded

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Dispatch
 import CHCI
+import BLEWire
 
 /// A non-blocking file descriptor served on one serial queue: a `ReadThread` that calls back
 /// on the queue when bytes are ready, and an outgoing queue drained by a write source that is
@@ -11,9 +12,9 @@ import CHCI
 ///
 /// Used only on `queue`. The fd is closed once the reader has stopped and the write source
 /// has been cancelled.
-final class DispatchFD: @unchecked Sendable { // state touched only on `queue`
+package final class DispatchFD: @unchecked Sendable { // state touched only on `queue`
     let fd: Int32
-    let queue: DispatchQueue
+    package let queue: DispatchQueue
     /// Packet sockets: each write carries one whole packet. Streams: partial writes continue.
     private let packetMode: Bool
     /// Sockets are written with send(MSG_NOSIGNAL) so a dead peer gives EPIPE, not SIGPIPE.
@@ -33,11 +34,11 @@ final class DispatchFD: @unchecked Sendable { // state touched only on `queue`
     private var releaseWaiters: [@Sendable () -> Void] = []
 
     /// Bytes accepted by `write` and not yet handed to the kernel.
-    private(set) var pendingBytes = 0
+    package private(set) var pendingBytes = 0
     /// Runs on `queue` each time the outgoing queue empties (every packet went to the kernel).
-    var onDrained: (@Sendable () -> Void)?
+    package var onDrained: (@Sendable () -> Void)?
 
-    init(fd: Int32, queue: DispatchQueue, packetMode: Bool, isSocket: Bool) {
+    package init(fd: Int32, queue: DispatchQueue, packetMode: Bool, isSocket: Bool) {
         self.fd = fd
         self.queue = queue
         self.packetMode = packetMode
@@ -50,7 +51,7 @@ final class DispatchFD: @unchecked Sendable { // state touched only on `queue`
     }
 
     /// Starts reading; fails with errno when the reader thread cannot be set up.
-    func start(onReadable: @escaping @Sendable () -> Void, onWriteError: @escaping @Sendable (Int32) -> Void) throws(ReadThreadError) {
+    package func start(onReadable: @escaping @Sendable () -> Void, onWriteError: @escaping @Sendable (Int32) -> Void) throws(ReadThreadError) {
         self.onWriteError = onWriteError
         let reader = try ReadThread(fd: fd, queue: queue, onReadable: onReadable) { [self] in sourceCancelled() }
         try reader.start()
@@ -60,19 +61,19 @@ final class DispatchFD: @unchecked Sendable { // state touched only on `queue`
 
     /// Stops calling `onReadable` until `resumeReading()`: data waits in the kernel (which, on
     /// a credit-based L2CAP channel, then grants the peer no more credits).
-    func pauseReading() {
+    package func pauseReading() {
         guard !cancelled else { return }
         reader?.pause()
     }
 
-    func resumeReading() {
+    package func resumeReading() {
         guard !cancelled else { return }
         reader?.resume()
     }
 
     /// Queues `bytes` (one packet) and writes as much as the kernel takes now.
     /// Returns errno when the descriptor failed; the bytes are then not sent.
-    func write(_ bytes: [UInt8]) -> Int32? {
+    package func write(_ bytes: [UInt8]) -> Int32? {
         guard !cancelled else { return EBADF }
         if outgoingHead == outgoing.count {
             // Nothing queued: try the fast path straight from `bytes`.
@@ -173,7 +174,7 @@ final class DispatchFD: @unchecked Sendable { // state touched only on `queue`
     }
 
     /// Stops both sources; the fd is closed when their cancel handlers have run. Idempotent.
-    func cancel() {
+    package func cancel() {
         guard !cancelled else { return }
         cancelled = true
         onWriteError = nil

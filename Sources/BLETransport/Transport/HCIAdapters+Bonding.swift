@@ -1,3 +1,5 @@
+import BLEWire
+
 extension HCIAdapters {
     /// Makes the kernel bond when it pairs on adapter hciN: Set Bondable (opcode 0x0009,
     /// 0x01) on the management interface, as bluetoothd does at start. The kernel then sets

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import BLEWire
 
 /// Why a transport could not be opened or stopped working. Every message says what to do.
 public enum TransportError: Error, Sendable, Equatable, CustomStringConvertible {

@@ -1,3 +1,5 @@
+import BLEWire
+
 /// Lets one log line of each kind through per interval and counts the ones held back; the
 /// next line that passes says how many were suppressed. A peer that sends a thousand
 /// malformed packets a second costs one line per interval, not a thousand.

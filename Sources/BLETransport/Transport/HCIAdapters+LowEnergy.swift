@@ -1,3 +1,5 @@
+import BLEWire
+
 extension HCIAdapters {
     /// Enables LE on adapter hciN through the kernel's management interface (Set Low Energy,
     /// opcode 0x000D, on HCI_CHANNEL_CONTROL), as bluetoothd does at start. Without bluetoothd

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import CHCI
 import Dispatch
+import BLEWire
 
 /// The kernel's HCI monitor channel (HCI_CHANNEL_MONITOR): a copy of every HCI packet of every
 /// adapter the kernel has, in both directions, and adapters coming and going, as btmon reads

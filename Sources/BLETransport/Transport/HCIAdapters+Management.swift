@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import CHCI
+import BLEWire
 
 /// The kernel's management interface (HCI_CHANNEL_CONTROL; BlueZ doc/mgmt-api.txt), which
 /// bluetoothd uses to set adapters up: every packet is Opcode or Event_Code, Controller_Index

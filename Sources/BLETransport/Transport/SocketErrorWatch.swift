@@ -3,6 +3,7 @@ import Glibc
 #endif
 import CHCI
 import Dispatch
+import BLEWire
 
 /// Reports a socket error that neither a read nor a write would reveal in time. libdispatch's
 /// epoll backend hands a read source EPOLLIN and EPOLLHUP but drops EPOLLERR, and an HCI

@@ -1,3 +1,5 @@
+import BLEWire
+
 /// Severity of a log line: the seven levels of swift-log's `Logger.Level`, with the same
 /// names (`description`), so a bridge maps them by name.
 public enum LogLevel: Int, Sendable, Comparable, CaseIterable, CustomStringConvertible {

@@ -1,4 +1,5 @@
 import Dispatch
+import BLEWire
 
 /// A tee: passes everything through to another transport and records every packet, both
 /// ways, to a btsnoop capture (opens in `btmon -r` and Wireshark), in the order the stack

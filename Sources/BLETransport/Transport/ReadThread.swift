@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Dispatch
 import Synchronization
+import BLEWire
 
 /// Waits for a descriptor to become readable on a thread of its own and runs `onReadable`
 /// on `queue` with `queue.sync`, which runs it on this thread when the queue is idle.
@@ -103,7 +104,7 @@ final class ReadThread: Sendable {
 }
 
 /// A reader thread could not be set up.
-struct ReadThreadError: Error {
-    let operation: String
-    let errno: Int32
+package struct ReadThreadError: Error {
+    package let operation: String
+    package let errno: Int32
 }

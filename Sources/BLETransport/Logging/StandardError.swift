@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import BLEWire
 
 /// Unbuffered writes to fd 2, for `BLELogger.standardError`.
 enum StandardError {

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Dispatch
+import BLEWire
 
 /// Plays a btsnoop capture back as if its controller were attached.
 ///

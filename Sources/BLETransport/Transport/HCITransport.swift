@@ -1,4 +1,5 @@
 import Dispatch
+import BLEWire
 
 /// What a transport reports to the stack, always on the queue it was started on.
 public enum TransportEvent: Sendable {

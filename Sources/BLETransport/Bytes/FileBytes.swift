@@ -1,4 +1,5 @@
 import Glibc
+import BLEWire
 
 /// Reads a file the tool or the gateway is given (a config, a payload, a password) whole, up
 /// to a bound: a wrong path to a large file costs at most `limit` bytes. Pass one byte more

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Dispatch
+import BLEWire
 
 /// The lifecycle both file-descriptor transports share (`HCISocketTransport`,
 /// `StreamTransport`): idle, then open, then closed; the event handler and the ACL receiver;
