@@ -4,6 +4,8 @@ import PackageDescription
 let package = Package(
     name: "swift-ble-host",
     products: [
+        .library(name: "BLEWire", targets: ["BLEWire"]),
+        .library(name: "BLETransport", targets: ["BLETransport"]),
         .library(name: "BLECore", targets: ["BLECore"]),
         .library(name: "ATT", targets: ["ATT"]),
         .library(name: "SMP", targets: ["SMP"]),
@@ -35,7 +37,11 @@ let package = Package(
             pkgConfig: "yaml-0.1",
             providers: [.apt(["libyaml-dev"])]
         ),
-        .target(name: "BLECore", dependencies: ["CHCI"]),
+        // The wire codecs (HCI, L2CAP signaling and K-frames, advertising data, btsnoop): no I/O.
+        .target(name: "BLEWire"),
+        // The fd/errno edge: HCI sockets, H4 streams, replay, btsnoop files, the kernel's management interface, logging.
+        .target(name: "BLETransport", dependencies: ["BLEWire", "CHCI"]),
+        .target(name: "BLECore", dependencies: ["BLEWire", "BLETransport", "CHCI"]),
         .target(name: "SMP", dependencies: ["BLECore", "CCrypto"]),
         .target(name: "ATT", dependencies: ["BLECore"]),
         .target(name: "GATTClient", dependencies: ["ATT", "BLECore"]),
@@ -44,8 +50,8 @@ let package = Package(
         .target(name: "BLESensors", dependencies: ["BLECore", "CCrypto"]),
         .target(name: "BLEGateway", dependencies: ["CMosquitto", "BLECore", "ATT", "GATTClient", "SMP", "BLESensors"]),
         .executableTarget(name: "ble", dependencies: ["BLECore", "ATT", "GATTClient", "SMP", "BLEGateway", "BLESensors", "CYAML", "GATTServer"]),
-        .executableTarget(name: "Benchmarks", dependencies: ["BLECore", "ATT", "GATTClient", "BLETestSupport", "BLEGateway", "SMP", "BLESensors", "CCrypto"], path: "Benchmarks", exclude: ["bumble_bench.py", "README.md", "theengs_bench.py", "requirements-theengs.txt"]),
-        .testTarget(name: "BLECoreTests", dependencies: ["BLECore", "BLETestSupport"]),
+        .executableTarget(name: "Benchmarks", dependencies: ["BLEWire", "BLETransport", "BLECore", "ATT", "GATTClient", "BLETestSupport", "BLEGateway", "SMP", "BLESensors", "CCrypto"], path: "Benchmarks", exclude: ["bumble_bench.py", "README.md", "theengs_bench.py", "requirements-theengs.txt"]),
+        .testTarget(name: "BLECoreTests", dependencies: ["BLECore", "BLEWire", "BLETransport", "BLETestSupport"]),
         .testTarget(name: "SMPTests", dependencies: ["SMP", "BLECore", "BLETestSupport"]),
         .testTarget(name: "ATTTests", dependencies: ["ATT", "BLECore", "BLETestSupport"]),
         .testTarget(name: "GATTClientTests", dependencies: ["GATTClient", "ATT", "BLECore", "BLETestSupport"]),

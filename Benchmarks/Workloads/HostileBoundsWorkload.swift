@@ -1,4 +1,6 @@
 @_spi(Internals) import BLECore
+@_spi(Internals) import BLEWire
+@_spi(Internals) import BLETransport
 import BLETestSupport
 import Dispatch
 import Foundation

@@ -1,4 +1,4 @@
-import BLECore
+import BLEWire
 
 /// ACL reassembly of L2CAP basic-mode PDUs (Vol 3, Part A, 7.2; Vol 4, Part E, 5.4.2).
 /// Input: a maximum PDU length selector, then fragments, each one header byte (bits 6-7:

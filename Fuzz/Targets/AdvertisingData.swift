@@ -1,4 +1,4 @@
-import BLECore
+import BLEWire
 
 /// Advertising data (Vol 3, Part C, 11; Supplement, Part A, 1). Input: one selector byte
 /// for the scan filter, then the AD bytes. Properties:

@@ -1,4 +1,4 @@
-import BLECore
+import BLEWire
 
 /// btsnoop reader (datalink 1002 H4 and 2001 Linux monitor). Input: one selector byte,
 /// then the file; the selector prepends a valid H4 or monitor header to reach the record

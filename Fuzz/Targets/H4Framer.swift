@@ -1,4 +1,5 @@
-import BLECore
+import BLETransport
+import BLEWire
 
 /// H4 stream framer (Core Spec Vol 4, Part A, 2). The input is the byte stream itself, cut
 /// into chunks whose sizes come from a generator seeded by the input. Properties:

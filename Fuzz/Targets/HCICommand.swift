@@ -1,4 +1,4 @@
-import BLECore
+import BLEWire
 
 /// HCI command decoders (`HCICommandDecoded`, Vol 4, Part E, 7). Input: opcode (2 bytes,
 /// little-endian) then the parameters (at most 255 bytes). Property: a decoded command

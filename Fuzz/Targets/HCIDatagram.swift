@@ -1,4 +1,5 @@
-@testable import BLECore
+@testable import BLETransport
+import BLEWire
 
 /// The decoder of packets read from an HCI socket (one datagram per packet, indicator first:
 /// `H4Framer.decodeDatagram` and the raw ACL fast path `H4Framer.aclBody(ofDatagram:)` that

@@ -1,4 +1,4 @@
-@_spi(Internals) import BLECore
+@_spi(Internals) import BLEWire
 
 /// Every HCI event decoder (Vol 4, Part E, 7.7). The first byte is the event code, the rest
 /// (at most 255 bytes, what the length field can carry) the parameters. Properties:

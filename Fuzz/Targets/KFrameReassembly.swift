@@ -1,4 +1,4 @@
-import BLECore
+import BLEWire
 
 /// K-frame reassembly and the credit state machine of an LE credit-based channel (Vol 3,
 /// Part A, 3.4.3 and 10.1). Input: MTU and MPS selectors, the initial credits, then

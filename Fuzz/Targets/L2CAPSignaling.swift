@@ -1,4 +1,4 @@
-import BLECore
+import BLEWire
 
 /// LE signaling channel commands (Vol 3, Part A, 4). Input: one signaling C-frame payload.
 /// Properties: a decoded command re-encodes to the same bytes; the enhanced credit-based

@@ -1,4 +1,4 @@
-import BLECore
+import BLEWire
 
 /// Command Complete return parameters (`HCIReturn.decode`, Vol 4, Part E, 7.3 to 7.8).
 /// Input: one selector byte picking the return type, then the return parameters.

@@ -1,4 +1,5 @@
-import BLECore
+import BLETransport
+import BLEWire
 
 /// `TransportSpec.parse`, the `-d` / `BLE_DEVICE` string. Input: the string's bytes (invalid
 /// UTF-8 is repaired as `String(decoding:)` does). Properties:

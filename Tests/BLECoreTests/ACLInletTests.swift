@@ -1,6 +1,7 @@
 import Testing
 import Synchronization
 @testable import BLECore
+@testable import BLETransport
 import BLETestSupport
 
 /// Every ACL packet goes from the transport callback into the host's inlet, which reassembles

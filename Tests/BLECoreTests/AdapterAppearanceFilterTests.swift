@@ -1,4 +1,5 @@
 @testable import BLECore
+@testable import BLETransport
 import Testing
 
 /// When `kernelAppearances` reports adapter 0 back, from the monitor records the kernel sends

@@ -1,5 +1,6 @@
 import Testing
 @testable import BLECore
+@testable import BLETransport
 
 /// AD structure formats: Core Specification Supplement, Part A, 1; the structure layout
 /// (length, AD type, data): Core Specification Vol 3, Part C, 11. Type codes: Assigned

@@ -1,5 +1,6 @@
 import Testing
 @testable import BLECore
+@testable import BLETransport
 
 @Suite struct AdvertisingFilterTests {
     // Built from Supplement, Part A formats: Flags, 128-bit Heart Rate in a complete list,

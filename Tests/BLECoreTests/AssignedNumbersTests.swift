@@ -1,5 +1,7 @@
 import Testing
 @testable import BLECore
+@testable import BLETransport
+@testable import BLEWire
 
 /// Values from the Bluetooth SIG Assigned Numbers document.
 @Suite struct AssignedNumbersTests {

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import BLECore
+@testable import BLETransport
 
 /// Loads a file under Fixtures/.
 func fixtureBytes(_ relative: String) throws -> [UInt8] {

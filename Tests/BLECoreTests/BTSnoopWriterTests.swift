@@ -1,4 +1,5 @@
 @testable import BLECore
+@testable import BLETransport
 import Dispatch
 import Foundation
 import Synchronization

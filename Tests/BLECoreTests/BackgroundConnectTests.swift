@@ -1,5 +1,6 @@
 import Testing
 @testable import BLECore
+@testable import BLETransport
 import BLETestSupport
 
 /// `Central.connect(whenSeen:)`: known devices on the controller's Filter Accept List, one

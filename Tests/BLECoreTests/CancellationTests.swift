@@ -2,6 +2,7 @@ import Testing
 import Dispatch
 import Synchronization
 @testable import BLECore
+@testable import BLETransport
 @testable import BLETestSupport
 
 /// Cancelling the task of a call that waits ends the wait at once with the layer's typed

@@ -1,6 +1,7 @@
 import Testing
 import Synchronization
 @testable import BLECore
+@testable import BLETransport
 import BLETestSupport
 
 /// Work the stack does with no caller waiting (LE Read Remote Features, Vol 4, Part E, 7.8.21,

@@ -1,5 +1,6 @@
 import Testing
 @testable import BLECore
+@testable import BLETransport
 import BLETestSupport
 
 /// `Central.close()` sends HCI Disconnect (Vol 4, Part E, 7.1.6) even when it queues behind a

@@ -2,6 +2,7 @@ import Dispatch
 import Glibc
 import Testing
 @testable import BLECore
+@testable import BLETransport
 
 /// `Central.close()` returns only once the transport's file descriptor is closed, so the
 /// same adapter (a user-channel socket, a serial device) can be opened again at once

@@ -1,5 +1,6 @@
 import Testing
 @testable import BLECore
+@testable import BLETransport
 @testable import BLETestSupport
 
 /// A controller that misbehaves in its command flow cannot wedge the host or make it answer

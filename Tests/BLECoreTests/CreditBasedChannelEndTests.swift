@@ -1,5 +1,6 @@
 import Testing
 @testable import BLECore
+@testable import BLETransport
 import BLETestSupport
 
 /// How an LE credit-based channel ends while its K-frames are on their way: never with a

@@ -1,5 +1,6 @@
 import Testing
 @testable import BLECore
+@testable import BLETransport
 import BLETestSupport
 
 /// A peer that grants more credits than the link's ACL queue holds (credits × MPS over the

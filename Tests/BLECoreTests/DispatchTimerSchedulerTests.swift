@@ -2,6 +2,7 @@ import Dispatch
 import Synchronization
 import Testing
 @testable import BLECore
+@testable import BLETransport
 
 /// The production timer: it fires on its queue, and a cancelled timer lets go of its work at
 /// once (link churn cancels thousands of 30 s ATT timeouts a second; holding each closure

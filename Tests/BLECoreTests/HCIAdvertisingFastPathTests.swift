@@ -1,5 +1,7 @@
 import Testing
 @_spi(Internals) @testable import BLECore
+@testable import BLETransport
+@_spi(Internals) @testable import BLEWire
 
 /// The in-place advertising report reader: agrees with the full decoder, rejects malformed
 /// input, and keeps up with the scan rate the host needs.

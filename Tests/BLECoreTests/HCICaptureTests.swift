@@ -1,5 +1,7 @@
 import Testing
 @_spi(Internals) @testable import BLECore
+@testable import BLETransport
+@_spi(Internals) @testable import BLEWire
 
 /// Every HCI event and command in the real captures under Fixtures/captures/real decodes and
 /// re-encodes byte for byte.

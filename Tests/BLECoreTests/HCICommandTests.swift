@@ -1,5 +1,7 @@
 import Testing
 @testable import BLECore
+@testable import BLETransport
+@testable import BLEWire
 
 /// Command builders against byte layouts written by hand from the parameter tables of
 /// Core Spec 5.4 Vol 4, Part E, 7.1 to 7.8 (opcode = OGF << 10 | OCF, fields little-endian).

@@ -1,4 +1,5 @@
 @testable import BLECore
+@testable import BLETransport
 import Testing
 
 /// Records of the kernel's HCI monitor channel, in the layout of the kernel's

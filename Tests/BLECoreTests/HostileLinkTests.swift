@@ -1,6 +1,7 @@
 import Synchronization
 import Testing
 @testable import BLECore
+@testable import BLETransport
 @testable import BLETestSupport
 
 /// One misbehaving peer or controller never stalls, bloats or crashes the host: the other

@@ -1,4 +1,5 @@
 @testable import BLECore
+@testable import BLETransport
 import Testing
 
 /// The management-interface packets of `KernelPairingAgent` and the `HCIAdapters` pairing

@@ -3,6 +3,7 @@ import Glibc
 import Synchronization
 import Testing
 @testable import BLECore
+@testable import BLETransport
 
 /// The order in which a kernel L2CAP socket, its dispatch sources and the channel end. An
 /// AF_UNIX SOCK_SEQPACKET socket pair stands in for the L2CAP socket (one read, one SDU).

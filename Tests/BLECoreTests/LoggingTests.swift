@@ -1,6 +1,7 @@
 import Testing
 import Synchronization
 @testable import BLECore
+@testable import BLETransport
 import BLETestSupport
 
 /// The library is silent unless the application asks, and its log records carry the fields of

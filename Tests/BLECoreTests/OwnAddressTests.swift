@@ -1,5 +1,6 @@
 import Testing
 @testable import BLECore
+@testable import BLETransport
 import BLETestSupport
 
 /// `Central.setOwnAddress`: LE Set Random Address (Vol 4, Part E, 7.8.4) with nothing scanning

@@ -1,5 +1,6 @@
 import Testing
 @testable import BLECore
+@testable import BLETransport
 import BLETestSupport
 
 /// Scanning and connecting on the PHYs asked for, with the exact HCI parameters of Vol 4,

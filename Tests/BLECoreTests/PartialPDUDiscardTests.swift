@@ -1,6 +1,7 @@
 import Synchronization
 import Testing
 @testable import BLECore
+@testable import BLETransport
 @testable import BLETestSupport
 
 /// A peer (or a transport) that breaks off its PDUs: every partial PDU the host throws away is

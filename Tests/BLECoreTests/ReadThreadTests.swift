@@ -3,6 +3,7 @@ import Dispatch
 import Glibc
 import Testing
 @testable import BLECore
+@testable import BLETransport
 
 /// `ReadThread`, the reader of the fd transports and kernel L2CAP sockets, on a pipe.
 @Suite("Read thread", .timeLimit(.minutes(1)))

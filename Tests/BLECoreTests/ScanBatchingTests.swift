@@ -1,5 +1,6 @@
 import Testing
 @testable import BLECore
+@testable import BLETransport
 
 /// Batched delivery of scan events: the reports of one transport read are held and released
 /// to the consumer together, in order, each once, with the subscriber's buffering policy and

@@ -4,6 +4,7 @@ import Glibc
 import Dispatch
 import Testing
 @testable import BLECore
+@testable import BLETransport
 
 /// What bounds the scanner's memory in a dense scene with rotating addresses: the device
 /// table follows the lost timeouts, one device's merged data cannot grow without end, and a

@@ -2,6 +2,7 @@ import Dispatch
 import Glibc
 import Testing
 @testable import BLECore
+@testable import BLETransport
 
 /// `SocketErrorWatch` reports a socket error that comes with nothing to read, which a dispatch
 /// read source never reports. On the host (no Bluetooth) a connected UDP socket plays the HCI

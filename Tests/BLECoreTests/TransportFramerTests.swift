@@ -1,5 +1,6 @@
 import Testing
 @testable import BLECore
+@testable import BLETransport
 
 @Suite struct TransportFramerTests {
     /// Feeds `stream` in chunks of `size` bytes; returns the packets as H4 bytes.

@@ -1,6 +1,7 @@
 import Glibc
 import Testing
 @testable import BLECore
+@testable import BLETransport
 
 /// True when this kernel has no AF_BLUETOOTH (socket() fails with EAFNOSUPPORT).
 private let kernelLacksBluetooth: Bool = {

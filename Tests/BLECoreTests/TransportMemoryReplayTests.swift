@@ -3,6 +3,7 @@ import Foundation
 import Synchronization
 import Testing
 @testable import BLECore
+@testable import BLETransport
 
 private func fixturePath(_ relative: String) -> String {
     URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()

@@ -1,5 +1,6 @@
 import Testing
 @testable import BLECore
+@testable import BLETransport
 
 @Suite struct TransportSpecTests {
     @Test(arguments: [

@@ -2,6 +2,7 @@ import Dispatch
 import Glibc
 import Testing
 @testable import BLECore
+@testable import BLETransport
 
 /// A listening socket in the test plays the controller.
 fileprivate struct Listener {

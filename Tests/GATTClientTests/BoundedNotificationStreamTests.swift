@@ -2,6 +2,7 @@ import Testing
 import ATT
 @testable import BLETestSupport
 @testable import BLECore
+@testable import BLETransport
 @testable import GATTClient
 
 /// Notification and indication streams are bounded: a server that floods a consumer which

@@ -2,6 +2,7 @@ import Testing
 import Synchronization
 @testable import BLETestSupport
 @testable import BLECore
+@testable import BLETransport
 @testable import GATTClient
 
 /// Calls made while a dropped link is being restored by its reconnect policy, on the

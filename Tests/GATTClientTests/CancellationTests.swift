@@ -4,6 +4,7 @@ import Synchronization
 @testable import ATT
 @testable import BLETestSupport
 @testable import BLECore
+@testable import BLETransport
 @testable import GATTClient
 
 /// Cancelling the task of a GATT call that waits ends it at once with `GATTError.cancelled`,

@@ -1,6 +1,7 @@
 import Testing
 import ATT
 @testable import BLECore
+@testable import BLETransport
 @testable import BLETestSupport
 import GATTClient
 

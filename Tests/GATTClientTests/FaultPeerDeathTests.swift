@@ -3,6 +3,7 @@ import Dispatch
 import ATT
 import BLETestSupport
 @testable import BLECore
+@testable import BLETransport
 @testable import GATTClient
 
 /// A peer that dies in the middle of a discovery, a long read or a long write, on the

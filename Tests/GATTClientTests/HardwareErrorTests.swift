@@ -1,6 +1,7 @@
 import Testing
 @testable import BLETestSupport
 @testable import BLECore
+@testable import BLETransport
 @testable import GATTClient
 
 /// A controller that reports HCI_Hardware_Error (Vol 4, Part E, 7.7.16, event code 0x10),

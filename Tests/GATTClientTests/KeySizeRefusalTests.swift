@@ -2,6 +2,7 @@ import Testing
 import ATT
 @testable import BLETestSupport
 @testable import BLECore
+@testable import BLETransport
 @testable import GATTClient
 
 /// Encryption Key Size Too Short (0x0C) on a real link whose key size the host knows: the

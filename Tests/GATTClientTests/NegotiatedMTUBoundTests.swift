@@ -2,6 +2,7 @@ import Testing
 import ATT
 @testable import BLETestSupport
 @testable import BLECore
+@testable import BLETransport
 @testable import GATTClient
 
 /// The host reassembles ATT PDUs up to the negotiated ATT_MTU and no further (Vol 3, Part F,

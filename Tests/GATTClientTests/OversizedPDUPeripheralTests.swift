@@ -2,6 +2,7 @@ import Testing
 import ATT
 @testable import BLETestSupport
 @testable import BLECore
+@testable import BLETransport
 @testable import GATTClient
 
 /// A server that ignores ATT_MTU (Vol 3, Part F, 3.2.8: no PDU may be longer), seen through a

@@ -1,5 +1,6 @@
 import Testing
 @testable import BLECore
+@testable import BLETransport
 @testable import BLETestSupport
 
 /// A Peripheral over a Connection must not keep that Connection alive: the link-state

@@ -3,6 +3,7 @@ import Testing
 import ATT
 import BLETestSupport
 @testable import BLECore
+@testable import BLETransport
 @testable import GATTClient
 
 /// Notifications over a byte-reading transport: the in-process virtual controller behind a

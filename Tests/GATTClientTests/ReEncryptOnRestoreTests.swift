@@ -3,6 +3,7 @@ import Synchronization
 import ATT
 @testable import BLETestSupport
 @testable import BLECore
+@testable import BLETransport
 @testable import GATTClient
 
 /// A restored link that was encrypted is encrypted again before anything else is sent on it:

@@ -3,6 +3,7 @@ import Synchronization
 import ATT
 @testable import BLETestSupport
 @testable import BLECore
+@testable import BLETransport
 @testable import GATTClient
 
 /// Notification streams across a supervision timeout, on the in-process virtual controller

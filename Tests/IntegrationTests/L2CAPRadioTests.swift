@@ -1,5 +1,6 @@
 import Testing
 @testable import BLECore
+@testable import BLETransport
 import BLETestSupport
 
 /// LE credit-based channels against Bumble's servers with a strict receive side

@@ -8,7 +8,3 @@ extension L2CAPChannelError: BLEError {
         }
     }
 }
-
-extension KFrameError: BLEError {
-    public var isCancellation: Bool { false }
-}

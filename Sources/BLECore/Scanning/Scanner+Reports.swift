@@ -1,3 +1,4 @@
+@_spi(Internals) import BLEWire
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,6 +1,7 @@
 import Dispatch
 import Synchronization
 @testable import BLECore
+@testable import BLETransport
 import BLETestSupport
 
 /// The controller side of a `MemoryTransport` pair for Central tests: answers every command

@@ -1,6 +1,7 @@
 import Testing
 @testable import BLETestSupport
 @testable import BLECore
+@testable import BLETransport
 import GATTClient
 
 /// A `Peripheral` connected through a `Central` to a `GATTServer` (the lab database by

@@ -1,0 +1,5 @@
+import BLEWire
+
+extension TransportError: BLEError {
+    public var isCancellation: Bool { false }
+}

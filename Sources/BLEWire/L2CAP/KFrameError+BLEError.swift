@@ -1,0 +1,3 @@
+extension KFrameError: BLEError {
+    public var isCancellation: Bool { false }
+}
