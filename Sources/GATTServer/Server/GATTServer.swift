@@ -116,6 +116,20 @@ public final class GATTServer: @unchecked Sendable { // all state is touched onl
         hooks?.changed(self)
     }
 
+    /// `link` became encrypted (call on `queue`): when it is now bonded (`ATTServerLinkBond`),
+    /// the CCCDs its bond kept from earlier links come back under those this link wrote, and
+    /// the bond keeps the result. An unbonded link is left as it is.
+    package func restoreBondState(_ link: any ATTServerLink) {
+        let id = ObjectIdentifier(link)
+        guard links[id] != nil, let peer = bondedPeer(link) else { return }
+        if let bond = bonds[peer] {
+            links[id]?.cccd.merge(bond.cccd) { current, _ in current }
+            if links[id]?.clientFeatures == 0 { links[id]?.clientFeatures = bond.clientFeatures }
+        }
+        rememberBondState(id)
+        hooks?.changed(self)
+    }
+
     /// The client on `link` went (call on `queue`): its waits end, its per-link state goes.
     public func disconnect(_ link: any ATTServerLink) {
         defer { hooks?.changed(self) }
