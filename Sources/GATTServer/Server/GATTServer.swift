@@ -118,12 +118,17 @@ public final class GATTServer: @unchecked Sendable { // all state is touched onl
 
     /// `link` became encrypted (call on `queue`): when it is now bonded (`ATTServerLinkBond`),
     /// the CCCDs its bond kept from earlier links come back under those this link wrote, and
-    /// the bond keeps the result. An unbonded link is left as it is.
+    /// the bond keeps the result, and each CCCD restored is reported as `subscribed`. An
+    /// unbonded link is left as it is.
     package func restoreBondState(_ link: any ATTServerLink) {
         let id = ObjectIdentifier(link)
-        guard links[id] != nil, let peer = bondedPeer(link) else { return }
+        guard let state = links[id], let peer = bondedPeer(link) else { return }
         if let bond = bonds[peer] {
-            links[id]?.cccd.merge(bond.cccd) { current, _ in current }
+            let restored = bond.cccd.filter { state.cccd[$0.key] == nil && $0.value != 0 }
+            links[id]?.cccd.merge(restored) { current, _ in current }
+            for (handle, value) in restored.sorted(by: { $0.key < $1.key }) {
+                reportStore([UInt8(value & 0xFF), UInt8(value >> 8)], handle: handle, link: id)
+            }
             if links[id]?.clientFeatures == 0 { links[id]?.clientFeatures = bond.clientFeatures }
         }
         rememberBondState(id)
