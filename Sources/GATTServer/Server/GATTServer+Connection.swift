@@ -27,14 +27,34 @@ extension GATTServer {
         // The bond's state comes back when the link is encrypted, which is usually after the
         // bearer is attached: the central encrypts once connected. Followed until the link ends.
         let events = await connection.events(bufferingPolicy: .bufferingNewest(8))
-        if await connection.securityLevel >= .encrypted { await onQueue { self.restoreBondState(link) } }
+        if await connection.securityLevel >= .encrypted { await onQueue { self.bondFound(link) } }
         Task { [weak self] in
             for await event in events {
                 if case .disconnected = event { return }
                 guard case .securityChanged(let level) = event, level >= .encrypted, let self else { continue }
-                await self.onQueue { self.restoreBondState(link) }
+                await self.onQueue { self.bondFound(link) }
             }
         }
+    }
+
+    /// Tells the server that pairing on `connection` saved a bond in the store given to
+    /// `serve(_:bonds:)` (a first pairing encrypts the link before the keys are exchanged and
+    /// the bond saved): the link becomes that bond's client, and the CCCDs it wrote are kept
+    /// for its later links. Call it from `Central.acceptPairing`'s `onResult`.
+    ///
+    ///     await central.acceptPairing(store: bonds) { link, result in Task { await server.bondSaved(on: link) } }
+    public func bondSaved(on connection: Connection) async {
+        await onQueue {
+            for state in self.links.values {
+                if let link = state.link as? ConnectionATTLink, link.connection === connection { self.bondFound(link) }
+            }
+        }
+    }
+
+    /// Looks up the link's bond again and restores what the server kept of it (on the queue).
+    private func bondFound(_ link: ConnectionATTLink) {
+        link.lookUpBond()
+        restoreBondState(link)
     }
 
     /// Installs the bearer's handlers on the connection's executor.
@@ -98,11 +118,17 @@ final class ConnectionATTLink: ATTServerLink, ATTServerLinkSecurity, ATTServerLi
         Task { try? await connection.sendSecurityRequest(level) }
     }
 
-    /// The identity address of the bond the link's peer has in the store, while the link is
-    /// encrypted (an unencrypted link could be anyone using that address).
-    var bondedPeer: LEAddress? {
-        guard let bonds, isEncrypted, let bond = bonds.bond(resolving: connection.peer) else { return nil }
-        return bond.address
+    /// The identity address of the bond found for the link's peer, while the link is
+    /// encrypted (an unencrypted link could be anyone using that address). Looked up when the
+    /// link is encrypted or a pairing saved a bond, not on each request: the store reads files.
+    var bondedPeer: LEAddress? { isEncrypted ? identity : nil }
+
+    nonisolated(unsafe) private var identity: LEAddress? // read and written only on the server's queue
+
+    /// Finds the peer's bond in the store (on the server's queue).
+    func lookUpBond() {
+        guard let bonds, isEncrypted, let bond = bonds.bond(resolving: connection.peer) else { return }
+        identity = bond.address
     }
 
     /// Queued on the link in the order sent: at once on the adapter's queue, else after a hop

@@ -44,7 +44,10 @@ enum ServeCommand {
         let activity = await server.activity()
         // Set before incomingConnections() offers a link, so a central that pairs at once is answered.
         await central.acceptPairing(options: options.pairing, agent: ServeAgent(console: console, passkey: options.passkey, acceptsComparison: options.acceptComparison),
-                                    store: bonds) { link, result in console.out(ServeOutput.pairing(link.peer, result)) }
+                                    store: bonds) { link, result in
+            console.out(ServeOutput.pairing(link.peer, result))
+            if case .success = result { Task { await server.bondSaved(on: link) } }
+        }
         let links = await central.incomingConnections()
         let data = advertisingData(options)
         var parameters = AdvertisingParameters()
