@@ -75,7 +75,7 @@ struct CLIServePairingRadioTests {
 
     @Test("--io display-only: the passkey printed on stdout, typed by Bumble, gives an authenticated bond; the readAuthenticated value is read")
     func passkeyDisplayed() async throws {
-        let peer = try await ResponderRadioTests.PairingCentral(["--io", "keyboard"])
+        let peer = try await ResponderRadioTests.PairingCentral(["--io", "keyboard", "--mitm"])
         defer { peer.stop() }
         var lines = peer.lines.makeAsyncIterator()
         let server = try Server(port: peer.port, ["--io", "display-only"])
