@@ -12,6 +12,11 @@ test writes on stdin, one JSON object a line:
     {"passkey": 123456}                   the passkey Bumble's delegate is asked for
     {"reconnect": {}}                     disconnect and connect again
     {"encrypt": {}}                       encrypt with the stored keys (LE Enable Encryption)
+    {"read": "UUID"}                      read a characteristic with Bumble's GATT client
+                                          (services discovered on the link's first use)
+    {"subscribe": "UUID"}                 write its CCCD for notifications
+    {"listen": "UUID"}                    take its notifications on this link without writing
+                                          the CCCD (the handle of the link that discovered it)
 stdout, one JSON object a line:
     {"ready": true, "port": 40123}
     {"connected": {"handle": 1}}
@@ -21,6 +26,9 @@ stdout, one JSON object a line:
                 "irk": hex|null, "identity": "AA:..."|null}}   keys Bumble keeps (hex as on the air)
     {"pairingFailed": {"reason": 5}}
     {"encrypted": {}} / {"encryptionFailed": {"error": 6}}
+    {"read": {"uuid": "...", "value": hex}} / {"readFailed": {"uuid": "...", "error": 15}}
+    {"subscribed": {"uuid": "..."}} / {"listening": {"uuid": "..."}}
+    {"notification": {"uuid": "...", "value": hex}}
 The pairing options come from the command line (--io, --legacy, --mitm, --no-bonding,
 --irk). The script ends on SIGTERM or SIGINT.
 """
@@ -35,6 +43,9 @@ import socket
 import sys
 
 from bumble import hci, smp
+from bumble.att import ATT_Error
+from bumble.core import UUID
+from bumble.device import Peer
 from bumble.controller import Controller
 from bumble.device import Device, DeviceConfiguration
 from bumble.host import Host
@@ -193,6 +204,41 @@ async def run(args: argparse.Namespace) -> int:
             return
         emit({"encrypted": {}})
 
+    handles: dict = {}
+
+    async def characteristic(uuid: str):  # type: ignore[no-untyped-def]
+        peer = state.get("peer")
+        if peer is None or peer.connection is not state["connection"]:
+            peer = Peer(state["connection"])
+            state["peer"] = peer
+            await peer.discover_services()
+            for service in peer.services:
+                await service.discover_characteristics()
+        found = peer.get_characteristics_by_uuid(UUID(uuid))
+        if found:
+            handles[uuid.upper()] = found[0].handle
+        return found[0] if found else None
+
+    def notified(uuid: str):  # type: ignore[no-untyped-def]
+        return lambda value: emit({"notification": {"uuid": uuid, "value": bytes(value).hex()}})
+
+    async def read(uuid: str) -> None:
+        c = await characteristic(uuid)
+        try:
+            emit({"read": {"uuid": uuid, "value": bytes(await c.read_value()).hex()}})
+        except ATT_Error as error:
+            emit({"readFailed": {"uuid": uuid, "error": int(error.error_code)}})
+
+    async def subscribe(uuid: str) -> None:
+        c = await characteristic(uuid)
+        await c.subscribe(notified(uuid), prefer_notify=True)
+        emit({"subscribed": {"uuid": uuid}})
+
+    def listen(uuid: str) -> None:
+        subscribers = state["connection"].gatt_client.notification_subscribers
+        subscribers.setdefault(handles[uuid.upper()], set()).add(notified(uuid))
+        emit({"listening": {"uuid": uuid}})
+
     async def commands() -> None:
         reader = asyncio.StreamReader()
         await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
@@ -209,6 +255,12 @@ async def run(args: argparse.Namespace) -> int:
                 asyncio.ensure_future(reconnect())
             elif "encrypt" in command:
                 asyncio.ensure_future(encrypt())
+            elif "read" in command:
+                asyncio.ensure_future(read(command["read"]))
+            elif "subscribe" in command:
+                asyncio.ensure_future(subscribe(command["subscribe"]))
+            elif "listen" in command:
+                listen(command["listen"])
 
     asyncio.ensure_future(commands())
     emit({"ready": True, "port": port})

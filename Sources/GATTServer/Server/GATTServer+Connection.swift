@@ -1,5 +1,6 @@
 import BLECore
 import GATTClient
+import SMP
 
 extension GATTServer {
     /// Serves the database to the client at the other end of `connection` (a link a central
@@ -9,16 +10,57 @@ extension GATTServer {
     /// link's ATT channel (a GATT client on the same link would need it too). Make the server
     /// on the adapter's queue (`central.executor.queue`) so a PDU is answered without a hop.
     ///
+    ///
+    /// With `bonds` (the store `Central.acceptPairing` saves in), a read or write refused for
+    /// Insufficient Authentication, Insufficient Encryption or Encryption Key Size Too Short is
+    /// followed by an SMP Security Request for the level the attribute needs (Vol 3, Part H,
+    /// 2.4.6), and once the link is encrypted with a bond from the store the client is that
+    /// bond's identity: its CCCDs of earlier links come back (Vol 3, Part G, 3.3.3.3) and its
+    /// signed writes are verified (`setSignedWriteVerifier`). Without `bonds` the link is
+    /// never asked for more security and never bonded.
+    ///
     ///     let server = GATTServer(database: db, queue: central.executor.queue)
     ///     for await link in await central.incomingConnections() { try await server.serve(link) }
-    public func serve(_ connection: Connection) async throws(ConnectionError) {
-        try await attach(connection)
+    public func serve(_ connection: Connection, bonds: (any BondStore)? = nil) async throws(ConnectionError) {
+        let link = try await attach(connection, bonds: bonds)
+        guard bonds != nil else { return }
+        // The bond's state comes back when the link is encrypted, which is usually after the
+        // bearer is attached: the central encrypts once connected. Followed until the link ends.
+        let events = await connection.events(bufferingPolicy: .bufferingNewest(8))
+        if await connection.securityLevel >= .encrypted { await onQueue { self.bondFound(link) } }
+        Task { [weak self] in
+            for await event in events {
+                if case .disconnected = event { return }
+                guard case .securityChanged(let level) = event, level >= .encrypted, let self else { continue }
+                await self.onQueue { self.bondFound(link) }
+            }
+        }
+    }
+
+    /// Tells the server that pairing on `connection` saved a bond in the store given to
+    /// `serve(_:bonds:)` (a first pairing encrypts the link before the keys are exchanged and
+    /// the bond saved): the link becomes that bond's client, and the CCCDs it wrote are kept
+    /// for its later links. Call it from `Central.acceptPairing`'s `onResult`.
+    ///
+    ///     await central.acceptPairing(store: bonds) { link, result in Task { await server.bondSaved(on: link) } }
+    public func bondSaved(on connection: Connection) async {
+        await onQueue {
+            for state in self.links.values {
+                if let link = state.link as? ConnectionATTLink, link.connection === connection { self.bondFound(link) }
+            }
+        }
+    }
+
+    /// Looks up the link's bond again and restores what the server kept of it (on the queue).
+    private func bondFound(_ link: ConnectionATTLink) {
+        link.lookUpBond()
+        restoreBondState(link)
     }
 
     /// Installs the bearer's handlers on the connection's executor.
-    private func attach(_ connection: isolated Connection) throws(ConnectionError) {
+    private func attach(_ connection: isolated Connection, bonds: (any BondStore)?) throws(ConnectionError) -> ConnectionATTLink {
         let channel = try connection.attChannel()
-        let link = ConnectionATTLink(connection: connection, channel: channel)
+        let link = ConnectionATTLink(connection: connection, channel: channel, bonds: bonds)
         let sameQueue = queue === connection.executor.queue
         let run: @Sendable (@escaping @Sendable () -> Void) -> Void = { [queue] work in
             if sameQueue { work() } else { queue.async(execute: work) }
@@ -35,6 +77,7 @@ extension GATTServer {
         channel.limitInboundSDUs(to: Int(serverMTU)) { head, _ in
             run { self.refusedOversized(head, on: link) }
         }
+        return link
     }
 
     /// A PDU the bearer refused as longer than the server's ATT_MTU, of which `head` arrived:
@@ -51,15 +94,41 @@ extension GATTServer {
 
 /// The server's end of a link's ATT fixed channel: answers go out through the host's queue for
 /// the link, the security is the connection's, and an unconfirmed indication ends the link.
-final class ConnectionATTLink: ATTServerLink, ATTServerLinkSecurity, ATTServerLinkClosing, Sendable {
+/// With a bond store, a refusal for security sends a Security Request and an encrypted link
+/// with a bond in the store is that bond's peer.
+final class ConnectionATTLink: ATTServerLink, ATTServerLinkSecurity, ATTServerLinkClosing, ATTServerLinkSecurityRequest, ATTServerLinkBond, Sendable {
     let connection: Connection
     let channel: any L2CAPChannel
     let centralDescription: String
+    let bonds: (any BondStore)?
 
-    init(connection: Connection, channel: any L2CAPChannel) {
+    init(connection: Connection, channel: any L2CAPChannel, bonds: (any BondStore)?) {
         self.connection = connection
         self.channel = channel
         self.centralDescription = "\(connection.peer.address)"
+        self.bonds = bonds
+    }
+
+    /// Asks the central for `level` with bonding (MITM from `.authenticated` up). The Security
+    /// Manager sends nothing while a pairing runs; a failure to send only means the central
+    /// is not asked (the refusal it got stands).
+    func securityRefused(needs level: SecurityLevel) {
+        guard bonds != nil else { return }
+        let connection = self.connection
+        Task { try? await connection.sendSecurityRequest(level) }
+    }
+
+    /// The identity address of the bond found for the link's peer, while the link is
+    /// encrypted (an unencrypted link could be anyone using that address). Looked up when the
+    /// link is encrypted or a pairing saved a bond, not on each request: the store reads files.
+    var bondedPeer: LEAddress? { isEncrypted ? identity : nil }
+
+    nonisolated(unsafe) private var identity: LEAddress? // read and written only on the server's queue
+
+    /// Finds the peer's bond in the store (on the server's queue).
+    func lookUpBond() {
+        guard let bonds, isEncrypted, let bond = bonds.bond(resolving: connection.peer) else { return }
+        identity = bond.address
     }
 
     /// Queued on the link in the order sent: at once on the adapter's queue, else after a hop

@@ -116,6 +116,25 @@ public final class GATTServer: @unchecked Sendable { // all state is touched onl
         hooks?.changed(self)
     }
 
+    /// `link` became encrypted (call on `queue`): when it is now bonded (`ATTServerLinkBond`),
+    /// the CCCDs its bond kept from earlier links come back under those this link wrote, and
+    /// the bond keeps the result, and each CCCD restored is reported as `subscribed`. An
+    /// unbonded link is left as it is.
+    package func restoreBondState(_ link: any ATTServerLink) {
+        let id = ObjectIdentifier(link)
+        guard let state = links[id], let peer = bondedPeer(link) else { return }
+        if let bond = bonds[peer] {
+            let restored = bond.cccd.filter { state.cccd[$0.key] == nil && $0.value != 0 }
+            links[id]?.cccd.merge(restored) { current, _ in current }
+            for (handle, value) in restored.sorted(by: { $0.key < $1.key }) {
+                reportStore([UInt8(value & 0xFF), UInt8(value >> 8)], handle: handle, link: id)
+            }
+            if links[id]?.clientFeatures == 0 { links[id]?.clientFeatures = bond.clientFeatures }
+        }
+        rememberBondState(id)
+        hooks?.changed(self)
+    }
+
     /// The client on `link` went (call on `queue`): its waits end, its per-link state goes.
     public func disconnect(_ link: any ATTServerLink) {
         defer { hooks?.changed(self) }

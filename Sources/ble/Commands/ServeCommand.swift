@@ -2,6 +2,7 @@ import BLECore
 import Dispatch
 import GATTServer
 import Glibc
+import SMP
 
 /// `ble serve`: a GATT server from a database file, advertised (again after each link ends),
 /// every read, write and subscription printed; stdin lines become the `--notify`
@@ -10,30 +11,43 @@ enum ServeCommand {
     static let spec = CommandSpec(
         name: "serve",
         summary: "serve a GATT database from a YAML or JSON file and advertise it",
-        usage: ["serve DB.yaml|DB.json [--name NAME] [--notify UUID]"],
+        usage: ["serve DB.yaml|DB.json [--name NAME] [--notify UUID] [--io display-only|display-yesno|keyboard-only|no-io|keyboard-display] [--passkey N] [--accept-comparison]"],
         options: [
             .value("name", nil, "NAME", "the advertised name and Device Name (default: the file's deviceName)"),
             .value("notify", nil, "UUID", "each stdin line becomes this characteristic's value, notified or indicated to its subscribers"),
+            .value("io", nil, "CAPABILITY", "what this side can show or type when a central pairs (default no-io: Just Works)"),
+            .value("passkey", nil, "N", "the six-digit passkey to answer with when the central shows one (--io keyboard-only or keyboard-display)"),
+            .flag("accept-comparison", nil, "answer Numeric Comparison with yes without asking (without it a comparison is refused: stdin is the --notify feed)"),
         ],
         details: ["The file lists services: [{uuid, characteristics: [{uuid, properties, permissions, value, description}]}]; properties are named as 'ble inspect --json' names them (read, write, writeWithoutResponse, notify, indicate, authenticatedSignedWrites), permissions (readEncrypted, writeEncrypted, readAuthenticated, ...) default to what the properties allow, values are text or hex:0102 (docs/gatt-server.md). A bad file is one line naming the line (YAML) and the key, exit 2.",
                   "Advertises Flags, the name and the 16-bit service UUIDs that fit in 31 octets, connectable, and again after each link ends. Prints on stdout: 'connected ADDRESS', 'read ADDRESS UUID handle 0xHHHH: VALUE', 'write ...', 'subscribe ADDRESS UUID handle 0xHHHH: notifications|indications|off', 'sent UUID ...' for each stdin line, 'disconnected ADDRESS'.",
+                  "A central may pair (this side answers as the SMP responder, LE Secure Connections or legacy, bonding) and bonds go to --bond-dir like 'ble pair' keeps them. A passkey for the central to type prints as 'passkey 123456'; then 'paired ADDRESS encrypted, ..., bonded' or 'pairing failed ADDRESS: ...', and 'encrypted ADDRESS LEVEL' each time a link's security changes. A read or write refused for Insufficient Authentication or Encryption is followed by a Security Request. A bonded central's subscriptions (CCCDs) come back when it encrypts a later link, and its signed writes are checked with its CSRK and a SignCounter that must increase (kept in the bond).",
                   "A stdin line is the value as UTF-8 text, or hex: and hex digits; at most 512 octets. Ctrl-C (exit 130) or SIGTERM (exit 0) stops advertising and ends the links."],
         examples: [
             ("ble serve battery.yaml --name demo", "serve a battery service until Ctrl-C"),
             ("sensor-readings | ble serve thermometer.yaml --notify 2A1C", "notify each reading the program prints"),
+            ("ble serve secret.yaml --io display-only", "a central pairs by typing the passkey printed"),
         ],
         run: run)
 
     static func run(_ ctx: CommandContext) async throws {
         let options = try ServeOptions(ctx)
         try await withCentral(ctx) { central in
-            try await serve(central, options, console: ctx.console, logger: ctx.logger)
+            let bonds = try await BondsCommand.store(ctx, central: central)
+            try await serve(central, options, bonds: bonds, console: ctx.console, logger: ctx.logger)
         }
     }
 
-    static func serve(_ central: Central, _ options: ServeOptions, console: Console, logger: BLELogger) async throws {
+    static func serve(_ central: Central, _ options: ServeOptions, bonds: any BondStore, console: Console, logger: BLELogger) async throws {
         let server = GATTServer(database: options.database, queue: central.executor.queue)
+        await server.setSignedWriteVerifier(BondStoreSignatureVerifier(store: bonds))
         let activity = await server.activity()
+        // Set before incomingConnections() offers a link, so a central that pairs at once is answered.
+        await central.acceptPairing(options: options.pairing, agent: ServeAgent(console: console, passkey: options.passkey, acceptsComparison: options.acceptComparison),
+                                    store: bonds) { link, result in
+            console.out(ServeOutput.pairing(link.peer, result))
+            if case .success = result { Task { await server.bondSaved(on: link) } }
+        }
         let links = await central.incomingConnections()
         let data = advertisingData(options)
         var parameters = AdvertisingParameters()
@@ -60,7 +74,13 @@ enum ServeCommand {
                             accepted.addTask {
                                 do {
                                     if let prepare { try await prepare(link) }
-                                    try await server.serve(link)
+                                    let changes = await link.events(bufferingPolicy: .bufferingNewest(8))
+                                    try await server.serve(link, bonds: bonds)
+                                    // Until the link ends (an incoming link is not reconnected).
+                                    for await event in changes {
+                                        if case .securityChanged(let level) = event { console.out("encrypted \(link.peer.address) \(level)") }
+                                        if case .disconnected = event { break }
+                                    }
                                 } catch {
                                     console.status("not serving \(link.peer.address): \(error)")
                                 }
@@ -144,11 +164,15 @@ struct ServeOptions: Sendable {
     var name: String?
     /// The characteristic stdin lines update.
     var notify: BluetoothUUID?
-    /// Runs on each incoming link before the server answers it: the place for the Security
-    /// Manager as responder (pairing options such as an IO capability), once that is wired
-    /// in. Without it links stay unencrypted, and attributes that need encryption or
-    /// authentication are refused with Insufficient Encryption / Authentication.
+    /// Runs on each incoming link before the server answers it (pairing is answered on every
+    /// link already, by `Central.acceptPairing`).
     var prepareLink: (@Sendable (Connection) async throws -> Void)?
+    /// How this side answers a central's pairing (`--io`).
+    var pairing = PairingOptions.responder
+    /// The passkey to answer with when the central displays one (`--passkey`).
+    var passkey: UInt32?
+    /// Numeric Comparison answered yes (`--accept-comparison`); refused otherwise.
+    var acceptComparison = false
 
     init(_ ctx: CommandContext) throws(UsageError) {
         path = try ctx.positionals(["DB.yaml|DB.json"])[0]
@@ -167,5 +191,14 @@ struct ServeOptions: Sendable {
             }
             notify = uuid
         }
+        if let io = ctx.args.value("io") {
+            guard let c = PairCommand.ioNames.first(where: { $0.0 == io })?.1 else {
+                throw UsageError("--io needs one of \(PairCommand.ioNames.map(\.0).joined(separator: ", ")), not \"\(io)\"")
+            }
+            pairing.ioCapability = c
+        }
+        passkey = try ctx.args.value("passkey").map { v throws(UsageError) in try Values.integer(v, option: "--passkey", as: UInt32.self) }
+        if let passkey, passkey > 999_999 { throw UsageError("--passkey is six digits (0 to 999999), not \(passkey)") }
+        acceptComparison = ctx.args.has("accept-comparison")
     }
 }

@@ -1,5 +1,6 @@
 import BLECore
 import GATTServer
+import SMP
 
 /// The lines `ble serve` prints, and the values it reads from stdin.
 enum ServeOutput {
@@ -78,5 +79,19 @@ struct InputLines {
             }
         }
         return out
+    }
+}
+
+extension ServeOutput {
+    /// The line for a central's pairing: `paired ADDRESS encrypted, ..., bonded` or
+    /// `pairing failed ADDRESS: why`.
+    static func pairing(_ peer: LEAddress, _ result: Result<Bond, PairingError>) -> String {
+        switch result {
+        case .success(let bond):
+            let level = BondsCommand.level(authenticated: bond.longTermKey?.authenticated == true, secureConnections: bond.longTermKey?.secureConnections == true)
+            return "paired \(peer.address) \(level)\(bond.longTermKey != nil ? ", bonded" : "")"
+        case .failure(let error):
+            return "pairing failed \(peer.address): \(error)"
+        }
     }
 }

@@ -22,7 +22,7 @@ struct TerminalAgent: PairingAgent {
     var typesKeys: Bool { passkey == nil && isatty(0) == 1 }
 
     func displayPasskey(_ passkey: UInt32, peer: LEAddress) async {
-        console.status("type this passkey on \(peer.address): \(six(passkey))")
+        console.status("type this passkey on \(peer.address): \(Self.six(passkey))")
     }
 
     /// The passkey from `--passkey`, else a line from stdin.
@@ -59,7 +59,7 @@ struct TerminalAgent: PairingAgent {
     }
 
     func confirmNumericComparison(_ value: UInt32, peer: LEAddress) async -> Bool {
-        console.status("does \(peer.address) show \(six(value))? [y/N] ")
+        console.status("does \(peer.address) show \(Self.six(value))? [y/N] ")
         guard let line = readLine() else { return false }
         return ["y", "yes"].contains(line.trimmingCharacters().lowercased())
     }
@@ -67,7 +67,8 @@ struct TerminalAgent: PairingAgent {
     /// Just Works needs no person: the command line asked for the pairing.
     func confirmJustWorks(peer: LEAddress) async -> Bool { true }
 
-    private func six(_ v: UInt32) -> String {
+    /// Six digits with leading zeros: 000123.
+    static func six(_ v: UInt32) -> String {
         let s = String(v)
         return String(repeating: "0", count: max(0, 6 - s.count)) + s
     }
