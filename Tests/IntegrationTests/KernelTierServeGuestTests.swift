@@ -129,8 +129,8 @@ struct KernelTierServeGuestTests {
         let expected = [long, CharacteristicIdentifier(uuid: "12345678-1234-5678-1234-56789ABCDEF2", service: custom),
                         CharacteristicIdentifier(uuid: "12345678-1234-5678-1234-56789ABCDEF3", service: custom)].map(\.uuid)
         try #require(customCharacteristics == expected, "\(customCharacteristics)")
-        let battery = try await peripheral.characteristics(of: battery)
-        let levelHandle = try #require(battery.first { $0.uuid == level.uuid }?.valueHandle, "\(battery)")
+        let batteryCharacteristics = try await peripheral.characteristics(of: battery)
+        let levelHandle = try #require(batteryCharacteristics.first { $0.uuid == level.uuid }?.valueHandle, "\(batteryCharacteristics)")
         let longHandle = try #require(try await peripheral.characteristics(of: custom).first { $0.uuid == long.uuid }?.valueHandle)
         func at(_ handle: UInt16) -> String { "handle 0x" + String(handle, radix: 16, uppercase: true).leftPadded(to: 4) }
 
