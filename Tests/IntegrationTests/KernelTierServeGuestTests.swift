@@ -22,11 +22,10 @@ import Glibc
 @Suite(
     "Kernel tier, the kernel as central against ble serve (inside the VM)",
     .serialized,
-    .enabled(if: KernelTierGuest.inVM && KernelTierGuest.childRole == nil && KernelTierServeGuestTests.enabled),
+    .enabled(if: KernelTierGuest.inVM && KernelTierGuest.childRole == nil && ProcessInfo.processInfo.environment["BLE_KERNEL_TIER_SERVE"] == "1"),
     .timeLimit(.minutes(4))
 )
 struct KernelTierServeGuestTests {
-    static let enabled = ProcessInfo.processInfo.environment["BLE_KERNEL_TIER_SERVE"] == "1"
     static let serveAddress = LEAddress(BluetoothAddress(rawValue: 0xC0_00_00_00_00_02), type: .public)
     static let kernelAddress = "C0:00:00:00:00:01"
     static let battery = ServiceIdentifier(uuid: BluetoothUUID(uuid16: 0x180F))
