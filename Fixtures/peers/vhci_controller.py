@@ -46,6 +46,10 @@ header), so 27-octet buffers made a 1 MiB echo take minutes.
 Usage (inside a kernel that has hci_vhci loaded, as root):
 
     python vhci_controller.py [--vhci /dev/vhci] [--address C0:00:00:00:00:01]
+                              [--second-address C0:00:00:00:00:02]
+
+With --second-address the kernel gets a second adapter (hci1) on the same link, for a
+program on one adapter with the kernel on the other as its peer.
 
 Prints "ready" on stdout once the peripheral advertises; runs until killed.
 """
@@ -300,22 +304,33 @@ class AdapterSink:
                 logging.warning("adapter down: %d packets to the host dropped", self.dropped)
 
 
-async def run(vhci_path: str, address: str) -> None:
+def kernel_adapter(name: str, transport, link: LocalLink, address: str) -> Controller:
+    """A controller the kernel talks to through one open /dev/vhci (one adapter hciN)."""
+    controller = Controller(
+        name,
+        host_source=transport.source,
+        host_sink=AdapterSink(transport),
+        link=link,
+        public_address=address,
+    )
+    # LocalLink labels LE ACL data with the sender's random address, whatever own address
+    # type the connection used; a host connecting with its public address would have its
+    # data dropped by the peer ("no connection for 00:00:00:00:00:00").
+    controller.random_address = controller.public_address
+    controller.le_acl_data_packet_length = LE_ACL_BUFFER_SIZE
+    return controller
+
+
+async def run(vhci_path: str, address: str, second_address: str | None) -> None:
     link = LocalLink()
     async with await open_transport(f"vhci:{vhci_path}") as transport:
-        # The controller the kernel talks to through /dev/vhci.
-        kernel_controller = Controller(
-            "kernel",
-            host_source=transport.source,
-            host_sink=AdapterSink(transport),
-            link=link,
-            public_address=address,
-        )
-        # LocalLink labels LE ACL data with the sender's random address, whatever own address
-        # type the connection used; a host connecting with its public address would have its
-        # data dropped by the peer ("no connection for 00:00:00:00:00:00").
-        kernel_controller.random_address = kernel_controller.public_address
-        kernel_controller.le_acl_data_packet_length = LE_ACL_BUFFER_SIZE
+        kernel_adapter("kernel", transport, link, address)
+        # A second adapter on the same link (hci1), for a program that drives it through the
+        # user channel while the kernel, on hci0, is its peer.
+        second = None
+        if second_address is not None:
+            second = await open_transport(f"vhci:{vhci_path}")
+            kernel_adapter("second", second, link, second_address)
 
         # The simulated peripheral on the same link.
         peripheral_controller = Controller("hrm", link=link)
@@ -344,6 +359,8 @@ async def run(vhci_path: str, address: str) -> None:
             loop.add_signal_handler(sig, stop.set)
         await stop.wait()
         notifier.cancel()
+        if second is not None:
+            await second.close()
 
 
 def main() -> None:
@@ -352,10 +369,14 @@ def main() -> None:
     parser.add_argument(
         "--address", default="C0:00:00:00:00:01", help="public address of the kernel's controller"
     )
+    parser.add_argument(
+        "--second-address",
+        help="open /dev/vhci once more: a second adapter (hci1) with this public address on the same link",
+    )
     parser.add_argument("--verbose", action="store_true")
     args = parser.parse_args()
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING)
-    asyncio.run(run(args.vhci, args.address))
+    asyncio.run(run(args.vhci, args.address, args.second_address))
 
 
 if __name__ == "__main__":
