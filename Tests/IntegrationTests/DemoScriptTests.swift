@@ -43,6 +43,8 @@ struct DemoScriptTests {
         #expect(stdout.contains("Heart Rate Measurement"))
         #expect(stdout.components(separatedBy: " bpm").count - 1 == 10, "ten heart-rate notifications")
         #expect(stdout.contains("ble/demo/status online"))
+        // The encrypted BTHome sensor of bthome-ble's tests, decrypted with the config's key.
+        #expect(stdout.contains(#""decoded":{"temperature":25.06,"humidity":50.55"#), "\(stdout)")
         #expect(stdout.contains(#"ble/demo/responses/1 {"id":"1","command":"connect","ok":true"#))
         #expect(stdout.contains(#"ble/demo/responses/2 {"id":"2","command":"read","ok":true,"value":""#))
         #expect(stdout.contains("the gateway stopped: ble/demo/status offline"))

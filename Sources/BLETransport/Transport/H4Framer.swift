@@ -176,7 +176,7 @@ public struct H4Framer: Sendable {
     }
 
     /// Decodes one whole packet read from a packet socket (indicator first, length exact).
-    static func decodeDatagram(_ raw: UnsafeRawBufferPointer, endpoint: String) throws(TransportError) -> HCIPacket {
+    package static func decodeDatagram(_ raw: UnsafeRawBufferPointer, endpoint: String) throws(TransportError) -> HCIPacket {
         guard let first = raw.first else {
             throw .malformedStream(endpoint: endpoint, detail: "empty packet")
         }

@@ -191,7 +191,7 @@ public struct ACLReassembler: Sendable {
     /// Bytes the reassembly buffer holds room for: at most the largest PDU taken so far.
     package var bufferCapacity: Int { buffer.capacity }
     /// Bytes of the partial PDU held now.
-    var bufferedBytes: Int { buffer.count }
+    package var bufferedBytes: Int { buffer.count }
 
     /// Drops the partial PDU in progress, if any, counting it, and says what was lost (for the
     /// log); nil when none was. A refused PDU whose continuations are still being discarded
