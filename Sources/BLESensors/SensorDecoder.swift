@@ -17,7 +17,15 @@ public struct SensorDecoder: Sendable {
     /// objects): each reading carries the device's last value of every key seen so far.
     static let accumulatingFormats: Set<String> = [MiBeacon.name]
 
+    /// Counters below this are a restart when ``acceptsCounterRestart`` is on (bthome-ble's bound).
+    public static let counterRestartWindow: UInt64 = 100
+
     public var keys: SensorKeys
+    /// Accept an encryption counter that went back below ``counterRestartWindow`` as the device
+    /// restarting its counter (a battery change, or the counter wrapping) instead of refusing it
+    /// as a replay. Off by default: a recorded payload of the device's first 100 could then be
+    /// replayed once after a higher one.
+    public var acceptsCounterRestart = false
     public let capacity: Int
     private var devices: [BluetoothAddress: DeviceState] = [:]
     private var order: [BluetoothAddress] = []
@@ -30,9 +38,10 @@ public struct SensorDecoder: Sendable {
         var values: [String: [(key: String, value: JSONValue)]] = [:]
     }
 
-    public init(keys: SensorKeys = SensorKeys(), capacity: Int = 4096) {
+    public init(keys: SensorKeys = SensorKeys(), capacity: Int = 4096, acceptsCounterRestart: Bool = false) {
         self.keys = keys
         self.capacity = max(1, capacity)
+        self.acceptsCounterRestart = acceptsCounterRestart
     }
 
     /// The number of devices whose state is kept.
@@ -60,7 +69,8 @@ public struct SensorDecoder: Sendable {
             if reading.encrypted {
                 guard reading.refusal == nil, let counter = reading.packetID else { continue }
                 identified += 1
-                if let last = state.counters[format], counter <= last {
+                let restarted = acceptsCounterRestart && counter < Self.counterRestartWindow
+                if let last = state.counters[format], counter <= last, counter == last || !restarted {
                     if counter == last {
                         repeats += 1
                     } else {

@@ -28,6 +28,12 @@ import Testing
             ("temperature_probe_1", .double(26)), ("temperature_probe_2", .double(-1)),
             ("temperature_probe_3", .double(60)), ("temperature_probe_4", .double(53)),
         ])
+        // Theengs' IBT-6XS row: probes 1, 2 and 4 at 21, 20 and 21 °C; Theengs leaves out the
+        // three 0xFFF6 probes, read here as -1.0 °C as on the 4XS above.
+        try expectReading(Inkbird.self, "inkbird-ibt-6xs", brand: "Inkbird", model: "IBT-6XS", [
+            ("temperature_probe_1", .double(21)), ("temperature_probe_2", .double(20)), ("temperature_probe_3", .double(-1)),
+            ("temperature_probe_4", .double(21)), ("temperature_probe_5", .double(-1)), ("temperature_probe_6", .double(-1)),
+        ])
     }
 
     @Test func hostilePayloads() throws {

@@ -67,6 +67,37 @@ import Testing
         #expect(Fixture.text(try Self.mi("50 30 5b 05 03 4c 94 b4 38 c1 a4 04 10 01 10 0a 10 01 64", "A4:C1:38:B4:94:4C")) == #"{"battery":100}"#)
     }
 
+    @Test func plantSensorObjectsSentInTurns() {
+        // test_Xiaomi_HHCCJCY01_all_values: illuminance (0x1007), conductivity (0x1009), moisture
+        // (0x1008), then temperature (0x1004), one frame each: 0 lx, 599 µS/cm, 64 %, 24.4 °C.
+        var d = SensorDecoder()
+        var last = SensorDecoding()
+        for hex in ["71 20 98 00 66 7a 3e 6a 8d 7c c4 0d 07 10 03 00 00 00", "71 20 98 00 68 7a 3e 6a 8d 7c c4 0d 09 10 02 57 02",
+                    "71 20 98 00 47 7a 3e 6a 8d 7c c4 0d 08 10 01 40", "71 20 98 00 69 7a 3e 6a 8d 7c c4 0d 04 10 02 f4 00"] {
+            last = d.decode(Fixture.serviceData(0xFE95, hex, address: "C4:7C:8D:6A:3E:7A"))
+        }
+        #expect(JSONValue.object(last.object).text == #"{"illuminance":0,"conductivity":599,"moisture":64,"temperature":24.4}"#)
+        #expect(last.brand == "Xiaomi" && last.model == "HHCCJCY01")
+    }
+
+    @Test func formaldehydeMotionAndIlluminance() throws {
+        // test_Xiaomi_JQJCY01YM1: object 0x1010, 1.25 mg/m³.
+        let hcho = try #require(try Self.mi("50 40 df 02 01 df 02 00 8d 7c c4 10 10 02 7d 00", "C4:7C:8D:00:02:DF"))
+        #expect(Fixture.text(hcho) == #"{"formaldehyde":1.25}"#)
+        #expect(hcho.model == "JQJCY01YM")
+        // test_Xiaomi_MUE4094RT: object 0x0003, motion detected (xiaomi-ble fires it as an event;
+        // here it is the motion binary sensor turning on).
+        let motion = try #require(try Self.mi("40 30 dd 03 24 03 00 01 01", "DE:70:E8:B2:39:0C"))
+        #expect(Fixture.text(motion) == #"{"motion":true}"#)
+        #expect(motion.model == "MUE4094RT")
+        // test_Xiaomi_HS1BB_MI_obj4a08: encrypted float illuminance 228 lx with motion.
+        #expect(Fixture.text(try Self.mi(SensorCounterTests.motion, SensorCounterTests.hs1bb, key: "7475a4a77584401780ffc3ee62dd353c")) ==
+                #"{"motion":true,"illuminance":228}"#)
+        // test_Xiaomi_HS1BB_MI_obj4818: seconds without motion above 30, so no motion.
+        #expect(Fixture.text(try Self.mi(SensorCounterTests.noMotion, SensorCounterTests.hs1bb, key: "7475a4a77584401780ffc3ee62dd353c")) ==
+                #"{"motion":false}"#)
+    }
+
     @Test func atc1441AndPvvx() throws {
         // test_atc_atc1441: 16.2 °C, 47 %, 95 %, 3.064 V, frame 25.
         let atc = try #require(try XiaomiCustom.decode(Fixture.serviceData(0x181A, "a4 c1 38 02 83 f4 00 a2 2f 5f 0b f8 19"), keys: SensorKeys()))

@@ -185,7 +185,7 @@ private struct FileBroker: Decodable {
 
 private struct FileScan: Decodable {
     var scan = GatewayConfig.Scan()
-    enum K: String, CodingKey, CaseIterable { case enabled, passive, publishIntervalSeconds, lostAfterSeconds }
+    enum K: String, CodingKey, CaseIterable { case enabled, passive, publishIntervalSeconds, lostAfterSeconds, acceptCounterRestart }
 
     init(from decoder: any Decoder) throws {
         try rejectUnknownKeys(decoder, K.allCases.map(\.rawValue))
@@ -194,6 +194,7 @@ private struct FileScan: Decodable {
         if let p = try c.decodeIfPresent(Bool.self, forKey: .passive) { scan.passive = p }
         if let i = try seconds(c.decodeIfPresent(Double.self, forKey: .publishIntervalSeconds), c.codingPath, "publishIntervalSeconds", positive: false) { scan.publishInterval = i }
         if let l = try seconds(c.decodeIfPresent(Double.self, forKey: .lostAfterSeconds), c.codingPath, "lostAfterSeconds") { scan.lostAfter = l }
+        if let r = try c.decodeIfPresent(Bool.self, forKey: .acceptCounterRestart) { scan.acceptCounterRestart = r }
     }
 }
 

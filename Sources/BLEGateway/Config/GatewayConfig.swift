@@ -52,6 +52,9 @@ public struct GatewayConfig: Sendable, Hashable {
         public var publishInterval: Duration = .seconds(10)
         /// A device not heard for this long gets its `lost` message.
         public var lostAfter: Duration = .seconds(30)
+        /// Take an encryption counter that went back below 100 as the sensor restarting it (a
+        /// battery change) instead of a replay (``SensorDecoder/acceptsCounterRestart``).
+        public var acceptCounterRestart = false
         public init() {}
     }
 

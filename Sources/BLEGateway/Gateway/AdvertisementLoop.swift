@@ -30,7 +30,7 @@ struct AdvertisementLoop {
                                   lostTimeout: scan.lostAfter, bufferingPolicy: .bufferingNewest(4096))
         var last: [LEAddress: (content: Content, time: ContinuousClock.Instant)] = [:]
         var announced: [LEAddress: Set<String>] = [:]
-        var decoder = SensorDecoder(keys: keys)
+        var decoder = SensorDecoder(keys: keys, acceptsCounterRestart: scan.acceptCounterRestart)
         do {
             for try await event in await central.scan(options: options) {
                 counters.reports.add(1, ordering: .relaxed)

@@ -40,12 +40,11 @@ public enum BTHome: SensorFormat {
         let counterAt = data.count - 8
         let counter = UInt32(SensorBytes.unsignedLE(data, counterAt, 4))
         reading.packetID = UInt64(counter)
-        guard let key = keys[mac] ?? keys[ad.address.address] else {
-            reading.refusal = "encrypted; no key for \(mac): add one under \"keys\" in the config"
-            return reading
-        }
-        guard key.count == 16 else {
-            reading.refusal = "encrypted; the key for \(mac) has \(key.count) bytes, needs 16"
+        let key: [UInt8]
+        switch keys.lookup(mac, advertiser: ad.address.address, noun: "key") {
+        case .key(let k): key = k
+        case .refused(let why):
+            reading.refusal = why
             return reading
         }
         let nonce = macBytes(mac) + [0xD2, 0xFC, info] + data[counterAt..<counterAt + 4]

@@ -13,10 +13,10 @@ public enum MiBeacon: SensorFormat {
 
     /// Product ids of common sensors (model names as Xiaomi prints them on the box).
     static let models: [UInt16: String] = [
-        0x0098: "HHCCJCY01", 0x015D: "HHCCPOT002", 0x01AA: "LYWSDCGQ", 0x0347: "CGG1", 0x0387: "MHO-C401",
+        0x0098: "HHCCJCY01", 0x015D: "HHCCPOT002", 0x01AA: "LYWSDCGQ", 0x02DF: "JQJCY01YM", 0x0347: "CGG1", 0x0387: "MHO-C401",
         0x03DD: "MUE4094RT", 0x045B: "LYWSD02", 0x055B: "LYWSD03MMC", 0x0576: "CGD1", 0x066F: "CGDK2",
         0x0863: "SJWS01LM", 0x098B: "MCCGQ02HL", 0x0A83: "CGPR1", 0x0A8D: "RTCGQ02LM", 0x0B48: "CGG1-ENCRYPTED",
-        0x1203: "XMWSDJ04MMC", 0x16E4: "LYWSD02MMC",
+        0x1203: "XMWSDJ04MMC", 0x16E4: "LYWSD02MMC", 0x2AEB: "HS1BB(MI)",
     ]
 
     public static func decode(_ ad: SensorAdvertisement, keys: SensorKeys) throws(SensorDecodeError) -> SensorReading? {
@@ -57,12 +57,11 @@ public enum MiBeacon: SensorFormat {
         }
         let counterAt = d.count - 7
         reading.packetID = UInt64(d[4]) | SensorBytes.unsignedLE(d, counterAt, 3) << 8
-        guard let key = keys[mac] ?? keys[ad.address.address] else {
-            reading.refusal = "encrypted; no key for \(mac): add its bindkey under \"keys\" in the config"
-            return reading
-        }
-        guard key.count == 16 else {
-            reading.refusal = "encrypted; the key for \(mac) has \(key.count) bytes, needs 16"
+        let key: [UInt8]
+        switch keys.lookup(mac, advertiser: ad.address.address, noun: "bindkey") {
+        case .key(let k): key = k
+        case .refused(let why):
+            reading.refusal = why
             return reading
         }
         let nonce = mac.littleEndianBytes + d[2..<5] + d[counterAt..<counterAt + 3]
