@@ -71,7 +71,6 @@ import Testing
         #expect(level.text == Self.config("07", "tank_level", name: "Tank level",
                                           fields: #""value_template":"{{ value_json.decoded.tank_level }}","unit_of_measurement":"mm","device_class":"distance","state_class":"measurement""#,
                                           device: #""name":"M1015 Pro Plus 5507","manufacturer":"Mopeka","model":"M1015 Pro Plus""#))
-        #expect(level.retain)
         let opening = try await watcher.next("homeassistant/binary_sensor/ble_C01122335503/opening/config")
         #expect(opening.text == Self.config("03", "opening", name: "Opening",
                                             fields: #""value_template":"{{ 'ON' if value_json.decoded.opening else 'OFF' }}","device_class":"opening""#,
@@ -100,5 +99,9 @@ import Testing
         #expect(Set(discovery) == expected)
         #expect(discovery.count == expected.count)
         await watcher.stop()
+        // Retained: Home Assistant started later still finds the entity.
+        let late = try await Watcher.start(broker, "homeassistant/sensor/ble_C01122335507/tank_level/config")
+        #expect(try await late.next("homeassistant/sensor/ble_C01122335507/tank_level/config").retain)
+        await late.stop()
     }
 }
