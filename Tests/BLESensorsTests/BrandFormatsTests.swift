@@ -12,7 +12,7 @@ import Testing
     ]
 
     @Test func everyFixtureIsDecodedByItsOwnFormatOnly() throws {
-        #expect(BrandFixtures.all.count == 63)
+        #expect(BrandFixtures.all.count == 64)
         for (name, ad) in BrandFixtures.all {
             let expected = try #require(Self.formatOfPrefix.first { name.hasPrefix($0.0) }?.1)
             var decodedBy: [String] = []

@@ -19,6 +19,12 @@ import Testing
     }
 
     @Test func h5101FamilyByLocalName() throws {
+        // A real H5101 advertisement (the btmon capture in jsalbre/venus-govee-ble's
+        // src/btmon_reader.py; no reference suite has one): packed 0x00B8EB = 47339 is 4.7 °C
+        // and 33.9 % by the layout govee-ble reads (value / 10000 °C, value % 1000 / 10 %),
+        // battery 0x49 = 73 % (that project's samples show this sensor at 73-74 %).
+        try expectReading(Govee.self, "govee-h5101", brand: "Govee", model: "H5101",
+                          [("temperature", .double(4.7)), ("humidity", .double(33.9)), ("battery", .int(73))])
         try expectReading(Govee.self, "govee-h5102", brand: "Govee", model: "H5102",
                           [("temperature", .double(21.9)), ("humidity", .double(40.6)), ("battery", .int(100))])
         try expectReading(Govee.self, "govee-h5174-negative", brand: "Govee", model: "H5174",
