@@ -74,6 +74,23 @@ import Testing
         #expect(Fixture.text(try Self.decode(hex)) == expected, "\(hex)")
     }
 
+    @Test func brandAndModelComeFromTheLocalName() throws {
+        func named(_ hex: String, _ name: String) throws -> SensorReading? {
+            let data = AdvertisingData([.serviceData16(uuid: 0xFCD2, data: [UInt8](hex: hex)!), .completeLocalName(name)])
+            return try BTHome.decode(SensorAdvertisement(address: LEAddress(BluetoothAddress("A4:C1:38:8D:18:B2")!, type: .public), data: data),
+                                     keys: SensorKeys())
+        }
+        // test_bthome_binary_sensor_window: "SBDW-002C" is Shelly's BLU Door/Window.
+        let window = try #require(try named("40 2d 01", "SBDW-002C"))
+        #expect(window.brand == "Shelly" && window.model == "BLU Door/Window" && Fixture.text(window) == #"{"window":true}"#)
+        // test_bthome_moisture: "prst" is a b-parasite plant sensor.
+        let plant = try #require(try named("40 14 02 0c", "prst"))
+        #expect(plant.brand == "b-parasite" && plant.model == "Plant sensor" && Fixture.text(plant) == #"{"moisture":30.74}"#)
+        // Any other name names no maker.
+        let other = try #require(try named("40 14 02 0c", "TEST DEVICE"))
+        #expect(other.brand == nil && other.model == nil)
+    }
+
     @Test func eventsAreStringsNumberedWithTheirPlaceKept() throws {
         #expect(Fixture.text(try Self.decode("40 3a 04")) == #"{"button":"long_press"}"#)
         #expect(Fixture.text(try Self.decode("40 3a 80")) == #"{"button":"hold_press"}"#)

@@ -4,7 +4,7 @@ import BLECore
 /// (bit 0 encrypted, bit 1 MAC included, bit 2 trigger based, bits 5–7 version 2), the MAC when
 /// included, then objects (id, data). Encrypted payloads are AES-128-CCM with the device's key,
 /// the nonce MAC ‖ 0xD2 0xFC ‖ device-information byte ‖ counter, followed by the 4-byte counter
-/// and the 4-byte MIC.
+/// and the 4-byte MIC. Brand and model come from the local name (``BTHomeDevices``).
 ///
 ///     let reading = try BTHome.decode(ad, keys: SensorKeys([address: key]))
 public enum BTHome: SensorFormat {
@@ -28,7 +28,8 @@ public enum BTHome: SensorFormat {
             mac = SensorBytes.address(reversed: data[1..<7])
             start = 7
         }
-        var reading = SensorReading(format: name, encrypted: encrypted)
+        let device = BTHomeDevices.identify(localName: ad.localName)
+        var reading = SensorReading(format: name, brand: device?.brand, model: device?.model, encrypted: encrypted)
         reading.triggerBased = triggerBased
         guard encrypted else {
             reading.values = try objects(data[start...], reading: &reading)
