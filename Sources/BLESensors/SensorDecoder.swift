@@ -162,7 +162,7 @@ public struct SensorDecoding: Sendable {
 }
 
 extension SensorDecoding {
-    /// Drops the event values (`button`, `dimmer`): for a packet whose events were already reported.
+    /// Drops the event values (`button`, `dimmer`, `command`): for a packet whose events were already reported.
     public mutating func removeEvents() {
         for i in readings.indices {
             readings[i].values.removeAll { SensorKinds.kind(for: $0.key)?.component == .event }

@@ -18,13 +18,17 @@ public struct SensorKind: Sendable, Hashable {
     public var unit: String?
     /// Whether Home Assistant keeps statistics of it (`state_class: measurement`).
     public var isMeasurement: Bool
+    /// The values an event takes (Home Assistant's `event_types`); empty for sensors.
+    public var eventTypes: [String]
 
-    public init(_ key: String, _ component: Component, _ deviceClass: String?, _ unit: String?, isMeasurement: Bool = true) {
+    public init(_ key: String, _ component: Component, _ deviceClass: String?, _ unit: String?, isMeasurement: Bool = true,
+                eventTypes: [String] = []) {
         self.key = key
         self.component = component
         self.deviceClass = deviceClass
         self.unit = unit
         self.isMeasurement = component == .sensor && isMeasurement
+        self.eventTypes = eventTypes
     }
 }
 
@@ -83,6 +87,7 @@ public enum SensorKinds {
         SensorKind("raw", .sensor, nil, nil, isMeasurement: false),
         SensorKind("firmware_version", .sensor, nil, nil, isMeasurement: false),
         SensorKind("device_type", .sensor, nil, nil, isMeasurement: false),
+        SensorKind("settings_revision", .sensor, nil, nil, isMeasurement: false),
         // Binary sensors: Home Assistant's binary_sensor device classes.
         SensorKind("generic", .binarySensor, nil, nil),
         SensorKind("power_on", .binarySensor, "power", nil),
@@ -113,8 +118,9 @@ public enum SensorKinds {
         SensorKind("tamper", .binarySensor, "tamper", nil),
         SensorKind("vibration", .binarySensor, "vibration", nil),
         // Events: the value is the event type ("press", "double_press", "rotate_left").
-        SensorKind("button", .event, "button", nil),
-        SensorKind("dimmer", .event, nil, nil),
+        SensorKind("button", .event, "button", nil, eventTypes: BTHomeObject.eventTypes(BTHomeObject.buttonEvents)),
+        SensorKind("dimmer", .event, nil, nil, eventTypes: BTHomeObject.eventTypes(BTHomeObject.dimmerEvents)),
+        SensorKind("command", .event, nil, nil, eventTypes: BTHomeObject.eventTypes(BTHomeObject.commandEvents)),
     ]
 
     static let byKey: [String: SensorKind] = Dictionary(all.map { ($0.key, $0) }, uniquingKeysWith: { a, _ in a })

@@ -80,7 +80,7 @@ import Testing
                 #expect(Self.binarySensorClasses.contains(deviceClass), "\(kind.key): \(deviceClass) is not a binary sensor device class")
             }
         case .event:
-            #expect(kind.unit == nil && !kind.isMeasurement)
+            #expect(kind.unit == nil && !kind.isMeasurement && !kind.eventTypes.isEmpty)
             if let deviceClass = kind.deviceClass {
                 #expect(Self.eventClasses.contains(deviceClass), "\(kind.key): \(deviceClass) is not an event device class")
             }

@@ -69,9 +69,26 @@ import Testing
         ("40 62 40 99 df ff", #"{"speed":-2.123456}"#),
         ("40 63 00 57 d0 ff", #"{"acceleration":-3.123456}"#),
         ("40 64 02", #"{"light_level":2}"#),
+        // bthome.io/format's example of 0x65, settings revision.
+        ("40 65 03", #"{"settings_revision":3}"#),
     ])
     func objectsDecodeToHomeAssistantUnits(_ hex: String, _ expected: String) throws {
         #expect(Fixture.text(try Self.decode(hex)) == expected, "\(hex)")
+    }
+
+    @Test func commandsAreEvents() throws {
+        // bthome.io/format, "Commands": 3B0000 off, 3B0001 on, 3B0002 toggle, 3B010305 step up
+        // 5 steps, 3B010405 step down 5 steps (a length byte whose low 5 bits count the
+        // arguments, the opcode, the arguments; the steps are not published).
+        for (hex, event) in [("3b 00 00", "off"), ("3b 00 01", "on"), ("3b 00 02", "toggle"), ("3b 01 03 05", "step_up"), ("3b 01 04 05", "step_down")] {
+            #expect(Fixture.text(try Self.decode("40 " + hex)) == #"{"command":"\#(event)"}"#, "\(hex)")
+        }
+        // Two commands are numbered; an unknown opcode keeps its place without a value.
+        #expect(Fixture.text(try Self.decode("40 3b 00 01 3b 01 03 05")) == #"{"command_1":"on","command_2":"step_up"}"#)
+        #expect(Fixture.text(try Self.decode("40 3b 00 09 3b 00 02")) == #"{"command_2":"toggle"}"#)
+        // Arguments running past the end end parsing, keeping what came before.
+        #expect(Fixture.text(try Self.decode("40 01 5d 3b 05 03 05")) == #"{"battery":93}"#)
+        #expect(Fixture.text(try Self.decode("40 01 5d 3b")) == #"{"battery":93}"#)
     }
 
     @Test func brandAndModelComeFromTheLocalName() throws {

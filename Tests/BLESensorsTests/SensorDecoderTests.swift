@@ -125,6 +125,7 @@ import Testing
             case .number(let key, _, _, _, _), .binary(let key): return key
             case .button: return "button"
             case .dimmer: return "dimmer"
+            case .command: return "command"
             case .text: return "text"
             case .raw: return "raw"
             case .timestamp: return "timestamp"

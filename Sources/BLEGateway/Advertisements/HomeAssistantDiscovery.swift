@@ -62,9 +62,7 @@ public enum HomeAssistantDiscovery {
         case .binarySensor:
             p.append(("value_template", .string("{{ 'ON' if \(value) else 'OFF' }}")))
         case .event:
-            let types = key.hasPrefix("dimmer") ? ["rotate_left", "rotate_right"]
-                : ["press", "double_press", "triple_press", "long_press", "long_double_press", "long_triple_press", "hold_press"]
-            p.append(("event_types", .array(types.map { .string($0) })))
+            p.append(("event_types", .array(kind.eventTypes.map { .string($0) })))
             p.append(("value_template", .string(
                 "{% if value_json.decoded is defined and value_json.decoded.\(key) is defined %}{\"event_type\":\"{{ value_json.decoded.\(key) }}\"}{% endif %}")))
         }

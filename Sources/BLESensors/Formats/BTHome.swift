@@ -76,8 +76,12 @@ public enum BTHome: SensorFormat {
                 size = fixed
             } else {
                 guard dataStart < payload.endIndex else { break }
-                size = Int(payload[dataStart])
-                dataStart += 1
+                if case .command = object {
+                    size = 2 + Int(payload[dataStart] & 0x1F)   // the length byte, the opcode, the arguments
+                } else {
+                    size = Int(payload[dataStart])
+                    dataStart += 1
+                }
             }
             guard payload.endIndex - dataStart >= size else { break }
             let d = payload[dataStart..<dataStart + size]
@@ -96,6 +100,8 @@ public enum BTHome: SensorFormat {
                 values.append("button", BTHomeObject.buttonEvents[d[d.startIndex]].map(JSONValue.string) ?? .null)
             case .dimmer:
                 values.append("dimmer", BTHomeObject.dimmerEvents[d[d.startIndex]].map(JSONValue.string) ?? .null)
+            case .command:
+                values.append("command", BTHomeObject.commandEvents[d[d.startIndex + 1]].map(JSONValue.string) ?? .null)
             case .text:
                 if let s = String(validating: d, as: UTF8.self) { values.append("text", .string(s)) }
             case .raw:

@@ -1,5 +1,5 @@
 /// The BTHome v2 object ids (bthome.io/format, "Sensor data", "Binary sensor data", "Events",
-/// "Device information"): what each id carries, its size, sign and factor. Values are converted to
+/// "Commands", "Device information"): what each id carries, its size, sign and factor. Values are converted to
 /// the units of ``SensorKinds`` (millimetres and millilitres to metres and litres, pounds to kilograms).
 enum BTHomeObject: Sendable {
     /// An integer of `size` bytes, `signed` or not, times `multiplier ÷ divisor`.
@@ -9,6 +9,8 @@ enum BTHomeObject: Sendable {
     /// A button (1 byte) or dimmer (2 bytes) event.
     case button
     case dimmer
+    /// A command event: a byte whose low 5 bits are the arguments' length, the opcode, the arguments.
+    case command
     /// A length-prefixed UTF-8 string or raw bytes.
     case text
     case raw
@@ -29,7 +31,7 @@ enum BTHomeObject: Sendable {
         case .dimmer, .deviceType: return 2
         case .timestamp: return 4
         case .firmware(let size): return size
-        case .text, .raw: return nil
+        case .text, .raw, .command: return nil
         }
     }
 
@@ -88,6 +90,7 @@ enum BTHomeObject: Sendable {
         0x2E: n("humidity", 1),
         0x2F: n("moisture", 1),
         0x3A: .button,
+        0x3B: .command,
         0x3C: .dimmer,
         0x3D: n("count", 2),
         0x3E: n("count", 4),
@@ -129,6 +132,7 @@ enum BTHomeObject: Sendable {
         0x62: n("speed", 4, signed: true, 1, 1_000_000),
         0x63: n("acceleration", 4, signed: true, 1, 1_000_000),
         0x64: n("light_level", 1),
+        0x65: n("settings_revision", 1),
         0xF0: .deviceType,
         0xF1: .firmware(size: 4),
         0xF2: .firmware(size: 3),
@@ -142,4 +146,10 @@ enum BTHomeObject: Sendable {
 
     /// Dimmer events; the second byte is the number of steps.
     static let dimmerEvents: [UInt8: String] = [0x01: "rotate_left", 0x02: "rotate_right"]
+
+    /// Command opcodes (bthome.io "Commands"); the arguments (the steps of a step) are not published.
+    static let commandEvents: [UInt8: String] = [0x00: "off", 0x01: "on", 0x02: "toggle", 0x03: "step_up", 0x04: "step_down"]
+
+    /// The event types of an event key, in code order, for Home Assistant's `event_types`.
+    static func eventTypes(_ events: [UInt8: String]) -> [String] { events.sorted { $0.key < $1.key }.map(\.value) }
 }
