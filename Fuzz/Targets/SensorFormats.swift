@@ -3,13 +3,15 @@ import BLESensors
 
 /// Sensor formats through the stateful `SensorDecoder` (BTHome, MiBeacon, ATC/pvvx, ESS,
 /// Battery, iBeacon, Eddystone and the brand formats). Input: a selector byte (bit 0: the
-/// device has a key; bits 1-2: which of four addresses), then advertisements, each a length
+/// device has a key; bits 1-2: which of four addresses; bit 3: counter restarts accepted),
+/// then advertisements, each a length
 /// byte and that many bytes of AD structures, all from devices on one decoder. Properties:
 /// - nothing traps, whatever the bytes;
 /// - decoding is deterministic: a fresh decoder given the same advertisement gives the same readings;
 /// - a refused reading has no values, and the decoded object never shows a key's bytes;
 /// - an accepted encrypted reading's counter is above every counter accepted before for that
-///   device and format (replays are refused);
+///   device and format (replays are refused), or with restarts accepted, above the last one
+///   or below `SensorDecoder.counterRestartWindow`;
 /// - the decoder keeps no more devices than its capacity (one per address, so none is evicted).
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
@@ -19,7 +21,8 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let addresses = [BluetoothAddress(rawValue: 0x5448_E68F_80A5), BluetoothAddress(rawValue: 0xA4C1_388D_18B2),
                      BluetoothAddress(rawValue: 0xA4C1_3802_83F4), BluetoothAddress(rawValue: 0x5A58_2D34_125F)]
     let keys = selector & 1 != 0 ? SensorKeys(Dictionary(uniqueKeysWithValues: addresses.map { ($0, key) })) : SensorKeys()
-    var decoder = SensorDecoder(keys: keys, capacity: addresses.count)
+    let restarts = selector & 0x08 != 0
+    var decoder = SensorDecoder(keys: keys, capacity: addresses.count, acceptsCounterRestart: restarts)
     var accepted: [String: UInt64] = [:]
     var n = 0
     while !input.isAtEnd {
@@ -37,9 +40,10 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
             if r.encrypted, r.refusal == nil, let counter = r.packetID {
                 let slot = "\(address)/\(r.format)"
                 if let last = accepted[slot], !decoding.isRepeat {
-                    fuzzCheck(counter > last, "\(r.format) counter \(counter) accepted after \(last)")
+                    fuzzCheck(counter > last || (restarts && counter < SensorDecoder.counterRestartWindow),
+                              "\(r.format) counter \(counter) accepted after \(last)")
                 }
-                accepted[slot] = max(counter, accepted[slot] ?? 0)
+                accepted[slot] = restarts ? counter : max(counter, accepted[slot] ?? 0)
             }
         }
         let text = JSONValue.object(decoding.object).text
