@@ -68,7 +68,7 @@ public enum HomeAssistantDiscovery {
         }
         if let unit = kind.unit { p.append(("unit_of_measurement", .string(unit))) }
         if let deviceClass = kind.deviceClass { p.append(("device_class", .string(deviceClass))) }
-        if kind.isMeasurement { p.append(("state_class", .string("measurement"))) }
+        if let stateClass = Self.stateClass(of: kind) { p.append(("state_class", .string(stateClass))) }
         if kind.component != .event && !device.decoding.triggerBased {
             let seconds = device.publishInterval.components.seconds * 3
             p.append(("expire_after", .int(Int(max(1, seconds)))))
@@ -88,6 +88,16 @@ public enum HomeAssistantDiscovery {
             if availability.count > 1 { p.append(("availability_mode", .string("any"))) }
         }
         return p
+    }
+
+    /// Home Assistant's state class for a value: `measurement` for readings, `total` for meters
+    /// (energy, gas, water, volume: a sensor's counter may restart), none otherwise.
+    static func stateClass(of kind: SensorKind) -> String? {
+        if kind.isMeasurement { return "measurement" }
+        switch kind.deviceClass {
+        case "energy", "gas", "water", "volume": return "total"
+        default: return nil
+        }
     }
 
     /// `temperature_probe_2` → "Temperature probe 2": the value's name, without the device's.
