@@ -23,13 +23,24 @@ import BLETestSupport
         let restoration: Restoration
         let cache: GATTCache
 
-        init(root: String, options: RestorationOptions = RestorationOptions()) async throws {
+        /// With `encrypting`, the controller encrypts links (LE Enable Encryption answered with
+        /// Encryption Change) and the restoration raises security with a fixed key.
+        init(root: String, options: RestorationOptions = RestorationOptions(), encrypting: Bool = false) async throws {
             vc = VirtualController()
             server = GATTServer(database: .heartRateMonitor(), queue: vc.queue)
             central = Central(transport: vc.makeTransport(), options: vc.centralOptions())
             try await central.powerOn()
             cache = GATTCache(central: central, directory: root + "/gatt-cache")
-            restoration = Restoration(central: central, store: RestorationStore(identifier: "hall", directory: root), cache: cache, options: options)
+            if encrypting { vc.answer(HCIOpcode(rawValue: 0x2019), with: .encrypting) }
+            var security: (@Sendable (Connection) -> SecurityRaiser)?
+            if encrypting {
+                security = { link in
+                    let raise: SecurityRaiser = { level, _ in try await link.startEncryption(longTermKey: 0x42, ediv: 0, rand: 0, level: level) }
+                    return raise
+                }
+            }
+            restoration = Restoration(central: central, store: RestorationStore(identifier: "hall", directory: root), cache: cache,
+                                      security: security, options: options)
         }
 
         func appear() {
@@ -93,6 +104,41 @@ import BLETestSupport
         #expect(await second.server.notify(characteristic: BluetoothUUID(uuid16: 0x2A19), value: [0x22]) == 1)
         var after = stream.makeAsyncIterator()
         #expect(try await after.next() == [0x22])
+        await second.central.close()
+    }
+
+    @Test func aBondedServersKeptCCCDIsNotWrittenAgain() async throws {
+        let root = try Self.directory()
+        defer { _ = system("rm -rf '\(root)'") }
+        let first = try await Run(root: root, encrypting: true)
+        first.appear()
+        let link = try await first.restoration.connect(Self.peer, security: .encrypted)
+        #expect(await link.connection.securityLevel == .encrypted)
+        _ = try await first.restoration.subscribe(Self.batteryLevel, on: link)
+        try await first.cache.flush()
+        await first.central.close()
+        #expect(try await RestorationStore(identifier: "hall", directory: root).load().first?.subscriptions.first?.writtenEncrypted == true)
+
+        var options = RestorationOptions()
+        options.trustsBondedServerCCCDs = true
+        let second = try await Run(root: root, options: options, encrypting: true)
+        let events = try await second.restoration.restore()
+        second.appear()
+        var it = events.makeAsyncIterator()
+        guard case .restored(let back) = try await it.next() else {
+            Issue.record("the link was not restored")
+            return
+        }
+        #expect(await back.connection.securityLevel == .encrypted)
+        // LE Enable Encryption (Vol 4, Part E, 7.8.24) went out, and no ATT Write Request (0x12)
+        // to the CCCD: the server keeps it for the bond.
+        #expect(second.vc.commandsReceived.contains { $0.opcode.rawValue == 0x2019 })
+        #expect(!second.attOpcodesSent().contains(0x12))
+        // What that server sends: a Handle Value Notification (0x1B) of Battery Level (0x0016).
+        let stream = try #require(back.notifications(for: Self.batteryLevel))
+        try second.vc.sendL2CAP(from: Self.peer, channelID: 0x0004, payload: [0x1B, 0x16, 0x00, 0x55])
+        var values = stream.makeAsyncIterator()
+        #expect(try await values.next() == [0x55])
         await second.central.close()
     }
 

@@ -77,7 +77,7 @@ actor BackgroundLinks {
             } catch {
                 failure = error
             }
-            await self.ended(current, failure)
+            self.ended(current, failure)
         }
     }
 

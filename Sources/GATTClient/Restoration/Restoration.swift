@@ -38,6 +38,8 @@ public actor Restoration {
         var consumer: Task<Void, Never>?
         var setups: [UInt64: Task<Void, Never>] = [:]
         var nextSetup: UInt64 = 0
+        /// Which background connections `consumer` follows.
+        var generation: UInt64 = 0
 
         init(wanted: Set<LEAddress>, output: AsyncThrowingStream<RestorationEvent, any Error>.Continuation) {
             self.wanted = wanted
@@ -107,7 +109,7 @@ public actor Restoration {
         let subscription: RestorableSubscription
         do throws(GATTError) {
             stream = try await link.peripheral.subscribe(to: characteristic, indications: indications, bufferingPolicy: options.bufferingPolicy)
-            subscription = try await stored(characteristic, indications: indications, on: link.peripheral, link.connection)
+            subscription = try await subscriptionRecord(characteristic, indications: indications, on: link.peripheral, link.connection)
         } catch {
             throw .gatt(error)
         }
@@ -190,21 +192,32 @@ public actor Restoration {
             if run.setups.isEmpty, self.run === run { stop() }
             return
         }
+        run.generation += 1
+        let generation = run.generation
         let connections = await central.connect(whenSeen: run.wanted, parameters: options.parameters)
         run.consumer = Task {
+            var failure: (any Error)?
             do {
                 for try await connection in connections { await self.broughtBack(connection, run) }
             } catch {
-                self.backgroundEnded(run, error)
+                failure = error
             }
+            self.backgroundEnded(run, generation, failure)
         }
     }
 
-    private func backgroundEnded(_ run: RestoreRun, _ error: any Error) {
-        guard self.run === run else { return }
+    /// The background connections of `run` ended: replaced by this restoration (nothing to
+    /// do), by another `connect(whenSeen:)` on the central, or with the adapter's error.
+    private func backgroundEnded(_ run: RestoreRun, _ generation: UInt64, _ error: (any Error)?) {
+        guard self.run === run, run.generation == generation, !Task.isCancelled else { return }
         self.run = nil
         for task in run.setups.values { task.cancel() }
-        let failure: RestorationError = (error as? ConnectionError).map { .connection($0) } ?? .connection(.adapterNotReady(.unknown))
+        let failure: RestorationError
+        if let error {
+            failure = (error as? ConnectionError).map { .connection($0) } ?? .connection(.adapterNotReady(.unknown))
+        } else {
+            failure = .backgroundConnectionsReplaced
+        }
         run.output.finish(throwing: failure)
     }
 
@@ -216,9 +229,6 @@ public actor Restoration {
             await Self.end(connection)
             return
         }
-        let made = (run.made[peer] ?? 0) + 1
-        run.made[peer] = made
-        if !Self.allowsAnother(record.reconnect, made: made), run.wanted.remove(peer) != nil { await startBackground(run) }
         let id = run.nextSetup
         run.nextSetup += 1
         run.setups[id] = Task {
@@ -227,6 +237,9 @@ public actor Restoration {
             run.setups[id] = nil
             if run.wanted.isEmpty, run.setups.isEmpty, self.run === run { self.stop() }
         }
+        let made = (run.made[peer] ?? 0) + 1
+        run.made[peer] = made
+        if !Self.allowsAnother(record.reconnect, made: made), run.wanted.remove(peer) != nil { await startBackground(run) }
     }
 
     /// Whether a device whose link was brought back `made` times comes back once more.
@@ -264,7 +277,7 @@ public actor Restoration {
             do throws(GATTError) {
                 streams[s.characteristic] = try await peripheral.subscribe(to: s.characteristic, indications: s.indications,
                                                                            bufferingPolicy: options.bufferingPolicy)
-                updated.subscriptions[i] = try await stored(s.characteristic, indications: s.indications, on: peripheral, connection)
+                updated.subscriptions[i] = try await subscriptionRecord(s.characteristic, indications: s.indications, on: peripheral, connection)
             } catch {
                 failures[s.characteristic] = error
             }
@@ -296,7 +309,7 @@ public actor Restoration {
     }
 
     /// The stored form of the subscription to `characteristic` just made on `peripheral`.
-    private func stored(_ characteristic: CharacteristicIdentifier, indications: Bool, on peripheral: Peripheral,
+    private func subscriptionRecord(_ characteristic: CharacteristicIdentifier, indications: Bool, on peripheral: Peripheral,
                         _ connection: Connection) async throws(GATTError) -> RestorableSubscription {
         let handles = try await peripheral.subscriptionHandles(characteristic)
         let hash = try await peripheral.currentDatabaseHash()

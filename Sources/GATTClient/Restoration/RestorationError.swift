@@ -25,6 +25,9 @@ public enum RestorationError: Error, Sendable, Equatable, CustomStringConvertibl
     case gatt(GATTError)
     /// The link could not be raised to `level` (with the bond, or by pairing).
     case security(peer: BluetoothAddress, level: SecurityLevel, reason: String)
+    /// Another `Central.connect(whenSeen:)` took the central's background connections, so
+    /// `restore()` cannot bring its devices back any more.
+    case backgroundConnectionsReplaced
 
     public var description: String {
         switch self {
@@ -46,6 +49,8 @@ public enum RestorationError: Error, Sendable, Equatable, CustomStringConvertibl
             return "\(error)"
         case .security(let peer, let level, let reason):
             return "restoring \(peer): raising the link to \(level) failed: \(reason); pair the device again (ble pair) or store the link with a lower level"
+        case .backgroundConnectionsReplaced:
+            return "restoration ended: another connect(whenSeen:) replaced the central's background connections; a central has one set of them, so give the restoration's devices to one call"
         }
     }
 
