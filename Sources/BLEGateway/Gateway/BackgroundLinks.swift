@@ -12,8 +12,10 @@ actor BackgroundLinks {
     nonisolated let executor: AdapterExecutor
     nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
 
-    /// The devices whose tasks want a link.
-    private var wanted: Set<LEAddress> = []
+    /// The devices whose tasks want a link, with how many tasks want each (a task being
+    /// replaced may release its device after the new one wanted it).
+    private var holders: [LEAddress: Int] = [:]
+    private var wanted: Set<LEAddress> { Set(holders.keys) }
     /// The set the running background connections were started with.
     private var applied: Set<LEAddress> = []
     /// Links made while nobody waited (at most one per wanted device).
@@ -31,24 +33,29 @@ actor BackgroundLinks {
         waiters = Waiters(executor: central.executor, scheduler: DispatchTimerScheduler(queue: central.executor.queue))
     }
 
-    /// Puts `peer` among the devices connected in the background.
+    /// Puts `peer` among the devices connected in the background, until `release`.
     func want(_ peer: LEAddress) async {
-        wanted.insert(peer)
+        holders[peer, default: 0] += 1
         await reconcile()
     }
 
-    /// Takes `peer` off; a link made for it that nobody took is ended.
+    /// Takes back one `want`: once nobody wants `peer`, it is taken off and a link made for
+    /// it that nobody took is ended.
     func release(_ peer: LEAddress) async {
-        wanted.remove(peer)
+        guard let count = holders[peer] else { return }
+        if count > 1 {
+            holders[peer] = count - 1
+            return
+        }
+        holders[peer] = nil
         if let unused = arrived.removeValue(forKey: peer) { await Self.end(unused) }
         await reconcile()
     }
 
-    /// The next link to `peer` (wanted from here on), made by the background connections;
-    /// `.timeout` after `timeout`, `.cancelled` when the calling task is, the background
-    /// connections' own error when they end (the adapter went down).
+    /// The next link to `peer` (which the caller wants, `want`), made by the background
+    /// connections; `.timeout` after `timeout`, `.cancelled` when the calling task is, the
+    /// background connections' own error when they end (the adapter went down).
     func link(to peer: LEAddress, timeout: Duration) async throws(ConnectionError) -> Connection {
-        wanted.insert(peer)
         if let ready = arrived.removeValue(forKey: peer) { return ready }
         await reconcile()
         if let ready = arrived.removeValue(forKey: peer) { return ready }
