@@ -7,7 +7,8 @@ import BLECore
 @Suite struct RestorationFileTests {
     static let peer = LEAddress(BluetoothAddress(rawValue: 0xC0_11_22_33_44_77), type: .random)
     static let batteryLevel = CharacteristicIdentifier(uuid: BluetoothUUID(uuid16: 0x2A19), service: ServiceIdentifier(uuid: BluetoothUUID(uuid16: 0x180F)))
-    static let hash: [UInt8] = Array(0...15)
+    /// The Database Hash example of Core Spec 5.4, Vol 3, Part G, Appendix B.
+    static let hash: [UInt8] = [0xF1, 0xCA, 0x2D, 0x48, 0xEC, 0xF5, 0x8B, 0xAC, 0x8A, 0x88, 0x30, 0xBB, 0xB9, 0xFB, 0xA9, 0x90]
 
     static let link = RestorableLink(
         peer: peer,
@@ -25,8 +26,8 @@ import BLECore
         + [0x01]                                            // one subscription
         + [0x02, 0x0F, 0x18, 0x02, 0x19, 0x2A]              // 180F / 2A19
         + [0x06, 0x16, 0x00, 0x17, 0x00]                    // written encrypted, hash follows; 0x0016, 0x0017
-        + Array(0...15)
-        + [0xD5, 0xF5, 0xA7, 0x95]
+        + [0xF1, 0xCA, 0x2D, 0x48, 0xEC, 0xF5, 0x8B, 0xAC, 0x8A, 0x88, 0x30, 0xBB, 0xB9, 0xFB, 0xA9, 0x90]
+        + [0x42, 0x23, 0x72, 0x01]
 
     @Test func theLayoutIsTheDocumentedOne() throws {
         #expect(RestorationFile.encode([Self.link]) == Self.bytes)
