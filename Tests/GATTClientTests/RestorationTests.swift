@@ -168,6 +168,37 @@ import BLETestSupport
         await second.central.close()
     }
 
+    @Test func aDeviceThatIsNotBroughtBackAgainLeavesTheOthersWaiting() async throws {
+        let root = try Self.directory()
+        defer { _ = system("rm -rf '\(root)'") }
+        let other = LEAddress(BluetoothAddress(rawValue: 0xC0_11_22_33_44_88), type: .random)
+        try await RestorationStore(identifier: "hall", directory: root).save([
+            RestorableLink(peer: Self.peer, reconnect: .never),
+            RestorableLink(peer: other, reconnect: .always(maxAttempts: nil, backoff: .exponential())),
+        ])
+        let run = try await Run(root: root)
+        let events = try await run.restoration.restore()
+        _ = try await run.vc.waitForCommand(HCIOpcode(rawValue: 0x200D))
+        #expect(run.vc.filterAcceptList == [Self.peer, other])
+        run.appear()
+        var it = events.makeAsyncIterator()
+        guard case .restored(let first) = try await it.next() else {
+            Issue.record("the first link was not restored")
+            return
+        }
+        #expect(first.peer == Self.peer)
+        // Policy .never: the list is made again with the other device alone, which still comes back.
+        try await run.vc.waitUntil("the list holds the other device alone") { vc in vc.filterAcceptList == [other] }
+        run.vc.addPeripheral(SimulatedPeripheral(address: other, advertisingData: [0x02, 0x01, 0x06],
+                                                 attServer: GATTServer(database: .heartRateMonitor(), queue: run.vc.queue)))
+        guard case .restored(let second) = try await it.next() else {
+            Issue.record("the second link was not restored")
+            return
+        }
+        #expect(second.peer == other)
+        await run.central.close()
+    }
+
     @Test func aCorruptFileIsKeptAsideAndTheAppGoesOn() async throws {
         let root = try Self.directory()
         defer { _ = system("rm -rf '\(root)'") }
