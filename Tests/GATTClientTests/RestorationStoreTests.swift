@@ -90,6 +90,12 @@ import BLECore
         #expect(Self.names(in: root) == ["hall", "hall.v0"])
     }
 
+    @Test func theIdentifierNamesAFileInTheDirectory() {
+        #expect(RestorationStore(identifier: "../escape", directory: "/state").path == "/state/_._escape")
+        #expect(RestorationStore(identifier: "..", directory: "/state").path == "/state/_.")
+        #expect(RestorationStore(identifier: "", directory: "/state").path == "/state/default")
+    }
+
     @Test func theBoundsAreKept() async throws {
         let root = try Self.directory()
         defer { _ = system("rm -rf '\(root)'") }

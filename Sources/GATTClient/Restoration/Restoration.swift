@@ -174,7 +174,10 @@ public actor Restoration {
         return stream
     }
 
-    /// Ends the running `restore()`: its stream ends, no more links are brought back.
+    /// Ends the running `restore()`: its stream ends, no more links are brought back (links
+    /// already up stay).
+    ///
+    ///     await restoration.stop()
     public func stop() {
         guard let run else { return }
         self.run = nil

@@ -29,8 +29,10 @@ public actor RestorationStore {
     /// The store named `identifier` (one per app and adapter, like a restore identifier) in
     /// `directory`.
     public init(identifier: String, directory: String = RestorationStore.defaultDirectory) {
-        // A name, not a path: '/' would leave the directory.
-        let name = identifier.isEmpty ? "default" : String(identifier.map { $0 == "/" ? "_" : $0 })
+        // A name, not a path: '/' would leave the directory, and a leading '.' makes "..",
+        // or a name the temporary files could take.
+        var name = identifier.isEmpty ? "default" : String(identifier.map { $0 == "/" ? "_" : $0 })
+        if name.hasPrefix(".") { name = "_" + name.dropFirst() }
         file = StateFile(directory: directory, name: name)
         path = file.path
     }

@@ -21,6 +21,8 @@ public struct RestoredLink: Sendable {
 }
 
 /// What `Restoration.restore()` reports, in order, for each stored link that comes back.
+///
+///     if case .failed(let peer, let error) = event { print("\(peer.address): \(error)") }
 public enum RestorationEvent: Sendable {
     /// The link is up, raised to its stored security, and its subscriptions are back.
     case restored(RestoredLink)
