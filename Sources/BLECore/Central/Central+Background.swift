@@ -103,17 +103,23 @@ extension Central {
     private func runBackgroundConnect(_ bg: BackgroundConnect) async {
         defer { bg.loop = nil }
         while backgroundConnect === bg, !Task.isCancelled {
-            guard state == .poweredOn else { return stopBackgroundConnect(error: ConnectionError.adapterNotReady(state)) }
+            guard state == .poweredOn else { return end(bg, ConnectionError.adapterNotReady(state)) }
             if bg.capacity == nil { bg.capacity = await readFilterAcceptListSize() }
             let waiting = bg.peers.filter { connectionsByPeer[$0] == nil }
             let listed = Array(waiting.prefix(bg.capacity ?? 0))
             bg.overflow = Set(waiting.dropFirst(listed.count))
             updateOverflowScan(bg)
             guard let first = listed.first else { return }
+            // The list changes only while no attempt is pending at the controller (it refuses
+            // them meanwhile): a replaced set's attempt, cancelled, may still be ending; the
+            // connect turn is free once it has.
+            do throws(ConnectionError) { try await acquireConnectTurn(first) } catch { return end(bg, error) }
             do throws(HCIError) {
                 try await loadFilterAcceptList(listed, bg)
+                releaseConnectTurn()
             } catch {
-                return stopBackgroundConnect(error: ConnectionError.command(peer: first, error))
+                releaseConnectTurn()
+                return end(bg, ConnectionError.command(peer: first, error))
             }
             // Memory Capacity Exceeded made the list shorter: share the devices out again.
             if bg.loaded?.count != listed.count { continue }
@@ -130,10 +136,18 @@ extension Central {
                     // Renewed, or made way for a direct connect, or the list changes.
                     continue
                 default:
-                    return stopBackgroundConnect(error: error)
+                    return end(bg, error)
                 }
             }
         }
+    }
+
+    /// Ends `bg` with `error` unless it was replaced or stopped meanwhile (its loop, cancelled,
+    /// must not end the set that replaced it); a cancellation ends nothing.
+    private func end(_ bg: BackgroundConnect, _ error: ConnectionError) {
+        guard backgroundConnect === bg, !Task.isCancelled else { return }
+        if case .cancelled = error { return }
+        stopBackgroundConnect(error: error)
     }
 
     /// LE Read Filter Accept List Size (7.8.14); 0 (every device goes to the scan) when the

@@ -129,6 +129,13 @@ extension Gateway {
         guard connectIfNeeded else { throw CommandError("notConnected", "no link to \(address); send connect first") }
         let connection: Connection
         do { connection = try await central.connect(address, timeout: .seconds(10), reconnect: policy) } catch { throw .connection(error) }
+        return try await hold(connection)
+    }
+
+    /// Sets a new link up and holds it: the security its device's config asks for, then its
+    /// GATT client on the gateway's cache.
+    func hold(_ connection: Connection) async throws(CommandError) -> Link {
+        let address = connection.peer
         // A configured device that asks for a security level gets it before anything else:
         // encrypted with its bond from the store, or paired (Just Works) and bonded.
         let level = config.devices.first { $0.address == address }?.security
@@ -141,7 +148,7 @@ extension Gateway {
             }
         }
         let peripheral: Peripheral
-        do { peripheral = try await Peripheral(connection: connection) } catch {
+        do { peripheral = try await Peripheral(connection: connection, cache: gattCache) } catch {
             await Self.end(connection)
             throw .gatt(error)
         }

@@ -2,8 +2,9 @@ import BLECore
 import GATTClient
 
 extension Gateway {
-    /// Holds the link to a configured device: connects (again, with the device's backoff,
-    /// when it fails or drops for good), subscribes, reads periodically.
+    /// Holds the link to a configured device: connects through the background connections
+    /// (again after the device's backoff when the link ends or none came), subscribes, reads
+    /// periodically.
     func startDevice(_ device: GatewayConfig.Device) {
         deviceTasks[device.address] = Task { await self.holdLink(device) }
     }
@@ -11,11 +12,31 @@ extension Gateway {
     /// Failed connection attempts in a row after which a fleet gateway hands a device on.
     static let fleetAttemptsBeforeGivingUp = 3
 
+    /// Holds the device's link for as long as the task runs; the device is among the
+    /// background connections meanwhile.
     func holdLink(_ device: GatewayConfig.Device) async {
+        await background.want(device.address)
+        await keepLink(device)
+        await background.release(device.address)
+    }
+
+    /// How long one attempt waits for the device's background connection.
+    static let backgroundLinkTimeout: Duration = .seconds(10)
+
+    /// The device's link: the one a command made, or the next one the background connections
+    /// (`Central.connect(whenSeen:)`, the Filter Accept List) make as it comes into range.
+    func backgroundLink(_ device: GatewayConfig.Device) async throws(CommandError) -> Link {
+        if let link = links[device.address], await link.connection.isConnected { return link }
+        let connection: Connection
+        do { connection = try await background.link(to: device.address, timeout: Self.backgroundLinkTimeout) } catch { throw .connection(error) }
+        return try await hold(connection)
+    }
+
+    private func keepLink(_ device: GatewayConfig.Device) async {
         var attempt = 0
         while !Task.isCancelled {
             do throws(CommandError) {
-                let link = try await self.link(to: device.address, connectIfNeeded: true, policy: device.reconnect.policy)
+                let link = try await backgroundLink(device)
                 attempt = 0
                 counters.linksUp.add(1, ordering: .relaxed)
                 await serve(device, link)

@@ -21,6 +21,14 @@ public actor Gateway {
     nonisolated let fleet: FleetState?
     /// How the adapter is opened again when it goes away (see Gateway+Adapter.swift).
     public nonisolated let adapterReopen: AdapterReopenPolicy
+    /// Where the gateway keeps what outlives a run: the GATT cache in `gatt-cache/` (nil: the
+    /// cache is in memory only).
+    public nonisolated let stateDirectory: String?
+    /// The databases of the linked devices: a reconnect (and, on disk, a restart) whose
+    /// Database Hash is unchanged skips discovery.
+    public nonisolated let gattCache: GATTCache
+    /// The configured links' background connections (BackgroundLinks.swift).
+    nonisolated let background: BackgroundLinks
     var adapter = AdapterStatus()
 
     var scanTask: Task<Void, Never>?
@@ -49,11 +57,18 @@ public actor Gateway {
 
     /// Checks `config` and makes the MQTT client (will `offline` on the status topic).
     /// `bonds` serves the devices whose config asks for a security level (`FileBondStore`
-    /// on the `--bond-dir` directory in `ble gateway`).
+    /// on the `--bond-dir` directory in `ble gateway`); `stateDirectory` keeps the GATT cache
+    /// (`--state-dir` in `ble gateway`).
     public init(central: Central, config: GatewayConfig, bonds: (any BondStore)? = nil,
-                adapterReopen: AdapterReopenPolicy = AdapterReopenPolicy()) throws(GatewayError) {
+                adapterReopen: AdapterReopenPolicy = AdapterReopenPolicy(), stateDirectory: String? = nil) throws(GatewayError) {
         do { try config.validate() } catch { throw .config(error) }
         self.adapterReopen = adapterReopen
+        self.stateDirectory = stateDirectory
+        let logger = central.options.logger
+        gattCache = stateDirectory.map { directory in
+            GATTCache(central: central, directory: directory + "/gatt-cache") { logger.log(.warning, "\($0)") }
+        } ?? GATTCache(central: central)
+        background = BackgroundLinks(central: central)
         self.central = central
         self.bonds = bonds
         self.config = config
@@ -153,6 +168,8 @@ public actor Gateway {
         await withTaskGroup(of: Void.self) { group in
             for connection in open { group.addTask { try? await connection.disconnect(timeout: .seconds(2)) } }
         }
+        // What the links discovered is on disk before the process ends.
+        try? await gattCache.flush(timeout: .seconds(2))
         await publisher.enqueue(MQTTMessage(topic: topics.status, text: "offline", qos: .atLeastOnce, retain: true))
         await publisher.drain(timeout: .seconds(2))
         publisher.client.stop()

@@ -97,7 +97,7 @@ enum GATTCacheFile {
             guard let service = byHandle[key], snapshot.characteristics[key] == nil else { throw .malformed(what: what, detail: "characteristics of an unknown or repeated service \(key.hex)") }
             var list: [GATTCharacteristic] = []
             for _ in 0..<(try r.u16()) {
-                let uuid = try readUUID(&r)
+                let uuid = try readUUID(&r, what: what)
                 let handle = try r.u16(), valueHandle = try r.u16(), properties = try r.u8(), end = try r.u16()
                 guard handle > service.handle, handle < valueHandle, valueHandle <= end, end <= service.endHandle,
                       handle > (list.last?.endHandle ?? service.handle) else {
@@ -115,7 +115,7 @@ enum GATTCacheFile {
             guard let end = valueRanges[key], snapshot.descriptors[key] == nil else { throw .malformed(what: what, detail: "descriptors of an unknown or repeated characteristic value \(key.hex)") }
             var list: [GATTDescriptor] = []
             for _ in 0..<(try r.u16()) {
-                let uuid = try readUUID(&r)
+                let uuid = try readUUID(&r, what: what)
                 let handle = try r.u16()
                 guard handle > (list.last?.handle ?? key), handle <= end else { throw .malformed(what: what, detail: "descriptor at \(handle.hex) is outside \(key.hex)-\(end.hex)") }
                 list.append(GATTDescriptor(uuid: uuid, handle: handle))
@@ -141,7 +141,8 @@ enum GATTCacheFile {
 
     private static let what = "GATT cache file"
 
-    private static func appendUUID(_ uuid: BluetoothUUID, to out: inout [UInt8]) {
+    /// A UUID as the cache and restoration files hold it: its width (2, 4 or 16), then its wire octets.
+    static func appendUUID(_ uuid: BluetoothUUID, to out: inout [UInt8]) {
         out.appendLE(UInt8(uuid.width))
         out += uuid.littleEndianBytes
     }
@@ -152,7 +153,7 @@ enum GATTCacheFile {
         if withPrimary { out.appendLE(UInt8(s.isPrimary ? 1 : 0)) }
     }
 
-    private static func readUUID(_ r: inout ByteReader) throws(DecodeError) -> BluetoothUUID {
+    static func readUUID(_ r: inout ByteReader, what: String) throws(DecodeError) -> BluetoothUUID {
         let width = try r.u8()
         guard width == 2 || width == 4 || width == 16 else { throw .invalidValue(what: what, field: "UUID width", value: Int(width)) }
         guard let uuid = BluetoothUUID(littleEndian: try r.bytes(Int(width))) else { throw .invalidValue(what: what, field: "UUID width", value: Int(width)) }
@@ -162,7 +163,7 @@ enum GATTCacheFile {
     /// A service; an included one carries no primary flag (discovery records it as not
     /// primary, `GATTProcedures.findIncludedServices`).
     private static func readService(_ r: inout ByteReader, primary: Bool = true) throws(DecodeError) -> GATTService {
-        let uuid = try readUUID(&r)
+        let uuid = try readUUID(&r, what: what)
         let handle = try r.u16(), end = try r.u16()
         var isPrimary = false
         if primary {

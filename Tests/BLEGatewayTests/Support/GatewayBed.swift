@@ -18,7 +18,7 @@ struct GatewayBed {
     let task: Task<Void, any Error>
 
     init(broker: Broker, peripherals: [SimulatedPeripheral], bonds: (any BondStore)? = nil,
-         controller: VirtualController.Options = Self.immediate, logger: BLELogger = .silent,
+         controller: VirtualController.Options = Self.immediate, logger: BLELogger = .silent, stateDirectory: String? = nil,
          _ configure: (inout GatewayConfig) -> Void = { _ in }) async throws {
         vc = VirtualController(options: controller)
         for p in peripherals { vc.addPeripheral(p) }
@@ -32,7 +32,7 @@ struct GatewayBed {
         config.broker.reconnectDelay = .seconds(1)
         config.broker.reconnectMaximumDelay = .seconds(1)
         configure(&config)
-        let gateway = try Gateway(central: central, config: config, bonds: bonds)
+        let gateway = try Gateway(central: central, config: config, bonds: bonds, stateDirectory: stateDirectory)
         self.gateway = gateway
         task = Task { try await gateway.run() }
     }
