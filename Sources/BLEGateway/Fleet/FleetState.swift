@@ -84,13 +84,13 @@ actor FleetState {
                 fleetPublished(address, packet: packet)
             }
         case ("presence", 2):
-            guard let nearest = FleetPresence.nearest(fromAggregate: message.text) else { return }
-            await apply(address, presence.announced(address, nearest: nearest.isEmpty ? nil : nearest,
-                                                    rssi: FleetPresence.rssi(fromAggregate: message.text), now: now))
+            guard let aggregate = FleetPresence.aggregate(message.payload) else { return }
+            await apply(address, presence.announced(address, nearest: aggregate.nearest.isEmpty ? nil : aggregate.nearest,
+                                                    rssi: aggregate.rssi, now: now))
         case ("presence", 3):
             let gateway = String(levels[2])
             // This gateway's own reports are applied when made.
-            guard gateway != topics.gatewayID, !gateway.isEmpty, let rssi = FleetPresence.rssi(fromReport: message.text) else { return }
+            guard gateway != topics.gatewayID, !gateway.isEmpty, let rssi = FleetPresence.rssi(fromReport: message.payload) else { return }
             await apply(address, presence.report(address, gateway: gateway, rssi: rssi, now: now))
             if claims.wanted.contains(address) { await settleClaims() }
         default:
