@@ -125,7 +125,8 @@ import Testing
         try await bed.syncAll("announced")
         // Every gateway named the same three, sorted: the retained config never changed hands.
         for topic in [rssiConfig, presenceConfig] {
-            #expect(await w.on(topic).allSatisfy { $0.text.contains(three) }, "\(await w.on(topic).map(\.text))")
+            let texts = await w.on(topic).map(\.text)
+            #expect(texts.allSatisfy { $0.contains(three) }, "\(texts)")
         }
         let announcedBefore = await w.on(rssiConfig).count
 
