@@ -100,8 +100,8 @@ enum FleetHoldWorkload {
         let cpu = zip(processes, cpuStart).map { GatewayWorkload.processCPUSeconds($0.0) - $0.1 }
         let brokerCPU = GatewayWorkload.processCPUSeconds(broker.pid) - brokerStart
         // Copies held back by farther gateways may come later than the last advertiser's
-        // message: counted until the longest hold-back docs/gateway.md promises (three of 2 s).
-        try await Task.sleep(for: .seconds(6))
+        // message: counted until the longest hold-back docs/gateway.md promises (three of 5 s).
+        try await Task.sleep(for: .seconds(15))
         let after = subscriber.countsPerDeviceTopic()
         let advertiserTopics = (0..<advertisers).map { "ble/bench/devices/\(compact(LEAddress(BluetoothAddress(rawValue: 0xC4_00_00_00_00_00 | UInt64($0)), type: .random)))" }
         let published = advertiserTopics.map { (after[Substring($0)] ?? 0) - (before[Substring($0)] ?? 0) }.reduce(0, +)

@@ -14,7 +14,7 @@ struct FleetRoundTrip {
     static let base = Duration.milliseconds(100)
     /// The longest hold-back, however slow the broker: a reading heard only by a farther
     /// gateway is late by at most this much per gateway ranked before it.
-    static let maximum = Duration.seconds(2)
+    static let maximum = Duration.seconds(5)
     /// Round trips longer than this are counted as this (a message queued while the broker
     /// was away).
     static let longestSample = Duration.seconds(10)
