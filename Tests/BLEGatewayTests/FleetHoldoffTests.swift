@@ -44,23 +44,20 @@ import Testing
         #expect(q.isEmpty)
     }
 
-    @Test func theMemberListIsSortedGrowsOnlyAndWaitsForTheOwnSlots() {
-        var m = FleetMembers()
-        m.update(own: topics, others: ["gw2"], ownSlotsCameBack: false)
-        #expect(m.shown == nil)
-        m.update(own: topics, others: ["gw2", "gw0"], ownSlotsCameBack: true)
-        #expect(m.shown?.topics == ["ble/gw0/status", "ble/gw1/status", "ble/gw2/status"])
-        let generation = m.shown?.generation
+    @Test func theMemberListIsSortedAndChangesOnlyWhenAGatewayJoins() {
+        var m = FleetMembers(own: topics)
+        #expect(m.shown.topics == ["ble/gw1/status"] && m.shown.generation == 0)
+        m.update(others: ["gw2", "gw0"])
+        #expect(m.shown.topics == ["ble/gw0/status", "ble/gw1/status", "ble/gw2/status"] && m.shown.generation == 1)
         // The same gateways again (a status flap, a claim): the same generation.
-        m.update(own: topics, others: ["gw0", "gw2"], ownSlotsCameBack: false)
-        #expect(m.shown?.generation == generation)
-        m.update(own: topics, others: ["gw0", "gw2", "attic"], ownSlotsCameBack: false)
-        #expect(m.shown?.topics == ["ble/attic/status", "ble/gw0/status", "ble/gw1/status", "ble/gw2/status"])
-        #expect(m.shown?.generation == generation.map { $0 + 1 })
+        m.update(others: ["gw0", "gw2"])
+        #expect(m.shown.generation == 1)
+        m.update(others: ["gw0", "gw2", "attic"])
+        #expect(m.shown.topics == ["ble/attic/status", "ble/gw0/status", "ble/gw1/status", "ble/gw2/status"] && m.shown.generation == 2)
         // At most 64, the first in order.
-        m.update(own: topics, others: (1000..<1100).map { "g\($0)" }, ownSlotsCameBack: false)
-        #expect(m.shown?.topics.count == 64)
-        #expect(m.shown?.topics.first == "ble/g1000/status" && m.shown?.topics.last == "ble/g1063/status")
+        m.update(others: (1000..<1100).map { "g\($0)" })
+        #expect(m.shown.topics.count == 64)
+        #expect(m.shown.topics.first == "ble/g1000/status" && m.shown.topics.last == "ble/g1063/status")
     }
 
     @Test func thePresenceConfigNamesEveryGatewayWithModeAny() {

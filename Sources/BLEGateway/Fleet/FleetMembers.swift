@@ -4,29 +4,29 @@
 ///
 /// The set only grows (a gateway's retained slots stay after it stops), so every gateway
 /// computes the same list from the same retained messages and a config changes only when a
-/// gateway joins. ``shown`` is nil until this gateway's own slots message came back from the
-/// broker: the broker sends the retained slots of the others on subscribing, before that echo,
-/// so the first list shown is already the whole fleet.
+/// gateway joins (or, at a gateway's start, when the others' retained slots come in).
 ///
-///     var m = FleetMembers(); m.update(own: t, others: ["gw2"], ownSlotsCameBack: true); m.shown?.topics
+///     var m = FleetMembers(own: t); m.update(others: ["gw2"]); m.shown.topics
 struct FleetMembers {
     /// Gateways named at most.
     static let maximum = 64
 
-    private(set) var topics: [String] = []
+    let own: FleetTopics
+    private(set) var topics: [String]
     /// Raised by one each time `topics` changes.
     private(set) var generation = 0
-    private var counted = -1
-    private var settled = false
+    private var counted = 0
 
-    /// The list to put in configs, with its generation; nil while the retained slots are
-    /// still coming in.
-    var shown: (generation: Int, topics: [String])? { settled ? (generation, topics) : nil }
+    init(own: FleetTopics) {
+        self.own = own
+        topics = [own.status(of: own.gatewayID)]
+    }
 
-    /// The gateways known now besides this one (`others`, a set that only grows);
-    /// `ownSlotsCameBack`: the message being handled is this gateway's own slots.
-    mutating func update(own: FleetTopics, others: some Collection<String>, ownSlotsCameBack: Bool) {
-        if ownSlotsCameBack { settled = true }
+    /// The list to put in configs, with its generation.
+    var shown: (generation: Int, topics: [String]) { (generation, topics) }
+
+    /// The gateways known now besides this one (`others`, a set that only grows).
+    mutating func update(others: some Collection<String>) {
         guard others.count != counted else { return }
         counted = others.count
         let next = Array(([own.status(of: own.gatewayID)] + others.map { own.status(of: $0) }).sorted().prefix(Self.maximum))

@@ -18,7 +18,7 @@ actor FleetState {
     /// the member set it named.
     private var announced: [BluetoothAddress: Int] = [:]
     /// The fleet's gateways, the availability of its Home Assistant entities (FleetMembers).
-    var members = FleetMembers()
+    var members: FleetMembers
     let clock = ContinuousClock()
     /// Who holds each configured device (FleetState+Claims.swift).
     var claims: FleetClaims
@@ -54,6 +54,7 @@ actor FleetState {
         claims = FleetClaims(gatewayID: topics.gatewayID, slots: fleet.slots, claimDelay: fleet.claimDelay, wanted: wanted)
         claims.connected = false
         grace = fleet.grace
+        members = FleetMembers(own: topics)
         ownTail = Array((JSONValue.object([("gateway", .string(topics.gatewayID))]).text.dropFirst().dropLast() + #","packet":""#).utf8)
         (heldChanges, heldFeed) = AsyncStream.makeStream(of: Set<BluetoothAddress>.self, bufferingPolicy: .bufferingNewest(1))
     }
@@ -66,7 +67,8 @@ actor FleetState {
     /// This gateway heard `address`: its smoothed RSSI goes out when due.
     func heard(_ address: BluetoothAddress, rssi: Int8) async {
         let now = clock.now
-        if discovery, let shown = members.shown, announced[address] != shown.generation, announced[address] != nil || announced.count < 10_000 {
+        let shown = members.shown
+        if discovery, announced[address] != shown.generation, announced[address] != nil || announced.count < 10_000 {
             announced[address] = shown.generation
             await publisher.enqueue(HomeAssistantDiscovery.presenceConfig(address, topics: topics, availability: shown.topics))
         }

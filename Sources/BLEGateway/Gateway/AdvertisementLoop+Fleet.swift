@@ -14,9 +14,10 @@ extension AdvertisementLoop {
         var decoding = decoder.decode(SensorAdvertisement(address: p.address, data: p.advertisingData))
         // The fleet (or this gateway) published this packet already: a button press is reported once.
         if decision == .periodic || decoding.isRepeat { decoding.removeEvents() }
-        // Home Assistant: every gateway of the fleet as availability, once the member set is
-        // known; all of a device's configs again when it grew.
-        if discovery, let members = await fleet.members.shown {
+        // Home Assistant: every gateway of the fleet as availability; all of a device's configs
+        // again when a gateway joined.
+        if discovery {
+            let members = await fleet.members.shown
             if shown[p.address] != members.generation {
                 if shown[p.address] == nil && shown.count >= 10_000 { shown.removeAll(keepingCapacity: true) }
                 shown[p.address] = members.generation
