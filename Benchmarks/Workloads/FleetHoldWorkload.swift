@@ -83,6 +83,7 @@ enum FleetHoldWorkload {
         let cpuStart = processes.map(GatewayWorkload.processCPUSeconds)
         let brokerStart = GatewayWorkload.processCPUSeconds(broker.pid)
         let start = ContinuousClock.now
+        let startTime = Date().timeIntervalSince1970
         for r in 1...rounds {
             try await Task.sleep(until: start + .seconds(r), clock: .continuous)
             for i in 0..<advertisers {
@@ -98,6 +99,9 @@ enum FleetHoldWorkload {
         let wallSeconds = Double(wall.components.seconds) + Double(wall.components.attoseconds) / 1e18
         let cpu = zip(processes, cpuStart).map { GatewayWorkload.processCPUSeconds($0.0) - $0.1 }
         let brokerCPU = GatewayWorkload.processCPUSeconds(broker.pid) - brokerStart
+        // Copies held back by farther gateways may come later than the last advertiser's
+        // message: counted until the longest hold-back docs/gateway.md promises (three of 5 s).
+        try await Task.sleep(for: .seconds(15))
         let after = subscriber.countsPerDeviceTopic()
         let advertiserTopics = (0..<advertisers).map { "ble/bench/devices/\(compact(LEAddress(BluetoothAddress(rawValue: 0xC4_00_00_00_00_00 | UInt64($0)), type: .random)))" }
         let published = advertiserTopics.map { (after[Substring($0)] ?? 0) - (before[Substring($0)] ?? 0) }.reduce(0, +)
@@ -109,6 +113,9 @@ enum FleetHoldWorkload {
             "cpuPercentPerGatewayMax": (cpu.max() ?? 0) / wallSeconds * 100,
             "cpuPercentBroker": brokerCPU / wallSeconds * 100,
         ]
+        let copies = Self.copies(subscriber.lines(), after: startTime)
+        for (key, value) in copies { fleet.extra[key] = value }
+        fleet.extra["packetsNeverPublishedShare"] = 1 - (copies["packets"] ?? 0) / Double(advertisers * rounds)
 
         // Failover: kill the holder of device k % held, time the new holder's link.
         var times: [Double] = []
@@ -156,6 +163,37 @@ enum FleetHoldWorkload {
             processes[g] = 0
         }
         return [fleet, failover]
+    }
+
+    /// Where the extra copies of a packet come from, over the advertisers' messages received
+    /// after `after`: the extra copies per packet, the time from a packet's
+    /// first copy to its later ones (p50, max), and the share of first copies published by the
+    /// gateway that hears the advertiser loudest (rank 0: gateway i % 8).
+    static func copies(_ lines: [String], after: Double) -> [String: Double] {
+        var first: [Substring: (time: Double, rank: Int)] = [:]
+        var gaps: [Double] = []
+        var later = 0
+        for line in lines {
+            guard let (time, topic, payload) = BenchSubscriber.split(line), time >= after, topic.hasPrefix("ble/bench/devices/C4"),
+                  let g = payload.range(of: #""gateway":"fleet"#), let p = payload.range(of: #""packet":""#),
+                  let gateway = Int(payload[g.upperBound...].prefix { $0 != "\"" }), let i = Int(topic.suffix(4), radix: 16) else { continue }
+            let key = topic + payload[p.upperBound...]
+            if let seen = first[key] {
+                later += 1
+                gaps.append(time - seen.time)
+            } else {
+                first[key] = (time, (gateway - i % gateways + gateways) % gateways)
+            }
+        }
+        gaps.sort()
+        let packets = Double(max(1, first.count))
+        return [
+            "extraCopiesPerPacket": Double(later) / packets,
+            "laterCopyGapP50Milliseconds": gaps.isEmpty ? 0 : gaps[gaps.count / 2] * 1000,
+            "laterCopyGapMaxMilliseconds": (gaps.last ?? 0) * 1000,
+            "firstCopyByLoudestShare": Double(first.values.filter { $0.rank == 0 }.count) / packets,
+            "packets": Double(first.count),
+        ]
     }
 
     /// The holder of a claim payload `{"holder":"fleet3",...}`.

@@ -103,4 +103,57 @@ import Testing
         #expect(quiet >= .seconds(5) && quiet < .seconds(10), "\(quiet)")
         #expect(try await bed.stop() == [0, 0, 0])
     }
+
+    /// Home Assistant's rule for `availability_mode: any`: available while the last message on
+    /// any of the config's availability topics is `online` (its default payload).
+    static func available(_ config: MQTTMessage, _ messages: [MQTTMessage]) throws -> Bool {
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(config.payload)) as? [String: Any])
+        let topics = try #require(object["availability"] as? [[String: String]]).compactMap { $0["topic"] }
+        #expect(object["availability_mode"] as? String == "any")
+        return topics.contains { t in messages.last { $0.topic == t }?.text == "online" }
+    }
+
+    @Test func fleetEntitiesStayAvailableWhileAnyGatewayIsOnline() async throws {
+        let bed = try await FleetBed.start(gateways: 3, config: Self.config) { _ in [] }
+        let w = bed.watcher
+        try await bed.syncAll("up")
+        for g in 0..<3 { bed.radios[g].addPeripheral(Self.device(0, round: 0, rssi: Self.rssi(g, 0))) }
+        let rssiConfig = "homeassistant/sensor/ble_\(Self.compact(0))/rssi/config"
+        let presenceConfig = "homeassistant/sensor/ble_\(Self.compact(0))/presence/config"
+        let three = #""availability":[{"topic":"ble/gw0/status"},{"topic":"ble/gw1/status"},{"topic":"ble/gw2/status"}],"availability_mode":"any""#
+        for topic in [rssiConfig, presenceConfig] { _ = try await w.next(topic) { $0.text.contains(three) } }
+        try await bed.syncAll("announced")
+        // Every gateway named the same three, sorted: the retained config never changed hands.
+        for topic in [rssiConfig, presenceConfig] {
+            let texts = await w.on(topic).map(\.text)
+            #expect(texts.allSatisfy { $0.contains(three) }, "\(texts)")
+        }
+        let announcedBefore = await w.on(rssiConfig).count
+
+        // A fourth gateway joins (its retained slots): the next reading re-announces with four.
+        try w.client.publish(MQTTMessage(topic: "ble/house/gateways/gw9/slots", text: "3", qos: .atLeastOnce, retain: true))
+        try await bed.syncAll("joined")
+        for g in 0..<3 { bed.radios[g].addPeripheral(Self.device(0, round: 1, rssi: Self.rssi(g, 0))) }
+        let four = #""availability":[{"topic":"ble/gw0/status"},{"topic":"ble/gw1/status"},{"topic":"ble/gw2/status"},{"topic":"ble/gw9/status"}]"#
+        let config = try await w.next(rssiConfig) { $0.text.contains(four) }
+        try await bed.syncAll("reannounced")
+        let announcedAfter = await w.on(rssiConfig).count
+        #expect(announcedAfter > announcedBefore && announcedAfter <= announcedBefore + 3, "\(announcedBefore) then \(announcedAfter)")
+
+        // gw0 killed (its will says offline), then gw1 stopped: gw2 keeps the sensor available;
+        // status flaps announce nothing.
+        bed.children[0].signal(SIGKILL)
+        bed.radios[0].closeTransport()
+        _ = try await w.next("ble/gw0/status") { $0.text == "offline" }
+        #expect(try Self.available(config, await w.messages))
+        bed.children[1].signal(SIGTERM)
+        #expect(await bed.children[1].waitForExit(timeout: .seconds(10)) == 0)
+        _ = try await w.next("ble/gw1/status") { $0.text == "offline" }
+        #expect(try Self.available(config, await w.messages))
+        try await bed.syncAll("flapped", gateways: [2])
+        #expect(await w.on(rssiConfig).count == announcedAfter)
+        // The last one gone: unavailable.
+        #expect(try await bed.stop(gateways: [2]) == [0])
+        #expect(try !Self.available(config, await w.messages))
+    }
 }

@@ -82,11 +82,7 @@ public enum HomeAssistantDiscovery {
         if let model = device.decoding.model { identity.append(("model", .string(model))) }
         p.append(("device", .object(identity)))
         p.append(("origin", .object([("name", .string("swift-ble-host")), ("sw_version", .string(SwiftBLEHost.version))])))
-        if !availability.isEmpty {
-            // Home Assistant's default payloads are the gateway's own: `online` and `offline`.
-            p.append(("availability", .array(availability.map { .object([("topic", .string($0))]) })))
-            if availability.count > 1 { p.append(("availability_mode", .string("any"))) }
-        }
+        p += availabilityPairs(availability)
         return p
     }
 

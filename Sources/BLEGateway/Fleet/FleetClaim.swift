@@ -44,9 +44,15 @@ struct FleetClaim: Sendable, Hashable {
     /// above, a holder that is no topic level, values out of range).
     init?(payload: [UInt8]) {
         guard payload.count <= Self.maximumSize, let wire = try? JSONDecoder().decode(Wire.self, from: Data(payload)) else { return nil }
-        guard wire.holder.utf8.count <= 64, !wire.holder.contains(where: { "/+#\"\\".contains($0) }),
+        guard Self.isGatewayID(wire.holder),
               (-127...20).contains(wire.rssi), (0...64).contains(wire.free), wire.epoch <= UInt64(Int.max) else { return nil }
         self.init(holder: wire.holder, rssi: wire.rssi, free: wire.free, epoch: wire.epoch)
+    }
+
+    /// Whether `id` can be a gateway id in a fleet message: at most 64 bytes, one topic level,
+    /// no quote or backslash. Empty passes (a release's holder).
+    static func isGatewayID(_ id: String) -> Bool {
+        id.utf8.count <= 64 && !id.contains { "/+#\"\\".contains($0) }
     }
 
     init(holder: String, rssi: Int, free: Int, epoch: UInt64) {

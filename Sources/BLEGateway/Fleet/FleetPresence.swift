@@ -1,4 +1,5 @@
 import BLECore
+import FoundationEssentials
 
 /// Presence of each device across the fleet: the smoothed RSSI every gateway reports, the
 /// nearest gateway with hysteresis, `away` after `away` of silence from all of them.
@@ -75,13 +76,13 @@ struct FleetPresence {
     /// RSSI it names: the other gateways' values are taken from it (an entry new here counts
     /// from now), this gateway's own stays. Returns the aggregate to publish when this gateway's
     /// own report disagrees with it, so each gateway corrects the fleet only with what it hears.
-    mutating func announced(_ address: BluetoothAddress, nearest: String?, rssi: [(String, Int)] = [],
+    mutating func announced(_ address: BluetoothAddress, nearest: String?, rssi: [Aggregate.Rssi] = [],
                             now: ContinuousClock.Instant) -> JSONValue? {
         guard devices[address] != nil || devices.count < capacity else { return nil }
         var d = devices[address, default: Device()]
         d.nearest = nearest ?? ""
-        for (gateway, value) in rssi where gateway != gatewayID && (d.reports[gateway] != nil || d.reports.count < maximumGateways) {
-            d.reports[gateway] = (value, d.reports[gateway]?.time ?? now)
+        for r in rssi where r.gateway != gatewayID && (d.reports[r.gateway] != nil || d.reports.count < maximumGateways) {
+            d.reports[r.gateway] = (r.value, d.reports[r.gateway]?.time ?? now)
         }
         devices[address] = d
         return evaluate(address, now: now)
@@ -130,40 +131,58 @@ struct FleetPresence {
         return .object([("state", .string("present")), ("nearest", .string(nearest)), ("rssi", .object(rssi))])
     }
 
-    /// The nearest gateway of an aggregate: its id, "" for away, nil when the text is neither.
-    static func nearest(fromAggregate text: String) -> String? {
-        if text == #"{"state":"away"}"# { return "" }
-        let head = #"{"state":"present","nearest":""#
-        guard text.hasPrefix(head) else { return nil }
-        let rest = text.dropFirst(head.count)
-        guard let end = rest.firstIndex(of: "\""), end > rest.startIndex else { return nil }
-        return String(rest[..<end])
+    /// An aggregate as the broker delivers it: the nearest gateway ("" for away) and the RSSI
+    /// it names, sorted by gateway id.
+    struct Aggregate: Equatable {
+        var nearest: String
+        var rssi: [Rssi]
+
+        struct Rssi: Equatable {
+            var gateway: String
+            var value: Int
+        }
     }
 
-    /// The `rssi` object of an aggregate, by gateway id; empty when the text has none or it is
-    /// malformed.
-    static func rssi(fromAggregate text: String) -> [(String, Int)] {
-        guard let start = text.firstRange(of: #","rssi":{"#), text.hasSuffix("}}") else { return [] }
-        let body = text[start.upperBound..<text.index(text.endIndex, offsetBy: -2)]
-        var out: [(String, Int)] = []
-        for pair in body.split(separator: ",") {
-            guard pair.first == "\"", let colon = pair.lastIndex(of: ":"), colon > pair.index(after: pair.startIndex) else { return [] }
-            let key = pair[pair.index(after: pair.startIndex)..<colon]
-            guard key.last == "\"", let v = Int(pair[pair.index(after: colon)...]), (-127...20).contains(v) else { return [] }
-            let id = key.dropLast()
-            guard !id.isEmpty, !id.contains("\""), !id.contains("\\") else { return [] }
-            out.append((String(id), v))
+    private struct AggregateWire: Decodable {
+        var state: String
+        var nearest: String?
+        var rssi: [String: Int]?
+    }
+
+    /// Longest aggregate read: 64 gateways with ids of 64 bytes fit.
+    static let maximumAggregateSize = 8192
+
+    /// The aggregate in a message's payload; nil when it is not one (too long, not JSON, a
+    /// state other than `present` or `away`, a nearest or gateway id that is no topic level, an
+    /// RSSI out of -127...20, more than ``maximumAggregateGateways`` gateways).
+    static func aggregate(_ payload: [UInt8]) -> Aggregate? {
+        guard payload.count <= maximumAggregateSize, let wire = try? JSONDecoder().decode(AggregateWire.self, from: Data(payload)) else { return nil }
+        switch wire.state {
+        case "away":
+            return Aggregate(nearest: "", rssi: [])
+        case "present":
+            guard let nearest = wire.nearest, !nearest.isEmpty, FleetClaim.isGatewayID(nearest) else { return nil }
+            let rssi = wire.rssi ?? [:]
+            guard rssi.count <= maximumAggregateGateways,
+                  rssi.allSatisfy({ !$0.key.isEmpty && FleetClaim.isGatewayID($0.key) && (-127...20).contains($0.value) }) else { return nil }
+            return Aggregate(nearest: nearest, rssi: rssi.sorted { $0.key < $1.key }.map { Aggregate.Rssi(gateway: $0.key, value: $0.value) })
+        default:
+            return nil
         }
-        return out.count <= maximumAggregateGateways ? out : []
     }
 
     /// Gateways an aggregate names at most.
     static let maximumAggregateGateways = 64
 
-    /// The RSSI of a gateway's report `{"rssi":-52}`, when it is one.
-    static func rssi(fromReport text: String) -> Int? {
-        guard text.hasPrefix(#"{"rssi":"#), text.hasSuffix("}"), text.utf8.count <= 16 else { return nil }
-        guard let v = Int(text.dropFirst(8).dropLast()), (-127...20).contains(v) else { return nil }
-        return v
+    private struct ReportWire: Decodable {
+        var rssi: Int
+    }
+
+    /// The RSSI of a gateway's report `{"rssi":-52}`, when it is one (at most 32 bytes, an RSSI
+    /// in -127...20).
+    static func rssi(fromReport payload: [UInt8]) -> Int? {
+        guard payload.count <= 32, let wire = try? JSONDecoder().decode(ReportWire.self, from: Data(payload)),
+              (-127...20).contains(wire.rssi) else { return nil }
+        return wire.rssi
     }
 }

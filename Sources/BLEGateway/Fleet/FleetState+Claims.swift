@@ -23,6 +23,7 @@ extension FleetState {
     func receiveSlots(_ gateway: String, _ message: MQTTMessage) async {
         guard !gateway.isEmpty, message.payload.count <= 2, let n = Int(message.text), (0...64).contains(n) else { return }
         claims.slots(gateway, free: n)
+        members.update(others: claims.free.keys)
         await settleClaims()
     }
 
@@ -30,6 +31,7 @@ extension FleetState {
     func receiveClaim(_ address: BluetoothAddress, _ message: MQTTMessage) async {
         guard let claim = FleetClaim(payload: message.payload) else { return }
         await publish(claims.received(claim, for: address))
+        members.update(others: claims.free.keys)
         await settleClaims()
     }
 

@@ -1,66 +1,82 @@
 import BLECore
 
-/// Who publishes a packet that several gateways hear at once: the gateway that hears the device
-/// best (the presence reports) publishes at once; the others hold their message back for
-/// `holdoff` and drop it when the fleet's message of that packet arrives in the meantime. A
-/// packet only a farther gateway hears still goes out, `holdoff` later.
+/// Who publishes a packet that several gateways hear at once. Every gateway ranks the online
+/// gateways that hear a device (the presence reports) the same way: loudest first, then the
+/// smaller id. The first publishes a new packet at once; the one ranked `k` holds it back for
+/// `k` hold-backs (at most ``maximumRank``) and drops it when the fleet's message of that packet
+/// arrives in the meantime. The hold-back follows the broker round trip this gateway measures on
+/// its own device messages (``FleetRoundTrip``). A packet only a farther gateway hears still goes
+/// out once, from the first of them in the ranking, that much later.
 extension FleetState {
-    /// How long a gateway that is not the device's loudest holds a new packet back: more than
-    /// the broker's round trip on a LAN, little for a reading.
-    static let holdoff = Duration.milliseconds(100)
     /// Messages held back at most; beyond, they go out at once.
     static let maximumHeldBack = 10_000
+    /// Ranks beyond this one wait as long as it does.
+    static let maximumRank = 3
+
+    /// This gateway's place among the online gateways that hear `address`: 0 when none hears
+    /// it louder (or as loud with a smaller id).
+    func rank(of address: BluetoothAddress) -> Int {
+        let heard = reports(address)
+        let own = heard[topics.gatewayID] ?? Int.min
+        return heard.reduce(0) { n, report in
+            let (gateway, rssi) = report
+            guard gateway != topics.gatewayID, claims.isLive(gateway), rssi > own || (rssi == own && gateway < topics.gatewayID) else { return n }
+            return n + 1
+        }
+    }
 
     /// Publishes `messages` (the device message of `packet` of `address`) now when this gateway
-    /// hears the device best, else after ``holdoff`` unless the fleet published the packet.
+    /// ranks first for the device, else after its rank's hold-back unless the fleet published
+    /// the packet by then.
     func publish(_ address: BluetoothAddress, packet: UInt64, _ messages: [MQTTMessage]) async {
         let now = clock.now
-        let heard = reports(address)
-        let best = heard.max { $0.value != $1.value ? $0.value < $1.value : $0.key > $1.key }?.key
-        guard let best, best != topics.gatewayID, heldBack.count < Self.maximumHeldBack else {
-            for m in messages { await publisher.enqueue(m) }
-            return
-        }
-        // A packet of this device still held back is not the fleet's newest: it goes out now.
-        if let earlier = heldBack[address] { for m in earlier.messages { await publisher.enqueue(m) } }
-        let due = now + Self.holdoff
-        heldBack[address] = (packet, due, messages)
-        heldBackOrder.append((address, packet, due))
-        guard holdoffTimer == nil else { return }
-        armHoldoff(at: due)
+        let key = FleetPacketKey(address: address, packet: packet)
+        let k = min(rank(of: address), Self.maximumRank)
+        guard k > 0, heldBack.count < Self.maximumHeldBack else { return await send(key, messages, now: now) }
+        guard heldBack[key] == nil else { return }
+        let due = heldBackQueues[k - 1].append(key, due: now + roundTrip.holdoff * k)
+        heldBack[key] = (due, messages)
+        armHoldoff()
     }
 
-    /// The fleet published `packet` of `address`: a message of it held back here is dropped.
-    func fleetPublished(_ address: BluetoothAddress, packet: UInt64) {
-        if heldBack[address]?.packet == packet { heldBack[address] = nil }
+    /// The fleet published `packet` of `address` (a device message came back from the broker;
+    /// `own`: this gateway's): a copy held back here is dropped; this gateway's own message
+    /// gives a round-trip sample.
+    func fleetPublished(_ address: BluetoothAddress, packet: UInt64, own: Bool) {
+        let key = FleetPacketKey(address: address, packet: packet)
+        heldBack[key] = nil
+        if own, let sent = sentAt.removeValue(forKey: key) { roundTrip.sample(clock.now - sent) }
     }
 
-    private func armHoldoff(at due: ContinuousClock.Instant) {
+    private func send(_ key: FleetPacketKey, _ messages: [MQTTMessage], now: ContinuousClock.Instant) async {
+        if sentAt.count >= Self.maximumHeldBack { sentAt.removeAll(keepingCapacity: true) }
+        sentAt[key] = now
+        for m in messages { await publisher.enqueue(m) }
+    }
+
+    /// Arms the timer for the earliest head of the queues, unless it is armed for that time.
+    private func armHoldoff() {
+        guard let due = heldBackQueues.compactMap(\.nextDue).min() else { return }
+        if let timer = holdoffTimer, timer.at <= due { return }
+        holdoffTimer?.task.cancel()
         let wait = max(.milliseconds(1), due - clock.now)
-        holdoffTimer = Task { [weak self] in
+        holdoffTimer = (Task { [weak self] in
             do { try await Task.sleep(for: wait) } catch { return }
             await self?.holdoffEnded()
-        }
+        }, due)
     }
 
     /// Sends the held-back messages that are due and were not published by another gateway.
     private func holdoffEnded() async {
         holdoffTimer = nil
         let now = clock.now
-        while heldBackHead < heldBackOrder.count, heldBackOrder[heldBackHead].due <= now {
-            let (address, packet, due) = heldBackOrder[heldBackHead]
-            heldBackHead += 1
-            guard let entry = heldBack[address], entry.packet == packet, entry.due == due else { continue }
-            heldBack[address] = nil
-            for m in entry.messages { await publisher.enqueue(m) }
+        for q in heldBackQueues.indices {
+            while let item = heldBackQueues[q].popDue(now) {
+                guard let entry = heldBack[item.key], entry.due == item.due else { continue }
+                heldBack[item.key] = nil
+                await send(item.key, entry.messages, now: now)
+            }
         }
-        if heldBackHead == heldBackOrder.count {
-            heldBackOrder.removeAll(keepingCapacity: true)
-            heldBackHead = 0
-        } else if heldBackHead > 1024 {
-            heldBackOrder.removeFirst(heldBackHead)
-            heldBackHead = 0
-        }
-        if heldBackHead < heldBackOrder.count { armHoldoff(at: heldBackOrder[heldBackHead].due) }
+        armHoldoff()
     }
 }

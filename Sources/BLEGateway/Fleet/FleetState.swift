@@ -14,8 +14,11 @@ actor FleetState {
     nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
     private var view: FleetDeviceView
     private var presence: FleetPresence
-    /// Devices whose presence entity was announced to Home Assistant.
-    private var announced: Set<BluetoothAddress> = []
+    /// Devices whose presence entity was announced to Home Assistant, with the generation of
+    /// the member set it named.
+    private var announced: [BluetoothAddress: Int] = [:]
+    /// The fleet's gateways, the availability of its Home Assistant entities (FleetMembers).
+    var members: FleetMembers
     let clock = ContinuousClock()
     /// Who holds each configured device (FleetState+Claims.swift).
     var claims: FleetClaims
@@ -25,11 +28,17 @@ actor FleetState {
     var lastFree: Int?
     var claimTimer: (task: Task<Void, Never>, at: ContinuousClock.Instant)?
     var graceTimer: Task<Void, Never>?
-    /// Device messages held back, by device, and in the order they fall due (FleetState+Holdoff.swift).
-    var heldBack: [BluetoothAddress: (packet: UInt64, due: ContinuousClock.Instant, messages: [MQTTMessage])] = [:]
-    var heldBackOrder: [(address: BluetoothAddress, packet: UInt64, due: ContinuousClock.Instant)] = []
-    var heldBackHead = 0
-    var holdoffTimer: Task<Void, Never>?
+    /// Device messages held back, by packet, and in the order they fall due, one queue per
+    /// rank (FleetState+Holdoff.swift).
+    var heldBack: [FleetPacketKey: (due: ContinuousClock.Instant, messages: [MQTTMessage])] = [:]
+    var heldBackQueues = [FleetHoldQueue](repeating: FleetHoldQueue(), count: FleetState.maximumRank)
+    var holdoffTimer: (task: Task<Void, Never>, at: ContinuousClock.Instant)?
+    /// When this gateway sent each device message not yet back from the broker, and the round
+    /// trip measured on those that came back.
+    var sentAt: [FleetPacketKey: ContinuousClock.Instant] = [:]
+    var roundTrip = FleetRoundTrip()
+    /// `"gateway":"GWID","packet":"` as this gateway ends its device messages.
+    private let ownTail: [UInt8]
     /// The devices this gateway holds, whenever that changes (the newest set only).
     nonisolated let heldChanges: AsyncStream<Set<BluetoothAddress>>
     let heldFeed: AsyncStream<Set<BluetoothAddress>>.Continuation
@@ -45,6 +54,8 @@ actor FleetState {
         claims = FleetClaims(gatewayID: topics.gatewayID, slots: fleet.slots, claimDelay: fleet.claimDelay, wanted: wanted)
         claims.connected = false
         grace = fleet.grace
+        members = FleetMembers(own: topics)
+        ownTail = Array((JSONValue.object([("gateway", .string(topics.gatewayID))]).text.dropFirst().dropLast() + #","packet":""#).utf8)
         (heldChanges, heldFeed) = AsyncStream.makeStream(of: Set<BluetoothAddress>.self, bufferingPolicy: .bufferingNewest(1))
     }
 
@@ -56,6 +67,11 @@ actor FleetState {
     /// This gateway heard `address`: its smoothed RSSI goes out when due.
     func heard(_ address: BluetoothAddress, rssi: Int8) async {
         let now = clock.now
+        let shown = members.shown
+        if discovery, announced[address] != shown.generation, announced[address] != nil || announced.count < 10_000 {
+            announced[address] = shown.generation
+            await publisher.enqueue(HomeAssistantDiscovery.presenceConfig(address, topics: topics, availability: shown.topics))
+        }
         guard let smoothed = presence.heard(address, rssi: rssi, now: now) else { return }
         await publisher.enqueue(MQTTMessage(topic: topics.presence(address, gateway: topics.gatewayID),
                                             payload: JSONValue.object([("rssi", .int(smoothed))]).bytes))
@@ -81,16 +97,16 @@ actor FleetState {
         case ("devices", 2):
             if let packet = Self.packet(fromDeviceMessage: message.payload) {
                 view.published(address, packet: packet, now: now)
-                fleetPublished(address, packet: packet)
+                fleetPublished(address, packet: packet, own: isOwn(message.payload))
             }
         case ("presence", 2):
-            guard let nearest = FleetPresence.nearest(fromAggregate: message.text) else { return }
-            await apply(address, presence.announced(address, nearest: nearest.isEmpty ? nil : nearest,
-                                                    rssi: FleetPresence.rssi(fromAggregate: message.text), now: now))
+            guard let aggregate = FleetPresence.aggregate(message.payload) else { return }
+            await apply(address, presence.announced(address, nearest: aggregate.nearest.isEmpty ? nil : aggregate.nearest,
+                                                    rssi: aggregate.rssi, now: now))
         case ("presence", 3):
             let gateway = String(levels[2])
             // This gateway's own reports are applied when made.
-            guard gateway != topics.gatewayID, !gateway.isEmpty, let rssi = FleetPresence.rssi(fromReport: message.text) else { return }
+            guard gateway != topics.gatewayID, !gateway.isEmpty, let rssi = FleetPresence.rssi(fromReport: message.payload) else { return }
             await apply(address, presence.report(address, gateway: gateway, rssi: rssi, now: now))
             if claims.wanted.contains(address) { await settleClaims() }
         default:
@@ -108,7 +124,7 @@ actor FleetState {
         }
         claimTimer?.task.cancel()
         graceTimer?.cancel()
-        holdoffTimer?.cancel()
+        holdoffTimer?.task.cancel()
     }
 
     private func expirePresence() async {
@@ -121,9 +137,6 @@ actor FleetState {
 
     private func apply(_ address: BluetoothAddress, _ aggregate: JSONValue?) async {
         guard let aggregate else { return }
-        if discovery && announced.count < 10_000 && announced.insert(address).inserted {
-            await publisher.enqueue(HomeAssistantDiscovery.presenceConfig(address, topics: topics))
-        }
         await publish(address, aggregate)
     }
 
@@ -144,6 +157,13 @@ actor FleetState {
         guard n >= tail.count + 18, payload[n - 2] == UInt8(ascii: "\""), payload[n - 1] == UInt8(ascii: "}"),
               Array(payload[(n - 18 - tail.count)..<(n - 18)]) == tail else { return nil }
         return UInt64(String(decoding: payload[(n - 18)..<(n - 2)], as: UTF8.self), radix: 16)
+    }
+
+    /// Whether a fleet device message is this gateway's: `"gateway":"GWID","packet":"<16 hex digits>"}` at its end.
+    private func isOwn(_ payload: [UInt8]) -> Bool {
+        let n = payload.count
+        guard n >= ownTail.count + 18 else { return false }
+        return payload[(n - 18 - ownTail.count)..<(n - 18)].elementsEqual(ownTail)
     }
 
     /// The fleet's device message: the gateway's own (``AdvertisementPayload/present(_:decoding:)``)

@@ -30,6 +30,8 @@ struct AdvertisementLoop {
                                   lostTimeout: scan.lostAfter, bufferingPolicy: .bufferingNewest(4096))
         var last: [LEAddress: (content: Content, time: ContinuousClock.Instant)] = [:]
         var announced: [LEAddress: Set<String>] = [:]
+        // In a fleet: the generation of the member set each device's configs named.
+        var shown: [LEAddress: Int] = [:]
         var decoder = SensorDecoder(keys: keys, acceptsCounterRestart: scan.acceptCounterRestart)
         do {
             for try await event in await central.scan(options: options) {
@@ -37,7 +39,7 @@ struct AdvertisementLoop {
                 switch event {
                 case .discovered(let p), .updated(let p):
                     if let fleet {
-                        await publishToFleet(p, fleet, decoder: &decoder, announced: &announced)
+                        await publishToFleet(p, fleet, decoder: &decoder, announced: &announced, shown: &shown)
                         continue
                     }
                     // What the message says apart from the RSSI; compared without writing it.
@@ -76,8 +78,10 @@ struct AdvertisementLoop {
 }
 
 extension AdvertisementLoop {
-    /// The Home Assistant configs of the values of `decoding` not announced yet.
-    func announce(_ p: DiscoveredPeripheral, _ decoding: SensorDecoding, _ announced: inout [LEAddress: Set<String>]) async {
+    /// The Home Assistant configs of the values of `decoding` not announced yet; `availability`:
+    /// the status topics that keep them available (nil: this gateway's own).
+    func announce(_ p: DiscoveredPeripheral, _ decoding: SensorDecoding, _ announced: inout [LEAddress: Set<String>],
+                  availability: [String]? = nil) async {
         guard discovery else { return }
         let keys = HomeAssistantDiscovery.keys(decoding)
         let known = announced[p.address, default: []]
@@ -86,10 +90,9 @@ extension AdvertisementLoop {
         announced[p.address] = known.union(fresh)
         let device = HomeAssistantDiscovery.Device(address: p.address.address, name: p.advertisingData.localName, decoding: decoding,
                                                    publishInterval: scan.publishInterval)
-        // One gateway: its own status. A fleet's gateways could not agree on one list here, so
-        // their entities rely on `expire_after`.
-        let availability = fleet == nil ? [topics.status] : []
-        for m in HomeAssistantDiscovery.configs(for: device, keys: fresh, topics: topics, availability: availability) { await publisher.enqueue(m) }
+        for m in HomeAssistantDiscovery.configs(for: device, keys: fresh, topics: topics, availability: availability ?? [topics.status]) {
+            await publisher.enqueue(m)
+        }
     }
 
     /// Everything a device's message is made of besides its address and RSSI
