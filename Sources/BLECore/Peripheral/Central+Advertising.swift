@@ -38,7 +38,7 @@ extension Central {
                 try await startLegacySet(parameters, adBytes, srBytes, random: random, &progress)
             }
         } catch {
-            undoStart(handle, extendedCommands: extendedCommands, progress)
+            await undoStart(handle, extendedCommands: extendedCommands, progress)
             throw error.isCancellation ? .cancelled : .command(error)
         }
         guard state == .poweredOn else {
@@ -47,7 +47,7 @@ extension Central {
         }
         // Cancelled after the last command completed: the set is on, and undone all the same.
         if Task.isCancelled {
-            undoStart(handle, extendedCommands: extendedCommands, progress)
+            await undoStart(handle, extendedCommands: extendedCommands, progress)
             throw .cancelled
         }
         advertising.reserved.remove(handle)
@@ -69,31 +69,26 @@ extension Central {
         var enableSent = false
     }
 
-    /// A start failed or was cancelled: in the background (the caller may be cancelled),
-    /// disables what may have been enabled and removes the set; the handle is free again
-    /// once that is done.
-    private func undoStart(_ handle: UInt8, extendedCommands: Bool, _ progress: StartProgress) {
+    /// A start failed or was cancelled: disables what may have been enabled and removes the
+    /// set, in a task of its own (the caller may be cancelled), before the start throws.
+    private func undoStart(_ handle: UInt8, extendedCommands: Bool, _ progress: StartProgress) async {
+        defer { advertising.reserved.remove(handle) }
         var commands: [HCICommandPacket] = []
         if progress.enableSent {
             commands.append(extendedCommands ? HCICommand.LESetExtendedAdvertisingEnable(enable: false, sets: [.init(handle: handle)]).packet
                                              : HCICommand.leSetAdvertisingEnable(false))
         }
         if extendedCommands, progress.setCreated { commands.append(HCICommand.leRemoveAdvertisingSet(handle: handle)) }
-        guard !commands.isEmpty else {
-            advertising.reserved.remove(handle)
-            return
-        }
-        let logger = options.logger
-        host.enter(on: executor) { $0.background { [weak self, executor, commands] host in
+        guard !commands.isEmpty else { return }
+        await Task { [host, logger = options.logger, commands] in
             for command in commands {
-                do {
+                do throws(HCIError) {
                     try await host.send(command)
                 } catch {
                     logger.log(.debug, "undoing the start of advertising set \(handle): \(error)")
                 }
             }
-            _ = self?.enter(on: executor) { $0.advertising.reserved.remove(handle) }
-        } }
+        }.value
     }
 
     /// Links that remote centrals opened to our advertising sets, as they are accepted: each
@@ -248,8 +243,13 @@ extension Central {
         }
     }
 
-    /// Ends every set for `close()`: advertising stops at the controller, each set ends.
+    /// Ends every set for `close()`: advertising stops at the controller, each set ends. The
+    /// commands go out from a task of its own, so a caller cancelled (Ctrl-C) stops them too.
     func stopAllAdvertising() async {
+        await Task { await self.stopEverySet() }.value
+    }
+
+    private func stopEverySet() async {
         for handle in advertising.sets.keys.sorted() {
             do throws(AdvertisingError) {
                 try await stopAdvertising(handle)
