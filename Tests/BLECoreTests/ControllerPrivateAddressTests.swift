@@ -55,6 +55,11 @@ struct ControllerPrivateAddressTests {
         let link = try await central.connect(Self.peer, parameters: request)
         #expect(try await vc.waitForCommand(HCIOpcode(rawValue: 0x200D)).parameters[12] == 0x03)
         #expect(await link.localAddress == LEAddress(Self.controllerAddress, type: .random))
+        // The link exists only in these events: HCI Disconnect is answered the same way, with
+        // Command Status and Disconnection Complete (7.7.5, reason 0x16).
+        vc.answer(HCIOpcode(rawValue: 0x0406), with: .events({ _ in
+            [HCIEventPacket(code: 0x0F, parameters: [0x00, 0x01, 0x06, 0x04]), HCIEventPacket(code: 0x05, parameters: [0x00, 0x40, 0x00, 0x16])]
+        }), times: 1)
         await central.close()
     }
 
