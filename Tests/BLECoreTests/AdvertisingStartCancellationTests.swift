@@ -7,7 +7,8 @@ import BLETestSupport
 /// nothing advertising: LE Set Advertising Enable (Vol 4, Part E, 7.8.9) or LE Set Extended
 /// Advertising Enable (7.8.56) off again for what was enabled, LE Remove Advertising Set
 /// (7.8.59) for an extended set; `.cancelled` is thrown. The task is cancelled from the virtual
-/// controller as the command arrives, so the cancel falls between two commands.
+/// controller as the command arrives, so the cancel falls between two commands. `close()`
+/// called from a cancelled task (an app's Ctrl-C) still disables its sets.
 @Suite(.timeLimit(.minutes(1)))
 struct AdvertisingStartCancellationTests {
     typealias Start = Task<AdvertisingSet, any Error>
@@ -84,5 +85,20 @@ struct AdvertisingStartCancellationTests {
         #expect(remove.parameters == [0x00])
         #expect(!PeripheralRoleTests.advertisingCommands(vc).contains { $0.opcode.rawValue == 0x2039 })
         #expect(vc.advertisingSets.isEmpty)
+    }
+
+    @Test func closeFromACancelledTaskStillStopsTheSets() async throws {
+        let (vc, central) = try await VC.stack()
+        _ = try await central.startAdvertising(PeripheralRoleTests.data)
+        let (go, release) = AsyncStream.makeStream(of: Void.self)
+        let close = Task {
+            for await _ in go { break }
+            await central.close()
+        }
+        close.cancel()
+        release.yield()
+        await close.value
+        let enables = PeripheralRoleTests.advertisingCommands(vc).filter { $0.opcode.rawValue == 0x200A }
+        #expect(enables.map(\.parameters) == [[0x01], [0x00]])
     }
 }

@@ -162,8 +162,18 @@ extension Central {
             }
         }
         try await host.send(HCICommand.leSetRandomAddress(address))
-        ownAddress.randomAddress = address
+        controllerRandomAddressChanged(to: address)
         options.logger.log(.debug, "own address: \(address) (\(ownAddress.policy))")
+    }
+
+    /// LE Set Random Address went out (for the central or for a legacy advertising set): the
+    /// controller has one random address for scanning, connecting and legacy advertising, so
+    /// every user of it that is random now has this one.
+    func controllerRandomAddressChanged(to address: BluetoothAddress) {
+        if ownAddress.policy.ownAddressType == 0x01 { ownAddress.randomAddress = address }
+        for set in advertising.sets.values where !set.usesExtendedCommands && set.parameters.ownAddress.ownAddressType == 0x01 {
+            set.enter(on: executor) { $0.address = LEAddress(address, type: .random) }
+        }
     }
 
     /// The controller's resolving list holds the local IRK (or no longer does): the scanner's

@@ -51,6 +51,7 @@ extension Central {
             throw .cancelled
         }
         advertising.reserved.remove(handle)
+        if !extendedCommands, let random { controllerRandomAddressChanged(to: random) }
         let address = random.map { LEAddress($0, type: .random) } ?? publicAddress
         let set = AdvertisingSet(central: self, handle: handle, parameters: parameters, usesExtendedCommands: extendedCommands,
                                  selectedTxPower: selectedTxPower, address: address)

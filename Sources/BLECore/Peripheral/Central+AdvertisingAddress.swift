@@ -58,7 +58,11 @@ extension Central {
 
     private func advertisingAddressChanged(_ handle: UInt8, to address: BluetoothAddress) {
         guard let set = advertising.sets[handle] else { return }
-        set.enter(on: executor) { $0.address = LEAddress(address, type: .random) }
+        if set.usesExtendedCommands {
+            set.enter(on: executor) { $0.address = LEAddress(address, type: .random) }
+        } else {
+            controllerRandomAddressChanged(to: address)
+        }
         options.logger.log(.debug, "advertising set \(handle) now advertises as \(address)")
     }
 
