@@ -51,7 +51,6 @@ extension Central {
             throw .cancelled
         }
         advertising.reserved.remove(handle)
-        if !extendedCommands, let random { controllerRandomAddressChanged(to: random) }
         let address = random.map { LEAddress($0, type: .random) } ?? publicAddress
         let set = AdvertisingSet(central: self, handle: handle, parameters: parameters, usesExtendedCommands: extendedCommands,
                                  selectedTxPower: selectedTxPower, address: address)
@@ -170,7 +169,10 @@ extension Central {
     /// LE Set Random Address, Parameters, Data, Scan Response Data, Enable (7.8.4 to 7.8.9).
     private func startLegacySet(_ p: AdvertisingParameters, _ ad: [UInt8], _ sr: [UInt8], random: BluetoothAddress?,
                                 _ progress: inout StartProgress) async throws(HCIError) {
-        if let random { try await host.send(HCICommand.leSetRandomAddress(random)) }
+        if let random {
+            try await host.send(HCICommand.leSetRandomAddress(random))
+            controllerRandomAddressChanged(to: random)
+        }
         let type: UInt8 = switch p.kind { case .connectable: 0x00; case .scannable: 0x02; case .nonConnectable: 0x03 }
         let units = UInt16(clamping: p.hciInterval)
         try await host.send(HCICommand.leSetAdvertisingParameters(.init(intervalMin: units, intervalMax: units, advertisingType: type, ownAddressType: p.ownAddress.ownAddressType)))
