@@ -11,6 +11,9 @@ test writes on stdin, one JSON object a line:
                                           (16 octets each, least significant first)
     {"passkey": 123456}                   the passkey Bumble's delegate is asked for
     {"reconnect": {}}                     disconnect and connect again
+    {"resolve": {}}                       disconnect, then connect to the first connectable
+                                          advertisement whose address resolves with an IRK
+                                          the stack gave in pairing
     {"encrypt": {}}                       encrypt with the stored keys (LE Enable Encryption)
     {"read": "UUID"}                      read a characteristic with Bumble's GATT client
                                           (services discovered on the link's first use)
@@ -19,7 +22,8 @@ test writes on stdin, one JSON object a line:
                                           the CCCD (the handle of the link that discovered it)
 stdout, one JSON object a line:
     {"ready": true, "port": 40123}
-    {"connected": {"handle": 1}}
+    {"connected": {"handle": 1, "address": "AA:...:FF/P"}}   the address connected to
+    {"resolved": {"address": "4A:...", "identity": "AA:..."}}  an advertiser resolved by its IRK
     {"securityRequest": {"authReq": 13}}  a Security Request from the stack (3.5.7)
     {"display": 123456} / {"compare": 123456} / {"passkeyRequest": {}}   the delegate's calls
     {"paired": {"sc": true, "ltk": hex|null, "ltkCentral": {"ltk": hex, "ediv": n, "rand": hex}|null,
@@ -30,7 +34,9 @@ stdout, one JSON object a line:
     {"subscribed": {"uuid": "..."}} / {"listening": {"uuid": "..."}}
     {"notification": {"uuid": "...", "value": hex}}
 The pairing options come from the command line (--io, --legacy, --mitm, --no-bonding,
---irk). The script ends on SIGTERM or SIGINT.
+--irk). With --any-advertiser the device connects to the first connectable advertiser
+whatever its address (a stack advertising from a random address), else to --host-address.
+The script ends on SIGTERM or SIGINT.
 """
 
 from __future__ import annotations
@@ -120,6 +126,15 @@ async def run(args: argparse.Namespace) -> int:
     )
     # LocalLink routes by the sender's random address (see virtual_radio.py).
     host_controller.random_address = host_controller.public_address
+    # An extended advertising set's random address is the one its links send from: the link
+    # routes by the controller's random address, so it follows the set's.
+    set_random = host_controller.on_hci_le_set_advertising_set_random_address_command
+
+    def on_set_random(command):  # type: ignore[no-untyped-def]
+        host_controller.random_address = command.random_address
+        return set_random(command)
+
+    host_controller.on_hci_le_set_advertising_set_random_address_command = on_set_random
 
     controller = Controller("central", link=link)
     config = DeviceConfiguration()
@@ -145,22 +160,38 @@ async def run(args: argparse.Namespace) -> int:
     device.pairing_config_factory = pairing_config
 
     target = hci.Address(args.host_address, hci.Address.PUBLIC_DEVICE_ADDRESS)
-    state: dict = {"connecting": False, "connection": None}
+    state: dict = {"connecting": False, "connection": None, "target": target, "resolving": False}
     connected = asyncio.Event()
 
     async def connect() -> None:
-        connection = await device.connect(target, own_address_type=hci.OwnAddressType.RANDOM)
+        connection = await device.connect(state["target"], own_address_type=hci.OwnAddressType.RANDOM)
         state["connection"] = connection
         connection.on("security_request", lambda auth_req: emit({"securityRequest": {"authReq": int(auth_req)}}))
         connection.on("disconnection", lambda reason: emit({"disconnected": {"reason": reason}}))
-        emit({"connected": {"handle": connection.handle}})
+        emit({"connected": {"handle": connection.handle, "address": str(state["target"])}})
         connected.set()
 
     def on_advertisement(advertisement) -> None:  # type: ignore[no-untyped-def]
-        if advertisement.address.to_string(False) != target.to_string(False):
+        if not advertisement.is_connectable:
             return
-        if advertisement.is_connectable and not state["connecting"]:
+        if state["resolving"]:
+            resolver = device.address_resolver
+            identity = resolver.resolve(advertisement.address) if resolver is not None and advertisement.address.is_resolvable else None
+            if identity is None:
+                return
+            state["resolving"] = False
+            state["target"] = advertisement.address
+            emit({"resolved": {"address": advertisement.address.to_string(False), "identity": identity.to_string(False)}})
+            asyncio.ensure_future(connect())
+            return
+        if args.any_advertiser:
+            if advertisement.address.to_string(False) == config.address.to_string(False):
+                return
+        elif advertisement.address.to_string(False) != target.to_string(False):
+            return
+        if not state["connecting"]:
             state["connecting"] = True
+            state["target"] = advertisement.address
             asyncio.ensure_future(connect())
 
     device.on("advertisement", on_advertisement)
@@ -175,9 +206,15 @@ async def run(args: argparse.Namespace) -> int:
         except Exception as error:  # noqa: BLE001 - reported to the test
             emit({"pairingFailed": {"reason": int(getattr(error, "error_code", -1) or -1), "error": str(error)}})
             return
-        keys = await device.keystore.get(str(connection.peer_address))
+        identity = str(connection.peer_address)
+        keys = await device.keystore.get(identity)
+        if keys is None:
+            # Kept under the identity address the stack distributed, not the one connected to.
+            for name, stored in await device.keystore.get_all():
+                identity, keys = name, stored
         central = keys.ltk_central if keys else None
         emit({"paired": {
+            "identity": identity if keys else None,
             "sc": bool(keys and keys.ltk),
             "ltk": key_hex(keys.ltk) if keys else None,
             "ltkCentral": {"ltk": key_hex(central), "ediv": central.ediv or 0, "rand": bytes(central.rand or bytes(8)).hex()}
@@ -189,11 +226,18 @@ async def run(args: argparse.Namespace) -> int:
         connection = state["connection"]
         await connection.disconnect()
         await device.stop_scanning()
-        connection = await device.connect(target, own_address_type=hci.OwnAddressType.RANDOM)
+        connection = await device.connect(state["target"], own_address_type=hci.OwnAddressType.RANDOM)
         state["connection"] = connection
         connection.on("disconnection", lambda reason: emit({"disconnected": {"reason": reason}}))
-        emit({"connected": {"handle": connection.handle}})
+        emit({"connected": {"handle": connection.handle, "address": str(state["target"])}})
         connected.set()
+
+    async def resolve() -> None:
+        await state["connection"].disconnect()
+        await device.refresh_resolving_list()
+        state["resolving"] = True
+        if not device.scanning:
+            await device.start_scanning(legacy=False, active=False, filter_duplicates=False)
 
     async def encrypt() -> None:
         connection = state["connection"]
@@ -253,6 +297,9 @@ async def run(args: argparse.Namespace) -> int:
                 # Later commands wait for the new link.
                 connected.clear()
                 asyncio.ensure_future(reconnect())
+            elif "resolve" in command:
+                connected.clear()
+                asyncio.ensure_future(resolve())
             elif "encrypt" in command:
                 asyncio.ensure_future(encrypt())
             elif "read" in command:
@@ -278,6 +325,7 @@ def main() -> None:
     parser.add_argument("--mitm", action="store_true")
     parser.add_argument("--no-bonding", action="store_true")
     parser.add_argument("--irk", default="00112233445566778899aabbccddeeff")
+    parser.add_argument("--any-advertiser", action="store_true")
     sys.exit(asyncio.run(run(parser.parse_args())))
 
 

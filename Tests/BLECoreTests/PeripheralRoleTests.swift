@@ -42,7 +42,7 @@ struct PeripheralRoleTests {
     @Test func legacyRandomAddressIsSetFirst() async throws {
         let (vc, central) = try await VC.stack()
         let address = BluetoothAddress("C5:04:03:02:01:00")!
-        _ = try await central.startAdvertising(Self.data, parameters: AdvertisingParameters(kind: .nonConnectable, ownAddress: .random(address)))
+        _ = try await central.startAdvertising(Self.data, parameters: AdvertisingParameters(kind: .nonConnectable, ownAddress: .staticRandom(address)))
         let sent = Self.advertisingCommands(vc)
         // 7.8.4 then 7.8.5 with Own_Address_Type 0x01 and ADV_NONCONN_IND (0x03); no scan response.
         #expect(sent.map(\.opcode.rawValue) == [0x2005, 0x2006, 0x2008, 0x200A])

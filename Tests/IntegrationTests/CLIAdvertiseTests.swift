@@ -26,6 +26,29 @@ import Testing
         #expect(run.stderr.contains("advertising 24 octets (legacy commands, set 0) for 1 s"))
     }
 
+    @Test func ownAddressStaticAdvertisesFromTheAdaptersStaticAddress() async throws {
+        let radio = FakeRadio([])
+        defer { radio.close() }
+        let bonds = FileManager.default.temporaryDirectory.appendingPathComponent("ble-advertise-bonds-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: bonds) }
+        let run = try await radio.run(["--bond-dir", bonds.path, "advertise", "--name", "demo", "--own-address", "static", "--duration", "1"])
+        #expect(run.status == 0, "\(run.stderr)")
+        // The adapter's static random address, written to its bond directory the first time.
+        let files = FileManager.default.enumerator(atPath: bonds.path)?.compactMap { $0 as? String } ?? []
+        let file = try #require(files.first { $0.hasSuffix("own-static-address") }, "\(files)")
+        let text = try String(contentsOf: bonds.appendingPathComponent(file), encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        let address = try #require(BluetoothAddress(text))
+        #expect(address.isStaticRandom)
+        let commands = radio.fake.controller.commandsReceived
+        // LE Set Random Address (7.8.4) with it, least significant octet first, before the
+        // parameters (7.8.5), whose Own_Address_Type is 0x01.
+        let random = try #require(commands.last { $0.opcode.rawValue == 0x2005 })
+        #expect(random.parameters == address.littleEndianBytes)
+        let parameters = try #require(commands.last { $0.opcode.rawValue == 0x2006 })
+        #expect(parameters.parameters[5] == 0x01)
+        #expect(run.stderr.contains("(legacy commands, set 0) from \(address) for 1 s"), "\(run.stderr)")
+    }
+
     @Test func dataTooLongForLegacyIsRefusedWithTheLengths() async throws {
         let radio = FakeRadio([])
         defer { radio.close() }

@@ -88,7 +88,7 @@ extension Central {
         if initiatesOnCoded(options.parameters) { connection.enter(on: executor) { $0.phy = (.leCoded, .leCoded) } }
         connectionsByPeer[peer] = connection
         connectionsByHandle[handle] = connection
-        let own = linkOwnAddress
+        let own = linkOwnAddress(handle: handle)
         connection.enter(on: executor) { $0.ownLinkAddress = own; $0.emit(.connected(handle: handle, parameters: params)) }
         startLinkSetup(connection, handle: handle, parameters: options.parameters)
         return connection
@@ -317,8 +317,10 @@ extension Central {
 
     // MARK: - Link events
 
-    /// LE Connection Complete / Enhanced Connection Complete (v1, v2).
-    func connectionCompleted(status: HCIStatus, handle: UInt16, role: UInt8, peer: LEAddress?, parameters: ConnectionParameters) {
+    /// LE Connection Complete / Enhanced Connection Complete (v1, v2), with the latter's
+    /// Local_Resolvable_Private_Address (nonzero) and Advertising_Handle (v2).
+    func connectionCompleted(status: HCIStatus, handle: UInt16, role: UInt8, peer: LEAddress?, parameters: ConnectionParameters,
+                             localPrivateAddress: BluetoothAddress? = nil, advertisingHandle: UInt8? = nil) {
         guard status == .success else {
             if let pending = pendingConnect {
                 finishPendingConnect(.failure(pending.abortError ?? .failed(peer: pending.peer, status: status)))
@@ -335,7 +337,10 @@ extension Central {
         }
         // Register the link before anything else so its first ACL packet finds it.
         host.enter(on: executor) { $0.addLink(handle: handle, peer: peerAddress) }
-        if role == LinkRole.peripheral.rawValue { return acceptPeripheralLink(handle: handle, peer: peerAddress, parameters: parameters) }
+        if let localPrivateAddress { ownAddress.linkLocalPrivateAddresses[handle] = localPrivateAddress }
+        if role == LinkRole.peripheral.rawValue {
+            return acceptPeripheralLink(handle: handle, peer: peerAddress, parameters: parameters, advertisingHandle: advertisingHandle)
+        }
         guard role == 0x00, let pending = pendingConnect, pending.abortError == nil else {
             // A connection nobody waits for (an attempt that completed while being cancelled,
             // or one we did not initiate): end it.
@@ -352,6 +357,7 @@ extension Central {
 
     /// Disconnection Complete: the link's connection decides what follows.
     func disconnected(handle: UInt16, reason: HCIStatus) {
+        ownAddress.linkLocalPrivateAddresses[handle] = nil
         guard let connection = connectionsByHandle.removeValue(forKey: handle) else { return }
         let adapter = state
         connection.enter(on: executor) { $0.linkDropped(reason: reason, adapter: adapter) }

@@ -7,7 +7,9 @@ extension Central {
                                 parameters: ConnectionParameters(hciInterval: e.connectionInterval, peripheralLatency: e.peripheralLatency, hciSupervisionTimeout: e.supervisionTimeout))
         case .leEnhancedConnectionComplete(let e):
             connectionCompleted(status: e.status, handle: e.handle, role: e.role, peer: e.peer,
-                                parameters: ConnectionParameters(hciInterval: e.connectionInterval, peripheralLatency: e.peripheralLatency, hciSupervisionTimeout: e.supervisionTimeout))
+                                parameters: ConnectionParameters(hciInterval: e.connectionInterval, peripheralLatency: e.peripheralLatency, hciSupervisionTimeout: e.supervisionTimeout),
+                                localPrivateAddress: e.localResolvablePrivateAddress == .zero ? nil : e.localResolvablePrivateAddress,
+                                advertisingHandle: e.advertisingHandle)
         case .disconnectionComplete(let e):
             if e.status == .success {
                 disconnected(handle: e.handle, reason: e.reason)

@@ -199,7 +199,7 @@ extension Connection {
         case .success((let handle, let parameters)):
             self.parameters = parameters
             central?.enter(on: executor) { $0.linkRestored(self, handle: handle) }
-            ownLinkAddress = central?.enter(on: executor) { $0.linkOwnAddress }
+            ownLinkAddress = central?.enter(on: executor) { $0.linkOwnAddress(handle: handle) }
             transition(to: .connected(handle: handle))
             emit(.connected(handle: handle, parameters: parameters))
             await runReconnectHooks()

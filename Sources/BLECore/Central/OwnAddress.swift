@@ -1,7 +1,9 @@
-/// The address a central scans and connects with (Vol 6, Part B, 1.3): Own_Address_Type 0x00
-/// (the controller's public address) or 0x01 (the random address set with LE Set Random
-/// Address, Vol 4, Part E, 7.8.4) in the scan and create-connection commands. The same policy
-/// serves advertising (Own_Address_Type of its parameters) through `Central.ownAddressType`.
+/// The address this side uses on the air (Vol 6, Part B, 1.3): the central's scans and
+/// connections (`Central.setOwnAddress`) and each advertising set
+/// (`AdvertisingParameters.ownAddress`). Own_Address_Type 0x00 (the controller's public
+/// address) or 0x01 (a random address: LE Set Random Address, Vol 4, Part E, 7.8.4, or an
+/// advertising set's own, 7.8.52); resolvable private addresses as central become 0x03 when
+/// the controller's resolving list holds the local IRK (`Central.loadResolvingList`).
 ///
 ///     try await central.setOwnAddress(.staticRandom(try bonds.staticRandomAddress()))
 public enum OwnAddress: Sendable, CustomStringConvertible {
@@ -77,11 +79,31 @@ struct OwnAddressState {
     /// The random address the controller holds (LE Set Random Address), if any.
     var randomAddress: BluetoothAddress?
     var rotationTimer: (any ScheduledTimer)?
+    /// The controller's resolving list holds the local IRK with address resolution on
+    /// (`Central.loadResolvingList`): with resolvable private addresses it makes them itself
+    /// for the peers on the list (Own_Address_Type 0x03).
+    var controllerGeneratesPrivateAddresses = false
+    /// Local_Resolvable_Private_Address of LE Enhanced Connection Complete (Vol 4, Part E,
+    /// 7.7.65.10) by Connection_Handle, when the controller made the link with an address of
+    /// its own making.
+    var linkLocalPrivateAddresses: [UInt16: BluetoothAddress] = [:]
+
+    /// Own_Address_Type of the scan and create-connection commands: 0x03 (the controller's
+    /// resolvable private address for peers on its resolving list, the host's random address
+    /// for the others) where the controller makes them, else the policy's 0x00 or 0x01.
+    /// 0x03 and not 0x02: a peer off the list sees the host's private address, never the
+    /// public one.
+    var scanAndConnectType: UInt8 {
+        if case .resolvablePrivate = policy, controllerGeneratesPrivateAddresses { return 0x03 }
+        return policy.ownAddressType
+    }
 }
 
 extension Central {
-    /// Own_Address_Type of the scan and create-connection commands (0x00 public, 0x01 random).
-    public var ownAddressType: UInt8 { ownAddress.policy.ownAddressType }
+    /// Own_Address_Type of the scan and create-connection commands: 0x00 public, 0x01 random,
+    /// 0x03 resolvable private addresses the controller makes from its resolving list (with
+    /// the host's random address for peers not on it).
+    public var ownAddressType: UInt8 { ownAddress.scanAndConnectType }
     /// The random address the controller uses now, nil with a public own address.
     public var currentRandomAddress: BluetoothAddress? { ownAddress.randomAddress }
 
@@ -116,7 +138,7 @@ extension Central {
         } catch {
             failure = .command(error)
         }
-        let type = ownAddress.policy.ownAddressType
+        let type = ownAddress.scanAndConnectType
         scanner.enter(on: executor) { $0.ownAddressType = type }
         await scanner.resume()
         releaseConnectTurn()
@@ -140,8 +162,26 @@ extension Central {
             }
         }
         try await host.send(HCICommand.leSetRandomAddress(address))
-        ownAddress.randomAddress = address
+        controllerRandomAddressChanged(to: address)
         options.logger.log(.debug, "own address: \(address) (\(ownAddress.policy))")
+    }
+
+    /// LE Set Random Address went out (for the central or for a legacy advertising set): the
+    /// controller has one random address for scanning, connecting and legacy advertising, so
+    /// every user of it that is random now has this one.
+    func controllerRandomAddressChanged(to address: BluetoothAddress) {
+        if ownAddress.policy.ownAddressType == 0x01 { ownAddress.randomAddress = address }
+        for set in advertising.sets.values where !set.usesExtendedCommands && set.parameters.ownAddress.ownAddressType == 0x01 {
+            set.enter(on: executor) { $0.address = LEAddress(address, type: .random) }
+        }
+    }
+
+    /// The controller's resolving list holds the local IRK (or no longer does): the scanner's
+    /// Own_Address_Type follows from the next scan on.
+    func setControllerGeneratesPrivateAddresses(_ on: Bool) {
+        ownAddress.controllerGeneratesPrivateAddresses = on
+        let type = ownAddress.scanAndConnectType
+        scanner.enter(on: executor) { $0.ownAddressType = type }
     }
 
     /// The rotation timer fired: a new resolvable private address.
@@ -160,6 +200,9 @@ extension Central {
     /// At power-on, before the scan runs: the policy's random address again (the controller
     /// was reset), and the scanner's Own_Address_Type.
     func restoreOwnAddress() async {
+        // The reset emptied the resolving list.
+        ownAddress.controllerGeneratesPrivateAddresses = false
+        ownAddress.linkLocalPrivateAddresses.removeAll()
         do throws(HCIError) {
             try await setRandomAddressForPolicy()
         } catch {
@@ -167,7 +210,7 @@ extension Central {
             ownAddress.policy = .public
             ownAddress.randomAddress = nil
         }
-        let type = ownAddress.policy.ownAddressType
+        let type = ownAddress.scanAndConnectType
         scanner.enter(on: executor) { $0.ownAddressType = type }
     }
 }

@@ -17,6 +17,8 @@ public enum AdvertisingError: Error, Sendable, Equatable, CustomStringConvertibl
     case adapterNotReady(AdapterState)
     /// The set was stopped (or ended) already.
     case notAdvertising(handle: UInt8)
+    /// The calling task was cancelled while the set was being started; nothing advertises.
+    case cancelled
 
     public var description: String {
         switch self {
@@ -38,6 +40,8 @@ public enum AdvertisingError: Error, Sendable, Equatable, CustomStringConvertibl
             return "the adapter is \(state), not powered on"
         case .notAdvertising(let handle):
             return "advertising set \(handle) has ended"
+        case .cancelled:
+            return "starting advertising was cancelled; what the start had enabled is disabled again"
         }
     }
 }
@@ -45,6 +49,6 @@ public enum AdvertisingError: Error, Sendable, Equatable, CustomStringConvertibl
 extension AdvertisingError: BLEError {
     public var isCancellation: Bool {
         if case .command(let e) = self { return e.isCancellation }
-        return false
+        return self == .cancelled
     }
 }

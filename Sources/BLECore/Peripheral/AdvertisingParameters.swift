@@ -3,7 +3,7 @@
 ///     var p = AdvertisingParameters(kind: .nonConnectable, format: .extended)
 ///     p.interval = .milliseconds(200); p.duration = .seconds(10)
 ///     let set = try await central.startAdvertising(data, parameters: p)
-public struct AdvertisingParameters: Sendable, Hashable {
+public struct AdvertisingParameters: Sendable {
     /// What a scanner or initiator may do with the advertisement.
     public enum Kind: Sendable, Hashable {
         /// Centrals may connect (and scan: a legacy set answers scan requests; an extended
@@ -26,15 +26,6 @@ public struct AdvertisingParameters: Sendable, Hashable {
         case extended
     }
 
-    /// The address the set advertises with.
-    public enum OwnAddress: Sendable, Hashable {
-        /// The controller's public address.
-        case `public`
-        /// A static random address: LE Set Random Address (legacy) or LE Set Advertising Set
-        /// Random Address (extended). The two most significant bits must be 0b11.
-        case random(BluetoothAddress)
-    }
-
     public var kind: Kind
     public var format: Format
     /// Time between advertising events, 20 ms to 10.24 s for legacy PDUs (the controller
@@ -43,6 +34,12 @@ public struct AdvertisingParameters: Sendable, Hashable {
     /// Requested transmit power in dBm, -127 to 20, for extended advertising commands; nil
     /// lets the controller choose. Controllers with only legacy advertising choose themselves.
     public var txPower: Int8?
+    /// The address the set advertises with, the same policy type the central scans and
+    /// connects with: public, static random (LE Set Random Address for legacy commands, LE
+    /// Set Advertising Set Random Address for an extended set), or resolvable private, a new
+    /// one from the policy every rotation (`AdvertisingSet.address` says which one now).
+    /// Legacy commands have one random address per controller, shared with scanning and
+    /// connecting (Vol 4, Part E, 7.8.4): give the central the same policy.
     public var ownAddress: OwnAddress
     /// Advertising stops after this long (at most 655.35 s); nil: until stopped.
     public var duration: Duration?
@@ -75,11 +72,5 @@ public struct AdvertisingParameters: Sendable, Hashable {
     var hciDuration: UInt16 {
         guard let duration else { return 0 }
         return UInt16(clamping: max(1, (duration.nanoseconds + 9_999_999) / 10_000_000))
-    }
-
-    /// Own_Address_Type: 0x00 public, 0x01 random.
-    var hciOwnAddressType: UInt8 {
-        if case .random = ownAddress { return 1 }
-        return 0
     }
 }

@@ -9,6 +9,8 @@ struct AdvertisingRegistry {
     var resumeAfterLink: [UInt16: UInt8] = [:]
     /// Host-side duration timers of legacy sets (legacy commands have no duration).
     var legacyTimers: [UInt8: any ScheduledTimer] = [:]
+    /// When each set with resolvable private addresses takes its next one.
+    var rotationTimers: [UInt8: any ScheduledTimer] = [:]
     /// LE Read Maximum Advertising Data Length, once read.
     var maximumDataLength: Int?
     /// LE Read Number of Supported Advertising Sets, once read.
@@ -35,6 +37,8 @@ struct AdvertisingRegistry {
         resumeAfterLink.removeAll()
         for timer in legacyTimers.values { timer.cancel() }
         legacyTimers.removeAll()
+        for timer in rotationTimers.values { timer.cancel() }
+        rotationTimers.removeAll()
     }
 }
 

@@ -62,14 +62,19 @@ public actor AdvertisingSet {
     let eventStream: Broadcaster<AdvertisingEvent>
     /// Why the set ended; nil while it is alive.
     public private(set) var endReason: AdvertisingEndReason?
+    /// The address the set advertises with now: the controller's public address, its static
+    /// random address, or the current resolvable private address (a new one every rotation).
+    /// Nil only while the controller's public address is not known.
+    public internal(set) var address: LEAddress?
 
-    init(central: Central, handle: UInt8, parameters: AdvertisingParameters, usesExtendedCommands: Bool, selectedTxPower: Int8?) {
+    init(central: Central, handle: UInt8, parameters: AdvertisingParameters, usesExtendedCommands: Bool, selectedTxPower: Int8?, address: LEAddress?) {
         self.executor = central.executor
         self.central = central
         self.handle = handle
         self.parameters = parameters
         self.usesExtendedCommands = usesExtendedCommands
         self.selectedTxPower = selectedTxPower
+        self.address = address
         self.eventStream = Broadcaster(executor: central.executor)
     }
 

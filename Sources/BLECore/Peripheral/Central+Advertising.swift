@@ -6,7 +6,9 @@ extension Central {
     /// the lengths (31 octets for legacy PDUs; the controller's maximum for extended ones) and
     /// the controller's set limit before anything is sent. A central that connects to the set
     /// gives a peripheral-role `Connection`, offered by `incomingConnections()` and by the
-    /// set's `events()`.
+    /// set's `events()`. Cancelling the calling task while the commands are under way throws
+    /// `.cancelled` and leaves nothing advertising: what was enabled is disabled and an
+    /// extended set is removed.
     ///
     ///     let data = AdvertisingData([.flags([.leGeneralDiscoverable, .brEDRNotSupported]), .completeLocalName("demo")])
     ///     let set = try await central.startAdvertising(data, parameters: AdvertisingParameters(duration: .seconds(30)))
@@ -23,25 +25,70 @@ extension Central {
         guard advertising.sets.count + advertising.reserved.count < limit, let handle = advertising.freeHandle(limit: limit) else {
             throw .setLimitReached(sets: limit)
         }
+        if Task.isCancelled { throw .cancelled }
+        // Reserved until the set is live, or until what a failed start sent is undone.
         advertising.reserved.insert(handle)
-        defer { advertising.reserved.remove(handle) }
+        let random = parameters.ownAddress.firstRandomAddress()
+        var progress = StartProgress()
         var selectedTxPower: Int8?
         do throws(HCIError) {
             if extendedCommands {
-                selectedTxPower = try await startExtendedSet(handle, parameters, adBytes, srBytes)
+                selectedTxPower = try await startExtendedSet(handle, parameters, adBytes, srBytes, random: random, &progress)
             } else {
-                try await startLegacySet(parameters, adBytes, srBytes)
+                try await startLegacySet(parameters, adBytes, srBytes, random: random, &progress)
             }
         } catch {
-            if extendedCommands { removeSetInBackground(handle) }
-            throw .command(error)
+            await undoStart(handle, extendedCommands: extendedCommands, progress)
+            throw error.isCancellation ? .cancelled : .command(error)
         }
-        guard state == .poweredOn else { throw .adapterNotReady(state) }
-        let set = AdvertisingSet(central: self, handle: handle, parameters: parameters, usesExtendedCommands: extendedCommands, selectedTxPower: selectedTxPower)
+        guard state == .poweredOn else {
+            advertising.reserved.remove(handle)
+            throw .adapterNotReady(state)
+        }
+        // Cancelled after the last command completed: the set is on, and undone all the same.
+        if Task.isCancelled {
+            await undoStart(handle, extendedCommands: extendedCommands, progress)
+            throw .cancelled
+        }
+        advertising.reserved.remove(handle)
+        let address = random.map { LEAddress($0, type: .random) } ?? publicAddress
+        let set = AdvertisingSet(central: self, handle: handle, parameters: parameters, usesExtendedCommands: extendedCommands,
+                                 selectedTxPower: selectedTxPower, address: address)
         advertising.sets[handle] = set
         if !extendedCommands { startLegacyDuration(set) }
-        options.logger.log(.info, "advertising set \(handle) started (\(parameters.format == .legacy ? "legacy" : "extended") PDUs, \(adBytes.count)+\(srBytes.count) octets)")
+        scheduleAddressRotation(handle)
+        options.logger.log(.info, "advertising set \(handle) started (\(parameters.format == .legacy ? "legacy" : "extended") PDUs, \(adBytes.count)+\(srBytes.count) octets, \(address.map { "\($0.address)" } ?? "public address"))")
         return set
+    }
+
+    /// How far a start got: which commands may have taken effect at the controller.
+    struct StartProgress {
+        /// LE Set Extended Advertising Parameters went out: the set exists at the controller.
+        var setCreated = false
+        /// The enable command went out: the controller may be advertising.
+        var enableSent = false
+    }
+
+    /// A start failed or was cancelled: disables what may have been enabled and removes the
+    /// set, in a task of its own (the caller may be cancelled), before the start throws.
+    private func undoStart(_ handle: UInt8, extendedCommands: Bool, _ progress: StartProgress) async {
+        defer { advertising.reserved.remove(handle) }
+        var commands: [HCICommandPacket] = []
+        if progress.enableSent {
+            commands.append(extendedCommands ? HCICommand.LESetExtendedAdvertisingEnable(enable: false, sets: [.init(handle: handle)]).packet
+                                             : HCICommand.leSetAdvertisingEnable(false))
+        }
+        if extendedCommands, progress.setCreated { commands.append(HCICommand.leRemoveAdvertisingSet(handle: handle)) }
+        guard !commands.isEmpty else { return }
+        await Task { [host, logger = options.logger, commands] in
+            for command in commands {
+                do throws(HCIError) {
+                    try await host.send(command)
+                } catch {
+                    logger.log(.debug, "undoing the start of advertising set \(handle): \(error)")
+                }
+            }
+        }.value
     }
 
     /// Links that remote centrals opened to our advertising sets, as they are accepted: each
@@ -75,8 +122,8 @@ extension Central {
             throw .invalidParameter(field: "duration", reason: "\(d) is outside 10 ms to 655.35 s")
         }
         if let tx = p.txPower, tx < -127 || tx > 20 { throw .invalidParameter(field: "txPower", reason: "\(tx) dBm is outside -127 to 20") }
-        if case .random(let a) = p.ownAddress, a.rawValue >> 46 != 0b11 {
-            throw .invalidParameter(field: "ownAddress", reason: "\(a) is not a static random address (its two most significant bits must be 1)")
+        if case .staticRandom(let a) = p.ownAddress, !a.isStaticRandom {
+            throw .invalidParameter(field: "ownAddress", reason: OwnAddressError.notStaticRandom(a).description)
         }
         switch (p.kind, p.format) {
         case (.nonConnectable, _) where !sr.isEmpty:
@@ -120,20 +167,26 @@ extension Central {
     // MARK: - Commands
 
     /// LE Set Random Address, Parameters, Data, Scan Response Data, Enable (7.8.4 to 7.8.9).
-    private func startLegacySet(_ p: AdvertisingParameters, _ ad: [UInt8], _ sr: [UInt8]) async throws(HCIError) {
-        if case .random(let address) = p.ownAddress { try await host.send(HCICommand.leSetRandomAddress(address)) }
+    private func startLegacySet(_ p: AdvertisingParameters, _ ad: [UInt8], _ sr: [UInt8], random: BluetoothAddress?,
+                                _ progress: inout StartProgress) async throws(HCIError) {
+        if let random {
+            try await host.send(HCICommand.leSetRandomAddress(random))
+            controllerRandomAddressChanged(to: random)
+        }
         let type: UInt8 = switch p.kind { case .connectable: 0x00; case .scannable: 0x02; case .nonConnectable: 0x03 }
         let units = UInt16(clamping: p.hciInterval)
-        try await host.send(HCICommand.leSetAdvertisingParameters(.init(intervalMin: units, intervalMax: units, advertisingType: type, ownAddressType: p.hciOwnAddressType)))
+        try await host.send(HCICommand.leSetAdvertisingParameters(.init(intervalMin: units, intervalMax: units, advertisingType: type, ownAddressType: p.ownAddress.ownAddressType)))
         try await host.send(HCICommand.leSetAdvertisingData(ad))
         if p.kind != .nonConnectable { try await host.send(HCICommand.leSetScanResponseData(sr)) }
+        progress.enableSent = true
         try await host.send(HCICommand.leSetAdvertisingEnable(true))
     }
 
     /// LE Set Extended Advertising Parameters, the set's random address, its data in
     /// fragments, and LE Set Extended Advertising Enable (7.8.52 to 7.8.56). Returns the
     /// transmit power the controller chose.
-    private func startExtendedSet(_ handle: UInt8, _ p: AdvertisingParameters, _ ad: [UInt8], _ sr: [UInt8]) async throws(HCIError) -> Int8 {
+    private func startExtendedSet(_ handle: UInt8, _ p: AdvertisingParameters, _ ad: [UInt8], _ sr: [UInt8], random: BluetoothAddress?,
+                                  _ progress: inout StartProgress) async throws(HCIError) -> Int8 {
         if !advertising.setTerminatedEventEnabled, options.resetController != false {
             // Bit 17: LE Advertising Set Terminated (subevent 0x12), added to the bring-up mask
             // only when a set needs it, so a session without extended sets sends what it always did.
@@ -151,10 +204,11 @@ extension Central {
         }
         let parameters = HCICommand.LESetExtendedAdvertisingParameters(
             handle: handle, properties: properties, primaryIntervalMin: p.hciInterval, primaryIntervalMax: p.hciInterval,
-            ownAddressType: p.hciOwnAddressType, txPower: p.txPower ?? 0x7F, sid: handle & 0x0F)
+            ownAddressType: p.ownAddress.ownAddressType, txPower: p.txPower ?? 0x7F, sid: handle & 0x0F)
+        progress.setCreated = true
         let selected = try await host.read(HCIReturn.LESetExtendedAdvertisingParameters.self, parameters.packet).selectedTxPower
-        if case .random(let address) = p.ownAddress {
-            try await host.send(HCICommand.leSetAdvertisingSetRandomAddress(handle: handle, address: address))
+        if let random {
+            try await host.send(HCICommand.leSetAdvertisingSetRandomAddress(handle: handle, address: random))
         }
         if !(p.kind == .scannable && p.format == .extended) {
             for packet in HCICommand.LESetExtendedAdvertisingData.fragments(handle: handle, data: ad, scanResponse: false) { try await host.send(packet) }
@@ -162,11 +216,12 @@ extension Central {
         if p.kind == .scannable || (p.kind == .connectable && p.format == .legacy) {
             for packet in HCICommand.LESetExtendedAdvertisingData.fragments(handle: handle, data: sr, scanResponse: true) { try await host.send(packet) }
         }
+        progress.enableSent = true
         try await host.send(enableCommand(handle, p))
         return selected
     }
 
-    private func enableCommand(_ handle: UInt8, _ p: AdvertisingParameters) -> HCICommandPacket {
+    func enableCommand(_ handle: UInt8, _ p: AdvertisingParameters) -> HCICommandPacket {
         HCICommand.LESetExtendedAdvertisingEnable(enable: true, sets: [
             .init(handle: handle, duration: p.hciDuration, maxExtendedAdvertisingEvents: p.maximumEvents ?? 0),
         ]).packet
@@ -191,8 +246,13 @@ extension Central {
         }
     }
 
-    /// Ends every set for `close()`: advertising stops at the controller, each set ends.
+    /// Ends every set for `close()`: advertising stops at the controller, each set ends. The
+    /// commands go out from a task of its own, so a caller cancelled (Ctrl-C) stops them too.
     func stopAllAdvertising() async {
+        await Task { await self.stopEverySet() }.value
+    }
+
+    private func stopEverySet() async {
         for handle in advertising.sets.keys.sorted() {
             do throws(AdvertisingError) {
                 try await stopAdvertising(handle)
@@ -206,6 +266,7 @@ extension Central {
     func endSet(_ handle: UInt8, _ reason: AdvertisingEndReason) {
         guard let set = advertising.sets.removeValue(forKey: handle) else { return }
         advertising.legacyTimers.removeValue(forKey: handle)?.cancel()
+        advertising.rotationTimers.removeValue(forKey: handle)?.cancel()
         for (link, h) in advertising.resumeAfterLink where h == handle { advertising.resumeAfterLink[link] = nil }
         set.enter(on: executor) { $0.emit(.ended(reason)) }
     }
@@ -258,13 +319,15 @@ extension Central {
     /// A remote central connected to us (LE Connection Complete with Role 0x01): the link
     /// becomes a peripheral-role `Connection`. A legacy set stops advertising with it; an
     /// extended set learns it from Advertising Set Terminated, which follows.
-    func acceptPeripheralLink(handle: UInt16, peer: LEAddress, parameters: ConnectionParameters) {
+    func acceptPeripheralLink(handle: UInt16, peer: LEAddress, parameters: ConnectionParameters, advertisingHandle: UInt8? = nil) {
         let link = Connection(central: self, host: host, peer: peer, handle: handle, parameters: parameters,
                               options: ConnectOptions(timeout: .seconds(15), reconnect: .never, parameters: .default), role: .peripheral)
         connectionsByHandle[handle] = link
         if connectionsByPeer[peer] == nil { connectionsByPeer[peer] = link }
         options.logger.log(.info, "\(peer) connected to us on handle \(handle.hex)")
-        link.enter(on: executor) { $0.emit(.connected(handle: handle, parameters: parameters)) }
+        // Before anything can pair on the link: SMP takes this side's address from it.
+        let own = peripheralLinkOwnAddress(handle: handle, advertisingHandle: advertisingHandle)
+        link.enter(on: executor) { $0.ownLinkAddress = own; $0.emit(.connected(handle: handle, parameters: parameters)) }
         peripheralLinkSetup?(link)
         advertising.incoming.yield(link)
         if let legacy = advertising.sets.values.first(where: { !$0.usesExtendedCommands && $0.parameters.kind == .connectable }) {
@@ -275,6 +338,9 @@ extension Central {
 
     private func linkMade(on setHandle: UInt8, _ link: Connection, handle: UInt16) {
         guard let set = advertising.sets[setHandle] else { return }
+        if ownAddress.linkLocalPrivateAddresses[handle] == nil, let own = set.enter(on: executor, { $0.address }) {
+            link.enter(on: executor) { $0.ownLinkAddress = own }
+        }
         advertising.legacyTimers.removeValue(forKey: setHandle)?.cancel()
         set.enter(on: executor) { $0.emit(.connected(link)) }
         if set.parameters.resumeAfterDisconnect {
@@ -305,7 +371,7 @@ extension Central {
         set.enter(on: executor) { $0.emit(.resumed) }
     }
 
-    private func advertisingResumeFailed(_ handle: UInt8, _ error: HCIError) {
+    func advertisingResumeFailed(_ handle: UInt8, _ error: HCIError) {
         options.logger.log(.warning, "advertising set \(handle) could not advertise again after its link: \(error)")
         endSet(handle, .adapter("advertising again after the link failed: \(error)"))
     }

@@ -37,13 +37,17 @@ extension Central {
     /// (`setAddressResolver`) and are listed in `notLoaded`. `privateAddressTimeout` sets LE
     /// Set Resolvable Private Address Timeout (1 s to 1 hour). Sends nothing when the
     /// controller has no LL Privacy feature; call it while nothing scans or connects (the
-    /// controller refuses it then: Command Disallowed).
+    /// controller refuses it then: Command Disallowed). Entries with a local IRK let the
+    /// controller make this side's resolvable private addresses itself: with
+    /// `OwnAddress.resolvablePrivate` the scan and create-connection commands then carry
+    /// Own_Address_Type 0x03.
     ///
     ///     let load = try await central.loadResolvingList(bonds.resolvingListEntries)
     @discardableResult
     public func loadResolvingList(_ entries: [ResolvingListEntry], privateAddressTimeout: Duration? = nil) async throws(HCIError) -> ResolvingListLoad {
         guard let info = controllerInfo, info.leFeatures.contains(.llPrivacy) else { return ResolvingListLoad(isEnabled: false, loaded: [], notLoaded: entries) }
         let host = self.host
+        setControllerGeneratesPrivateAddresses(false)
         _ = try await host.send(HCICommand.leSetAddressResolutionEnable(false))
         _ = try await host.send(HCICommand.leClearResolvingList())
         let size = await readResolvingListSize()
@@ -64,6 +68,7 @@ extension Central {
         }
         if let privateAddressTimeout { _ = try await host.send(HCICommand.leSetResolvablePrivateAddressTimeout(privateAddressTimeout)) }
         _ = try await host.send(HCICommand.leSetAddressResolutionEnable(!loaded.isEmpty))
+        setControllerGeneratesPrivateAddresses(loaded.contains { $0.localIRK != nil })
         return ResolvingListLoad(isEnabled: !loaded.isEmpty, loaded: loaded, notLoaded: left)
     }
 

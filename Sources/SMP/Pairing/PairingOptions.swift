@@ -23,8 +23,9 @@ public struct PairingOptions: Sendable {
     public var minimumKeySize: UInt8 = 16
     /// Keys this side distributes (default none: a central with a public address needs none).
     public var initiatorKeys: KeyDistribution = []
-    /// This side's IRK and identity address, sent with `.identityKey` in `initiatorKeys`;
-    /// without it a random IRK and the link's own address go (which resolve nothing).
+    /// This side's IRK and identity address, sent with `.identityKey` in `initiatorKeys` (as
+    /// central) or `responderKeys` (as peripheral, `acceptPairing`); without it a random IRK
+    /// and the link's own address go (which resolve nothing).
     public var localIdentity: LocalIdentity?
     /// Keys asked from the peer.
     public var responderKeys: KeyDistribution = [.encryptionKey, .identityKey, .signingKey]

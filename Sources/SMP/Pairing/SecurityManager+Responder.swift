@@ -112,7 +112,7 @@ extension SecurityManager {
         try await acceptEncryption(key, then: last)
 
         // Phase 3: this side's keys first, then the central's (3.6.1).
-        let given = sendKeys(pres.responderKeyDistribution, sc: sc, keySize: keySize, model: model)
+        let given = sendKeys(pres.responderKeyDistribution, sc: sc, keySize: keySize, model: model, identity: options.localIdentity)
         var bond = try await receiveKeys(pres.initiatorKeyDistribution, sc: sc, keySize: keySize, model: model)
         if sc { bond.longTermKey = key }
         bond.localLongTermKey = given.ltk

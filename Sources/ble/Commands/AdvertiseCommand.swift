@@ -6,7 +6,7 @@ enum AdvertiseCommand {
     static let spec = CommandSpec(
         name: "advertise",
         summary: "advertise a name, services and data; list the centrals that connect",
-        usage: ["advertise [--name NAME] [--service UUID]... [--manufacturer CID:HEX] [--service-data UUID:HEX]... [--non-connectable] [--extended] [--interval MS] [--duration SECONDS]"],
+        usage: ["advertise [--name NAME] [--service UUID]... [--manufacturer CID:HEX] [--service-data UUID:HEX]... [--non-connectable] [--extended] [--interval MS] [--own-address public|static|rpa] [--duration SECONDS]"],
         options: [
             .value("name", nil, "NAME", "the complete local name"),
             .value("service", nil, "UUID", "a service UUID to list (repeatable)"),
@@ -16,6 +16,7 @@ enum AdvertiseCommand {
             .flag("extended", nil, "extended advertising PDUs only: data past 31 octets, seen by extended scanners"),
             .value("interval", nil, "MS", "advertising interval in milliseconds (default 100; 20 to 10240 for legacy)"),
             .value("duration", nil, "SECONDS", "stop after SECONDS and exit 0 (default: until Ctrl-C)"),
+            OwnAddressOption.advertisingOption,
         ],
         details: ["The data is one advertising set: Flags (LE General Discoverable, BR/EDR Not Supported), then the name, the service UUIDs, the service data and the manufacturer data, in that order. Legacy advertising carries 31 octets; --extended carries up to the controller's maximum advertising data length.",
                   "A central that connects gets a peripheral-role link; it is listed on stdout ('connected', then 'disconnected'), and advertising starts again after the link ends."],
@@ -28,9 +29,11 @@ enum AdvertiseCommand {
 
     static func run(_ ctx: CommandContext) async throws {
         _ = try ctx.positionals([])
-        let (data, parameters) = try arguments(ctx.args)
+        var (data, parameters) = try arguments(ctx.args)
         let duration = try ctx.args.value("duration").map { v throws(UsageError) in try Values.seconds(v, option: "--duration") }
+        let ownAddress = try OwnAddressOption.parse(ctx)
         try await withCentral(ctx) { central in
+            if let policy = try await OwnAddressOption.policy(ownAddress, ctx, central: central) { parameters.ownAddress = policy }
             let set: AdvertisingSet
             do {
                 set = try await central.startAdvertising(data, parameters: parameters)
@@ -38,7 +41,8 @@ enum AdvertiseCommand {
                 throw CLIFailure("\(error)")
             }
             let octets = data.bytes.count
-            ctx.console.status("advertising \(octets) octets (\(set.usesExtendedCommands ? "extended commands" : "legacy commands"), set \(set.handle))\(duration.map { " for \(formatSeconds($0)) s" } ?? "; Ctrl-C to stop")")
+            let from = ownAddress == .public ? "" : await set.address.map { " from \($0.address)" } ?? ""
+            ctx.console.status("advertising \(octets) octets (\(set.usesExtendedCommands ? "extended commands" : "legacy commands"), set \(set.handle))\(from)\(duration.map { " for \(formatSeconds($0)) s" } ?? "; Ctrl-C to stop")")
             let links = await central.incomingConnections()
             let events = await set.events()
             let console = ctx.console

@@ -11,17 +11,19 @@ enum ServeCommand {
     static let spec = CommandSpec(
         name: "serve",
         summary: "serve a GATT database from a YAML or JSON file and advertise it",
-        usage: ["serve DB.yaml|DB.json [--name NAME] [--notify UUID] [--io display-only|display-yesno|keyboard-only|no-io|keyboard-display] [--passkey N] [--accept-comparison]"],
+        usage: ["serve DB.yaml|DB.json [--name NAME] [--notify UUID] [--io display-only|display-yesno|keyboard-only|no-io|keyboard-display] [--passkey N] [--accept-comparison] [--own-address public|static|rpa]"],
         options: [
             .value("name", nil, "NAME", "the advertised name and Device Name (default: the file's deviceName)"),
             .value("notify", nil, "UUID", "each stdin line becomes this characteristic's value, notified or indicated to its subscribers"),
             .value("io", nil, "CAPABILITY", "what this side can show or type when a central pairs (default no-io: Just Works)"),
             .value("passkey", nil, "N", "the six-digit passkey to answer with when the central shows one (--io keyboard-only or keyboard-display)"),
             .flag("accept-comparison", nil, "answer Numeric Comparison with yes without asking (without it a comparison is refused: stdin is the --notify feed)"),
+            OwnAddressOption.advertisingOption,
         ],
         details: ["The file lists services: [{uuid, characteristics: [{uuid, properties, permissions, value, description}]}]; properties are named as 'ble inspect --json' names them (read, write, writeWithoutResponse, notify, indicate, authenticatedSignedWrites), permissions (readEncrypted, writeEncrypted, readAuthenticated, ...) default to what the properties allow, values are text or hex:0102 (docs/gatt-server.md). A bad file is one line naming the line (YAML) and the key, exit 2.",
                   "Advertises Flags, the name and the 16-bit service UUIDs that fit in 31 octets, connectable, and again after each link ends. Prints on stdout: 'connected ADDRESS', 'read ADDRESS UUID handle 0xHHHH: VALUE', 'write ...', 'subscribe ADDRESS UUID handle 0xHHHH: notifications|indications|off', 'sent UUID ...' for each stdin line, 'disconnected ADDRESS'.",
                   "A central may pair (this side answers as the SMP responder, LE Secure Connections or legacy, bonding) and bonds go to --bond-dir like 'ble pair' keeps them. A passkey for the central to type prints as 'passkey 123456'; then 'paired ADDRESS encrypted, ..., bonded' or 'pairing failed ADDRESS: ...', and 'encrypted ADDRESS LEVEL' each time a link's security changes. A read or write refused for Insufficient Authentication or Encryption is followed by a Security Request. A bonded central's subscriptions (CCCDs) come back when it encrypts a later link, and its signed writes are checked with its CSRK and a SignCounter that must increase (kept in the bond).",
+                  "--own-address static or rpa advertises from this adapter's static random address or from resolvable private addresses of its local IRK (a new one every 15 min); a central that pairs gets the IRK and the identity address (the static one, or the public one for rpa), so it finds this side again by its later addresses.",
                   "A stdin line is the value as UTF-8 text, or hex: and hex digits; at most 512 octets. Ctrl-C (exit 130) or SIGTERM (exit 0) stops advertising and ends the links."],
         examples: [
             ("ble serve battery.yaml --name demo", "serve a battery service until Ctrl-C"),
@@ -31,9 +33,14 @@ enum ServeCommand {
         run: run)
 
     static func run(_ ctx: CommandContext) async throws {
-        let options = try ServeOptions(ctx)
+        var options = try ServeOptions(ctx)
+        let ownAddress = try OwnAddressOption.parse(ctx)
         try await withCentral(ctx) { central in
             let bonds = try await BondsCommand.store(ctx, central: central)
+            if let policy = try await OwnAddressOption.policy(ownAddress, ctx, central: central) {
+                options.ownAddress = policy
+                options.pairing.localIdentity = try await OwnAddressOption.identity(ownAddress, ctx, central: central)
+            }
             try await serve(central, options, bonds: bonds, console: ctx.console, logger: ctx.logger)
         }
     }
@@ -52,16 +59,18 @@ enum ServeCommand {
         let data = advertisingData(options)
         var parameters = AdvertisingParameters()
         parameters.resumeAfterDisconnect = true
-        // Started in a task of its own, so that a Ctrl-C while the commands are under way
-        // still leaves a set to stop (the controller may be advertising already).
+        parameters.ownAddress = options.ownAddress
+        // A Ctrl-C while the commands are under way leaves nothing advertising (the start undoes itself).
         let set: AdvertisingSet
         do {
-            set = try await Task { try await central.startAdvertising(data, parameters: parameters) }.value
+            set = try await central.startAdvertising(data, parameters: parameters)
         } catch {
             throw CLIFailure("\(error)")
         }
         let events = await set.events()
-        console.status("serving \(options.database.services.count) service\(options.database.services.count == 1 ? "" : "s") from \(options.path); advertising \(data.bytes.count) octets\(options.name.map { " as \"\(TerminalText.escape($0))\"" } ?? ""); Ctrl-C to stop")
+        let from: String
+        if case .public = options.ownAddress { from = "" } else { from = await set.address.map { " from \($0.address)" } ?? "" }
+        console.status("serving \(options.database.services.count) service\(options.database.services.count == 1 ? "" : "s") from \(options.path); advertising \(data.bytes.count) octets\(options.name.map { " as \"\(TerminalText.escape($0))\"" } ?? "")\(from); Ctrl-C to stop")
         let prepare = options.prepareLink
         let work = Task {
             try await withThrowingTaskGroup(of: Void.self) { group in
@@ -173,6 +182,8 @@ struct ServeOptions: Sendable {
     var passkey: UInt32?
     /// Numeric Comparison answered yes (`--accept-comparison`); refused otherwise.
     var acceptComparison = false
+    /// The address to advertise with (`--own-address`).
+    var ownAddress: OwnAddress = .public
 
     init(_ ctx: CommandContext) throws(UsageError) {
         path = try ctx.positionals(["DB.yaml|DB.json"])[0]
