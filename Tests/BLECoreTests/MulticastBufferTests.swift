@@ -2,6 +2,7 @@ import Dispatch
 import Synchronization
 import Testing
 import BLECore
+import BLETransport
 
 /// The notification multicast buffer: order, fan-out, buffering policies and their drop
 /// counts, termination, subscribers leaving and cancellation. Producer calls run on the

@@ -4,6 +4,7 @@ import Synchronization
 import Testing
 @testable import BLECore
 @testable import BLETransport
+import BLEWire
 
 private func fixturePath(_ relative: String) -> String {
     URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()

@@ -3,6 +3,7 @@ import Glibc
 import Testing
 @testable import BLECore
 @testable import BLETransport
+import BLEWire
 
 /// A listening socket in the test plays the controller.
 fileprivate struct Listener {

@@ -2,6 +2,7 @@ import Dispatch
 import Glibc
 @testable import BLECore
 @testable import BLETransport
+import BLEWire
 
 /// Collects a transport's events on its queue; tests wait for a condition with a timeout.
 final class TransportEventLog: @unchecked Sendable { // state touched only on `queue`

@@ -1,3 +1,4 @@
+import BLEWire
 /// The address a central scans and connects with (Vol 6, Part B, 1.3): Own_Address_Type 0x00
 /// (the controller's public address) or 0x01 (the random address set with LE Set Random
 /// Address, Vol 4, Part E, 7.8.4) in the scan and create-connection commands. The same policy

@@ -4,6 +4,7 @@ import Glibc
 import CHCI
 import Dispatch
 import BLETransport
+import BLEWire
 
 /// Why a kernel L2CAP socket could not be connected. Every message names the errno and says
 /// what to do.

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import CHCI
 import BLETransport
+import BLEWire
 
 extension L2CAPSocketChannel {
     /// Listens on `psm` of the adapter with address `adapter` (nil: every adapter) for the LE

@@ -1,4 +1,5 @@
 import BLECore
+import BLEWire
 
 /// Presence of each device across the fleet: the smoothed RSSI every gateway reports, the
 /// nearest gateway with hysteresis, `away` after `away` of silence from all of them.

@@ -1,4 +1,5 @@
 import BLECore
+import BLEWire
 
 /// Who publishes a packet that several gateways hear at once: the gateway that hears the device
 /// best (the presence reports) publishes at once; the others hold their message back for

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import BLETransport
+import BLEWire
 
 /// The files of a persistent `GATTCache`: `<directory>/<peer address>-<address type>`, one
 /// per peer (`GATTCacheFile`), mode 0600 in a 0700 directory of this user's, each written to

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import BLECore
 import BLETransport
+import BLEWire
 
 /// Bonds in files: `<directory>/<adapter address>/<peer address>-<public|random>`, one file
 /// per adapter and peer, mode 0600 in 0700 directories, each written to a new temporary file

@@ -3,6 +3,7 @@ import Dispatch
 import Glibc
 import Synchronization
 import BLETransport
+import BLEWire
 
 /// What `ble l2cap`'s copy reads of a channel beyond `ConnectionOrientedChannel`: the stack's
 /// own channels count K-frames and waits for credits; the kernel does both out of sight.

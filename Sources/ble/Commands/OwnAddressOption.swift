@@ -1,5 +1,6 @@
 import BLECore
 import SMP
+import BLEWire
 
 /// `--own-address` of `ble scan` and `ble connect`: the address the central uses.
 enum OwnAddressOption {

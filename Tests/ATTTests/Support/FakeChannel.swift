@@ -1,6 +1,7 @@
 import Dispatch
 import ATT
 import BLETestSupport
+import BLECore
 
 /// An in-memory L2CAP channel: records the SDUs the bearer sends and lets a test inject
 /// inbound SDUs and a close, all on the executor's queue as a real channel would.
