@@ -43,11 +43,6 @@ final class TransportEventLog: @unchecked Sendable { // state touched only on `q
         await wait(timeout: timeout) { $0.closeEvent != nil }.closeEvent
     }
 
-    /// Runs `body` on the queue (transports' send and close belong there).
-    func onQueue<T: Sendable>(_ body: @Sendable () throws -> T) rethrows -> T {
-        try queue.sync(execute: body)
-    }
-
     private func check() {
         guard let w = waiter, w.condition(events) else { return }
         waiter = nil
