@@ -7,11 +7,11 @@ let package = Package(
     name: "swift-ble-host-examples",
     dependencies: [.package(name: "swift-ble-host", path: "..")],
     targets: [
-        .target(name: "ExampleKit", dependencies: [.product(name: "GATTClient", package: "swift-ble-host")]),
+        .target(name: "ExampleKit", dependencies: [.product(name: "BLEHost", package: "swift-ble-host")]),
         .executableTarget(name: "HeartRateLogger", dependencies: ["ExampleKit"]),
         .executableTarget(name: "ScanToCSV", dependencies: ["ExampleKit"]),
         .testTarget(name: "ExampleKitTests", dependencies: [
-            "ExampleKit", .product(name: "BLETestSupport", package: "swift-ble-host"),
+            "ExampleKit", .product(name: "BLEHost", package: "swift-ble-host"), .product(name: "BLETestSupport", package: "swift-ble-host"),
         ]),
     ],
     swiftLanguageModes: [.v6]

@@ -3,6 +3,9 @@ import BLETestSupport
 import Dispatch
 import Foundation
 import GATTClient
+import BLEWire
+import BLETransport
+import GATTServer
 
 /// Wraps the virtual controller's transport so the benchmark can push raw H4 bytes into the
 /// host through a real `H4Framer`, as a UART transport would, without the controller's own

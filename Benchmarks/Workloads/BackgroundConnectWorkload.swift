@@ -1,6 +1,7 @@
 import BLECore
 import BLETestSupport
 import Dispatch
+import BLEWire
 
 /// Background connections: `devices` known devices on the Filter Accept List appear in a
 /// random order, one to three at a time, on the in-process virtual controller (links made at

@@ -2,6 +2,7 @@ import BLECore
 import BLETestSupport
 import Dispatch
 import GATTClient
+import GATTServer
 
 /// W4: connect / discover / disconnect cycles on the in-process virtual controller; resident
 /// memory and open descriptors at the end against the start. The test beds' packet records

@@ -2,6 +2,7 @@ import BLECore
 import BLETestSupport
 import Dispatch
 import Foundation
+import BLEWire
 
 /// Dense scene: 500 advertisers reported at 10,000 reports/s (real time, a dispatch timer on
 /// the adapter queue) as H4 LE Advertising Report events through the host and `Central.scan`,

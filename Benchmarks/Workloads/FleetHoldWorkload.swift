@@ -3,6 +3,7 @@ import BLETestSupport
 import Dispatch
 import Foundation
 import GATTServer
+import BLEWire
 
 /// A fleet with held devices at scale (docs/gateway.md, "Held devices"), against one mosquitto.
 ///

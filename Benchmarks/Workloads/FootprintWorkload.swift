@@ -2,6 +2,8 @@ import BLECore
 import BLETestSupport
 import Foundation
 import GATTClient
+import BLEWire
+import GATTServer
 
 /// What the shipped `ble` costs a small machine: the stripped size of the binary next to this
 /// executable (make bench builds it static, as make dist does), the peak resident memory of

@@ -1,6 +1,8 @@
 import BLETestSupport
 import Dispatch
 import Synchronization
+import BLEWire
+import GATTServer
 
 /// The GATT server's own cost: notifications sent to 1 and 8 subscribed clients, and Read
 /// Requests answered, on the server's queue, each client a link that counts the octets it is

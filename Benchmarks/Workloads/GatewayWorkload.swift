@@ -4,6 +4,8 @@ import BLETestSupport
 import Dispatch
 import Foundation
 import GATTClient
+import BLEWire
+import GATTServer
 
 /// The gateway at scale (docs/gateway.md), against a real mosquitto on a free local port.
 ///

@@ -2,6 +2,7 @@ import ATT
 import BLECore
 import BLETestSupport
 import GATTClient
+import BLEWire
 
 extension HostileWorkload {
     /// A server that sends indications without waiting for confirmations (Vol 3, Part F,

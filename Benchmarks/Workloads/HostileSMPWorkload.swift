@@ -1,6 +1,7 @@
 import BLECore
 import BLETestSupport
 import SMP
+import BLEWire
 
 extension HostileWorkload {
     /// SMP PDUs a central must refuse, with no pairing running, 100 per job (Vol 3, Part H,

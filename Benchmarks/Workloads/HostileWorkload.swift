@@ -3,6 +3,8 @@ import BLETestSupport
 import Dispatch
 import GATTClient
 import Synchronization
+import BLEWire
+import GATTServer
 
 /// Hostile peers at scale (docs/reliability.md, "Hostile controllers, peers and files"): each
 /// case plays one misbehaving peer of the hostile-peer tests on the in-process virtual

@@ -1,6 +1,7 @@
 import BLECore
 import BLETestSupport
 import Foundation
+import BLEWire
 
 /// l2cap send: SDUs from an application's task through `CreditBasedChannel.send` (credits,
 /// K-frame segmentation at the peer's MPS) and the host's ACL queue (fragmentation,

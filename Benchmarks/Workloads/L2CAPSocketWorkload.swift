@@ -4,6 +4,7 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
+import BLEWire
 
 /// l2cap socket: SDUs into an `L2CAPSocketChannel`'s socket. This machine's kernel has no
 /// AF_BLUETOOTH, so an AF_UNIX SOCK_SEQPACKET socket pair stands in for the kernel's L2CAP

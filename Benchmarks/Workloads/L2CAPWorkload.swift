@@ -1,6 +1,7 @@
 import BLECore
 import BLETestSupport
 import Foundation
+import BLEWire
 
 /// l2cap: LE credit-based channel data (Core Spec 5.4 Vol 3, Part A, 3.4 and 10.1), in SDU
 /// bytes per second. Two paths:

@@ -5,6 +5,7 @@ import GATTClient
 #if canImport(Glibc)
 import Glibc
 #endif
+import BLETransport
 
 /// W5: latency from a socket write to the subscriber. The host reads a real AF_UNIX stream
 /// socket through `StreamTransport` (alongside the virtual controller that set the link up);

@@ -3,6 +3,8 @@ import BLETestSupport
 import Dispatch
 import Foundation
 import GATTClient
+import BLEWire
+import GATTServer
 
 /// Memory: resident bytes per connection with a discovered 50-attribute database, and heap
 /// allocations per delivered notification (counted by an LD_PRELOAD malloc counter).

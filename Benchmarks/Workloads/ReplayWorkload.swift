@@ -3,6 +3,8 @@ import BLETestSupport
 import Dispatch
 import Foundation
 import GATTClient
+import BLEWire
+import BLETransport
 
 /// W3: recorded captures through the whole stack.
 enum ReplayWorkload {

@@ -1,5 +1,6 @@
 @_spi(Internals) import BLECore
 @_spi(Internals) import BLEWire
+import BLETransport
 import Foundation
 
 /// W1: H4 LE Advertising Report events (one report each, 20-31 bytes of AD data: flags,

@@ -1,6 +1,7 @@
 import BLECore
 import BLESensors
 import Foundation
+import BLEWire
 
 /// sensors: the brand formats over the advertisements of Fixtures/sensors/brands.tsv (real
 /// payloads of every brand format), from the AD bytes of report and scan response to the

@@ -1,5 +1,7 @@
 @testable import BLECore
 import Dispatch
+import BLEWire
+import BLETransport
 
 /// The host's raw ACL inlet (`ACLInlet`, Vol 4, Part E, 5.4.2 and Vol 3, Part A, 7.2) on a
 /// real `HCIHost`, fed the way a socket transport feeds it: the raw bytes of each ACL packet

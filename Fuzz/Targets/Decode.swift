@@ -1,5 +1,6 @@
 #if BLE_DECODE
 import BLECore
+import BLEWire
 
 /// The whole path of `ble decode`: btsnoop reader, packet describer (HCI, ACL reassembly,
 /// L2CAP, ATT, signaling) and both output forms. Input: one selector byte, then the file;

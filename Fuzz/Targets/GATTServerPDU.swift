@@ -4,6 +4,7 @@ import BLECore
 import ATT
 import GATTClient
 import GATTServer
+import BLEWire
 
 /// Every client PDU into the GATT server (Vol 3, Part F, 3.4). Input: one octet of choices
 /// (bit 0: the link is encrypted and authenticated; bit 1: bonded; bit 2: Exchange MTU 517

@@ -4,6 +4,8 @@ import BLECore
 import GATTClient
 import ATT
 import BLETestSupport
+import BLEWire
+import GATTServer
 
 /// The whole host stack as one state machine: a `Central` and a GATTClient `Peripheral` run on
 /// the in-process virtual controller (shared virtual clock, one adapter queue) while an app

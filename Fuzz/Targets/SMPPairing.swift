@@ -2,6 +2,7 @@ import Dispatch
 import Synchronization
 import BLECore
 import SMP
+import BLEWire
 
 /// The pairing state machine (Vol 3, Part H, 2.3 and 3): a Security Manager pairs as the
 /// initiator, or (agent octet bit 6) answers as the responder, while the input plays the

@@ -1,5 +1,6 @@
 import BLECore
 import BLESensors
+import BLEWire
 
 /// Sensor formats through the stateful `SensorDecoder` (BTHome, MiBeacon, ATC/pvvx, ESS,
 /// Battery, iBeacon, Eddystone and the brand formats). Input: a selector byte (bit 0: the

@@ -5,6 +5,8 @@ import BLECore
 import ATT
 @testable import GATTClient
 @testable import BLETestSupport
+import BLEWire
+import GATTServer
 
 /// The GATT client's Service Changed handling and attribute cache (Vol 3, Part G, 7.1) against
 /// a hostile server: a `Peripheral` over a `LoopbackATTChannel` discovers services,

@@ -1,4 +1,5 @@
 import BLECore
+import BLEWire
 
 /// One advertisement as the sensor decoders see it: the AD structures of the advertising report,
 /// those of the scan response when one was received, and the advertiser's address.

@@ -1,4 +1,5 @@
 import BLECore
+import BLEWire
 
 /// Runs every registered format over an advertisement and keeps, per device, what replay and
 /// downgrade checks need: the last encryption counter and packet id of each format, and whether

@@ -1,4 +1,5 @@
 import BLECore
+import BLEWire
 
 /// One advertising format of a family of sensors. `decode` is a pure function: it returns nil when
 /// the advertisement does not carry this format, a reading when it does, and throws

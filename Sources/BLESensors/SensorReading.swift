@@ -1,4 +1,5 @@
 import BLECore
+import BLEWire
 
 /// What one sensor format decoded from one advertisement.
 ///

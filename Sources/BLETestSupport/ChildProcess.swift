@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import BLETransport
 
 /// A program started with posix_spawn and a clean signal state: nothing blocked, and SIGTERM,
 /// SIGHUP, SIGINT and SIGPIPE at their default actions. A child started from a test or
@@ -114,9 +115,8 @@ public struct ChildProcess: Sendable {
     @discardableResult
     public static func wait(_ pid: pid_t, afterSending signal: Int32? = nil) -> Int32 {
         if let signal { kill(pid, signal) }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        return status & 0x7F == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
+        // A pid that is not a child of ours (ECHILD) has nothing to wait for: status 0.
+        return (try? FileDescriptorIO.waitForExit(pid)) ?? 0
     }
 }
 

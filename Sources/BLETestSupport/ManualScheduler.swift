@@ -1,5 +1,6 @@
 import Dispatch
 import Synchronization
+import BLECore
 
 /// A `TimerScheduler` whose clock only moves when a test calls `advance(by:)`: the way to
 /// test timeouts (the 30-second ATT transaction timeout, connection timeouts...) without

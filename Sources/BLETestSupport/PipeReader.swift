@@ -1,4 +1,5 @@
 import Foundation
+import BLETransport
 
 /// Reads a child's output to its end with blocking reads on a thread of its own, then closes
 /// the descriptor. The tests and the virtual radio read every child this way, never through
@@ -17,14 +18,9 @@ public enum PipeReader {
         Thread.detachNewThread {
             var buffer = [UInt8](repeating: 0, count: 64 * 1024)
             while true {
-                let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-                if count > 0 {
-                    chunk(Array(buffer[..<count]))
-                } else if count < 0 && errno == EINTR {
-                    continue
-                } else {
-                    break
-                }
+                let count = try? buffer.withUnsafeMutableBytes { (raw) throws(SystemCallError) -> Int? in try FileDescriptorIO.read(fd, into: raw) }
+                guard let count = count ?? nil, count > 0 else { break }
+                chunk(Array(buffer[..<count]))
             }
             close(fd)
             end()

@@ -1,6 +1,8 @@
 import BLECore
 import Dispatch
 import Synchronization
+import BLEWire
+import BLETransport
 
 /// Passes a transport through, counting the ACL packets its raw receiver took
 /// (`HCITransport.setACLReceiver`): those the host read in place, without a packet value.

@@ -9,4 +9,4 @@
 ///
 ///     let peripheral = try await central.peripheral(address, cache: cache)
 ///     let level = try await peripheral.read(battery, as: BatteryLevel.self)
-@_exported import ATT
+import ATT

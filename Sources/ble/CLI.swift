@@ -1,5 +1,6 @@
 import BLECore
 import Glibc
+import BLEWire
 
 /// The `ble` tool: global options, subcommand dispatch, exit status.
 enum CLI {

@@ -1,6 +1,8 @@
 import Testing
 import BLETestSupport
 import ATT
+import BLEWire
+import BLECore
 
 /// The ATT bearer against an in-memory channel. Expected SDUs are written from the PDU layouts
 /// of Core Spec 5.4, Vol 3, Part F, 3.4; timing rules from 3.3.2 and 3.3.3.

@@ -1,6 +1,8 @@
 import Testing
 import BLETestSupport
 import ATT
+import BLEWire
+import BLECore
 
 /// A peer whose response comes after the transaction timeout, and a client that asks for
 /// Exchange MTU more than once. A transaction not completed within 30 s has failed and no

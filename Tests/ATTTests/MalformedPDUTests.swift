@@ -1,5 +1,6 @@
 import Testing
 import ATT
+import BLEWire
 
 /// Truncated, over-long and inconsistent PDUs per family (field sizes from Core Spec 5.4,
 /// Vol 3, Part F, 3.4): every one must give a DecodeError, never a trap.

@@ -2,6 +2,7 @@ import Testing
 import Synchronization
 import BLETestSupport
 import ATT
+import BLECore
 
 @Suite(.timeLimit(.minutes(1)))
 struct ManualSchedulerTests {

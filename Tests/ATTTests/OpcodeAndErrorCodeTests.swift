@@ -1,5 +1,6 @@
 import Testing
 import ATT
+import BLEWire
 
 /// Opcode values, flags and names from Core Spec 5.4, Vol 3, Part F, 3.3.1 and 3.4.8
 /// (Table 3.37); error codes from 3.4.1.1 (Table 3.4) and the Core Specification Supplement,

@@ -1,5 +1,6 @@
 import Testing
 import ATT
+import BLEWire
 
 /// Byte examples written by hand from the PDU field layouts of Core Spec 5.4, Vol 3, Part F,
 /// 3.4 (opcode, then each parameter little-endian in table order). Values are typical GATT

@@ -3,6 +3,7 @@ import Synchronization
 @testable import BLECore
 @testable import BLETransport
 import BLETestSupport
+import BLEWire
 
 /// Every ACL packet goes from the transport callback into the host's inlet, which reassembles
 /// it on its link and hands each complete PDU for a registered fixed channel to that

@@ -1,6 +1,7 @@
 import Testing
 @testable import BLECore
 @testable import BLETransport
+import BLEWire
 
 /// Reassembly bounded by what the destination channel accepts, and the log rate limiter.
 /// Fragments are L2CAP basic-mode PDUs (Vol 3, Part A, 3.1: length, channel ID, payload) in

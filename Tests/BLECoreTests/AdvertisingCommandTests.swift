@@ -1,5 +1,6 @@
 import Testing
 import BLECore
+import BLEWire
 
 /// Advertising commands and events against the parameter tables of the Core Specification
 /// (Vol 4, Part E, 7.8.5 to 7.8.9, 7.8.53 to 7.8.58, 7.7.65.1 and 7.7.65.18): each expected

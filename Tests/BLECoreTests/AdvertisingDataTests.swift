@@ -1,6 +1,7 @@
 import Testing
 @testable import BLECore
 @testable import BLETransport
+import BLEWire
 
 /// AD structure formats: Core Specification Supplement, Part A, 1; the structure layout
 /// (length, AD type, data): Core Specification Vol 3, Part C, 11. Type codes: Assigned

@@ -1,6 +1,7 @@
 import Testing
 @testable import BLECore
 @testable import BLETransport
+import BLEWire
 
 @Suite struct AdvertisingFilterTests {
     // Built from Supplement, Part A formats: Flags, 128-bit Heart Rate in a complete list,

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import BLECore
 @testable import BLETransport
+import BLEWire
 
 /// Advertising data taken from LE Advertising Report (0x3E/0x02) and LE Extended Advertising
 /// Report (0x3E/0x0D) events in the real captures; provenance of every row in

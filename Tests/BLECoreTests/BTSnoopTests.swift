@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import BLECore
 @testable import BLETransport
+import BLEWire
 
 /// Loads a file under Fixtures/.
 func fixtureBytes(_ relative: String) throws -> [UInt8] {

@@ -4,6 +4,7 @@ import Dispatch
 import Foundation
 import Synchronization
 import Testing
+import BLEWire
 
 /// The btsnoop writer: bounded behind a slow disk (records dropped and counted in the
 /// capture's cumulative drops field), whole records or a clean stop when write(2) fails, and

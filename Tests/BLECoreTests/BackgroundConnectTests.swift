@@ -2,6 +2,7 @@ import Testing
 @testable import BLECore
 @testable import BLETransport
 import BLETestSupport
+import BLEWire
 
 /// `Central.connect(whenSeen:)`: known devices on the controller's Filter Accept List, one
 /// create-connection command with Initiator_Filter_Policy 0x01 for all of them (Vol 4, Part E,

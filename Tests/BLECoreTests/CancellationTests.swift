@@ -4,6 +4,7 @@ import Synchronization
 @testable import BLECore
 @testable import BLETransport
 @testable import BLETestSupport
+import BLEWire
 
 /// Cancelling the task of a call that waits ends the wait at once with the layer's typed
 /// error, and leaves the stack working. Everything runs on the in-process virtual controller

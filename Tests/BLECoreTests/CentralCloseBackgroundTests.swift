@@ -3,6 +3,7 @@ import Synchronization
 @testable import BLECore
 @testable import BLETransport
 import BLETestSupport
+import BLEWire
 
 /// Work the stack does with no caller waiting (LE Read Remote Features, Vol 4, Part E, 7.8.21,
 /// of the link set-up after connecting; the scan resumed after a connect that paused it; a

@@ -2,6 +2,7 @@ import Testing
 @testable import BLECore
 @testable import BLETransport
 import BLETestSupport
+import BLEWire
 
 /// `Central.close()` sends HCI Disconnect (Vol 4, Part E, 7.1.6) even when it queues behind a
 /// command the controller never answers: the Disconnect's wait for a credit outlasts the

@@ -2,6 +2,7 @@ import Testing
 @testable import BLECore
 @testable import BLETransport
 @testable import BLETestSupport
+import BLEWire
 
 /// A controller that misbehaves in its command flow cannot wedge the host or make it answer
 /// the wrong caller. Virtual time only; bytes from the Core Specification, Vol 4, Part E

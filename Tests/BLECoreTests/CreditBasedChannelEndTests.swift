@@ -2,6 +2,7 @@ import Testing
 @testable import BLECore
 @testable import BLETransport
 import BLETestSupport
+import BLEWire
 
 /// How an LE credit-based channel ends while its K-frames are on their way: never with a
 /// broken SDU the sender was not told about. K-frames that wait in the link's queue past the

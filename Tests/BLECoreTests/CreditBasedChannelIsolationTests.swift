@@ -1,6 +1,7 @@
 import Testing
 import BLECore
 import BLETestSupport
+import BLEWire
 
 /// A malformed K-frame closes its own channel only: a second channel already open on the same
 /// link keeps flowing both ways (Core Spec 5.4 Vol 3, Part A, 3.4.3 and 4.6). Virtual time.

@@ -2,6 +2,7 @@ import Synchronization
 import Testing
 import BLECore
 import BLETestSupport
+import BLEWire
 
 /// Channel security on the host's own ACL path, with the test playing the peer's L2CAP: the
 /// security results of the (LE) Credit Based Connection Response (Core Spec 5.4 Vol 3, Part A,

@@ -1,6 +1,7 @@
 import Testing
 import BLECore
 import BLETestSupport
+import BLEWire
 
 /// LE credit-based channels through the virtual controller, with the test playing the peer's
 /// L2CAP (Core Spec 5.4 Vol 3, Part A, 4.22-4.24 and 10.1). Timeouts run on virtual time.

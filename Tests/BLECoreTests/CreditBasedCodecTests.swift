@@ -1,5 +1,6 @@
 import Testing
 import BLECore
+import BLEWire
 
 /// The credit-based signaling commands in the layouts of Core Spec 5.4 Vol 3, Part A,
 /// 4.22-4.28, and K-frames (3.4.2-3.4.3) with their credits (10.1).

@@ -1,6 +1,7 @@
 import Testing
 import BLECore
 import BLETestSupport
+import BLEWire
 
 /// Channel servers on this side that need security (`acceptL2CAPChannels(security:minimumKeySize:)`),
 /// with the test playing the peer's L2CAP: the peer's LE and enhanced Credit Based Connection

@@ -1,6 +1,7 @@
 import Testing
 import BLECore
 import BLETestSupport
+import BLEWire
 
 /// Enhanced credit-based channels through the virtual controller, with the test playing the
 /// peer's L2CAP: L2CAP_CREDIT_BASED_CONNECTION_REQ/RSP and RECONFIGURE_REQ/RSP in the layouts

@@ -2,6 +2,7 @@ import Testing
 import BLETestSupport
 @testable import BLECore
 @testable import BLETransport
+import BLEWire
 
 /// A controller that stops answering, then a transport that is cut, on the in-process
 /// virtual controller in manual time (no sleeping): typed errors naming the opcode, the

@@ -3,6 +3,8 @@ import Dispatch
 import Synchronization
 import BLECore
 import BLETestSupport
+import BLEWire
+import BLETransport
 
 /// `FaultInjectingTransport` over an in-memory pair: each fault does exactly what it says, in
 /// each direction, and a seed fixes the faults.

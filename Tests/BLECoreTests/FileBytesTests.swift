@@ -1,6 +1,7 @@
 import BLECore
 import Foundation
 import Testing
+import BLETransport
 
 /// `FileBytes.read`: a whole small file, at most the bound of a large one, and errno with the
 /// call that failed for a missing file and for a directory.

@@ -2,6 +2,8 @@ import Dispatch
 import Testing
 import BLECore
 import BLETestSupport
+import BLEWire
+import BLETransport
 
 /// Another program on the same controller (a second process on a UART, one left running)
 /// sends HCI_Reset: the controller drops this host's links and scans and answers the other

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import BLECore
 @testable import BLETransport
+import BLEWire
 
 /// Inputs that once broke a fuzz target (Fixtures/fuzz/<target>/crash-*.bin, written by
 /// `scripts/fuzz`; see Fixtures/fuzz/README.md). Each is replayed through the decoder the

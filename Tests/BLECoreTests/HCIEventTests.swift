@@ -1,6 +1,7 @@
 import Testing
 @testable import BLECore
 @testable import BLETransport
+import BLEWire
 
 /// Event decoders against parameter bytes written by hand from the tables of Core Spec 5.4
 /// Vol 4, Part E, 7.7 (LE Meta subevents in 7.7.65; array parameters interleaved per entry).

@@ -1,6 +1,7 @@
 @testable import BLECore
 @testable import BLETransport
 import Testing
+import BLEWire
 
 /// Records of the kernel's HCI monitor channel, in the layout of the kernel's
 /// include/net/bluetooth/hci_mon.h (opcode, adapter index, length, 2 octets each,

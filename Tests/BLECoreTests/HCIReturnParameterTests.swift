@@ -1,6 +1,7 @@
 import Testing
 @testable import BLECore
 @testable import BLETransport
+import BLEWire
 
 /// Command Complete return parameters: the controllers in the real captures (values as
 /// `tshark -V` prints them for those frames) and hand-written tables (Vol 4, Part E, 7.4, 7.5, 7.8).

@@ -1,6 +1,7 @@
 import Testing
 @testable import BLECore
 @testable import BLETransport
+import BLEWire
 
 /// The hand-made captures (scripts/make-handmade-captures, byte layouts from Vol 4, Part E,
 /// 7.7.65) hold what the virtual peers never send.

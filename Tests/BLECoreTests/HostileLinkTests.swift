@@ -3,6 +3,7 @@ import Testing
 @testable import BLECore
 @testable import BLETransport
 @testable import BLETestSupport
+import BLEWire
 
 /// One misbehaving peer or controller never stalls, bloats or crashes the host: the other
 /// links keep working, memory stays bounded, errors are typed. Virtual time only; bytes from

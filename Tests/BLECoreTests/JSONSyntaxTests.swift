@@ -1,5 +1,6 @@
 import BLECore
 import Testing
+import BLEWire
 
 /// `JSONSyntax.firstError`: the texts of RFC 8259 section 13 are well-formed; each mistake of
 /// the grammar (sections 2-7) is found at its byte offset, and any bytes give an answer.

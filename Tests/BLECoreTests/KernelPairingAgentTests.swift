@@ -1,6 +1,7 @@
 @testable import BLECore
 @testable import BLETransport
 import Testing
+import BLEWire
 
 /// The management-interface packets of `KernelPairingAgent` and the `HCIAdapters` pairing
 /// commands, byte for byte. Formats from BlueZ doc/mgmt-api.txt: every packet is code,

@@ -2,6 +2,7 @@
 @testable import BLETransport
 import Glibc
 import Testing
+import BLEWire
 
 /// What `KernelSecurityWatch.Tracker` reads from the HCI monitor, byte for byte. Bytes from
 /// the Core Specification 5.4: LE Connection Complete is event 0x3E, subevent 0x01, with

@@ -1,6 +1,7 @@
 import Testing
 import BLECore
 import BLETestSupport
+import BLEWire
 
 /// The byte-stream view of a credit-based channel (`L2CAPByteReader`, `L2CAPByteWriter`)
 /// through the virtual controller, the test playing the peer's L2CAP. K-frames are built by

@@ -4,6 +4,7 @@ import Synchronization
 import Testing
 @testable import BLECore
 @testable import BLETransport
+import BLEWire
 
 /// The order in which a kernel L2CAP socket, its dispatch sources and the channel end. An
 /// AF_UNIX SOCK_SEQPACKET socket pair stands in for the L2CAP socket (one read, one SDU).

@@ -1,5 +1,6 @@
 import BLECore
 import Testing
+import BLEWire
 
 /// LinkError carries the peer as an address and the handle as a number; its text names both.
 @Suite struct LinkErrorTests {

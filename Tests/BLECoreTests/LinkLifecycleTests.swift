@@ -2,6 +2,7 @@ import Testing
 @testable import BLECore
 @testable import BLETransport
 import BLETestSupport
+import BLEWire
 
 /// The link state machine of `Connection` on the in-process virtual controller in manual
 /// time: its states as a stream, the caller's connect timeout on reconnect attempts, a second

@@ -3,6 +3,7 @@ import Synchronization
 @testable import BLECore
 @testable import BLETransport
 import BLETestSupport
+import BLEWire
 
 /// The library is silent unless the application asks, and its log records carry the fields of
 /// swift-log's handler.

@@ -2,6 +2,7 @@ import Dispatch
 import Synchronization
 import Testing
 import BLECore
+import BLETestSupport
 
 /// The bounds of a multicast buffer: the per-subscriber drop counter, the policy that ends a
 /// stream whose consumer is too slow, and values that wait for room instead of being
@@ -9,7 +10,6 @@ import BLECore
 @Suite struct MulticastBufferBoundTests {
     let executor = AdapterExecutor(label: "multicast-bound-test")
 
-    func onQueue<T>(_ body: () -> T) -> T { executor.queue.sync(execute: body) }
 
     /// Counts the acceptances of `yield(_:whenAccepted:)`, on the adapter queue.
     final class Accepted: Sendable {
@@ -19,11 +19,11 @@ import BLECore
 
     @Test func eachSubscriptionCountsItsOwnDrops() async throws {
         let buffer = MulticastBuffer<Int>(executor: executor, name: "test")
-        let (newest, all) = onQueue { (buffer.subscribe(bufferingPolicy: .bufferingNewest(3)), buffer.subscribe()) }
-        onQueue { for i in 1...10 { buffer.yield(i) } }
+        let (newest, all) = executor.onQueue { (buffer.subscribe(bufferingPolicy: .bufferingNewest(3)), buffer.subscribe()) }
+        executor.onQueue { for i in 1...10 { buffer.yield(i) } }
         #expect(newest.droppedCount == 7)
         #expect(all.droppedCount == 0)
-        #expect(onQueue { buffer.droppedCount } == 7)
+        #expect(executor.onQueue { buffer.droppedCount } == 7)
         var kept: [Int] = []
         for _ in 0..<3 { kept.append(try #require(try await newest.next())) }
         #expect(kept == [8, 9, 10])
@@ -31,10 +31,10 @@ import BLECore
 
     @Test func endingWhenFullEndsTheStreamAfterTheQueuedValuesWithATypedError() async throws {
         let buffer = MulticastBuffer<Int>(executor: executor, name: "notifications of handle 0x0012")
-        let (slow, other) = onQueue { (buffer.subscribe(bufferingPolicy: .endingWhenFull(4)), buffer.subscribe()) }
-        onQueue { for i in 1...6 { buffer.yield(i) } }
+        let (slow, other) = executor.onQueue { (buffer.subscribe(bufferingPolicy: .endingWhenFull(4)), buffer.subscribe()) }
+        executor.onQueue { for i in 1...6 { buffer.yield(i) } }
         // The slow subscriber left at the fifth value; the other one stays.
-        #expect(onQueue { buffer.subscriberCount } == 1)
+        #expect(executor.onQueue { buffer.subscriberCount } == 1)
         var got: [Int] = []
         do {
             while let v = try await slow.next() { got.append(v) }
@@ -51,10 +51,10 @@ import BLECore
 
     @Test func aHeldValueIsAcceptedOnlyOnceTheFullSubscriberMakesRoom() async throws {
         let buffer = MulticastBuffer<Int>(executor: executor, name: "indications")
-        let (bounded, unbounded) = onQueue { (buffer.subscribe(bufferingPolicy: .bufferingNewest(2)), buffer.subscribe()) }
+        let (bounded, unbounded) = executor.onQueue { (buffer.subscribe(bufferingPolicy: .bufferingNewest(2)), buffer.subscribe()) }
         let accepted = Accepted()
         let accept: @Sendable () -> Void = { accepted.count.add(1, ordering: .relaxed) }
-        onQueue { for i in 1...3 { buffer.yield(i, whenAccepted: accept) } }
+        executor.onQueue { for i in 1...3 { buffer.yield(i, whenAccepted: accept) } }
         // Two fitted; the third waits for the bounded subscriber (nothing was dropped).
         #expect(accepted.value == 2)
         #expect(bounded.droppedCount == 0)
@@ -68,23 +68,23 @@ import BLECore
 
     @Test func aHeldValueIsAcceptedWhenItsSubscriberLeaves() async throws {
         let buffer = MulticastBuffer<Int>(executor: executor, name: "indications")
-        var bounded: MulticastSubscription<Int>? = onQueue { buffer.subscribe(bufferingPolicy: .bufferingOldest(1)) }
+        var bounded: MulticastSubscription<Int>? = executor.onQueue { buffer.subscribe(bufferingPolicy: .bufferingOldest(1)) }
         let accepted = Accepted()
         let accept: @Sendable () -> Void = { accepted.count.add(1, ordering: .relaxed) }
-        onQueue { buffer.yield(1, whenAccepted: accept); buffer.yield(2, whenAccepted: accept) }
+        executor.onQueue { buffer.yield(1, whenAccepted: accept); buffer.yield(2, whenAccepted: accept) }
         #expect(accepted.value == 1)
         #expect(bounded != nil)
         bounded = nil   // leaves on the adapter queue
-        onQueue {}
+        executor.onQueue {}
         #expect(accepted.value == 2)
-        #expect(onQueue { buffer.subscriberCount } == 0)
+        #expect(executor.onQueue { buffer.subscriberCount } == 0)
     }
 
     @Test func aBroadcasterStreamEndsWithConsumerTooSlowUnderEndingWhenFull() async throws {
         let states = Broadcaster<Int>(executor: executor)
-        let (ending, plain) = onQueue { (states.subscribeThrowing(bufferingPolicy: .endingWhenFull(2)), states.subscribe(bufferingPolicy: .endingWhenFull(2))) }
-        onQueue { for i in 1...3 { states.yield(i) } }
-        #expect(onQueue { states.subscriberCount } == 0)
+        let (ending, plain) = executor.onQueue { (states.subscribeThrowing(bufferingPolicy: .endingWhenFull(2)), states.subscribe(bufferingPolicy: .endingWhenFull(2))) }
+        executor.onQueue { for i in 1...3 { states.yield(i) } }
+        #expect(executor.onQueue { states.subscriberCount } == 0)
         var got: [Int] = []
         do {
             for try await v in ending { got.append(v) }
@@ -103,7 +103,7 @@ import BLECore
     @Test func withoutSubscribersAValueIsAcceptedAtOnce() {
         let buffer = MulticastBuffer<Int>(executor: executor, name: "indications")
         let accepted = Accepted()
-        onQueue { buffer.yield(1, whenAccepted: { accepted.count.add(1, ordering: .relaxed) }) }
+        executor.onQueue { buffer.yield(1, whenAccepted: { accepted.count.add(1, ordering: .relaxed) }) }
         #expect(accepted.value == 1)
     }
 }

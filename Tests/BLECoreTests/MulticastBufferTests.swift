@@ -2,6 +2,8 @@ import Dispatch
 import Synchronization
 import Testing
 import BLECore
+import BLETestSupport
+import BLETransport
 
 /// The notification multicast buffer: order, fan-out, buffering policies and their drop
 /// counts, termination, subscribers leaving and cancellation. Producer calls run on the
@@ -11,7 +13,6 @@ import BLECore
 
     let executor = AdapterExecutor(label: "multicast-test")
 
-    func onQueue<T>(_ body: () -> T) -> T { executor.queue.sync(execute: body) }
 
     /// Reads `count` values (or fewer when the subscription ends) from `s`.
     func collect(_ s: MulticastSubscription<Int>, count: Int) async throws -> [Int] {
@@ -22,20 +23,20 @@ import BLECore
 
     @Test func oneSubscriberGetsEveryValueInOrderAcrossBatches() async throws {
         let buffer = MulticastBuffer<Int>(executor: executor, name: "test")
-        let s = onQueue { buffer.subscribe() }
+        let s = executor.onQueue { buffer.subscribe() }
         let consumer = Task { try await collect(s, count: 5000) }
         // Fifty queue jobs of 100 values: the consumer takes them in batches of any size.
         for job in 0..<50 {
             executor.queue.async { for i in 0..<100 { buffer.yield(job * 100 + i) } }
         }
         #expect(try await consumer.value == Array(0..<5000))
-        #expect(onQueue { buffer.droppedCount } == 0)
+        #expect(executor.onQueue { buffer.droppedCount } == 0)
     }
 
     @Test func everySubscriberGetsEveryValue() async throws {
         let buffer = MulticastBuffer<Int>(executor: executor, name: "test")
-        let subs = onQueue { (0..<16).map { _ in buffer.subscribe() } }
-        #expect(onQueue { buffer.subscriberCount } == 16)
+        let subs = executor.onQueue { (0..<16).map { _ in buffer.subscribe() } }
+        #expect(executor.onQueue { buffer.subscriberCount } == 16)
         let consumers = subs.map { s in Task { try await collect(s, count: 1000) } }
         for job in 0..<10 {
             executor.queue.async { for i in 0..<100 { buffer.yield(job * 100 + i) } }
@@ -45,51 +46,51 @@ import BLECore
 
     @Test func finishCurrentEndsTodaysSubscribersAndAcceptsNewOnes() async throws {
         let buffer = MulticastBuffer<Int>(executor: executor, name: "test")
-        let first = onQueue { buffer.subscribe() }
-        onQueue { buffer.yield(1); buffer.finishCurrent(throwing: Ended(code: 8)) }
+        let first = executor.onQueue { buffer.subscribe() }
+        executor.onQueue { buffer.yield(1); buffer.finishCurrent(throwing: Ended(code: 8)) }
         #expect(try await first.next() == 1)
         await #expect(throws: Ended(code: 8)) { try await first.next() }
-        #expect(onQueue { buffer.subscriberCount } == 0)
-        #expect(onQueue { buffer.isFinished } == false)
-        let second = onQueue { buffer.subscribe() }
-        onQueue { buffer.yield(2); buffer.finish() }
+        #expect(executor.onQueue { buffer.subscriberCount } == 0)
+        #expect(executor.onQueue { buffer.isFinished } == false)
+        let second = executor.onQueue { buffer.subscribe() }
+        executor.onQueue { buffer.yield(2); buffer.finish() }
         #expect(try await collect(second, count: 10) == [2])
     }
 
     @Test func bufferingOldestKeepsTheFirstValuesAndCountsTheDrops() async throws {
         let buffer = MulticastBuffer<Int>(executor: executor, name: "test", logger: .silent)
-        let s = onQueue { buffer.subscribe(bufferingPolicy: .bufferingOldest(3)) }
-        onQueue { for i in 0..<10 { buffer.yield(i) } }
-        #expect(onQueue { buffer.droppedCount } == 7)
-        onQueue { buffer.finish() }
+        let s = executor.onQueue { buffer.subscribe(bufferingPolicy: .bufferingOldest(3)) }
+        executor.onQueue { for i in 0..<10 { buffer.yield(i) } }
+        #expect(executor.onQueue { buffer.droppedCount } == 7)
+        executor.onQueue { buffer.finish() }
         #expect(try await collect(s, count: 100) == [0, 1, 2])
     }
 
     @Test func bufferingNewestKeepsTheLatestValuesAndCountsTheDrops() async throws {
         let buffer = MulticastBuffer<Int>(executor: executor, name: "test", logger: .silent)
-        let s = onQueue { buffer.subscribe(bufferingPolicy: .bufferingNewest(3)) }
+        let s = executor.onQueue { buffer.subscribe(bufferingPolicy: .bufferingNewest(3)) }
         // More than the compaction threshold, so the dropped head is reclaimed on the way.
-        onQueue { for i in 0..<100 { buffer.yield(i) } }
-        #expect(onQueue { buffer.droppedCount } == 97)
-        onQueue { buffer.finish() }
+        executor.onQueue { for i in 0..<100 { buffer.yield(i) } }
+        #expect(executor.onQueue { buffer.droppedCount } == 97)
+        executor.onQueue { buffer.finish() }
         #expect(try await collect(s, count: 100) == [97, 98, 99])
     }
 
     @Test func policiesApplyPerSubscriber() async throws {
         let buffer = MulticastBuffer<Int>(executor: executor, name: "test", logger: .silent)
-        let (all, latest) = onQueue { (buffer.subscribe(), buffer.subscribe(bufferingPolicy: .bufferingNewest(1))) }
-        onQueue { for i in 0..<5 { buffer.yield(i) } ; buffer.finish() }
+        let (all, latest) = executor.onQueue { (buffer.subscribe(), buffer.subscribe(bufferingPolicy: .bufferingNewest(1))) }
+        executor.onQueue { for i in 0..<5 { buffer.yield(i) } ; buffer.finish() }
         #expect(try await collect(all, count: 10) == [0, 1, 2, 3, 4])
         #expect(try await collect(latest, count: 10) == [4])
-        #expect(onQueue { buffer.droppedCount } == 4)
+        #expect(executor.onQueue { buffer.droppedCount } == 4)
     }
 
     @Test func dropsAreLogged() async throws {
         let lines = Mutex<[String]>([])
         let logger = BLELogger(minimumLevel: .warning) { record in lines.withLock { $0.append(record.message) } }
         let buffer = MulticastBuffer<Int>(executor: executor, name: "notifications of handle 0x0012", logger: logger)
-        let s = onQueue { buffer.subscribe(bufferingPolicy: .bufferingOldest(1)) }
-        onQueue { for i in 0..<12 { buffer.yield(i) } }
+        let s = executor.onQueue { buffer.subscribe(bufferingPolicy: .bufferingOldest(1)) }
+        executor.onQueue { for i in 0..<12 { buffer.yield(i) } }
         // The 1st and 10th drops are logged, naming the stream and the policy.
         let logged = lines.withLock { $0 }
         #expect(logged.count == 2)
@@ -99,67 +100,67 @@ import BLECore
 
     @Test func finishDeliversQueuedValuesThenThrows() async throws {
         let buffer = MulticastBuffer<Int>(executor: executor, name: "test")
-        let s = onQueue { buffer.subscribe() }
-        onQueue { buffer.yield(1); buffer.yield(2); buffer.finish(throwing: Ended(code: 7)) }
+        let s = executor.onQueue { buffer.subscribe() }
+        executor.onQueue { buffer.yield(1); buffer.yield(2); buffer.finish(throwing: Ended(code: 7)) }
         #expect(try await s.next() == 1)
         #expect(try await s.next() == 2)
         await #expect(throws: Ended(code: 7)) { _ = try await s.next() }
-        #expect(onQueue { buffer.subscriberCount } == 0)
+        #expect(executor.onQueue { buffer.subscriberCount } == 0)
     }
 
     @Test func finishEndsAWaitingConsumer() async throws {
         let buffer = MulticastBuffer<Int>(executor: executor, name: "test")
-        let s = onQueue { buffer.subscribe() }
+        let s = executor.onQueue { buffer.subscribe() }
         // Whether the consumer is already waiting or not when finish runs, it must throw.
         let consumer = Task { () -> Ended? in
             do { _ = try await s.next(); return nil } catch let e as Ended { return e } catch { return nil }
         }
-        onQueue { buffer.finish(throwing: Ended(code: 3)) }
+        executor.onQueue { buffer.finish(throwing: Ended(code: 3)) }
         #expect(await consumer.value == Ended(code: 3))
     }
 
     @Test func aLateSubscriberGetsAnEndedSubscription() async throws {
         let buffer = MulticastBuffer<Int>(executor: executor, name: "test")
-        onQueue { buffer.finish() }
-        let s = onQueue { buffer.subscribe() }
-        #expect(onQueue { buffer.subscriberCount } == 0)
+        executor.onQueue { buffer.finish() }
+        let s = executor.onQueue { buffer.subscribe() }
+        #expect(executor.onQueue { buffer.subscriberCount } == 0)
         #expect(try await s.next() == nil)
     }
 
     @Test func aSubscriberLeavingMidStreamDoesNotDisturbTheOthers() async throws {
         let buffer = MulticastBuffer<Int>(executor: executor, name: "test")
         let counts = Mutex<[Int]>([])
-        let (stays, leaves) = onQueue {
+        let (stays, leaves) = executor.onQueue {
             buffer.onSubscriberCountChange = { n in counts.withLock { $0.append(n) } }
             return (buffer.subscribe(), buffer.subscribe())
         }
-        onQueue { for i in 0..<3 { buffer.yield(i) } }
+        executor.onQueue { for i in 0..<3 { buffer.yield(i) } }
         let leaver = Task { [leaves] in try await collect(leaves, count: 2) }
         #expect(try await leaver.value == [0, 1])
         // The leaving subscriber is dropped here (its task ended); removal is queued.
         _ = consume leaves
         await waitForSubscriberCount(buffer, 1)
-        onQueue { for i in 3..<6 { buffer.yield(i) } }
+        executor.onQueue { for i in 3..<6 { buffer.yield(i) } }
         #expect(try await collect(stays, count: 6) == Array(0..<6))
         #expect(counts.withLock { $0 } == [1, 2, 1])
     }
 
     @Test func cancellingAWaitingConsumerEndsItsIterationAndUnsubscribes() async throws {
         let buffer = MulticastBuffer<Int>(executor: executor, name: "test")
-        let s = onQueue { buffer.subscribe() }
+        let s = executor.onQueue { buffer.subscribe() }
         let consumer = Task { try await s.next() }
         consumer.cancel()
         #expect(try await consumer.value == nil)
         await waitForSubscriberCount(buffer, 0)
         // Values yielded afterwards go nowhere and the iteration stays ended.
-        onQueue { buffer.yield(1) }
+        executor.onQueue { buffer.yield(1) }
         #expect(try await s.next() == nil)
     }
 
     @Test func theStreamFormIteratesLikeAnAsyncThrowingStream() async throws {
         let buffer = MulticastBuffer<Int>(executor: executor, name: "test")
-        let stream = onQueue { buffer.subscribe().stream() }
-        onQueue { for i in 0..<4 { buffer.yield(i) }; buffer.finish(throwing: Ended(code: 1)) }
+        let stream = executor.onQueue { buffer.subscribe().stream() }
+        executor.onQueue { for i in 0..<4 { buffer.yield(i) }; buffer.finish(throwing: Ended(code: 1)) }
         var got: [Int] = []
         do {
             for try await v in stream { got.append(v) }

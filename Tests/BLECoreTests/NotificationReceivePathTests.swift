@@ -1,6 +1,7 @@
 import Testing
 @testable import BLECore
 @testable import BLETransport
+import BLEWire
 
 /// The receive path of a notification below ATT: the framer's reused ACL payload buffer and
 /// the reassembler's views. Bytes follow the Core Specification's layouts: H4 indicator 0x02

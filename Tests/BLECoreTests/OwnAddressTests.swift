@@ -2,6 +2,7 @@ import Testing
 @testable import BLECore
 @testable import BLETransport
 import BLETestSupport
+import BLEWire
 
 /// `Central.setOwnAddress`: LE Set Random Address (Vol 4, Part E, 7.8.4) with nothing scanning
 /// or initiating, Own_Address_Type 0x01 in the scan and create-connection commands (7.8.10,

@@ -2,6 +2,7 @@ import Testing
 @testable import BLECore
 @testable import BLETransport
 import BLETestSupport
+import BLEWire
 
 /// Scanning and connecting on the PHYs asked for, with the exact HCI parameters of Vol 4,
 /// Part E, 7.8.64 (LE Set Extended Scan Parameters), 7.8.66 (LE Extended Create Connection)

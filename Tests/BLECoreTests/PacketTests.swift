@@ -1,6 +1,7 @@
 import Testing
 @testable import BLECore
 @testable import BLETransport
+import BLEWire
 
 @Suite struct PacketTests {
     // Core Spec Vol 4, Part E, 7.3.2: HCI_Reset, opcode 0x0C03, no parameters.

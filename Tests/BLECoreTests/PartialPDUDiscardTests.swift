@@ -3,6 +3,7 @@ import Testing
 @testable import BLECore
 @testable import BLETransport
 @testable import BLETestSupport
+import BLEWire
 
 /// A peer (or a transport) that breaks off its PDUs: every partial PDU the host throws away is
 /// counted (`HCIHost.discardedPartialInboundPDUs`, part of `droppedInboundPDUs`) and logged at

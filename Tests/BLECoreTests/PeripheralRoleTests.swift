@@ -1,6 +1,7 @@
 import Testing
 import BLECore
 import BLETestSupport
+import BLEWire
 
 /// Advertising and peripheral-role links through the virtual controller: the exact commands
 /// (Vol 4, Part E, 7.8.5 to 7.8.9 legacy, 7.8.53 to 7.8.58 extended), a remote central's

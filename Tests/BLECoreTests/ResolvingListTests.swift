@@ -2,6 +2,7 @@ import Testing
 import Synchronization
 import BLECore
 import BLETestSupport
+import BLEWire
 
 /// The controller's resolving list (Core Spec 5.4 Vol 4, Part E): LE Read Resolving List Size
 /// (7.8.41) bounds what is loaded, an add refused with Memory Capacity Exceeded (0x07, Vol 1,

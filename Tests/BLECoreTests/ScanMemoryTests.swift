@@ -5,6 +5,7 @@ import Dispatch
 import Testing
 @testable import BLECore
 @testable import BLETransport
+import BLEWire
 
 /// What bounds the scanner's memory in a dense scene with rotating addresses: the device
 /// table follows the lost timeouts, one device's merged data cannot grow without end, and a

@@ -2,6 +2,7 @@ import Synchronization
 import Testing
 @testable import BLECore
 @testable import BLETransport
+import BLEWire
 
 /// Central scanning against a scripted controller on a memory transport. Expected commands
 /// and injected events are built from the Core Specification layouts (see `Spec`).

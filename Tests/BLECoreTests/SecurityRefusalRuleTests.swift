@@ -1,5 +1,6 @@
 import Testing
 import BLECore
+import BLEWire
 
 /// The one rule for what to raise after a refusal for lack of security (Vol 3, Part C, 10.3.2),
 /// shared by GATT (ATT 0x05, 0x0F, 0x0C) and LE credit-based channels (results 0x0005, 0x0008,

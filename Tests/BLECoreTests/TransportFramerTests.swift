@@ -1,6 +1,7 @@
 import Testing
 @testable import BLECore
 @testable import BLETransport
+import BLEWire
 
 @Suite struct TransportFramerTests {
     /// Feeds `stream` in chunks of `size` bytes; returns the packets as H4 bytes.

@@ -4,6 +4,7 @@ import Synchronization
 import Testing
 @testable import BLECore
 @testable import BLETransport
+import BLEWire
 
 private func fixturePath(_ relative: String) -> String {
     URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
@@ -19,13 +20,13 @@ private let yeelock = "captures/real/cnrd__yeelock.btsnoop"
         let controllerLog = TransportEventLog(label: "controller")
         // Sent before the receiver starts: waits in its inbox.
         try host.start(on: hostLog.queue, handler: hostLog.handler)
-        try hostLog.onQueue { try host.send(try HCIPacket(h4: SpecPackets.reset)) }
+        try hostLog.queue.sync { try host.send(try HCIPacket(h4: SpecPackets.reset)) }
         try controller.start(on: controllerLog.queue, handler: controllerLog.handler)
 
         let commands = (0..<500).map { HCIPacket.command(HCICommandPacket(opcode: HCIOpcode(rawValue: UInt16($0)), parameters: [UInt8(truncatingIfNeeded: $0)])) }
         let events = (0..<500).map { HCIPacket.event(HCIEventPacket(code: 0x0E, parameters: [1, UInt8(truncatingIfNeeded: $0), 0, 0])) }
-        try hostLog.onQueue { for c in commands { try host.send(c) } }
-        try controllerLog.onQueue { for e in events { try controller.send(e) } }
+        try hostLog.queue.sync { for c in commands { try host.send(c) } }
+        try controllerLog.queue.sync { for e in events { try controller.send(e) } }
 
         let atController = await controllerLog.waitForPackets(501)
         let atHost = await hostLog.waitForPackets(500)
@@ -39,15 +40,15 @@ private let yeelock = "captures/real/cnrd__yeelock.btsnoop"
         let controllerLog = TransportEventLog(label: "controller")
         try host.start(on: hostLog.queue, handler: hostLog.handler)
         try controller.start(on: controllerLog.queue, handler: controllerLog.handler)
-        try controllerLog.onQueue {
+        try controllerLog.queue.sync {
             try controller.send(try HCIPacket(h4: SpecPackets.resetComplete))
             controller.close()
         }
         let events = await hostLog.wait { $0.closeEvent != nil }
         #expect(events.packets.map(\.h4) == [SpecPackets.resetComplete])
         #expect(events.closeEvent == .some(.lost(endpoint: "vc:host", reason: "the other end of the in-memory link closed")))
-        #expect(throws: TransportError.closed(endpoint: "vc:host")) { try hostLog.onQueue { try host.send(try HCIPacket(h4: SpecPackets.reset)) } }
-        #expect(throws: TransportError.closed(endpoint: "vc:controller")) { try controllerLog.onQueue { try controller.send(try HCIPacket(h4: SpecPackets.reset)) } }
+        #expect(throws: TransportError.closed(endpoint: "vc:host")) { try hostLog.queue.sync { try host.send(try HCIPacket(h4: SpecPackets.reset)) } }
+        #expect(throws: TransportError.closed(endpoint: "vc:controller")) { try controllerLog.queue.sync { try controller.send(try HCIPacket(h4: SpecPackets.reset)) } }
         let controllerEvents = await controllerLog.wait(timeout: 0.1) { _ in false }
         #expect(controllerEvents.isEmpty)
     }
@@ -60,7 +61,7 @@ private let yeelock = "captures/real/cnrd__yeelock.btsnoop"
             let (host, controller) = MemoryTransport.pair()
             weakHost = host
             try controller.start(on: controllerLog.queue, handler: controllerLog.handler)
-            try controllerLog.onQueue { try controller.send(try HCIPacket(h4: SpecPackets.resetComplete)) }
+            try controllerLog.queue.sync { try controller.send(try HCIPacket(h4: SpecPackets.resetComplete)) }
         }
         #expect(weakHost == nil)
     }
@@ -80,7 +81,7 @@ private let yeelock = "captures/real/cnrd__yeelock.btsnoop"
         #expect(events.packets.count == expected.count)
         #expect(events.packets == expected)
         #expect(events.closeEvent == .some(nil))
-        #expect(log.onQueue { replay.delivered } == expected.count)
+        #expect(log.queue.sync { replay.delivered } == expected.count)
     }
 
     /// Script mode: nothing that follows the first command is delivered before the host sends
@@ -101,21 +102,21 @@ private let yeelock = "captures/real/cnrd__yeelock.btsnoop"
         #expect(early.packets == before)
 
         let sentTotal = records.count { $0.direction == .sent }
-        #expect(log.onQueue { replay.expectedRemaining } == sentTotal)
-        try log.onQueue { try replay.send(records[firstSent].packet) }
+        #expect(log.queue.sync { replay.expectedRemaining } == sentTotal)
+        try log.queue.sync { try replay.send(records[firstSent].packet) }
         let after = await log.wait { $0.packets.count >= before.count + released.count }
         #expect(after.packets == before + released)
         // Nothing beyond the next host packet.
         let settled = await log.wait(timeout: 0.3) { $0.packets.count > before.count + released.count }
         #expect(settled.packets.count == before.count + released.count)
-        #expect(log.onQueue { replay.mismatches }.isEmpty)
-        #expect(log.onQueue { replay.expectedRemaining } == sentTotal - 1)
-        #expect(log.onQueue { replay.delivered } == before.count + released.count)
+        #expect(log.queue.sync { replay.mismatches }.isEmpty)
+        #expect(log.queue.sync { replay.expectedRemaining } == sentTotal - 1)
+        #expect(log.queue.sync { replay.delivered } == before.count + released.count)
 
         // A wrong packet is recorded and play goes on.
         let wrong = HCIPacket.command(HCICommandPacket(opcode: HCIOpcode(rawValue: 0xFC00)))
-        try log.onQueue { try replay.send(wrong) }
-        let mismatches = log.onQueue { replay.mismatches }
+        try log.queue.sync { try replay.send(wrong) }
+        let mismatches = log.queue.sync { replay.mismatches }
         #expect(mismatches == [ReplayTransport.Mismatch(record: secondSent + 1, expected: records[secondSent].packet, sent: wrong)])
     }
 
@@ -125,12 +126,12 @@ private let yeelock = "captures/real/cnrd__yeelock.btsnoop"
         let replay = ReplayTransport(records: capture.records)
         let log = TransportEventLog()
         try replay.start(on: log.queue, handler: log.handler)
-        try log.onQueue { for r in capture.records where r.direction == .sent { try replay.send(r.packet) } }
+        try log.queue.sync { for r in capture.records where r.direction == .sent { try replay.send(r.packet) } }
         let events = await log.wait { $0.closeEvent != nil }
         #expect(events.packets == capture.records.filter { $0.direction == .received }.map(\.packet))
         #expect(events.closeEvent == .some(nil))
-        #expect(log.onQueue { replay.mismatches }.isEmpty)
-        #expect(log.onQueue { replay.expectedRemaining } == 0)
+        #expect(log.queue.sync { replay.mismatches }.isEmpty)
+        #expect(log.queue.sync { replay.expectedRemaining } == 0)
     }
 
     @Test func missingCaptureFile() {
@@ -158,14 +159,14 @@ private let yeelock = "captures/real/cnrd__yeelock.btsnoop"
             let soFar = session[...i].count { $0.direction == record.direction }
             switch record.direction {
             case .sent:
-                try hostLog.onQueue { try tee.send(record.packet) }
+                try hostLog.queue.sync { try tee.send(record.packet) }
                 _ = await controllerLog.waitForPackets(soFar)
             case .received:
-                try controllerLog.onQueue { try controller.send(record.packet) }
+                try controllerLog.queue.sync { try controller.send(record.packet) }
                 _ = await hostLog.waitForPackets(soFar)
             }
         }
-        hostLog.onQueue { tee.close() }
+        hostLog.queue.sync { tee.close() }
         return session
     }
 
@@ -187,11 +188,11 @@ private let yeelock = "captures/real/cnrd__yeelock.btsnoop"
         let event = HCIPacket.event(HCIEventPacket(code: 0x13, parameters: [0x01, 0x40, 0x00, 0x01, 0x00]))
         let acl = HCIPacket.acl(ACLDataPacket(handle: 0x0040, boundary: .firstFlushable,
                                               data: [0x05, 0x00, 0x04, 0x00, 0x1B, 0x12, 0x00, 0x01, 0x02]))
-        try controllerLog.onQueue { for p in [event, acl, event] { try controller.send(p) } }
+        try controllerLog.queue.sync { for p in [event, acl, event] { try controller.send(p) } }
         // Only the events reach the handler: the receiver took the ACL packet.
         #expect(await hostLog.waitForPackets(2) == [event, event])
-        hostLog.onQueue { tee.close() }
-        controllerLog.onQueue { controller.close() }
+        hostLog.queue.sync { tee.close() }
+        controllerLog.queue.sync { controller.close() }
         #expect(taken.count.withLock { $0 } == 1)
         let written = try BTSnoopReader(bytes: Array(Data(contentsOf: URL(fileURLWithPath: path))))
         #expect(written.records.map(\.packet) == [event, acl, event])

@@ -3,6 +3,7 @@ import Glibc
 import Testing
 @testable import BLECore
 @testable import BLETransport
+import BLEWire
 
 /// A listening socket in the test plays the controller.
 fileprivate struct Listener {
@@ -60,8 +61,8 @@ fileprivate struct Listener {
         let log = TransportEventLog()
         try transport.start(on: log.queue, handler: log.handler)
 
-        try log.onQueue { try transport.send(try HCIPacket(h4: SpecPackets.reset)) }
-        try log.onQueue { try transport.send(try HCIPacket(h4: SpecPackets.leSetScanEnable)) }
+        try log.queue.sync { try transport.send(try HCIPacket(h4: SpecPackets.reset)) }
+        try log.queue.sync { try transport.send(try HCIPacket(h4: SpecPackets.leSetScanEnable)) }
         #expect(readExactly(controller, 4) == SpecPackets.reset)
         #expect(readExactly(controller, 6) == SpecPackets.leSetScanEnable)
 
@@ -75,7 +76,7 @@ fileprivate struct Listener {
         let closed = await log.waitForClose()
         #expect(closed == .some(.lost(endpoint: listener.spec, reason: "stream ended in the middle of a packet (3 of 7 bytes)")))
         #expect(throws: TransportError.closed(endpoint: listener.spec)) {
-            try log.onQueue { try transport.send(try HCIPacket(h4: SpecPackets.reset)) }
+            try log.queue.sync { try transport.send(try HCIPacket(h4: SpecPackets.reset)) }
         }
     }
 
@@ -114,8 +115,8 @@ fileprivate struct Listener {
         defer { close(controller) }
         let log = TransportEventLog()
         try transport.start(on: log.queue, handler: log.handler)
-        log.onQueue { transport.close() }
-        log.onQueue { transport.close() }
+        log.queue.sync { transport.close() }
+        log.queue.sync { transport.close() }
         // The peer sees end of file: the fd was closed.
         #expect(readExactly(controller, 1) == [])
         let events = await log.wait(timeout: 0.2) { _ in false }
@@ -134,7 +135,7 @@ fileprivate struct Listener {
         try transport.start(on: log.queue, handler: log.handler)
         let payload = [UInt8](repeating: 0x5A, count: 1000)
         let count = 4000 // 4 MB: more than the socket buffers hold.
-        let pending = try log.onQueue { () throws -> Int in
+        let pending = try log.queue.sync { () throws -> Int in
             for i in 0..<count {
                 try transport.send(.acl(ACLDataPacket(handle: UInt16(i & 0x0FFF), boundary: .firstNonFlushable, data: payload)))
             }
@@ -151,8 +152,8 @@ fileprivate struct Listener {
         }
         #expect(received == count)
         #expect(inOrder)
-        #expect(log.onQueue { (transport as? StreamTransport)?.pendingOutputBytes } == 0)
-        log.onQueue { transport.close() }
+        #expect(log.queue.sync { (transport as? StreamTransport)?.pendingOutputBytes } == 0)
+        log.queue.sync { transport.close() }
     }
 
     @Test func connectionRefusedOnAClosedPort() throws {
@@ -193,11 +194,11 @@ fileprivate struct Listener {
         let packets = await log.waitForPackets(2)
         #expect(packets.map(\.h4) == [SpecPackets.resetComplete, event])
 
-        try log.onQueue { try transport.send(try HCIPacket(h4: SpecPackets.reset)) }
+        try log.queue.sync { try transport.send(try HCIPacket(h4: SpecPackets.reset)) }
         var pfd = pollfd(fd: slave, events: Int16(POLLIN), revents: 0)
         #expect(poll(&pfd, 1, 5000) == 1)
         #expect(readExactly(slave, 4) == SpecPackets.reset)
-        log.onQueue { transport.close() }
+        log.queue.sync { transport.close() }
     }
 
     @Test func missingSerialDevice() {

@@ -2,6 +2,7 @@ import Dispatch
 import Glibc
 @testable import BLECore
 @testable import BLETransport
+import BLEWire
 
 /// Collects a transport's events on its queue; tests wait for a condition with a timeout.
 final class TransportEventLog: @unchecked Sendable { // state touched only on `queue`
@@ -42,11 +43,6 @@ final class TransportEventLog: @unchecked Sendable { // state touched only on `q
         await wait(timeout: timeout) { $0.closeEvent != nil }.closeEvent
     }
 
-    /// Runs `body` on the queue (transports' send and close belong there).
-    func onQueue<T: Sendable>(_ body: @Sendable () throws -> T) rethrows -> T {
-        try queue.sync(execute: body)
-    }
-
     private func check() {
         guard let w = waiter, w.condition(events) else { return }
         waiter = nil
@@ -85,25 +81,16 @@ enum SpecPackets {
     static var all: [[UInt8]] { [reset, resetComplete, aclReadRequest, sco, iso, leSetScanEnable] }
 }
 
-/// Reads exactly `n` bytes from a blocking fd, giving up after the fd's receive timeout.
+/// Reads exactly `n` bytes from a blocking fd: fewer (none) when the fd's receive timeout
+/// passes or the stream ends first.
 func readExactly(_ fd: Int32, _ n: Int) -> [UInt8] {
-    var out: [UInt8] = []
-    var buf = [UInt8](repeating: 0, count: n)
-    while out.count < n {
-        let got = buf.withUnsafeMutableBytes { read(fd, $0.baseAddress, n - out.count) }
-        if got <= 0 { if got < 0 && errno == EINTR { continue }; break }
-        out.append(contentsOf: buf[..<got])
-    }
-    return out
+    (try? FileDescriptorIO.readAll(fd, atMost: n)) ?? []
 }
 
+/// Writes all of `bytes` to a blocking fd; a failed write ends it quietly (the test's
+/// expectation on what arrived says what went wrong).
 func writeAll(_ fd: Int32, _ bytes: [UInt8]) {
-    var off = 0
-    while off < bytes.count {
-        let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + off, bytes.count - off) }
-        if n <= 0 { if n < 0 && errno == EINTR { continue }; return }
-        off += n
-    }
+    try? FileDescriptorIO.writeAll(fd, bytes)
 }
 
 func setReceiveTimeout(_ fd: Int32, seconds: Int) {

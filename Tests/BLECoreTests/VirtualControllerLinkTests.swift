@@ -1,6 +1,7 @@
 import Testing
 import BLECore
 import BLETestSupport
+import BLEWire
 
 /// Link behaviour through the virtual controller: disconnects and reconnection, ACL
 /// fragmentation and credits, and the host's answers on the LE signaling and SMP channels.

@@ -2,6 +2,7 @@ import Testing
 import Synchronization
 import BLECore
 import BLETestSupport
+import BLEWire
 
 /// Scanning through the virtual controller, driven with raw HCI commands on the host (the
 /// central's scanner sits above this). Event types from Vol 4, Part E, 7.7.65.2 and 7.7.65.13.

@@ -1,6 +1,8 @@
 import Synchronization
 import BLECore
 import BLETestSupport
+import BLEWire
+import GATTServer
 
 /// A test-local ATT server: answers Exchange MTU Request (Vol 3, Part F, 3.4.2.1: opcode 0x02,
 /// response 0x03 with Server Rx MTU 247), echoes Read Request handles back as values (0x0A ->

@@ -1,6 +1,7 @@
 import Testing
 import BLECore
 import BLETestSupport
+import BLEWire
 
 /// A real `Central` against the virtual controller: bring-up, command flow control and
 /// connection set-up. Expected values come from the Core Specification (opcodes in Vol 4,

@@ -4,6 +4,9 @@ import BLETestSupport
 import Foundation
 import Synchronization
 import Testing
+import BLEWire
+import BLETransport
+import GATTServer
 
 /// The gateway's adapter goes away (the virtual controller closes its end of the link, as an
 /// unplugged dongle does; opening fails as the kernel's ENODEV does) and comes back: the loss

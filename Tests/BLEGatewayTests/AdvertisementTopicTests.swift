@@ -2,6 +2,7 @@ import BLECore
 import BLEGateway
 import BLETestSupport
 import Testing
+import BLEWire
 
 /// Advertisements of each known kind, from the virtual controller through a real mosquitto.
 /// Advertising data bytes are AD structures as in Core Specification Supplement, Part A

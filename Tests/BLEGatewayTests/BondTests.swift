@@ -4,6 +4,7 @@ import BLETestSupport
 import Foundation
 import SMP
 import Testing
+import BLEWire
 
 /// Devices whose config asks for a security level: the link is encrypted with the bond from
 /// the bond store before anything else, or paired and bonded when there is none.

@@ -3,6 +3,7 @@ import BLEGateway
 import BLETestSupport
 import Foundation
 import Testing
+import BLEWire
 
 /// The gateway's connection to a real mosquitto: MQTT 5 and a password file.
 @Suite(.serialized) struct BrokerConnectionTests {

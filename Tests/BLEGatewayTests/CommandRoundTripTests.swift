@@ -2,6 +2,7 @@ import BLECore
 import BLEGateway
 import BLETestSupport
 import Testing
+import BLEWire
 
 /// Commands over MQTT and their effect on the peer and the topics: `subscribe` then
 /// `unsubscribe` (notifications appear, then stop), `write` (the peer gets the bytes), `scan`

@@ -2,6 +2,7 @@ import BLECore
 import BLEGateway
 import Foundation
 import Testing
+import BLEWire
 
 /// Config files with one mistake each: the error names the key.
 @Suite struct ConfigTests {

@@ -1,6 +1,7 @@
 import BLECore
 @testable import BLEGateway
 import Testing
+import BLEWire
 
 /// The claim protocol on its own, with made-up times: the claim message, the rule that settles
 /// two claims of one epoch in either order, who claims a free device and when, a dead holder,

@@ -2,6 +2,7 @@ import BLECore
 import BLEGateway
 import Foundation
 import Testing
+import BLEWire
 
 /// The `fleet` object of the config file: its values, its topics, and one mistake at a time.
 @Suite struct FleetConfigTests {

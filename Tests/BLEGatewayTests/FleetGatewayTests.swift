@@ -3,6 +3,7 @@ import BLEGateway
 import BLETestSupport
 import Foundation
 import Testing
+import BLEWire
 
 /// Three `ble gateway` processes of the fleet "house" (FleetBed), each radio hearing the same
 /// devices at its own RSSI: one device topic per device, each new reading published once

@@ -4,6 +4,7 @@ import BLETestSupport
 import Foundation
 import GATTServer
 import Testing
+import BLEWire
 
 /// Held connections in a fleet: three `ble gateway` processes, each with its own virtual
 /// controller hearing 30 advertisers at its own RSSI; 6 of them are configured devices (the

@@ -1,6 +1,7 @@
 import BLECore
 @testable import BLEGateway
 import Testing
+import BLEWire
 
 /// The fleet's duplicate rule and presence, on their own with made-up times: FNV-1a from its
 /// reference test vectors (Landon Curt Noll's FNV page: "" 0xCBF29CE484222325, "a"

@@ -3,6 +3,7 @@ import BLEGateway
 import BLETestSupport
 import Foundation
 import Testing
+import BLEWire
 
 /// A small fleet (`make bench` runs 8 x 200): two `ble gateway` processes, each on its own
 /// virtual controller served on a pseudo-terminal with 20 devices, publishing to one

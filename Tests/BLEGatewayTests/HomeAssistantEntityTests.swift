@@ -2,6 +2,7 @@ import BLECore
 import BLEGateway
 import BLESensors
 import Testing
+import BLEWire
 
 /// Discovery configs built from decoded sensors, without a broker: binary sensors, events,
 /// numbered keys, trigger-based devices. BTHome payloads from bthome-ble's tests/test_parser_v2.py.

@@ -1,6 +1,7 @@
 import BLECore
 import BLEGateway
 import Testing
+import BLEWire
 
 /// The one JSON writer (BLECore's `JSONValue`, used by `ble --json` and the gateway's
 /// payloads): exact text for numbers, strings (RFC 8259, 6 and 7) and member order.

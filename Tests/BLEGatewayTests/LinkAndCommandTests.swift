@@ -3,6 +3,8 @@ import BLEGateway
 import BLETestSupport
 import GATTClient
 import Testing
+import BLEWire
+import GATTServer
 
 /// Links and commands: the heart-rate monitor database (Battery Level 0x2A19 = 0x64, read and
 /// notify) behind a simulated peripheral, a real mosquitto, and the gateway between them.

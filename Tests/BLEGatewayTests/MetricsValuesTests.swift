@@ -3,6 +3,7 @@ import BLEGateway
 import BLETestSupport
 import Foundation
 import Testing
+import BLEWire
 
 /// The metrics message reports what really happened: a link up, a broker restart (one
 /// reconnect) and the messages dropped beyond the queue's bound while the broker was away.

@@ -3,6 +3,7 @@ import BLEGateway
 import BLETestSupport
 import Foundation
 import Testing
+import BLEWire
 
 /// `ble gateway` as an unprivileged user holding only what dist/ble-gateway.service grants:
 /// CAP_NET_ADMIN and CAP_NET_RAW as ambient capabilities (what the HCI user channel needs),

@@ -3,6 +3,7 @@ import BLEGateway
 import BLETestSupport
 import GATTClient
 import Testing
+import BLEWire
 
 /// Periodic reads from the config (`devices[].read[].intervalSeconds`): each period reads the
 /// characteristic again and publishes what it holds now; a refused read is published on the

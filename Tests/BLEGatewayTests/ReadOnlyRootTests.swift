@@ -3,6 +3,7 @@ import BLEGateway
 import BLETestSupport
 import Foundation
 import Testing
+import BLEWire
 
 /// `ble gateway` on a read-only root, as on an embedded gateway or under the unit's
 /// `ProtectSystem=strict`: in a mount namespace of its own (`unshare -m`) every mount is

@@ -3,6 +3,7 @@ import BLEGateway
 import BLESensors
 import Foundation
 import Testing
+import BLEWire
 
 /// The `keys` of the gateway config: bindkeys by address, checked, never shown.
 @Suite struct SensorKeysConfigTests {

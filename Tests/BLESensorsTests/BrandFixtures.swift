@@ -2,6 +2,7 @@ import BLECore
 import BLESensors
 import Foundation
 import Testing
+import BLEWire
 
 /// The advertisements of Fixtures/sensors/brands.tsv by name, and checks of what a format makes
 /// of them. Expected values in the suites come from the reference decoders' own test suites or

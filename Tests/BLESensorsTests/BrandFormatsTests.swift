@@ -1,6 +1,7 @@
 import BLECore
 @testable import BLESensors
 import Testing
+import BLEWire
 
 /// The registry of brand formats: every fixture is decoded by exactly its brand's format, and
 /// every cut and every extension of every brand payload ends in a reading, nil or a typed

@@ -1,6 +1,7 @@
 import BLECore
 @testable import BLESensors
 import Testing
+import BLEWire
 
 /// The stateful decoder: repeated packet ids, encryption counters that must increase, downgrades,
 /// and its bound on devices. Encrypted payloads from bthome-ble's tests/test_parser_v2.py

@@ -1,5 +1,6 @@
 import BLECore
 import BLESensors
+import BLEWire
 
 /// Builds advertisements from the hex of published test payloads.
 enum Fixture {

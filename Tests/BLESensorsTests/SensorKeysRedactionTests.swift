@@ -1,6 +1,7 @@
 import BLECore
 import BLESensors
 import Testing
+import BLEWire
 
 /// `SensorKeys` prints the addresses that have a bindkey, never the key. The key is the example
 /// bindkey of BTHome's encryption documentation.

@@ -1,6 +1,7 @@
 import BLECore
 @testable import BLESensors
 import Testing
+import BLEWire
 
 /// Battery, ESS, iBeacon and Eddystone: exact values, and nothing for truncated or hostile data.
 @Suite struct StandardFormatTests {

@@ -1,6 +1,7 @@
 import BLECore
 @testable import BLESensors
 import Testing
+import BLEWire
 
 /// SwitchBot service data (0xFD3D, 0x0D00) and manufacturer data (0x0969), merged across the
 /// report and the scan response. Expected values from TheengsDecoder's tests; the Plug Mini's

@@ -1,6 +1,10 @@
 import Testing
 import GATTClient
 import BLETestSupport
+import BLEWire
+import BLECore
+import ATT
+import GATTServer
 
 @Suite struct CacheTests {
     static let peer = LEAddress("F0:F1:F2:F3:F4:F5", type: .random)!

@@ -4,6 +4,7 @@ import Synchronization
 @testable import BLECore
 @testable import BLETransport
 @testable import GATTClient
+import BLEWire
 
 /// Calls made while a dropped link is being restored by its reconnect policy, on the
 /// in-process virtual controller in manual time with the lab `GATTServer`: they wait for the

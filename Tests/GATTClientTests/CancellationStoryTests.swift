@@ -1,6 +1,8 @@
 import Testing
 import ATT
 import GATTClient
+import BLEWire
+import BLECore
 
 /// Every layer's error answers one question the same way: was this only the caller's
 /// cancellation? Each layer's own `cancelled` cases, and errors that wrap one, say yes;

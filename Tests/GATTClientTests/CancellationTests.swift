@@ -6,6 +6,8 @@ import Synchronization
 @testable import BLECore
 @testable import BLETransport
 @testable import GATTClient
+import BLEWire
+import GATTServer
 
 /// Cancelling the task of a GATT call that waits ends it at once with `GATTError.cancelled`,
 /// and the peripheral goes on working: on the in-process virtual controller in manual time

@@ -1,6 +1,8 @@
 import Testing
 import GATTClient
 import BLETestSupport
+import BLEWire
+import GATTServer
 
 @Suite struct DiscoveryTests {
     @Test func labDiscoveryMatchesItsDescription() async throws {

@@ -4,6 +4,8 @@ import ATT
 @testable import BLETransport
 @testable import BLETestSupport
 import GATTClient
+import BLEWire
+import GATTServer
 
 /// The Peripheral's own calls over enhanced ATT bearers (Core Spec 5.4 Vol 3, Part G, 5.3),
 /// on the virtual controller with the lab `GATTServer` on CID 0x0004 and the test playing

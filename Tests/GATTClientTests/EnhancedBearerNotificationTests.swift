@@ -3,6 +3,7 @@ import ATT
 import BLECore
 @testable import BLETestSupport
 import GATTClient
+import BLEWire
 
 /// Notifications and indications a server sends on an enhanced ATT bearer (Core Spec 5.4
 /// Vol 3, Part G, 5.3) reach the peripheral's subscriptions, made on the unenhanced bearer,

@@ -3,6 +3,7 @@ import ATT
 import BLECore
 @testable import BLETestSupport
 import GATTClient
+import BLEWire
 
 /// Enhanced ATT bearers through the virtual controller, with the test playing the peer's
 /// L2CAP and ATT: the enhanced Credit Based Connection Request on PSM 0x0027 (Core Spec 5.4

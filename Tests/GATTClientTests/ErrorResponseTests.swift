@@ -1,6 +1,8 @@
 import Testing
 import GATTClient
 import BLETestSupport
+import BLEWire
+import ATT
 
 @Suite struct ErrorResponseTests {
     @Test func readNotPermittedAndWriteNotPermitted() async throws {

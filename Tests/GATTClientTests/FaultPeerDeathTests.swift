@@ -5,6 +5,7 @@ import BLETestSupport
 @testable import BLECore
 @testable import BLETransport
 @testable import GATTClient
+import BLEWire
 
 /// A peer that dies in the middle of a discovery, a long read or a long write, on the
 /// in-process virtual controller with the lab `GATTServer`: the pending call fails at once

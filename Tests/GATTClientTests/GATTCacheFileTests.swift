@@ -1,6 +1,7 @@
 import Testing
 @testable import GATTClient
 import BLETestSupport
+import BLEWire
 
 /// The persistent cache's file layout (docs/gatt-cache.md) against bytes written out by hand
 /// from it, the CRC-32 against the algorithm's published check value, and the decoder against

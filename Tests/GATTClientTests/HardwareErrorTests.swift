@@ -3,6 +3,8 @@ import Testing
 @testable import BLECore
 @testable import BLETransport
 @testable import GATTClient
+import BLEWire
+import GATTServer
 
 /// A controller that reports HCI_Hardware_Error (Vol 4, Part E, 7.7.16, event code 0x10),
 /// on the in-process virtual controller in manual time: the host forgets every link, credit,

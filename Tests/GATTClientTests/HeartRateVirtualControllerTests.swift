@@ -1,5 +1,9 @@
 import Testing
 import BLETestSupport
+import BLEWire
+import BLECore
+import GATTClient
+import GATTServer
 
 /// The heart-rate scenario of the Bumble radio tests, on the in-process virtual controller:
 /// scan by service, connect, discover, read Body Sensor Location, 10 changing notifications,

@@ -4,6 +4,7 @@ import ATT
 @testable import BLECore
 @testable import BLETransport
 @testable import GATTClient
+import BLEWire
 
 /// Encryption Key Size Too Short (0x0C) on a real link whose key size the host knows: the
 /// link is encrypted through the in-process controller (LE Enable Encryption answered with

@@ -4,6 +4,8 @@ import ATT
 @testable import BLECore
 @testable import BLETransport
 @testable import GATTClient
+import BLEWire
+import GATTServer
 
 /// The host reassembles ATT PDUs up to the negotiated ATT_MTU and no further (Vol 3, Part F,
 /// 3.2.8: ATT_MTU is "the maximum size of any packet sent between a client and a server";

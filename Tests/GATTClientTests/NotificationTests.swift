@@ -1,6 +1,7 @@
 import Testing
 import GATTClient
 @testable import BLETestSupport
+import BLEWire
 
 @Suite struct NotificationTests {
     @Test func oneSubscriberGetsEveryNotificationInOrder() async throws {

@@ -4,6 +4,7 @@ import ATT
 @testable import BLECore
 @testable import BLETransport
 @testable import GATTClient
+import BLEWire
 
 /// A server that ignores ATT_MTU (Vol 3, Part F, 3.2.8: no PDU may be longer), seen through a
 /// `Peripheral` at ATT_MTU 23: typed errors, nothing oversized delivered, the link usable.

@@ -2,6 +2,9 @@ import Testing
 @testable import BLECore
 @testable import BLETransport
 @testable import BLETestSupport
+import BLEWire
+import GATTClient
+import GATTServer
 
 /// A Peripheral over a Connection must not keep that Connection alive: the link-state
 /// observer it installs once held the Connection strongly from the Connection's own observer

@@ -4,6 +4,10 @@ import Synchronization
 @testable import GATTClient
 import BLETestSupport
 import BLECore
+import BLEWire
+import BLETransport
+import ATT
+import GATTServer
 
 /// The GATT cache on disk: a second cache on the same directory (a restarted app) skips
 /// discovery when the peer's Database Hash matches, rediscovers when it does not, survives

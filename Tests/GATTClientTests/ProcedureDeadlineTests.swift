@@ -3,6 +3,8 @@ import Dispatch
 import ATT
 @testable import BLETestSupport
 @testable import GATTClient
+import BLEWire
+import GATTServer
 
 /// A peer that answers every request just before the 30 s ATT transaction timeout (Vol 3,
 /// Part F, 3.3.3), one attribute per response: each request succeeds, so only an overall

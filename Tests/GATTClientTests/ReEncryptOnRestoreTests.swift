@@ -5,6 +5,7 @@ import ATT
 @testable import BLECore
 @testable import BLETransport
 @testable import GATTClient
+import BLEWire
 
 /// A restored link that was encrypted is encrypted again before anything else is sent on it:
 /// the MTU exchange and the CCCD writes of the resubscription wait for the security raiser

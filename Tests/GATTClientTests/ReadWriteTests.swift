@@ -2,6 +2,10 @@ import Testing
 import Dispatch
 import GATTClient
 @testable import BLETestSupport
+import BLEWire
+import BLECore
+import ATT
+import GATTServer
 
 @Suite struct ReadWriteTests {
     static let pattern = (0..<600).map { UInt8(truncatingIfNeeded: $0) }

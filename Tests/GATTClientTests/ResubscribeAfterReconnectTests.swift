@@ -5,6 +5,8 @@ import ATT
 @testable import BLECore
 @testable import BLETransport
 @testable import GATTClient
+import BLEWire
+import GATTServer
 
 /// Notification streams across a supervision timeout, on the in-process virtual controller
 /// in manual time with the lab `GATTServer`: with `ReconnectPolicy.always` the link comes

@@ -3,6 +3,9 @@ import Synchronization
 import ATT
 @testable import BLETestSupport
 @testable import GATTClient
+import BLEWire
+import BLECore
+import GATTServer
 
 /// A request the peer refuses for lack of security (Insufficient Encryption 0x0F,
 /// Insufficient Authentication 0x05, Encryption Key Size Too Short 0x0C; Vol 3, Part F,

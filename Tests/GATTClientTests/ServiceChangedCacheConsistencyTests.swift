@@ -2,6 +2,7 @@ import Testing
 import ATT
 @testable import BLETestSupport
 @testable import GATTClient
+import BLEWire
 
 /// What a client knows of a peer's database stays consistent when Service Changed (Vol 3,
 /// Part G, 7.1) lands during discovery: nothing is kept under a service no longer known, and

@@ -2,6 +2,9 @@ import Testing
 import BLETestSupport
 @testable import BLECore
 @testable import BLETransport
+import BLEWire
+import GATTClient
+import GATTServer
 
 /// Write Command (write without response) under controller flow control: one LE ACL buffer,
 /// returned only when the test says so (Number Of Completed Packets, Vol 4, Part E, 7.7.19).

@@ -2,6 +2,7 @@ import Testing
 import BLETestSupport
 import GATTServer
 import SMP
+import BLEWire
 
 /// Robust caching (Vol 3, Part G, 2.5.2.1), Client Supported Features (7.2), CCCDs per bond
 /// (3.3.3.3) and signed writes (Part F, 3.4.5.4).

@@ -1,6 +1,7 @@
 import Testing
 import BLETestSupport
 import GATTServer
+import BLEWire
 
 /// `GATTDatabase(tree:)`: the database of `ble serve DB.yaml|DB.json`.
 struct DatabaseFileTests {

@@ -1,6 +1,7 @@
 import Testing
 import BLETestSupport
 import GATTServer
+import BLEWire
 
 /// The Database Hash (Vol 3, Part G, 7.3) of the example database of the Core Specification
 /// (Vol 3, Part G, Appendix B), whose hash the specification gives as

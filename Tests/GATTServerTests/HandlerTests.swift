@@ -2,6 +2,8 @@ import Testing
 import Synchronization
 import BLETestSupport
 import GATTServer
+import BLEWire
+import ATT
 
 /// Values served and writes decided by async handlers that see the requesting peer.
 struct HandlerTests {

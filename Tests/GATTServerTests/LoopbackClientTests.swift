@@ -1,6 +1,9 @@
 import Testing
 import BLETestSupport
 import GATTServer
+import BLEWire
+import BLECore
+import GATTClient
 
 /// Our GATT client against the server over the in-process loopback.
 struct LoopbackClientTests {

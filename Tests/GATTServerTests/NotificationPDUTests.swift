@@ -1,6 +1,8 @@
 import Testing
 import BLETestSupport
 import GATTServer
+import BLEWire
+import ATT
 
 /// Notifications and indications (Vol 3, Part F, 3.4.7), byte for byte.
 struct NotificationPDUTests {

@@ -1,6 +1,7 @@
 import Testing
 import BLETestSupport
 import GATTServer
+import BLEWire
 
 /// Reads and writes, byte for byte (Vol 3, Part F, 3.4.4-3.4.6), with every error path.
 struct ReadWritePDUTests {

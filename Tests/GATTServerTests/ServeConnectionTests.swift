@@ -3,6 +3,7 @@ import Testing
 import BLECore
 import BLETestSupport
 import GATTServer
+import BLEWire
 
 /// `GATTServer.serve(_:)` on a peripheral-role link of the in-process virtual controller: a
 /// remote central's ATT PDUs reach the server over the host's ACL path and the answers go

@@ -2,6 +2,8 @@ import Testing
 import BLETestSupport
 import GATTClient
 import SMP
+import BLEWire
+import BLECore
 
 /// A characteristic that needs a MITM-protected key (security mode 1 level 3, Vol 3, Part C,
 /// 10.2.1 and 10.3.1): 5EC00006 of Bumble's "numeric" peer (Display YesNo, MITM, Secure

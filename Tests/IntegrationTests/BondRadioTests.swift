@@ -4,6 +4,8 @@ import Synchronization
 import BLETestSupport
 import GATTClient
 import SMP
+import BLEWire
+import BLECore
 
 /// Bonds across hosts against Bumble's Security Manager (Fixtures/peers/scenarios/security.json):
 /// a new host with the same bond directory encrypts with the stored LTK without pairing

@@ -2,6 +2,7 @@ import BLETestSupport
 import Foundation
 import GATTClient
 import Testing
+import BLEWire
 
 /// A device whose advertised name and characteristic values carry terminal escape sequences
 /// (ESC [2J clears the screen, ESC ] 0;... BEL retitles the window, the C1 CSI U+009B) must not

@@ -2,6 +2,9 @@ import BLETestSupport
 import Foundation
 import GATTClient
 import Testing
+import BLEWire
+import BLECore
+import ATT
 
 /// The `ble` executable against fakes of the scenario peers (see `FakeRadio`): scanning,
 /// inspecting, reading, writing, notifications, indications, connecting and reconnecting,

@@ -1,6 +1,8 @@
 import BLETestSupport
 import Foundation
 import GATTClient
+import BLEWire
+import BLECore
 
 /// The `ble` executable against BLETestSupport's `FakeCentral`: the fake's in-process virtual
 /// controller is served on a pseudo-terminal and `ble` opens it with `-d serial:/dev/pts/N`,

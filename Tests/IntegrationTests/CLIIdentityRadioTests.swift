@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import BLETestSupport
 import BLECore
+import BLEWire
 
 /// A bonded device that advertises with a resolvable private address (Vol 6, Part B, 1.3.2.2;
 /// Bumble's "private" peer in Fixtures/peers/scenarios/security.json, IRK of Vol 3, Part H,

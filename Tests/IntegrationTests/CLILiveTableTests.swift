@@ -1,6 +1,7 @@
 import BLETestSupport
 import Foundation
 import Testing
+import BLEWire
 
 /// The live scan table on a real terminal: `ble scan` runs in a tmux pane against fakes of
 /// the "all" scenario's devices (`FakeRadio`), the beacons of `CLIScanDataTests` and a device

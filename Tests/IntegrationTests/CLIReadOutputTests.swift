@@ -1,6 +1,7 @@
 import BLETestSupport
 import Foundation
 import Testing
+import GATTClient
 
 /// `ble read --raw` and `--out FILE`, and Appearance decoded by name in `inspect`, against a
 /// fake of the heart-rate scenario's monitor (`FakePeers.heartRateMonitor`): Body Sensor Location 0x01,

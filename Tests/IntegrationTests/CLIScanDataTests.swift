@@ -1,6 +1,7 @@
 import BLETestSupport
 import Foundation
 import Testing
+import BLEWire
 
 /// `ble scan` shows service data (UUID and hex), decoded Eddystone and iBeacon frames and the
 /// advertised TX Power Level (AD type 0x0A) in its lines and JSON. Two fakes advertise bytes

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import BLETestSupport
+import BLECore
 
 /// `read`, `connect` with bonds and `--security` against Bumble's Security Manager
 /// (Fixtures/peers/scenarios/security.json): each command is a new process, so a bond made by

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import BLECore
 import BLETestSupport
+import BLEWire
 
 /// `ble serve` as a process: the database from Fixtures/gatt/serve.yaml, Bumble's GATT client
 /// as the central (Fixtures/peers/gatt_central.py, scenario "serve") reads, writes and

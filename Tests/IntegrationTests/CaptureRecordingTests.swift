@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 import BLETestSupport
+import BLETransport
+import BLECore
 
 /// Records Fixtures/captures/recorded/*.btsnoop from sessions of our stack with the Bumble radio.
 /// Runs only with BLE_RECORD_CAPTURES=1 (scripts/record-captures); the replay tests use the result.

@@ -3,6 +3,7 @@ import BLECore
 import ATT
 import GATTClient
 import BLETestSupport
+import BLEWire
 
 /// Enhanced ATT bearers against Bumble's EATT server (scenario "eatt"; Core Spec 5.4 Vol 3,
 /// Part G, 5.3 and Part F, 3.2.11): the Server / Client Supported Features handshake (Part G,

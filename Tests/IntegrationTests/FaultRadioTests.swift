@@ -2,6 +2,9 @@ import Testing
 import Foundation
 import Synchronization
 import BLETestSupport
+import BLEWire
+import BLECore
+import GATTClient
 
 /// The Bumble radio process killed (SIGKILL) in the middle of a session, over H4/TCP: the
 /// central reports the transport lost, notification streams end with a typed error, a link

@@ -1,5 +1,8 @@
 import Testing
 import BLETestSupport
+import BLEWire
+import BLECore
+import GATTClient
 
 /// The heart-rate flow end to end through our whole stack over H4/TCP, against Bumble's
 /// controllers and GATT server (Fixtures/peers/scenarios/heart-rate.json).

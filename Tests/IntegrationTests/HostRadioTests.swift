@@ -1,5 +1,8 @@
 import Testing
 import BLETestSupport
+import BLEWire
+import BLECore
+import ATT
 
 /// The host and central over H4/TCP against Bumble's virtual controller, below the GATT layer.
 @Suite(.serialized) struct HostRadioTests {

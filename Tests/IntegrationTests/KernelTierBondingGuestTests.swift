@@ -7,6 +7,8 @@ import Testing
 #if canImport(Glibc)
 import Glibc
 #endif
+import BLEWire
+import BLETransport
 
 /// Kernel-tier scenario (inside the VM, see `KernelTierGuestTests`): the kernel's own Security
 /// Manager bonds, re-encrypts later links with the stored key, and pairs with MITM protection

@@ -10,6 +10,8 @@ import Testing
 #if canImport(Glibc)
 import Glibc
 #endif
+import BLEWire
+import BLETransport
 
 /// The kernel tier's scenarios, run INSIDE the qemu guest by `KernelTierTests` (this same test
 /// binary, started by `scripts/kernel-vm --vhci`). Enabled only when `BLE_IN_VM=1`.

@@ -6,6 +6,7 @@ import Testing
 #if canImport(Glibc)
 import Glibc
 #endif
+import BLETransport
 
 /// Kernel-tier scenarios (inside the VM, see `KernelTierGuestTests`) for the built `ble`
 /// binary's `l2cap` command on a kernel-owned adapter (`-d hci-raw:0`: the kernel's L2CAP

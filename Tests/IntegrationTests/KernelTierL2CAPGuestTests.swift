@@ -7,6 +7,8 @@ import Testing
 #if canImport(Glibc)
 import Glibc
 #endif
+import BLEWire
+import BLETransport
 
 /// Kernel-tier scenarios (inside the VM, see `KernelTierGuestTests`) for the kernel's LE
 /// credit-based channels and the HCI monitor channel (BT_SECURITY is in

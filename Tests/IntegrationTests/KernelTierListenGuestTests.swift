@@ -5,6 +5,7 @@ import Testing
 #if canImport(Glibc)
 import Glibc
 #endif
+import BLETransport
 
 /// Kernel-tier scenario (inside the VM, see `KernelTierGuestTests`) for channels a peer opens
 /// to a PSM the kernel listens on (`L2CAPSocketChannel.listen`). HRM of

@@ -3,6 +3,7 @@ import GATTClient
 import Foundation
 import Synchronization
 import Testing
+import BLETransport
 
 /// Inside the qemu guest (started by `KernelTierReopenTests`): the adapter under an open
 /// `Central.open("hci0")` is removed (`vhci-peer stop`: the Bumble controller closes

@@ -7,6 +7,8 @@ import Testing
 #if canImport(Glibc)
 import Glibc
 #endif
+import BLEWire
+import BLETransport
 
 /// Kernel-tier scenario (inside the VM, see `KernelTierGuestTests`) for BT_SECURITY on the
 /// kernel's L2CAP sockets. The peer is HRM of Fixtures/peers/vhci_controller.py: its

@@ -8,6 +8,8 @@ import Testing
 #if canImport(Glibc)
 import Glibc
 #endif
+import BLEWire
+import BLETransport
 
 /// The kernel as the central against the built `ble serve`, run INSIDE the qemu guest by
 /// `KernelTierServeTests` (`scripts/kernel-vm --vhci --second-adapter`): the guest has two

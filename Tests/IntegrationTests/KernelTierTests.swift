@@ -5,6 +5,7 @@ import Testing
 #if canImport(Glibc)
 import Glibc
 #endif
+import BLEWire
 
 /// The product's own real-kernel transports, proven inside the qemu guest: one VM boot
 /// (`scripts/kernel-vm --vhci`) runs THIS test binary with `--filter KernelTierGuestTests`

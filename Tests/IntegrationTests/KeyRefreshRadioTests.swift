@@ -2,6 +2,8 @@ import Testing
 import BLETestSupport
 import GATTClient
 import SMP
+import BLEWire
+import BLECore
 
 /// Encrypting a link that is encrypted already (Vol 4, Part E, 7.8.24: the controller pauses
 /// encryption and starts it with the new key; Vol 6, Part B, 5.1.3.2), against Bumble's

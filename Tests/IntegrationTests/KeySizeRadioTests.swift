@@ -2,6 +2,8 @@ import Testing
 import BLETestSupport
 import GATTClient
 import SMP
+import BLEWire
+import BLECore
 
 /// Key sizes against Bumble's Security Manager (Fixtures/peers/scenarios/security-extras.json,
 /// device "short-key": its Pairing Response says Maximum Encryption Key Size 7). This side

@@ -3,6 +3,8 @@ import Synchronization
 import BLETestSupport
 import GATTClient
 import SMP
+import BLEWire
+import BLECore
 
 /// Pairing Keypress Notifications (Vol 3, Part H, 3.5.8) with Bumble's "keypress" peer
 /// (Fixtures/peers/scenarios/security-extras.json): Keyboard Display, MITM, Keypress set in AuthReq.

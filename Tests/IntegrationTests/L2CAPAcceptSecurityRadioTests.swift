@@ -1,6 +1,8 @@
 import Testing
 import BLETestSupport
 import SMP
+import BLEWire
+import BLECore
 
 /// A Bumble peer opening a channel to this side's server that needs security (scenario
 /// "l2cap-accept-security", Fixtures/peers/l2cap_servers.py "l2capConnect" with

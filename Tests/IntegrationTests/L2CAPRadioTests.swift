@@ -2,6 +2,7 @@ import Testing
 @testable import BLECore
 @testable import BLETransport
 import BLETestSupport
+import BLEWire
 
 /// LE credit-based channels against Bumble's servers with a strict receive side
 /// (Fixtures/peers/l2cap_servers.py, scenario "l2cap"): the peer closes the channel on any

@@ -1,6 +1,8 @@
 import Testing
 import BLETestSupport
 import SMP
+import BLEWire
+import BLECore
 
 /// LE and enhanced credit-based channels to Bumble servers that need security (scenario
 /// "l2cap-security", Fixtures/peers/l2cap_servers.py "security"): PSM 0x0090 refuses a plain

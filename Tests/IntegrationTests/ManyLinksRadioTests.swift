@@ -2,6 +2,10 @@ import Testing
 import Foundation
 import Synchronization
 import BLETestSupport
+import BLEWire
+import BLETransport
+import BLECore
+import GATTClient
 
 /// Eight links at once against Bumble's controllers (Fixtures/peers/scenarios/links.json):
 /// seven steady counters and one peripheral that ends its first link after 20 notifications.

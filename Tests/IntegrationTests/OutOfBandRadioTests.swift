@@ -2,6 +2,8 @@ import Testing
 import BLETestSupport
 import GATTClient
 import SMP
+import BLEWire
+import BLECore
 
 /// LE Secure Connections Out of Band pairing (Vol 3, Part H, 2.3.5.6.4) with Bumble's "oob"
 /// peer (Fixtures/peers/scenarios/security-extras.json). Each side's OOB data is r and

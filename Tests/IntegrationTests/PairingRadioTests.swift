@@ -3,6 +3,8 @@ import Synchronization
 import BLETestSupport
 import GATTClient
 import SMP
+import BLEWire
+import BLECore
 
 /// Pairing end to end against Bumble's Security Manager as the independent peer
 /// (Fixtures/peers/scenarios/security.json): each association model of Vol 3, Part H,

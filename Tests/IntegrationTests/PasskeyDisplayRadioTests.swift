@@ -3,6 +3,8 @@ import Synchronization
 import BLETestSupport
 import GATTClient
 import SMP
+import BLEWire
+import BLECore
 
 /// Passkey Entry where this side shows the six digits and the peer types them (Vol 3, Part H,
 /// 2.3.5.6.3; Table 2.8, Display Only initiator with a Keyboard Only responder): Bumble's

@@ -3,6 +3,7 @@ import Testing
 import BLECore
 import BLETestSupport
 import GATTServer
+import BLEWire
 
 /// Our GATT server on a peripheral-role link, with Bumble's GATT client as the independent
 /// central (Fixtures/peers/gatt_central.py, scenario "procedures"): every answer is checked in

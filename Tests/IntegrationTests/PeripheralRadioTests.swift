@@ -2,6 +2,8 @@ import Foundation
 import Testing
 import BLECore
 import BLETestSupport
+import BLEWire
+import GATTClient
 
 /// The stack as the peripheral, with Bumble as the independent central
 /// (Fixtures/peers/central_peer.py): a Bumble Device on a second virtual controller of the

@@ -2,6 +2,8 @@ import Testing
 import BLETestSupport
 import GATTClient
 import SMP
+import BLEWire
+import BLECore
 
 /// The central as a private device against Bumble's Security Manager (an independent
 /// implementation): it pairs from a resolvable private address made from its local IRK and

@@ -1,6 +1,9 @@
 import Foundation
 import Testing
 import BLETestSupport
+import BLEWire
+import BLETransport
+import BLECore
 
 /// Replays recorded sessions through the whole stack: the capture's controller-to-host half
 /// is fed in, the host-to-controller half is the script the stack must follow.

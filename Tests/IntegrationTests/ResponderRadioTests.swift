@@ -4,6 +4,7 @@ import Synchronization
 import BLECore
 import BLETestSupport
 import SMP
+import BLEWire
 
 /// The stack as the SMP responder on a peripheral-role link, with Bumble's Security Manager as
 /// the independent initiator (Fixtures/peers/pairing_central.py): each association model of

@@ -2,6 +2,7 @@ import Dispatch
 import Testing
 import BLECore
 import BLETestSupport
+import BLEWire
 
 /// Central scanning against the Bumble virtual radio (Fixtures/peers): an independent
 /// controller and independent advertisers. Names and addresses come from

@@ -2,6 +2,8 @@ import Testing
 import BLETestSupport
 import GATTClient
 import SMP
+import BLEWire
+import BLECore
 
 /// A peripheral that asks for security itself: Bumble's "requester" peer
 /// (Fixtures/peers/scenarios/security-extras.json) sends a Security Request (Vol 3, Part H,

@@ -2,6 +2,8 @@ import Testing
 import BLETestSupport
 import GATTClient
 import SMP
+import BLEWire
+import BLECore
 
 /// Signed Write Without Response (Vol 3, Part G, 4.9.2) against Bumble's "signer" peer
 /// (Fixtures/peers/scenarios/security-extras.json, signedWrites): the central distributes its CSRK

@@ -1,5 +1,7 @@
 import Foundation
 import BLETestSupport
+import BLEWire
+import GATTClient
 
 /// What this process holds, from /proc/self (proc(5)): open file descriptors, threads and
 /// resident memory.

@@ -1,6 +1,10 @@
 import Testing
 import Foundation
 import BLETestSupport
+import BLEWire
+import BLECore
+import GATTClient
+import GATTServer
 
 /// Connect / discover / subscribe (N notifications, in order, none lost) / disconnect, over
 /// and over, on the in-process virtual controller and against the Bumble radio. At the end

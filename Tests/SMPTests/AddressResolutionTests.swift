@@ -2,6 +2,7 @@ import Testing
 @testable import BLETestSupport
 import BLECore
 @testable import SMP
+import BLEWire
 
 /// Resolvable private addresses (Vol 6, Part B, 1.3.2.2 and 1.3.2.3) made from the sample
 /// IRK of Vol 3, Part H, Appendix D.7 (IRK ec0234a3 57c8ad05 341010a6 0a397d9b,

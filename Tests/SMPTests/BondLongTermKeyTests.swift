@@ -2,6 +2,7 @@ import Testing
 @testable import BLETestSupport
 import BLECore
 @testable import SMP
+import BLEWire
 
 /// LE Long Term Key Requests answered from a bond store (`store.longTermKeyProvider`), with
 /// the exact HCI bytes of Vol 4, Part E: the LE Long Term Key Request event (7.7.65.5: 0x3E,

@@ -5,6 +5,7 @@ import Testing
 import Synchronization
 import BLECore
 @testable import SMP
+import BLEWire
 
 /// The file-backed bond store (layout, permissions, atomic writes, corrupt files) and the
 /// import of BlueZ's info files (Fixtures/bluez, in the layout of BlueZ's doc/settings-storage.txt).

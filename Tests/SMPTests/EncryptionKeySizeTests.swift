@@ -2,6 +2,7 @@ import Testing
 @testable import BLETestSupport
 import BLECore
 @testable import SMP
+import BLEWire
 
 /// The link's encryption key size over the in-process virtual controller: from Encryption
 /// Change v2 (Vol 4, Part E, 7.7.8, event 0x59: status, handle, Encryption_Enabled,

@@ -1,6 +1,7 @@
 import Testing
 import BLECore
 @testable import SMP
+import BLEWire
 
 /// Types holding key material print everything but the keys: `print`, interpolation,
 /// `String(reflecting:)` and `dump` show `<redacted>` where a key is. The keys are sample

@@ -3,6 +3,7 @@ import Synchronization
 @testable import BLETestSupport
 import BLECore
 @testable import SMP
+import BLEWire
 
 /// Pairing Keypress Notifications (Vol 3, Part H, 3.5.8) in Passkey Entry, as PDUs on the
 /// in-process virtual controller: they flow only when both Pairing Request and Pairing

@@ -2,6 +2,7 @@ import Testing
 @testable import BLETestSupport
 import BLECore
 @testable import SMP
+import BLEWire
 
 /// LE legacy Out of Band pairing (Vol 3, Part H, 2.3.5.4) on the in-process virtual
 /// controller: the OOB data flag of the Pairing Request (3.5.1) and the TK in c1 (2.2.3,

@@ -2,6 +2,7 @@ import Testing
 @testable import BLETestSupport
 import BLECore
 @testable import SMP
+import BLEWire
 
 /// The central's identity keys (Vol 3, Part H, 3.6.4 Identity Information, code 0x08, the IRK
 /// least significant octet first; 3.6.5 Identity Address Information, code 0x09, AddrType 0x00

@@ -1,6 +1,7 @@
 import Testing
 import BLECore
 @testable import SMP
+import BLEWire
 
 /// SMP PDUs against the layouts of Core Spec 5.4 Vol 3, Part H, 3.5 and 3.6. The pairing
 /// request and response bytes are the ones of the c1 example (2.2.3).

@@ -1,6 +1,7 @@
 import Testing
 import BLECore
 @testable import SMP
+import BLEWire
 
 /// `Bond.peerSignCounter`, the last SignCounter accepted from the peer (Vol 3, Part H, 2.4.5),
 /// in the bond file: written after the peer's CSRK, read back, and absent in files written

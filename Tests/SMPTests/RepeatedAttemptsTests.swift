@@ -2,6 +2,7 @@ import Testing
 @testable import BLETestSupport
 import BLECore
 @testable import SMP
+import BLEWire
 
 /// Repeated attempts (Vol 3, Part H, 2.3.6) on virtual time: after a pairing fails on its
 /// authentication, a new attempt with the same peer waits an interval that doubles with each

@@ -3,6 +3,7 @@ import Synchronization
 @testable import BLETestSupport
 import BLECore
 @testable import SMP
+import BLEWire
 
 /// The Security Manager as the responder on a peripheral-role link of the in-process virtual
 /// controller: the test plays the central's Security Manager byte by byte (Vol 3, Part H, 3.5

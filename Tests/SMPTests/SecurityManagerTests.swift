@@ -2,6 +2,7 @@ import Testing
 @testable import BLETestSupport
 import BLECore
 @testable import SMP
+import BLEWire
 
 /// The Security Manager over the in-process virtual controller: the PDUs this side sends are
 /// checked byte for byte against Vol 3, Part H, 3.5; the peer's PDUs are injected by hand;

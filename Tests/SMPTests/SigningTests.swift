@@ -2,6 +2,7 @@ import Testing
 import Synchronization
 import BLECore
 @testable import SMP
+import BLEWire
 
 /// The data signing algorithm (Vol 3, Part H, 2.4.5): MAC = MSB64(AES-CMAC_CSRK(m ||
 /// SignCounter)), against the AES-CMAC sample data of Vol 3, Part H, Appendix D.1 (the

@@ -1,6 +1,7 @@
 import Testing
 import BLECore
 @testable import SMP
+import BLEWire
 
 /// The toolbox functions against the Core Specification's sample data: c1 and s1 from their
 /// definitions (Vol 3, Part H, 2.2.3 and 2.2.4), the others from Vol 3, Part H, Appendix D

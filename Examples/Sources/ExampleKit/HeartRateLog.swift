@@ -1,4 +1,4 @@
-import GATTClient
+import BLEHost
 
 /// Heart-rate logging: find a monitor, connect (reconnecting after drops), and report one
 /// line per Heart Rate Measurement ("72 bpm", with RR intervals when the strap sends them).

@@ -1,4 +1,4 @@
-import GATTClient
+import BLEHost
 
 /// Scan results as CSV (RFC 4180): one row per device the first time it is heard.
 public enum ScanCSV {

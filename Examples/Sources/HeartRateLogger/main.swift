@@ -1,7 +1,7 @@
 // heart-rate-logger [DEVICE]: logs a heart-rate monitor's readings, one line each.
 // DEVICE is a transport spec (default $BLE_DEVICE, else hci0).
 import ExampleKit
-import GATTClient
+import BLEHost
 
 let central = Central(device: CommandLine.arguments.dropFirst().first)
 do {

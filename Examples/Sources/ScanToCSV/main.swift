@@ -1,7 +1,7 @@
 // scan-to-csv [DEVICE] [COUNT]: prints the devices heard as CSV, until COUNT were heard.
 // DEVICE is a transport spec (default $BLE_DEVICE, else hci0).
 import ExampleKit
-import GATTClient
+import BLEHost
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 let central = Central(device: arguments.first)

@@ -1,5 +1,6 @@
 import Synchronization
 import Testing
+import BLEHost
 import BLETestSupport
 import ExampleKit
 

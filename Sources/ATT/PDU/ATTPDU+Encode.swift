@@ -1,3 +1,4 @@
+import BLEWire
 extension ATTPDU {
     /// The PDU's wire bytes (opcode then parameters, Vol 3, Part F, 3.3). A PDU decoded by
     /// `init(bytes:)` encodes back to the same bytes. For values built by hand: list entries of

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import BLETransport
 
 extension AdapterState {
     /// The state an adapter is in when opening it failed with `error`, for UI code that has no

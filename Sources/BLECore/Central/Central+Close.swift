@@ -1,3 +1,4 @@
+import BLEWire
 extension Central {
     /// Sends HCI Disconnect for every link (and ends every restore) from a task of its own,
     /// which the caller's cancellation does not reach, and waits for the Command Statuses

@@ -1,3 +1,4 @@
+import BLEWire
 /// Routing of link-related HCI events to connections.
 extension Central {
     func handleConnectionEvent(_ event: HCIEvent) {

@@ -1,3 +1,4 @@
+import BLEWire
 extension Central {
     /// The address link `handle`, made as central, has on this side (SMP's A1/IA in pairing,
     /// Vol 3, Part H, 2.2.3 and 2.2.7): the resolvable private address the controller made for

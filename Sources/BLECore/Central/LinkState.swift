@@ -1,3 +1,4 @@
+import BLEWire
 /// Where a link is in its life, as `Connection.linkStates()` reports it. The connection owns
 /// the one state machine (`Connection+Lifecycle.swift`):
 ///

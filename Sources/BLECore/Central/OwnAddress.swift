@@ -1,3 +1,5 @@
+import BLEWire
+
 /// The address this side uses on the air (Vol 6, Part B, 1.3): the central's scans and
 /// connections (`Central.setOwnAddress`) and each advertising set
 /// (`AdvertisingParameters.ownAddress`). Own_Address_Type 0x00 (the controller's public

@@ -1,3 +1,4 @@
+import BLEWire
 // The errors of the host, its links, and scans answer `BLEError.isCancellation`.
 
 extension HCIError: BLEError {

@@ -1,5 +1,6 @@
 import Dispatch
 import Synchronization
+import BLEWire
 
 /// The host's per-link receive state and the one way in for inbound ACL data: every ACL
 /// packet goes from the transport callback to its link's reassembler here, and every PDU

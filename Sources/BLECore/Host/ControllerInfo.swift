@@ -1,3 +1,4 @@
+import BLEWire
 /// What a controller says about itself during bring-up.
 ///
 ///     let info = try await central.powerOn()

@@ -1,4 +1,6 @@
 import Dispatch
+import BLEWire
+import BLETransport
 
 /// What the host passes up to the central.
 public enum HostEvent: Sendable {

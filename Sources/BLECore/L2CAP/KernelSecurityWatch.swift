@@ -1,4 +1,6 @@
 import Synchronization
+import BLEWire
+import BLETransport
 
 /// Watches the kernel's HCI monitor channel (`HCIMonitor`) while the kernel secures one link
 /// for an L2CAP socket, for the packet that says why it failed (see `Tracker`). The kernel

@@ -1,3 +1,4 @@
+import BLEWire
 extension L2CAPChannelError: BLEError {
     /// True for `.cancelled`, and for a link error that is itself a cancellation.
     public var isCancellation: Bool {

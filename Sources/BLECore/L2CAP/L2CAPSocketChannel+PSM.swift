@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import CHCI
+import BLEWire
 
 /// LE credit-based channels made by the kernel (Core Spec Vol 3, Part A, 10.1): the socket is
 /// connected to the peer's LE_PSM, the kernel segments SDUs into K-frames and handles credits

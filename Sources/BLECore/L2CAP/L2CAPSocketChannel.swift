@@ -3,6 +3,8 @@ import Glibc
 #endif
 import CHCI
 import Dispatch
+import BLETransport
+import BLEWire
 
 /// Why a kernel L2CAP socket could not be connected. Every message names the errno and says
 /// what to do.
@@ -412,24 +414,30 @@ public final class L2CAPSocketChannel: L2CAPChannel, @unchecked Sendable { // st
     func readAvailable() {
         var ending: Int32?  // the end seen first: its errno, 0 for end of stream
         while closedError == nil {
-            let n = recv(fd, readBuffer.baseAddress, readBuffer.count, Int32(MSG_DONTWAIT))
-            if n <= 0 {
-                let err = n < 0 ? errno : socketError(fd)
-                if n < 0 && err == EINTR { continue }
-                if n < 0 && (err == EAGAIN || err == EWOULDBLOCK) && ending == nil { return }
-                if let ending {
-                    end(ending)
+            let err: Int32
+            do {
+                guard let n = try FileDescriptorIO.retryingInterrupts("recv", { recv(fd, readBuffer.baseAddress, readBuffer.count, Int32(MSG_DONTWAIT)) }) else {
+                    if let ending { end(ending) }
                     return
                 }
-                ending = err
-                continue
+                if n > 0 {
+                    let sdu = [UInt8](UnsafeRawBufferPointer(rebasing: readBuffer[..<n]))
+                    if let receive {
+                        receive(sdu)
+                    } else if early.count < 64 {
+                        early.append(sdu)
+                    }
+                    continue
+                }
+                err = socketError(fd)
+            } catch {
+                err = error.errno
             }
-            let sdu = [UInt8](UnsafeRawBufferPointer(rebasing: readBuffer[..<n]))
-            if let receive {
-                receive(sdu)
-            } else if early.count < 64 {
-                early.append(sdu)
+            if let ending {
+                end(ending)
+                return
             }
+            ending = err
         }
     }
 

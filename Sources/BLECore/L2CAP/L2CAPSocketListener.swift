@@ -2,6 +2,8 @@
 import Glibc
 #endif
 import CHCI
+import BLETransport
+import BLEWire
 
 extension L2CAPSocketChannel {
     /// Listens on `psm` of the adapter with address `adapter` (nil: every adapter) for the LE
@@ -148,14 +150,17 @@ public actor L2CAPSocketListener: AsyncSequence {
         while end == nil, !waiters.isEmpty {
             var address = [UInt8](repeating: 0, count: 6)
             var type: UInt8 = 0
-            let child = chci_accept_l2(fd, &address, &type)
-            if child < 0 {
-                let err = errno
-                if err == EINTR || err == ECONNABORTED { continue }
-                if err == EAGAIN || err == EWOULDBLOCK { return }
-                finish(.system(operation: "accept(L2CAP, PSM \(psm.hex))", peer: "a listener on PSM \(psm.hex)", errno: err))
+            let accepted: Int?
+            do {
+                accepted = try FileDescriptorIO.retryingInterrupts("accept") { Int(chci_accept_l2(fd, &address, &type)) }
+            } catch where error.errno == ECONNABORTED {
+                continue
+            } catch {
+                finish(.system(operation: "accept(L2CAP, PSM \(psm.hex))", peer: "a listener on PSM \(psm.hex)", errno: error.errno))
                 return
             }
+            guard let accepted else { return }
+            let child = Int32(accepted)
             let raw = address.reversed().reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
             let peer = LEAddress(BluetoothAddress(rawValue: raw), type: Int32(type) == BDADDR_LE_RANDOM ? .random : .public)
             let channel = L2CAPSocketChannel(fd: child, peer: peer, psm: psm, executor: executor)

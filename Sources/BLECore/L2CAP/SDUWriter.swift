@@ -1,4 +1,5 @@
 import Synchronization
+import BLEWire
 
 /// One SDU on its way out of a `CreditBasedChannel`: segmented into K-frames as credits allow
 /// (Core Spec 5.4 Vol 3, Part A, 3.4.2 and 10.1), each K-frame's PDU built straight from the

@@ -1,3 +1,4 @@
+import BLEWire
 /// How one `Central.scan` subscriber wants to scan.
 ///
 /// Several subscribers share one controller scan; the controller runs with the union of

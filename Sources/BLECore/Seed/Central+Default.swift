@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import BLETransport
 
 extension Central {
     /// The transport spec `Central()` opens: `$BLE_DEVICE` when set and not empty, else `hci0`.

@@ -1,4 +1,6 @@
 import Dispatch
+import BLEWire
+import BLETransport
 
 /// A transport that opens its endpoint when it is started, and opens it anew on every later
 /// start: `Central()` can be created without `try` and report a failure to open through its

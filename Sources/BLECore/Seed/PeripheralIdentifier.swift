@@ -1,3 +1,4 @@
+import BLEWire
 /// Names a peripheral found by a scan, for `connect`: the address it advertised with.
 ///
 ///     if case .discovered(let discovery) = event { found = discovery.peripheral }

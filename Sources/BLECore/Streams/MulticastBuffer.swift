@@ -1,4 +1,5 @@
 import Synchronization
+import BLETransport
 
 /// A multicast buffer for hot streams such as notifications: each subscriber has its own queue
 /// on the adapter executor and at most one suspended consumer, and values are handed over in

@@ -1,3 +1,4 @@
+import BLETransport
 extension AdapterReopenPolicy {
     /// For an HCI socket transport (`hci0`, `hci-user:N`, `hci-raw:N`): a signal each time
     /// the kernel registers adapter N (HCI monitor New Index, also sent at open for an adapter

@@ -1,5 +1,6 @@
 import BLECore
 import BLESensors
+import BLEWire
 
 /// The JSON message of one advertising device, and its `lost` message.
 public enum AdvertisementPayload {

@@ -1,4 +1,5 @@
 import BLECore
+import BLEWire
 
 extension HomeAssistantDiscovery {
     /// The one presence entity of a fleet device: a sensor showing the nearest gateway's id, or

@@ -1,5 +1,6 @@
 import BLECore
 import BLESensors
+import BLEWire
 
 /// Home Assistant MQTT discovery: one retained config per value a device shows (its RSSI and every
 /// decoded value that ``SensorKinds`` names), on `homeassistant/<component>/ble_<ADDRESS>/<key>/config`.

@@ -1,6 +1,8 @@
 import BLECore
 import BLESensors
 import FoundationEssentials
+import BLEWire
+import BLETransport
 
 extension GatewayConfig {
     /// The largest config file read (1 MiB): a config is a few kilobytes, so a larger file is

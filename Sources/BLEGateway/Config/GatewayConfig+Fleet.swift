@@ -1,4 +1,5 @@
 import BLECore
+import BLEWire
 
 extension GatewayConfig {
     /// The fleet a gateway belongs to: every gateway with the same `name` (and topic prefix)

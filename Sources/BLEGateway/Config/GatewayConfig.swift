@@ -2,6 +2,8 @@ import BLECore
 import BLESensors
 import FoundationEssentials
 import GATTClient
+import BLEWire
+import BLETransport
 
 /// Everything the gateway runs with: broker, gateway id, scanning, links. Built from a JSON
 /// file (`GatewayConfig.decode`) and command-line flags, then checked with `validate()`.

@@ -1,5 +1,6 @@
 import BLECore
 import FoundationEssentials
+import BLEWire
 
 /// One retained message on `ble/FLEET/claims/<ADDRESS>`: the gateway that holds the device,
 /// the RSSI it hears it at, its free slots after the claim, and the claim's epoch.

@@ -1,4 +1,5 @@
 import BLECore
+import BLEWire
 
 /// Which gateway holds each configured device, decided by every gateway alike from the retained
 /// claims (``FleetClaim``), the gateways' statuses and free slots, and the RSSI each reports.

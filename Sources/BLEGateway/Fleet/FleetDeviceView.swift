@@ -1,4 +1,5 @@
 import BLECore
+import BLEWire
 
 /// What the fleet last published for each device (by any gateway, as the broker showed it, or
 /// by this one): decides whether this gateway publishes a report. A packet goes out when the

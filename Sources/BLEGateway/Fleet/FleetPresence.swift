@@ -1,4 +1,5 @@
 import BLECore
+import BLEWire
 import FoundationEssentials
 
 /// Presence of each device across the fleet: the smoothed RSSI every gateway reports, the

@@ -1,4 +1,5 @@
 import BLECore
+import BLEWire
 
 /// The claims side of the fleet state: it feeds ``FleetClaims`` with the claims, statuses,
 /// slots and presence the broker delivers, publishes what it decides, and tells the gateway

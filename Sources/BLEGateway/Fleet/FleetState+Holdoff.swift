@@ -1,4 +1,5 @@
 import BLECore
+import BLEWire
 
 /// Who publishes a packet that several gateways hear at once. Every gateway ranks the online
 /// gateways that hear a device (the presence reports) the same way: loudest first, then the

@@ -1,4 +1,5 @@
 import BLECore
+import BLEWire
 
 /// A fleet gateway's view of what the others published: the device messages (dropping
 /// duplicates fleet-wide, ``FleetDeviceView``) and presence (``FleetPresence``). Fed by this

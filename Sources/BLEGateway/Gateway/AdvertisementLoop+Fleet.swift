@@ -1,5 +1,6 @@
 import BLECore
 import BLESensors
+import BLEWire
 
 extension AdvertisementLoop {
     /// A report in a fleet: presence hears it; the fleet's device topic gets it when the fleet

@@ -1,5 +1,6 @@
 import BLECore
 import BLESensors
+import BLEWire
 
 /// One scan subscription: each device's message on change at once, unchanged at most every
 /// `publishInterval`, `lost` when it goes away. Its state is its own (no lock).

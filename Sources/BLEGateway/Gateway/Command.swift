@@ -1,6 +1,7 @@
 import BLECore
 import FoundationEssentials
 import GATTClient
+import BLEWire
 
 /// A command received on `ble/GWID/commands`:
 /// `{"id":"42","command":"read","address":"C0:11:22:33:44:55","addressType":"random","service":"180F","characteristic":"2A19"}`.

@@ -1,4 +1,5 @@
 import BLECore
+import BLEWire
 
 /// The gateway never stops silently when its adapter goes away (a USB dongle unplugged, the
 /// user channel lost, a controller Hardware Error): it publishes the loss on

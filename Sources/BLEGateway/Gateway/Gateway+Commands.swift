@@ -1,6 +1,7 @@
 import BLECore
 import GATTClient
 import SMP
+import BLEWire
 
 extension Gateway {
     /// Answers each command on `responses/<id>` (QoS 1); commands run concurrently, so a slow

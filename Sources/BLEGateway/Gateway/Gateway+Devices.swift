@@ -1,5 +1,6 @@
 import BLECore
 import GATTClient
+import BLEWire
 
 extension Gateway {
     /// Holds the link to a configured device: connects through the background connections

@@ -1,4 +1,5 @@
 import BLECore
+import BLEWire
 
 /// In a fleet a configured device is held by one gateway at a time: this one connects to the
 /// devices whose claim it holds (FleetClaims) and lets go of those it lost.

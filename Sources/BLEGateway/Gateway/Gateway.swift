@@ -2,6 +2,7 @@ import BLECore
 import GATTClient
 import SMP
 import Synchronization
+import BLEWire
 
 /// The BLE→MQTT gateway on one `Central`: advertisements to `ble/GWID/devices/<ADDRESS>`,
 /// the retained status and metrics, links from the config with their notifications and

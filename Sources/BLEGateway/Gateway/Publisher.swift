@@ -1,4 +1,5 @@
 import BLECore
+import BLETransport
 
 /// The gateway's side of the broker: a bounded queue of outgoing messages in front of the
 /// MQTT client.

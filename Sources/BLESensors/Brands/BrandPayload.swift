@@ -1,4 +1,5 @@
 import BLECore
+import BLEWire
 
 /// Reads of fixed-layout brand payloads. Each decoder checks the payload's length once against
 /// its layout, then reads fields at offsets inside it; the brands mix byte orders, so both are

@@ -1,4 +1,5 @@
 import BLECore
+import BLEWire
 
 /// RuuviTag data formats 3 (RAWv1) and 5 (RAWv2) in manufacturer data of company 0x0499
 /// (docs.ruuvi.com, "Data formats"). RAWv2 values the tag marks "not available" are left out.

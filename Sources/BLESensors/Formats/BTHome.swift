@@ -1,4 +1,5 @@
 import BLECore
+import BLEWire
 
 /// BTHome v2 (bthome.io/format): service data of UUID 0xFCD2, a device-information byte
 /// (bit 0 encrypted, bit 1 MAC included, bit 2 trigger based, bits 5–7 version 2), the MAC when

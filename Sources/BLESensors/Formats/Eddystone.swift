@@ -1,4 +1,5 @@
 import BLECore
+import BLEWire
 
 /// Eddystone service data (UUID 0xFEAA): UID (0x00), URL (0x10) and unencrypted TLM (0x20)
 /// frames, published nested under `eddystone`. Other frames or lengths are not decoded.

@@ -1,4 +1,5 @@
 import BLECore
+import BLEWire
 
 /// Environmental Sensing characteristics as service data (ESS 3.1; GATT Specification
 /// Supplement: Temperature 0x2A6E sint16 0.01 °C, Humidity 0x2A6F uint16 0.01 %, Pressure 0x2A6D

@@ -1,4 +1,5 @@
 import BLECore
+import BLEWire
 
 /// Apple iBeacon: manufacturer data of company 0x004C holding 0x02 0x15, the proximity UUID (16),
 /// major and minor (big-endian) and the measured power; published nested under `ibeacon`.

@@ -1,4 +1,5 @@
 import BLECore
+import BLEWire
 
 /// Xiaomi MiBeacon (service data of UUID 0xFE95), versions 2 to 5: frame control (LE16), product
 /// id (LE16), frame counter, then the MAC reversed, a capability byte and the objects (type LE16,

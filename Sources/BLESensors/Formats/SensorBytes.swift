@@ -1,4 +1,5 @@
 import BLECore
+import BLEWire
 
 /// Little-endian and big-endian integers at an offset the caller has checked, for the
 /// fixed-layout sensor payloads.

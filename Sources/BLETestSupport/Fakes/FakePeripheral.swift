@@ -1,6 +1,10 @@
 import Dispatch
 import Synchronization
 import GATTClient
+import BLEWire
+import BLECore
+import ATT
+import GATTServer
 
 /// A peripheral for `FakeCentral`: a name, what it advertises and its GATT database, declared
 /// the way an application names things. Once added to a fake central it advertises, accepts

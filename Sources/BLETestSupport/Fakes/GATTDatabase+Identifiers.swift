@@ -1,4 +1,6 @@
 import GATTClient
+import BLEWire
+import GATTServer
 
 extension GATTDatabase.Service {
     /// A primary service named the way an application names it.

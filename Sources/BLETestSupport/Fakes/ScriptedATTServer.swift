@@ -1,5 +1,6 @@
 import Dispatch
 import ATT
+import GATTServer
 
 /// A `GATTServer` with scripted answers in front: reads and writes of chosen value handles
 /// fail with an ATT error, or a write's answer is decided by a closure. Everything else goes

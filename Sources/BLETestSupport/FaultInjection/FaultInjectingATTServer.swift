@@ -1,6 +1,7 @@
 import Dispatch
 import ATT
 import BLECore
+import GATTServer
 
 /// Wraps a simulated ATT server and makes it misbehave on purpose:
 /// - at a chosen request, does something other than answer (`on(_:occurrence:_:)`): the way to

@@ -1,6 +1,8 @@
 import Dispatch
 import Synchronization
 import BLECore
+import BLEWire
+import BLETransport
 
 /// An HCI transport that wraps another and misbehaves on purpose, by a script of rules or a
 /// seeded pseudo-random plan: it drops, duplicates, delays (on its scheduler: put the

@@ -1,4 +1,5 @@
 import BLECore
+import BLEWire
 
 /// What a `FaultInjectingTransport` does to the packets it carries: nothing, a script of
 /// rules, or seeded random faults.

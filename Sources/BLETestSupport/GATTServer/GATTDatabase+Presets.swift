@@ -1,4 +1,7 @@
 import GATTClient
+import BLEWire
+import ATT
+import GATTServer
 
 extension GATTDatabase {
     /// The heart-rate monitor of Fixtures/peers/scenarios/heart-rate.json: Heart Rate

@@ -1,5 +1,6 @@
 import Dispatch
 import GATTServer
+import ATT
 
 extension GATTServer {
     /// Deliberate protocol violations of a test server.

@@ -1,5 +1,8 @@
 import Dispatch
 import GATTClient
+import BLEWire
+import BLECore
+import GATTServer
 
 /// An in-memory ATT channel: the client end is an `L2CAPChannel`, the far end an
 /// `ATTServerLink` into a `SimulatedATTServer`, both on one adapter queue. Client SDUs reach

@@ -1,4 +1,5 @@
 import BLECore
+import BLEWire
 
 /// A device the virtual controller can see and connect to: its address, what it advertises,
 /// how often (in virtual time), how strong it looks, and the ATT server behind its link.

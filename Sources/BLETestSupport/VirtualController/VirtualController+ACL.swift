@@ -1,4 +1,6 @@
 import BLECore
+import BLEWire
+import GATTServer
 
 /// ACL data: buffer accounting and Number Of Completed Packets, reassembly, routing to the
 /// peer's fixed channels, and fragmentation towards the host (Vol 4, Part E, 4.1 and 5.4.2;

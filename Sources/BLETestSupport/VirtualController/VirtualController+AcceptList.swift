@@ -1,4 +1,5 @@
 import BLECore
+import BLEWire
 
 /// The Filter Accept List (Vol 4, Part E, 7.8.14 to 7.8.17; Vol 6, Part B, 4.3.1): bounded by
 /// `Options.filterAcceptListSize`, and not to be changed while a create-connection command

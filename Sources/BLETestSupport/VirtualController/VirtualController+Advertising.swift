@@ -1,4 +1,5 @@
 import BLECore
+import BLEWire
 
 /// One advertising set as the virtual controller holds it. A controller without extended
 /// advertising has one set, handle 0, driven by the legacy commands.

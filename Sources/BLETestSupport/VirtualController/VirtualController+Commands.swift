@@ -1,4 +1,5 @@
 import BLECore
+import BLEWire
 
 /// Command handling: flow control, bring-up answers, scripted answers (Vol 4, Part E, 4.4 and 7).
 extension VirtualController {

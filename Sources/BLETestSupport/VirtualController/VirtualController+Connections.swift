@@ -1,4 +1,5 @@
 import BLECore
+import BLEWire
 
 /// Links: creating, cancelling, updating and ending connections (Vol 4, Part E, 7.1 and 7.8;
 /// Vol 6, Part B, 5.1), with the peer's side scriptable.

@@ -1,4 +1,5 @@
 import BLECore
+import BLEWire
 
 /// Controller-level faults and raw injection.
 extension VirtualController {

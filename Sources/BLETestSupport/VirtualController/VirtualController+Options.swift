@@ -1,4 +1,5 @@
 import BLECore
+import BLEWire
 
 extension VirtualController {
     /// How the virtual controller describes itself and behaves. Every field has a default that

@@ -1,4 +1,5 @@
 import BLECore
+import BLETransport
 
 extension VirtualController {
     /// Serves the controller as an H4 device on a new pseudo-terminal and returns the transport

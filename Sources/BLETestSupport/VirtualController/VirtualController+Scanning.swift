@@ -1,4 +1,5 @@
 import BLECore
+import BLEWire
 
 /// Simulated peripherals and what a scan sees of them: LE Advertising Reports for a legacy
 /// scan, LE Extended Advertising Reports for an extended one (Vol 4, Part E, 7.7.65.2 and

@@ -1,5 +1,6 @@
 import Dispatch
 import BLECore
+import BLEWire
 
 /// Waiting for what the stack does, without sleeping: each wait resumes as soon as its
 /// condition holds, and gives up after a real-time `timeout` (a safety net that passing tests

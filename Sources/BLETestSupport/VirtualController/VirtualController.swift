@@ -1,5 +1,7 @@
 import Dispatch
 import BLECore
+import BLEWire
+import BLETransport
 
 /// An in-process LE controller for tests: it speaks HCI over a `MemoryTransport`, so the
 /// whole stack above HCI (host, central, L2CAP, ATT, GATT) runs for real without a radio.

@@ -11,20 +11,11 @@ package enum FileBytes {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw FileReadError(path: path, operation: "open", errno: errno) }
         defer { _ = close(fd) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: min(max(limit, 1), 1 << 16))
-        while bytes.count < limit {
-            let want = min(chunk.count, limit - bytes.count)
-            let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, want) }
-            if n > 0 {
-                bytes += chunk[..<n]
-            } else if n == 0 {
-                break
-            } else if errno != EINTR {
-                throw FileReadError(path: path, operation: "read", errno: errno)
-            }
+        do {
+            return try FileDescriptorIO.readAll(fd, atMost: limit)
+        } catch {
+            throw FileReadError(path: path, operation: "read", errno: error.errno)
         }
-        return bytes
     }
 }
 

@@ -6,7 +6,7 @@ import BLEWire
 /// Unbuffered writes to fd 2, for `BLELogger.standardError`.
 enum StandardError {
     static func write(_ text: String) {
-        var bytes = Array(text.utf8)
-        _ = bytes.withUnsafeMutableBytes { Glibc.write(2, $0.baseAddress, $0.count) }
+        // A log line that cannot be written has nowhere else to go.
+        try? FileDescriptorIO.writeAll(2, Array(text.utf8))
     }
 }

@@ -1,6 +1,8 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import BLEWire
+import BLECore
 
 /// The GATT cache an application shares across connections: one `GATTDatabaseSnapshot` per
 /// peer identity. A `Peripheral` given the cache discovers a peer once, reuses the result on

@@ -1,6 +1,8 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import BLETransport
+import BLEWire
 
 /// The files of a persistent `GATTCache`: `<directory>/<peer address>-<address type>`, one
 /// per peer (`GATTCacheFile`), mode 0600 in a 0700 directory of this user's, each written to
@@ -136,16 +138,11 @@ actor GATTCacheDirectory {
             throw .io(path: path + "/" + name, operation: "opening", errno: errno)
         }
         defer { close(fd) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 16 * 1024)
-        while bytes.count <= GATTCacheFile.maximumSize {
-            let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-            if n == 0 { break }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw .io(path: path + "/" + name, operation: "reading", errno: errno)
-            }
-            bytes += chunk[..<n]
+        let bytes: [UInt8]
+        do {
+            bytes = try FileDescriptorIO.readAll(fd, atMost: GATTCacheFile.maximumSize + 1)
+        } catch {
+            throw .io(path: path + "/" + name, operation: "reading", errno: error.errno)
         }
         _ = futimens(fd, nil)
         return bytes
@@ -156,29 +153,10 @@ actor GATTCacheDirectory {
     private func writeAtomically(_ bytes: [UInt8], to name: String, in directory: Int32) throws(GATTCacheError) {
         writes += 1
         let temp = ".\(name).\(getpid()).\(writes).tmp"
-        let fd = openat(directory, temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw .io(path: path + "/" + temp, operation: "creating", errno: errno) }
-        func fail(_ operation: String) -> GATTCacheError {
-            let e = errno
-            close(fd)
-            unlinkat(directory, temp, 0)
-            return .io(path: path + "/" + temp, operation: operation, errno: e)
-        }
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw fail("writing")
-            }
-            offset += n
-        }
-        if fsync(fd) != 0 { throw fail("syncing") }
-        close(fd)
-        if renameat(directory, temp, directory, name) != 0 {
-            let e = errno
-            unlinkat(directory, temp, 0)
-            throw .io(path: path + "/" + name, operation: "renaming \(temp) to", errno: e)
+        do {
+            try AtomicFile.replace(name, in: directory, with: bytes, temporaryName: temp, mode: 0o600)
+        } catch {
+            throw .io(path: error.name.map { path + "/" + $0 } ?? path, operation: error.operation, errno: error.errno)
         }
     }
 

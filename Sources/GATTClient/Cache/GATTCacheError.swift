@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import BLEWire
 
 /// What went wrong with a persistent `GATTCache`'s directory. None of these loses a
 /// connection's work: a peer whose file cannot be read or written is discovered over the air

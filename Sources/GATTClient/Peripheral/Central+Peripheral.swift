@@ -1,3 +1,5 @@
+import BLEWire
+import BLECore
 extension Central {
     /// Connects to `peer` and returns its `Peripheral`: discovery happens on first use.
     ///

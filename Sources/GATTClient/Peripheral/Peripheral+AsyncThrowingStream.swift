@@ -1,3 +1,4 @@
+import BLECore
 extension Peripheral {
     /// Notifications decoded as `T`, as the `AsyncThrowingStream` that BLESwift's
     /// `notifications(for:)` returns: chosen where the type context asks for one, so code

@@ -1,3 +1,4 @@
+import ATT
 extension Peripheral {
     /// The peer's primary services, discovered on first use (or taken from the cache).
     ///

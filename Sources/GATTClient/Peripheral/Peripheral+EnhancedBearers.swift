@@ -1,5 +1,6 @@
 import BLECore
 import ATT
+import BLEWire
 
 /// Enhanced ATT bearers (EATT, Core Spec 5.4 Vol 3, Part G, 5.3 and Part F, 3.2.11): ATT over
 /// enhanced credit-based L2CAP channels on PSM 0x0027, each bearer with its own request in

@@ -1,3 +1,4 @@
+import BLECore
 extension Peripheral {
     /// Subscribes to a characteristic's notifications (or indications) and returns once the
     /// peer's CCCD is set: nothing sent after this returns is missed. Any number of

@@ -1,3 +1,5 @@
+import BLEWire
+import ATT
 extension GATTProcedures {
     /// The longest attribute value (Vol 3, Part F, 3.2.9).
     public static let maximumAttributeValueLength = 512

@@ -1,3 +1,4 @@
+import BLECore
 extension Central {
     /// Scans for devices advertising any of `services` (in a service UUID list or as service
     /// data); the same stream as `scan(services:options:)` with UUIDs.

@@ -1,3 +1,4 @@
+import BLEWire
 extension BluetoothUUID {
     /// The UUID a string literal names; a literal that is not one stops the program with a
     /// message (a mistake in the source, like an invalid regex literal). Text from users or

@@ -1,5 +1,6 @@
 import GATTClient
 import SMP
+import BLEWire
 
 /// One attribute of the server's table (Core Spec 5.4, Vol 3, Part F, 3.2).
 package struct ServerAttribute {

@@ -1,4 +1,5 @@
 import GATTClient
+import BLEWire
 
 /// Why a database description could not be read; the text names the service and
 /// characteristic (by index from 0) and the field.

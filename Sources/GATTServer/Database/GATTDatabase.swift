@@ -1,4 +1,6 @@
 import GATTClient
+import BLEWire
+import ATT
 
 /// The description of a peripheral's attribute database, from which `GATTServer`
 /// lays out handles the way a real server does (Core Spec 5.4, Vol 3, Part G, 3): each

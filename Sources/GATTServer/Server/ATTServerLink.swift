@@ -1,4 +1,5 @@
 import BLECore
+import BLEWire
 
 /// The server's end of one ATT bearer: the fixed channel 0x0004 of an LE link, the
 /// in-process loopback of BLETestSupport, or a virtual controller's link. The owner calls

@@ -1,4 +1,6 @@
 import GATTClient
+import BLEWire
+import ATT
 
 /// The security of the link a request came on (Vol 3, Part C, 10.2), as the server enforces it.
 public struct GATTLinkSecurity: Sendable, Hashable {

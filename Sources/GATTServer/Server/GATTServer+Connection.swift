@@ -1,6 +1,8 @@
 import BLECore
 import GATTClient
 import SMP
+import BLEWire
+import ATT
 
 extension GATTServer {
     /// Serves the database to the client at the other end of `connection` (a link a central

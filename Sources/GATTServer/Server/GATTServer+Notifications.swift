@@ -1,4 +1,6 @@
 import GATTClient
+import BLEWire
+import ATT
 
 extension GATTServer {
     /// Sends a Handle Value Notification of `value` (cut to ATT_MTU - 3) to every link that

@@ -1,4 +1,6 @@
 import GATTClient
+import BLECore
+import ATT
 
 extension GATTServer {
     /// The security of link `id` (unencrypted unless the link reports it).

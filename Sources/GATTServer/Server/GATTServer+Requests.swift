@@ -1,4 +1,5 @@
 import GATTClient
+import ATT
 
 extension GATTServer {
     /// How a PDU is answered: not at all (commands), at once, or after async handlers ran.

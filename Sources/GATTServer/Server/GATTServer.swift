@@ -1,5 +1,8 @@
 import Dispatch
 import GATTClient
+import BLEWire
+import BLECore
+import ATT
 
 /// A GATT server (Core Spec 5.4, Vol 3, Part F, 3.4; Part G, 4): lays out a `GATTDatabase`
 /// and answers every ATT request of every client, keeps the CCCDs, Client Supported Features

@@ -1,4 +1,5 @@
 import GATTClient
+import BLEWire
 
 /// What a client did on a `GATTServer`, as `activity()` reports it: a bearer came or went,
 /// a value was read, a value was written (applied), a CCCD was written. Values and peers come

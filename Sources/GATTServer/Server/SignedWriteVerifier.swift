@@ -1,5 +1,7 @@
 import GATTClient
 import SMP
+import BLEWire
+import ATT
 
 /// Checks the signature of a Signed Write Command (Vol 3, Part H, 2.4.5) from a bonded peer.
 /// The server itself refuses a SignCounter that does not increase.

@@ -1,4 +1,5 @@
 import BLECore
+import BLEWire
 
 /// Resolvable private addresses (Core Spec Vol 6, Part B, 1.3.2.2 and 1.3.2.3): the top 24
 /// bits are prand (its two most significant bits 0b01), the low 24 bits are

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import BLECore
+import BLEWire
 
 /// Reads the LE bonds that BlueZ's bluetoothd kept (`/var/lib/bluetooth/<adapter>/<peer>/info`,
 /// ini files described in BlueZ's doc/settings-storage.txt), so a gateway that stops using

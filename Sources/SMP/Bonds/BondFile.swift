@@ -1,4 +1,5 @@
 import BLECore
+import BLEWire
 
 /// The text form of one bond file: `key=value` lines between a header and an `end` line (so a
 /// cut-off file is recognised). Keys are hex, most significant octet first.

@@ -1,4 +1,5 @@
 import BLECore
+import BLEWire
 
 /// LE Long Term Key Requests answered from the bonds. When the peer is the central and
 /// starts encryption, the controller asks for the key of the link (Vol 4, Part E, 7.7.65.5:

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import BLECore
+import BLEWire
 
 /// Where bonds are kept between runs. `FileBondStore` is the default; an app may keep them
 /// elsewhere (a keychain, a database).

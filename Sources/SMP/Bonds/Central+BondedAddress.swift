@@ -1,4 +1,5 @@
 import BLECore
+import BLEWire
 
 /// Finding a bonded device that advertises with a resolvable private address (Vol 6, Part B,
 /// 1.3.2.2), so an app can connect by the identity address it keeps.

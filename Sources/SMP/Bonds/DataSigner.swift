@@ -1,4 +1,5 @@
 import BLECore
+import BLEWire
 
 /// Signs this side's Signed Write Commands to one bonded peer (Vol 3, Part H, 2.4.5; Vol 3,
 /// Part F, 3.4.5.4) with the CSRK this side distributed, and keeps the SignCounter in the

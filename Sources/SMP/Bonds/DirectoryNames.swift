@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import BLECore
+import BLEWire
 
 /// The entries of an open directory stream whose names are Bluetooth addresses (a bond
 /// directory's adapters, BlueZ's adapters and peers), sorted by name.

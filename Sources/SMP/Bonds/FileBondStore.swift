@@ -2,6 +2,8 @@
 import Glibc
 #endif
 import BLECore
+import BLETransport
+import BLEWire
 
 /// Bonds in files: `<directory>/<adapter address>/<peer address>-<public|random>`, one file
 /// per adapter and peer, mode 0600 in 0700 directories, each written to a new temporary file
@@ -274,34 +276,10 @@ public final class FileBondStore: BondStore, @unchecked Sendable { // file acces
         let directoryDescriptor = try writableDirectory()
         writes += 1
         let temp = ".\(name).\(getpid()).\(writes).tmp"
-        let tempPath = directory + "/" + temp
-        let fd = openat(directoryDescriptor, temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw .io(path: tempPath, operation: "creating", errno: errno) }
-        func fail(_ operation: String, _ path: String) -> BondStoreError {
-            let e = errno
-            close(fd)
-            unlinkat(directoryDescriptor, temp, 0)
-            return .io(path: path, operation: operation, errno: e)
+        do {
+            try AtomicFile.replace(name, in: directoryDescriptor, with: Array(text.utf8), temporaryName: temp, mode: 0o600, syncDirectory: true)
+        } catch {
+            throw .io(path: error.name.map { directory + "/" + $0 } ?? directory, operation: error.operation, errno: error.errno)
         }
-        let bytes = Array(text.utf8)
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + offset, $0.count - offset) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw fail("writing", tempPath)
-            }
-            offset += n
-        }
-        if fchmod(fd, 0o600) != 0 { throw fail("chmod 0600", tempPath) }
-        if fsync(fd) != 0 { throw fail("syncing", tempPath) }
-        close(fd)
-        if renameat(directoryDescriptor, temp, directoryDescriptor, name) != 0 {
-            let e = errno
-            unlinkat(directoryDescriptor, temp, 0)
-            throw .io(path: directory + "/" + name, operation: "renaming \(tempPath) to", errno: e)
-        }
-        // The rename is durable only once the directory is synced.
-        if fsync(directoryDescriptor) != 0 { throw .io(path: directory, operation: "syncing directory", errno: errno) }
     }
 }

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import BLECore
+import BLEWire
 
 /// The central's own private addresses (Vol 6, Part B, 1.3.2): resolvable ones made from the
 /// local IRK (`ResolvablePrivateAddress.make`), and the per-adapter identity the bond store

@@ -1,4 +1,5 @@
 import BLECore
+import BLEWire
 
 /// The Security Manager's cryptographic toolbox (Core Spec 5.4 Vol 3, Part H, 2.2).
 ///

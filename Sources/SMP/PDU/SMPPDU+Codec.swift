@@ -1,4 +1,5 @@
 import BLECore
+import BLEWire
 
 extension SMPPDU {
     /// Decodes one PDU; any byte sequence gives a PDU or an `SMPDecodeError`.

@@ -1,4 +1,5 @@
 import BLECore
+import BLEWire
 
 /// The parameters of a Pairing Request or Pairing Response (Vol 3, Part H, 3.5.1 and 3.5.2).
 public struct PairingParameters: Hashable, Sendable {

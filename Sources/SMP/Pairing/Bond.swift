@@ -1,4 +1,5 @@
 import BLECore
+import BLEWire
 
 /// A Long Term Key with what identifies and qualifies it (Vol 3, Part H, 2.4.2).
 public struct LongTermKey: Sendable, Hashable {

@@ -1,4 +1,5 @@
 import BLECore
+import BLEWire
 
 /// This side's identity for key distribution (Vol 3, Part H, 3.6.4): the IRK its resolvable
 /// private addresses are made from and its identity address (public, or static random). Sent

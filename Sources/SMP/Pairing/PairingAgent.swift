@@ -1,4 +1,5 @@
 import BLECore
+import BLEWire
 
 /// How a person takes part in pairing. The app provides one; every call is async so it can
 /// wait for the person (within the 30 s SMP timeout). Each decision has no default: a method

@@ -1,4 +1,5 @@
 import BLECore
+import BLEWire
 
 /// Why pairing or raising a link's security failed. The text names the peer and the SMP
 /// reason: "Passkey Entry Failed (0x01) pairing with C4:00:00:00:00:01: ...".

@@ -1,5 +1,6 @@
 import Synchronization
 import BLECore
+import BLEWire
 
 /// Repeated attempts (Vol 3, Part H, 2.3.6): after a pairing with a peer fails on its
 /// authentication (a confirm, check or passkey that does not match, or the peer's own

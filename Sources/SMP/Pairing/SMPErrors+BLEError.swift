@@ -1,4 +1,5 @@
 import BLECore
+import BLEWire
 
 extension PairingError: BLEError {
     /// The caller's cancellation, also when it reached pairing wrapped in a link error.

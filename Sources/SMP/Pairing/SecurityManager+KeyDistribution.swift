@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import BLECore
+import BLEWire
 
 /// Phase 3, Transport Specific Key Distribution (Vol 3, Part H, 3.6.1): the responder's keys
 /// arrive first, in the order of Figure 3.11, then this side sends its own.

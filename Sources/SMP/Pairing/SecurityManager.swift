@@ -1,4 +1,5 @@
 import BLECore
+import BLEWire
 
 /// The Security Manager of one link (Vol 3, Part H): the SMP channel 0x0006, its 30-second
 /// timer, and the pairing procedures, as the initiator (this side is the central) or as the

@@ -1,5 +1,7 @@
 import BLECore
 import GATTServer
+import BLEWire
+import BLETransport
 
 /// Reads the attribute database of `ble serve` from a YAML or JSON file (the format of
 /// `GATTDatabase(tree:)`, docs/gatt-server.md): the bytes through `PayloadFile`'s readers,

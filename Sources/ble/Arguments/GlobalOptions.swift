@@ -1,6 +1,8 @@
 import BLECore
 import FoundationEssentials
 import Glibc
+import BLEWire
+import BLETransport
 
 /// Options every subcommand accepts, before or after its name.
 struct GlobalOptions: Sendable {

@@ -1,6 +1,7 @@
 import BLECore
 import CYAML
 import FoundationEssentials
+import BLEWire
 
 /// Reads a payload file of `ble write --file` into its value: JSON through FoundationEssentials'
 /// JSONDecoder, YAML through libyaml (Debian's libyaml-dev), then `PayloadParser.encode`.

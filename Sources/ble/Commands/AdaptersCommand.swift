@@ -1,4 +1,6 @@
 import BLECore
+import BLEWire
+import BLETransport
 
 /// `ble adapters`: the kernel's HCI adapters, and bringing one up or down.
 enum AdaptersCommand {

@@ -1,6 +1,7 @@
 import BLECore
 import BLEGateway
 import BLESensors
+import BLEWire
 
 /// `ble adv HEX`: decodes one advertisement (the hex of its AD structures) as the gateway would
 /// publish it for that device.

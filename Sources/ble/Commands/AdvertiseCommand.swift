@@ -1,4 +1,5 @@
 import BLECore
+import BLEWire
 
 /// `ble advertise`: one advertising set with a name, services, service and manufacturer data,
 /// until --duration or Ctrl-C; centrals that connect are listed as they come and go.

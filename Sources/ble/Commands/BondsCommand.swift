@@ -3,6 +3,7 @@ import Glibc
 #endif
 import BLECore
 import SMP
+import BLEWire
 
 /// `ble bonds`: lists, removes and imports bonds. It reads and writes the bond directory
 /// only, for every adapter there, and never opens a controller: the store is keyed by adapter

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import BLETransport
 
 /// Reads a capture for `ble decode` from any path a user may give: a regular file, a FIFO or
 /// process substitution (`<(adb shell cat ...)`), a device file. Bounded: a file larger than
@@ -31,11 +32,16 @@ enum CaptureFile {
         while true {
             // The magic first: 8 bytes, then whole chunks.
             let want = bytes.count < 8 ? 8 - bytes.count : chunk.count
-            let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, want) }
-            if n < 0 {
-                let e = errno
-                if e == EINTR { continue }
-                throw CLIFailure("cannot read \(path): \(String(cString: strerror(e))) (errno \(e))")
+            let read: Int?
+            do {
+                read = try chunk.withUnsafeMutableBytes { raw in
+                    Result { () throws(SystemCallError) in try FileDescriptorIO.read(fd, into: UnsafeMutableRawBufferPointer(rebasing: raw[..<want])) }
+                }.get()
+            } catch {
+                throw CLIFailure("cannot read \(path): \(error.reason) (errno \(error.errno))")
+            }
+            guard let n = read else {
+                throw CLIFailure("cannot read \(path): it is non-blocking and has nothing to read now (EAGAIN); give a file or a blocking pipe")
             }
             if n == 0 { break }
             bytes.append(contentsOf: chunk[0..<n])

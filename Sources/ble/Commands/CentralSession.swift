@@ -1,4 +1,5 @@
 import BLECore
+import BLETransport
 
 /// Opens the controller named by `-d` (teeing into `--btsnoop` when asked), brings it up,
 /// runs `body`, and closes the central afterwards whatever happened (links disconnected,

@@ -1,4 +1,5 @@
 import BLECore
+import BLETransport
 
 /// Everything a subcommand needs: its parsed arguments, the global options, the console.
 struct CommandContext: Sendable {

@@ -1,4 +1,5 @@
 import BLECore
+import BLEWire
 
 /// `ble connect DEVICE`: holds the link and prints its lifecycle until Ctrl-C.
 enum ConnectCommand {

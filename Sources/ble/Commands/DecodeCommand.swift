@@ -1,4 +1,5 @@
 import BLECore
+import BLEWire
 
 /// `ble decode FILE.btsnoop`: every packet of a capture, one line each.
 enum DecodeCommand {

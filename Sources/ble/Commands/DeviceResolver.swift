@@ -1,5 +1,6 @@
 import BLECore
 import SMP
+import BLEWire
 
 /// Turns the DEVICE argument into an address: `F0:5E:B1:00:00:01` (random unless suffixed
 /// `/public`), or a name substring found by scanning.

@@ -1,5 +1,6 @@
 import BLECore
 import Glibc
+import BLETransport
 
 /// Gives back the pages of the executable that only startup used. The binary's read-only
 /// mappings (code, constants, relocations) are clean file pages: after startup (config,

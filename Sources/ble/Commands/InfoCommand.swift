@@ -1,4 +1,5 @@
 import BLECore
+import BLEWire
 
 /// `ble info`: what the controller says about itself.
 enum InfoCommand {

@@ -1,5 +1,6 @@
 import BLECore
 import GATTClient
+import BLEWire
 
 /// `ble inspect DEVICE`: the whole GATT tree, optionally with every readable value.
 enum InspectCommand {

@@ -2,6 +2,8 @@ import BLECore
 import Dispatch
 import Glibc
 import Synchronization
+import BLETransport
+import BLEWire
 
 /// What `ble l2cap`'s copy reads of a channel beyond `ConnectionOrientedChannel`: the stack's
 /// own channels count K-frames and waits for credits; the kernel does both out of sight.
@@ -99,11 +101,8 @@ enum StandardInput {
             var buffer = [UInt8](repeating: 0, count: max(1, size))
             while true {
                 room.wait()
-                var n = 0
-                repeat {
-                    n = buffer.withUnsafeMutableBytes { Glibc.read(0, $0.baseAddress, $0.count) }
-                } while n < 0 && errno == EINTR
-                guard n > 0 else { break }
+                let read = try? buffer.withUnsafeMutableBytes { (raw) throws(SystemCallError) -> Int? in try FileDescriptorIO.read(0, into: raw) }
+                guard let n = read ?? nil, n > 0 else { break }
                 continuation.yield(Array(buffer[0..<n]))
             }
             continuation.finish()
@@ -116,17 +115,12 @@ enum StandardInput {
 
 enum StandardOutput {
     static func write(_ bytes: [UInt8]) {
-        bytes.withUnsafeBytes { buf in
-            var offset = 0
-            while offset < buf.count, let base = buf.baseAddress {
-                let n = Glibc.write(1, base + offset, buf.count - offset)
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    if errno == EPIPE { exit(141) }
-                    return
-                }
-                offset += n
-            }
+        do {
+            try FileDescriptorIO.writeAll(1, bytes)
+        } catch where error.errno == EPIPE {
+            exit(141)
+        } catch {
+            // Standard output failed otherwise: nothing is left to report it on.
         }
     }
 }

@@ -1,4 +1,6 @@
 import BLECore
+import BLEWire
+import BLETransport
 
 /// `ble l2cap` on a kernel-owned adapter (`-d hci-raw:N`): the channel is a kernel L2CAP
 /// socket (`L2CAPSocketChannel`), copied by the same loop as the stack's own channels.

@@ -1,4 +1,5 @@
 import BLECore
+import BLETransport
 
 /// The options of `ble l2cap`, checked before anything is opened (every mistake is a usage
 /// error, exit status 2).

@@ -4,6 +4,7 @@ import Glibc
 import BLECore
 import GATTClient
 import SMP
+import BLEWire
 
 /// What `read`, `write`, `inspect` and `connect` do about security (Vol 3, Part C, 10.2):
 /// a stored bond encrypts the link at once; `--security LEVEL` asks for that level before the

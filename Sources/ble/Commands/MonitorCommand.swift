@@ -1,4 +1,6 @@
 import BLECore
+import BLEWire
+import BLETransport
 
 /// `ble monitor`: every HCI packet of the kernel's adapters, live, through the HCI monitor
 /// channel (as btmon shows them), decoded by the same code as `ble decode`.

@@ -1,5 +1,6 @@
 import BLECore
 import SMP
+import BLEWire
 
 /// `--own-address` of `ble scan`, `ble connect`, `ble pair`, `ble advertise` and `ble serve`:
 /// the address this side uses on the air.

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import BLECore
 import SMP
+import BLEWire
 
 /// `ble pair DEVICE`: pairs (Vol 3, Part H), prints the level reached, keeps the bond.
 enum PairCommand {

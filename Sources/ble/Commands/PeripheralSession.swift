@@ -1,5 +1,6 @@
 import BLECore
 import GATTClient
+import BLEWire
 
 /// Connects to DEVICE (resolving a name by scanning), opens its GATT client, runs `body`,
 /// then disconnects and closes the central whatever happened. A stored bond encrypts the

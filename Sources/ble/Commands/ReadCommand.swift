@@ -1,5 +1,6 @@
 import BLECore
 import GATTClient
+import BLEWire
 
 /// `ble read DEVICE -c CHAR`: one read, or a stream of notifications or indications.
 enum ReadCommand {

@@ -1,4 +1,5 @@
 import BLECore
+import BLEWire
 
 /// `ble scan`: advertising devices, as a live table on a terminal or lines/JSON when piped.
 enum ScanCommand {

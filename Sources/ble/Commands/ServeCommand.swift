@@ -3,6 +3,8 @@ import Dispatch
 import GATTServer
 import Glibc
 import SMP
+import BLEWire
+import BLETransport
 
 /// `ble serve`: a GATT server from a database file, advertised (again after each link ends),
 /// every read, write and subscription printed; stdin lines become the `--notify`

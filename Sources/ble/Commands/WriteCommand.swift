@@ -1,6 +1,7 @@
 import BLECore
 import FoundationEssentials
 import GATTClient
+import BLETransport
 
 /// `ble write DEVICE -c CHAR`: writes hex, text or a typed payload file.
 enum WriteCommand {

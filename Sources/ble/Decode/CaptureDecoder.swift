@@ -1,4 +1,5 @@
 import BLECore
+import BLEWire
 
 /// The lines of `ble decode` for a whole capture, in record order: one per record, decoded
 /// packets through `PacketDescriber`, records whose bytes do not decode as "undecodable"

@@ -1,4 +1,5 @@
 import BLECore
+import BLEWire
 
 /// What the dynamic L2CAP channels of a capture carry, learned from the signaling that opened
 /// them (Core Specification 5.4 Vol 3, Part A): BR/EDR Connection Request/Response (4.2, 4.3),

@@ -1,4 +1,5 @@
 import BLECore
+import BLEWire
 
 extension JSONValue {
     /// A string, or `null` when there is none.

@@ -1,5 +1,6 @@
 import ATT
 import BLECore
+import BLEWire
 
 /// ATT PDUs (Vol 3, Part F, 3.4) of `ble decode`.
 /// Every decoded ATT field also goes into the JSON line: handles and offsets as numbers,

@@ -1,4 +1,5 @@
 import BLECore
+import BLEWire
 
 /// Signaling commands of `ble decode`: the LE signaling channel (CID 0x0005, one command per
 /// C-frame) and the BR/EDR one (CID 0x0001, several commands per C-frame), Core Specification

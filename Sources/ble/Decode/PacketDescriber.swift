@@ -1,5 +1,6 @@
 import ATT
 import BLECore
+import BLEWire
 
 /// Turns the packets of a capture into one line each, decoded by the stack's own codecs:
 /// HCI commands and events with names and key fields, ACL with handle and packet boundary,

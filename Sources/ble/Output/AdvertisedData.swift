@@ -1,4 +1,5 @@
 import BLECore
+import BLEWire
 
 /// Service data and beacons of an advertisement, for `ble scan`: every Service Data
 /// structure in order (UUID and hex), Eddystone frames in FEAA service data decoded (UID,

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import BLETransport
 
 /// Where the tool writes: data to stdout, status and errors to stderr. Colour only when the
 /// stream is a terminal and NO_COLOR is not set.
@@ -45,21 +46,14 @@ struct Console: Sendable {
     static func write(_ fd: Int32, _ text: String) { write(fd, Array(text.utf8)) }
 
     static func write(_ fd: Int32, _ data: [UInt8]) {
-        var bytes = data
-        bytes.withUnsafeMutableBytes { buf in
-            var offset = 0
-            while offset < buf.count {
-                guard let base = buf.baseAddress else { return }
-                let n = Glibc.write(fd, base + offset, buf.count - offset)
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    // The reader of stdout went away (`ble scan | head -3`): stop like a tool
-                    // killed by SIGPIPE would (status 128 + 13), instead of scanning on unread.
-                    if errno == EPIPE && fd == 1 { exit(141) }
-                    return
-                }
-                offset += n
-            }
+        do {
+            try FileDescriptorIO.writeAll(fd, data)
+        } catch where error.errno == EPIPE && fd == 1 {
+            // The reader of stdout went away (`ble scan | head -3`): stop like a tool
+            // killed by SIGPIPE would (status 128 + 13), instead of scanning on unread.
+            exit(141)
+        } catch {
+            // Another failure of the console: nothing is left to report it on.
         }
     }
 }

@@ -1,4 +1,5 @@
 import BLECore
+import BLEWire
 
 /// Rows and lines for scan results: the live table on a terminal, one line per device when
 /// piped, JSON objects with `--json`.

@@ -1,6 +1,7 @@
 import BLECore
 import GATTServer
 import SMP
+import BLEWire
 
 /// The lines `ble serve` prints, and the values it reads from stdin.
 enum ServeOutput {

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import BLETransport
 
 /// The file of `ble read --out FILE`: created or truncated, values appended as they come.
 /// Opened without following a symbolic link (the tool may run as root).
@@ -20,15 +21,10 @@ final class ValueFile {
     }
 
     func append(_ bytes: [UInt8]) throws(CLIFailure) {
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, bytes.count - offset) }
-            if n < 0 {
-                let e = errno
-                if e == EINTR { continue }
-                throw CLIFailure("cannot write \(path): \(String(cString: strerror(e))) (errno \(e))")
-            }
-            offset += n
+        do {
+            try FileDescriptorIO.writeAll(fd, bytes)
+        } catch {
+            throw CLIFailure("cannot write \(path): \(error.reason) (errno \(error.errno))")
         }
     }
 

@@ -1,5 +1,6 @@
 import BLECore
 import GATTClient
+import BLEWire
 
 /// Shows a characteristic value the way a person reads it: hex, and as an unsigned integer
 /// and UTF-8 text when those fit, and through the typed decoder of a known characteristic.

@@ -1,5 +1,6 @@
 import BLECore
 import SMP
+import BLEWire
 
 /// The pairing agent of `ble serve`, whose stdin is the `--notify` feed: a passkey for the
 /// central to type prints on stdout as `passkey 123456`; a passkey the central shows is

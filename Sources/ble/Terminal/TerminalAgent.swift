@@ -3,6 +3,7 @@ import Glibc
 #endif
 import BLECore
 import SMP
+import BLEWire
 
 /// The person at the terminal: shows passkeys, asks for them and for confirmations on stderr,
 /// reads answers from stdin. On a terminal the passkey is read key by key (`CharacterMode`)

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Dispatch
+import BLETransport
 
 /// The bytes typed on stdin as they come, read when the descriptor is readable (a dispatch
 /// read source, so the wait takes no thread and ends when the reader's task is cancelled).
@@ -23,12 +24,13 @@ enum TerminalKeys {
         let timer = DispatchSource.makeTimerSource(queue: queue)
         let idleNanoseconds = Int(idle.components.seconds) * 1_000_000_000 + Int(idle.components.attoseconds / 1_000_000_000)
         source.setEventHandler {
-            var buffer = [UInt8](repeating: 0, count: 64)
-            let n = buffer.withUnsafeMutableBytes { Glibc.read(0, $0.baseAddress, $0.count) }
-            if n > 0 {
+            switch Result(catching: { () throws(SystemCallError) in try FileDescriptorIO.read(0, upTo: 64) }) {
+            case .success(let bytes?) where !bytes.isEmpty:
                 timer.schedule(deadline: .now() + .nanoseconds(idleNanoseconds))
-                continuation.yield(.bytes(Array(buffer[0..<n])))
-            } else if n == 0 || (errno != EINTR && errno != EAGAIN) {
+                continuation.yield(.bytes(bytes))
+            case .success(nil):
+                break  // nothing to read yet
+            case .success, .failure:
                 continuation.finish()
             }
         }

@@ -1,6 +1,7 @@
 import Dispatch
 import ATT
 import BLETestSupport
+import BLECore
 
 /// An in-memory L2CAP channel: records the SDUs the bearer sends and lets a test inject
 /// inbound SDUs and a close, all on the executor's queue as a real channel would.
@@ -18,7 +19,7 @@ final class FakeChannel: L2CAPChannel, @unchecked Sendable { // mutable state is
     private var refusedHandler: (@Sendable ([UInt8], Int) -> Void)?
 
     func send(_ sdu: [UInt8]) async throws(LinkError) {
-        let failure: LinkError? = await onQueue {
+        let failure: LinkError? = await executor.hop {
             if let e = self.sendError { return e }
             self.sent.append(sdu)
             self.wakeSentWaiters()
@@ -39,7 +40,7 @@ final class FakeChannel: L2CAPChannel, @unchecked Sendable { // mutable state is
 
     /// Delivers `sdu` to the bearer on the queue.
     func inject(_ sdu: [UInt8]) async {
-        await onQueue {
+        await executor.hop {
             if let slice = self.sliceHandler { slice(sdu[...]) } else { self.receiveHandler?(sdu) }
         }
     }
@@ -48,7 +49,7 @@ final class FakeChannel: L2CAPChannel, @unchecked Sendable { // mutable state is
     /// hands over an SDU inside the ACL payload, after the L2CAP basic header).
     func inject(_ sdu: [UInt8], after header: [UInt8]) async {
         let buffer = header + sdu
-        await onQueue { self.sliceHandler?(buffer[header.count...]) }
+        await executor.hop { self.sliceHandler?(buffer[header.count...]) }
     }
 
     func limitInboundSDUs(to maximum: Int, refused: @escaping @Sendable ([UInt8], Int) -> Void) {
@@ -57,20 +58,20 @@ final class FakeChannel: L2CAPChannel, @unchecked Sendable { // mutable state is
     }
 
     /// Every bound the bearer set with `limitInboundSDUs`, in order.
-    func inboundLimits() async -> [Int] { await onQueue { self.limits } }
+    func inboundLimits() async -> [Int] { await executor.hop { self.limits } }
 
     /// Refuses an SDU of `size` bytes whose first fragment carried `head`, as a host whose
     /// reassembly stops at the bound does.
-    func refuse(head: [UInt8], size: Int) async { await onQueue { self.refusedHandler?(head, size) } }
+    func refuse(head: [UInt8], size: Int) async { await executor.hop { self.refusedHandler?(head, size) } }
 
     /// Closes the channel under the bearer.
-    func close(_ error: LinkError) async { await onQueue { self.closeHandler?(error) } }
+    func close(_ error: LinkError) async { await executor.hop { self.closeHandler?(error) } }
 
     /// Makes every later send fail with `error` (nil: succeed again).
-    func failSends(with error: LinkError?) async { await onQueue { self.sendError = error } }
+    func failSends(with error: LinkError?) async { await executor.hop { self.sendError = error } }
 
     /// What was sent so far.
-    func sentSDUs() async -> [[UInt8]] { await onQueue { self.sent } }
+    func sentSDUs() async -> [[UInt8]] { await executor.hop { self.sent } }
 
     /// Number of SDUs sent, read from the queue itself (for handlers running there).
     var sentCountOnQueue: Int { sent.count }
@@ -89,10 +90,6 @@ final class FakeChannel: L2CAPChannel, @unchecked Sendable { // mutable state is
         let ready = sentWaiters.filter { $0.count <= sent.count }
         sentWaiters.removeAll { $0.count <= sent.count }
         for w in ready { w.continuation.resume(returning: sent) }
-    }
-
-    private func onQueue<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
-        await withCheckedContinuation { c in executor.queue.async { c.resume(returning: body()) } }
     }
 }
 

@@ -1,4 +1,5 @@
 import BLECore
+import BLEWire
 
 /// Collects what a stream yields, in a task the test can cancel (which ends the stream the
 /// way breaking out of `for await` does).

@@ -3,6 +3,7 @@ import Synchronization
 @testable import BLECore
 @testable import BLETransport
 import BLETestSupport
+import BLEWire
 
 /// The controller side of a `MemoryTransport` pair for Central tests: answers every command
 /// with Command Complete (status Success unless `reject` says otherwise, with the bring-up

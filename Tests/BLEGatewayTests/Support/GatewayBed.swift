@@ -4,6 +4,7 @@ import BLETestSupport
 import Foundation
 import SMP
 import Synchronization
+import BLETransport
 
 /// A `Gateway` on a `Central` over the in-process virtual controller, publishing to `broker`.
 /// In immediate time (the default) each simulated peripheral advertises once when the scan

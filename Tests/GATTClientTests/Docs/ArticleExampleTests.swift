@@ -1,6 +1,10 @@
 import Foundation
 import Testing
 import BLETestSupport
+import BLEWire
+import BLECore
+import ATT
+import GATTClient
 
 /// Runs the articles' examples (ArticleExamples.swift) against fakes and recorded captures.
 @Suite struct ArticleExampleTests {

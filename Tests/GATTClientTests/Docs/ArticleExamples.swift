@@ -2,6 +2,10 @@
 // ArticleExampleTests; ArticleSnippetTests checks that each article block is in this file.
 import Testing
 import BLETestSupport
+import BLEWire
+import BLECore
+import ATT
+import GATTClient
 
 // ATT/ATT.docc/ATT.md
 func decodedOpcode(_ bytes: [UInt8]) -> ATTOpcode? {

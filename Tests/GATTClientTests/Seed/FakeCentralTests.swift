@@ -1,5 +1,9 @@
 import Testing
 import BLETestSupport
+import BLEWire
+import BLECore
+import ATT
+import GATTClient
 
 /// FakeCentral and FakePeripheral: each scripted behaviour, seen through a real Central.
 @Suite struct FakeCentralTests {

@@ -1,5 +1,6 @@
 import Testing
 import BLETestSupport
+import GATTClient
 
 /// `FakePeripheral.simulateNotification` never drops a value because the app's subscription
 /// has not landed: it waits for the Client Characteristic Configuration write, and fails

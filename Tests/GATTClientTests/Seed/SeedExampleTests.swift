@@ -3,6 +3,8 @@ import Glibc
 #endif
 import Testing
 import BLETestSupport
+import BLECore
+import GATTClient
 
 /// The seed's two examples, compiled as written (SeedMainExample.swift,
 /// SeedTestingExample.swift), run against the in-process virtual controller.

@@ -1,7 +1,7 @@
 // The heart-rate flow of the seed post ("Act three: BLESwift"), as written there except for
 // the import line. The test runs it against a fake whose controller is served on a
 // pseudo-terminal named by $BLE_DEVICE; `print` below records what the example prints.
-import GATTClient
+import BLEHost
 
 func seedMainExample() async throws {
 let central = Central()

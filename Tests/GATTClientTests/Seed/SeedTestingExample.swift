@@ -1,7 +1,7 @@
 // The testing example of the seed post ("Testing without hardware"), as written there except
 // for the import lines and the queue line (Linux has no DispatchSerialQueue; the adapter
 // executor is the serial queue a central runs on).
-import GATTClient
+import BLEHost
 import BLETestSupport
 
 func seedTestingExample() -> (FakeCentral, Central) {

@@ -1,6 +1,7 @@
 import Dispatch
 import Synchronization
 import BLETestSupport
+import GATTServer
 
 /// A `SimulatedATTServer` in front of another: while closed it holds what the client sends;
 /// opening passes the held PDUs on, in order. It records every PDU it passes on (`received`).

@@ -3,6 +3,8 @@ import Testing
 @testable import BLECore
 @testable import BLETransport
 import GATTClient
+import BLEWire
+import GATTServer
 
 /// A `Peripheral` connected through a `Central` to a `GATTServer` (the lab database by
 /// default) on the in-process virtual controller. The background link set-up after

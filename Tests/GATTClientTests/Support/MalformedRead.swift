@@ -1,6 +1,7 @@
 import Testing
 import BLECore
 import GATTClient
+import BLEWire
 
 /// Reads `characteristic` and expects `GATTError.malformed` naming the read, its UUID and
 /// value handle, `peer`, and a detail that contains `detail`.

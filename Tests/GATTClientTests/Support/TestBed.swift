@@ -2,6 +2,9 @@ import Testing
 import Dispatch
 import GATTClient
 import BLETestSupport
+import BLEWire
+import BLECore
+import GATTServer
 
 /// A client `Peripheral` wired to a `GATTServer` through a `LoopbackATTChannel`, on one
 /// adapter executor.

@@ -3,6 +3,8 @@ import Synchronization
 import Testing
 import BLETestSupport
 import GATTServer
+import BLEWire
+import BLECore
 
 /// The client end of one bearer to a `GATTServer`, as raw PDUs: what the server sends is kept
 /// in order, and `next()` waits (bounded) for the next one.

@@ -1,5 +1,8 @@
 import Foundation
 import BLETestSupport
+import BLEWire
+import BLECore
+import GATTClient
 
 /// Connection parameters of the recorded sessions. Bumble's controller never answers LE Set
 /// PHY, so a session that asked for 2M would hold the command queue for the PHY timeout, and

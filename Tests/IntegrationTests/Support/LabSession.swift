@@ -1,4 +1,7 @@
 import BLETestSupport
+import BLEWire
+import BLECore
+import GATTClient
 
 /// A session with the lab device (Fixtures/peers/scenarios/lab.json), the same code for
 /// recording and replay: connect, MTU, full discovery, a 600-byte long read,

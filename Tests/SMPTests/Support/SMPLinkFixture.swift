@@ -1,5 +1,6 @@
 @testable import BLETestSupport
 import BLECore
+import BLEWire
 
 /// One link from a Central to a simulated peripheral on the in-process virtual controller,
 /// ready for SMP: connected without data length or PHY requests, and the controller's

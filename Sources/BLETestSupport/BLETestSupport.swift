@@ -1,2 +1,0 @@
-@_exported import GATTClient
-@_exported import GATTServer
