@@ -1,6 +1,7 @@
 import Testing
 import BLECore
 import BLETestSupport
+import BLEWire
 
 /// The addresses advertising sets and peripheral links use (Vol 6, Part B, 1.3): a static
 /// random address through LE Set Advertising Set Random Address (Vol 4, Part E, 7.8.52) or LE

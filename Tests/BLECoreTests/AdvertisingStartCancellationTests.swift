@@ -2,6 +2,7 @@ import Synchronization
 import Testing
 import BLECore
 import BLETestSupport
+import BLEWire
 
 /// A start of advertising whose task is cancelled while its commands are under way leaves
 /// nothing advertising: LE Set Advertising Enable (Vol 4, Part E, 7.8.9) or LE Set Extended

@@ -1,6 +1,7 @@
 import Testing
 import BLECore
 import BLETestSupport
+import BLEWire
 
 /// Resolvable private addresses made by the controller (LL Privacy, Vol 6, Part B, 6.4): with
 /// `OwnAddress.resolvablePrivate` and a resolving list that holds the local IRK, LE Set Scan

@@ -2,6 +2,7 @@ import BLECore
 import BLEGateway
 import BLETestSupport
 import Testing
+import BLEWire
 
 /// One sensor of each brand format on the in-process virtual controller, through the gateway and a
 /// real mosquitto, with Home Assistant discovery: the exact device messages and discovery configs.

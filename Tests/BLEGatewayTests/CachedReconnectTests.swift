@@ -3,6 +3,7 @@ import BLEGateway
 import BLETestSupport
 import Glibc
 import Testing
+import BLEWire
 
 /// Configured links through the background connections (the Filter Accept List) and the GATT
 /// cache under the gateway's state directory: a reconnect, and a restarted gateway, find the

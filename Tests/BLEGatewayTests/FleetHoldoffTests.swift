@@ -1,6 +1,7 @@
 import BLECore
 @testable import BLEGateway
 import Testing
+import BLEWire
 
 /// The parts the fleet's hold-back and its Home Assistant availability are made of, with
 /// made-up times: the round-trip estimate with RFC 6298's gains (section 2.2: first sample R gives

@@ -3,6 +3,7 @@ import BLEGateway
 import BLESensors
 import Foundation
 import Testing
+import BLEWire
 
 /// Every row of SensorKinds against what Home Assistant accepts, written out from Home Assistant's
 /// source (github home-assistant/core): `DEVICE_CLASS_UNITS` and `DEVICE_CLASS_STATE_CLASSES` of

@@ -1,6 +1,7 @@
 import BLECore
 @testable import BLESensors
 import Testing
+import BLEWire
 
 /// BTHome v2 objects. Payloads and values from bthome-ble's tests/test_parser_v2.py (service data
 /// of 0xFCD2, the first byte the device information); values converted to the units of SensorKinds

@@ -1,6 +1,7 @@
 import BLECore
 @testable import BLESensors
 import Testing
+import BLEWire
 
 /// Encryption counters that wrap or go back, for both formats that encrypt. BTHome payloads from
 /// bthome-ble's tests/test_parser_v2.py (key 231d39c1d7cc1ab1aee224cd096db932); MiBeacon frames

@@ -1,6 +1,7 @@
 import BLECore
 @testable import BLESensors
 import Testing
+import BLEWire
 
 /// MiBeacon (0xFE95) and the custom thermometer firmwares (0x181A). MiBeacon payloads, bindkeys
 /// and values from xiaomi-ble's tests/test_parser.py; ATC1441 and pvvx payloads and values from

@@ -1,6 +1,7 @@
 import Testing
 import BLECore
 @testable import GATTClient
+import BLEWire
 
 /// The restoration file (docs/restoration.md): its layout byte for byte, and a decoder that
 /// answers every truncation, flipped bit and other version with a typed problem.

@@ -2,6 +2,8 @@ import Testing
 import Glibc
 import BLECore
 @testable import GATTClient
+import BLEWire
+import BLETransport
 
 /// The restoration store on disk: atomic writes of mode 0600 in a 0700 directory made on the
 /// first save, and files it cannot use kept aside with a typed error, never lost.

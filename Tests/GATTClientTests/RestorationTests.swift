@@ -3,6 +3,9 @@ import Glibc
 import BLECore
 import BLETestSupport
 @testable import GATTClient
+import GATTServer
+import BLEWire
+import BLETransport
 
 /// `Restoration` on the in-process virtual controller: links and subscriptions stored on one
 /// run come back on the next (a new controller, central and restoration on the same store),

@@ -2,6 +2,7 @@ import BLECore
 import BLETestSupport
 import Foundation
 import Testing
+import BLEWire
 
 /// `ble advertise` against the fake controller (see `FakeRadio`): the advertising commands it
 /// sends, the exit after --duration, and what it refuses.

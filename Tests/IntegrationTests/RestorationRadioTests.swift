@@ -3,6 +3,8 @@ import Testing
 import BLETestSupport
 import GATTClient
 import SMP
+import BLEWire
+import BLECore
 
 /// `Restoration` against Bumble, an independent peer: a host stores its link and subscription
 /// (Fixtures/peers/scenarios/heart-rate.json) or its encrypted link (security.json), closes,

@@ -1,4 +1,5 @@
 import BLECore
+import BLEWire
 
 /// One packet of one device, as the fleet tells packets apart.
 struct FleetPacketKey: Hashable {

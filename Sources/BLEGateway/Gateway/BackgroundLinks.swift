@@ -1,4 +1,5 @@
 import BLECore
+import BLEWire
 
 /// The configured links of a gateway, made by the central's background connections
 /// (`Central.connect(whenSeen:)`): the devices whose tasks want a link wait on the

@@ -1,5 +1,8 @@
 #if canImport(Glibc)
 import Glibc
+import BLEWire
+import BLETransport
+import BLECore
 #endif
 
 /// Why a `Restoration` or its `RestorationStore` could not do what was asked. A file that

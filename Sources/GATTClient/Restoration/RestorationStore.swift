@@ -1,5 +1,6 @@
 #if canImport(Glibc)
 import Glibc
+import BLETransport
 #endif
 
 /// Where a `Restoration` keeps an app's links: one file in the app's state directory,
