@@ -5,6 +5,8 @@ SWIFTFLAGS := -Xswiftc -warnings-as-errors
 VENV := .venv
 PY := $(VENV)/bin/python
 APT_PACKAGES := libbluetooth-dev libssl-dev pkg-config tshark bluez tmux libmosquitto-dev mosquitto mosquitto-clients libyaml-dev openssl zsh libstdc++-12-dev time dpkg-dev libcap2-bin
+# DebianAptInstallTests' fresh Debian root (scripts/debian-root).
+APT_PACKAGES += debootstrap
 # The kernel tier's VM (scripts/kernel-vm would install them itself, inside a test's time limit).
 APT_PACKAGES += qemu-system-x86 linux-image-amd64 busybox-static cpio
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
@@ -143,3 +145,10 @@ DEB_DIR ?= dist
 deb:
 	@if [ -z "$(BLE_BIN)" ]; then $(MAKE) --no-print-directory dist; fi
 	scripts/make-deb "$(or $(BLE_BIN),dist/ble)" "$(DEB_DIR)"
+
+# The benchmarks of BASE (a git ref) and of this tree in one run, rounds alternating base and
+# head (scripts/bench-compare; BENCH_COMPARE_ARGS e.g. "--rounds 3 --quick --rows w1,gateway").
+.PHONY: bench-compare
+bench-compare: apt $(STATIC_CXX)/libstdc++.a
+	@[ -n "$(BASE)" ] || { echo "usage: make bench-compare BASE=<git ref>" >&2; exit 2; }
+	BENCH_BUILD_FLAGS="$(RELEASE_STATIC)" SWIFT=$(SWIFT) scripts/bench-compare "$(BASE)" $(BENCH_COMPARE_ARGS)
