@@ -109,9 +109,12 @@ install:
 # (--static-swift-stdlib), and its own C++ and unwinder libraries too: the linker searches
 # STATIC_CXX first, a directory holding only the compiler's libstdc++.a, and libgcc_eh.a takes
 # the place of libgcc_s. --no-export-dynamic takes back the toolchain's -export-dynamic: nothing
-# loads into `ble` that would look its symbols up (0.8 MB of symbol tables).
+# loads into `ble` that would look its symbols up (0.8 MB of symbol tables). The toolchain's
+# lld packs the relative relocations of the position-independent binary (-z
+# pack-relative-relocs, DT_RELR, glibc 2.36): 1.2 MB of .rela.dyn become 11 KB.
 STATIC_CXX := $(abspath .build/static-libstdc++)
 RELEASE_STATIC := -c release --static-swift-stdlib -Xswiftc -L$(STATIC_CXX) -Xlinker -l:libgcc_eh.a -Xlinker --no-export-dynamic
+RELEASE_STATIC += -Xswiftc -use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs
 
 # Benchmarks (release build), side by side with Bumble on the same bytes; prints JSON.
 # Both static (RELEASE_STATIC, as make dist builds ble), so the gateway rows measure the
