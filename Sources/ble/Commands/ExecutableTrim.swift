@@ -5,13 +5,21 @@ import Glibc
 /// read-only mappings (code, constants) are file pages: after startup (config, JSON decoding,
 /// runtime set-up, the controller's initialisation) most of what was read is never used
 /// again, yet stays mapped, and the kernel maps 64 KiB around every page a fault touches.
+/// `madvise(MADV_DONTNEED)` unmaps them from this process only: they stay in the page cache,
+/// so a page the gateway still runs comes back with a minor fault, never a read from the
+/// disk. `BLE_EXECUTABLE_TRIM=pageout` uses MADV_PAGEOUT instead, which drops them from the
+/// cache too: the smallest resident figure, but the pages still used are read again from the
+/// disk, and on a busy one that held messages up for seconds (docs/packaging.md);
+/// `BLE_EXECUTABLE_TRIM=off` leaves the pages alone. A mapping that holds a private copy
+/// (relocated data) is never advised: the advice would throw the copy away.
 ///
 ///     ExecutableTrim.unmapReadOnlyPages()
 enum ExecutableTrim {
-    /// MADV_PAGEOUT (Linux 5.4, <asm-generic/mman-common.h>).
+    /// MADV_PAGEOUT (Linux 5.4, <asm-generic/mman-common.h>); older kernels answer EINVAL.
     static let madvPageOut: Int32 = 21
 
-    /// Which advice: `BLE_EXECUTABLE_TRIM` = dontneed (default), pageout or off.
+    /// The advice `BLE_EXECUTABLE_TRIM` asks for: unset MADV_DONTNEED, `pageout`
+    /// MADV_PAGEOUT, `off` none.
     static var advice: Int32? {
         switch getenv("BLE_EXECUTABLE_TRIM").map({ String(cString: $0) }) {
         case "off": nil
