@@ -61,15 +61,16 @@ import Testing
         let install = try await Self.inRoot(root, ["apt-get", "install", "-y", "/tmp/\(deb.lastPathComponent)"], environment: environment)
         #expect(install.status == 0, "\(install.stdout) \(install.stderr)")
         #expect(install.stdout.contains("Setting up ble (\(SwiftBLEHost.version))"), "\(install.stdout)")
+        // dpkg-query lists them by name.
         let installed = try await Self.inRoot(root, ["dpkg-query", "-W", "-f", "${Package} ${db:Status-Status}\n",
                                                      "ble", "libbluetooth3", "libmosquitto1", "libssl3", "libyaml-0-2", "libcap2-bin"])
         #expect(installed.stdout == """
             ble installed
             libbluetooth3 installed
+            libcap2-bin installed
             libmosquitto1 installed
             libssl3 installed
             libyaml-0-2 installed
-            libcap2-bin installed
 
             """, "\(installed.stdout) \(installed.stderr)")
 
