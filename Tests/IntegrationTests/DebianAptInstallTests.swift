@@ -14,8 +14,15 @@ import Testing
     static let runtime = "/opt/swift/usr/lib/swift/linux"
 
     static var canInstall: Bool {
-        getuid() == 0 && ["/usr/sbin/debootstrap", "/usr/sbin/chroot", "/usr/bin/unshare", "/usr/bin/dpkg-deb", "/usr/bin/dpkg-shlibdeps", "/usr/bin/flock"]
-            .allSatisfy { FileManager.default.isExecutableFile(atPath: $0) }
+        guard getuid() == 0, ["/usr/sbin/debootstrap", "/usr/sbin/chroot", "/usr/bin/unshare", "/usr/bin/dpkg-deb", "/usr/bin/dpkg-shlibdeps", "/usr/bin/flock"]
+            .allSatisfy({ FileManager.default.isExecutableFile(atPath: $0) }) else { return false }
+        // A mount namespace of its own (a container without CAP_SYS_ADMIN has none).
+        let probe = Process()
+        probe.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
+        probe.arguments = ["--mount", "/bin/true"]
+        guard (try? probe.run()) != nil else { return false }
+        probe.waitUntilExit()
+        return probe.terminationStatus == 0
     }
 
     /// Runs `command` under chroot in `root`, in a mount namespace of its own with /proc (and the
@@ -30,7 +37,7 @@ import Testing
                                         environment: environment, killAfter: .seconds(120))
     }
 
-    @Test(.enabled(if: canInstall, "needs root, debootstrap, chroot, unshare, flock and dpkg-dev"))
+    @Test(.enabled(if: canInstall, "needs root, debootstrap, chroot, unshare (with mount namespaces), flock and dpkg-dev"))
     func aptInstallsRunsAndPurges() async throws {
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("ble-apt-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
