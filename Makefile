@@ -5,6 +5,8 @@ SWIFTFLAGS := -Xswiftc -warnings-as-errors
 VENV := .venv
 PY := $(VENV)/bin/python
 APT_PACKAGES := libbluetooth-dev libssl-dev pkg-config tshark bluez tmux libmosquitto-dev mosquitto mosquitto-clients libyaml-dev openssl zsh libstdc++-12-dev time dpkg-dev libcap2-bin
+# DebianAptInstallTests' fresh Debian root (scripts/debian-root).
+APT_PACKAGES += debootstrap
 # The kernel tier's VM (scripts/kernel-vm would install them itself, inside a test's time limit).
 APT_PACKAGES += qemu-system-x86 linux-image-amd64 busybox-static cpio
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
@@ -107,9 +109,12 @@ install:
 # (--static-swift-stdlib), and its own C++ and unwinder libraries too: the linker searches
 # STATIC_CXX first, a directory holding only the compiler's libstdc++.a, and libgcc_eh.a takes
 # the place of libgcc_s. --no-export-dynamic takes back the toolchain's -export-dynamic: nothing
-# loads into `ble` that would look its symbols up (0.8 MB of symbol tables).
+# loads into `ble` that would look its symbols up (0.8 MB of symbol tables). The toolchain's
+# lld packs the relative relocations of the position-independent binary (-z
+# pack-relative-relocs, DT_RELR, glibc 2.36): 1.2 MB of .rela.dyn become 11 KB.
 STATIC_CXX := $(abspath .build/static-libstdc++)
 RELEASE_STATIC := -c release --static-swift-stdlib -Xswiftc -L$(STATIC_CXX) -Xlinker -l:libgcc_eh.a -Xlinker --no-export-dynamic
+RELEASE_STATIC += -Xswiftc -use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs
 
 # Benchmarks (release build), side by side with Bumble on the same bytes; prints JSON.
 # Both static (RELEASE_STATIC, as make dist builds ble), so the gateway rows measure the
@@ -143,3 +148,10 @@ DEB_DIR ?= dist
 deb:
 	@if [ -z "$(BLE_BIN)" ]; then $(MAKE) --no-print-directory dist; fi
 	scripts/make-deb "$(or $(BLE_BIN),dist/ble)" "$(DEB_DIR)"
+
+# The benchmarks of BASE (a git ref) and of this tree in one run, rounds alternating base and
+# head (scripts/bench-compare; BENCH_COMPARE_ARGS e.g. "--rounds 3 --quick --rows w1,gateway").
+.PHONY: bench-compare
+bench-compare: apt $(STATIC_CXX)/libstdc++.a
+	@[ -n "$(BASE)" ] || { echo "usage: make bench-compare BASE=<git ref>" >&2; exit 2; }
+	BENCH_BUILD_FLAGS="$(RELEASE_STATIC)" SWIFT=$(SWIFT) scripts/bench-compare "$(BASE)" $(BENCH_COMPARE_ARGS)

@@ -12,7 +12,7 @@ var runs = 5
 var quick = false
 var allocationsChild = false
 var perConnectionChild = false
-/// Workload keys to run (w1, w2, w3, w4, w5, dense, memory, gateway, gateway-sensors, fleet-hold, gatt-server, l2cap, l2cap-receive,
+/// Workload keys to run (w1, w2, w3, w4, w5, dense, memory, gateway, gateway-single, gateway-sensors, fleet-hold, gatt-server, l2cap, l2cap-receive,
 /// l2cap-send, l2cap-socket, hostile, hostile-indications, gateway-fleet, sensors, footprint, background, gatt-cache); all when empty.
 var only: Set<String> = []
 /// SDUs of each size for the l2cap workloads (`--sdus N`), instead of their defaults.
@@ -248,11 +248,14 @@ if selected("memory") { do {
 
 // Gateway at scale (docs/gateway.md): one gateway, then the fleet of `ble gateway` processes.
 // `--only gateway-fleet` runs the fleet alone.
-if selected("gateway") || only.contains("gateway-fleet") || only.contains("gateway-sensors") { do {
-    if selected("gateway") {
+// `--only gateway-single` runs the first row alone (the one gateway, no small board).
+if selected("gateway") || only.contains("gateway-fleet") || only.contains("gateway-sensors") || only.contains("gateway-single") { do {
+    if selected("gateway") || only.contains("gateway-single") {
         let single = try await GatewayWorkload.single(seconds: quick ? 10 : 30, directory: tmp)
         add(single, target: Target(description: "<= 10 % of one core; resident <= 20 MiB",
                                    met: (single.extra["cpuPercentOfOneCore"] ?? .infinity) <= 10 && (single.extra["residentMiB"] ?? .infinity) <= 20))
+    }
+    if selected("gateway") {
         // A small board: the same run with the gateway under 1/5 of a core and 64 MiB.
         do {
             let group = try BenchCgroup.make(name: "ble-bench-gateway", cpuShare: 0.2, memoryBytes: 64 << 20)

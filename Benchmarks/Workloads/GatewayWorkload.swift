@@ -260,7 +260,13 @@ enum GatewayWorkload {
     }
 
     /// `ble` next to this executable (make bench builds both), else the debug build.
+    /// The `ble` to measure: `BLE_BENCH_BLE` when set (scripts/bench-compare measures the
+    /// base's binary with this harness), else the one next to this executable.
     static func bleExecutable() throws -> URL {
+        if let named = ProcessInfo.processInfo.environment["BLE_BENCH_BLE"], !named.isEmpty {
+            guard FileManager.default.isExecutableFile(atPath: named) else { throw BenchError("BLE_BENCH_BLE=\(named) is not an executable") }
+            return URL(fileURLWithPath: named)
+        }
         let here = URL(fileURLWithPath: CommandLine.arguments[0]).standardizedFileURL.deletingLastPathComponent()
         for candidate in [here.appendingPathComponent("ble"), here.deletingLastPathComponent().appendingPathComponent("debug/ble")]
         where FileManager.default.isExecutableFile(atPath: candidate.path) {

@@ -71,7 +71,7 @@ enum RunGatewayCommand {
             let task = Task { try await gateway.run() }
             // What startup read of the executable is not needed again (ExecutableTrim); 3 s is
             // well past a gateway's start (under 1 s on a fifth of a core, docs/packaging.md).
-            DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + .seconds(3)) { ExecutableTrim.pageOutReadOnlyMappings() }
+            DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + .seconds(3)) { ExecutableTrim.unmapReadOnlyPages() }
             signal(SIGTERM, SIG_IGN)
             signal(SIGHUP, SIG_IGN)
             let term = DispatchSource.makeSignalSource(signal: SIGTERM, queue: .main)
