@@ -1,6 +1,7 @@
 import BLEWire
 import BLECore
 import ATT
+
 /// Why a GATT operation failed. The text says what was attempted, on which attribute and
 /// which peer, what went wrong and what to do:
 /// "Insufficient Authentication (0x05) reading Heart Rate Measurement (2A37) at handle 0x0012 on F0:F1:F2:F3:F4:F5; pair ...".

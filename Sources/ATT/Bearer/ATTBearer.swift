@@ -1,5 +1,6 @@
 import BLEWire
 import BLECore
+
 /// The ATT bearer of one link, client side (Core Spec 5.4, Vol 3, Part F, 3.3): sends
 /// requests one at a time (others queue behind in FIFO order), matches responses, enforces
 /// the 30-second transaction timeout, delivers notifications and indications (confirming

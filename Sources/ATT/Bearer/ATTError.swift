@@ -1,5 +1,6 @@
 import BLEWire
 import BLECore
+
 /// Why an ATT operation failed. The text names the opcode, the handle and the error, e.g.
 /// "Read Request on handle 0x0003 failed: Insufficient Authentication (0x05); pair or encrypt
 /// the link, then retry".

@@ -1,4 +1,5 @@
 import BLECore
+
 /// An Error Response error code (Core Spec 5.4, Vol 3, Part F, 3.4.1.1, Table 3.4; 0xE0-0xFF
 /// from the Core Specification Supplement, Part B, 1.2). Printed with its specification name.
 ///

@@ -1,4 +1,5 @@
 import BLEWire
+
 /// How `Central.reopen` opens an adapter again after it went away (a USB dongle unplugged,
 /// the kernel's virtual adapter removed, an H4 link dropped): attempts spaced by `backoff`,
 /// at most `maxAttempts` of them, and an attempt at once whenever `appearances` reports the

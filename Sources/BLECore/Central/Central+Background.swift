@@ -1,4 +1,5 @@
 import BLEWire
+
 /// Background connections: known devices connect as they come into range, through the
 /// controller's Filter Accept List (Vol 4, Part E, 7.8.14 to 7.8.17) and one create-connection
 /// command with Initiator_Filter_Policy 0x01 (7.8.12, 7.8.66), so no direct connect is pending

@@ -1,4 +1,5 @@
 import BLEWire
+
 /// Connecting: one LE Create Connection at a time, timeout and cancellation done properly
 /// (LE Create Connection Cancel, then the completion with status 0x02), and reconnection.
 extension Central {

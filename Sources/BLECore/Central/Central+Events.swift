@@ -1,4 +1,5 @@
 import BLEWire
+
 /// Routing of link-related HCI events to connections.
 extension Central {
     func handleConnectionEvent(_ event: HCIEvent) {

@@ -1,4 +1,5 @@
 import BLETransport
+
 /// Opening an adapter again after it went away: the USB dongle unplugged and plugged back,
 /// the kernel's adapter removed and registered again, the H4 link to a controller dropped.
 /// The central's state tells the whole story: `.transportLost` while it is away (through

@@ -1,4 +1,5 @@
 import BLEWire
+
 /// A controller that reports a Hardware Error (Vol 4, Part E, 7.7.16), or that the host
 /// resets with HCI_Reset (7.3.2), keeps none of its links and stops scanning. The host
 /// forgets all of it at once, so nothing waits for a controller that will never answer;

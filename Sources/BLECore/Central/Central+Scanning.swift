@@ -1,4 +1,5 @@
 import BLEWire
+
 /// Scanning: any number of subscribers share one controller scan.
 extension Central {
     /// Scans for advertising devices. The controller scan starts with the first subscriber

@@ -1,4 +1,5 @@
 import BLEWire
+
 /// Looks up the LTK for a link the controller asks about: the peer, EDIV and Rand of the
 /// LE Long Term Key Request; nil when there is no such key.
 public typealias LongTermKeyProvider = @Sendable (_ peer: LEAddress, _ ediv: UInt16, _ rand: UInt64) -> UInt128?

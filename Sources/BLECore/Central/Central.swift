@@ -1,5 +1,6 @@
 import BLEWire
 import BLETransport
+
 /// The adapter as the application uses it: state, scanning, connections. One per controller,
 /// on the adapter's serial executor, opened from a transport string.
 ///

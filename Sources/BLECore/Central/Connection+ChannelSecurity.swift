@@ -1,4 +1,5 @@
 import BLEWire
+
 /// Security for the credit-based channels of a link (Core Spec 5.4 Vol 3, Part C, 10.2.1;
 /// Vol 3, Part A, 4.23 and 4.26): a channel opened with `security:` raises the link to that
 /// level first, and a peer that refuses a channel for lack of security (results 0x0005,

@@ -1,4 +1,5 @@
 import BLEWire
+
 /// Security that this side's channel servers need of the link (LE security mode 1, Core Spec
 /// 5.4 Vol 3, Part C, 10.2.1), checked at each LE or enhanced Credit Based Connection Request
 /// the peer sends (Vol 3, Part A, 4.23 and 4.26). Opening channels is Connection+ChannelSecurity.swift.

@@ -1,4 +1,5 @@
 import BLEWire
+
 /// The link state machine: every change of `lifecycle` happens in this file, and each one
 /// emits its `ConnectionEvent` and tells the link-state observers. The central only routes
 /// HCI events here (Disconnection Complete, a completed reconnect attempt, a controller

@@ -1,4 +1,5 @@
 import BLEWire
+
 /// Link encryption (Core Spec Vol 4, Part E, 7.8.24 and 7.7.8; Vol 3, Part H, 2.4.4). The
 /// Security Manager (module SMP) pairs and hands the key here; this file starts encryption
 /// with it and keeps `securityLevel` and `encryptionKeySize` current from the controller's

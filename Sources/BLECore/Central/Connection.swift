@@ -1,4 +1,5 @@
 import BLEWire
+
 /// One LE link to a peer, on the adapter's executor. It outlives drops when a reconnect
 /// policy restores it: `handle` changes, `events()` keeps flowing, and hooks registered with
 /// `onReconnect` (the GATT layer's re-subscriptions) run again.

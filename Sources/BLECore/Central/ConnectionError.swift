@@ -1,4 +1,5 @@
 import BLEWire
+
 /// Why connecting failed or a link operation could not complete. Texts name the peer.
 public enum ConnectionError: Error, Sendable, Equatable, CustomStringConvertible {
     /// No connection within the timeout; the attempt was cancelled.

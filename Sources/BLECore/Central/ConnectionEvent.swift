@@ -1,4 +1,5 @@
 import BLEWire
+
 /// Connection parameters in force on a link (Core Spec Vol 6, Part B, 4.5.1).
 ///
 ///     if case .connected(_, let p) = event { print(p.interval) }   // "0.03 seconds"

@@ -1,4 +1,5 @@
 import BLEWire
+
 /// Where a link is in its life, as `Connection.linkStates()` reports it. The connection owns
 /// the one state machine (`Connection+Lifecycle.swift`):
 ///

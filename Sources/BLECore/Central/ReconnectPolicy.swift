@@ -1,4 +1,5 @@
 import BLEWire
+
 /// What to do when a link drops unexpectedly. A disconnect the application asked for never
 /// reconnects.
 ///

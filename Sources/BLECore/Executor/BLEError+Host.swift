@@ -1,4 +1,5 @@
 import BLEWire
+
 // The errors of the host, its links, and scans answer `BLEError.isCancellation`.
 
 extension HCIError: BLEError {

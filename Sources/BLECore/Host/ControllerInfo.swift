@@ -1,4 +1,5 @@
 import BLEWire
+
 /// What a controller says about itself during bring-up.
 ///
 ///     let info = try await central.powerOn()

@@ -1,4 +1,5 @@
 import BLEWire
+
 /// Why an HCI command failed. The text names the command and the HCI error code.
 ///
 ///     catch let error as HCIError { print(error) }   // "LE Create Connection (0x200D) failed: Command Disallowed (0x0C)"

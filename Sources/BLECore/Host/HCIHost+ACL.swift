@@ -1,4 +1,5 @@
 import BLEWire
+
 /// ACL data: credits, fair scheduling across links, fragmentation and reassembly
 /// (Core Spec Vol 4, Part E, 4.1 and 5.4.2).
 ///

@@ -1,4 +1,5 @@
 import BLEWire
+
 /// Command flow control (Core Spec Vol 4, Part E, 4.4): commands wait for a credit
 /// (Num_HCI_Command_Packets), go out one per credit, and are matched with their Command
 /// Complete or Command Status; a timeout frees the credit a lost completion would have

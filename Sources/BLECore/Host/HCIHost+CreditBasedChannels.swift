@@ -1,4 +1,5 @@
 import BLEWire
+
 /// LE credit-based channels on the host's links: opening one to a PSM, accepting the peer's
 /// on registered PSMs, routing K-frames and the credit and disconnection commands of the LE
 /// signaling channel to them (Core Spec 5.4 Vol 3, Part A, 4.6, 4.7, 4.22-4.24 and 10.1).

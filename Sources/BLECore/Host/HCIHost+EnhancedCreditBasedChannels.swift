@@ -1,4 +1,5 @@
 import BLEWire
+
 /// Enhanced Credit Based Flow Control Mode on the host's links (Core Spec 5.4 Vol 3, Part A,
 /// 4.25-4.28 and 10.2): up to five channels opened with one request, in both directions, and
 /// their MTU and MPS reconfigured later. The channels are `CreditBasedChannel`s with the same

@@ -1,4 +1,5 @@
 import BLEWire
+
 /// The complete L2CAP PDUs the inlet leaves to the host (`ACLInlet.receive` delivers to the
 /// registered fixed channels itself), and the host's own answers on the LE signaling (0x0005)
 /// and Security Manager (0x0006) channels (Core Spec Vol 3, Parts A and H).

@@ -1,4 +1,5 @@
 import BLEWire
+
 /// The peripheral's side of connection parameter updates: an L2CAP Connection Parameter
 /// Update Request to the central, answered by a Connection Parameter Update Response
 /// (Vol 3, Part A, 4.20 and 4.21). One request per link at a time.

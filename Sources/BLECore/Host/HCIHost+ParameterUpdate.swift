@@ -1,4 +1,5 @@
 import BLEWire
+
 /// A peripheral's Connection Parameter Update Requests (Core Spec Vol 3, Part A, 4.20 and
 /// 4.21), coalesced per link: one LE Connection Update (Vol 4, Part E, 7.8.18) is under way at
 /// a time, and of the requests accepted meanwhile only the latest is applied after it. A

@@ -1,4 +1,5 @@
 import BLEWire
+
 /// Controller bring-up (Core Spec Vol 4, Part E, 7.3 and 7.4; Vol 6 for the LE parts).
 extension HCIHost {
     /// Events the central needs: Disconnection Complete, Encryption Change, Read Remote Version

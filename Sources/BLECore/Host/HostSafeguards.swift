@@ -1,4 +1,5 @@
 import BLETransport
+
 /// The host's limits against misbehaving peers and controllers, and what they counted: one
 /// value kept by `HCIHost`, read and set through its methods (see `HCIHost+ACL.swift` and
 /// `HCIHost+L2CAP.swift`).

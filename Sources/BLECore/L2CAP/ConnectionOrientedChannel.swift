@@ -1,4 +1,5 @@
 import BLEWire
+
 /// An L2CAP connection-oriented channel to a peer's PSM as an application uses it (Core Spec
 /// 5.4 Vol 3, Part A, 3.4 and 10.1): whole SDUs both ways with credit-based flow control.
 /// Two transports carry it: the host's own ACL path (`CreditBasedChannel`, from

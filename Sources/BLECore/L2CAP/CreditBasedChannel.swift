@@ -1,4 +1,5 @@
 import BLEWire
+
 /// One LE credit-based connection-oriented channel over the host's ACL path (Core Spec 5.4
 /// Vol 3, Part A, 3.4 and 10.1). SDUs go out segmented by the peer's MPS and only with the
 /// peer's credits; SDUs come in reassembled, and credits go back to the peer as the

@@ -1,4 +1,5 @@
 import BLEWire
+
 /// An L2CAP fixed channel of one link over the host's own ACL path (the ATT channel 0x0004).
 /// Lives on the adapter executor: the host calls `deliver` and `closed` there, and the
 /// handlers run there.

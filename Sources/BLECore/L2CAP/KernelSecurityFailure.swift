@@ -1,4 +1,5 @@
 import BLEWire
+
 /// How the kernel's pairing or encryption of a link failed, as the adapter's HCI traffic shows
 /// it (the kernel's management interface only says Authentication Failed, status 0x05, for
 /// every SMP failure).

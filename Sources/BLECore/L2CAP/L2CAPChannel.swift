@@ -1,4 +1,5 @@
 import BLEWire
+
 /// Why a link (and every channel on it) went away, or why an operation on it failed.
 public enum LinkError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Disconnection Complete arrived for the link; `reason` is the HCI reason.

@@ -1,4 +1,5 @@
 import BLEWire
+
 /// Why opening, sending on, receiving from or accepting an LE credit-based channel failed.
 ///
 ///     do { try await channel.send(sdu) } catch .creditTimeout { ... }

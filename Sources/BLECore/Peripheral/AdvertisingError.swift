@@ -1,4 +1,5 @@
 import BLEWire
+
 /// Why an advertising set could not start or change. Texts say what to change.
 ///
 ///     do { _ = try await central.startAdvertising(data) } catch { print(error) } // advertising data is 40 octets: legacy advertising carries at most 31 ...

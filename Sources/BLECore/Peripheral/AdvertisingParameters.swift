@@ -1,4 +1,5 @@
 import BLEWire
+
 /// How an advertising set advertises (Vol 4, Part E, 7.8.5 legacy, 7.8.53 extended).
 ///
 ///     var p = AdvertisingParameters(kind: .nonConnectable, format: .extended)

@@ -1,4 +1,5 @@
 import BLEWire
+
 /// The central's advertising state, on the adapter's executor: the live sets, the links made
 /// on them, what the controller said about its limits, and the stream of incoming links.
 struct AdvertisingRegistry {

@@ -1,4 +1,5 @@
 import BLEWire
+
 /// What happens to an advertising set (`AdvertisingSet.events()`).
 public enum AdvertisingEvent: Sendable, CustomStringConvertible {
     /// A central connected to the set, which stopped advertising. The link is also offered

@@ -1,4 +1,5 @@
 import BLEWire
+
 /// Advertising sets: legacy commands (Vol 4, Part E, 7.8.5 to 7.8.9) on controllers without
 /// extended advertising, the extended set commands (7.8.52 to 7.8.59) on the others, so that
 /// the scanner's extended commands and the sets never mix the two families (Vol 4, Part E, 3.1.1).

@@ -1,4 +1,5 @@
 import BLEWire
+
 /// The addresses advertising sets use (Vol 6, Part B, 1.3): a set's first random address, a
 /// new resolvable private address every rotation (LE Set Advertising Set Random Address,
 /// Vol 4, Part E, 7.8.52, for an extended set; LE Set Random Address, 7.8.4, for legacy

@@ -1,4 +1,5 @@
 import BLEWire
+
 /// Why an L2CAP Connection Parameter Update Request of the peripheral did not get the new
 /// parameters accepted (Vol 3, Part A, 4.20 and 4.21).
 ///

@@ -1,4 +1,5 @@
 import BLEWire
+
 /// Maps the address a device uses now (a resolvable private address, Vol 6, Part B,
 /// 1.3.2.2) to its identity address; nil when it does not know the address. The module SMP
 /// makes one from a bond store (`store.addressResolver`), resolving with each bond's IRK.

@@ -1,4 +1,5 @@
 import BLEWire
+
 /// What a scan subscriber learns about one device.
 ///
 ///     for try await event in await central.scan(services: [BluetoothUUID("180D")!]) {

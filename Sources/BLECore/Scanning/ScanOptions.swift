@@ -1,4 +1,5 @@
 import BLEWire
+
 /// How one `Central.scan` subscriber wants to scan.
 ///
 /// Several subscribers share one controller scan; the controller runs with the union of

@@ -1,4 +1,5 @@
 import BLEWire
+
 /// One subscriber of the shared scan: its filter, options, stream and what it has been told.
 /// A class, so the per-report update of `known` mutates in place instead of copying the
 /// table out of the subscribers dictionary. Only touched on the adapter executor.

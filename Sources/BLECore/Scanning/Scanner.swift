@@ -1,5 +1,6 @@
 import BLEWire
 import BLETransport
+
 /// Drives the controller's scan for every subscriber of `Central.scan` and
 /// `Central.discoveredPeripherals`, on the adapter executor.
 ///

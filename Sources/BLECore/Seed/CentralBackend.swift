@@ -1,4 +1,5 @@
 import BLETransport
+
 /// A controller for a `Central` other than an adapter, such as a test double: it hands the
 /// central a transport and reports the power state the central should be in (the system's
 /// Bluetooth switch, its permission, its support), which the central follows.

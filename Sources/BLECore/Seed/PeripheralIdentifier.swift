@@ -1,4 +1,5 @@
 import BLEWire
+
 /// Names a peripheral found by a scan, for `connect`: the address it advertised with.
 ///
 ///     if case .discovered(let discovery) = event { found = discovery.peripheral }

@@ -1,4 +1,5 @@
 import BLEWire
+
 /// How many values a subscriber's stream keeps while its consumer is behind: the one policy
 /// type of every stream of the stack (scan events, adapter state, connection events,
 /// notifications and indications).

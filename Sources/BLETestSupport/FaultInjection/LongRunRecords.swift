@@ -1,4 +1,5 @@
 import GATTServer
+
 /// Long runs (soak tests) drive the test beds through millions of packets; their records of
 /// every packet would grow without end and hide the stack's own memory use. These drop them.
 extension VirtualController {

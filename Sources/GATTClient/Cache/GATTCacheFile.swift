@@ -1,4 +1,5 @@
 import BLEWire
+
 /// The bytes of one peer's file in a persistent `GATTCache` (docs/gatt-cache.md has the
 /// layout). All numbers little-endian; a UUID is its width (2, 4 or 16) then its wire bytes.
 ///

@@ -1,4 +1,5 @@
 import ATT
+
 /// What a client knows of one peer's attribute database: the primary services once
 /// discovered, and per service its characteristics and per characteristic its descriptors
 /// once those were discovered, with the peer's Database Hash (0x2B2A) when it has one.

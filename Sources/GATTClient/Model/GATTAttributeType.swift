@@ -1,4 +1,5 @@
 import BLEWire
+
 /// The attribute types GATT itself defines (Core Spec 5.4, Vol 3, Part G, 3 and 7) and the
 /// characteristic types the client acts on.
 ///

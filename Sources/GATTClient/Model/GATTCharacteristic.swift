@@ -1,5 +1,6 @@
 import BLEWire
 import ATT
+
 /// A characteristic found on a peer (Core Spec 5.4, Vol 3, Part G, 3.3): its declaration
 /// handle, value handle, properties and the last handle of its definition.
 ///

@@ -1,5 +1,6 @@
 import BLEWire
 import ATT
+
 /// A service found on a peer (Core Spec 5.4, Vol 3, Part G, 3.1): its UUID and handle range.
 ///
 ///     for s in try await peripheral.services() { print(s) }   // "Heart Rate (180D) 0x000C-0x0013"

@@ -1,4 +1,5 @@
 import BLEWire
+
 /// Names a service by UUID, the way an application refers to it.
 ///
 ///     let heartRate = ServiceIdentifier(uuid: "180D")

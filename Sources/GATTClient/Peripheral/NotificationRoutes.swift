@@ -1,5 +1,6 @@
 import BLECore
 import ATT
+
 /// The notification table: value handle -> the multicast buffers of its subscribers. The
 /// bearer's value handler runs on the adapter queue and calls `deliver` directly: a scan of a
 /// small flat table and a yield, no actor hop, no hashing.

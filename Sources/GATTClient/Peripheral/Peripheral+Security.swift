@@ -1,5 +1,6 @@
 import BLECore
 import ATT
+
 /// Requests the peer refuses for lack of security: Insufficient Authentication (0x05),
 /// Insufficient Encryption (0x0F) or Encryption Key Size Too Short (0x0C) (Vol 3, Part F,
 /// 3.4.1.1; Vol 3, Part C, 10.3.1). Every request the app makes leaves through `perform`:

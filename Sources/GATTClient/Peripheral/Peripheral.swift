@@ -1,6 +1,7 @@
 import BLEWire
 import BLECore
 import ATT
+
 /// A connected GATT server seen from this client: discovery on demand (backed by an optional
 /// shared `GATTCache`), reads, writes, notifications and indications, addressed by
 /// `ServiceIdentifier` / `CharacteristicIdentifier`. Runs on the connection's executor.

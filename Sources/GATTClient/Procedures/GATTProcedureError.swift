@@ -1,5 +1,6 @@
 import BLEWire
 import ATT
+
 /// Why a GATT procedure on a bearer failed: the ATT layer's error, or a response that breaks
 /// the procedure (the Peripheral turns both into a `GATTError` naming the attribute and peer).
 public enum GATTProcedureError: Error, Sendable, Equatable, CustomStringConvertible {

@@ -1,5 +1,6 @@
 import BLEWire
 import ATT
+
 /// A GATT client procedure that takes several ATT requests (Core Spec 5.4, Vol 3, Part G, 4),
 /// as errors name it.
 public enum GATTProcedureKind: Sendable, Hashable, CustomStringConvertible {

@@ -1,5 +1,6 @@
 import BLEWire
 import ATT
+
 /// The GATT client procedures of Core Spec 5.4, Vol 3, Part G, 4, each a loop of ATT
 /// requests on one bearer that ends on Attribute Not Found, the end of the range, or a
 /// response that breaks the procedure (handles that do not increase end it with an error,

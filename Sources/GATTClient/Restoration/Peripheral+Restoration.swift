@@ -1,4 +1,5 @@
 import BLECore
+
 /// What a `Restoration` needs of a `Peripheral` beyond its public API: the handles behind a
 /// subscription, the peer's Database Hash, and a subscription whose CCCD the server kept.
 extension Peripheral {

@@ -1,5 +1,6 @@
 import BLEWire
 import BLECore
+
 /// What a `Restoration` keeps of one link, enough to bring it back after a restart: the peer,
 /// how it reconnects, the security it needs and its subscriptions.
 ///

@@ -1,5 +1,6 @@
 import BLEWire
 import BLECore
+
 /// Keeps an app's links and subscriptions in a `RestorationStore` and brings them back after
 /// a restart: the Linux counterpart of a restore identifier. The app connects and subscribes
 /// through it (what it made is stored); the next run calls `restore()`, which reconnects every

@@ -1,5 +1,6 @@
 import BLEWire
 import BLECore
+
 /// The bytes of a restoration store's file (docs/restoration.md has the layout). All numbers
 /// little-endian; a UUID is its width (2, 4 or 16) then its wire octets.
 ///

@@ -1,5 +1,6 @@
 import BLEWire
 import BLECore
+
 /// A link a `Restoration` made or brought back: the connection, its GATT client, and the
 /// streams of the stored subscriptions, subscribed before the link was handed over, so
 /// iterating them resumes the app's notifications where they were.

@@ -1,4 +1,5 @@
 import BLEWire
+
 /// The IEEE 11073-20601 32-bit FLOAT of the health profiles: a signed 8-bit exponent (high
 /// byte) and a signed 24-bit mantissa; value = mantissa x 10^exponent. Exponent 0 with the
 /// mantissas 0x7FFFFF, 0x800000, 0x7FFFFE, 0x800002, 0x800001 are NaN, NRes, +INF, -INF and

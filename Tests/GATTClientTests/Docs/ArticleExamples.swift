@@ -176,3 +176,12 @@ func boundedReadings(_ peripheral: Peripheral, _ measurement: CharacteristicIden
     for try await value in readings { process(value) }
     print("dropped while behind: \(readings.droppedCount)")
 }
+
+// BLECore/BLECore.docc/ConnectingAndReconnecting.md, Restoring links after a restart
+func resumeRestoredLinks(_ restoration: Restoration, _ measurement: CharacteristicIdentifier) async throws {
+    for try await event in try await restoration.restore() {
+        if case .restored(let link) = event, let values = link.notifications(for: measurement) {
+            Task { for try await value in values { print(value) } }
+        }
+    }
+}
