@@ -10,7 +10,8 @@ test writes on stdin, one JSON object a line:
     {"pair": {"oob": {"r": hex, "c": hex}}}   the same with the stack's LE SC OOB data
                                           (16 octets each, least significant first)
     {"passkey": 123456}                   the passkey Bumble's delegate is asked for
-    {"reconnect": {}}                     disconnect and connect again
+    {"reconnect": {}}                     disconnect and connect again (connect only when the
+                                          stack ended the link, as when it restarted)
     {"encrypt": {}}                       encrypt with the stored keys (LE Enable Encryption)
     {"read": "UUID"}                      read a characteristic with Bumble's GATT client
                                           (services discovered on the link's first use)
@@ -148,11 +149,16 @@ async def run(args: argparse.Namespace) -> int:
     state: dict = {"connecting": False, "connection": None}
     connected = asyncio.Event()
 
+    def on_disconnection(reason) -> None:  # type: ignore[no-untyped-def]
+        state["down"] = True
+        emit({"disconnected": {"reason": reason}})
+
     async def connect() -> None:
         connection = await device.connect(target, own_address_type=hci.OwnAddressType.RANDOM)
         state["connection"] = connection
+        state["down"] = False
         connection.on("security_request", lambda auth_req: emit({"securityRequest": {"authReq": int(auth_req)}}))
-        connection.on("disconnection", lambda reason: emit({"disconnected": {"reason": reason}}))
+        connection.on("disconnection", on_disconnection)
         emit({"connected": {"handle": connection.handle}})
         connected.set()
 
@@ -187,11 +193,13 @@ async def run(args: argparse.Namespace) -> int:
 
     async def reconnect() -> None:
         connection = state["connection"]
-        await connection.disconnect()
+        if not state.get("down"):
+            await connection.disconnect()
         await device.stop_scanning()
         connection = await device.connect(target, own_address_type=hci.OwnAddressType.RANDOM)
         state["connection"] = connection
-        connection.on("disconnection", lambda reason: emit({"disconnected": {"reason": reason}}))
+        state["down"] = False
+        connection.on("disconnection", on_disconnection)
         emit({"connected": {"handle": connection.handle}})
         connected.set()
 

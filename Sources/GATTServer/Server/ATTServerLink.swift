@@ -52,10 +52,17 @@ public protocol ATTServerLinkClosing: AnyObject {
     func closeBearer()
 }
 
-/// A link that says when its send queue is full: notifications to it are then dropped and
-/// counted (`GATTServer.droppedNotificationCount()`) instead of queued without bound.
-/// Indications are not dropped: one at a time waits for its confirmation.
+/// A link whose send queue is bounded. The server hands it a notification only while
+/// `canSend`; the others wait in the link's own queue in the server (at most
+/// `GATTServer.notificationQueueLimit`, dropped and counted beyond) until `whenCanSend` calls
+/// back. Indications are not held: one at a time waits for its confirmation.
+///
+///     var canSend: Bool { channel.queuedPDUs < 8 }
+///     func whenCanSend(_ body: @escaping @Sendable () -> Void) { channel.onDrained(body) }
 public protocol ATTServerLinkFlowControl: AnyObject {
     /// False while the link cannot take another PDU without exceeding its bound.
     var canSend: Bool { get }
+    /// Calls `body` once, on any queue, when `canSend` may be true again or the link is gone.
+    /// Called on the server's queue after `canSend` answered false.
+    func whenCanSend(_ body: @escaping @Sendable () -> Void)
 }

@@ -95,8 +95,10 @@ extension GATTServer {
 /// The server's end of a link's ATT fixed channel: answers go out through the host's queue for
 /// the link, the security is the connection's, and an unconfirmed indication ends the link.
 /// With a bond store, a refusal for security sends a Security Request and an encrypted link
-/// with a bond in the store is that bond's peer.
-final class ConnectionATTLink: ATTServerLink, ATTServerLinkSecurity, ATTServerLinkClosing, ATTServerLinkSecurityRequest, ATTServerLinkBond, Sendable {
+/// with a bond in the store is that bond's peer. Notifications go while the host's queue for
+/// the link is at most half full, so responses always find room in it.
+final class ConnectionATTLink: ATTServerLink, ATTServerLinkSecurity, ATTServerLinkClosing, ATTServerLinkSecurityRequest, ATTServerLinkBond,
+                               ATTServerLinkFlowControl, Sendable {
     let connection: Connection
     let channel: any L2CAPChannel
     let centralDescription: String
@@ -153,6 +155,18 @@ final class ConnectionATTLink: ATTServerLink, ATTServerLinkSecurity, ATTServerLi
     var encryptionKeySize: Int {
         guard connection.executor.isOnQueue else { return 0 }
         return connection.enter(on: connection.executor) { $0.encryptionKeySize } ?? 16
+    }
+
+    /// The host's queue for the link is at most half full (read on the adapter's queue; a
+    /// server on another queue sends, and the host's own bound drops what does not fit).
+    var canSend: Bool {
+        guard channel.executor.isOnQueue, let fixed = channel as? FixedChannel else { return true }
+        return fixed.hasSendRoom
+    }
+
+    func whenCanSend(_ body: @escaping @Sendable () -> Void) {
+        guard let fixed = channel as? FixedChannel else { return body() }
+        if fixed.executor.isOnQueue { fixed.whenSendRoom(body) } else { fixed.executor.queue.async { fixed.whenSendRoom(body) } }
     }
 
     func closeBearer() {

@@ -15,6 +15,8 @@ import GATTClient
 public final class GATTServer: @unchecked Sendable { // all state is touched only on `queue`
     package struct LinkState {
         package let link: any ATTServerLink
+        /// The link's flow control, cast once (nil: it always takes a PDU).
+        package let flow: (any ATTServerLinkFlowControl)?
         package var mtu: UInt16 = 23
         package var prepareQueue: [(handle: UInt16, offset: UInt16, value: [UInt8])] = []
         package var preparedBytes = 0
@@ -37,11 +39,23 @@ public final class GATTServer: @unchecked Sendable { // all state is touched onl
         /// Commands (Write Command to a handler, Signed Write Command) whose handler or
         /// verifier still runs; at most `commandLimit`, later ones are dropped.
         package var commandsRunning = 0
-        /// Notifications dropped because the link's send queue was full.
+        /// Notifications held for the link while it cannot send (`ATTServerLinkFlowControl`),
+        /// oldest first; at most `notificationQueueLimit`.
+        package var outbox: [[UInt8]] = []
+        /// `whenCanSend` was asked and has not called back yet.
+        package var awaitingRoom = false
+        /// Notifications of `notify(characteristic:value:waitingUpTo:)` calls waiting for room
+        /// in `outbox`, oldest first; at most `notificationQueueLimit`.
+        package var parked: [(send: ParkedNotification, pdu: [UInt8])] = []
+        /// Notifications handed to the link, and dropped because its queue stayed full.
+        package var sentNotifications = 0
         package var droppedNotifications = 0
         /// A Service Changed indication is unconfirmed: its confirmation makes the client change-aware.
         package var serviceChangedSent = false
-        init(link: any ATTServerLink) { self.link = link }
+        init(link: any ATTServerLink) {
+            self.link = link
+            self.flow = link as? any ATTServerLinkFlowControl
+        }
     }
 
     /// What is remembered of a bonded client between links (Vol 3, Part G, 3.3.3.3, 2.5.2.1).
@@ -61,6 +75,9 @@ public final class GATTServer: @unchecked Sendable { // all state is touched onl
     public let prepareQueueBytes: Int
     /// How long an indication may stay unconfirmed before the bearer ends (Part F, 3.3.3: 30 s).
     public let indicationTimeout: Duration
+    /// How many notifications the server holds for one link whose send queue is full
+    /// (`ATTServerLinkFlowControl`); more are dropped and counted (`notificationStatistics()`).
+    public let notificationQueueLimit: Int
     package let scheduler: any TimerScheduler
     /// How many commands of one link may wait for a handler or the signature verifier.
     package let commandLimit = 8
@@ -79,6 +96,9 @@ public final class GATTServer: @unchecked Sendable { // all state is touched onl
     /// PDUs dropped because they were malformed commands, unverified signed writes or came
     /// on an ended bearer.
     package var dropped = 0
+    /// Notifications sent and dropped over every link since the server was made.
+    package var notificationsSent = 0
+    package var notificationsDropped = 0
     /// The subscribers of `activity()`, by id.
     var activityObservers: [UInt64: AsyncStream<GATTServerActivity>.Continuation] = [:]
     var nextActivityObserver: UInt64 = 0
@@ -86,15 +106,18 @@ public final class GATTServer: @unchecked Sendable { // all state is touched onl
     /// - Parameters:
     ///   - serverMTU: this side's ATT_MTU (Exchange MTU answers with it).
     ///   - prepareQueueLimit, prepareQueueBytes: bounds of each link's prepare queue.
-    ///   - scheduler: where the indication timeout comes from (the queue's timers by default).
+    ///   - notificationQueueLimit: notifications held for one link that cannot send.
+    ///   - scheduler: where the indication and notification timeouts come from (the queue's timers by default).
     public init(database: GATTDatabase, queue: DispatchQueue, serverMTU: UInt16 = 517, prepareQueueLimit: Int = 64,
-                prepareQueueBytes: Int = 4096, indicationTimeout: Duration = .seconds(30), scheduler: (any TimerScheduler)? = nil) {
+                prepareQueueBytes: Int = 4096, indicationTimeout: Duration = .seconds(30), notificationQueueLimit: Int = 32,
+                scheduler: (any TimerScheduler)? = nil) {
         self.table = AttributeTable(database)
         self.queue = queue
         self.serverMTU = max(23, serverMTU)
         self.prepareQueueLimit = prepareQueueLimit
         self.prepareQueueBytes = prepareQueueBytes
         self.indicationTimeout = indicationTimeout
+        self.notificationQueueLimit = max(1, notificationQueueLimit)
         self.scheduler = scheduler ?? DispatchTimerScheduler(queue: queue)
     }
 
@@ -141,6 +164,7 @@ public final class GATTServer: @unchecked Sendable { // all state is touched onl
         if let state = links.removeValue(forKey: ObjectIdentifier(link)) {
             state.indicationTimer?.cancel()
             for w in state.confirmationWaiters { w.continuation?.resume(returning: false) }
+            linkGone(state, id: ObjectIdentifier(link))
             report(.disconnected(peer: link.centralDescription))
         }
     }
@@ -300,9 +324,6 @@ public final class GATTServer: @unchecked Sendable { // all state is touched onl
     /// PDUs dropped so far (malformed commands, unverified signed writes, ended bearers, floods).
     public func droppedCount() async -> Int { await onQueue { self.dropped } }
 
-    /// Notifications dropped so far because a link's send queue was full
-    /// (`ATTServerLinkFlowControl`), summed over the connected links.
-    public func droppedNotificationCount() async -> Int { await onQueue { self.links.values.reduce(0) { $0 + $1.droppedNotifications } } }
 
     // MARK: Lookups (on the queue)
 
