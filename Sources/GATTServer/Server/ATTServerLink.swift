@@ -43,6 +43,14 @@ public protocol ATTServerLinkSecurityRequest: AnyObject {
 public protocol ATTServerLinkBond: AnyObject {
     /// The bonded peer's identity address; nil while the link is not bonded.
     var bondedPeer: LEAddress? { get }
+    /// The identity address of the bond whose CSRK verifies the link's Signed Write Commands:
+    /// the bond of the peer's address whether or not the link is encrypted, since the
+    /// signature itself authenticates the data (Vol 3, Part C, 10.4.2). Default: `bondedPeer`.
+    var signingPeer: LEAddress? { get }
+}
+
+extension ATTServerLinkBond {
+    public var signingPeer: LEAddress? { bondedPeer }
 }
 
 /// A link the server can end: after an indication stays unconfirmed for the 30 s ATT

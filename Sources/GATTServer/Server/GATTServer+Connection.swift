@@ -52,9 +52,32 @@ extension GATTServer {
     }
 
     /// Looks up the link's bond again and restores what the server kept of it (on the queue).
+    /// A bond the server has not seen since it started brings the CCCDs its store kept (those
+    /// whose handle is a CCCD of this database).
     private func bondFound(_ link: ConnectionATTLink) {
-        link.lookUpBond()
+        if let stored = link.lookUpBond(), bonds[stored.address] == nil {
+            let cccd = stored.clientConfigurations.filter { entry in
+                table.index(of: entry.key).map { if case .cccd = table.attributes[$0].kind { true } else { false } } ?? false
+            }
+            bonds[stored.address] = BondState(cccd: cccd, savedCCCD: stored.clientConfigurations)
+        }
         restoreBondState(link)
+    }
+
+    /// Saves the bond's CCCDs in the store of `link` (`serve(_:bonds:)`) when they changed
+    /// since last saved, so they come back after a restart (on the queue; the store is written
+    /// off it, in order). A save that fails leaves the file as it was; the server still keeps
+    /// them while it runs.
+    func saveClientConfigurations(of peer: LEAddress, link: any ATTServerLink) {
+        guard let store = (link as? ConnectionATTLink)?.bonds, let all = bonds[peer]?.cccd else { return }
+        let cccd = all.filter { $0.value != 0 }
+        guard bonds[peer]?.savedCCCD != cccd else { return }
+        bonds[peer]?.savedCCCD = cccd
+        bondWrites.async {
+            guard var bond = store.bond(for: peer), bond.clientConfigurations != cccd else { return }
+            bond.clientConfigurations = cccd
+            try? store.save(bond)
+        }
     }
 
     /// Installs the bearer's handlers on the connection's executor.
@@ -127,10 +150,17 @@ final class ConnectionATTLink: ATTServerLink, ATTServerLinkSecurity, ATTServerLi
 
     nonisolated(unsafe) private var identity: LEAddress? // read and written only on the server's queue
 
-    /// Finds the peer's bond in the store (on the server's queue).
-    func lookUpBond() {
-        guard let bonds, isEncrypted, let bond = bonds.bond(resolving: connection.peer) else { return }
+    /// The bond of the peer's address, looked up at each Signed Write Command (on the server's
+    /// queue): a central that bonded on an earlier link may sign without encrypting this one,
+    /// and the first pairing's bond is found as soon as it is saved.
+    var signingPeer: LEAddress? { bonds?.bond(resolving: connection.peer)?.address }
+
+    /// Finds the peer's bond in the store and returns it (on the server's queue).
+    @discardableResult
+    func lookUpBond() -> Bond? {
+        guard let bonds, isEncrypted, let bond = bonds.bond(resolving: connection.peer) else { return nil }
         identity = bond.address
+        return bond
     }
 
     /// Queued on the link in the order sent: at once on the adapter's queue, else after a hop

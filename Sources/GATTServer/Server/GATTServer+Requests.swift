@@ -317,6 +317,7 @@ extension GATTServer {
         bonds[peer, default: BondState()].cccd = state.cccd
         bonds[peer]?.clientFeatures = state.clientFeatures
         bonds[peer]?.changeAware = state.changeAware
+        saveClientConfigurations(of: peer, link: state.link)
     }
 
     /// Execute Write Request (Part F, 3.4.6.3): assembles each handle's queued parts, checks
@@ -360,9 +361,10 @@ extension GATTServer {
     }
 
     /// Signed Write Command (Part F, 3.4.5.4): applied only from a bonded peer whose signature
-    /// verifies with its CSRK and whose SignCounter is above every one used before.
+    /// verifies with its CSRK and whose SignCounter is above every one used before, on an
+    /// encrypted link or not (`ATTServerLinkBond.signingPeer`).
     func signedWrite(_ value: [UInt8], handle: UInt16, signature: ATTSignature, message: [UInt8], link id: ObjectIdentifier) {
-        guard let state = links[id], let peer = bondedPeer(state.link), let verifier = signedWrites,
+        guard let state = links[id], let peer = (state.link as? any ATTServerLinkBond)?.signingPeer, let verifier = signedWrites,
               let i = table.index(of: handle), case .value(let c) = table.attributes[i].kind,
               table.characteristics[c].properties.contains(.authenticatedSignedWrites),
               checkWrite(value, to: table.attributes[i]) == nil else { dropped += 1; return }

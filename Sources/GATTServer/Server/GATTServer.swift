@@ -64,6 +64,8 @@ public final class GATTServer: @unchecked Sendable { // all state is touched onl
         package var clientFeatures: UInt8 = 0
         package var changeAware = true
         package var signCounter: UInt32?
+        /// The CCCDs last given to the bond store (nil: none yet), so only a change is saved.
+        package var savedCCCD: [UInt16: UInt16]?
     }
 
     public let queue: DispatchQueue
@@ -79,6 +81,9 @@ public final class GATTServer: @unchecked Sendable { // all state is touched onl
     /// (`ATTServerLinkFlowControl`); more are dropped and counted (`notificationStatistics()`).
     public let notificationQueueLimit: Int
     package let scheduler: any TimerScheduler
+    /// Where bonds' CCCDs are saved to their store, one after another, off `queue` (the store
+    /// writes files).
+    let bondWrites = DispatchQueue(label: "ble.gatt-server.bonds")
     /// How many commands of one link may wait for a handler or the signature verifier.
     package let commandLimit = 8
     package var table: AttributeTable
