@@ -23,6 +23,7 @@ extension GATTServer {
     ///     for await link in await central.incomingConnections() { try await server.serve(link) }
     public func serve(_ connection: Connection, bonds: (any BondStore)? = nil) async throws(ConnectionError) {
         let link = try await attach(connection, bonds: bonds)
+        await acceptEnhancedBearers(connection, client: link, bonds: bonds)
         guard bonds != nil else { return }
         // The bond's state comes back when the link is encrypted, which is usually after the
         // bearer is attached: the central encrypts once connected. Followed until the link ends.
@@ -77,6 +78,52 @@ extension GATTServer {
             guard var bond = store.bond(for: peer), bond.clientConfigurations != cccd else { return }
             bond.clientConfigurations = cccd
             try? store.save(bond)
+        }
+    }
+
+    /// Accepts enhanced ATT bearers (EATT: L2CAP enhanced credit-based channels on PSM 0x0027,
+    /// Vol 3, Part G, 5.3.2 and Part A, 4.25) until the link ends. Each is served from the
+    /// same database with its own ATT_MTU, the smaller of both sides' L2CAP MTUs (Part F,
+    /// 3.2.8), and answers its requests independently of the other bearers; the client's
+    /// CCCDs stay with its unenhanced bearer, which takes the notifications. When the app
+    /// already accepts channels on PSM 0x0027 the link has no enhanced bearers from here.
+    private func acceptEnhancedBearers(_ connection: Connection, client: ConnectionATTLink, bonds: (any BondStore)?) async {
+        guard let channels = try? await connection.acceptL2CAPChannels(psm: 0x0027, mtu: Int(serverMTU)) else { return }
+        let events = await connection.events(bufferingPolicy: .bufferingNewest(8))
+        Task { [weak self] in
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { for await event in events { if case .disconnected = event { return } } }
+                group.addTask {
+                    for await channel in channels {
+                        guard let self else { return }
+                        await self.attachEnhanced(channel, connection: connection, client: client, bonds: bonds)
+                    }
+                }
+                // The link ended (or the channels did): the other task stops too.
+                await group.next()
+                group.cancelAll()
+            }
+        }
+    }
+
+    /// Serves one enhanced bearer: its PDUs go to the server in order, its end disconnects it.
+    private func attachEnhanced(_ channel: CreditBasedChannel, connection: Connection, client: ConnectionATTLink, bonds: (any BondStore)?) async {
+        let mtu = await min(channel.mtu, channel.peerMTU)
+        let sdus = CreditBasedSDUChannel(channel)
+        let link = ConnectionATTLink(connection: connection, channel: sdus, bonds: bonds)
+        let queue = self.queue
+        let sameQueue = queue === connection.executor.queue
+        let run: @Sendable (@escaping @Sendable () -> Void) -> Void = { work in
+            if sameQueue { work() } else { queue.async(execute: work) }
+        }
+        connection.executor.queue.async {
+            run { self.connectEnhanced(link, client: client, mtu: UInt16(clamping: mtu)) }
+            sdus.setSliceHandlers(receive: { sdu in
+                let pdu = Array(sdu)
+                run { self.receive(pdu, on: link) }
+            }, close: { _ in
+                run { self.disconnect(link) }
+            })
         }
     }
 

@@ -52,6 +52,10 @@ public final class GATTServer: @unchecked Sendable { // all state is touched onl
         package var droppedNotifications = 0
         /// A Service Changed indication is unconfirmed: its confirmation makes the client change-aware.
         package var serviceChangedSent = false
+        /// On an enhanced ATT bearer: the client's unenhanced bearer, which keeps the client's
+        /// CCCDs and Client Supported Features (per client, not per bearer: Vol 3, Part G,
+        /// 3.3.3.3 and 7.2) and takes its notifications and indications.
+        package var client: ObjectIdentifier?
         init(link: any ATTServerLink) {
             self.link = link
             self.flow = link as? any ATTServerLinkFlowControl
@@ -170,8 +174,26 @@ public final class GATTServer: @unchecked Sendable { // all state is touched onl
             state.indicationTimer?.cancel()
             for w in state.confirmationWaiters { w.continuation?.resume(returning: false) }
             linkGone(state, id: ObjectIdentifier(link))
-            report(.disconnected(peer: link.centralDescription))
+            if state.client == nil { report(.disconnected(peer: link.centralDescription)) }
         }
+    }
+
+    /// An enhanced ATT bearer of the client whose unenhanced bearer is `client` (call on
+    /// `queue`), with `mtu` as its ATT_MTU: it answers requests on its own, and the client's
+    /// CCCDs and features stay with `client`.
+    package func connectEnhanced(_ link: any ATTServerLink, client: any ATTServerLink, mtu: UInt16) {
+        var state = LinkState(link: link)
+        state.client = ObjectIdentifier(client)
+        state.mtu = max(23, mtu)
+        links[ObjectIdentifier(link)] = state
+        hooks?.changed(self)
+    }
+
+    /// The link that keeps the client state of link `id`: itself, or for an enhanced bearer
+    /// the client's unenhanced one (`id` when that one is gone).
+    func clientOf(_ id: ObjectIdentifier) -> ObjectIdentifier {
+        guard let client = links[id]?.client, links[client] != nil else { return id }
+        return client
     }
 
     /// One ATT PDU from the client on `link` (call on `queue`); the answer goes back through
