@@ -27,4 +27,13 @@ struct EnhancedBearerServerTests {
         bed.disconnect(enhanced)
         #expect(await bed.server.clientConfigurations(of: BluetoothUUID(uuid16: 0x2A19)) == [0x0001])
     }
+
+    /// Server Supported Features (Part G, 7.4): bit 0, EATT supported, after Service Changed
+    /// (0x0002-0x0004) and Database Hash (0x0005-0x0006): declaration 0x0007, value 0x0008.
+    /// Read By Type Response (Part F, 3.4.4.2): 0x09, length 3, handle, value.
+    @Test func serverSupportedFeaturesSaysEATT() {
+        let bed = ServerBed(GATTDatabase(services: [], serverFeatures: [.enhancedATTBearer]))
+        #expect(bed.request("08 0100 FFFF 3A2B") == hex("09 03 0800 01"))
+        #expect(bed.request("0A 0700") == hex("0B 02 0800 3A2B"))
+    }
 }

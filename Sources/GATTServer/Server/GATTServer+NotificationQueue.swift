@@ -86,7 +86,8 @@ extension GATTServer {
         defer { hooks?.changed(self) }
         guard let valueHandle = valueHandleOnQueue(characteristic), let cccd = cccdHandle(of: characteristic) else { return finish(parked) }
         if let i = table.index(of: valueHandle) { table.attributes[i].value = value }
-        for (id, state) in links where !state.ended && (state.cccd[cccd] ?? 0) & 0x0001 != 0 {
+        for id in Array(links.keys) {
+            guard let state = links[id], !state.ended, (state.cccd[cccd] ?? 0) & 0x0001 != 0 else { continue }
             let pdu = ATTPDU.handleValueNotification(handle: valueHandle, value: Array(value.prefix(Int(state.mtu) - 3))).bytes
             if offer(pdu, link: id) {
                 parked.delivery.queued += 1
