@@ -55,7 +55,7 @@ struct NotificationPDUTests {
         bed.link.canSend = false
         #expect(await bed.server.notify(characteristic: Self.level, value: [0x01], waitingUpTo: .seconds(1)) == NotificationDelivery(queued: 1))
         let second = Task { await bed.server.notify(characteristic: Self.level, value: [0x02], waitingUpTo: .seconds(1)) }
-        #expect(await bed.server.waitUntil("the second notification parked") { $0.links.values.contains { !$0.parked.isEmpty } })
+        #expect(await bed.server.waitUntil("the second notification parked") { $0.links.values.contains { !$0.notifications.parked.isEmpty } })
         bed.link.makeRoom(on: bed.queue)
         #expect(try await value(of: Task { await second.value }) == NotificationDelivery(queued: 1))
         #expect(await bed.link.next() == hex("1B 0900 01"))
@@ -63,7 +63,7 @@ struct NotificationPDUTests {
         bed.link.canSend = false
         #expect(await bed.server.notify(characteristic: Self.level, value: [0x03], waitingUpTo: .seconds(1)) == NotificationDelivery(queued: 1))
         let third = Task { await bed.server.notify(characteristic: Self.level, value: [0x04], waitingUpTo: .seconds(1)) }
-        #expect(await bed.server.waitUntil("the fourth notification parked") { $0.links.values.contains { !$0.parked.isEmpty } })
+        #expect(await bed.server.waitUntil("the fourth notification parked") { $0.links.values.contains { !$0.notifications.parked.isEmpty } })
         await clock.value?.advance(by: .milliseconds(999))
         #expect(await bed.server.notificationStatistics().dropped == 0)
         await clock.value?.advance(by: .milliseconds(1))
@@ -78,7 +78,7 @@ struct NotificationPDUTests {
         bed.link.canSend = false
         #expect(await bed.server.notify(characteristic: Self.level, value: [0x01]) == 1)
         let waiting = Task { await bed.server.notify(characteristic: Self.level, value: [0x02], waitingUpTo: .seconds(60)) }
-        #expect(await bed.server.waitUntil("the notification parked") { $0.links.values.contains { !$0.parked.isEmpty } })
+        #expect(await bed.server.waitUntil("the notification parked") { $0.links.values.contains { !$0.notifications.parked.isEmpty } })
         waiting.cancel()
         #expect(try await value(of: Task { await waiting.value }) == NotificationDelivery(queued: 0, dropped: 1))
         bed.link.makeRoom(on: bed.queue)

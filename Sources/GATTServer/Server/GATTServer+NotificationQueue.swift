@@ -55,6 +55,22 @@ package final class ParkedNotification: @unchecked Sendable { // touched only on
     var finished = false
 }
 
+/// One link's notifications (on the server's queue): those held while it cannot send, the
+/// calls waiting for room, and its counters. A class, so that sending a notification does
+/// not write the server's table of links.
+package final class LinkNotifications {
+    /// Held while the link cannot send (`ATTServerLinkFlowControl`), oldest first; at most
+    /// `notificationQueueLimit`.
+    package var outbox: [[UInt8]] = []
+    /// `whenCanSend` was asked and has not called back yet.
+    package var awaitingRoom = false
+    /// Notifications of waiting calls, oldest first; at most `notificationQueueLimit`.
+    package var parked: [(send: ParkedNotification, pdu: [UInt8])] = []
+    /// Handed to the link, and dropped because its queue stayed full.
+    package var sent = 0
+    package var dropped = 0
+}
+
 extension GATTServer {
     /// Sends a Handle Value Notification of `value` (cut to ATT_MTU - 3) to every link that
     /// enabled notifications of `characteristic`, and stores the value. A link whose send queue
@@ -86,16 +102,15 @@ extension GATTServer {
         defer { hooks?.changed(self) }
         guard let valueHandle = valueHandleOnQueue(characteristic), let cccd = cccdHandle(of: characteristic) else { return finish(parked) }
         if let i = table.index(of: valueHandle) { table.attributes[i].value = value }
-        for id in Array(links.keys) {
-            guard let state = links[id], !state.ended, (state.cccd[cccd] ?? 0) & 0x0001 != 0 else { continue }
+        for (id, state) in links where !state.ended && (state.cccd[cccd] ?? 0) & 0x0001 != 0 {
             let pdu = ATTPDU.handleValueNotification(handle: valueHandle, value: Array(value.prefix(Int(state.mtu) - 3))).bytes
-            if offer(pdu, link: id) {
+            if offer(pdu, to: state, id: id) {
                 parked.delivery.queued += 1
-            } else if timeout > .zero, state.parked.count < notificationQueueLimit {
-                links[id]?.parked.append((parked, pdu))
+            } else if timeout > .zero, state.notifications.parked.count < notificationQueueLimit {
+                state.notifications.parked.append((parked, pdu))
                 parked.waitingOn.insert(id)
             } else {
-                countDrop(link: id)
+                countDrop(state)
                 parked.delivery.dropped += 1
             }
         }
@@ -109,8 +124,10 @@ extension GATTServer {
         parked.timer?.cancel()
         parked.timer = nil
         for id in parked.waitingOn {
-            links[id]?.parked.removeAll { $0.send === parked }
-            countDrop(link: id)
+            if let state = links[id] {
+                state.notifications.parked.removeAll { $0.send === parked }
+                countDrop(state)
+            }
             parked.delivery.dropped += 1
         }
         parked.waitingOn = []
@@ -118,32 +135,32 @@ extension GATTServer {
         parked.continuation = nil
     }
 
-    /// Sends `pdu` on link `id` when it can send and holds nothing back, else holds it in the
-    /// link's queue while that has room; false when the queue is full (on the queue).
-    func offer(_ pdu: [UInt8], link id: ObjectIdentifier) -> Bool {
-        guard let state = links[id], !state.ended else { return false }
-        if state.outbox.isEmpty, state.flow?.canSend ?? true {
+    /// Sends `pdu` on the link (`state`, id `id`) when it can send and holds nothing back,
+    /// else holds it while its queue has room; false when the queue is full (on the queue).
+    func offer(_ pdu: [UInt8], to state: LinkState, id: ObjectIdentifier) -> Bool {
+        let n = state.notifications
+        if n.outbox.isEmpty, state.flow?.canSend ?? true {
             state.link.sendToCentral(pdu)
-            links[id]?.sentNotifications += 1
+            n.sent += 1
             notificationsSent += 1
             return true
         }
-        guard state.outbox.count < notificationQueueLimit else { return false }
-        links[id]?.outbox.append(pdu)
-        awaitRoom(link: id)
+        guard n.outbox.count < notificationQueueLimit else { return false }
+        n.outbox.append(pdu)
+        awaitRoom(state, id: id)
         return true
     }
 
-    /// A notification to link `id` dropped: counted for the link and the server.
-    func countDrop(link id: ObjectIdentifier) {
-        links[id]?.droppedNotifications += 1
+    /// A notification to the link dropped: counted for the link and the server.
+    func countDrop(_ state: LinkState) {
+        state.notifications.dropped += 1
         notificationsDropped += 1
     }
 
     /// Asks the link to call back when it can send again, once (on the queue).
-    private func awaitRoom(link id: ObjectIdentifier) {
-        guard let state = links[id], !state.awaitingRoom, let flow = state.flow else { return }
-        links[id]?.awaitingRoom = true
+    private func awaitRoom(_ state: LinkState, id: ObjectIdentifier) {
+        guard !state.notifications.awaitingRoom, let flow = state.flow else { return }
+        state.notifications.awaitingRoom = true
         flow.whenCanSend { [weak self] in
             guard let self else { return }
             self.queue.async { self.roomAvailable(link: id) }
@@ -154,17 +171,18 @@ extension GATTServer {
     /// the parked ones move into the room that makes (on the queue).
     private func roomAvailable(link id: ObjectIdentifier) {
         defer { hooks?.changed(self) }
-        guard var state = links[id] else { return }
-        state.awaitingRoom = false
-        var sent = 0
+        guard let state = links[id] else { return }
+        let n = state.notifications
+        n.awaitingRoom = false
         var done: [ParkedNotification] = []
         while !state.ended {
-            if !state.outbox.isEmpty, state.flow?.canSend ?? true {
-                state.link.sendToCentral(state.outbox.removeFirst())
-                sent += 1
-            } else if !state.parked.isEmpty, state.outbox.count < notificationQueueLimit {
-                let next = state.parked.removeFirst()
-                state.outbox.append(next.pdu)
+            if !n.outbox.isEmpty, state.flow?.canSend ?? true {
+                state.link.sendToCentral(n.outbox.removeFirst())
+                n.sent += 1
+                notificationsSent += 1
+            } else if !n.parked.isEmpty, n.outbox.count < notificationQueueLimit {
+                let next = n.parked.removeFirst()
+                n.outbox.append(next.pdu)
                 next.send.delivery.queued += 1
                 next.send.waitingOn.remove(id)
                 if next.send.waitingOn.isEmpty { done.append(next.send) }
@@ -172,18 +190,15 @@ extension GATTServer {
                 break
             }
         }
-        state.sentNotifications += sent
-        notificationsSent += sent
-        links[id] = state
         // Calls whose last link took their notification return.
         for send in done { finish(send) }
-        if !state.outbox.isEmpty { awaitRoom(link: id) }
+        if !n.outbox.isEmpty { awaitRoom(state, id: id) }
     }
 
     /// A link went: what it held is dropped, and the calls parked on it stop waiting for it (on the queue).
     func linkGone(_ state: LinkState, id: ObjectIdentifier) {
-        notificationsDropped += state.outbox.count + state.parked.count
-        for entry in state.parked {
+        notificationsDropped += state.notifications.outbox.count + state.notifications.parked.count
+        for entry in state.notifications.parked {
             entry.send.waitingOn.remove(id)
             entry.send.delivery.dropped += 1
             if entry.send.waitingOn.isEmpty { finish(entry.send) }
@@ -196,7 +211,8 @@ extension GATTServer {
     public func notificationStatistics() async -> NotificationStatistics {
         await onQueue {
             let links = self.links.values.map {
-                NotificationStatistics.Link(peer: $0.link.centralDescription, sent: $0.sentNotifications, queued: $0.outbox.count, dropped: $0.droppedNotifications)
+                NotificationStatistics.Link(peer: $0.link.centralDescription, sent: $0.notifications.sent, queued: $0.notifications.outbox.count,
+                                            dropped: $0.notifications.dropped)
             }
             return NotificationStatistics(sent: self.notificationsSent, dropped: self.notificationsDropped, links: links.sorted { $0.peer < $1.peer })
         }

@@ -19,11 +19,9 @@ extension GATTServer {
         guard let valueHandle = valueHandleOnQueue(characteristic), let cccd = cccdHandle(of: characteristic) else { return 0 }
         if let i = table.index(of: valueHandle) { table.attributes[i].value = value }
         var sent = 0
-        // By key, so that the counters `offer` updates do not copy the table being iterated.
-        for id in Array(links.keys) {
-            guard let state = links[id], !state.ended, (state.cccd[cccd] ?? 0) & 0x0001 != 0 else { continue }
+        for (id, state) in links where !state.ended && (state.cccd[cccd] ?? 0) & 0x0001 != 0 {
             let part = Array(value.prefix(Int(state.mtu) - 3))
-            if offer(ATTPDU.handleValueNotification(handle: valueHandle, value: part).bytes, link: id) { sent += 1 } else { countDrop(link: id) }
+            if offer(ATTPDU.handleValueNotification(handle: valueHandle, value: part).bytes, to: state, id: id) { sent += 1 } else { countDrop(state) }
         }
         return sent
     }
@@ -45,8 +43,7 @@ extension GATTServer {
                 entries.append((h, cccd, value))
             }
             var reached = 0
-            for id in Array(self.links.keys) {
-                guard let state = self.links[id], !state.ended else { continue }
+            for (id, state) in self.links where !state.ended {
                 let mine = entries.filter { (state.cccd[$0.cccd] ?? 0) & 0x0001 != 0 }
                 guard !mine.isEmpty else { continue }
                 let size = 1 + mine.reduce(0) { $0 + 4 + $1.value.count }
@@ -55,7 +52,7 @@ extension GATTServer {
                     : mine.map { ATTPDU.handleValueNotification(handle: $0.handle, value: Array($0.value.prefix(Int(state.mtu) - 3))).bytes }
                 var any = false
                 for pdu in pdus {
-                    if self.offer(pdu, link: id) { any = true } else { self.countDrop(link: id) }
+                    if self.offer(pdu, to: state, id: id) { any = true } else { self.countDrop(state) }
                 }
                 if any { reached += 1 }
             }

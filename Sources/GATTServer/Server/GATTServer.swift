@@ -39,17 +39,8 @@ public final class GATTServer: @unchecked Sendable { // all state is touched onl
         /// Commands (Write Command to a handler, Signed Write Command) whose handler or
         /// verifier still runs; at most `commandLimit`, later ones are dropped.
         package var commandsRunning = 0
-        /// Notifications held for the link while it cannot send (`ATTServerLinkFlowControl`),
-        /// oldest first; at most `notificationQueueLimit`.
-        package var outbox: [[UInt8]] = []
-        /// `whenCanSend` was asked and has not called back yet.
-        package var awaitingRoom = false
-        /// Notifications of `notify(characteristic:value:waitingUpTo:)` calls waiting for room
-        /// in `outbox`, oldest first; at most `notificationQueueLimit`.
-        package var parked: [(send: ParkedNotification, pdu: [UInt8])] = []
-        /// Notifications handed to the link, and dropped because its queue stayed full.
-        package var sentNotifications = 0
-        package var droppedNotifications = 0
+        /// The link's notification queue and counters.
+        package let notifications = LinkNotifications()
         /// A Service Changed indication is unconfirmed: its confirmation makes the client change-aware.
         package var serviceChangedSent = false
         /// On an enhanced ATT bearer: the client's unenhanced bearer, which keeps the client's
