@@ -175,6 +175,7 @@ if selected("gatt-server") {
     let n = quick ? 100_000 : 1_000_000
     add(GATTServerWorkload.notifications(clients: 1, values: n, runs: runs))
     add(GATTServerWorkload.notifications(clients: 8, values: n / 8, runs: runs))
+    add(GATTServerWorkload.notificationsBesideAFullClient(values: n / 8, runs: runs))
     add(GATTServerWorkload.reads(count: n, runs: runs))
 }
 

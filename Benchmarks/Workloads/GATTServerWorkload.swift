@@ -15,6 +15,15 @@ enum GATTServerWorkload {
         func sendToCentral(_ pdu: [UInt8]) { octets.add(pdu.count, ordering: .relaxed) }
     }
 
+    /// A client whose send queue stays full: the server holds its first notifications and
+    /// drops the rest (`ATTServerLinkFlowControl`).
+    final class FullLink: ATTServerLink, ATTServerLinkFlowControl, Sendable {
+        let centralDescription = "bench client (full)"
+        func sendToCentral(_ pdu: [UInt8]) {}
+        var canSend: Bool { false }
+        func whenCanSend(_ body: @escaping @Sendable () -> Void) {}
+    }
+
     static let level = BluetoothUUID(uuid16: 0x2A19)
     static let database = GATTDatabase(services: [
         .init(uuid: BluetoothUUID(uuid16: 0x180F), characteristics: [
@@ -24,12 +33,14 @@ enum GATTServerWorkload {
 
     /// Handles: Generic Access 0x0001-0x0005, Generic Attribute 0x0006-0x000B, Battery 0x000C:
     /// the level's value 0x000E, its CCCD 0x000F.
-    static func server(clients: Int) -> (GATTServer, DispatchQueue, [CountingLink]) {
+    /// `clients` subscribed clients, and `full` more whose queue stays full.
+    static func server(clients: Int, full: Int = 0) -> (GATTServer, DispatchQueue, [CountingLink]) {
         let queue = DispatchQueue(label: "bench-gatt-server")
         let server = GATTServer(database: database, queue: queue)
         let links = (0..<clients).map(CountingLink.init)
+        let held = (0..<full).map { _ in FullLink() }
         queue.sync {
-            for link in links {
+            for link in links as [any ATTServerLink] + held {
                 server.connect(link)
                 server.receive([0x12, 0x0F, 0x00, 0x01, 0x00], on: link)
             }
@@ -42,6 +53,18 @@ enum GATTServerWorkload {
         let (server, queue, _) = server(clients: clients)
         let value: [UInt8] = [0x01, 0x02, 0x03, 0x04]
         return measure("GATT server: notifications to \(clients) subscribed client\(clients == 1 ? "" : "s")", operations: values * clients, runs: runs) {
+            queue.sync {
+                for _ in 0..<values { _ = server.notifyOnQueue(characteristic: level, value: value) }
+            }
+        }
+    }
+
+    /// Notifications per second to 7 clients beside one whose queue stays full (held up to the
+    /// server's bound, then dropped and counted), counted per client that takes them.
+    static func notificationsBesideAFullClient(values: Int, runs: Int) -> Measurement {
+        let (server, queue, _) = server(clients: 7, full: 1)
+        let value: [UInt8] = [0x01, 0x02, 0x03, 0x04]
+        return measure("GATT server: notifications to 7 clients beside 1 full", operations: values * 7, runs: runs) {
             queue.sync {
                 for _ in 0..<values { _ = server.notifyOnQueue(characteristic: level, value: value) }
             }

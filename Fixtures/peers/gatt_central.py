@@ -24,6 +24,11 @@ Scenarios:
       confirms), raw malformed and oversized requests with the answers as received, a
       prepare-queue flood; it advertises "bumble-adv" while connected (for the stack's scan),
       then disconnects and reports the stack's advertisement again.
+  eatt: MTU 64, discovery, then two enhanced ATT bearers (L2CAP enhanced credit-based
+      channels on PSM 0x0027) with L2CAP MTUs 80 and 160; a Read of the long value on the
+      unenhanced bearer and on both enhanced ones, sent at once ("eatt_reads": the values each
+      bearer answered); the Battery Level CCCD written on an enhanced bearer, then the
+      notification taken on the unenhanced one ("eatt_notification").
   serve: MTU 64, discovery, reads 2A19, writes the long value, a Write Command, subscribes to
       2A19, prints the notification; disconnects, connects again once the advertisement is
       back and reads the long value.
@@ -39,7 +44,7 @@ import signal
 import socket
 import sys
 
-from bumble import att, hci
+from bumble import att, gatt_client, hci, l2cap
 from bumble.controller import Controller
 from bumble.core import UUID
 from bumble.device import AdvertisingType, Device, DeviceConfiguration, Peer
@@ -140,6 +145,27 @@ async def procedures(device: Device, connection, peer: Peer) -> None:
     emit({"after_flood": {"value": (await peer.read_value(long)).hex()}})
 
 
+async def eatt(connection, peer: Peer) -> None:
+    emit({"mtu": await peer.request_mtu(64)})
+    found = await discover(peer)
+    long, level = found[LONG], found[BATTERY_LEVEL]
+    bearers = [await gatt_client.Client.connect_eatt(connection, l2cap.LeCreditBasedChannelSpec(psm=att.EATT_PSM, mtu=mtu, mps=mtu))
+               for mtu in (80, 160)]
+    emit({"eatt": {"bearers": len(bearers)}})
+    # One Read Request on each bearer, all in flight at once (each bearer has its own
+    # transaction, Vol 3, Part G, 5.3.2); the answers as received.
+    clients = [peer.gatt_client] + bearers
+    answers = await asyncio.gather(*(c.send_request(att.ATT_Read_Request(attribute_handle=long.handle)) for c in clients))
+    emit({"eatt_reads": [bytes(a).hex() for a in answers]})
+    notified: asyncio.Future = asyncio.get_running_loop().create_future()
+    peer.gatt_client.notification_subscribers.setdefault(level.handle, set()).add(
+        lambda v: notified.done() or notified.set_result(bytes(v)))
+    # The CCCD follows the value (Vol 3, Part G, 3.3.3.3): notifications on.
+    written = await bearers[0].send_request(att.ATT_Write_Request(attribute_handle=level.handle + 1, attribute_value=bytes([1, 0])))
+    emit({"eatt_subscribed": bytes(written).hex()})
+    emit({"eatt_notification": {"handle": level.handle, "value": (await notified).hex()}})
+
+
 async def serve(device: Device, connection, peer: Peer, reconnect):  # type: ignore[no-untyped-def]
     emit({"mtu": await peer.request_mtu(64)})
     found = await discover(peer)
@@ -222,6 +248,9 @@ async def run(args: argparse.Namespace) -> int:
             await procedures(device, connection, peer)
             await disconnect(connection)
             await advertised.wait()
+        elif args.scenario == "eatt":
+            await eatt(connection, peer)
+            await disconnect(connection)
         else:
             await disconnect(await serve(device, connection, peer, reconnect))
         emit({"done": True})
@@ -239,7 +268,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--host-address", default="00:1B:DC:0F:00:0A")
     parser.add_argument("--central-address", default="C0:00:00:00:00:02")
-    parser.add_argument("--scenario", choices=["procedures", "serve"], default="procedures")
+    parser.add_argument("--scenario", choices=["procedures", "eatt", "serve"], default="procedures")
     parser.add_argument("--lifetime", type=float, default=90, help="seconds before the script ends by itself")
     sys.exit(asyncio.run(run(parser.parse_args())))
 

@@ -10,7 +10,8 @@ test writes on stdin, one JSON object a line:
     {"pair": {"oob": {"r": hex, "c": hex}}}   the same with the stack's LE SC OOB data
                                           (16 octets each, least significant first)
     {"passkey": 123456}                   the passkey Bumble's delegate is asked for
-    {"reconnect": {}}                     disconnect and connect again
+    {"reconnect": {}}                     disconnect and connect again (connect only when the
+                                          stack ended the link, as when it restarted)
     {"resolve": {}}                       disconnect, then connect to the first connectable
                                           advertisement whose address resolves with an IRK
                                           the stack gave in pairing
@@ -20,6 +21,10 @@ test writes on stdin, one JSON object a line:
     {"subscribe": "UUID"}                 write its CCCD for notifications
     {"listen": "UUID"}                    take its notifications on this link without writing
                                           the CCCD (the handle of the link that discovered it)
+    {"signedWrite": {"uuid": "UUID", "value": hex, "counter": n}}
+                                          send a Signed Write Command (Vol 3, Part F, 3.4.5.4)
+                                          as raw ATT octets, signed with the CSRK this side
+                                          distributed and SignCounter n (Vol 3, Part H, 2.4.5)
 stdout, one JSON object a line:
     {"ready": true, "port": 40123}
     {"connected": {"handle": 1, "address": "AA:...:FF/P"}}   the address connected to
@@ -32,6 +37,7 @@ stdout, one JSON object a line:
     {"encrypted": {}} / {"encryptionFailed": {"error": 6}}
     {"read": {"uuid": "...", "value": hex}} / {"readFailed": {"uuid": "...", "error": 15}}
     {"subscribed": {"uuid": "..."}} / {"listening": {"uuid": "..."}}
+    {"signedWrite": {"uuid": "...", "pdu": hex}}   the PDU sent (no response comes: a command)
     {"notification": {"uuid": "...", "value": hex}}
 The pairing options come from the command line (--io, --legacy, --mitm, --no-bonding,
 --irk). With --any-advertiser the device connects to the first connectable advertiser
@@ -51,6 +57,7 @@ import sys
 from bumble import hci, smp
 from bumble.att import ATT_Error
 from bumble.core import UUID
+from bumble.crypto import aes_cmac
 from bumble.device import Peer
 from bumble.controller import Controller
 from bumble.device import Device, DeviceConfiguration
@@ -101,6 +108,22 @@ class Delegate(PairingDelegate):
 
     async def display_number(self, number: int, digits: int) -> None:
         emit({"display": number})
+
+
+# The CSRK Bumble's Security Manager distributes with the Signing Information command
+# (bumble/smp.py sends 16 zero octets).
+LOCAL_CSRK = bytes(16)
+ATT_CID = 0x0004
+
+
+def signature(message: bytes, counter: int, csrk: bytes) -> bytes:
+    """The 12 octets after a Signed Write Command's value (Vol 3, Part H, 2.4.5): SignCounter,
+    then the MAC, the 64 most significant bits of AES-CMAC with the CSRK over
+    m || SignCounter. The CMAC takes its key and message most significant octet first; on the
+    air the message, the counter and the MAC go least significant octet first."""
+    count = counter.to_bytes(4, "little")
+    mac = aes_cmac((message + count)[::-1], csrk[::-1])
+    return count + mac[:8][::-1]
 
 
 def key_hex(key) -> str | None:  # type: ignore[no-untyped-def]
@@ -163,11 +186,16 @@ async def run(args: argparse.Namespace) -> int:
     state: dict = {"connecting": False, "connection": None, "target": target, "resolving": False}
     connected = asyncio.Event()
 
+    def on_disconnection(reason) -> None:  # type: ignore[no-untyped-def]
+        state["down"] = True
+        emit({"disconnected": {"reason": reason}})
+
     async def connect() -> None:
         connection = await device.connect(state["target"], own_address_type=hci.OwnAddressType.RANDOM)
         state["connection"] = connection
+        state["down"] = False
         connection.on("security_request", lambda auth_req: emit({"securityRequest": {"authReq": int(auth_req)}}))
-        connection.on("disconnection", lambda reason: emit({"disconnected": {"reason": reason}}))
+        connection.on("disconnection", on_disconnection)
         emit({"connected": {"handle": connection.handle, "address": str(state["target"])}})
         connected.set()
 
@@ -224,11 +252,13 @@ async def run(args: argparse.Namespace) -> int:
 
     async def reconnect() -> None:
         connection = state["connection"]
-        await connection.disconnect()
+        if not state.get("down"):
+            await connection.disconnect()
         await device.stop_scanning()
         connection = await device.connect(state["target"], own_address_type=hci.OwnAddressType.RANDOM)
         state["connection"] = connection
-        connection.on("disconnection", lambda reason: emit({"disconnected": {"reason": reason}}))
+        state["down"] = False
+        connection.on("disconnection", on_disconnection)
         emit({"connected": {"handle": connection.handle, "address": str(state["target"])}})
         connected.set()
 
@@ -278,6 +308,14 @@ async def run(args: argparse.Namespace) -> int:
         await c.subscribe(notified(uuid), prefer_notify=True)
         emit({"subscribed": {"uuid": uuid}})
 
+    async def signed_write(command: dict) -> None:
+        c = await characteristic(command["uuid"])
+        # Opcode 0xD2, the value handle, the value (Vol 3, Part F, 3.4.5.4).
+        message = bytes([0xD2]) + c.handle.to_bytes(2, "little") + bytes.fromhex(command["value"])
+        pdu = message + signature(message, int(command["counter"]), LOCAL_CSRK)
+        state["connection"].send_l2cap_pdu(ATT_CID, pdu)
+        emit({"signedWrite": {"uuid": command["uuid"], "pdu": pdu.hex()}})
+
     def listen(uuid: str) -> None:
         subscribers = state["connection"].gatt_client.notification_subscribers
         subscribers.setdefault(handles[uuid.upper()], set()).add(notified(uuid))
@@ -306,6 +344,8 @@ async def run(args: argparse.Namespace) -> int:
                 asyncio.ensure_future(read(command["read"]))
             elif "subscribe" in command:
                 asyncio.ensure_future(subscribe(command["subscribe"]))
+            elif "signedWrite" in command:
+                asyncio.ensure_future(signed_write(command["signedWrite"]))
             elif "listen" in command:
                 listen(command["listen"])
 

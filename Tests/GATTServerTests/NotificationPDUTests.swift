@@ -23,18 +23,69 @@ struct NotificationPDUTests {
         #expect(bed.link.drain() == [hex("1B 0900") + [UInt8](repeating: 7, count: 20)])
     }
 
-    /// A link whose send queue is full does not get the notification; the drop is counted.
-    @Test func fullLinkDropsAndCounts() async {
-        let bed = ServerBed()
+    /// A link whose send queue is full gets notifications held in the server, up to the
+    /// limit; beyond, they are dropped and counted; room sends the held ones in order.
+    @Test func fullLinkHoldsThenDropsAndCounts() async {
+        let bed = ServerBed(notificationQueueLimit: 2)
         let other = CaptureLink("C0:00:00:00:00:02")
         bed.connect(other)
         #expect(bed.request("12 0A00 0100") == hex("13"))
         #expect(bed.request("12 0A00 0100", on: other) == hex("13"))
         other.canSend = false
-        #expect(await bed.server.notify(characteristic: Self.level, value: [0x50]) == 1)
-        #expect(bed.link.drain() == [hex("1B 0900 50")])
+        #expect(await bed.server.notify(characteristic: Self.level, value: [0x50]) == 2)
+        #expect(await bed.server.notify(characteristic: Self.level, value: [0x51]) == 2)
+        #expect(await bed.server.notify(characteristic: Self.level, value: [0x52]) == 1)
+        #expect(bed.link.drain() == [hex("1B 0900 50"), hex("1B 0900 51"), hex("1B 0900 52")])
         #expect(other.drain().isEmpty)
-        #expect(await bed.server.droppedNotificationCount() == 1)
+        var stats = await bed.server.notificationStatistics()
+        #expect(stats.sent == 3 && stats.dropped == 1)
+        #expect(stats.links == [.init(peer: "C0:00:00:00:00:01", sent: 3, queued: 0, dropped: 0),
+                                .init(peer: "C0:00:00:00:00:02", sent: 0, queued: 2, dropped: 1)])
+        other.makeRoom(on: bed.queue)
+        #expect(await other.next() == hex("1B 0900 50"))
+        #expect(await other.next() == hex("1B 0900 51"))
+        stats = await bed.server.notificationStatistics()
+        #expect(stats.sent == 5 && stats.dropped == 1)
+    }
+
+    /// A notify that waits: it parks on the full link until room comes, then returns
+    /// what it reached; a later one whose link stays full drops at its timeout.
+    @Test func waitingNotifyGetsRoomOrDropsAtItsTimeout() async throws {
+        let clock = Box<ManualScheduler>()
+        let bed = ServerBed(notificationQueueLimit: 1, scheduler: { q in let s = ManualScheduler(queue: q); clock.value = s; return s })
+        #expect(bed.request("12 0A00 0100") == hex("13"))
+        bed.link.canSend = false
+        #expect(await bed.server.notify(characteristic: Self.level, value: [0x01], waitingUpTo: .seconds(1)) == NotificationDelivery(queued: 1))
+        let second = Task { await bed.server.notify(characteristic: Self.level, value: [0x02], waitingUpTo: .seconds(1)) }
+        #expect(await bed.server.waitUntil("the second notification parked") { $0.links.values.contains { !$0.notifications.parked.isEmpty } })
+        bed.link.makeRoom(on: bed.queue)
+        #expect(try await value(of: Task { await second.value }) == NotificationDelivery(queued: 1))
+        #expect(await bed.link.next() == hex("1B 0900 01"))
+        #expect(await bed.link.next() == hex("1B 0900 02"))
+        bed.link.canSend = false
+        #expect(await bed.server.notify(characteristic: Self.level, value: [0x03], waitingUpTo: .seconds(1)) == NotificationDelivery(queued: 1))
+        let third = Task { await bed.server.notify(characteristic: Self.level, value: [0x04], waitingUpTo: .seconds(1)) }
+        #expect(await bed.server.waitUntil("the fourth notification parked") { $0.links.values.contains { !$0.notifications.parked.isEmpty } })
+        await clock.value?.advance(by: .milliseconds(999))
+        #expect(await bed.server.notificationStatistics().dropped == 0)
+        await clock.value?.advance(by: .milliseconds(1))
+        #expect(try await value(of: Task { await third.value }) == NotificationDelivery(queued: 0, dropped: 1))
+        #expect(await bed.server.notificationStatistics().links == [.init(peer: "C0:00:00:00:00:01", sent: 2, queued: 1, dropped: 1)])
+    }
+
+    /// A cancelled waiting notify returns at once; its link drops it.
+    @Test func cancelledWaitingNotifyReturns() async throws {
+        let bed = ServerBed(notificationQueueLimit: 1)
+        #expect(bed.request("12 0A00 0100") == hex("13"))
+        bed.link.canSend = false
+        #expect(await bed.server.notify(characteristic: Self.level, value: [0x01]) == 1)
+        let waiting = Task { await bed.server.notify(characteristic: Self.level, value: [0x02], waitingUpTo: .seconds(60)) }
+        #expect(await bed.server.waitUntil("the notification parked") { $0.links.values.contains { !$0.notifications.parked.isEmpty } })
+        waiting.cancel()
+        #expect(try await value(of: Task { await waiting.value }) == NotificationDelivery(queued: 0, dropped: 1))
+        bed.link.makeRoom(on: bed.queue)
+        #expect(await bed.link.next() == hex("1B 0900 01"))
+        #expect(await bed.server.notificationStatistics().links.first?.queued == 0)
     }
 
     /// 3.4.7.2/3.4.7.3: an indication waits for its confirmation.

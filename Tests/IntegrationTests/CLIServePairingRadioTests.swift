@@ -13,6 +13,7 @@ import BLETestSupport
 struct CLIServePairingRadioTests {
     static let encrypted = "12345678-1234-5678-1234-56789ABCDEF4"
     static let authenticated = "12345678-1234-5678-1234-56789ABCDEF5"
+    static let signed = "12345678-1234-5678-1234-56789ABCDEF6"
     static let central = "C0:00:00:00:00:02"
 
     /// `ble serve` as a process on the peer's controller, with a bond directory of its own.
@@ -23,11 +24,12 @@ struct CLIServePairingRadioTests {
         let bondDirectory: URL
         let watchdog: Task<Void, any Error>
 
-        init(port: Int, _ options: [String]) throws {
-            bondDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("ble-serve-bonds-\(UUID().uuidString)")
+        /// `bondDirectory`: an earlier server's, as after a restart (a new one by default).
+        init(port: Int, _ options: [String], bondDirectory: URL? = nil) throws {
+            self.bondDirectory = bondDirectory ?? FileManager.default.temporaryDirectory.appendingPathComponent("ble-serve-bonds-\(UUID().uuidString)")
             process = Process()
             process.executableURL = BLETool.executable
-            process.arguments = ["-d", "tcp:127.0.0.1:\(port)", "--bond-dir", bondDirectory.path,
+            process.arguments = ["-d", "tcp:127.0.0.1:\(port)", "--bond-dir", self.bondDirectory.path,
                                  "serve", BLETool.fixture("gatt/serve-secure.yaml").path] + options
             var environment = ProcessInfo.processInfo.environment
             environment["NO_COLOR"] = "1"
@@ -59,6 +61,14 @@ struct CLIServePairingRadioTests {
             while let line = await iterator.next() { if line.hasPrefix(prefix) { return line } }
             throw ResponderRadioTests.PeerFailure("ble serve printed no line starting with \"\(prefix)\" before its output ended")
         }
+    }
+
+    /// Sends SIGTERM and waits for the tool's stdout to end (it exits; the watchdog bounds the
+    /// wait), leaving its bond directory for the next server.
+    static func restart(_ server: Server, printed: inout AsyncStream<String>.Iterator) async {
+        server.process.terminate()
+        while await printed.next() != nil {}
+        server.watchdog.cancel()
     }
 
     /// The next lines with `first` and with `second`, whichever comes first.
@@ -149,5 +159,88 @@ struct CLIServePairingRadioTests {
         server.input.fileHandleForWriting.write(Data("hello\n".utf8))
         let notification = try await ResponderRadioTests.next("notification", in: &lines)
         #expect(notification["value"] as? String == "68656c6c6f")
+    }
+
+    @Test("The CCCD is kept in the bond file: after ble serve restarts, the bonded central encrypts and a stdin line reaches it without a CCCD write")
+    func subscriptionKeptAcrossRestart() async throws {
+        let peer = try await ResponderRadioTests.PairingCentral(["--io", "none"])
+        defer { peer.stop() }
+        var lines = peer.lines.makeAsyncIterator()
+        let first = try Server(port: peer.port, ["--io", "no-io", "--notify", "2A19"])
+        var printed = first.lines.makeAsyncIterator()
+        _ = try await ResponderRadioTests.next("connected", in: &lines)
+        try peer.send(["pair": [String: Any]()])
+        _ = try await ResponderRadioTests.next("paired", in: &lines)
+        try peer.send(["subscribe": "2A19"])
+        _ = try await ResponderRadioTests.next("subscribed", in: &lines)
+        let subscribed = try await Server.next("subscribe ", in: &printed)
+        #expect(subscribed.hasPrefix("subscribe \(Self.central) 2A19 handle 0x") && subscribed.hasSuffix(": notifications"), "\(subscribed)")
+        await Self.restart(first, printed: &printed)
+        _ = try await ResponderRadioTests.next("disconnected", in: &lines)
+
+        // The bond file names the CCCD, the attribute after the value (Vol 3, Part G, 3.3.3.3),
+        // with notifications enabled (0x0001).
+        let valueHandle = try #require(UInt16(subscribed.split(separator: " ")[4].dropFirst(2).prefix(4), radix: 16))
+        let adapter = try #require(try FileManager.default.contentsOfDirectory(atPath: first.bondDirectory.path).first)
+        let files = try FileManager.default.contentsOfDirectory(atPath: first.bondDirectory.appendingPathComponent(adapter).path)
+        let file = try String(contentsOf: first.bondDirectory.appendingPathComponent(adapter).appendingPathComponent(try #require(files.first { $0.hasSuffix("-random") })), encoding: .utf8)
+        let cccd = String(valueHandle + 1, radix: 16, uppercase: true)
+        #expect(file.contains("\ngatt.cccd=" + String(repeating: "0", count: 4 - cccd.count) + cccd + ":0001\n"), "\(file)")
+
+        let second = try Server(port: peer.port, ["--io", "no-io", "--notify", "2A19"], bondDirectory: first.bondDirectory)
+        defer { second.stop() }
+        var printedAgain = second.lines.makeAsyncIterator()
+        try peer.send(["reconnect": [String: Any]()])
+        _ = try await ResponderRadioTests.next("connected", in: &lines)
+        try peer.send(["encrypt": [String: Any]()])
+        _ = try await ResponderRadioTests.next("encrypted", in: &lines)
+        try peer.send(["listen": "2A19"])
+        _ = try await ResponderRadioTests.next("listening", in: &lines)
+        // The new process reports the subscription it restored from the bond file.
+        #expect(try await Server.next("subscribe ", in: &printedAgain) == subscribed)
+        second.input.fileHandleForWriting.write(Data("hello\n".utf8))
+        let notification = try await ResponderRadioTests.next("notification", in: &lines)
+        #expect(notification["value"] as? String == "68656c6c6f")
+    }
+
+    @Test("Signed Write Commands from Bumble with the CSRK it distributed: a rising SignCounter is applied, a replayed one is dropped, on the pairing's encrypted link and on a later unencrypted one")
+    func signedWrites() async throws {
+        let peer = try await ResponderRadioTests.PairingCentral(["--io", "none"])
+        defer { peer.stop() }
+        var lines = peer.lines.makeAsyncIterator()
+        let server = try Server(port: peer.port, ["--io", "no-io"])
+        defer { server.stop() }
+        var printed = server.lines.makeAsyncIterator()
+        _ = try await ResponderRadioTests.next("connected", in: &lines)
+        try peer.send(["pair": [String: Any]()])
+        _ = try await ResponderRadioTests.next("paired", in: &lines)
+        _ = try await Server.next("paired ", in: &printed)
+
+        /// Sends a signed write of `value` (hex) with `counter`, then reads the value back.
+        func write(_ value: String, counter: Int) async throws -> String? {
+            try peer.send(["signedWrite": ["uuid": Self.signed, "value": value, "counter": counter]])
+            _ = try await ResponderRadioTests.next("signedWrite", in: &lines)
+            try peer.send(["read": Self.signed])
+            return try await ResponderRadioTests.next("read", in: &lines)["value"] as? String
+        }
+        // The write is applied once its signature is verified: wait for ble serve's line
+        // before reading it back.
+        try peer.send(["signedWrite": ["uuid": Self.signed, "value": "41", "counter": 1]])
+        _ = try await ResponderRadioTests.next("signedWrite", in: &lines)
+        let applied = try await Server.next("write ", in: &printed)
+        #expect(applied.hasPrefix("write \(Self.central) \(Self.signed) handle 0x") && applied.contains(": 0x41 "), "\(applied)")
+        // The same SignCounter again, with another value: dropped without an answer (Write
+        // Command), the value unchanged.
+        #expect(try await write("42", counter: 1) == "41")
+
+        // A later link, not encrypted: the bond's CSRK still verifies; its counter goes on.
+        try peer.send(["reconnect": [String: Any]()])
+        _ = try await ResponderRadioTests.next("connected", in: &lines)
+        #expect(try await write("43", counter: 0) == "41")          // below the last one: dropped
+        try peer.send(["signedWrite": ["uuid": Self.signed, "value": "44", "counter": 2]])
+        _ = try await ResponderRadioTests.next("signedWrite", in: &lines)
+        #expect(try await Server.next("write ", in: &printed).contains(": 0x44 "))
+        try peer.send(["read": Self.signed])
+        #expect(try await ResponderRadioTests.next("read", in: &lines)["value"] as? String == "44")
     }
 }

@@ -118,4 +118,32 @@ struct PeripheralGATTRadioTests {
             .subscribed(peer: from, characteristic: Self.counter, valueHandle: UInt16(longHandle + 4), configuration: 0x0002),
         ])
     }
+
+    @Test("EATT: Bumble opens two enhanced bearers beside the unenhanced one; each answers by its own ATT_MTU, all three at once; a CCCD written on an enhanced bearer brings the notification on the unenhanced one")
+    func bumbleOpensEnhancedBearers() async throws {
+        let peer = try await GATTCentralPeer(scenario: "eatt")
+        defer { peer.stop() }
+        var lines = peer.lines.makeAsyncIterator()
+        let central = try await Central.open("tcp:127.0.0.1:\(peer.port)")
+        let server = GATTServer(database: Self.database, queue: central.executor.queue)
+        let links = await central.incomingConnections()
+        let serving = Task { for await link in links { try await server.serve(link) } }
+        defer { serving.cancel() }
+        _ = try await central.startAdvertising(AdvertisingData([.flags([.leGeneralDiscoverable, .brEDRNotSupported]), .completeLocalName("gatt-server")]))
+        _ = try await GATTCentralPeer.next("connected", in: &lines)
+        #expect(try await GATTCentralPeer.next("mtu", in: &lines) as? Int == 64)
+        #expect((try await GATTCentralPeer.next("eatt", in: &lines) as? [String: Any])?["bearers"] as? Int == 2)
+        // Read Response (Vol 3, Part F, 3.4.4.4): 0x0B and the value cut to ATT_MTU - 1: 63 octets
+        // on the unenhanced bearer (MTU 64 exchanged), 79 on the enhanced one whose L2CAP MTU
+        // is 80, all 100 on the one of 160 (an enhanced bearer's ATT_MTU is the smaller L2CAP
+        // MTU, Part F, 3.2.8).
+        let reads = try await GATTCentralPeer.next("eatt_reads", in: &lines) as? [String]
+        #expect(reads == [63, 79, 100].map { "0b" + Self.hex(Array(Self.longValue.prefix($0))) })
+        // Write Response (3.4.5.2), then a notification that goes to the client's unenhanced bearer.
+        #expect(try await GATTCentralPeer.next("eatt_subscribed", in: &lines) as? String == "13")
+        #expect(await server.notify(characteristic: Self.level, value: [0x42]) == 1)
+        #expect((try await GATTCentralPeer.next("eatt_notification", in: &lines) as? [String: Any])?["value"] as? String == "42")
+        _ = try await GATTCentralPeer.next("done", in: &lines)
+        await central.close()
+    }
 }

@@ -21,6 +21,14 @@ extension HCIHost {
         startSending(link)
     }
 
+    /// True while the link's queue is at or below half of both its bounds (or the link is
+    /// gone): the room a sender that may wait keeps free for PDUs that cannot (responses,
+    /// signaling, SMP). `whenLinkQueueHasRoom` wakes exactly when this turns true again.
+    func linkQueueIsHalfEmpty(handle: UInt16) -> Bool {
+        guard lostReason == nil, let link = inlet.link(handle) else { return true }
+        return link.queuedBytes <= safeguards.linkQueueLimit / 2 && link.queuedPDUs <= safeguards.linkQueuePDULimit / 2
+    }
+
     /// Calls `body` once, on the executor, when the link's queue has drained to half its
     /// bounds (or the link is gone): the back-pressure event of senders that found no room.
     func whenLinkQueueHasRoom(handle: UInt16, _ body: @escaping () -> Void) {

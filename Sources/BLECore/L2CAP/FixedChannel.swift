@@ -46,6 +46,23 @@ public final class FixedChannel: L2CAPChannel, @unchecked Sendable { // state to
         host.enter(on: executor) { $0.enqueueIfLinked(handle: handle, channelID: channelID, payload: sdu) }
     }
 
+    /// True while the link's send queue is at or below half its bounds (on the executor): a
+    /// sender that can hold its PDUs back (the GATT server's notifications) sends only then,
+    /// so the queue keeps room for the link's responses. True for a closed channel.
+    package var hasSendRoom: Bool {
+        guard closedError == nil, let host else { return true }
+        let handle = self.handle
+        return host.enter(on: executor) { $0.linkQueueIsHalfEmpty(handle: handle) }
+    }
+
+    /// Calls `body` once, on the executor, when `hasSendRoom` turns true again, or the link
+    /// is gone (at once when it is gone already). Called on the executor.
+    package func whenSendRoom(_ body: @escaping @Sendable () -> Void) {
+        guard closedError == nil, let host else { return body() }
+        let handle = self.handle
+        host.enter(on: executor) { $0.whenLinkQueueHasRoom(handle: handle, body) }
+    }
+
     /// A background task of the host (`HCIHost.background`).
     public func adoptTask(_ work: @escaping @Sendable () async -> Void) -> Bool {
         guard let host else { return false }

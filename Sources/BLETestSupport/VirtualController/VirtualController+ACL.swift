@@ -21,6 +21,19 @@ extension VirtualController {
         }
     }
 
+    /// Withholds Number Of Completed Packets for `peer`'s link whatever `packetCompletion` says,
+    /// as a peer that stopped acknowledging does, while other links complete as usual; `false`
+    /// reports what was withheld and completes as usual again.
+    ///
+    ///     try vc.holdCompletedPackets(of: slowCentral)   // its host queue fills, the others' do not
+    public func holdCompletedPackets(of peer: LEAddress, _ hold: Bool = true) throws(VirtualControllerError) {
+        try onQueue { () throws(VirtualControllerError) in
+            guard let link = links.values.first(where: { $0.peer == peer }) else { throw .notConnected(peer) }
+            link.holdsCompletions = hold
+        }
+        if !hold { completePackets(for: peer) }
+    }
+
     /// Sends one L2CAP frame from `peer` to the host on `channelID`, fragmented to
     /// `options.controllerToHostFragmentSize`.
     ///
@@ -56,7 +69,7 @@ extension VirtualController {
             aclFlowViolations += 1
         }
         link.uncompleted += 1
-        switch options.packetCompletion {
+        switch link.holdsCompletions ? .manual : options.packetCompletion {
         case .immediate:
             completeOne(link)
         case .after(let delay):

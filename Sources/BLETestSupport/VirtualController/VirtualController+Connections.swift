@@ -29,6 +29,8 @@ extension VirtualController {
         /// Host packets not yet reported by Number Of Completed Packets.
         var uncompleted = 0
         var dropATT = false
+        /// Number Of Completed Packets withheld for this link (`holdCompletedPackets`).
+        var holdsCompletions = false
         var timers: [any ScheduledTimer] = []
 
         init(handle: UInt16, peer: LEAddress, parameters: ConnectionParameters, attLink: VirtualATTLink) {

@@ -119,11 +119,16 @@ public struct GATTDatabase: Sendable {
     /// enable robust caching get Database Out Of Sync while they are change-unaware
     /// (Vol 3, Part G, 2.5.2.1).
     public var robustCaching: Bool
+    /// When not empty, adds Server Supported Features (0x2B3A, Vol 3, Part G, 7.4) with these
+    /// bits to the Generic Attribute service, after the others: `.enhancedATTBearer` tells
+    /// clients that look for it before opening EATT bearers that `serve` accepts them.
+    public var serverFeatures: GATTServerFeatures
 
     public init(services: [Service], deviceName: String? = nil, appearance: UInt16 = 0, includesGATTService: Bool = true,
-                robustCaching: Bool = false) {
+                robustCaching: Bool = false, serverFeatures: GATTServerFeatures = []) {
         self.services = services; self.deviceName = deviceName; self.appearance = appearance
         self.includesGATTService = includesGATTService; self.robustCaching = robustCaching
+        self.serverFeatures = serverFeatures
     }
 
     /// The services in handle order, the GAP and GATT services included.
@@ -143,6 +148,9 @@ public struct GATTDatabase: Sendable {
             ]
             if robustCaching {
                 gatt.append(Characteristic(uuid: GATTAttributeType.clientSupportedFeatures, properties: [.read, .write], value: [0]))
+            }
+            if !serverFeatures.isEmpty {
+                gatt.append(Characteristic(uuid: GATTAttributeType.serverSupportedFeatures, properties: [.read], value: [serverFeatures.rawValue]))
             }
             all.append(Service(uuid: GATTAttributeType.genericAttributeService, characteristics: gatt))
         }

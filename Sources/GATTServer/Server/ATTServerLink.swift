@@ -44,6 +44,14 @@ public protocol ATTServerLinkSecurityRequest: AnyObject {
 public protocol ATTServerLinkBond: AnyObject {
     /// The bonded peer's identity address; nil while the link is not bonded.
     var bondedPeer: LEAddress? { get }
+    /// The identity address of the bond whose CSRK verifies the link's Signed Write Commands:
+    /// the bond of the peer's address whether or not the link is encrypted, since the
+    /// signature itself authenticates the data (Vol 3, Part C, 10.4.2). Default: `bondedPeer`.
+    var signingPeer: LEAddress? { get }
+}
+
+extension ATTServerLinkBond {
+    public var signingPeer: LEAddress? { bondedPeer }
 }
 
 /// A link the server can end: after an indication stays unconfirmed for the 30 s ATT
@@ -53,10 +61,17 @@ public protocol ATTServerLinkClosing: AnyObject {
     func closeBearer()
 }
 
-/// A link that says when its send queue is full: notifications to it are then dropped and
-/// counted (`GATTServer.droppedNotificationCount()`) instead of queued without bound.
-/// Indications are not dropped: one at a time waits for its confirmation.
+/// A link whose send queue is bounded. The server hands it a notification only while
+/// `canSend`; the others wait in the link's own queue in the server (at most
+/// `GATTServer.notificationQueueLimit`, dropped and counted beyond) until `whenCanSend` calls
+/// back. Indications are not held: one at a time waits for its confirmation.
+///
+///     var canSend: Bool { channel.queuedPDUs < 8 }
+///     func whenCanSend(_ body: @escaping @Sendable () -> Void) { channel.onDrained(body) }
 public protocol ATTServerLinkFlowControl: AnyObject {
     /// False while the link cannot take another PDU without exceeding its bound.
     var canSend: Bool { get }
+    /// Calls `body` once, on any queue, when `canSend` may be true again or the link is gone.
+    /// Called on the server's queue after `canSend` answered false.
+    func whenCanSend(_ body: @escaping @Sendable () -> Void)
 }

@@ -25,6 +25,7 @@ extension GATTServer {
     ///     for await link in await central.incomingConnections() { try await server.serve(link) }
     public func serve(_ connection: Connection, bonds: (any BondStore)? = nil) async throws(ConnectionError) {
         let link = try await attach(connection, bonds: bonds)
+        await acceptEnhancedBearers(connection, client: link, bonds: bonds)
         guard bonds != nil else { return }
         // The bond's state comes back when the link is encrypted, which is usually after the
         // bearer is attached: the central encrypts once connected. Followed until the link ends.
@@ -54,9 +55,78 @@ extension GATTServer {
     }
 
     /// Looks up the link's bond again and restores what the server kept of it (on the queue).
+    /// A bond the server has not seen since it started brings the CCCDs its store kept (those
+    /// whose handle is a CCCD of this database).
     private func bondFound(_ link: ConnectionATTLink) {
-        link.lookUpBond()
+        if let stored = link.lookUpBond(), bonds[stored.address] == nil {
+            let cccd = stored.clientConfigurations.filter { entry in
+                table.index(of: entry.key).map { if case .cccd = table.attributes[$0].kind { true } else { false } } ?? false
+            }
+            bonds[stored.address] = BondState(cccd: cccd, savedCCCD: stored.clientConfigurations)
+        }
         restoreBondState(link)
+    }
+
+    /// Saves the bond's CCCDs in the store of `link` (`serve(_:bonds:)`) when they changed
+    /// since last saved, so they come back after a restart (on the queue; the store is written
+    /// off it, in order). A save that fails leaves the file as it was; the server still keeps
+    /// them while it runs.
+    func saveClientConfigurations(of peer: LEAddress, link: any ATTServerLink) {
+        guard let store = (link as? ConnectionATTLink)?.bonds, let all = bonds[peer]?.cccd else { return }
+        let cccd = all.filter { $0.value != 0 }
+        guard bonds[peer]?.savedCCCD != cccd else { return }
+        bonds[peer]?.savedCCCD = cccd
+        bondWrites.async {
+            guard var bond = store.bond(for: peer), bond.clientConfigurations != cccd else { return }
+            bond.clientConfigurations = cccd
+            try? store.save(bond)
+        }
+    }
+
+    /// Accepts enhanced ATT bearers (EATT: L2CAP enhanced credit-based channels on PSM 0x0027,
+    /// Vol 3, Part G, 5.3.2 and Part A, 4.25) until the link ends. Each is served from the
+    /// same database with its own ATT_MTU, the smaller of both sides' L2CAP MTUs (Part F,
+    /// 3.2.8), and answers its requests independently of the other bearers; the client's
+    /// CCCDs stay with its unenhanced bearer, which takes the notifications. When the app
+    /// already accepts channels on PSM 0x0027 the link has no enhanced bearers from here.
+    private func acceptEnhancedBearers(_ connection: Connection, client: ConnectionATTLink, bonds: (any BondStore)?) async {
+        guard let channels = try? await connection.acceptL2CAPChannels(psm: 0x0027, mtu: Int(serverMTU)) else { return }
+        let events = await connection.events(bufferingPolicy: .bufferingNewest(8))
+        Task { [weak self] in
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { for await event in events { if case .disconnected = event { return } } }
+                group.addTask {
+                    for await channel in channels {
+                        guard let self else { return }
+                        await self.attachEnhanced(channel, connection: connection, client: client, bonds: bonds)
+                    }
+                }
+                // The link ended (or the channels did): the other task stops too.
+                await group.next()
+                group.cancelAll()
+            }
+        }
+    }
+
+    /// Serves one enhanced bearer: its PDUs go to the server in order, its end disconnects it.
+    private func attachEnhanced(_ channel: CreditBasedChannel, connection: Connection, client: ConnectionATTLink, bonds: (any BondStore)?) async {
+        let mtu = await min(channel.mtu, channel.peerMTU)
+        let sdus = CreditBasedSDUChannel(channel)
+        let link = ConnectionATTLink(connection: connection, channel: sdus, bonds: bonds)
+        let queue = self.queue
+        let sameQueue = queue === connection.executor.queue
+        let run: @Sendable (@escaping @Sendable () -> Void) -> Void = { work in
+            if sameQueue { work() } else { queue.async(execute: work) }
+        }
+        connection.executor.queue.async {
+            run { self.connectEnhanced(link, client: client, mtu: UInt16(clamping: mtu)) }
+            sdus.setSliceHandlers(receive: { sdu in
+                let pdu = Array(sdu)
+                run { self.receive(pdu, on: link) }
+            }, close: { _ in
+                run { self.disconnect(link) }
+            })
+        }
     }
 
     /// Installs the bearer's handlers on the connection's executor.
@@ -97,8 +167,10 @@ extension GATTServer {
 /// The server's end of a link's ATT fixed channel: answers go out through the host's queue for
 /// the link, the security is the connection's, and an unconfirmed indication ends the link.
 /// With a bond store, a refusal for security sends a Security Request and an encrypted link
-/// with a bond in the store is that bond's peer.
-final class ConnectionATTLink: ATTServerLink, ATTServerLinkSecurity, ATTServerLinkClosing, ATTServerLinkSecurityRequest, ATTServerLinkBond, Sendable {
+/// with a bond in the store is that bond's peer. Notifications go while the host's queue for
+/// the link is at most half full, so responses always find room in it.
+final class ConnectionATTLink: ATTServerLink, ATTServerLinkSecurity, ATTServerLinkClosing, ATTServerLinkSecurityRequest, ATTServerLinkBond,
+                               ATTServerLinkFlowControl, Sendable {
     let connection: Connection
     let channel: any L2CAPChannel
     let centralDescription: String
@@ -127,10 +199,17 @@ final class ConnectionATTLink: ATTServerLink, ATTServerLinkSecurity, ATTServerLi
 
     nonisolated(unsafe) private var identity: LEAddress? // read and written only on the server's queue
 
-    /// Finds the peer's bond in the store (on the server's queue).
-    func lookUpBond() {
-        guard let bonds, isEncrypted, let bond = bonds.bond(resolving: connection.peer) else { return }
+    /// The bond of the peer's address, looked up at each Signed Write Command (on the server's
+    /// queue): a central that bonded on an earlier link may sign without encrypting this one,
+    /// and the first pairing's bond is found as soon as it is saved.
+    var signingPeer: LEAddress? { bonds?.bond(resolving: connection.peer)?.address }
+
+    /// Finds the peer's bond in the store and returns it (on the server's queue).
+    @discardableResult
+    func lookUpBond() -> Bond? {
+        guard let bonds, isEncrypted, let bond = bonds.bond(resolving: connection.peer) else { return nil }
         identity = bond.address
+        return bond
     }
 
     /// Queued on the link in the order sent: at once on the adapter's queue, else after a hop
@@ -155,6 +234,18 @@ final class ConnectionATTLink: ATTServerLink, ATTServerLinkSecurity, ATTServerLi
     var encryptionKeySize: Int {
         guard connection.executor.isOnQueue else { return 0 }
         return connection.enter(on: connection.executor) { $0.encryptionKeySize } ?? 16
+    }
+
+    /// The host's queue for the link is at most half full (read on the adapter's queue; a
+    /// server on another queue sends, and the host's own bound drops what does not fit).
+    var canSend: Bool {
+        guard channel.executor.isOnQueue, let fixed = channel as? FixedChannel else { return true }
+        return fixed.hasSendRoom
+    }
+
+    func whenCanSend(_ body: @escaping @Sendable () -> Void) {
+        guard let fixed = channel as? FixedChannel else { return body() }
+        if fixed.executor.isOnQueue { fixed.whenSendRoom(body) } else { fixed.executor.queue.async { fixed.whenSendRoom(body) } }
     }
 
     func closeBearer() {

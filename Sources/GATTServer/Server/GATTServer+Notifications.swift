@@ -5,9 +5,11 @@ import ATT
 extension GATTServer {
     /// Sends a Handle Value Notification of `value` (cut to ATT_MTU - 3) to every link that
     /// enabled notifications of `characteristic`, and stores the value; returns how many
-    /// links it went to. A link whose send queue is full (`ATTServerLinkFlowControl`) does
-    /// not get it: the drop is counted, and a return below the subscriber count tells the
-    /// app to slow down.
+    /// links it was sent or queued to. A link whose send queue is full
+    /// (`ATTServerLinkFlowControl`) gets it queued in the server while that queue has room
+    /// (`notificationQueueLimit`); beyond, it is dropped and counted, and a return below the
+    /// subscriber count tells the app to slow down (`notify(characteristic:value:waitingUpTo:)`
+    /// waits for room instead).
     ///
     ///     await server.notify(characteristic: heartRateMeasurement, value: [0x00, 72])
     @discardableResult
@@ -20,13 +22,8 @@ extension GATTServer {
         if let i = table.index(of: valueHandle) { table.attributes[i].value = value }
         var sent = 0
         for (id, state) in links where !state.ended && (state.cccd[cccd] ?? 0) & 0x0001 != 0 {
-            if let flow = state.link as? any ATTServerLinkFlowControl, !flow.canSend {
-                links[id]?.droppedNotifications += 1
-                continue
-            }
             let part = Array(value.prefix(Int(state.mtu) - 3))
-            state.link.sendToCentral(ATTPDU.handleValueNotification(handle: valueHandle, value: part).bytes)
-            sent += 1
+            if offer(ATTPDU.handleValueNotification(handle: valueHandle, value: part).bytes, to: state, id: id) { sent += 1 } else { countDrop(state) }
         }
         return sent
     }
@@ -35,7 +32,7 @@ extension GATTServer {
     /// Part F, 3.4.7.4) to each link that enabled Multiple Handle Value Notifications in
     /// Client Supported Features (bit 2) and fits them in its ATT_MTU, separate notifications
     /// to the others; each link gets only the values it subscribed to. Returns how many links
-    /// got something.
+    /// got something; a link whose queue is full drops what does not fit, as `notify` does.
     ///
     ///     await server.notify([(temperature, [0x10, 0x09]), (humidity, [0x88, 0x13])])
     @discardableResult
@@ -51,19 +48,15 @@ extension GATTServer {
             for (id, state) in self.links where !state.ended {
                 let mine = entries.filter { (state.cccd[$0.cccd] ?? 0) & 0x0001 != 0 }
                 guard !mine.isEmpty else { continue }
-                if let flow = state.link as? any ATTServerLinkFlowControl, !flow.canSend {
-                    self.links[id]?.droppedNotifications += mine.count
-                    continue
-                }
-                reached += 1
                 let size = 1 + mine.reduce(0) { $0 + 4 + $1.value.count }
-                if mine.count > 1, state.clientFeatures & 0x04 != 0, size <= Int(state.mtu) {
-                    state.link.sendToCentral(ATTPDU.multipleHandleValueNotification(mine.map { ATTHandleValue(handle: $0.handle, value: $0.value) }).bytes)
-                } else {
-                    for e in mine {
-                        state.link.sendToCentral(ATTPDU.handleValueNotification(handle: e.handle, value: Array(e.value.prefix(Int(state.mtu) - 3))).bytes)
-                    }
+                let pdus = mine.count > 1 && state.clientFeatures & 0x04 != 0 && size <= Int(state.mtu)
+                    ? [ATTPDU.multipleHandleValueNotification(mine.map { ATTHandleValue(handle: $0.handle, value: $0.value) }).bytes]
+                    : mine.map { ATTPDU.handleValueNotification(handle: $0.handle, value: Array($0.value.prefix(Int(state.mtu) - 3))).bytes }
+                var any = false
+                for pdu in pdus {
+                    if self.offer(pdu, to: state, id: id) { any = true } else { self.countDrop(state) }
                 }
+                if any { reached += 1 }
             }
             return reached
         }

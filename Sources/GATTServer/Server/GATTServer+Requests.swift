@@ -17,6 +17,8 @@ extension GATTServer {
 
         switch pdu {
         case .exchangeMTURequest(let clientRxMTU):
+            // An enhanced bearer's ATT_MTU is its L2CAP MTU (Part F, 3.4.2.1: not exchanged there).
+            if links[id]?.client != nil { return error(.requestNotSupported, 0) }
             links[id]?.mtu = max(23, min(serverMTU, clientRxMTU))
             return .answer(.exchangeMTUResponse(serverRxMTU: serverMTU))
 
@@ -239,10 +241,10 @@ extension GATTServer {
     /// The stored value a link reads (its own value for a CCCD and Client Supported Features).
     func value(_ a: ServerAttribute, link id: ObjectIdentifier) -> [UInt8] {
         if case .cccd = a.kind {
-            let v = links[id]?.cccd[a.handle] ?? 0
+            let v = links[clientOf(id)]?.cccd[a.handle] ?? 0
             return [UInt8(truncatingIfNeeded: v), UInt8(truncatingIfNeeded: v >> 8)]
         }
-        if a.handle == table.clientSupportedFeaturesHandle { return [links[id]?.clientFeatures ?? 0] }
+        if a.handle == table.clientSupportedFeaturesHandle { return [links[clientOf(id)]?.clientFeatures ?? 0] }
         return a.value
     }
 
@@ -293,20 +295,21 @@ extension GATTServer {
     /// (and per bond), any other value in the table.
     func store(_ value: [UInt8], handle: UInt16, link id: ObjectIdentifier) -> ATTErrorCode? {
         guard let i = table.index(of: handle), links[id] != nil else { return .unlikelyError }
+        let client = clientOf(id)
         switch table.attributes[i].kind {
         case .cccd:
-            links[id]?.cccd[handle] = UInt16(value[0]) | UInt16(value[1]) << 8
+            links[client]?.cccd[handle] = UInt16(value[0]) | UInt16(value[1]) << 8
         case .value where handle == table.clientSupportedFeaturesHandle:
-            let old = links[id]?.clientFeatures ?? 0
+            let old = links[client]?.clientFeatures ?? 0
             // A feature once enabled cannot be disabled (Part G, 7.2).
             guard value[0] & old == old else { return .valueNotAllowed }
-            links[id]?.clientFeatures = value[0] & 0x07
+            links[client]?.clientFeatures = value[0] & 0x07
             // The table keeps the last client's, for `value(of:)`; reads answer each client its own.
             table.attributes[i].value = [value[0] & 0x07]
         default:
             table.attributes[i].value = value
         }
-        rememberBondState(id)
+        rememberBondState(client)
         reportStore(value, handle: handle, link: id)
         hooks?.applied(handle: handle, value: value)
         return nil
@@ -318,6 +321,7 @@ extension GATTServer {
         bonds[peer, default: BondState()].cccd = state.cccd
         bonds[peer]?.clientFeatures = state.clientFeatures
         bonds[peer]?.changeAware = state.changeAware
+        saveClientConfigurations(of: peer, link: state.link)
     }
 
     /// Execute Write Request (Part F, 3.4.6.3): assembles each handle's queued parts, checks
@@ -361,9 +365,10 @@ extension GATTServer {
     }
 
     /// Signed Write Command (Part F, 3.4.5.4): applied only from a bonded peer whose signature
-    /// verifies with its CSRK and whose SignCounter is above every one used before.
+    /// verifies with its CSRK and whose SignCounter is above every one used before, on an
+    /// encrypted link or not (`ATTServerLinkBond.signingPeer`).
     func signedWrite(_ value: [UInt8], handle: UInt16, signature: ATTSignature, message: [UInt8], link id: ObjectIdentifier) {
-        guard let state = links[id], let peer = bondedPeer(state.link), let verifier = signedWrites,
+        guard let state = links[id], let peer = (state.link as? any ATTServerLinkBond)?.signingPeer, let verifier = signedWrites,
               let i = table.index(of: handle), case .value(let c) = table.attributes[i].kind,
               table.characteristics[c].properties.contains(.authenticatedSignedWrites),
               checkWrite(value, to: table.attributes[i]) == nil else { dropped += 1; return }

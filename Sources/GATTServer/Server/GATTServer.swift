@@ -18,6 +18,8 @@ import ATT
 public final class GATTServer: @unchecked Sendable { // all state is touched only on `queue`
     package struct LinkState {
         package let link: any ATTServerLink
+        /// The link's flow control, cast once (nil: it always takes a PDU).
+        package let flow: (any ATTServerLinkFlowControl)?
         package var mtu: UInt16 = 23
         package var prepareQueue: [(handle: UInt16, offset: UInt16, value: [UInt8])] = []
         package var preparedBytes = 0
@@ -40,11 +42,18 @@ public final class GATTServer: @unchecked Sendable { // all state is touched onl
         /// Commands (Write Command to a handler, Signed Write Command) whose handler or
         /// verifier still runs; at most `commandLimit`, later ones are dropped.
         package var commandsRunning = 0
-        /// Notifications dropped because the link's send queue was full.
-        package var droppedNotifications = 0
+        /// The link's notification queue and counters.
+        package let notifications = LinkNotifications()
         /// A Service Changed indication is unconfirmed: its confirmation makes the client change-aware.
         package var serviceChangedSent = false
-        init(link: any ATTServerLink) { self.link = link }
+        /// On an enhanced ATT bearer: the client's unenhanced bearer, which keeps the client's
+        /// CCCDs and Client Supported Features (per client, not per bearer: Vol 3, Part G,
+        /// 3.3.3.3 and 7.2) and takes its notifications and indications.
+        package var client: ObjectIdentifier?
+        init(link: any ATTServerLink) {
+            self.link = link
+            self.flow = link as? any ATTServerLinkFlowControl
+        }
     }
 
     /// What is remembered of a bonded client between links (Vol 3, Part G, 3.3.3.3, 2.5.2.1).
@@ -53,6 +62,8 @@ public final class GATTServer: @unchecked Sendable { // all state is touched onl
         package var clientFeatures: UInt8 = 0
         package var changeAware = true
         package var signCounter: UInt32?
+        /// The CCCDs last given to the bond store (nil: none yet), so only a change is saved.
+        package var savedCCCD: [UInt16: UInt16]?
     }
 
     public let queue: DispatchQueue
@@ -64,7 +75,13 @@ public final class GATTServer: @unchecked Sendable { // all state is touched onl
     public let prepareQueueBytes: Int
     /// How long an indication may stay unconfirmed before the bearer ends (Part F, 3.3.3: 30 s).
     public let indicationTimeout: Duration
+    /// How many notifications the server holds for one link whose send queue is full
+    /// (`ATTServerLinkFlowControl`); more are dropped and counted (`notificationStatistics()`).
+    public let notificationQueueLimit: Int
     package let scheduler: any TimerScheduler
+    /// Where bonds' CCCDs are saved to their store, one after another, off `queue` (the store
+    /// writes files).
+    let bondWrites = DispatchQueue(label: "ble.gatt-server.bonds")
     /// How many commands of one link may wait for a handler or the signature verifier.
     package let commandLimit = 8
     package var table: AttributeTable
@@ -82,6 +99,9 @@ public final class GATTServer: @unchecked Sendable { // all state is touched onl
     /// PDUs dropped because they were malformed commands, unverified signed writes or came
     /// on an ended bearer.
     package var dropped = 0
+    /// Notifications sent and dropped over every link since the server was made.
+    package var notificationsSent = 0
+    package var notificationsDropped = 0
     /// The subscribers of `activity()`, by id.
     var activityObservers: [UInt64: AsyncStream<GATTServerActivity>.Continuation] = [:]
     var nextActivityObserver: UInt64 = 0
@@ -89,15 +109,18 @@ public final class GATTServer: @unchecked Sendable { // all state is touched onl
     /// - Parameters:
     ///   - serverMTU: this side's ATT_MTU (Exchange MTU answers with it).
     ///   - prepareQueueLimit, prepareQueueBytes: bounds of each link's prepare queue.
-    ///   - scheduler: where the indication timeout comes from (the queue's timers by default).
+    ///   - notificationQueueLimit: notifications held for one link that cannot send.
+    ///   - scheduler: where the indication and notification timeouts come from (the queue's timers by default).
     public init(database: GATTDatabase, queue: DispatchQueue, serverMTU: UInt16 = 517, prepareQueueLimit: Int = 64,
-                prepareQueueBytes: Int = 4096, indicationTimeout: Duration = .seconds(30), scheduler: (any TimerScheduler)? = nil) {
+                prepareQueueBytes: Int = 4096, indicationTimeout: Duration = .seconds(30), notificationQueueLimit: Int = 32,
+                scheduler: (any TimerScheduler)? = nil) {
         self.table = AttributeTable(database)
         self.queue = queue
         self.serverMTU = max(23, serverMTU)
         self.prepareQueueLimit = prepareQueueLimit
         self.prepareQueueBytes = prepareQueueBytes
         self.indicationTimeout = indicationTimeout
+        self.notificationQueueLimit = max(1, notificationQueueLimit)
         self.scheduler = scheduler ?? DispatchTimerScheduler(queue: queue)
     }
 
@@ -144,8 +167,27 @@ public final class GATTServer: @unchecked Sendable { // all state is touched onl
         if let state = links.removeValue(forKey: ObjectIdentifier(link)) {
             state.indicationTimer?.cancel()
             for w in state.confirmationWaiters { w.continuation?.resume(returning: false) }
-            report(.disconnected(peer: link.centralDescription))
+            linkGone(state, id: ObjectIdentifier(link))
+            if state.client == nil { report(.disconnected(peer: link.centralDescription)) }
         }
+    }
+
+    /// An enhanced ATT bearer of the client whose unenhanced bearer is `client` (call on
+    /// `queue`), with `mtu` as its ATT_MTU: it answers requests on its own, and the client's
+    /// CCCDs and features stay with `client`.
+    package func connectEnhanced(_ link: any ATTServerLink, client: any ATTServerLink, mtu: UInt16) {
+        var state = LinkState(link: link)
+        state.client = ObjectIdentifier(client)
+        state.mtu = max(23, mtu)
+        links[ObjectIdentifier(link)] = state
+        hooks?.changed(self)
+    }
+
+    /// The link that keeps the client state of link `id`: itself, or for an enhanced bearer
+    /// the client's unenhanced one (`id` when that one is gone).
+    func clientOf(_ id: ObjectIdentifier) -> ObjectIdentifier {
+        guard let client = links[id]?.client, links[client] != nil else { return id }
+        return client
     }
 
     /// One ATT PDU from the client on `link` (call on `queue`); the answer goes back through
@@ -303,9 +345,6 @@ public final class GATTServer: @unchecked Sendable { // all state is touched onl
     /// PDUs dropped so far (malformed commands, unverified signed writes, ended bearers, floods).
     public func droppedCount() async -> Int { await onQueue { self.dropped } }
 
-    /// Notifications dropped so far because a link's send queue was full
-    /// (`ATTServerLinkFlowControl`), summed over the connected links.
-    public func droppedNotificationCount() async -> Int { await onQueue { self.links.values.reduce(0) { $0 + $1.droppedNotifications } } }
 
     // MARK: Lookups (on the queue)
 

@@ -8,7 +8,12 @@ import BLEWire
 ///     peer=C0:11:22:33:44:77/random
 ///     ltk=2965F176A1084A02FD3F6A20CE636E20
 ///     ...
+///     gatt.cccd=000A:0001,0010:0002
 ///     end
+///
+/// Keys a reader does not know are skipped, so a key added later (`gatt.cccd`: the CCCDs a
+/// GATT server keeps per bond, handle and value in hex) keeps the version: an older reader
+/// loads the file without it, and a file without it loads with none.
 enum BondFile {
     static let header = "# swift-ble-host bond 1"
 
@@ -24,6 +29,8 @@ enum BondFile {
         if let csrk = b.signatureKey { lines.append("csrk=\(hex(csrk))") }
         if let n = b.peerSignCounter { lines.append("csrk.signCounter=\(n)") }
         if let csrk = b.localSignatureKey { lines += ["localCsrk=\(hex(csrk))", "localCsrk.signCounter=\(b.localSignCounter)"] }
+        let cccds = b.clientConfigurations.filter { $0.value != 0 }.sorted { $0.key < $1.key }.prefix(Bond.clientConfigurationLimit)
+        if !cccds.isEmpty { lines.append("gatt.cccd=" + cccds.map { "\(hex16($0.key)):\(hex16($0.value))" }.joined(separator: ",")) }
         lines.append("end")
         return lines.joined(separator: "\n") + "\n"
     }
@@ -53,7 +60,29 @@ enum BondFile {
             bond.localSignatureKey = k
             bond.localSignCounter = n
         }
+        if let v = fields["gatt.cccd"] { bond.clientConfigurations = try clientConfigurations(v) }
         return bond
+    }
+
+    /// `HHHH:VVVV` pairs, comma-separated: handle (not 0) and value, 4 hex digits each.
+    private static func clientConfigurations(_ text: String) throws(BondFileError) -> [UInt16: UInt16] {
+        let entries = text.split(separator: ",", omittingEmptySubsequences: false)
+        guard entries.count <= Bond.clientConfigurationLimit else { throw .init("more than \(Bond.clientConfigurationLimit) 'gatt.cccd' entries") }
+        var values: [UInt16: UInt16] = [:]
+        for entry in entries {
+            let parts = entry.split(separator: ":", omittingEmptySubsequences: false)
+            guard parts.count == 2, parts[0].utf8.count == 4, parts[1].utf8.count == 4,
+                  parts.allSatisfy({ $0.allSatisfy(\.isHexDigit) }),
+                  let handle = UInt16(parts[0], radix: 16), let value = UInt16(parts[1], radix: 16), handle != 0,
+                  values[handle] == nil else { throw .init("bad 'gatt.cccd' entry '\(entry.prefix(20))'") }
+            values[handle] = value
+        }
+        return values
+    }
+
+    static func hex16(_ v: UInt16) -> String {
+        let s = String(v, radix: 16, uppercase: true)
+        return String(repeating: "0", count: 4 - s.count) + s
     }
 
     private static func ltk(_ p: String, _ f: [String: String]) throws(BondFileError) -> LongTermKey? {

@@ -56,6 +56,12 @@ public struct Bond: Sendable, Hashable {
     /// The highest SignCounter accepted in a Signed Write Command signed with `signatureKey`;
     /// a later one must be above it (Vol 3, Part H, 2.4.5). nil before the first.
     public var peerSignCounter: UInt32?
+    /// The Client Characteristic Configuration values this side's GATT server keeps for the
+    /// peer as a client, by descriptor handle (Vol 3, Part G, 3.3.3.3: kept across links for a
+    /// bonded client); only those not zero. At most `clientConfigurationLimit`.
+    public var clientConfigurations: [UInt16: UInt16] = [:]
+    /// The most CCCD values a bond keeps (a database has at most one per characteristic).
+    public static let clientConfigurationLimit = 512
     /// Seconds since 1970 when the bond was made.
     public var created: Int64
 

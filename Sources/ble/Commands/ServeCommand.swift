@@ -120,6 +120,8 @@ enum ServeCommand {
         term.resume()
         defer { term.cancel() }
         let outcome = await withTaskCancellationHandler { await work.result } onCancel: { work.cancel() }
+        let stats = await server.notificationStatistics()
+        if stats.sent + stats.dropped > 0 { console.status("notifications: \(stats.sent) sent, \(stats.dropped) dropped (a link's queue was full)") }
         // Stopped in a task of its own: the command's task may be cancelled already.
         await Task {
             do { try await set.stop() } catch { logger.log(.debug, "stopping the advertising set: \(error)") }
@@ -158,9 +160,11 @@ enum ServeCommand {
                     console.status("stdin line not sent: \(why)")
                 case .success(let value):
                     await server.setValue(value, of: uuid)
-                    let notified = await server.notify(characteristic: uuid, value: value)
+                    // Waits for room on links whose queue is full: stdin is read no faster than they take it.
+                    let notified = await server.notify(characteristic: uuid, value: value, waitingUpTo: .seconds(1))
                     let confirmed = await server.indicate(characteristic: uuid, value: value)
-                    console.out("sent \(uuid): \(ValueFormatter.text(value, uuid: uuid)) (notified \(notified), indications confirmed \(confirmed))")
+                    let dropped = notified.dropped > 0 ? ", dropped \(notified.dropped)" : ""
+                    console.out("sent \(uuid): \(ValueFormatter.text(value, uuid: uuid)) (notified \(notified.queued)\(dropped), indications confirmed \(confirmed))")
                 }
             }
         }

@@ -14,7 +14,9 @@ final class CaptureLink: ATTServerLink, ATTServerLinkSecurity, ATTServerLinkBond
     var isAuthenticated = false
     var encryptionKeySize = 16
     var bondedPeer: LEAddress?
+    /// False: the server holds notifications for the link until `makeRoom()`.
     var canSend = true
+    private var roomWaiters: [@Sendable () -> Void] = []
     private let state = Mutex<(sent: [[UInt8]], waiter: CheckedContinuation<[UInt8]?, Never>?, closed: Bool)>(([], nil, false))
 
     init(_ description: String = "C0:00:00:00:00:01", bondedPeer: LEAddress? = nil) {
@@ -29,6 +31,18 @@ final class CaptureLink: ATTServerLink, ATTServerLinkSecurity, ATTServerLinkBond
             return nil
         }
         waiter?.resume(returning: pdu)
+    }
+
+    func whenCanSend(_ body: @escaping @Sendable () -> Void) { roomWaiters.append(body) }
+
+    /// The link can send again: calls back what `whenCanSend` left (on the server's queue).
+    func makeRoom(on queue: DispatchQueue) {
+        queue.sync {
+            canSend = true
+            let waiters = roomWaiters
+            roomWaiters = []
+            for body in waiters { body() }
+        }
     }
 
     func closeBearer() { state.withLock { $0.closed = true } }
@@ -64,10 +78,10 @@ struct ServerBed {
     let server: GATTServer
     let link: CaptureLink
 
-    init(_ database: GATTDatabase = ServerBed.database, prepareQueueLimit: Int = 64, prepareQueueBytes: Int = 4096, scheduler: ((DispatchQueue) -> any TimerScheduler)? = nil,
-         link: CaptureLink = CaptureLink()) {
+    init(_ database: GATTDatabase = ServerBed.database, prepareQueueLimit: Int = 64, prepareQueueBytes: Int = 4096, notificationQueueLimit: Int = 32,
+         scheduler: ((DispatchQueue) -> any TimerScheduler)? = nil, link: CaptureLink = CaptureLink()) {
         server = GATTServer(database: database, queue: queue, prepareQueueLimit: prepareQueueLimit, prepareQueueBytes: prepareQueueBytes,
-                            scheduler: scheduler?(queue))
+                            notificationQueueLimit: notificationQueueLimit, scheduler: scheduler?(queue))
         self.link = link
         queue.sync { server.connect(link) }
     }
