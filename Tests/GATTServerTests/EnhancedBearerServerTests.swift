@@ -1,6 +1,7 @@
 import Testing
 import BLETestSupport
 import GATTServer
+import BLEWire
 
 /// Enhanced ATT bearers of one client (Vol 3, Part G, 5.3.2), byte for byte: each answers its
 /// own requests (by its own ATT_MTU: `PeripheralGATTRadioTests` with Bumble), Exchange MTU is not used on them (Part F, 3.4.2.1), and the

@@ -2,6 +2,7 @@ import Testing
 import BLECore
 import BLETestSupport
 import GATTServer
+import BLEWire
 
 /// Notifications to several peripheral-role links of the in-process virtual controller, one of
 /// which stops acknowledging (its Number Of Completed Packets withheld): the fast links get

@@ -1,6 +1,7 @@
 import Testing
 import BLECore
 @testable import SMP
+import BLEWire
 
 /// The CCCDs a GATT server keeps per bond (Vol 3, Part G, 3.3.3.3), in the bond file as
 /// `gatt.cccd`: written sorted by handle, read back, absent from files written before the key

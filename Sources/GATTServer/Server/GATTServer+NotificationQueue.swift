@@ -1,4 +1,7 @@
 import GATTClient
+import BLEWire
+import BLECore
+import ATT
 
 /// What became of one notification to its subscribers
 /// (`GATTServer.notify(characteristic:value:waitingUpTo:)`).
