@@ -2,5 +2,5 @@
 ///
 ///     print("swift-ble-host \(SwiftBLEHost.version)")
 public enum SwiftBLEHost {
-    public static let version = "0.1.0"
+    public static let version = "0.2.0"
 }

@@ -80,7 +80,7 @@ import Testing
         #expect(help.stdout.contains("Examples:"))
         let version = try await BLETool.run(["--version"])
         #expect(version.status == 0)
-        #expect(version.stdout == "ble 0.1.0\n")
+        #expect(version.stdout == "ble 0.2.0\n")
     }
 
     @Test func adaptersWithoutKernelSupport() async throws {
