@@ -34,19 +34,11 @@ package struct StateFile: Sendable {
             throw .io(path: path, operation: "opening", errno: errno)
         }
         defer { close(fd) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: min(max(limit, 1), 1 << 16))
-        while bytes.count < limit {
-            let want = min(chunk.count, limit - bytes.count)
-            let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, want) }
-            if n == 0 { break }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw .io(path: path, operation: "reading", errno: errno)
-            }
-            bytes += chunk[..<n]
+        do {
+            return try FileDescriptorIO.readAll(fd, atMost: limit)
+        } catch {
+            throw .io(path: path, operation: "reading", errno: error.errno)
         }
-        return bytes
     }
 
     /// Writes `bytes` to a new temporary file next to the file (mode 0600), syncs it, renames
@@ -56,31 +48,11 @@ package struct StateFile: Sendable {
         guard let dir = try openDirectory(creating: true) else { throw .io(path: directory, operation: "opening directory", errno: ENOENT) }
         defer { close(dir) }
         let temp = ".\(name).\(getpid()).\(UInt32.random(in: 0...UInt32.max)).tmp"
-        let fd = openat(dir, temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw .io(path: directory + "/" + temp, operation: "creating", errno: errno) }
-        func fail(_ operation: String) -> StateFileError {
-            let e = errno
-            close(fd)
-            unlinkat(dir, temp, 0)
-            return .io(path: directory + "/" + temp, operation: operation, errno: e)
+        do {
+            try AtomicFile.replace(name, in: dir, with: bytes, temporaryName: temp, mode: 0o600, syncDirectory: true)
+        } catch {
+            throw .io(path: error.name.map { directory + "/" + $0 } ?? directory, operation: error.operation, errno: error.errno)
         }
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw fail("writing")
-            }
-            offset += n
-        }
-        if fsync(fd) != 0 { throw fail("syncing") }
-        close(fd)
-        if renameat(dir, temp, dir, name) != 0 {
-            let e = errno
-            unlinkat(dir, temp, 0)
-            throw .io(path: path, operation: "renaming \(temp) to", errno: e)
-        }
-        if fsync(dir) != 0 { throw .io(path: directory, operation: "syncing directory", errno: errno) }
     }
 
     /// Renames the file to `name.<suffix>` (`name.<suffix>.2`, ... when that exists), so that
