@@ -26,7 +26,7 @@ import Testing
 
         let temperature = try await watcher.next("homeassistant/sensor/ble_C01122334405/temperature/config")
         // Names without the device's, ids from the device only, the default publish interval (10 s) × 3 to expire.
-        #expect(temperature.text == #"{"name":"Temperature","unique_id":"ble_C01122334405_temperature","object_id":"ble_c01122334405_temperature","state_topic":"ble/+/devices/C01122334405","value_template":"{{ value_json.decoded.temperature }}","unit_of_measurement":"°C","device_class":"temperature","state_class":"measurement","expire_after":30,"device":{"identifiers":["ble_C01122334405"],"connections":[["bluetooth","C0:11:22:33:44:05"]],"name":"Env"},"origin":{"name":"swift-ble-host","sw_version":"\#(SwiftBLEHost.version)"},"availability":[{"topic":"ble/gw/status"}]}"#)
+        #expect(temperature.text == #"{"name":"Temperature","unique_id":"ble_C01122334405_temperature","default_entity_id":"sensor.ble_c01122334405_temperature","state_topic":"ble/+/devices/C01122334405","value_template":"{{ value_json.decoded.temperature }}","unit_of_measurement":"°C","device_class":"temperature","state_class":"measurement","expire_after":30,"device":{"identifiers":["ble_C01122334405"],"connections":[["bluetooth","C0:11:22:33:44:05"]],"name":"Env"},"origin":{"name":"swift-ble-host","sw_version":"\#(SwiftBLEHost.version)"},"availability":[{"topic":"ble/gw/status"}]}"#)
         #expect(temperature.qos == .atLeastOnce)
         let humidity = try await watcher.next("homeassistant/sensor/ble_C01122334405/humidity/config")
         #expect(humidity.text.contains(#""value_template":"{{ value_json.decoded.humidity }}","unit_of_measurement":"%","device_class":"humidity""#))

@@ -25,7 +25,7 @@ import BLEWire
         // test_bthome_binary_sensor_window and opening: 0x2D = 1, 0x11 = 0.
         let c = Self.configs(Self.device("40 11 00 2d 01"))
         let window = try #require(c["homeassistant/binary_sensor/ble_A4C1388D18B2/window/config"])
-        #expect(window.hasPrefix(#"{"name":"Window","unique_id":"ble_A4C1388D18B2_window","object_id":"ble_a4c1388d18b2_window","state_topic":"ble/+/devices/A4C1388D18B2","value_template":"{{ 'ON' if value_json.decoded.window else 'OFF' }}","device_class":"window","expire_after":30,"device":"#), "\(window)")
+        #expect(window.hasPrefix(#"{"name":"Window","unique_id":"ble_A4C1388D18B2_window","default_entity_id":"binary_sensor.ble_a4c1388d18b2_window","state_topic":"ble/+/devices/A4C1388D18B2","value_template":"{{ 'ON' if value_json.decoded.window else 'OFF' }}","device_class":"window","expire_after":30,"device":"#), "\(window)")
         #expect(c["homeassistant/binary_sensor/ble_A4C1388D18B2/opening/config"]?.contains(#""device_class":"opening""#) == true)
         #expect(c.keys.sorted() == ["homeassistant/binary_sensor/ble_A4C1388D18B2/opening/config",
                                     "homeassistant/binary_sensor/ble_A4C1388D18B2/window/config",
@@ -37,7 +37,7 @@ import BLEWire
         // button_3, events without expire_after; the device's RSSI does not expire either.
         let c = Self.configs(Self.device("44 3a 00 3a 01 3a 03"))
         let button = try #require(c["homeassistant/event/ble_A4C1388D18B2/button_2/config"])
-        #expect(button.hasPrefix(#"{"name":"Button 2","unique_id":"ble_A4C1388D18B2_button_2","object_id":"ble_a4c1388d18b2_button_2","state_topic":"ble/+/devices/A4C1388D18B2","event_types":["press","double_press","triple_press","long_press","long_double_press","long_triple_press","hold_press"],"value_template":"{% if value_json.decoded is defined and value_json.decoded.button_2 is defined %}{\"event_type\":\"{{ value_json.decoded.button_2 }}\"}{% endif %}","device_class":"button","device":"#), "\(button)")
+        #expect(button.hasPrefix(#"{"name":"Button 2","unique_id":"ble_A4C1388D18B2_button_2","default_entity_id":"event.ble_a4c1388d18b2_button_2","state_topic":"ble/+/devices/A4C1388D18B2","event_types":["press","double_press","triple_press","long_press","long_double_press","long_triple_press","hold_press"],"value_template":"{% if value_json.decoded is defined and value_json.decoded.button_2 is defined %}{\"event_type\":\"{{ value_json.decoded.button_2 }}\"}{% endif %}","device_class":"button","device":"#), "\(button)")
         #expect(c["homeassistant/event/ble_A4C1388D18B2/button_3/config"] != nil)
         #expect(c["homeassistant/sensor/ble_A4C1388D18B2/rssi/config"]?.contains("expire_after") == false)
     }

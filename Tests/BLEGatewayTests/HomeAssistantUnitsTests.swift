@@ -110,10 +110,13 @@ import BLEWire
             #expect(object["unit_of_measurement"] as? String == kind.unit, "\(key)")
             let meter = Self.meterStateClasses[kind.deviceClass ?? ""]
             #expect(object["state_class"] as? String == (kind.isMeasurement ? "measurement" : meter), "\(key)")
-            for field in ["object_id", "unique_id"] {
-                let id = try #require(object[field] as? String)
-                #expect(id.allSatisfy { plain.contains($0) }, "\(field) \(id)")
-            }
+            let unique = try #require(object["unique_id"] as? String)
+            #expect(unique.allSatisfy { plain.contains($0) }, "unique_id \(unique)")
+            // object_id stopped working in Home Assistant 2026.4: default_entity_id is "<domain>.<object id>".
+            #expect(object["object_id"] == nil, "\(key)")
+            let entity = try #require(object["default_entity_id"] as? String)
+            #expect(entity.hasPrefix(kind.component.rawValue + "."), "\(entity)")
+            #expect(entity.dropFirst(kind.component.rawValue.count + 1).allSatisfy { plain.contains($0) }, "default_entity_id \(entity)")
         }
     }
 }

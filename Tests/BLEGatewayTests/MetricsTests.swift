@@ -35,7 +35,7 @@ import Testing
         let watcher = try await Watcher.start(broker, "homeassistant/#")
         let bed = try await GatewayBed(broker: broker, peripherals: [AdvertisementTopicTests.battery]) { $0.homeAssistantDiscovery = true }
         let battery = try await watcher.next("homeassistant/sensor/ble_C01122334401/battery/config")
-        #expect(battery.text == #"{"name":"Battery","unique_id":"ble_C01122334401_battery","object_id":"ble_c01122334401_battery","state_topic":"ble/+/devices/C01122334401","value_template":"{{ value_json.decoded.battery }}","unit_of_measurement":"%","device_class":"battery","state_class":"measurement","expire_after":30,"device":{"identifiers":["ble_C01122334401"],"connections":[["bluetooth","C0:11:22:33:44:01"]],"name":"Therm"},"origin":{"name":"swift-ble-host","sw_version":"\#(SwiftBLEHost.version)"},"availability":[{"topic":"ble/gw/status"}]}"#)
+        #expect(battery.text == #"{"name":"Battery","unique_id":"ble_C01122334401_battery","default_entity_id":"sensor.ble_c01122334401_battery","state_topic":"ble/+/devices/C01122334401","value_template":"{{ value_json.decoded.battery }}","unit_of_measurement":"%","device_class":"battery","state_class":"measurement","expire_after":30,"device":{"identifiers":["ble_C01122334401"],"connections":[["bluetooth","C0:11:22:33:44:01"]],"name":"Therm"},"origin":{"name":"swift-ble-host","sw_version":"\#(SwiftBLEHost.version)"},"availability":[{"topic":"ble/gw/status"}]}"#)
         let rssi = try await watcher.next("homeassistant/sensor/ble_C01122334401/rssi/config")
         #expect(rssi.text.contains(#""value_template":"{{ value_json.rssi }}","unit_of_measurement":"dBm","device_class":"signal_strength""#))
         #expect(rssi.qos == .atLeastOnce)

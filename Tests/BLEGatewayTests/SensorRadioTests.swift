@@ -25,7 +25,7 @@ import Testing
             let start = compact.index(compact.startIndex, offsetBy: i)
             return String(compact[start..<compact.index(start, offsetBy: 2)])
         }.joined(separator: ":")
-        return #"{"name":"\#(name)","unique_id":"ble_\#(compact)_\#(key)","object_id":"ble_\#(compact.lowercased())_\#(key)","state_topic":"ble/+/devices/\#(compact)","value_template":"{{ \#(value) }}","unit_of_measurement":"\#(unit)","device_class":"\#(deviceClass)","state_class":"measurement","expire_after":3,"device":{"identifiers":["ble_\#(compact)"],"connections":[["bluetooth","\#(address)"]],\#(device)},"origin":{"name":"swift-ble-host","sw_version":"\#(SwiftBLEHost.version)"},"availability":[{"topic":"ble/gws/status"}]}"#
+        return #"{"name":"\#(name)","unique_id":"ble_\#(compact)_\#(key)","default_entity_id":"sensor.ble_\#(compact.lowercased())_\#(key)","state_topic":"ble/+/devices/\#(compact)","value_template":"{{ \#(value) }}","unit_of_measurement":"\#(unit)","device_class":"\#(deviceClass)","state_class":"measurement","expire_after":3,"device":{"identifiers":["ble_\#(compact)"],"connections":[["bluetooth","\#(address)"]],\#(device)},"origin":{"name":"swift-ble-host","sw_version":"\#(SwiftBLEHost.version)"},"availability":[{"topic":"ble/gws/status"}]}"#
     }
 
     @Test func bthomeAndXiaomiSensorsArePublishedWithDiscovery() async throws {
@@ -51,7 +51,7 @@ import Testing
             #expect(humidity.text == Self.config("F05EB1000202", "humidity", name: "Humidity", value: "value_json.decoded.humidity",
                                                  unit: "%", deviceClass: "humidity", device: #""name":"F0:5E:B1:00:02:02""#))
             let rssi = try await watcher.next("homeassistant/sensor/ble_F05EB1000201/rssi/config")
-            #expect(rssi.text.hasPrefix(#"{"name":"RSSI","unique_id":"ble_F05EB1000201_rssi","object_id":"ble_f05eb1000201_rssi","state_topic":"ble/+/devices/F05EB1000201","value_template":"{{ value_json.rssi }}","unit_of_measurement":"dBm","device_class":"signal_strength""#), "\(rssi.text)")
+            #expect(rssi.text.hasPrefix(#"{"name":"RSSI","unique_id":"ble_F05EB1000201_rssi","default_entity_id":"sensor.ble_f05eb1000201_rssi","state_topic":"ble/+/devices/F05EB1000201","value_template":"{{ value_json.rssi }}","unit_of_measurement":"dBm","device_class":"signal_strength""#), "\(rssi.text)")
             gateway.signal(SIGTERM)
             #expect(await gateway.waitForExit(timeout: .seconds(10)) == 0)
             // The key never reaches the broker.

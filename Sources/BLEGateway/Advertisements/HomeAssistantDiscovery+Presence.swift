@@ -13,7 +13,7 @@ extension HomeAssistantDiscovery {
         let payload = JSONValue.object([
             ("name", .string("Presence")),
             ("unique_id", .string("ble_\(compact)_presence")),
-            ("object_id", .string("ble_\(compact.lowercased())_presence")),
+            ("default_entity_id", .string("sensor.ble_\(compact.lowercased())_presence")),
             ("state_topic", .string(topics.presence(address))),
             ("value_template", .string("{{ value_json.nearest if value_json.state == 'present' else 'away' }}")),
             ("icon", .string("mdi:map-marker")),

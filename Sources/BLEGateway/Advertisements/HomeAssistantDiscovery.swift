@@ -54,7 +54,7 @@ public enum HomeAssistantDiscovery {
         var p: [(String, JSONValue)] = [
             ("name", .string(entityName(key))),
             ("unique_id", .string("ble_\(compact)_\(key)")),
-            ("object_id", .string("ble_\(compact.lowercased())_\(key)")),
+            ("default_entity_id", .string("\(kind.component.rawValue).ble_\(compact.lowercased())_\(key)")),
             ("state_topic", .string("\(topics.prefix)/+/devices/\(compact)")),
         ]
         switch kind.component {
