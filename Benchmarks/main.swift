@@ -77,6 +77,8 @@ struct Row: Codable {
     var workload: String
     var ours: Measurement
     var bumbleOperationsPerSecond: Double?
+    /// Bumble's other figures for the workload (CPU seconds per operation, another API's rate).
+    var bumbleFigures: [String: Double]?
     var ratio: Double?
     var target: Target?
     /// A peer other than Bumble (`TheengsDecoder`) and its rate on the same input.
@@ -91,13 +93,22 @@ defer { try? FileManager.default.removeItem(at: tmp) }
 
 func log(_ s: String) { FileHandle.standardError.write(Data((s + "\n").utf8)) }
 
-@MainActor func add(_ m: Measurement, bumble workload: String? = nil, input: [UInt8] = [], iterations: Int = 0, target: Target? = nil) {
+/// `ratioAtLeast`: the target is our rate at least that many times Bumble's (met only when
+/// Bumble was measured).
+@MainActor func add(_ m: Measurement, bumble workload: String? = nil, input: [UInt8] = [], iterations: Int = 0, target: Target? = nil,
+                    ratioAtLeast: Double? = nil) {
     var row = Row(workload: m.name, ours: m, target: target)
     if let python, let workload {
         let file = tmp.appendingPathComponent(workload + ".bin")
         _ = FileManager.default.createFile(atPath: file.path, contents: Data(input))
-        row.bumbleOperationsPerSecond = runBumble(python: python, workload: workload, input: file, iterations: iterations)
+        let figures = runBumbleFigures(python: python, workload: workload, input: file, iterations: iterations)
+        row.bumbleOperationsPerSecond = figures?["operationsPerSecond"]
+        row.bumbleFigures = figures?.filter { $0.key != "operationsPerSecond" }
+        if row.bumbleFigures?.isEmpty == true { row.bumbleFigures = nil }
         row.ratio = row.bumbleOperationsPerSecond.map { m.operationsPerSecond / $0 }
+    }
+    if let ratioAtLeast {
+        row.target = Target(description: ">= \(Int(ratioAtLeast))x Bumble", met: row.ratio.map { $0 >= ratioAtLeast } ?? false)
     }
     log("\(m.name): \(Int(m.operationsPerSecond))/s \(m.extra)" + (row.bumbleOperationsPerSecond.map { " bumble \(Int($0))/s" } ?? ""))
     rows.append(row)
@@ -172,11 +183,16 @@ if selected("w3") { do {
 
 // GATT server
 if selected("gatt-server") {
+    // Bumble's gatt_server.Server beside each row it has an equivalent of (bumble_bench.py):
+    // a fiftieth of our count, best of 3.
     let n = quick ? 100_000 : 1_000_000
-    add(GATTServerWorkload.notifications(clients: 1, values: n, runs: runs))
-    add(GATTServerWorkload.notifications(clients: 8, values: n / 8, runs: runs))
+    let bumbleCount = n / 50
+    add(GATTServerWorkload.notifications(clients: 1, values: n, runs: runs),
+        bumble: "gatt_server_notify_1", iterations: bumbleCount, ratioAtLeast: 100)
+    add(GATTServerWorkload.notifications(clients: 8, values: n / 8, runs: runs),
+        bumble: "gatt_server_notify_8", iterations: bumbleCount, ratioAtLeast: 100)
     add(GATTServerWorkload.notificationsBesideAFullClient(values: n / 8, runs: runs))
-    add(GATTServerWorkload.reads(count: n, runs: runs))
+    add(GATTServerWorkload.reads(count: n, runs: runs), bumble: "gatt_server_read", iterations: bumbleCount, ratioAtLeast: 100)
 }
 
 // W4

@@ -41,9 +41,21 @@ func runBumble(python: String, workload: String, input: URL, iterations: Int) ->
     runPeerScript(python: python, script: "bumble_bench.py", arguments: [workload, input.path, String(iterations)])
 }
 
+/// Runs the Bumble side of a workload and returns every number of the JSON object it prints
+/// (`operationsPerSecond` and any figures beside it), or nil when it fails.
+func runBumbleFigures(python: String, workload: String, input: URL, iterations: Int) -> [String: Double]? {
+    runPeerScriptFigures(python: python, script: "bumble_bench.py", arguments: [workload, input.path, String(iterations)])
+}
+
 /// Runs a peer's Python script from Benchmarks/ and returns the `operationsPerSecond` of the
 /// JSON object it prints, or nil when it fails.
 func runPeerScript(python: String, script name: String, arguments: [String]) -> Double? {
+    runPeerScriptFigures(python: python, script: name, arguments: arguments)?["operationsPerSecond"]
+}
+
+/// Runs a peer's Python script from Benchmarks/ and returns the numbers of the JSON object it
+/// prints (it must have `operationsPerSecond`), or nil when it fails.
+func runPeerScriptFigures(python: String, script name: String, arguments: [String]) -> [String: Double]? {
     let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent(name)
     let p = Process()
     p.executableURL = URL(fileURLWithPath: python)
@@ -54,7 +66,7 @@ func runPeerScript(python: String, script name: String, arguments: [String]) -> 
     let data = out.fileHandleForReading.readDataToEndOfFile()
     p.waitUntilExit()
     guard p.terminationStatus == 0,
-          let json = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
-          let rate = json["operationsPerSecond"] as? Double else { return nil }
-    return rate
+          let json = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return nil }
+    let figures = json.compactMapValues { $0 as? Double }
+    return figures["operationsPerSecond"] == nil ? nil : figures
 }

@@ -6,7 +6,8 @@ import GATTServer
 
 /// The GATT server's own cost: notifications sent to 1 and 8 subscribed clients, and Read
 /// Requests answered, on the server's queue, each client a link that counts the octets it is
-/// given (what a bearer would hand to L2CAP).
+/// given (what a bearer would hand to L2CAP). Each figure carries `cpuSecondsPerOperation`:
+/// process CPU time (getrusage) over all runs, per operation.
 enum GATTServerWorkload {
     final class CountingLink: ATTServerLink, Sendable {
         let centralDescription: String
@@ -52,7 +53,7 @@ enum GATTServerWorkload {
     static func notifications(clients: Int, values: Int, runs: Int) -> Measurement {
         let (server, queue, _) = server(clients: clients)
         let value: [UInt8] = [0x01, 0x02, 0x03, 0x04]
-        return measure("GATT server: notifications to \(clients) subscribed client\(clients == 1 ? "" : "s")", operations: values * clients, runs: runs) {
+        return measuringCPU("GATT server: notifications to \(clients) subscribed client\(clients == 1 ? "" : "s")", operations: values * clients, runs: runs) {
             queue.sync {
                 for _ in 0..<values { _ = server.notifyOnQueue(characteristic: level, value: value) }
             }
@@ -64,7 +65,7 @@ enum GATTServerWorkload {
     static func notificationsBesideAFullClient(values: Int, runs: Int) -> Measurement {
         let (server, queue, _) = server(clients: 7, full: 1)
         let value: [UInt8] = [0x01, 0x02, 0x03, 0x04]
-        return measure("GATT server: notifications to 7 clients beside 1 full", operations: values * 7, runs: runs) {
+        return measuringCPU("GATT server: notifications to 7 clients beside 1 full", operations: values * 7, runs: runs) {
             queue.sync {
                 for _ in 0..<values { _ = server.notifyOnQueue(characteristic: level, value: value) }
             }
@@ -75,10 +76,18 @@ enum GATTServerWorkload {
     static func reads(count: Int, runs: Int) -> Measurement {
         let (server, queue, links) = server(clients: 1)
         let request: [UInt8] = [0x0A, 0x0E, 0x00]
-        return measure("GATT server: Read Requests answered", operations: count, runs: runs) {
+        return measuringCPU("GATT server: Read Requests answered", operations: count, runs: runs) {
             queue.sync {
                 for _ in 0..<count { server.receive(request, on: links[0]) }
             }
         }
+    }
+
+    /// `measure`, with the process CPU seconds per operation over all runs in `extra`.
+    static func measuringCPU(_ name: String, operations: Int, runs: Int, _ body: () -> Void) -> Measurement {
+        let start = DenseWorkload.cpuSeconds()
+        var m = measure(name, operations: operations, runs: runs, body)
+        m.extra["cpuSecondsPerOperation"] = (DenseWorkload.cpuSeconds() - start) / Double(operations * runs)
+        return m
     }
 }
