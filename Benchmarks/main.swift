@@ -93,8 +93,8 @@ defer { try? FileManager.default.removeItem(at: tmp) }
 
 func log(_ s: String) { FileHandle.standardError.write(Data((s + "\n").utf8)) }
 
-/// `ratioAtLeast`: the target is our rate at least that many times Bumble's (met only when
-/// Bumble was measured).
+/// `ratioAtLeast`: the target is our rate at least that many times Bumble's (none without
+/// `--python`; not met when Bumble's side failed).
 @MainActor func add(_ m: Measurement, bumble workload: String? = nil, input: [UInt8] = [], iterations: Int = 0, target: Target? = nil,
                     ratioAtLeast: Double? = nil) {
     var row = Row(workload: m.name, ours: m, target: target)
@@ -107,7 +107,7 @@ func log(_ s: String) { FileHandle.standardError.write(Data((s + "\n").utf8)) }
         if row.bumbleFigures?.isEmpty == true { row.bumbleFigures = nil }
         row.ratio = row.bumbleOperationsPerSecond.map { m.operationsPerSecond / $0 }
     }
-    if let ratioAtLeast {
+    if let ratioAtLeast, python != nil, workload != nil {
         row.target = Target(description: ">= \(Int(ratioAtLeast))x Bumble", met: row.ratio.map { $0 >= ratioAtLeast } ?? false)
     }
     log("\(m.name): \(Int(m.operationsPerSecond))/s \(m.extra)" + (row.bumbleOperationsPerSecond.map { " bumble \(Int($0))/s" } ?? ""))
