@@ -28,7 +28,7 @@ struct KernelTierBTGattClientGuestTests {
 
     /// A FIFO a program reads as its stdin, held open for writing (O_RDWR does not wait for a
     /// reader) so the program's open does not block and its stdin never reaches end of file.
-    struct Feed: ~Copyable {
+    final class Feed: Sendable {
         let path: String
         let fd: Int32
 
@@ -108,7 +108,7 @@ struct KernelTierBTGattClientGuestTests {
     /// Discovery, a read, a write seen on ble serve's stdout and read back, a notification fed
     /// through ble serve's stdin.
     static func session(printed: KernelTierServeGuestTests.ServeLines, served: KernelTierServeGuestTests.ServeLines,
-                        client: borrowing Feed, serve: borrowing Feed) async throws {
+                        client: Feed, serve: Feed) async throws {
         try #require(await printed.next { $0 == "GATT discovery procedures complete" } != nil, "btgatt-client did not finish discovery: \(printed.all)")
         // "service - start: 0x0001, end: 0x0005, type: primary, uuid: ...", then its
         // "charac - start: ..., value: 0x0003, props: 0x12, ext_props: 0x0000, uuid: ..." lines.
@@ -121,7 +121,9 @@ struct KernelTierBTGattClientGuestTests {
             "props: 0x22, ext_props: 0x0000, uuid: 12345678-1234-5678-1234-56789abcdef3",
         ]
         @Sendable func listed() -> Bool { endings.allSatisfy { e in printed.all.contains { $0.hasSuffix(e) } } }
-        try #require(listed() || (await printed.next { _ in listed() }) != nil, "btgatt-client's service list lacks a served UUID: \(printed.all)")
+        var complete = listed()
+        if !complete { complete = await printed.next { _ in listed() } != nil }
+        try #require(complete, "btgatt-client's service list lacks a served UUID: \(printed.all)")
         let levelHandle = try #require(valueHandle(of: level, in: printed.all), "\(printed.all)")
         let longHandle = try #require(valueHandle(of: long, in: printed.all), "\(printed.all)")
 
