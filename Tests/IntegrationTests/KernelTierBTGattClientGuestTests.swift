@@ -131,7 +131,8 @@ struct KernelTierBTGattClientGuestTests {
         try #require(await printed.next { $0.hasPrefix("Read value") } == "Read value (1 bytes): 64 ", "\(printed.all)")
         try #require(await served.next { $0.hasPrefix("read ") } == "read \(kernelAddress) 2A19 handle \(levelHandle.uppercasedHex): 0x64 (1 byte, uint 100, \"d\") -> 100 %", "\(served.all)")
 
-        try client.send("write-value \(longHandle) 68 69")
+        // btgatt-client reads each octet with strtol base 0: "0x68", not "68" (decimal 68 = 0x44).
+        try client.send("write-value \(longHandle) 0x68 0x69")
         try #require(await printed.next { $0.hasPrefix("Write ") } == "Write successful", "\(printed.all)")
         try #require(await served.next { $0.hasPrefix("write ") } == "write \(kernelAddress) 12345678-1234-5678-1234-56789ABCDEF1 handle \(longHandle.uppercasedHex): 0x6869 (2 bytes, uint 26984, \"hi\")", "\(served.all)")
         try client.send("read-value \(longHandle)")
