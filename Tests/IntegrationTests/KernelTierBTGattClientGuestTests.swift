@@ -36,7 +36,9 @@ struct KernelTierBTGattClientGuestTests {
             path = "/tmp/\(name)-stdin-\(getpid())"
             try #require(mkfifo(path, 0o600) == 0, "mkfifo \(path): errno \(errno)")
             fd = open(path, O_RDWR)
-            try #require(fd >= 0, "open \(path): errno \(errno)")
+            let openError = errno
+            if fd < 0 { unlink(path) }
+            try #require(fd >= 0, "open \(path): errno \(openError)")
         }
 
         func send(_ line: String) throws {
