@@ -9,6 +9,8 @@ APT_PACKAGES := libbluetooth-dev libssl-dev pkg-config tshark bluez tmux libmosq
 APT_PACKAGES += debootstrap
 # The kernel tier's VM (scripts/kernel-vm would install them itself, inside a test's time limit).
 APT_PACKAGES += qemu-system-x86 linux-image-amd64 busybox-static cpio
+# BlueZ's own btgatt-client, the kernel tier's independent GATT client (scripts/btgatt-client-path).
+APT_PACKAGES += bluez-source
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Seconds each fuzz target runs in `make test` (make fuzz runs longer).
 FUZZ_SMOKE_SECONDS ?= 10
