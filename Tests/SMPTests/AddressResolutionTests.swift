@@ -57,7 +57,9 @@ struct AddressResolutionTests {
             }
             return seen
         }
-        // Each advertises every 100 ms of virtual time.
+        // Each advertises every 100 ms of virtual time, once the controller scans: the scan
+        // starts when the task above first iterates, which can come after a settle.
+        _ = try await vc.waitForCommand(HCIOpcode(rawValue: 0x200C)) // LE Set Scan Enable
         await vc.settle()
         await vc.advance(by: .milliseconds(250))
         let seen = try await collect.value
