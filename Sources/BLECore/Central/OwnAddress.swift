@@ -4,8 +4,9 @@ import BLEWire
 /// connections (`Central.setOwnAddress`) and each advertising set
 /// (`AdvertisingParameters.ownAddress`). Own_Address_Type 0x00 (the controller's public
 /// address) or 0x01 (a random address: LE Set Random Address, Vol 4, Part E, 7.8.4, or an
-/// advertising set's own, 7.8.52); resolvable private addresses as central become 0x03 when
-/// the controller's resolving list holds the local IRK (`Central.loadResolvingList`).
+/// advertising set's own, 7.8.52); resolvable private addresses become 0x03 when the
+/// controller's resolving list holds the local IRK (`Central.loadResolvingList`): the
+/// controller then makes them itself, the host's address is only its fallback.
 ///
 ///     try await central.setOwnAddress(.staticRandom(try bonds.staticRandomAddress()))
 public enum OwnAddress: Sendable, CustomStringConvertible {
@@ -85,6 +86,10 @@ struct OwnAddressState {
     /// (`Central.loadResolvingList`): with resolvable private addresses it makes them itself
     /// for the peers on the list (Own_Address_Type 0x03).
     var controllerGeneratesPrivateAddresses = false
+    /// The resolving list holds the local IRK for advertising (`ResolvingListEntry.advertising`)
+    /// with address resolution on: sets with resolvable private addresses use Own_Address_Type
+    /// 0x03 and the controller makes their addresses.
+    var advertisingIRKOnList = false
     /// Local_Resolvable_Private_Address of LE Enhanced Connection Complete (Vol 4, Part E,
     /// 7.7.65.10) by Connection_Handle, when the controller made the link with an address of
     /// its own making.
@@ -204,6 +209,7 @@ extension Central {
     func restoreOwnAddress() async {
         // The reset emptied the resolving list.
         ownAddress.controllerGeneratesPrivateAddresses = false
+        ownAddress.advertisingIRKOnList = false
         ownAddress.linkLocalPrivateAddresses.removeAll()
         do throws(HCIError) {
             try await setRandomAddressForPolicy()

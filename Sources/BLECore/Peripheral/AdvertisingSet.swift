@@ -66,10 +66,20 @@ public actor AdvertisingSet {
     public private(set) var endReason: AdvertisingEndReason?
     /// The address the set advertises with now: the controller's public address, its static
     /// random address, or the current resolvable private address (a new one every rotation).
-    /// Nil only while the controller's public address is not known.
+    /// When `controllerMakesAddresses`, the host's address the controller falls back to (it
+    /// uses it only without the local IRK on its resolving list); a link's own address then
+    /// comes from LE Enhanced Connection Complete (`Connection.localAddress`). Nil only while
+    /// the controller's public address is not known.
     public internal(set) var address: LEAddress?
+    /// True when the controller makes the set's resolvable private addresses from the local
+    /// IRK on its resolving list (Own_Address_Type 0x03, Vol 4, Part E, 7.8.53; LL Privacy,
+    /// Vol 6, Part B, 6.4) and rotates them itself; false when the host makes and rotates
+    /// them, and for public and static addresses. `Central.loadResolvingList(_:privateAddressTimeout:localIRK:)`
+    /// puts the local IRK there.
+    public nonisolated let controllerMakesAddresses: Bool
 
-    init(central: Central, handle: UInt8, parameters: AdvertisingParameters, usesExtendedCommands: Bool, selectedTxPower: Int8?, address: LEAddress?) {
+    init(central: Central, handle: UInt8, parameters: AdvertisingParameters, usesExtendedCommands: Bool, selectedTxPower: Int8?, address: LEAddress?,
+         controllerMakesAddresses: Bool = false) {
         self.executor = central.executor
         self.central = central
         self.handle = handle
@@ -77,6 +87,7 @@ public actor AdvertisingSet {
         self.usesExtendedCommands = usesExtendedCommands
         self.selectedTxPower = selectedTxPower
         self.address = address
+        self.controllerMakesAddresses = controllerMakesAddresses
         self.eventStream = Broadcaster(executor: central.executor)
     }
 

@@ -31,13 +31,18 @@ extension Central {
         // Reserved until the set is live, or until what a failed start sent is undone.
         advertising.reserved.insert(handle)
         let random = parameters.ownAddress.firstRandomAddress()
+        // With the local IRK on the resolving list the controller makes the set's resolvable
+        // private addresses (Own_Address_Type 0x03, Peer_Address 00:00:00:00:00:00 public
+        // naming that entry); `random` stays the set's address for when no entry matches.
+        let controllerMakesAddresses = parameters.ownAddress.isResolvablePrivate && ownAddress.advertisingIRKOnList
+        let ownAddressType: UInt8 = controllerMakesAddresses ? 0x03 : parameters.ownAddress.ownAddressType
         var progress = StartProgress()
         var selectedTxPower: Int8?
         do throws(HCIError) {
             if extendedCommands {
-                selectedTxPower = try await startExtendedSet(handle, parameters, adBytes, srBytes, random: random, &progress)
+                selectedTxPower = try await startExtendedSet(handle, parameters, adBytes, srBytes, random: random, ownAddressType: ownAddressType, &progress)
             } else {
-                try await startLegacySet(parameters, adBytes, srBytes, random: random, &progress)
+                try await startLegacySet(parameters, adBytes, srBytes, random: random, ownAddressType: ownAddressType, &progress)
             }
         } catch {
             await undoStart(handle, extendedCommands: extendedCommands, progress)
@@ -55,8 +60,13 @@ extension Central {
         advertising.reserved.remove(handle)
         let address = random.map { LEAddress($0, type: .random) } ?? publicAddress
         let set = AdvertisingSet(central: self, handle: handle, parameters: parameters, usesExtendedCommands: extendedCommands,
-                                 selectedTxPower: selectedTxPower, address: address)
+                                 selectedTxPower: selectedTxPower, address: address, controllerMakesAddresses: controllerMakesAddresses)
         advertising.sets[handle] = set
+        if parameters.ownAddress.isResolvablePrivate {
+            options.logger.log(.debug, controllerMakesAddresses
+                ? "advertising set \(handle): the controller makes its resolvable private addresses from the local IRK on its resolving list (Own_Address_Type 0x03)"
+                : "advertising set \(handle): the host makes its resolvable private addresses (Own_Address_Type 0x01)")
+        }
         if !extendedCommands { startLegacyDuration(set) }
         scheduleAddressRotation(handle)
         options.logger.log(.info, "advertising set \(handle) started (\(parameters.format == .legacy ? "legacy" : "extended") PDUs, \(adBytes.count)+\(srBytes.count) octets, \(address.map { "\($0.address)" } ?? "public address"))")
@@ -169,7 +179,7 @@ extension Central {
     // MARK: - Commands
 
     /// LE Set Random Address, Parameters, Data, Scan Response Data, Enable (7.8.4 to 7.8.9).
-    private func startLegacySet(_ p: AdvertisingParameters, _ ad: [UInt8], _ sr: [UInt8], random: BluetoothAddress?,
+    private func startLegacySet(_ p: AdvertisingParameters, _ ad: [UInt8], _ sr: [UInt8], random: BluetoothAddress?, ownAddressType: UInt8,
                                 _ progress: inout StartProgress) async throws(HCIError) {
         if let random {
             try await host.send(HCICommand.leSetRandomAddress(random))
@@ -177,7 +187,7 @@ extension Central {
         }
         let type: UInt8 = switch p.kind { case .connectable: 0x00; case .scannable: 0x02; case .nonConnectable: 0x03 }
         let units = UInt16(clamping: p.hciInterval)
-        try await host.send(HCICommand.leSetAdvertisingParameters(.init(intervalMin: units, intervalMax: units, advertisingType: type, ownAddressType: p.ownAddress.ownAddressType)))
+        try await host.send(HCICommand.leSetAdvertisingParameters(.init(intervalMin: units, intervalMax: units, advertisingType: type, ownAddressType: ownAddressType)))
         try await host.send(HCICommand.leSetAdvertisingData(ad))
         if p.kind != .nonConnectable { try await host.send(HCICommand.leSetScanResponseData(sr)) }
         progress.enableSent = true
@@ -188,7 +198,7 @@ extension Central {
     /// fragments, and LE Set Extended Advertising Enable (7.8.52 to 7.8.56). Returns the
     /// transmit power the controller chose.
     private func startExtendedSet(_ handle: UInt8, _ p: AdvertisingParameters, _ ad: [UInt8], _ sr: [UInt8], random: BluetoothAddress?,
-                                  _ progress: inout StartProgress) async throws(HCIError) -> Int8 {
+                                  ownAddressType: UInt8, _ progress: inout StartProgress) async throws(HCIError) -> Int8 {
         if !advertising.setTerminatedEventEnabled, options.resetController != false {
             // Bit 17: LE Advertising Set Terminated (subevent 0x12), added to the bring-up mask
             // only when a set needs it, so a session without extended sets sends what it always did.
@@ -206,7 +216,7 @@ extension Central {
         }
         let parameters = HCICommand.LESetExtendedAdvertisingParameters(
             handle: handle, properties: properties, primaryIntervalMin: p.hciInterval, primaryIntervalMax: p.hciInterval,
-            ownAddressType: p.ownAddress.ownAddressType, txPower: p.txPower ?? 0x7F, sid: handle & 0x0F)
+            ownAddressType: ownAddressType, txPower: p.txPower ?? 0x7F, sid: handle & 0x0F)
         progress.setCreated = true
         let selected = try await host.read(HCIReturn.LESetExtendedAdvertisingParameters.self, parameters.packet).selectedTxPower
         if let random {

@@ -7,8 +7,11 @@ import BLEWire
 extension Central {
     /// Takes the set's next resolvable private address after its rotation. A set with a
     /// duration or an event limit keeps its first address: enabling it again would restart both.
+    /// A set whose addresses the controller makes is rotated by the controller (LE Set
+    /// Resolvable Private Address Timeout, Vol 4, Part E, 7.8.45).
     func scheduleAddressRotation(_ handle: UInt8) {
-        guard let set = advertising.sets[handle], case .resolvablePrivate(let rotation, _) = set.parameters.ownAddress,
+        guard let set = advertising.sets[handle], !set.controllerMakesAddresses,
+              case .resolvablePrivate(let rotation, _) = set.parameters.ownAddress,
               set.parameters.duration == nil, set.parameters.maximumEvents == nil else { return }
         advertising.rotationTimers[handle]?.cancel()
         advertising.rotationTimers[handle] = scheduler.schedule(after: rotation) { [weak self, executor] in
@@ -92,5 +95,10 @@ extension OwnAddress {
         case .staticRandom(let address): return address
         case .resolvablePrivate(_, let generate): return generate()
         }
+    }
+
+    var isResolvablePrivate: Bool {
+        if case .resolvablePrivate = self { return true }
+        return false
     }
 }

@@ -18,6 +18,19 @@ public struct ResolvingListEntry: Sendable, Hashable {
         self.peerIRK = peerIRK
         self.localIRK = localIRK
     }
+
+    /// The entry of this side's own advertising: peer identity 00:00:00:00:00:00 (public), no
+    /// peer IRK, the local IRK. Advertising sets name it in Peer_Address_Type and Peer_Address
+    /// with Own_Address_Type 0x03, and the controller makes their resolvable private
+    /// addresses from its local IRK (Vol 4, Part E, 7.8.53).
+    ///
+    ///     let entry = ResolvingListEntry.advertising(localIRK: irk)
+    public static func advertising(localIRK: UInt128) -> ResolvingListEntry {
+        ResolvingListEntry(identity: advertisingIdentity, peerIRK: 0, localIRK: localIRK)
+    }
+
+    /// The identity the advertising entry is listed under.
+    static let advertisingIdentity = LEAddress(.zero, type: .public)
 }
 
 /// Resolvable private addresses: scan results name a bonded peer by its identity address
@@ -38,40 +51,69 @@ extension Central {
     /// add refused with Memory Capacity Exceeded (0x07), stay with the host's resolver
     /// (`setAddressResolver`) and are listed in `notLoaded`. `privateAddressTimeout` sets LE
     /// Set Resolvable Private Address Timeout (1 s to 1 hour). Sends nothing when the
-    /// controller has no LL Privacy feature; call it while nothing scans or connects (the
+    /// controller has no LL Privacy feature; call it while nothing scans, connects or advertises (the
     /// controller refuses it then: Command Disallowed). Entries with a local IRK let the
     /// controller make this side's resolvable private addresses itself: with
     /// `OwnAddress.resolvablePrivate` the scan and create-connection commands then carry
-    /// Own_Address_Type 0x03.
+    /// Own_Address_Type 0x03. `localIRK` adds `ResolvingListEntry.advertising(localIRK:)`
+    /// after `entries` when the list has room for it: advertising sets started afterwards
+    /// with `OwnAddress.resolvablePrivate` then have the controller make their addresses
+    /// (`AdvertisingSet.controllerMakesAddresses`); without room, or without LL Privacy, the
+    /// host makes them as before.
     ///
-    ///     let load = try await central.loadResolvingList(bonds.resolvingListEntries)
+    ///     let load = try await central.loadResolvingList(bonds.resolvingListEntries, localIRK: try bonds.localIdentityResolvingKey())
     @discardableResult
-    public func loadResolvingList(_ entries: [ResolvingListEntry], privateAddressTimeout: Duration? = nil) async throws(HCIError) -> ResolvingListLoad {
-        guard let info = controllerInfo, info.leFeatures.contains(.llPrivacy) else { return ResolvingListLoad(isEnabled: false, loaded: [], notLoaded: entries) }
+    public func loadResolvingList(_ entries: [ResolvingListEntry], privateAddressTimeout: Duration? = nil,
+                                  localIRK: UInt128? = nil) async throws(HCIError) -> ResolvingListLoad {
+        guard let info = controllerInfo, info.leFeatures.contains(.llPrivacy) else {
+            if localIRK != nil { options.logger.log(.debug, "the controller has no LL Privacy: the host makes the advertising sets' resolvable private addresses") }
+            return ResolvingListLoad(isEnabled: false, loaded: [], notLoaded: entries)
+        }
         let host = self.host
         setControllerGeneratesPrivateAddresses(false)
+        ownAddress.advertisingIRKOnList = false
         _ = try await host.send(HCICommand.leSetAddressResolutionEnable(false))
         _ = try await host.send(HCICommand.leClearResolvingList())
         let size = await readResolvingListSize()
         var loaded: [ResolvingListEntry] = []
+        var full = false
         for e in entries {
-            if let size, loaded.count >= size { break }
-            do throws(HCIError) {
-                _ = try await host.send(HCICommand.leAddDeviceToResolvingList(e))
-                loaded.append(e)
-            } catch {
-                guard case .commandFailed(_, let status) = error, status.rawValue == 0x07 else { throw error }
-                break
-            }
+            if let size, loaded.count >= size { full = true; break }
+            full = try await addToResolvingList(e)
+            if full { break }
+            loaded.append(e)
         }
         let left = Array(entries.dropFirst(loaded.count))
         if !left.isEmpty {
             options.logger.log(.info, "the resolving list is full after \(loaded.count) entries; \(left.count) more are resolved by the host")
         }
+        var advertising = false
+        if let localIRK {
+            if !full, size.map({ loaded.count < $0 }) ?? true {
+                advertising = try await !addToResolvingList(.advertising(localIRK: localIRK))
+            }
+            options.logger.log(.debug, advertising
+                ? "the local IRK is on the resolving list: the controller makes the advertising sets' resolvable private addresses"
+                : "no room for the local IRK on the resolving list: the host makes the advertising sets' resolvable private addresses")
+        }
         if let privateAddressTimeout { _ = try await host.send(HCICommand.leSetResolvablePrivateAddressTimeout(privateAddressTimeout)) }
-        _ = try await host.send(HCICommand.leSetAddressResolutionEnable(!loaded.isEmpty))
+        let enable = !loaded.isEmpty || advertising
+        _ = try await host.send(HCICommand.leSetAddressResolutionEnable(enable))
         setControllerGeneratesPrivateAddresses(loaded.contains { $0.localIRK != nil })
-        return ResolvingListLoad(isEnabled: !loaded.isEmpty, loaded: loaded, notLoaded: left)
+        ownAddress.advertisingIRKOnList = advertising
+        return ResolvingListLoad(isEnabled: enable, loaded: loaded, notLoaded: left, controllerMakesAdvertisingAddresses: advertising)
+    }
+
+    /// LE Add Device To Resolving List; true when the list is full (Memory Capacity
+    /// Exceeded, 0x07) and `entry` was not added.
+    private func addToResolvingList(_ entry: ResolvingListEntry) async throws(HCIError) -> Bool {
+        do throws(HCIError) {
+            _ = try await host.send(HCICommand.leAddDeviceToResolvingList(entry))
+            return false
+        } catch {
+            guard case .commandFailed(_, let status) = error, status.rawValue == 0x07 else { throw error }
+            return true
+        }
     }
 
     /// LE Read Resolving List Size (7.8.41); nil when the controller does not answer it.
@@ -90,6 +132,9 @@ public struct ResolvingListLoad: Sendable, Hashable {
     /// The entries that did not fit (or all of them without LL Privacy): the host's resolver
     /// still resolves their addresses in scan reports.
     public var notLoaded: [ResolvingListEntry]
+    /// The local IRK given for advertising is on the list: the controller makes the
+    /// resolvable private addresses of advertising sets started from now on.
+    public var controllerMakesAdvertisingAddresses = false
 }
 
 /// The resolving list commands (Vol 4, Part E, 7.8.38, 7.8.40, 7.8.41, 7.8.44, 7.8.45).

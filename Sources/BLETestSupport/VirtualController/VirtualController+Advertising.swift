@@ -12,7 +12,16 @@ public struct VirtualAdvertisingSet: Sendable, Hashable {
     /// Interval in 0.625 ms units.
     public var interval: UInt32
     public var ownAddressType: UInt8
+    /// Peer_Address_Type and Peer_Address: the directed target, or with Own_Address_Type 0x02
+    /// or 0x03 the resolving-list entry whose local IRK makes the set's addresses (7.8.53).
+    public var peerAddressType: UInt8 = 0
+    public var peerAddress: BluetoothAddress = .zero
     public var randomAddress: BluetoothAddress?
+    /// The address the set's PDUs carry since it was last enabled; nil while it never was.
+    public var advertisingAddress: LEAddress?
+    /// The resolvable private address the controller made for the set from a local IRK when
+    /// it was last enabled (Own_Address_Type 0x02 or 0x03 with a matching entry), else nil.
+    public var controllerMadeAddress: BluetoothAddress?
     public var data: [UInt8] = []
     public var scanResponse: [UInt8] = []
     public var isEnabled = false
@@ -53,7 +62,7 @@ extension VirtualController {
             case .enhancedV1, .enhancedV2:
                 let v2 = options.connectionCompleteEvent == .enhancedV2
                 send(.leEnhancedConnectionComplete(.init(handle: handle, role: 0x01, peerAddressType: central.type.rawValue, peerAddress: central.address,
-                                                         connectionInterval: interval, supervisionTimeout: supervisionTimeout,
+                                                         localResolvablePrivateAddress: set.controllerMadeAddress ?? .zero, connectionInterval: interval, supervisionTimeout: supervisionTimeout,
                                                          advertisingHandle: v2 ? (set.legacyCommands ? 0xFF : set.handle) : nil, syncHandle: v2 ? 0xFFFF : nil)))
             }
             if !set.legacyCommands {
@@ -82,6 +91,8 @@ extension VirtualController {
             set.properties = table[Int(p.advertisingType)]
             set.interval = UInt32(p.intervalMax)
             set.ownAddressType = p.ownAddressType
+            set.peerAddressType = p.peerAddressType
+            set.peerAddress = p.peerAddress
             advertisers[0] = set
             usedAdvertisingFamily = .legacy
             complete(opcode, [0])
@@ -95,6 +106,9 @@ extension VirtualController {
         case .leSetAdvertisingEnable(let on):
             guard legacyAllowed(opcode) else { return true }
             var set = advertisers[0] ?? VirtualAdvertisingSet(handle: 0, legacyCommands: true, properties: .legacyConnectable, interval: 0x800, ownAddressType: 0)
+            if on {
+                guard takeAdvertisingAddress(&set) else { fail(opcode, HCIStatus(rawValue: 0x12)); return true }
+            }
             set.isEnabled = on
             advertisers[0] = set
             usedAdvertisingFamily = .legacy
@@ -116,6 +130,8 @@ extension VirtualController {
             set.properties = p.properties
             set.interval = p.primaryIntervalMax
             set.ownAddressType = p.ownAddressType
+            set.peerAddressType = p.peerAddressType
+            set.peerAddress = p.peerAddress
             advertisers[p.handle] = set
             // Selected_TX_Power: the request capped at the controller's 10 dBm, 0 dBm with no preference.
             let selected: Int8 = p.txPower == 0x7F ? 0 : min(p.txPower, 10)
@@ -143,6 +159,13 @@ extension VirtualController {
                 complete(opcode, [0]); return true
             }
             guard e.sets.allSatisfy({ advertisers[$0.handle] != nil }) else { fail(opcode, .unknownAdvertisingIdentifier); return true }
+            if e.enable {
+                var sets = advertisers
+                for s in e.sets where sets[s.handle].map({ !$0.isEnabled }) == true {
+                    guard takeAdvertisingAddress(&sets[s.handle]!) else { fail(opcode, HCIStatus(rawValue: 0x12)); return true }
+                }
+                advertisers = sets
+            }
             complete(opcode, [0])
             for s in e.sets {
                 advertisers[s.handle]?.isEnabled = e.enable
@@ -166,6 +189,17 @@ extension VirtualController {
         default:
             return false
         }
+        return true
+    }
+
+    /// The address `set` advertises with from its enable on; false (Invalid HCI Command
+    /// Parameters, 7.8.9, 7.8.56) when Own_Address_Type 0x03 finds neither an entry nor a
+    /// random address.
+    private func takeAdvertisingAddress(_ set: inout VirtualAdvertisingSet) -> Bool {
+        let (address, made) = advertisingAddress(of: set)
+        if address == nil, set.ownAddressType == 0x03 { return false }
+        set.advertisingAddress = address
+        set.controllerMadeAddress = made ? address?.address : nil
         return true
     }
 

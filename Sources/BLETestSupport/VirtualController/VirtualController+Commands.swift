@@ -14,6 +14,7 @@ extension VirtualController {
         if options.leFeatures.contains(.leDataPacketLengthExtension) { o += [0x2022, 0x2023, 0x2024] }
         if options.leFeatures.contains(.le2MPHY) || options.leFeatures.contains(.leCodedPHY) { o += [0x2030, 0x2031, 0x2032] }
         if options.leFeatures.contains(.leExtendedAdvertising) { o += [0x2035, 0x2036, 0x2037, 0x2038, 0x2039, 0x203A, 0x203B, 0x203C, 0x2041, 0x2042, 0x2043] }
+        if options.leFeatures.contains(.llPrivacy) { o += Self.resolvingListOpcodes }
         if options.supportsReadBufferSizeV2 { o.append(0x2060) }
         return o
     }
@@ -196,6 +197,8 @@ extension VirtualController {
                              usesAcceptList: c.initiatorFilterPolicy == 0x01)
         case .other(let packet) where (0x200F...0x2012).contains(opcode.rawValue):
             interpretAcceptListCommand(packet)
+        case .other(let packet) where Self.resolvingListOpcodes.contains(opcode.rawValue):
+            interpretResolvingListCommand(packet)
         case .leCreateConnectionCancel:
             cancelConnection(opcode)
         default:

@@ -80,6 +80,14 @@ extension VirtualController {
         /// Entries the Filter Accept List holds (LE Read Filter Accept List Size); an add past
         /// it fails with Memory Capacity Exceeded (0x07).
         public var filterAcceptListSize: UInt8 = 8
+        /// Entries the resolving list holds (LE Read Resolving List Size), with `.llPrivacy`
+        /// in `leFeatures`; an add past it fails with Memory Capacity Exceeded (0x07).
+        public var resolvingListSize: UInt8 = 8
+        /// Makes a resolvable private address from a local IRK (the `ah` function, Vol 3,
+        /// Part H, 2.2.2, with a prand): how the controller makes the addresses of advertising
+        /// sets with Own_Address_Type 0x02 or 0x03. Nil: it never makes one, and such sets use
+        /// the public or the random address as if no entry matched.
+        public var makeResolvablePrivateAddress: (@Sendable (UInt128) -> BluetoothAddress)?
 
         public init() {}
     }

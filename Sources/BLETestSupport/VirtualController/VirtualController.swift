@@ -79,6 +79,9 @@ public final class VirtualController: @unchecked Sendable { // mutable state is 
     var advertisers: [UInt8: VirtualAdvertisingSet] = [:]
     var usedAdvertisingFamily: AdvertisingFamily?
     var advertisingGeneration: UInt64 = 0
+    var resolvingList: [ResolvingListEntry] = []
+    var addressResolutionEnabled = false
+    var resolvablePrivateAddressTimeout: Duration = .seconds(900)
 
     /// A controller with `address` as its public address, on `executor` (a new one when nil).
     public init(address: BluetoothAddress = BluetoothAddress(rawValue: 0x00_1B_DC_0F_00_01), options: Options = Options(),
@@ -256,6 +259,9 @@ public final class VirtualController: @unchecked Sendable { // mutable state is 
         advertisers.removeAll()
         usedAdvertisingFamily = nil
         advertisingGeneration &+= 1
+        resolvingList.removeAll()
+        addressResolutionEnabled = false
+        resolvablePrivateAddressTimeout = .seconds(900)
     }
 
     func peripheral(_ address: LEAddress) -> SimulatedPeripheral? {

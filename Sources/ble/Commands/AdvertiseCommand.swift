@@ -34,7 +34,7 @@ enum AdvertiseCommand {
         let duration = try ctx.args.value("duration").map { v throws(UsageError) in try Values.seconds(v, option: "--duration") }
         let ownAddress = try OwnAddressOption.parse(ctx)
         try await withCentral(ctx) { central in
-            if let policy = try await OwnAddressOption.policy(ownAddress, ctx, central: central) { parameters.ownAddress = policy }
+            if let policy = try await OwnAddressOption.advertisingPolicy(ownAddress, ctx, central: central) { parameters.ownAddress = policy }
             let set: AdvertisingSet
             do {
                 set = try await central.startAdvertising(data, parameters: parameters)
@@ -42,7 +42,8 @@ enum AdvertiseCommand {
                 throw CLIFailure("\(error)")
             }
             let octets = data.bytes.count
-            let from = ownAddress == .public ? "" : await set.address.map { " from \($0.address)" } ?? ""
+            let from = ownAddress == .public ? "" : set.controllerMakesAddresses ? " from resolvable private addresses the controller makes"
+                : await set.address.map { " from \($0.address)" } ?? ""
             ctx.console.status("advertising \(octets) octets (\(set.usesExtendedCommands ? "extended commands" : "legacy commands"), set \(set.handle))\(from)\(duration.map { " for \(formatSeconds($0)) s" } ?? "; Ctrl-C to stop")")
             let links = await central.incomingConnections()
             let events = await set.events()

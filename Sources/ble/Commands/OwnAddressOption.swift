@@ -12,7 +12,7 @@ enum OwnAddressOption {
 
     /// The same option for `ble advertise` and `ble serve`.
     static let advertisingOption = OptionSpec.value("own-address", nil, "public|static|rpa",
-                                                    "address to advertise with: the controller's public one (default), this adapter's static random address, or resolvable private addresses from its local IRK, a new one every 15 min (both kept in the bond directory, written the first time)")
+                                                    "address to advertise with: the controller's public one (default), this adapter's static random address, or resolvable private addresses from its local IRK, a new one every 15 min, made by the controller where it has LL Privacy (both kept in the bond directory, written the first time)")
 
     static func parse(_ ctx: CommandContext) throws(UsageError) -> Kind {
         guard let value = ctx.args.value("own-address") else { return .public }
@@ -37,6 +37,22 @@ enum OwnAddressOption {
             let store = try await BondsCommand.store(ctx, central: central)
             do throws(BondStoreError) { return .resolvablePrivate(irk: try store.localIdentityResolvingKey()) } catch { throw CLIFailure("\(error)") }
         }
+    }
+
+    /// `policy` for `ble advertise` and `ble serve`: with `rpa` the local IRK also goes on the
+    /// controller's resolving list where it has LL Privacy and room, so that the controller
+    /// makes the set's resolvable private addresses; otherwise the host makes them.
+    static func advertisingPolicy(_ kind: Kind, _ ctx: CommandContext, central: Central) async throws -> OwnAddress? {
+        guard kind == .resolvablePrivate else { return try await policy(kind, ctx, central: central) }
+        let store = try await BondsCommand.store(ctx, central: central)
+        let irk: UInt128
+        do throws(BondStoreError) { irk = try store.localIdentityResolvingKey() } catch { throw CLIFailure("\(error)") }
+        do throws(HCIError) {
+            try await central.loadResolvingList([], localIRK: irk)
+        } catch {
+            ctx.logger.log(.warning, "the controller refused the local IRK on its resolving list (\(error)); the host makes the resolvable private addresses")
+        }
+        return .resolvablePrivate(irk: irk)
     }
 
     /// Sets the central's own address for `kind` (a no-op for public).

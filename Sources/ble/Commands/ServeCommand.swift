@@ -39,7 +39,7 @@ enum ServeCommand {
         let ownAddress = try OwnAddressOption.parse(ctx)
         try await withCentral(ctx) { central in
             let bonds = try await BondsCommand.store(ctx, central: central)
-            if let policy = try await OwnAddressOption.policy(ownAddress, ctx, central: central) {
+            if let policy = try await OwnAddressOption.advertisingPolicy(ownAddress, ctx, central: central) {
                 options.ownAddress = policy
                 options.pairing.localIdentity = try await OwnAddressOption.identity(ownAddress, ctx, central: central)
             }
@@ -71,7 +71,13 @@ enum ServeCommand {
         }
         let events = await set.events()
         let from: String
-        if case .public = options.ownAddress { from = "" } else { from = await set.address.map { " from \($0.address)" } ?? "" }
+        if case .public = options.ownAddress {
+            from = ""
+        } else if set.controllerMakesAddresses {
+            from = " from resolvable private addresses the controller makes"
+        } else {
+            from = await set.address.map { " from \($0.address)" } ?? ""
+        }
         console.status("serving \(options.database.services.count) service\(options.database.services.count == 1 ? "" : "s") from \(options.path); advertising \(data.bytes.count) octets\(options.name.map { " as \"\(TerminalText.escape($0))\"" } ?? "")\(from); Ctrl-C to stop")
         let prepare = options.prepareLink
         let work = Task {
