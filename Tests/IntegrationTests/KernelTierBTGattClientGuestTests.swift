@@ -105,6 +105,7 @@ struct KernelTierBTGattClientGuestTests {
         print("ble serve against btgatt-client:\n\(run.output)")
         try #require(run.status == 0, "\(run)")
         KernelTierGuest.pass("btgattClientAgainstServe")
+        try await Self.securityScenes(client: client)
     }
 
     /// Discovery, a read, a write seen on ble serve's stdout and read back, a notification fed

@@ -6,7 +6,8 @@ import Glibc
 #endif
 
 /// BlueZ's own GATT client (btgatt-client, BlueZ 5.66 from Debian's bluez-source) on the
-/// kernel's L2CAP/ATT against `ble serve`, proven inside the qemu guest: one VM boot
+/// kernel's L2CAP/ATT against `ble serve`, and pairing through the kernel's SMP from it
+/// (`-s medium`, `-s high`; refused without SMP), proven inside the qemu guest: one VM boot
 /// (`scripts/kernel-vm --vhci --second-adapter`) runs THIS test binary with
 /// `--filter KernelTierBTGattClientGuestTests`, handing it the client extracted by
 /// `scripts/btgatt-client-path`. Enabled only with `BLE_KERNEL_VM=1` (`make test` sets it).
@@ -38,6 +39,8 @@ struct KernelTierBTGattClientTests {
         print("kernel tier, btgatt-client against ble serve: one VM boot, \(String(format: "%.1f", seconds)) s wall time")
         let report = "exit status \(run.status)\n--- stdout ---\n\(run.stdout)\n--- stderr ---\n\(run.stderr)"
         #expect(run.status == 0, "\(report)")
-        #expect(run.stdout.split(separator: "\n").contains { $0 == "KERNEL-TIER PASS btgattClientAgainstServe" }, "\(report)")
+        for scene in ["btgattClientAgainstServe", "btgattClientRefusedWithoutKernelSMP", "btgattClientPairsMediumThroughKernelSMP", "btgattClientPairsHighThroughKernelSMP"] {
+            #expect(run.stdout.split(separator: "\n").contains { $0 == "KERNEL-TIER PASS \(scene)" }, "\(scene): \(report)")
+        }
     }
 }
