@@ -77,6 +77,19 @@ struct ControllerAdvertisingAddressTests {
         await central.close()
     }
 
+    @Test func theHostDoesNotRotateAnAddressTheControllerMakes() async throws {
+        let (vc, central) = try await Self.stack()
+        try await central.loadResolvingList([], localIRK: Self.irk)
+        let set = try await central.startAdvertising(Self.data, parameters: AdvertisingParameters(format: .extended, ownAddress: Self.ownAddress))
+        let started = vc.commandsReceived.count
+        // A host-made address would be renewed now (disable, new address, enable).
+        await vc.advance(by: .seconds(900))
+        try await set.stop()
+        // Only the stop: LE Set Extended Advertising Enable (disable set 0), LE Remove Advertising Set.
+        #expect(vc.commandsReceived.dropFirst(started).map(\.opcode.rawValue) == [0x2039, 0x203C])
+        await central.close()
+    }
+
     @Test func aLegacySetUsesOwnAddressType0x03WithTheLegacyCommands() async throws {
         let (vc, central) = try await Self.stack(extended: false)
         try await central.loadResolvingList([], localIRK: Self.irk)
