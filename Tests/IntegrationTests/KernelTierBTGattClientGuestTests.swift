@@ -19,7 +19,7 @@ import Glibc
     "Kernel tier, BlueZ's btgatt-client against ble serve (inside the VM)",
     .serialized,
     .enabled(if: KernelTierGuest.inVM && KernelTierGuest.childRole == nil && ProcessInfo.processInfo.environment["BLE_KERNEL_TIER_BTGATT"] != nil),
-    .timeLimit(.minutes(4))
+    .timeLimit(.minutes(6))
 )
 struct KernelTierBTGattClientGuestTests {
     static let kernelAddress = KernelTierServeGuestTests.kernelAddress
