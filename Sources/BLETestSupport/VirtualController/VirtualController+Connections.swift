@@ -80,7 +80,7 @@ extension VirtualController {
     // MARK: - Commands
 
     func createConnection(_ opcode: HCIOpcode, peer: LEAddress, _ parameters: LEConnectionParameters, usesAcceptList: Bool = false) {
-        guard pending == nil else { return status(opcode, .commandDisallowed) }
+        guard pending == nil, options.initiatesWhileScanning || scan == nil else { return status(opcode, .commandDisallowed) }
         guard usesAcceptList || !links.values.contains(where: { $0.peer == peer }) else { return status(opcode, HCIStatus(rawValue: 0x0B)) } // Connection Already Exists
         status(opcode, .success)
         pending = PendingConnection(opcode: opcode, peer: peer, parameters: parameters, usesAcceptList: usesAcceptList)

@@ -80,6 +80,10 @@ extension VirtualController {
         /// Entries the Filter Accept List holds (LE Read Filter Accept List Size); an add past
         /// it fails with Memory Capacity Exceeded (0x07).
         public var filterAcceptListSize: UInt8 = 8
+        /// Whether the link layer initiates while it scans; false: a create-connection command
+        /// sent while the scan runs gets Command Status with Command Disallowed (0x0C), as on
+        /// controllers whose LE Supported States lack the Scanning and Initiating combination.
+        public var initiatesWhileScanning = true
 
         public init() {}
     }
