@@ -84,6 +84,26 @@ import BLEWire
         #expect(try await newer.next() == nil)
     }
 
+    @Test("Past the list's size the union's other devices go to the scan; the link goes to the set that wants it")
+    func unionPastTheListSize() async throws {
+        let (vc, central) = try await BackgroundConnectTests.stack(listSize: 2)
+        let first = await central.connect(whenSeen: [Self.a, Self.b])
+        var second = await central.connect(whenSeen: [Self.c]).makeAsyncIterator()
+        try await vc.waitUntil("the first two on the list") { $0.filterAcceptList == [Self.a, Self.b] }
+        // LE Set Scan Parameters (7.8.10) with LE_Scan_Type 0x00: the passive scan for c.
+        let scan = try await vc.waitForCommand(HCIOpcode(rawValue: 0x200B))
+        #expect(scan.parameters.first == 0x00)
+        vc.addPeripheral(BackgroundConnectTests.peripheral(Self.c))
+        await vc.advance(by: .milliseconds(200))
+        #expect(try await second.next()?.peer == Self.c)
+        // A direct connect to c (Initiator_Filter_Policy 0x00, its address at octets 6 to 11).
+        #expect(BackgroundConnectTests.received(vc, 0x200D).contains {
+            $0.parameters[4] == 0x00 && Array($0.parameters[6...11]) == Self.c.address.littleEndianBytes
+        })
+        _ = first
+        await central.close()
+    }
+
     @Test("A controller that cannot scan and initiate at once: attempts and the scan take turns, advertisements keep coming")
     func takesTurnsWithTheScan() async throws {
         var controllerOptions = VirtualController.Options()
