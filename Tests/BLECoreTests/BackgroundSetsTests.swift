@@ -131,12 +131,12 @@ import BLEWire
             await vc.advance(by: step)
             samples.append((vc.isScanning, vc.eventsSent.filter { $0.code == 0x3E && $0.parameters.first == 0x02 }.count))
         }
-        // The first create is refused (Command Disallowed) while the scan runs: the scan stops,
-        // the attempt runs 3 s, then the scan runs 2 s, and so on.
-        #expect(Array(Self.connectAndScanOrder(vc).prefix(14)) == [
+        // Each create is refused (Command Disallowed) while the scan runs: the scan stops, the
+        // attempt runs 3 s, then the scan runs 2 s, and so on.
+        #expect(Array(Self.connectAndScanOrder(vc).prefix(16)) == [
             "scan on", "create", "scan off", "create", "cancel", "scan on",
-            "scan off", "create", "cancel", "scan on",
-            "scan off", "create", "cancel", "scan on",
+            "create", "scan off", "create", "cancel", "scan on",
+            "create", "scan off", "create", "cancel", "scan on",
         ])
         // The scan never stopped for longer than the initiating window.
         let longestOff = samples.split { $0.scanning }.map(\.count).max() ?? 0

@@ -37,7 +37,8 @@ final class BackgroundConnect: @unchecked Sendable { // touched only on the adap
     var overflow: Set<LEAddress> = []
     var overflowScan: Task<Void, Never>?
     /// Whether the controller initiates while it scans: nil until an attempt made during a
-    /// scan showed it (Central+BackgroundWindows.swift).
+    /// scan showed it (Central+BackgroundWindows.swift). Once false, every attempt during a
+    /// scan is bounded by the initiating window.
     var initiatesWhileScanning: Bool?
     /// The last attempt stopped the scan: the scan runs for its window before the next one.
     var scanTurnDue = false

@@ -20,16 +20,15 @@ public struct BackgroundScanWindows: Sendable, Hashable {
 }
 
 extension Central {
-    /// One background attempt through the Filter Accept List. While a scan runs on a
-    /// controller that cannot initiate at the same time, the attempt stops the scan for at
-    /// most `backgroundScanWindows.initiating`, and the scan then runs for `.scanning` before
-    /// the next one (nil: an attempt's time passed with no link). The first attempt made
-    /// during a scan shows what the controller does: it is bounded by the initiating window,
-    /// and when its create command was refused (`establish` paused the scan for it) the
-    /// controller is known to take turns.
+    /// One background attempt through the Filter Accept List. While a scan runs, the attempt
+    /// lasts at most `backgroundScanWindows.initiating` (unless the controller showed it
+    /// initiates while scanning): on a controller that cannot do both, its create command is
+    /// refused and `establish` pauses the scan for it (holding the connect turn, so nothing
+    /// else keeps the scan stopped), and once the attempt ends the scan runs for `.scanning`
+    /// before the next one. Nil: the attempt's time passed with no link.
     func backgroundAttempt(_ first: LEAddress, _ bg: BackgroundConnect) async throws(ConnectionError) -> (UInt16, ConnectionParameters)? {
         let windows = options.backgroundScanWindows
-        if bg.scanTurnDue, bg.initiatesWhileScanning == false, scanWanted {
+        if bg.scanTurnDue, scanWanted {
             bg.scanTurnDue = false
             await waitForScanTurn(windows.scanning)
             // The sets changed meanwhile: the list is made again first.
@@ -37,26 +36,24 @@ extension Central {
         }
         bg.scanTurnDue = false
         let scanning = scanWanted
-        let takesTurns = scanning && bg.initiatesWhileScanning == false
         let lifetime = scanning && bg.initiatesWhileScanning != true ? windows.initiating : Self.backgroundAttemptLifetime
-        if takesTurns { await scanner.pause() }
         let result: ConnectResult
         do throws(ConnectionError) {
             result = .success(try await establish(first, timeout: lifetime, parameters: bg.parameters, usesAcceptList: true))
         } catch {
             result = .failure(error)
         }
-        if scanning, !takesTurns, bg.initiatesWhileScanning == nil {
-            // A refused create command made `establish` pause the scan; the resume it queued
-            // runs after this job, so the scanner still says paused here.
-            let refused = scanner.enter(on: executor) { $0.paused }
-            bg.initiatesWhileScanning = !refused
-            if refused {
+        // A refused create command made `establish` pause the scan; the resume it queued runs
+        // after this job, so the scanner still says paused here.
+        if scanning, scanner.enter(on: executor, { $0.paused }) {
+            if bg.initiatesWhileScanning != false {
                 options.logger.log(.info, "the controller cannot scan and initiate at once: background connections and the scan take turns (\(Self.seconds(windows.initiating)) s initiating at most, then \(Self.seconds(windows.scanning)) s scanning)")
             }
+            bg.initiatesWhileScanning = false
+            bg.scanTurnDue = true
+        } else if scanning, bg.initiatesWhileScanning == nil {
+            bg.initiatesWhileScanning = true
         }
-        if takesTurns { await scanner.resume() }
-        if scanning, bg.initiatesWhileScanning == false { bg.scanTurnDue = true }
         if case .failure(.timeout) = result { return nil }
         return try result.get()
     }
