@@ -169,6 +169,9 @@ extension VirtualController {
         peripheral(link.peer)?.attServer?.linkDisconnected(link.attLink)
         peripheral(link.peer)?.peripheralLink?.release(self)
         changed()
+        // The device advertises again: an attempt through the Filter Accept List that waits
+        // may take it.
+        tryConnectPending()
     }
 
     func interpretLinkCommand(_ command: HCICommandDecoded, _ opcode: HCIOpcode) {
