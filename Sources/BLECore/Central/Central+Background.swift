@@ -3,40 +3,16 @@ import BLEWire
 /// Background connections: known devices connect as they come into range, through the
 /// controller's Filter Accept List (Vol 4, Part E, 7.8.14 to 7.8.17) and one create-connection
 /// command with Initiator_Filter_Policy 0x01 (7.8.12, 7.8.66), so no direct connect is pending
-/// per device.
+/// per device. Every `connect(whenSeen:)` is a set of its own over the one list
+/// (`BackgroundConnect`).
 ///
 /// The attempt takes the connect turn like any other, and makes way for a direct `connect`
 /// (LE Create Connection Cancel, then the direct attempt, then it goes on), so it coexists with
-/// scanning as a direct attempt does (a controller that cannot scan and initiate at once gets
-/// the scan paused while it waits). The list holds the known devices without a link, as many
-/// as the controller's LE Read Filter Accept List Size (or as many as it accepted before
-/// Memory Capacity Exceeded); the rest are connected by a passive scan that connects each one
-/// it sees with a direct connect.
-final class BackgroundConnect: @unchecked Sendable { // touched only on the adapter executor, from the Central's isolation
-    /// The known devices, in a fixed order (the first ones go on the list).
-    let peers: [LEAddress]
-    let parameters: ConnectionRequestParameters
-    let output: AsyncThrowingStream<Connection, any Error>.Continuation
-    /// Entries the controller's list holds; nil until read.
-    var capacity: Int?
-    /// What the controller's list holds now (as far as this central changed it).
-    var loaded: [LEAddress]?
-    /// The device the pending attempt connected to (from its connection complete event).
-    var completedPeer: LEAddress?
-    /// A direct connect asked the pending attempt to make way.
-    var preempted = false
-    var loop: Task<Void, Never>?
-    /// Known devices past the list's size, and the scan that connects them.
-    var overflow: Set<LEAddress> = []
-    var overflowScan: Task<Void, Never>?
-
-    init(peers: [LEAddress], parameters: ConnectionRequestParameters, output: AsyncThrowingStream<Connection, any Error>.Continuation) {
-        self.peers = peers
-        self.parameters = parameters
-        self.output = output
-    }
-}
-
+/// scanning as a direct attempt does; on a controller that cannot scan and initiate at once,
+/// attempts and the scan take turns (Central+BackgroundWindows.swift). The list holds the
+/// known devices without a link, as many as the controller's LE Read Filter Accept List Size
+/// (or as many as it accepted before Memory Capacity Exceeded); the rest are connected by a
+/// passive scan that connects each one it sees with a direct connect.
 extension Central {
     /// How long one background attempt waits before it is renewed at the controller.
     static let backgroundAttemptLifetime: Duration = .seconds(60)
@@ -45,15 +21,18 @@ extension Central {
     /// while the stream is iterated: the controller's Filter Accept List holds them, and one
     /// background attempt connects whichever advertises first (see `BackgroundConnect`). Each
     /// new link is yielded as a `Connection` (reconnect `.never`: the device goes back on the
-    /// list when the link ends). A direct `connect` is served first; a second call replaces the
-    /// set (the earlier stream ends). Beyond the list's size, a passive scan connects the rest
-    /// as it sees them. The stream ends when the consumer stops iterating, with
+    /// list when the link ends). Every call is a set of its own: the list holds the union of
+    /// the running sets, a device leaves it when no set wants it, each stream gets only its
+    /// own devices' links (a device in several sets: the oldest set's), and ending one stream
+    /// leaves the others running. The attempt uses the oldest set's `parameters`. A direct
+    /// `connect` is served first. Beyond the list's size, a passive scan connects the rest as
+    /// it sees them. The stream ends when the consumer stops iterating, with
     /// `ConnectionError.adapterNotReady` when the adapter goes down, and with the controller's
-    /// error when it refuses the list or the attempt; links already made stay.
+    /// error when it refuses the list or the attempt (every set's stream then); links already
+    /// made stay.
     ///
     ///     for try await link in await central.connect(whenSeen: knownSensors) { subscribe(link) }
     public func connect(whenSeen peers: Set<LEAddress>, parameters: ConnectionRequestParameters = .default) -> AsyncThrowingStream<Connection, any Error> {
-        stopBackgroundConnect(error: nil)
         let (stream, output) = AsyncThrowingStream.makeStream(of: Connection.self, throwing: (any Error).self)
         guard state == .poweredOn else {
             output.finish(throwing: ConnectionError.adapterNotReady(state))
@@ -63,25 +42,39 @@ extension Central {
             output.finish()
             return stream
         }
-        let ordered = peers.sorted { ($0.address, $0.type.isRandom ? 1 : 0) < ($1.address, $1.type.isRandom ? 1 : 0) }
-        let bg = BackgroundConnect(peers: ordered, parameters: parameters, output: output)
-        backgroundConnect = bg
+        let bg: BackgroundConnect
+        if let running = backgroundConnect {
+            bg = running
+        } else {
+            bg = BackgroundConnect()
+            backgroundConnect = bg
+        }
+        let subscription = BackgroundConnect.Subscription(peers: peers, parameters: parameters, output: output)
+        let grew = bg.add(subscription)
         let queue = executor.queue
         output.onTermination = { [weak self, executor] _ in
             guard let self else { return }
-            queue.async { self.enter(on: executor) { central in if central.backgroundConnect === bg { central.stopBackgroundConnect(error: nil) } } }
+            queue.async { self.enter(on: executor) { central in central.leaveBackgroundConnect(subscription, bg) } }
         }
-        startBackgroundLoop(bg)
+        if grew || bg.loop == nil { refreshBackgroundConnect(bg) }
         return stream
     }
 
-    /// Ends the background connections (their stream ends, with `error` when given).
+    /// A caller's set ended: its devices leave the list unless another set wants them; the
+    /// last set stops the background connections.
+    private func leaveBackgroundConnect(_ subscription: BackgroundConnect.Subscription, _ bg: BackgroundConnect) {
+        guard backgroundConnect === bg, bg.remove(subscription) || bg.subscriptions.isEmpty else { return }
+        if bg.subscriptions.isEmpty { return stopBackgroundConnect(error: nil) }
+        refreshBackgroundConnect(bg)
+    }
+
+    /// Ends the background connections (every set's stream ends, with `error` when given).
     func stopBackgroundConnect(error: (any Error)?) {
         guard let bg = backgroundConnect else { return }
         backgroundConnect = nil
         bg.loop?.cancel()
         bg.overflowScan?.cancel()
-        bg.output.finish(throwing: error)
+        bg.finishAll(error: error)
     }
 
     private func startBackgroundLoop(_ bg: BackgroundConnect) {
@@ -89,9 +82,13 @@ extension Central {
         bg.loop = Task { await self.runBackgroundConnect(bg) }
     }
 
-    /// A known device lost its link: the list is made again with it.
+    /// The devices to connect changed (a set came or went, a known device lost its link): the
+    /// list is made again.
     func refreshBackgroundConnect(_ bg: BackgroundConnect) {
-        if bg.loop == nil { startBackgroundLoop(bg) } else { preemptBackgroundConnect() }
+        guard bg.loop != nil else { return startBackgroundLoop(bg) }
+        // An attempt about to go out with the old list is cancelled as soon as it is sent.
+        bg.preempted = true
+        preemptBackgroundConnect()
     }
 
     /// Asks the pending background attempt to make way (it is cancelled at the controller and
@@ -102,20 +99,27 @@ extension Central {
         if case .waiting = pending.phase { abortPendingConnect(.cancelled(peer: pending.peer)) }
     }
 
+    /// The devices for the list now (those without a link, as many as it holds) and those past it.
+    private func listing(_ bg: BackgroundConnect) -> (listed: [LEAddress], overflow: Set<LEAddress>) {
+        let waiting = bg.ordered.filter { connectionsByPeer[$0] == nil }
+        let listed = Array(waiting.prefix(bg.capacity ?? 0))
+        return (listed, Set(waiting.dropFirst(listed.count)))
+    }
+
     private func runBackgroundConnect(_ bg: BackgroundConnect) async {
         defer { bg.loop = nil }
         while backgroundConnect === bg, !Task.isCancelled {
             guard state == .poweredOn else { return end(bg, ConnectionError.adapterNotReady(state)) }
             if bg.capacity == nil { bg.capacity = await readFilterAcceptListSize() }
-            let waiting = bg.peers.filter { connectionsByPeer[$0] == nil }
-            let listed = Array(waiting.prefix(bg.capacity ?? 0))
-            bg.overflow = Set(waiting.dropFirst(listed.count))
+            let (listed, overflow) = listing(bg)
+            bg.overflow = overflow
             updateOverflowScan(bg)
             guard let first = listed.first else { return }
             // The list changes only while no attempt is pending at the controller (it refuses
-            // them meanwhile): a replaced set's attempt, cancelled, may still be ending; the
-            // connect turn is free once it has.
+            // them meanwhile): an earlier attempt, cancelled, may still be ending; the connect
+            // turn is free once it has.
             do throws(ConnectionError) { try await acquireConnectTurn(first) } catch { return end(bg, error) }
+            bg.preempted = false
             do throws(HCIError) {
                 try await loadFilterAcceptList(listed, bg)
                 releaseConnectTurn()
@@ -123,15 +127,16 @@ extension Central {
                 releaseConnectTurn()
                 return end(bg, ConnectionError.command(peer: first, error))
             }
-            // Memory Capacity Exceeded made the list shorter: share the devices out again.
-            if bg.loaded?.count != listed.count { continue }
-            bg.preempted = false
+            // Memory Capacity Exceeded made the list shorter, or the sets changed while it
+            // was loaded: share the devices out again.
+            if bg.loaded?.count != listed.count || listing(bg).listed != listed { continue }
             do throws(ConnectionError) {
-                let (handle, params) = try await establish(first, timeout: Self.backgroundAttemptLifetime, parameters: bg.parameters, usesAcceptList: true)
+                guard let made = try await backgroundAttempt(first, bg) else { continue }
+                let (handle, params) = made
                 guard let peer = bg.completedPeer else { continue }
                 bg.completedPeer = nil
                 let options = ConnectOptions(timeout: Self.backgroundAttemptLifetime, reconnect: .never, parameters: bg.parameters)
-                bg.output.yield(adopt(peer, handle: handle, parameters: params, options: options))
+                deliver(adopt(peer, handle: handle, parameters: params, options: options), bg)
             } catch {
                 switch error {
                 case .timeout, .cancelled:
@@ -144,8 +149,16 @@ extension Central {
         }
     }
 
-    /// Ends `bg` with `error` unless it was replaced or stopped meanwhile (its loop, cancelled,
-    /// must not end the set that replaced it); a cancellation ends nothing.
+    /// Hands a link made for a known device to its set; a link no set wants any more (its
+    /// set ended while the attempt completed) is ended.
+    private func deliver(_ connection: Connection, _ bg: BackgroundConnect) {
+        guard !bg.deliver(connection) else { return }
+        options.logger.log(.info, "disconnecting \(connection.peer): its background connection set ended while it connected")
+        host.enter(on: executor) { $0.background { _ in try? await connection.disconnect() } }
+    }
+
+    /// Ends `bg` with `error` unless it was stopped meanwhile (its loop, cancelled, must not
+    /// end the background connections that followed); a cancellation ends nothing.
     private func end(_ bg: BackgroundConnect, _ error: ConnectionError) {
         guard backgroundConnect === bg, !Task.isCancelled else { return }
         if case .cancelled = error { return }
@@ -217,7 +230,7 @@ extension Central {
     private func connectOverflow(_ peer: LEAddress, _ bg: BackgroundConnect) async {
         guard backgroundConnect === bg, bg.overflow.contains(peer), connectionsByPeer[peer] == nil else { return }
         do throws(ConnectionError) {
-            bg.output.yield(try await connect(peer, timeout: .seconds(5), parameters: bg.parameters))
+            deliver(try await connect(peer, timeout: .seconds(5), parameters: bg.parameters), bg)
         } catch {
             options.logger.log(.debug, "connecting known device \(peer) seen by the scan: \(error)")
         }

@@ -34,6 +34,9 @@ public actor Central {
         /// When the transport is lost, reopen the adapter on its own with this policy (see
         /// `reopen(_:)`); nil leaves it `.transportLost` until the application calls `reopen`.
         public var reopenAfterTransportLoss: AdapterReopenPolicy? = nil
+        /// How background connections (`connect(whenSeen:)`) and a scan take turns on a
+        /// controller that cannot scan and initiate at once.
+        public var backgroundScanWindows = BackgroundScanWindows()
         public init() {}
     }
 

@@ -30,6 +30,7 @@ extension Gateway {
         if let link = links[device.address], await link.connection.isConnected { return link }
         let connection: Connection
         do { connection = try await background.link(to: device.address, timeout: Self.backgroundLinkTimeout) } catch { throw .connection(error) }
+        if let restoration, !restorationUnusable { return try await holdRestored(connection, device, restoration) }
         return try await hold(connection)
     }
 
@@ -61,7 +62,9 @@ extension Gateway {
         }
     }
 
-    /// Subscribes (each CCCD set before going on), publishes the link state `connected` on
+    /// Subscribes (each CCCD set before going on; through the restoration, which stores the
+    /// subscription, when there is one; a subscription it brought back is used as it is),
+    /// publishes the link state `connected` on
     /// `ble/GWID/devices/<ADDRESS>/link`, then forwards notifications and runs the periodic
     /// reads until the link is gone for good or the task is cancelled.
     func serve(_ device: GatewayConfig.Device, _ link: Link) async {
@@ -69,11 +72,20 @@ extension Gateway {
         let address = device.address.address
         var streams: [(String, NotificationStream<[UInt8]>)] = []
         for c in device.subscribe {
+            let topic = topics.characteristic(address, service: c.service, characteristic: c.characteristic)
+            if let restored = link.restored?.notifications(for: c.identifier) {
+                streams.append((topic, restored))
+                continue
+            }
             do {
-                streams.append((topics.characteristic(address, service: c.service, characteristic: c.characteristic),
-                                try await peripheral.subscribe(to: c.identifier)))
+                if let restoration, let restored = link.restored, !restorationUnusable {
+                    streams.append((topic, try await restoration.subscribe(c.identifier, on: restored)))
+                } else {
+                    streams.append((topic, try await peripheral.subscribe(to: c.identifier)))
+                }
             } catch {
-                await publishLinkState(device.address, "error", error.description)
+                if let error = error as? RestorationError { restorationFailed(error) }
+                await publishLinkState(device.address, "error", "\(error)")
                 return
             }
         }

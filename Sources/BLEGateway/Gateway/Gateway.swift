@@ -28,9 +28,17 @@ public actor Gateway {
     /// The databases of the linked devices: a reconnect (and, on disk, a restart) whose
     /// Database Hash is unchanged skips discovery.
     public nonisolated let gattCache: GATTCache
+    /// Keeps the configured links' subscriptions (handles, Database Hash, whether the CCCD was
+    /// written encrypted) in `restoration/links` under the state directory: a restarted
+    /// gateway brings them back on each link before its first request (Gateway+Devices.swift).
+    /// Nil without a state directory.
+    public nonisolated let restoration: Restoration?
     /// The configured links' background connections (BackgroundLinks.swift).
     nonisolated let background: BackgroundLinks
     var adapter = AdapterStatus()
+    /// The restoration store could not be written (Gateway+Restoration.swift): links are held
+    /// without it for the rest of the run.
+    var restorationUnusable = false
 
     var scanTask: Task<Void, Never>?
     var deviceTasks: [LEAddress: Task<Void, Never>] = [:]
@@ -43,6 +51,8 @@ public actor Gateway {
     struct Link {
         var connection: Connection
         var peripheral: Peripheral
+        /// The link as `restoration` set it up, with the subscriptions it brought back.
+        var restored: RestoredLink?
     }
 
     /// Counts the data path updates without a lock.
@@ -70,6 +80,10 @@ public actor Gateway {
             GATTCache(central: central, directory: directory + "/gatt-cache") { logger.log(.warning, "\($0)") }
         } ?? GATTCache(central: central)
         background = BackgroundLinks(central: central)
+        let cache = gattCache
+        restoration = stateDirectory.map { directory in
+            Self.restoration(central: central, directory: directory + "/restoration", cache: cache, bonds: bonds)
+        }
         self.central = central
         self.bonds = bonds
         self.config = config
@@ -111,6 +125,7 @@ public actor Gateway {
         let publisher = self.publisher
         let events = Task(executorPreference: AdapterTaskExecutor(central.executor)) { await publisher.run() }
         applyScan(config.scan.enabled)
+        forgetUnconfiguredLinks()
         for device in config.devices where holds(device) { startDevice(device) }
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await self.commandLoop() }
@@ -147,6 +162,7 @@ public actor Gateway {
             task.cancel()
             deviceTasks[address] = nil
         }
+        forgetUnconfiguredLinks()
         for device in new.devices where deviceTasks[device.address] == nil && holds(device) { startDevice(device) }
         if let fleet {
             let wanted = Set(new.devices.map(\.address.address))

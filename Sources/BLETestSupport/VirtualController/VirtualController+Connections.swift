@@ -80,7 +80,7 @@ extension VirtualController {
     // MARK: - Commands
 
     func createConnection(_ opcode: HCIOpcode, peer: LEAddress, _ parameters: LEConnectionParameters, usesAcceptList: Bool = false) {
-        guard pending == nil else { return status(opcode, .commandDisallowed) }
+        guard pending == nil, options.initiatesWhileScanning || scan == nil else { return status(opcode, .commandDisallowed) }
         guard usesAcceptList || !links.values.contains(where: { $0.peer == peer }) else { return status(opcode, HCIStatus(rawValue: 0x0B)) } // Connection Already Exists
         status(opcode, .success)
         pending = PendingConnection(opcode: opcode, peer: peer, parameters: parameters, usesAcceptList: usesAcceptList)
@@ -169,6 +169,9 @@ extension VirtualController {
         peripheral(link.peer)?.attServer?.linkDisconnected(link.attLink)
         peripheral(link.peer)?.peripheralLink?.release(self)
         changed()
+        // The device advertises again: an attempt through the Filter Accept List that waits
+        // may take it.
+        tryConnectPending()
     }
 
     func interpretLinkCommand(_ command: HCICommandDecoded, _ opcode: HCIOpcode) {

@@ -101,6 +101,43 @@ public actor Restoration {
         return RestoredLink(peer: peer, connection: connection, peripheral: peripheral, streams: [:], failures: [:])
     }
 
+    /// Takes a link the app made itself (its own `Central.connect(whenSeen:)`, a direct
+    /// connect) as `restore()` takes one it brought back: raised to `security`, the
+    /// subscriptions stored for the peer subscribed again (the CCCD written, or kept with
+    /// `trustsBondedServerCCCDs`), and the link stored with `reconnect` and `security`. The
+    /// link is ended when it cannot be set up. A `.custom` policy cannot be stored.
+    ///
+    ///     let link = try await restoration.adopt(connection, security: .encrypted)
+    ///     let values = link.notifications(for: measurement) ?? (try await restoration.subscribe(measurement, on: link))
+    public func adopt(_ connection: Connection, reconnect: ReconnectPolicy = .never,
+                      security level: SecurityLevel = .none) async throws(RestorationError) -> RestoredLink {
+        let peer = connection.peer
+        guard let stored = RestorableReconnect(reconnect) else {
+            await Self.end(connection)
+            throw .customPolicy(peer: peer.address)
+        }
+        do throws(RestorationError) { try await ensureLoaded() } catch {
+            await Self.end(connection)
+            throw error
+        }
+        var record = links[peer] ?? RestorableLink(peer: peer)
+        record.reconnect = stored
+        record.security = level
+        if links[peer] != record {
+            do throws(RestorationError) { try await save(record) } catch {
+                await Self.end(connection)
+                throw error
+            }
+        }
+        switch await restoreLink(connection, record) {
+        case .restored(let link):
+            return link
+        case .failed(_, let error):
+            await Self.end(connection)
+            throw error
+        }
+    }
+
     /// Subscribes to `characteristic` on `link` (as `Peripheral.subscribe(to:)`) and stores
     /// the subscription with its handles and the peer's Database Hash.
     ///
@@ -189,8 +226,8 @@ public actor Restoration {
         run.output.finish()
     }
 
-    /// (Re)starts the background connections for what `run` still wants; ends the run's
-    /// stream when nothing is.
+    /// (Re)starts the background connections for what `run` still wants (a set of its own
+    /// beside the app's other `connect(whenSeen:)` calls); ends the run's stream when nothing is.
     private func startBackground(_ run: RestoreRun) async {
         run.consumer?.cancel()
         run.consumer = nil
@@ -213,7 +250,7 @@ public actor Restoration {
     }
 
     /// The background connections of `run` ended: replaced by this restoration (nothing to
-    /// do), by another `connect(whenSeen:)` on the central, or with the adapter's error.
+    /// do), stopped by the central (closed), or with the adapter's error.
     private func backgroundEnded(_ run: RestoreRun, _ generation: UInt64, _ error: (any Error)?) {
         guard self.run === run, run.generation == generation, !Task.isCancelled else { return }
         self.run = nil

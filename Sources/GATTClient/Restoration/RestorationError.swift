@@ -28,8 +28,9 @@ public enum RestorationError: Error, Sendable, Equatable, CustomStringConvertibl
     case gatt(GATTError)
     /// The link could not be raised to `level` (with the bond, or by pairing).
     case security(peer: BluetoothAddress, level: SecurityLevel, reason: String)
-    /// Another `Central.connect(whenSeen:)` took the central's background connections, so
-    /// `restore()` cannot bring its devices back any more.
+    /// The central stopped its background connections without an error (it was closed), so
+    /// `restore()` cannot bring its devices back any more. (Other `Central.connect(whenSeen:)`
+    /// calls run beside a restore and do not end it.)
     case backgroundConnectionsReplaced
 
     public var description: String {
@@ -53,7 +54,7 @@ public enum RestorationError: Error, Sendable, Equatable, CustomStringConvertibl
         case .security(let peer, let level, let reason):
             return "restoring \(peer): raising the link to \(level) failed: \(reason); pair the device again (ble pair) or store the link with a lower level"
         case .backgroundConnectionsReplaced:
-            return "restoration ended: another connect(whenSeen:) replaced the central's background connections; a central has one set of them, so give the restoration's devices to one call"
+            return "restoration ended: the central stopped its background connections (it was closed); call restore() again on the central that replaces it"
         }
     }
 

@@ -35,7 +35,7 @@ enum RunGatewayCommand {
             .flag("passive", nil, "scan passively (no scan requests)"),
             .flag("no-scan", nil, "do not publish advertisements (links and commands only)"),
             .flag("ha-discovery", nil, "publish Home Assistant MQTT discovery configs for RSSI and decoded values"),
-            .value("state-dir", nil, "DIR", "keep the linked devices' GATT cache in DIR/gatt-cache (default $STATE_DIRECTORY, else ~/.local/state/swift-ble-host/gateway)"),
+            .value("state-dir", nil, "DIR", "keep the linked devices' GATT cache in DIR/gatt-cache and their subscriptions in DIR/restoration/links (default $STATE_DIRECTORY, else ~/.local/state/swift-ble-host/gateway)"),
         ],
         details: [
             "Publishes each advertising device on ble/GWID/devices/<ADDRESS>, a retained 'online' on ble/GWID/status (will: 'offline'), retained metrics on ble/GWID/metrics, and answers JSON commands from ble/GWID/commands on ble/GWID/responses/<id>. SIGTERM: links are closed, 'offline' is published, exit 0. SIGHUP: the config file is read again. A bad config is one line naming the key, exit 2.",
