@@ -80,7 +80,6 @@ extension VirtualController {
         /// Entries the Filter Accept List holds (LE Read Filter Accept List Size); an add past
         /// it fails with Memory Capacity Exceeded (0x07).
         public var filterAcceptListSize: UInt8 = 8
-<<<<<<< HEAD
         /// Entries the resolving list holds (LE Read Resolving List Size), with `.llPrivacy`
         /// in `leFeatures`; an add past it fails with Memory Capacity Exceeded (0x07).
         public var resolvingListSize: UInt8 = 8
@@ -89,12 +88,10 @@ extension VirtualController {
         /// sets with Own_Address_Type 0x02 or 0x03. Nil: it never makes one, and such sets use
         /// the public or the random address as if no entry matched.
         public var makeResolvablePrivateAddress: (@Sendable (UInt128) -> BluetoothAddress)?
-=======
         /// Whether the link layer initiates while it scans; false: a create-connection command
         /// sent while the scan runs gets Command Status with Command Disallowed (0x0C), as on
         /// controllers whose LE Supported States lack the Scanning and Initiating combination.
         public var initiatesWhileScanning = true
->>>>>>> background
 
         public init() {}
     }
