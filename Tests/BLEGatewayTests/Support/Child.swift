@@ -21,9 +21,8 @@ final class Child: Sendable {
         PipeReader.start(process.pipe ?? -1) { feed.yield(String(decoding: $0, as: UTF8.self)) } end: { feed.finish() }
         let (exits, exited) = AsyncStream<Int32>.makeStream()
         exit = exits
-        // waitpid blocks: it gets a thread of its own, which ends with the child.
-        Thread.detachNewThread {
-            exited.yield(ChildProcess.wait(process.pid))
+        Task {
+            exited.yield(await process.exitStatus())
             exited.finish()
         }
     }
