@@ -1,5 +1,4 @@
-import ATT
-import BLECore
+import BLEWire
 
 /// Every ATT PDU (Vol 3, Part F, 3.4). Input: one ATT SDU. Properties:
 /// - a decoded PDU re-encodes to the same bytes;

@@ -1,5 +1,4 @@
 #if BLE_DECODE
-import BLECore
 import BLEWire
 
 /// The whole path of `ble decode`: btsnoop reader, packet describer (HCI, ACL reassembly,

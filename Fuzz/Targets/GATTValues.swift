@@ -1,5 +1,5 @@
 #if GATT_VALUES
-import BLECore
+import BLEWire
 
 /// The typed value decoders of GATTClient (Sources/GATTClient/Values, compiled into this
 /// target by scripts/fuzz with -D GATT_VALUES). Input: one selector byte for the type, then

@@ -1,4 +1,4 @@
-import SMP
+import BLEWire
 
 /// Security Manager PDUs (Vol 3, Part H, 3.5-3.6). Input: one SMP PDU from channel 0x0006.
 /// Property: a decoded PDU re-encodes to the same bytes; a failure is a typed error whose

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import BLETransport
+import Foundation
 
 /// A program started with posix_spawn and a clean signal state: nothing blocked, and SIGTERM,
 /// SIGHUP, SIGINT and SIGPIPE at their default actions. A child started from a test or
@@ -14,6 +15,7 @@ import BLETransport
 ///
 ///     let broker = try ChildProcess(path: "/usr/sbin/mosquitto", ["-c", conf], stderr: .pipe)
 ///     read(broker.pipe!, &buffer, buffer.count)
+///     let status = await broker.exitStatus()
 public struct ChildProcess: Sendable {
     /// Where one of the child's output streams goes.
     public enum Output: Sendable, Equatable {
@@ -104,6 +106,15 @@ public struct ChildProcess: Sendable {
             posix_spawn(&child, program, &actions, &attributes, argv, environ)
         }
         return (rc, child)
+    }
+
+    /// The exit status (or 128 + the signal that ended it), once the child has ended; the
+    /// wait blocks a thread of its own, never a task's. Reaps the child: call it once.
+    public func exitStatus() async -> Int32 {
+        let pid = self.pid
+        return await withCheckedContinuation { continuation in
+            Thread.detachNewThread { continuation.resume(returning: Self.wait(pid)) }
+        }
     }
 
     /// Sends SIGTERM and waits for the child to end; its exit status (or 128 + signal).

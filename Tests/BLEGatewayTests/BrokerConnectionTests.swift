@@ -18,17 +18,19 @@ import BLEWire
         let client = try MQTTClient(options: options)
         try client.start()
         defer { client.stop() }
-        let first = try await bounded(.seconds(15)) {
-            var seen: [(MQTTError, ContinuousClock.Instant)] = []
-            for await event in client.events {
-                if case .disconnected(let e) = event { seen.append((e, .now)) }
-                if case .connected = event { Issue.record("connected with \(options)") }
-                if seen.count == count { return seen }
+        do {
+            return try await bounded(within: 15) {
+                var seen: [(MQTTError, ContinuousClock.Instant)] = []
+                for await event in client.events {
+                    if case .disconnected(let e) = event { seen.append((e, .now)) }
+                    if case .connected = event { Issue.record("connected with \(options)") }
+                    if seen.count == count { return seen }
+                }
+                return seen
             }
-            return seen
+        } catch is StillRunning {
+            throw Watcher.Timeout(description: "fewer than \(count) connection failures within 15 s")
         }
-        guard let first else { throw Watcher.Timeout(description: "fewer than \(count) connection failures within 15 s") }
-        return first
     }
 
     /// An integer field of a metrics message (-1 when absent).
@@ -131,7 +133,7 @@ import BLEWire
         let client = try MQTTClient(options: MQTTOptions(host: "127.0.0.1", port: port, clientID: "early"))
         try client.start()
         defer { client.stop() }
-        let broker = try await bounded(.seconds(30)) { () async throws -> Broker? in
+        let broker = try await bounded(within: 30) { () async throws -> Broker? in
             var broker: Broker?
             for await event in client.events {
                 switch event {

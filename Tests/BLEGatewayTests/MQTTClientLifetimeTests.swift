@@ -1,4 +1,5 @@
 import BLEGateway
+import BLETestSupport
 import Foundation
 import Testing
 
@@ -7,9 +8,10 @@ import Testing
 /// thread may outlive its client (a dropped client only asks it to end), so libmosquitto's
 /// handle and what its callbacks reach must stay alive until that thread has returned.
 @Suite(.serialized) struct MQTTClientLifetimeTests {
-    /// The next event of `client` that `match` accepts (bounded: 10 s), nil when none came.
+    /// The next event of `client` that `match` accepts, nil when the events ended first;
+    /// throws `StillRunning` when none came within 10 s.
     static func firstEvent(_ client: MQTTClient, where match: @escaping @Sendable (MQTTEvent) -> Bool = { _ in true }) async throws -> MQTTEvent? {
-        try await bounded(.seconds(10)) {
+        try await bounded(within: 10) {
             for await event in client.events where match(event) { return event }
             return nil
         }

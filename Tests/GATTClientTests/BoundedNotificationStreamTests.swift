@@ -5,6 +5,7 @@ import ATT
 @testable import BLETransport
 @testable import GATTClient
 import GATTServer
+import BLEWire
 
 /// Notification and indication streams are bounded: a server that floods a consumer which
 /// does not read makes the stream drop the oldest values (counted), end with a typed error,

@@ -2,6 +2,7 @@ import Testing
 import ATT
 import BLECore
 import GATTClient
+import BLEWire
 
 /// Which level (and key size) the Peripheral raises the link to when the peer refuses a
 /// request for lack of security (Vol 3, Part F, 3.4.1.1 error codes; Vol 3, Part C, 10.3.2),

@@ -2,6 +2,7 @@ import Testing
 import ATT
 @testable import BLETestSupport
 @testable import GATTClient
+import BLEWire
 
 /// A server that sends Service Changed (Vol 3, Part G, 7.1) indications in a burst, without
 /// waiting for each confirmation as Vol 3, Part F, 3.4.7.2 requires: every one is confirmed,

@@ -93,24 +93,16 @@ struct CLIServeRadioTests {
         var lines = peer.lines.makeAsyncIterator()
         let snoop = FileManager.default.temporaryDirectory.appendingPathComponent("ble-serve-\(UUID().uuidString).btsnoop")
         defer { try? FileManager.default.removeItem(at: snoop) }
-        let process = Process()
-        process.executableURL = BLETool.executable
-        process.arguments = ["-d", "tcp:127.0.0.1:\(peer.port)", "--btsnoop", snoop.path, "serve", BLETool.fixture("gatt/serve.yaml").path, "--name", "serve-test"]
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        let (exits, exited) = AsyncStream.makeStream(of: Int32.self)
-        process.terminationHandler = { exited.yield($0.terminationStatus); exited.finish() }
-        try process.run()
-        let pid = process.processIdentifier
+        let process = try ChildProcess(path: BLETool.executable.path, [
+            "-d", "tcp:127.0.0.1:\(peer.port)", "--btsnoop", snoop.path, "serve", BLETool.fixture("gatt/serve.yaml").path, "--name", "serve-test",
+        ])
+        let pid = process.pid
         let watchdog = Task { try await Task.sleep(for: .seconds(60)); kill(pid, SIGKILL) }
         defer { watchdog.cancel() }
         let seen = try await PeripheralRadioTests.next("advertisement", in: &lines)
         #expect(seen["data"] as? String == "020106" + "0b09" + "73657276652d74657374" + "03030f18")
         kill(pid, SIGINT)
-        var status: Int32 = -1
-        for await code in exits { status = code }
-        #expect(status == 130)
+        #expect(await process.exitStatus() == 130)
         let records = try BTSnoopReader(bytes: Array(try Data(contentsOf: snoop))).records
         // LE Set Advertising Enable (Vol 4, Part E, 7.8.9, opcode 0x200A): 0x01, then 0x00 at the end.
         let enables: [[UInt8]] = records.compactMap {

@@ -27,7 +27,7 @@ enum BLETool {
 
     static func fixture(_ path: String) -> URL { packageRoot.appendingPathComponent("Fixtures").appendingPathComponent(path) }
 
-    /// Runs `ble arguments`, killing it after `timeout` seconds (its status is then SIGKILL's number).
+    /// Runs `ble arguments`, killing it after `timeout` seconds (its status is then 128 + 9).
     static func run(_ arguments: [String], timeout: Double = 60, environment extra: [String: String] = [:]) async throws -> Run {
         var env = ProcessInfo.processInfo.environment
         env.removeValue(forKey: "BLE_DEVICE")

@@ -1,4 +1,5 @@
 import BLECore
+import BLETestSupport
 import Foundation
 import Testing
 
@@ -17,12 +18,8 @@ import Testing
         guard getuid() == 0, ["/usr/sbin/debootstrap", "/usr/sbin/chroot", "/usr/bin/unshare", "/usr/bin/dpkg-deb", "/usr/bin/dpkg-shlibdeps", "/usr/bin/flock"]
             .allSatisfy({ FileManager.default.isExecutableFile(atPath: $0) }) else { return false }
         // A mount namespace of its own (a container without CAP_SYS_ADMIN has none).
-        let probe = Process()
-        probe.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
-        probe.arguments = ["--mount", "/bin/true"]
-        guard (try? probe.run()) != nil else { return false }
-        probe.waitUntilExit()
-        return probe.terminationStatus == 0
+        guard let probe = try? ChildProcess(path: "/usr/bin/unshare", ["--mount", "/bin/true"]) else { return false }
+        return ChildProcess.wait(probe.pid) == 0
     }
 
     /// Runs `command` under chroot in `root`, in a mount namespace of its own with /proc (and the

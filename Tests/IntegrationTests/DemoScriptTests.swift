@@ -1,5 +1,3 @@
-import BLETestSupport
-import Dispatch
 import Foundation
 import Testing
 
@@ -14,24 +12,11 @@ struct DemoScriptTests {
         env["BLE_PYTHON"] = env["BLE_PYTHON"] ?? root.appendingPathComponent(".venv/bin/python").path
         env["NO_COLOR"] = "1"
         env.removeValue(forKey: "BLE_DEVICE")
-        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("demo-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: scratch) }
-        let (outPath, errPath) = (scratch.appendingPathComponent("stdout").path, scratch.appendingPathComponent("stderr").path)
-        // A clean signal state, so the script's SIGTERMs reach the gateway, mosquitto and
-        // the subscriber it starts.
-        let demo = try ChildProcess(path: "/bin/bash", [root.appendingPathComponent("scripts/demo").path],
-                                    environment: env, stdout: .file(outPath), stderr: .file(errPath))
-        let watchdog = Task {
-            try await Task.sleep(for: .seconds(120))
-            kill(demo.pid, SIGKILL)
-        }
-        let status = await withCheckedContinuation { (c: CheckedContinuation<Int32, Never>) in
-            DispatchQueue.global().async { c.resume(returning: ChildProcess.wait(demo.pid)) }
-        }
-        watchdog.cancel()
-        let stdout = try String(contentsOfFile: outPath, encoding: .utf8)
-        let stderr = try String(contentsOfFile: errPath, encoding: .utf8)
+        // A clean signal state (ChildProcess), so the script's SIGTERMs reach the gateway,
+        // mosquitto and the subscriber it starts.
+        let demo = try await Subprocess.run(URL(fileURLWithPath: "/bin/bash"), [root.appendingPathComponent("scripts/demo").path],
+                                            environment: env, killAfter: .seconds(120))
+        let (status, stdout, stderr) = (demo.status, demo.stdout, demo.stderr)
         #expect(status == 0, "\(stdout)\n\(stderr)")
         // The scenes, in order: info, scan, inspect, notifications, the gateway.
         var rest = Substring(stderr)

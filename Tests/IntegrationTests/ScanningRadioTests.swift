@@ -118,17 +118,11 @@ struct ScanningRadioTests {
         try await VirtualRadio.with(scenario: "all") { radio in
             let central = try await Central.open(radio.transportSpec)
             let expected: Set<String> = ["F0:5E:B1:00:00:01", "F0:5E:B1:00:00:02", "F0:5E:B1:00:00:03"]
-            let list = try await withThrowingTaskGroup(of: [DiscoveredPeripheral].self) { group in
-                group.addTask {
-                    for await list in await central.discoveredPeripherals() {
-                        if Set(list.map { "\($0.address.address)" }).isSuperset(of: expected) { return list }
-                    }
-                    return []
+            let list = try await bounded(within: 10) {
+                for await list in await central.discoveredPeripherals() {
+                    if Set(list.map { "\($0.address.address)" }).isSuperset(of: expected) { return list }
                 }
-                group.addTask { try await Task.sleep(for: .seconds(10)); return [] }
-                let first = try await group.next() ?? []
-                group.cancelAll()
-                return first
+                return []
             }
             #expect(Set(list.map { "\($0.address.address)" }).isSuperset(of: expected))
             #expect(Set(list.compactMap(\.name)).isSuperset(of: ["Lab sim", "Battery sim"]))

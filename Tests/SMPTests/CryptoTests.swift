@@ -1,6 +1,7 @@
 import Testing
 import BLECore
 @testable import SMP
+import BLEWire
 
 /// AES-CMAC against RFC 4493, section 4 (examples 1 to 4, key 2b7e1516...), and P-256 ECDH
 /// against the Core Specification's P-256 sample data (Vol 2, Part G, 7.1.2, data set 1).

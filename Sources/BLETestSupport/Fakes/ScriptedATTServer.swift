@@ -1,6 +1,7 @@
 import Dispatch
 import ATT
 import GATTServer
+import BLEWire
 
 /// A `GATTServer` with scripted answers in front: reads and writes of chosen value handles
 /// fail with an ATT error, or a write's answer is decided by a closure. Everything else goes

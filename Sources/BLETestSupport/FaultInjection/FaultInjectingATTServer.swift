@@ -2,6 +2,7 @@ import Dispatch
 import ATT
 import BLECore
 import GATTServer
+import BLEWire
 
 /// Wraps a simulated ATT server and makes it misbehave on purpose:
 /// - at a chosen request, does something other than answer (`on(_:occurrence:_:)`): the way to

@@ -1,6 +1,7 @@
 import Dispatch
 import GATTServer
 import ATT
+import BLEWire
 
 extension GATTServer {
     /// Deliberate protocol violations of a test server.

@@ -1,4 +1,5 @@
 import ATT
+import BLEWire
 
 /// What a client knows of one peer's attribute database: the primary services once
 /// discovered, and per service its characteristics and per characteristic its descriptors

@@ -1,4 +1,5 @@
 import ATT
+import BLEWire
 extension Peripheral {
     /// The peer's primary services, discovered on first use (or taken from the cache).
     ///

@@ -1,5 +1,6 @@
 import BLECore
 import ATT
+import BLEWire
 
 /// Requests the peer refuses for lack of security: Insufficient Authentication (0x05),
 /// Insufficient Encryption (0x0F) or Encryption Key Size Too Short (0x0C) (Vol 3, Part F,

@@ -1,5 +1,6 @@
 import ATT
 import BLECore
+import BLEWire
 
 /// Gives the SignCounter and MAC of a Signed Write Command's opcode, handle and value as
 /// sent (Vol 3, Part H, 2.4.5). The module SMP makes one from a bond with this side's CSRK:

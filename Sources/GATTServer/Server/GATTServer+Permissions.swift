@@ -1,6 +1,7 @@
 import GATTClient
 import BLECore
 import ATT
+import BLEWire
 
 extension GATTServer {
     /// The security of link `id` (unencrypted unless the link reports it).

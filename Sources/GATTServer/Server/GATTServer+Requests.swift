@@ -1,5 +1,6 @@
 import GATTClient
 import ATT
+import BLEWire
 
 extension GATTServer {
     /// How a PDU is answered: not at all (commands), at once, or after async handlers ran.

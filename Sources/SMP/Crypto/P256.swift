@@ -1,19 +1,8 @@
+import BLEWire
 import CCrypto
 
-/// A P-256 public key as SMP carries it: X and Y, each 32 octets most significant first
-/// (the Pairing Public Key PDU sends each least significant first, Vol 3, Part H, 3.5.6).
-public struct P256PublicKey: Sendable, Hashable {
-    public var x: [UInt8]
-    public var y: [UInt8]
-
-    /// A key from its coordinates; nil unless each is 32 octets. Whether the point is on the
-    /// curve is checked by `validate()` and by `P256KeyPair.sharedSecret(with:)`.
-    public init?(x: [UInt8], y: [UInt8]) {
-        guard x.count == 32, y.count == 32 else { return nil }
-        self.x = x
-        self.y = y
-    }
-
+/// The curve checks of a peer's key, through libcrypto.
+extension P256PublicKey {
     /// Throws `CryptoError.invalidPublicKey` unless the key is a point on P-256 other than the
     /// point at infinity (the check that defeats CVE-2018-5383).
     public func validate() throws(CryptoError) {

@@ -1,4 +1,5 @@
 import BLECore
+import BLEWire
 
 /// Pairing on a link where this side is the peripheral (Vol 3, Part H, 2.3 and 2.4.6): the
 /// central pairs, this side answers.

@@ -1,4 +1,5 @@
 import BLECore
+import BLEWire
 
 /// Reports a person's typing of the passkey to the peer with Pairing Keypress Notifications
 /// (Vol 3, Part H, 3.5.8), given to `PairingAgent.requestPasskey(peer:keypresses:)`. Sends

@@ -1,4 +1,5 @@
 import BLECore
+import BLEWire
 
 /// What this side asks for and accepts when pairing (Vol 3, Part H, 2.3).
 ///

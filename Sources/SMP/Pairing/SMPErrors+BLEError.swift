@@ -17,10 +17,6 @@ extension CryptoError: BLEError {
     public var isCancellation: Bool { false }
 }
 
-extension SMPDecodeError: BLEError {
-    public var isCancellation: Bool { false }
-}
-
 extension BondStoreError: BLEError {
     public var isCancellation: Bool { false }
 }

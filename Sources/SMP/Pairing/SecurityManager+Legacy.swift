@@ -1,4 +1,5 @@
 import BLECore
+import BLEWire
 
 /// LE legacy pairing phase 2 as the initiator (Vol 3, Part H, 2.3.5.5): TK, confirm and random
 /// exchange with c1, and the STK from s1.

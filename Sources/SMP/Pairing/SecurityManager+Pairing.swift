@@ -1,4 +1,5 @@
 import BLECore
+import BLEWire
 
 /// Pairing as the initiator (Vol 3, Part H, 2.3 and 3.6): Phase 1 (feature exchange), Phase 2
 /// (LE Secure Connections or legacy), encryption, Phase 3 (key distribution).

@@ -1,4 +1,5 @@
 import BLECore
+import BLEWire
 
 /// How a peripheral answers the central's Pairing Requests (`Connection.acceptPairing`).
 struct PairingResponder: Sendable {

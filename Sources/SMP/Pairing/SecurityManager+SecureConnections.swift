@@ -1,4 +1,5 @@
 import BLECore
+import BLEWire
 
 /// LE Secure Connections pairing phase 2 as the initiator (Vol 3, Part H, 2.3.5.6).
 extension SecurityManager {

@@ -1,4 +1,3 @@
-import BLECore
 import BLEWire
 
 /// The lines of `ble decode` for a whole capture, in record order: one per record, decoded

@@ -1,4 +1,3 @@
-import BLECore
 import BLEWire
 
 /// What the dynamic L2CAP channels of a capture carry, learned from the signaling that opened

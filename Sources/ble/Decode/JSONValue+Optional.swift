@@ -1,4 +1,3 @@
-import BLECore
 import BLEWire
 
 extension JSONValue {

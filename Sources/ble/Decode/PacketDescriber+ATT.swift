@@ -1,5 +1,3 @@
-import ATT
-import BLECore
 import BLEWire
 
 /// ATT PDUs (Vol 3, Part F, 3.4) of `ble decode`.

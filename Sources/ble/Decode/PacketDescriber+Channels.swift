@@ -1,4 +1,3 @@
-import BLECore
 import BLEWire
 
 /// Signaling C-frames and the data of dynamic channels (Vol 3, Part A, 3 and 4) in `ble decode`.

@@ -1,4 +1,3 @@
-import BLECore
 import BLEWire
 
 /// HCI commands and events of `ble decode`: names and key fields (Vol 4, Part E, 7).

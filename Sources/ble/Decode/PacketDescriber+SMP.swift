@@ -1,5 +1,3 @@
-import BLECore
-import SMP
 import BLEWire
 
 /// Security Manager PDUs of `ble decode` (Vol 3, Part H, 3.5-3.6): the PDU's name and its

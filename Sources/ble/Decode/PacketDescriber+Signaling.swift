@@ -1,4 +1,3 @@
-import BLECore
 import BLEWire
 
 /// Signaling commands of `ble decode`: the LE signaling channel (CID 0x0005, one command per

@@ -1,5 +1,3 @@
-import ATT
-import BLECore
 import BLEWire
 
 /// Turns the packets of a capture into one line each, decoded by the stack's own codecs:

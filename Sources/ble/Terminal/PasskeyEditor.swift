@@ -1,4 +1,5 @@
 import SMP
+import BLEWire
 
 /// The passkey of Passkey Entry (Vol 3, Part H, 2.3.5.3) as a person types it on the
 /// terminal, key by key: what each key does to the digits, what to echo, and which Pairing

@@ -2,6 +2,7 @@ import Dispatch
 import ATT
 import BLETestSupport
 import BLECore
+import BLEWire
 
 /// An in-memory L2CAP channel: records the SDUs the bearer sends and lets a test inject
 /// inbound SDUs and a close, all on the executor's queue as a real channel would.

@@ -21,9 +21,8 @@ final class Child: Sendable {
         PipeReader.start(process.pipe ?? -1) { feed.yield(String(decoding: $0, as: UTF8.self)) } end: { feed.finish() }
         let (exits, exited) = AsyncStream<Int32>.makeStream()
         exit = exits
-        // waitpid blocks: it gets a thread of its own, which ends with the child.
-        Thread.detachNewThread {
-            exited.yield(ChildProcess.wait(process.pid))
+        Task {
+            exited.yield(await process.exitStatus())
             exited.finish()
         }
     }
@@ -43,24 +42,22 @@ final class Child: Sendable {
         return code
     }
 
-    /// Collects stderr until `done` says the text so far is enough, or `timeout` passes.
+    /// Collects stderr until `done` says the text so far is enough or the stream ends; ""
+    /// when `timeout` passes first.
     static func read(_ stream: AsyncStream<String>, timeout: Duration, until done: @escaping @Sendable (String) -> Bool) async -> String {
-        await withTaskGroup(of: String?.self) { group in
-            group.addTask {
-                var text = ""
-                for await chunk in stream {
-                    text += chunk
-                    if done(text) { return text }
-                }
-                return text
+        let reader = Task {
+            var text = ""
+            for await chunk in stream {
+                text += chunk
+                if done(text) { break }
             }
-            group.addTask {
-                try? await Task.sleep(for: timeout)
-                return nil
-            }
-            let first = await group.next() ?? nil
-            group.cancelAll()
-            return first ?? ""
+            return text
         }
+        let (seconds, attoseconds) = timeout.components
+        guard let text = await outcome(of: reader, within: Double(seconds) + Double(attoseconds) * 1e-18) else {
+            reader.cancel()
+            return ""
+        }
+        return text.get()
     }
 }

@@ -1,7 +1,9 @@
+import BLETestSupport
 import Foundation
 
-/// Runs a program to completion with its output captured in files (so a chatty child never
-/// blocks on a full pipe), killed with SIGKILL if it outlives `killAfter`.
+/// Runs a program to completion as a `ChildProcess`, with its output captured in files (so a
+/// chatty child never blocks on a full pipe), killed with SIGKILL if it outlives `killAfter`
+/// (its status is then 128 + 9).
 ///
 ///     let run = try await Subprocess.run(URL(fileURLWithPath: "/bin/true"), [], killAfter: .seconds(5))
 enum Subprocess {
@@ -15,12 +17,6 @@ enum Subprocess {
         var killed: Bool
     }
 
-    struct StartFailure: Error, CustomStringConvertible {
-        var path: String
-        var error: any Error
-        var description: String { "cannot start \(path): \(error)" }
-    }
-
     static func run(_ executable: URL, _ arguments: [String], in directory: URL? = nil,
                     environment: [String: String]? = nil, killAfter limit: Duration) async throws -> Result {
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("subprocess-\(UUID().uuidString)")
@@ -28,48 +24,25 @@ enum Subprocess {
         defer { try? FileManager.default.removeItem(at: scratch) }
         let stdoutURL = scratch.appendingPathComponent("stdout")
         let stderrURL = scratch.appendingPathComponent("stderr")
-        _ = FileManager.default.createFile(atPath: stdoutURL.path, contents: nil)
-        _ = FileManager.default.createFile(atPath: stderrURL.path, contents: nil)
-        let stdoutFile = try FileHandle(forWritingTo: stdoutURL)
-        let stderrFile = try FileHandle(forWritingTo: stderrURL)
-        defer {
-            try? stdoutFile.close()
-            try? stderrFile.close()
-        }
-
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        if let directory { process.currentDirectoryURL = directory }
-        if let environment { process.environment = environment }
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = stdoutFile
-        process.standardError = stderrFile
-        let (exits, exited) = AsyncStream.makeStream(of: Int32.self)
-        process.terminationHandler = { finished in
-            exited.yield(finished.terminationStatus)
-            exited.finish()
-        }
         let start = ContinuousClock.now
-        do {
-            try process.run()
-        } catch {
-            throw StartFailure(path: executable.path, error: error)
-        }
-        let pid = process.processIdentifier
+        // coreutils' env changes into `directory` and executes the program.
+        let (path, argv) = directory.map { ("/usr/bin/env", ["--chdir=\($0.path)", executable.path] + arguments) } ?? (executable.path, arguments)
+        let process = try ChildProcess(path: path, argv, environment: environment, stdout: .file(stdoutURL.path), stderr: .file(stderrURL.path))
+        let pid = process.pid
         // The watchdog holds the pid only and is cancelled as soon as the child has exited.
-        let watchdog = Task {
-            try await Task.sleep(for: limit)
+        let watchdog = Task { () -> Bool in
+            do { try await Task.sleep(for: limit) } catch { return false }
             kill(pid, SIGKILL)
+            return true
         }
-        var status: Int32 = -1
-        for await code in exits { status = code }
+        let status = await process.exitStatus()
         watchdog.cancel()
+        let killed = await watchdog.value && status == 128 + SIGKILL
         return Result(
             status: status,
             stdout: (try? String(contentsOf: stdoutURL, encoding: .utf8)) ?? "",
             stderr: (try? String(contentsOf: stderrURL, encoding: .utf8)) ?? "",
             elapsed: ContinuousClock.now - start,
-            killed: status == SIGKILL && process.terminationReason == .uncaughtSignal)
+            killed: killed)
     }
 }

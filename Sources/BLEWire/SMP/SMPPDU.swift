@@ -1,6 +1,3 @@
-import BLECore
-import BLEWire
-
 /// The parameters of a Pairing Request or Pairing Response (Vol 3, Part H, 3.5.1 and 3.5.2).
 public struct PairingParameters: Hashable, Sendable {
     public var ioCapability: IOCapability
@@ -41,7 +38,7 @@ public enum SMPCode: UInt8, Sendable, CaseIterable {
     case pairingKeypressNotification = 0x0E
 
     /// Octets after the code (every SMP PDU has a fixed length).
-    var parameterLength: Int {
+    package var parameterLength: Int {
         switch self {
         case .pairingRequest, .pairingResponse: return 6
         case .pairingConfirm, .pairingRandom, .encryptionInformation, .identityInformation, .signingInformation, .pairingDHKeyCheck: return 16

@@ -1,4 +1,3 @@
-import BLEWire
 extension ATTPDU {
     /// The PDU's wire bytes (opcode then parameters, Vol 3, Part F, 3.3). A PDU decoded by
     /// `init(bytes:)` encodes back to the same bytes. For values built by hand: list entries of
@@ -87,10 +86,6 @@ extension BluetoothUUID {
 
 extension Array where Element == UInt8 {
     mutating func append(_ range: ATTHandleRange) { appendLE(range.start); appendLE(range.end) }
-
-    mutating func appendLE128(_ v: UInt128) {
-        appendLE(UInt64(truncatingIfNeeded: v)); appendLE(UInt64(truncatingIfNeeded: v >> 64))
-    }
 
     /// 16-bit UUIDs as 2 octets, every other width as 16.
     mutating func appendAttributeType(_ type: BluetoothUUID) {

@@ -1,5 +1,3 @@
-import BLEWire
-
 /// An inclusive attribute handle range: the Starting/Ending Handle pair of the Find
 /// Information, Read By Type and Read By Group Type requests (Vol 3, Part F, 3.4.3.1, 3.4.4.1,
 /// 3.4.4.9), and one entry of the Find By Type Value Response's Handles Information List

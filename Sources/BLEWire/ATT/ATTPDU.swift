@@ -1,5 +1,3 @@
-import BLEWire
-
 /// Every Attribute Protocol PDU (Core Spec 5.4, Vol 3, Part F, 3.4), decoded from and encoded
 /// to the bytes of one L2CAP SDU (opcode then parameters). Opcodes this version does not
 /// define decode to `.unknown`; bad lengths give a `DecodeError`.

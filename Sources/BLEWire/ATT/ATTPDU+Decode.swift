@@ -1,4 +1,3 @@
-import BLEWire
 extension ATTPDU {
     /// Decodes one ATT PDU (an L2CAP SDU on the ATT channel). Total: empty, truncated or
     /// inconsistent bytes throw; an undefined opcode gives `.unknown`.

@@ -1,6 +1,3 @@
-import BLECore
-import BLEWire
-
 extension SMPPDU {
     /// Decodes one PDU; any byte sequence gives a PDU or an `SMPDecodeError`.
     public init(bytes: some Collection<UInt8>) throws(SMPDecodeError) {

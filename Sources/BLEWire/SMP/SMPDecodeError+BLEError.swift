@@ -1,0 +1,3 @@
+extension SMPDecodeError: BLEError {
+    public var isCancellation: Bool { false }
+}
