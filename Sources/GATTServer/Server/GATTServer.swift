@@ -16,10 +16,14 @@ import ATT
 ///     server.receive(pdu, on: link)                // each PDU from the client
 ///     await server.notify(characteristic: level, value: [87])
 public final class GATTServer: @unchecked Sendable { // all state is touched only on `queue`
-    package struct LinkState {
+    /// One bearer's state, a class so that a request finds it with one dictionary lookup and
+    /// changes it in place.
+    package final class LinkState {
         package let link: any ATTServerLink
         /// The link's flow control, cast once (nil: it always takes a PDU).
         package let flow: (any ATTServerLinkFlowControl)?
+        /// The link's security, cast once (nil: unencrypted).
+        package let security: (any ATTServerLinkSecurity)?
         package var mtu: UInt16 = 23
         package var prepareQueue: [(handle: UInt16, offset: UInt16, value: [UInt8])] = []
         package var preparedBytes = 0
@@ -53,7 +57,12 @@ public final class GATTServer: @unchecked Sendable { // all state is touched onl
         init(link: any ATTServerLink) {
             self.link = link
             self.flow = link as? any ATTServerLinkFlowControl
+            self.security = link as? any ATTServerLinkSecurity
         }
+
+        /// A change-unaware client with robust caching: its next request may get Database Out
+        /// Of Sync (Part G, 2.5.2.1), so it takes the general path.
+        var mayBeOutOfSync: Bool { clientFeatures & 0x01 != 0 && !changeAware }
     }
 
     /// What is remembered of a bonded client between links (Vol 3, Part G, 3.3.3.3, 2.5.2.1).
@@ -93,6 +102,8 @@ public final class GATTServer: @unchecked Sendable { // all state is touched onl
     package var signedWrites: (any SignedWriteVerifier)?
     /// Test instrumentation (BLETestSupport).
     package var hooks: (any GATTServerHooks)?
+    /// Where the direct read path writes its responses (`answerStoredRead`).
+    var responseBuffer: [UInt8] = []
     var nextConfirmationWaiter: UInt64 = 0
     /// Confirmation waiters whose id was taken and that are not in line yet.
     var unaddedConfirmationWaiters: Set<UInt64> = []
@@ -133,7 +144,7 @@ public final class GATTServer: @unchecked Sendable { // all state is touched onl
 
     /// A client connected on `link` (call on `queue`). A bonded link gets its bond's CCCDs back.
     public func connect(_ link: any ATTServerLink) {
-        var state = LinkState(link: link)
+        let state = LinkState(link: link)
         if let peer = bondedPeer(link), let bond = bonds[peer] {
             state.cccd = bond.cccd; state.clientFeatures = bond.clientFeatures; state.changeAware = bond.changeAware
         }
@@ -176,7 +187,7 @@ public final class GATTServer: @unchecked Sendable { // all state is touched onl
     /// `queue`), with `mtu` as its ATT_MTU: it answers requests on its own, and the client's
     /// CCCDs and features stay with `client`.
     package func connectEnhanced(_ link: any ATTServerLink, client: any ATTServerLink, mtu: UInt16) {
-        var state = LinkState(link: link)
+        let state = LinkState(link: link)
         state.client = ObjectIdentifier(client)
         state.mtu = max(23, mtu)
         links[ObjectIdentifier(link)] = state
@@ -193,8 +204,11 @@ public final class GATTServer: @unchecked Sendable { // all state is touched onl
     /// One ATT PDU from the client on `link` (call on `queue`); the answer goes back through
     /// the link. Malformed or unknown requests get an Error Response, never a trap.
     public func receive(_ pdu: [UInt8], on link: any ATTServerLink) {
-        defer { hooks?.changed(self) }
         let id = ObjectIdentifier(link)
+        // 0x0A: Read Request, opcode and handle (Vol 3, Part F, 3.4.4.3).
+        if hooks == nil, pdu.count == 3, pdu[0] == 0x0A, let state = links[id],
+           !state.ended, !state.answering, !state.mayBeOutOfSync, answerStoredRead(pdu, state: state, link: id) { return }
+        defer { hooks?.changed(self) }
         if links[id] == nil { connect(link) }
         guard let first = pdu.first, links[id]?.ended == false else { dropped += 1; return }
         let opcode = ATTOpcode(first)
@@ -241,6 +255,22 @@ public final class GATTServer: @unchecked Sendable { // all state is touched onl
                 self.queue.async { self.finishDeferred(response, to: id) }
             }
         }
+    }
+
+    /// The direct path of a Read Request (Vol 3, Part F, 3.4.4.3) of an attribute that
+    /// `readsDirectly`: the handle read in place, the Read Response written into a buffer the
+    /// server keeps (no allocation while the link does not keep the array it was given). False
+    /// when the attribute needs the general path (unknown handle, permissions, handlers).
+    private func answerStoredRead(_ pdu: [UInt8], state: LinkState, link id: ObjectIdentifier) -> Bool {
+        let handle = UInt16(pdu[1]) | UInt16(pdu[2]) << 8
+        guard let i = table.index(of: handle), table.attributes[i].readsDirectly else { return false }
+        let value = table.attributes[i].value
+        if !activityObservers.isEmpty { reportReads([handle], values: [value], offset: 0, link: id) }
+        responseBuffer.removeAll(keepingCapacity: true)
+        responseBuffer.append(0x0B)   // Read Response
+        responseBuffer.append(contentsOf: value.prefix(Int(state.mtu) - 1))
+        state.link.sendToCentral(responseBuffer)
+        return true
     }
 
     private func finishDeferred(_ response: ATTPDU?, to id: ObjectIdentifier) {
