@@ -1,5 +1,6 @@
 import Dispatch
 import GATTClient
+import SMP
 import BLEWire
 import BLECore
 import ATT
@@ -71,8 +72,16 @@ public final class GATTServer: @unchecked Sendable { // all state is touched onl
         package var clientFeatures: UInt8 = 0
         package var changeAware = true
         package var signCounter: UInt32?
-        /// The CCCDs last given to the bond store (nil: none yet), so only a change is saved.
-        package var savedCCCD: [UInt16: UInt16]?
+        /// What was last given to the bond store (nil: nothing yet), so only a change is saved.
+        package var saved: SavedClientState?
+    }
+
+    /// What the bond store keeps of a bonded client (`Bond.clientConfigurations`,
+    /// `clientSupportedFeatures`, `clientDatabaseHash`).
+    package struct SavedClientState: Equatable {
+        package var cccd: [UInt16: UInt16]
+        package var features: UInt8
+        package var hash: UInt128?
     }
 
     public let queue: DispatchQueue
@@ -155,18 +164,23 @@ public final class GATTServer: @unchecked Sendable { // all state is touched onl
 
     /// `link` became encrypted (call on `queue`): when it is now bonded (`ATTServerLinkBond`),
     /// the CCCDs its bond kept from earlier links come back under those this link wrote, and
-    /// the bond keeps the result, and each CCCD restored is reported as `subscribed`. An
-    /// unbonded link is left as it is.
-    package func restoreBondState(_ link: any ATTServerLink) {
+    /// the bond keeps the result, and each CCCD restored is reported as `subscribed`; its
+    /// Client Supported Features come back, and a bond that is change-unaware makes the link
+    /// so (Part G, 2.5.2.1). `stored`, the bond as its store keeps it, is what the server
+    /// starts from for a bond it has not seen since it was made. An unbonded link is left as
+    /// it is.
+    package func restoreBondState(_ link: any ATTServerLink, stored: Bond? = nil) {
         let id = ObjectIdentifier(link)
         guard let state = links[id], let peer = bondedPeer(link) else { return }
+        if bonds[peer] == nil, let stored { bonds[peer] = bondState(from: stored) }
         if let bond = bonds[peer] {
             let restored = bond.cccd.filter { state.cccd[$0.key] == nil && $0.value != 0 }
             links[id]?.cccd.merge(restored) { current, _ in current }
             for (handle, value) in restored.sorted(by: { $0.key < $1.key }) {
                 reportStore([UInt8(value & 0xFF), UInt8(value >> 8)], handle: handle, link: id)
             }
-            if links[id]?.clientFeatures == 0 { links[id]?.clientFeatures = bond.clientFeatures }
+            if state.clientFeatures == 0 { state.clientFeatures = bond.clientFeatures }
+            if !bond.changeAware, state.changeAware { state.changeAware = false; state.outOfSyncSent = false }
         }
         rememberBondState(id)
         hooks?.changed(self)
@@ -369,6 +383,8 @@ public final class GATTServer: @unchecked Sendable { // all state is touched onl
             self.table = AttributeTable(database)
             for id in self.links.keys { self.links[id]?.changeAware = false; self.links[id]?.outOfSyncSent = false }
             for peer in self.bonds.keys { self.bonds[peer]?.changeAware = false }
+            // Connected bonded clients' stores learn it now (the others' keep the old hash).
+            for id in self.links.keys { self.rememberBondState(id) }
         }
     }
 
