@@ -92,8 +92,23 @@ extension GATTServer {
             stored.clientConfigurations = record.cccd
             stored.clientSupportedFeatures = record.features
             stored.clientDatabaseHash = record.hash
-            try? store.save(stored)
+            do throws(BondStoreError) {
+                try store.save(stored)
+            } catch {
+                self.queue.async { self.bondNotSaved(peer, error) }
+            }
         }
+    }
+
+    /// A save of `peer`'s client state failed (on the queue): logged as a warning with the
+    /// peer and the errno, reported to `activity()`, and saved again at the next change.
+    private func bondNotSaved(_ peer: LEAddress, _ error: BondStoreError) {
+        bonds[peer]?.saved = nil
+        var metadata = ["peer": "\(peer)"]
+        if case .io(_, _, let code) = error { metadata["errno"] = "\(code)" }
+        logger.log(.warning, "the GATT server's state of bonded client \(peer) was not saved: \(error)", metadata: metadata)
+        report(.bondNotSaved(peer: peer, error: error))
+        hooks?.changed(self)
     }
 
     /// Accepts enhanced ATT bearers (EATT: L2CAP enhanced credit-based channels on PSM 0x0027,

@@ -1,6 +1,7 @@
 import Dispatch
 import GATTClient
 import SMP
+import BLETransport
 import BLEWire
 import BLECore
 import ATT
@@ -97,6 +98,8 @@ public final class GATTServer: @unchecked Sendable { // all state is touched onl
     /// (`ATTServerLinkFlowControl`); more are dropped and counted (`notificationStatistics()`).
     public let notificationQueueLimit: Int
     package let scheduler: any TimerScheduler
+    /// Where the server's warnings go (a bond store that fails to save).
+    public let logger: BLELogger
     /// Where bonds' CCCDs are saved to their store, one after another, off `queue` (the store
     /// writes files).
     let bondWrites = DispatchQueue(label: "ble.gatt-server.bonds")
@@ -131,9 +134,11 @@ public final class GATTServer: @unchecked Sendable { // all state is touched onl
     ///   - prepareQueueLimit, prepareQueueBytes: bounds of each link's prepare queue.
     ///   - notificationQueueLimit: notifications held for one link that cannot send.
     ///   - scheduler: where the indication and notification timeouts come from (the queue's timers by default).
+    ///   - logger: where warnings go (a bond store that cannot save, with the errno).
     public init(database: GATTDatabase, queue: DispatchQueue, serverMTU: UInt16 = 517, prepareQueueLimit: Int = 64,
                 prepareQueueBytes: Int = 4096, indicationTimeout: Duration = .seconds(30), notificationQueueLimit: Int = 32,
-                scheduler: (any TimerScheduler)? = nil) {
+                scheduler: (any TimerScheduler)? = nil, logger: BLELogger = .silent) {
+        self.logger = logger
         self.table = AttributeTable(database)
         self.queue = queue
         self.serverMTU = max(23, serverMTU)
