@@ -47,7 +47,7 @@ let package = Package(
         .target(name: "SMP", dependencies: ["BLECore", "CCrypto", "BLETransport", "BLEWire"]),
         .target(name: "ATT", dependencies: ["BLECore", "BLEWire"]),
         .target(name: "GATTClient", dependencies: ["ATT", "BLECore", "BLETransport", "BLEWire"]),
-        .target(name: "GATTServer", dependencies: ["ATT", "BLECore", "GATTClient", "SMP", "BLEWire"]),
+        .target(name: "GATTServer", dependencies: ["ATT", "BLECore", "GATTClient", "SMP", "BLEWire", "BLETransport"]),
         .target(name: "BLETestSupport", dependencies: ["BLECore", "ATT", "GATTClient", "GATTServer", "BLETransport", "BLEWire"]),
         .target(name: "BLESensors", dependencies: ["BLECore", "CCrypto", "BLEWire"]),
         .target(name: "BLEGateway", dependencies: ["CMosquitto", "BLECore", "ATT", "GATTClient", "SMP", "BLESensors", "BLETransport", "BLEWire"]),

@@ -17,6 +17,10 @@ package struct ServerAttribute {
     package var value: [UInt8]
     package let permissions: GATTDatabase.Permissions
     package let kind: Kind
+    /// A Read Request is answered with `value` whatever the link: readable without security
+    /// or authorization, stored (no read handler), the same for every client (not a CCCD or
+    /// Client Supported Features). Set by `AttributeTable`.
+    package var readsDirectly = false
 }
 
 /// The server's attribute table laid out from a `GATTDatabase`.
@@ -82,9 +86,21 @@ package struct AttributeTable {
                 }
             }
         }
+        for i in attributes.indices { attributes[i].readsDirectly = readsDirectly(attributes[i]) }
         hash = databaseHash()
         if let hashHandle = databaseHashHandle, let i = index(of: hashHandle) {
             attributes[i].value = hash
+        }
+    }
+
+    private func readsDirectly(_ a: ServerAttribute) -> Bool {
+        guard a.permissions.contains(.read),
+              a.permissions.isDisjoint(with: [.readEncrypted, .readAuthenticated, .readAuthorized, .fullKeySize]),
+              a.handle != clientSupportedFeaturesHandle else { return false }
+        switch a.kind {
+        case .cccd: return false
+        case .value(let c): return characteristics[c].onRead == nil
+        default: return true
         }
     }
 

@@ -55,32 +55,60 @@ extension GATTServer {
     }
 
     /// Looks up the link's bond again and restores what the server kept of it (on the queue).
-    /// A bond the server has not seen since it started brings the CCCDs its store kept (those
-    /// whose handle is a CCCD of this database).
     private func bondFound(_ link: ConnectionATTLink) {
-        if let stored = link.lookUpBond(), bonds[stored.address] == nil {
-            let cccd = stored.clientConfigurations.filter { entry in
-                table.index(of: entry.key).map { if case .cccd = table.attributes[$0].kind { true } else { false } } ?? false
-            }
-            bonds[stored.address] = BondState(cccd: cccd, savedCCCD: stored.clientConfigurations)
-        }
-        restoreBondState(link)
+        restoreBondState(link, stored: link.lookUpBond())
     }
 
-    /// Saves the bond's CCCDs in the store of `link` (`serve(_:bonds:)`) when they changed
-    /// since last saved, so they come back after a restart (on the queue; the store is written
-    /// off it, in order). A save that fails leaves the file as it was; the server still keeps
-    /// them while it runs.
-    func saveClientConfigurations(of peer: LEAddress, link: any ATTServerLink) {
-        guard let store = (link as? ConnectionATTLink)?.bonds, let all = bonds[peer]?.cccd else { return }
-        let cccd = all.filter { $0.value != 0 }
-        guard bonds[peer]?.savedCCCD != cccd else { return }
-        bonds[peer]?.savedCCCD = cccd
-        bondWrites.async {
-            guard var bond = store.bond(for: peer), bond.clientConfigurations != cccd else { return }
-            bond.clientConfigurations = cccd
-            try? store.save(bond)
+    /// What the server keeps of a bond its store brings: the CCCDs (those whose handle is a
+    /// CCCD of this database), the Client Supported Features, and change-aware when the
+    /// Database Hash it was aware of is this database's (or none was kept).
+    func bondState(from stored: Bond) -> BondState {
+        let cccd = stored.clientConfigurations.filter { entry in
+            table.index(of: entry.key).map { if case .cccd = table.attributes[$0].kind { true } else { false } } ?? false
         }
+        let saved = SavedClientState(cccd: stored.clientConfigurations, features: stored.clientSupportedFeatures, hash: stored.clientDatabaseHash)
+        return BondState(cccd: cccd, clientFeatures: stored.clientSupportedFeatures & 0x07,
+                         changeAware: stored.clientDatabaseHash.map { $0 == databaseHashValue } ?? true, saved: saved)
+    }
+
+    /// The Database Hash as a number (`Bond.clientDatabaseHash`).
+    var databaseHashValue: UInt128 { UInt128(littleEndianBytes: table.hash) }
+
+    /// Saves what the server keeps of a bonded client in the store of `link` (`serve(_:bonds:)`)
+    /// when it changed since last saved, so it comes back after a restart: the CCCDs, the
+    /// Client Supported Features, and the Database Hash while change-aware (0 while not). On
+    /// the queue; the store is written off it, in order. A save that fails leaves the file as
+    /// it was; the server still keeps the state while it runs.
+    func saveClientState(of peer: LEAddress, link: any ATTServerLink) {
+        guard let store = (link as? any ATTServerLinkBondStore)?.bondStore, let bond = bonds[peer] else { return }
+        let record = SavedClientState(cccd: bond.cccd.filter { $0.value != 0 }, features: bond.clientFeatures,
+                                      hash: bond.changeAware ? databaseHashValue : 0)
+        guard bond.saved != record else { return }
+        bonds[peer]?.saved = record
+        bondWrites.async {
+            guard var stored = store.bond(for: peer),
+                  SavedClientState(cccd: stored.clientConfigurations, features: stored.clientSupportedFeatures, hash: stored.clientDatabaseHash) != record
+            else { return }
+            stored.clientConfigurations = record.cccd
+            stored.clientSupportedFeatures = record.features
+            stored.clientDatabaseHash = record.hash
+            do throws(BondStoreError) {
+                try store.save(stored)
+            } catch {
+                self.queue.async { self.bondNotSaved(peer, error) }
+            }
+        }
+    }
+
+    /// A save of `peer`'s client state failed (on the queue): logged as a warning with the
+    /// peer and the errno, reported to `activity()`, and saved again at the next change.
+    private func bondNotSaved(_ peer: LEAddress, _ error: BondStoreError) {
+        bonds[peer]?.saved = nil
+        var metadata = ["peer": "\(peer)"]
+        if case .io(_, _, let code) = error { metadata["errno"] = "\(code)" }
+        logger.log(.warning, "the GATT server's state of bonded client \(peer) was not saved: \(error)", metadata: metadata)
+        report(.bondNotSaved(peer: peer, error: error))
+        hooks?.changed(self)
     }
 
     /// Accepts enhanced ATT bearers (EATT: L2CAP enhanced credit-based channels on PSM 0x0027,
@@ -164,17 +192,24 @@ extension GATTServer {
     }
 }
 
+/// A link whose bonds live in a store (`serve(_:bonds:)`): the server saves there what it
+/// keeps of a bonded client (CCCDs, Client Supported Features, change awareness).
+package protocol ATTServerLinkBondStore: AnyObject {
+    var bondStore: (any BondStore)? { get }
+}
+
 /// The server's end of a link's ATT fixed channel: answers go out through the host's queue for
 /// the link, the security is the connection's, and an unconfirmed indication ends the link.
 /// With a bond store, a refusal for security sends a Security Request and an encrypted link
 /// with a bond in the store is that bond's peer. Notifications go while the host's queue for
 /// the link is at most half full, so responses always find room in it.
 final class ConnectionATTLink: ATTServerLink, ATTServerLinkSecurity, ATTServerLinkClosing, ATTServerLinkSecurityRequest, ATTServerLinkBond,
-                               ATTServerLinkFlowControl, Sendable {
+                               ATTServerLinkFlowControl, ATTServerLinkBondStore, Sendable {
     let connection: Connection
     let channel: any L2CAPChannel
     let centralDescription: String
     let bonds: (any BondStore)?
+    var bondStore: (any BondStore)? { bonds }
 
     init(connection: Connection, channel: any L2CAPChannel, bonds: (any BondStore)?) {
         self.connection = connection

@@ -143,10 +143,11 @@ extension GATTServer {
     private func startIndicationTimer(link id: ObjectIdentifier) {
         links[id]?.indicationTimer = scheduler.schedule(after: indicationTimeout) { [weak self] in
             guard let self, let state = self.links[id] else { return }
-            self.links[id]?.ended = true
-            self.links[id]?.indicationTimer = nil
-            self.links[id]?.confirmationWaiters = []
-            for w in state.confirmationWaiters { w.continuation?.resume(returning: false) }
+            let waiters = state.confirmationWaiters
+            state.ended = true
+            state.indicationTimer = nil
+            state.confirmationWaiters = []
+            for w in waiters { w.continuation?.resume(returning: false) }
             (state.link as? any ATTServerLinkClosing)?.closeBearer()
             self.hooks?.changed(self)
         }

@@ -6,7 +6,7 @@ import BLEWire
 extension GATTServer {
     /// The security of link `id` (unencrypted unless the link reports it).
     func security(_ id: ObjectIdentifier) -> GATTLinkSecurity {
-        guard let s = links[id]?.link as? any ATTServerLinkSecurity else { return GATTLinkSecurity() }
+        guard let s = links[id]?.security else { return GATTLinkSecurity() }
         return GATTLinkSecurity(isEncrypted: s.isEncrypted, isAuthenticated: s.isAuthenticated, encryptionKeySize: s.isEncrypted ? s.encryptionKeySize : 0)
     }
 
@@ -27,7 +27,9 @@ extension GATTServer {
     /// be authorized.
     private func securityDenied(_ a: ServerAttribute, authenticated: GATTDatabase.Permissions, encrypted: GATTDatabase.Permissions,
                                 authorized: GATTDatabase.Permissions, link id: ObjectIdentifier) -> ATTErrorCode? {
-        let p = a.permissions, s = security(id)
+        let p = a.permissions
+        guard !p.isDisjoint(with: [authenticated, encrypted, authorized, .fullKeySize]) else { return nil }
+        let s = security(id)
         if p.contains(authenticated), !s.isAuthenticated { return refused(.insufficientAuthentication, needs: .authenticated, link: id) }
         if p.contains(encrypted) || p.contains(.fullKeySize), !s.isEncrypted { return refused(.insufficientEncryption, needs: .encrypted, link: id) }
         if p.contains(.fullKeySize), s.encryptionKeySize < 16 { return refused(.encryptionKeySizeTooShort, needs: .encrypted, link: id) }

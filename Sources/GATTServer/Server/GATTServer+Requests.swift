@@ -322,7 +322,7 @@ extension GATTServer {
         bonds[peer, default: BondState()].cccd = state.cccd
         bonds[peer]?.clientFeatures = state.clientFeatures
         bonds[peer]?.changeAware = state.changeAware
-        saveClientConfigurations(of: peer, link: state.link)
+        saveClientState(of: peer, link: state.link)
     }
 
     /// Execute Write Request (Part F, 3.4.6.3): assembles each handle's queued parts, checks

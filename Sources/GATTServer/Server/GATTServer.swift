@@ -1,5 +1,7 @@
 import Dispatch
 import GATTClient
+import SMP
+import BLETransport
 import BLEWire
 import BLECore
 import ATT
@@ -16,10 +18,14 @@ import ATT
 ///     server.receive(pdu, on: link)                // each PDU from the client
 ///     await server.notify(characteristic: level, value: [87])
 public final class GATTServer: @unchecked Sendable { // all state is touched only on `queue`
-    package struct LinkState {
+    /// One bearer's state, a class so that a request finds it with one dictionary lookup and
+    /// changes it in place.
+    package final class LinkState {
         package let link: any ATTServerLink
         /// The link's flow control, cast once (nil: it always takes a PDU).
         package let flow: (any ATTServerLinkFlowControl)?
+        /// The link's security, cast once (nil: unencrypted).
+        package let security: (any ATTServerLinkSecurity)?
         package var mtu: UInt16 = 23
         package var prepareQueue: [(handle: UInt16, offset: UInt16, value: [UInt8])] = []
         package var preparedBytes = 0
@@ -53,7 +59,12 @@ public final class GATTServer: @unchecked Sendable { // all state is touched onl
         init(link: any ATTServerLink) {
             self.link = link
             self.flow = link as? any ATTServerLinkFlowControl
+            self.security = link as? any ATTServerLinkSecurity
         }
+
+        /// A change-unaware client with robust caching: its next request may get Database Out
+        /// Of Sync (Part G, 2.5.2.1), so it takes the general path.
+        var mayBeOutOfSync: Bool { clientFeatures & 0x01 != 0 && !changeAware }
     }
 
     /// What is remembered of a bonded client between links (Vol 3, Part G, 3.3.3.3, 2.5.2.1).
@@ -62,8 +73,16 @@ public final class GATTServer: @unchecked Sendable { // all state is touched onl
         package var clientFeatures: UInt8 = 0
         package var changeAware = true
         package var signCounter: UInt32?
-        /// The CCCDs last given to the bond store (nil: none yet), so only a change is saved.
-        package var savedCCCD: [UInt16: UInt16]?
+        /// What was last given to the bond store (nil: nothing yet), so only a change is saved.
+        package var saved: SavedClientState?
+    }
+
+    /// What the bond store keeps of a bonded client (`Bond.clientConfigurations`,
+    /// `clientSupportedFeatures`, `clientDatabaseHash`).
+    package struct SavedClientState: Equatable {
+        package var cccd: [UInt16: UInt16]
+        package var features: UInt8
+        package var hash: UInt128?
     }
 
     public let queue: DispatchQueue
@@ -79,6 +98,8 @@ public final class GATTServer: @unchecked Sendable { // all state is touched onl
     /// (`ATTServerLinkFlowControl`); more are dropped and counted (`notificationStatistics()`).
     public let notificationQueueLimit: Int
     package let scheduler: any TimerScheduler
+    /// Where the server's warnings go (a bond store that fails to save).
+    public let logger: BLELogger
     /// Where bonds' CCCDs are saved to their store, one after another, off `queue` (the store
     /// writes files).
     let bondWrites = DispatchQueue(label: "ble.gatt-server.bonds")
@@ -93,6 +114,8 @@ public final class GATTServer: @unchecked Sendable { // all state is touched onl
     package var signedWrites: (any SignedWriteVerifier)?
     /// Test instrumentation (BLETestSupport).
     package var hooks: (any GATTServerHooks)?
+    /// Where the direct read path writes its responses (`answerStoredRead`).
+    var responseBuffer: [UInt8] = []
     var nextConfirmationWaiter: UInt64 = 0
     /// Confirmation waiters whose id was taken and that are not in line yet.
     var unaddedConfirmationWaiters: Set<UInt64> = []
@@ -111,9 +134,11 @@ public final class GATTServer: @unchecked Sendable { // all state is touched onl
     ///   - prepareQueueLimit, prepareQueueBytes: bounds of each link's prepare queue.
     ///   - notificationQueueLimit: notifications held for one link that cannot send.
     ///   - scheduler: where the indication and notification timeouts come from (the queue's timers by default).
+    ///   - logger: where warnings go (a bond store that cannot save, with the errno).
     public init(database: GATTDatabase, queue: DispatchQueue, serverMTU: UInt16 = 517, prepareQueueLimit: Int = 64,
                 prepareQueueBytes: Int = 4096, indicationTimeout: Duration = .seconds(30), notificationQueueLimit: Int = 32,
-                scheduler: (any TimerScheduler)? = nil) {
+                scheduler: (any TimerScheduler)? = nil, logger: BLELogger = .silent) {
+        self.logger = logger
         self.table = AttributeTable(database)
         self.queue = queue
         self.serverMTU = max(23, serverMTU)
@@ -133,7 +158,7 @@ public final class GATTServer: @unchecked Sendable { // all state is touched onl
 
     /// A client connected on `link` (call on `queue`). A bonded link gets its bond's CCCDs back.
     public func connect(_ link: any ATTServerLink) {
-        var state = LinkState(link: link)
+        let state = LinkState(link: link)
         if let peer = bondedPeer(link), let bond = bonds[peer] {
             state.cccd = bond.cccd; state.clientFeatures = bond.clientFeatures; state.changeAware = bond.changeAware
         }
@@ -144,18 +169,23 @@ public final class GATTServer: @unchecked Sendable { // all state is touched onl
 
     /// `link` became encrypted (call on `queue`): when it is now bonded (`ATTServerLinkBond`),
     /// the CCCDs its bond kept from earlier links come back under those this link wrote, and
-    /// the bond keeps the result, and each CCCD restored is reported as `subscribed`. An
-    /// unbonded link is left as it is.
-    package func restoreBondState(_ link: any ATTServerLink) {
+    /// the bond keeps the result, and each CCCD restored is reported as `subscribed`; its
+    /// Client Supported Features come back, and a bond that is change-unaware makes the link
+    /// so (Part G, 2.5.2.1). `stored`, the bond as its store keeps it, is what the server
+    /// starts from for a bond it has not seen since it was made. An unbonded link is left as
+    /// it is.
+    package func restoreBondState(_ link: any ATTServerLink, stored: Bond? = nil) {
         let id = ObjectIdentifier(link)
         guard let state = links[id], let peer = bondedPeer(link) else { return }
+        if bonds[peer] == nil, let stored { bonds[peer] = bondState(from: stored) }
         if let bond = bonds[peer] {
             let restored = bond.cccd.filter { state.cccd[$0.key] == nil && $0.value != 0 }
             links[id]?.cccd.merge(restored) { current, _ in current }
             for (handle, value) in restored.sorted(by: { $0.key < $1.key }) {
                 reportStore([UInt8(value & 0xFF), UInt8(value >> 8)], handle: handle, link: id)
             }
-            if links[id]?.clientFeatures == 0 { links[id]?.clientFeatures = bond.clientFeatures }
+            if state.clientFeatures == 0 { state.clientFeatures = bond.clientFeatures }
+            if !bond.changeAware, state.changeAware { state.changeAware = false; state.outOfSyncSent = false }
         }
         rememberBondState(id)
         hooks?.changed(self)
@@ -176,7 +206,7 @@ public final class GATTServer: @unchecked Sendable { // all state is touched onl
     /// `queue`), with `mtu` as its ATT_MTU: it answers requests on its own, and the client's
     /// CCCDs and features stay with `client`.
     package func connectEnhanced(_ link: any ATTServerLink, client: any ATTServerLink, mtu: UInt16) {
-        var state = LinkState(link: link)
+        let state = LinkState(link: link)
         state.client = ObjectIdentifier(client)
         state.mtu = max(23, mtu)
         links[ObjectIdentifier(link)] = state
@@ -193,8 +223,11 @@ public final class GATTServer: @unchecked Sendable { // all state is touched onl
     /// One ATT PDU from the client on `link` (call on `queue`); the answer goes back through
     /// the link. Malformed or unknown requests get an Error Response, never a trap.
     public func receive(_ pdu: [UInt8], on link: any ATTServerLink) {
-        defer { hooks?.changed(self) }
         let id = ObjectIdentifier(link)
+        // 0x0A: Read Request, opcode and handle (Vol 3, Part F, 3.4.4.3).
+        if hooks == nil, pdu.count == 3, pdu[0] == 0x0A, let state = links[id],
+           !state.ended, !state.answering, !state.mayBeOutOfSync, answerStoredRead(pdu, state: state, link: id) { return }
+        defer { hooks?.changed(self) }
         if links[id] == nil { connect(link) }
         guard let first = pdu.first, links[id]?.ended == false else { dropped += 1; return }
         let opcode = ATTOpcode(first)
@@ -241,6 +274,22 @@ public final class GATTServer: @unchecked Sendable { // all state is touched onl
                 self.queue.async { self.finishDeferred(response, to: id) }
             }
         }
+    }
+
+    /// The direct path of a Read Request (Vol 3, Part F, 3.4.4.3) of an attribute that
+    /// `readsDirectly`: the handle read in place, the Read Response written into a buffer the
+    /// server keeps (no allocation while the link does not keep the array it was given). False
+    /// when the attribute needs the general path (unknown handle, permissions, handlers).
+    private func answerStoredRead(_ pdu: [UInt8], state: LinkState, link id: ObjectIdentifier) -> Bool {
+        let handle = UInt16(pdu[1]) | UInt16(pdu[2]) << 8
+        guard let i = table.index(of: handle), table.attributes[i].readsDirectly else { return false }
+        let value = table.attributes[i].value
+        if !activityObservers.isEmpty { reportReads([handle], values: [value], offset: 0, link: id) }
+        responseBuffer.removeAll(keepingCapacity: true)
+        responseBuffer.append(0x0B)   // Read Response
+        responseBuffer.append(contentsOf: value.prefix(Int(state.mtu) - 1))
+        state.link.sendToCentral(responseBuffer)
+        return true
     }
 
     private func finishDeferred(_ response: ATTPDU?, to id: ObjectIdentifier) {
@@ -339,6 +388,8 @@ public final class GATTServer: @unchecked Sendable { // all state is touched onl
             self.table = AttributeTable(database)
             for id in self.links.keys { self.links[id]?.changeAware = false; self.links[id]?.outOfSyncSent = false }
             for peer in self.bonds.keys { self.bonds[peer]?.changeAware = false }
+            // Connected bonded clients' stores learn it now (the others' keep the old hash).
+            for id in self.links.keys { self.rememberBondState(id) }
         }
     }
 

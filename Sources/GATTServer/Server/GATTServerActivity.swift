@@ -1,5 +1,6 @@
 import GATTClient
 import BLEWire
+import SMP
 
 /// What a client did on a `GATTServer`, as `activity()` reports it: a bearer came or went,
 /// a value was read, a value was written (applied), a CCCD was written. Values and peers come
@@ -20,6 +21,11 @@ public enum GATTServerActivity: Sendable, Hashable {
     /// A client wrote the CCCD of `characteristic` (value handle `valueHandle`):
     /// bit 0 notifications, bit 1 indications (Vol 3, Part G, 3.3.3.3).
     case subscribed(peer: String, characteristic: BluetoothUUID, valueHandle: UInt16, configuration: UInt16)
+    /// The bond store refused to save what the server keeps of the bonded client `peer` (its
+    /// CCCDs, Client Supported Features and change awareness); `error` names the file and the
+    /// errno. The server keeps the state while it runs and saves it again at its next change;
+    /// after a restart the client gets what the store last kept.
+    case bondNotSaved(peer: LEAddress, error: BondStoreError)
 }
 
 extension GATTServer {

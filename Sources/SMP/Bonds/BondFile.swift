@@ -9,11 +9,16 @@ import BLEWire
 ///     ltk=2965F176A1084A02FD3F6A20CE636E20
 ///     ...
 ///     gatt.cccd=000A:0001,0010:0002
+///     gatt.clientFeatures=05
+///     gatt.databaseHash=F1CA2D48ECF58BAC8A8830BBB9FBA990
 ///     end
 ///
-/// Keys a reader does not know are skipped, so a key added later (`gatt.cccd`: the CCCDs a
-/// GATT server keeps per bond, handle and value in hex) keeps the version: an older reader
-/// loads the file without it, and a file without it loads with none.
+/// Keys a reader does not know are skipped, so a key added later keeps the version: an older
+/// reader loads the file without it, and a file without it loads as before. Added so:
+/// `gatt.cccd` (the CCCDs a GATT server keeps per bond, handle and value in hex),
+/// `gatt.clientFeatures` (the client's Client Supported Features octet, when not 0) and
+/// `gatt.databaseHash` (the Database Hash the client was last change-aware of; all zero:
+/// change-unaware).
 enum BondFile {
     static let header = "# swift-ble-host bond 1"
 
@@ -31,6 +36,8 @@ enum BondFile {
         if let csrk = b.localSignatureKey { lines += ["localCsrk=\(hex(csrk))", "localCsrk.signCounter=\(b.localSignCounter)"] }
         let cccds = b.clientConfigurations.filter { $0.value != 0 }.sorted { $0.key < $1.key }.prefix(Bond.clientConfigurationLimit)
         if !cccds.isEmpty { lines.append("gatt.cccd=" + cccds.map { "\(hex16($0.key)):\(hex16($0.value))" }.joined(separator: ",")) }
+        if b.clientSupportedFeatures != 0 { lines.append("gatt.clientFeatures=" + String(hex16(UInt16(b.clientSupportedFeatures)).suffix(2))) }
+        if let h = b.clientDatabaseHash { lines.append("gatt.databaseHash=\(hex(h))") }
         lines.append("end")
         return lines.joined(separator: "\n") + "\n"
     }
@@ -61,6 +68,11 @@ enum BondFile {
             bond.localSignCounter = n
         }
         if let v = fields["gatt.cccd"] { bond.clientConfigurations = try clientConfigurations(v) }
+        if let v = fields["gatt.clientFeatures"] {
+            guard v.utf8.count == 2, v.allSatisfy(\.isHexDigit), let f = UInt8(v, radix: 16) else { throw .init("bad 'gatt.clientFeatures'") }
+            bond.clientSupportedFeatures = f
+        }
+        if let v = fields["gatt.databaseHash"] { guard let h = parseKey(v) else { throw .init("bad 'gatt.databaseHash'") }; bond.clientDatabaseHash = h }
         return bond
     }
 

@@ -62,6 +62,14 @@ public struct Bond: Sendable, Hashable {
     public var clientConfigurations: [UInt16: UInt16] = [:]
     /// The most CCCD values a bond keeps (a database has at most one per characteristic).
     public static let clientConfigurationLimit = 512
+    /// The Client Supported Features (Vol 3, Part G, 7.2, octet 0) the peer as a client wrote
+    /// to this side's GATT server: kept across links for a bonded client.
+    public var clientSupportedFeatures: UInt8 = 0
+    /// The Database Hash (Vol 3, Part G, 7.3.1, the AES-CMAC as a number) of this side's
+    /// database as the peer as a client was last change-aware of it (2.5.2.1: a bonded
+    /// client's awareness persists across links): a different hash, or 0, makes it
+    /// change-unaware on its next link. nil: not kept (a bond from before; change-aware).
+    public var clientDatabaseHash: UInt128?
     /// Seconds since 1970 when the bond was made.
     public var created: Int64
 

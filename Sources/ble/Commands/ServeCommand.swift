@@ -48,7 +48,7 @@ enum ServeCommand {
     }
 
     static func serve(_ central: Central, _ options: ServeOptions, bonds: any BondStore, console: Console, logger: BLELogger) async throws {
-        let server = GATTServer(database: options.database, queue: central.executor.queue)
+        let server = GATTServer(database: options.database, queue: central.executor.queue, logger: logger)
         await server.setSignedWriteVerifier(BondStoreSignatureVerifier(store: bonds))
         let activity = await server.activity()
         // Set before incomingConnections() offers a link, so a central that pairs at once is answered.

@@ -25,6 +25,8 @@ enum ServeOutput {
             if configuration & 0x0001 != 0 { kinds.append("notifications") }
             if configuration & 0x0002 != 0 { kinds.append("indications") }
             return "subscribe \(TerminalText.escape(peer)) \(characteristic) \(at(valueHandle)): \(kinds.isEmpty ? "off" : kinds.joined(separator: ", "))"
+        case .bondNotSaved(let peer, let error):
+            return "bond not saved \(peer.address): \(error)"
         }
     }
 

@@ -5,23 +5,28 @@ import BLETestSupport
 import GATTServer
 import BLEWire
 import BLECore
+import SMP
 
 /// The client end of one bearer to a `GATTServer`, as raw PDUs: what the server sends is kept
 /// in order, and `next()` waits (bounded) for the next one.
-final class CaptureLink: ATTServerLink, ATTServerLinkSecurity, ATTServerLinkBond, ATTServerLinkClosing, ATTServerLinkFlowControl, @unchecked Sendable { // the security fields are set by the test before traffic; the rest holds `state`
+final class CaptureLink: ATTServerLink, ATTServerLinkSecurity, ATTServerLinkBond, ATTServerLinkClosing, ATTServerLinkFlowControl, ATTServerLinkBondStore,
+                         @unchecked Sendable { // the security fields are set by the test before traffic; the rest holds `state`
     let centralDescription: String
     var isEncrypted = false
     var isAuthenticated = false
     var encryptionKeySize = 16
     var bondedPeer: LEAddress?
+    /// Where the server saves what it keeps of the bonded client.
+    let bondStore: (any BondStore)?
     /// False: the server holds notifications for the link until `makeRoom()`.
     var canSend = true
     private var roomWaiters: [@Sendable () -> Void] = []
     private let state = Mutex<(sent: [[UInt8]], waiter: CheckedContinuation<[UInt8]?, Never>?, closed: Bool)>(([], nil, false))
 
-    init(_ description: String = "C0:00:00:00:00:01", bondedPeer: LEAddress? = nil) {
+    init(_ description: String = "C0:00:00:00:00:01", bondedPeer: LEAddress? = nil, store: (any BondStore)? = nil) {
         self.centralDescription = description
         self.bondedPeer = bondedPeer
+        self.bondStore = store
     }
 
     func sendToCentral(_ pdu: [UInt8]) {
