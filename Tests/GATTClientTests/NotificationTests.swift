@@ -2,6 +2,7 @@ import Testing
 import GATTClient
 @testable import BLETestSupport
 import BLEWire
+import BLESeed
 
 @Suite struct NotificationTests {
     @Test func oneSubscriberGetsEveryNotificationInOrder() async throws {

@@ -121,7 +121,7 @@ extension Peripheral {
 
     // MARK: Internals
 
-    nonisolated func decoder<T: GATTDecodable & Sendable>(_ c: CharacteristicIdentifier) -> @Sendable ([UInt8]) throws -> T {
+    package nonisolated func decoder<T: GATTDecodable & Sendable>(_ c: CharacteristicIdentifier) -> @Sendable ([UInt8]) throws -> T {
         let peer = peerAddress
         return { bytes in
             do throws(GATTValueError) { return try T(gattValue: bytes) } catch {
@@ -130,7 +130,8 @@ extension Peripheral {
         }
     }
 
-    nonisolated func lazyStream<T: Sendable>(_ c: CharacteristicIdentifier, indications: Bool, _ policy: StreamBufferingPolicy,
+    /// A stream that subscribes on its first `next()` (the seed's `notifications(for:)`, module BLESeed).
+    package nonisolated func lazyStream<T: Sendable>(_ c: CharacteristicIdentifier, indications: Bool, _ policy: StreamBufferingPolicy,
                                               _ transform: @escaping @Sendable ([UInt8]) throws -> T) -> NotificationStream<T> {
         NotificationStream(source: LazySubscription(peripheral: self, characteristic: c, indications: indications, bufferingPolicy: policy),
                            transform: transform)

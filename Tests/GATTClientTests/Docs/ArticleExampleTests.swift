@@ -5,6 +5,7 @@ import BLEWire
 import BLECore
 import ATT
 import GATTClient
+import BLESeed
 
 /// Runs the articles' examples (ArticleExamples.swift) against fakes and recorded captures.
 @Suite struct ArticleExampleTests {

@@ -6,6 +6,7 @@ import BLEWire
 import BLECore
 import ATT
 import GATTClient
+import BLESeed
 
 // ATT/ATT.docc/ATT.md
 func decodedOpcode(_ bytes: [UInt8]) -> ATTOpcode? {

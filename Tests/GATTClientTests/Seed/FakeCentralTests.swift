@@ -4,6 +4,7 @@ import BLEWire
 import BLECore
 import ATT
 import GATTClient
+import BLESeed
 
 /// FakeCentral and FakePeripheral: each scripted behaviour, seen through a real Central.
 @Suite struct FakeCentralTests {

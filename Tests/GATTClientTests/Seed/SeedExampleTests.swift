@@ -5,6 +5,7 @@ import Testing
 import BLETestSupport
 import BLECore
 import GATTClient
+import BLESeed
 
 /// The seed's two examples, compiled as written (SeedMainExample.swift,
 /// SeedTestingExample.swift), run against the in-process virtual controller.

@@ -1,5 +1,6 @@
 import BLEWire
 import BLECore
+import GATTClient
 extension Central {
     /// Scans for devices advertising any of `services` (in a service UUID list or as service
     /// data): BLESwift's form of `scan(filter: ScanFilter(services:), options:)`.
