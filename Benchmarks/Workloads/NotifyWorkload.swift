@@ -38,7 +38,7 @@ enum NotifyWorkload {
     }
 
     /// (b) Delivered to `subscribers` consumers per link of `links`, each iterating
-    /// `peripheral.notifications(for:)`; `perLink` notifications are sent on every link.
+    /// a stream from `peripheral.subscribe(to:)`; `perLink` notifications are sent on every link.
     static func deliver(_ stack: BenchStack, name: String, links: Int, subscribers: Int, perLink: Int, runs: Int) async throws -> Measurement {
         let used = Array(stack.links.prefix(links))
         let rounds = 256
@@ -54,7 +54,7 @@ enum NotifyWorkload {
             for link in used {
                 for _ in 0..<subscribers {
                     // Unbounded: every value is counted (the default bound drops the oldest while behind).
-                    let stream = link.peripheral.notifications(for: link.measurement, bufferingPolicy: .unbounded)
+                    let stream = try await link.peripheral.subscribe(to: link.measurement, bufferingPolicy: .unbounded)
                     let target = batches * rounds
                     consumers.append(Task.detached {
                         var seen = 0

@@ -100,7 +100,7 @@ enum HeartRateSession {
         // The iterator is kept until the control point write is done, as when the capture was
         // recorded: the CCCD is cleared after that write, not before.
         var readings: NotificationStream<HeartRateMeasurement>.Iterator? =
-            peripheral.notifications(for: CharacteristicIdentifier(uuid: "2A37", service: heartRate), as: HeartRateMeasurement.self).makeAsyncIterator()
+            try await peripheral.subscribe(to: CharacteristicIdentifier(uuid: "2A37", service: heartRate), as: HeartRateMeasurement.self).makeAsyncIterator()
         while bpm.count < 10, let reading = try await readings?.next() { bpm.append(reading.beatsPerMinute) }
         try await peripheral.write([0x01], to: CharacteristicIdentifier(uuid: "2A39", service: heartRate), type: .withResponse)
         let remaining = central.executor.queue.sync { transport.expectedRemaining }

@@ -104,7 +104,7 @@ enum HostHarness {
         var helpers: [Task<Void, any Error>] = []
         do {
             _ = try await central.powerOn()
-            let scan = await central.scan(services: [heartRate])
+            let scan = await central.scan(filter: ScanFilter(services: [heartRate]))
             let scanner = Task { for try await _ in scan {} }
             helpers.append(scanner)
             defer { scanner.cancel() }

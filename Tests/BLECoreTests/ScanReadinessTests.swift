@@ -2,6 +2,7 @@ import Testing
 @testable import BLECore
 @testable import BLETransport
 import BLETestSupport
+import BLESeed
 
 /// Scans asked for while the adapter is not ready wait for it (bounded by
 /// `ScanOptions.readyTimeout`); terminal states end them with a typed error; a power-off does

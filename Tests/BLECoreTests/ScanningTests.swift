@@ -126,8 +126,8 @@ struct ScanningTests {
     func filters() async throws {
         let bed = try await ScanBed.make()
         let c = bed.central
-        let byService = Collected(await c.scan(services: [BluetoothUUID(uuid16: 0x180D)]))
-        let byServiceData = Collected(await c.scan(services: [BluetoothUUID(uuid16: 0x181A)]))
+        let byService = Collected(await c.scan(filter: ScanFilter(services: [BluetoothUUID(uuid16: 0x180D)])))
+        let byServiceData = Collected(await c.scan(filter: ScanFilter(services: [BluetoothUUID(uuid16: 0x181A)])))
         let byName = Collected(await c.scan(filter: ScanFilter(nameContains: "polar")))
         let byRSSI = Collected(await c.scan(filter: ScanFilter(minimumRSSI: -50)))
         let byManufacturer = Collected(await c.scan(filter: ScanFilter(manufacturerID: 0x004C)))

@@ -47,13 +47,13 @@ struct BoundedNotificationStreamTests {
         #expect(try await it.next() == Self.counter(101))
     }
 
-    @Test func theDefaultPolicyIsBoundedAndTheLazyStreamCountsItsDrops() async throws {
+    @Test func theDefaultPolicyIsBoundedAndTheStreamCountsItsDrops() async throws {
         let bed = try await LabBed()
         let limit = try #require(StreamBufferingPolicy.notificationDefault.limit)
-        let stream = bed.peripheral.notifications(for: Lab.notifyCounter)
+        let stream = try await bed.peripheral.subscribe(to: Lab.notifyCounter)
         var it = stream.makeAsyncIterator()
         let first = Task { try await it.next() }
-        // Subscribed once the CCCD is written; the first value wakes the waiting consumer.
+        // The CCCD is written before subscribe returns; the first value wakes the waiting consumer.
         #expect(await bed.server.waitUntil("subscribed") { $0.cccdValues(of: Lab.notifyCounter.uuid) == [1] })
         await bed.server.notify(characteristic: Lab.notifyCounter.uuid, value: Self.counter(0))
         #expect(try await first.value == Self.counter(0))

@@ -2,6 +2,7 @@ import Testing
 import GATTClient
 @testable import BLETestSupport
 import BLEWire
+import BLESeed
 
 @Suite struct NotificationTests {
     @Test func oneSubscriberGetsEveryNotificationInOrder() async throws {
@@ -48,7 +49,7 @@ import BLEWire
         let bed = TestBed(.heartRateMonitor())
         let hr = ServiceIdentifier(uuid: "180D")
         let measurement = CharacteristicIdentifier(uuid: "2A37", service: hr)
-        let readings: NotificationStream<HeartRateMeasurement> = bed.peripheral.notifications(for: measurement)
+        let readings: AsyncThrowingStream<HeartRateMeasurement, any Error> = bed.peripheral.notifications(for: measurement)
         let consumer = Task {
             var bpm: [UInt16] = []
             for try await r in readings { bpm.append(r.beatsPerMinute); if bpm.count == 2 { break } }

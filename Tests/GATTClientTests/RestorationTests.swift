@@ -99,7 +99,7 @@ import BLETransport
         }
         #expect(back.peer == Self.peer)
         #expect(back.failures.isEmpty)
-        let stream = try #require(back.notifications(for: Self.batteryLevel))
+        let stream = try #require(back.streams[Self.batteryLevel])
         // The CCCD was written again (ATT Write Request 0x12 to 0x0017, notifications 0x0001)
         // and nothing was discovered: the GATT cache had the database for this hash.
         #expect(second.vc.l2capReceived.contains { $0.channelID == 0x0004 && $0.payload == [0x12, 0x17, 0x00, 0x01, 0x00] })
@@ -140,7 +140,7 @@ import BLETransport
         #expect(second.vc.commandsReceived.contains { $0.opcode.rawValue == 0x2019 })
         #expect(!second.vc.l2capReceived.contains { $0.channelID == 0x0004 && $0.payload.starts(with: [0x12, 0x17, 0x00]) })
         // What that server sends: a Handle Value Notification (0x1B) of Battery Level (0x0016).
-        let stream = try #require(back.notifications(for: Self.batteryLevel))
+        let stream = try #require(back.streams[Self.batteryLevel])
         try second.vc.sendL2CAP(from: Self.peer, channelID: 0x0004, payload: [0x1B, 0x16, 0x00, 0x55])
         var values = stream.makeAsyncIterator()
         #expect(try await values.next() == [0x55])

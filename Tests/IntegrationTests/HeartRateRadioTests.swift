@@ -27,7 +27,7 @@ import GATTClient
 
             let measurement = CharacteristicIdentifier(uuid: "2A37", service: heartRate)
             var readings: [HeartRateMeasurement] = []
-            for try await reading in peripheral.notifications(for: measurement, as: HeartRateMeasurement.self) {
+            for try await reading in try await peripheral.subscribe(to: measurement, as: HeartRateMeasurement.self) {
                 readings.append(reading)
                 if readings.count == 10 { break }
             }

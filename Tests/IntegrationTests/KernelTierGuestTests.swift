@@ -68,7 +68,7 @@ struct KernelTierGuestTests {
         KernelTierGuest.pass("userChannelGATT")
     }
 
-    @Test("User channel: scan(services: [180D]) finds HRM; Peripheral reads Body Sensor Location and streams heart rate")
+    @Test("User channel: scan(filter: [180D]) finds HRM; Peripheral reads Body Sensor Location and streams heart rate")
     func userChannelScanAndPeripheral() async throws {
         try await KernelTierGuest.afterRelease { try HCIAdapters.bringDown(index: 0) }
         let central = try await KernelTierGuest.afterRelease { try await Central.open("hci0") }
@@ -411,14 +411,14 @@ enum KernelTierGuest {
         try #require(!notified.isIndication && notified.value == [0x00, 72], "\(notified)")
     }
 
-    /// `Central.scan(services:)` until HRM shows up (bounded).
+    /// `Central.scan(filter:)` for 180D until HRM shows up (bounded).
     static func scanForHRMWithAPI(_ central: Central) async throws -> DiscoveredPeripheral {
-        let events = await central.scan(services: [BluetoothUUID(uuid16: 0x180D)])
+        let events = await central.scan(filter: ScanFilter(services: [BluetoothUUID(uuid16: 0x180D)]))
         let found = await first(of: events.compactMap { event -> DiscoveredPeripheral? in
             if case .discovered(let p) = event, p.address == hrm { return p }
             return nil
         }, within: .seconds(30))
-        return try #require(found, "scan(services: [180D]) did not find \(hrm) within 30 s")
+        return try #require(found, "scan(filter: [180D]) did not find \(hrm) within 30 s")
     }
 
     /// GATTClient: Body Sensor Location reads as chest, Heart Rate Measurement notifies 72 bpm.
@@ -429,7 +429,7 @@ enum KernelTierGuest {
         let services = try await peripheral.services()
         try #require(services.contains { $0.uuid == BluetoothUUID(uuid16: 0x180D) }, "\(services)")
         try #require(try await peripheral.read(location, as: BodySensorLocation.self) == .chest)
-        let reading = await first(of: peripheral.notifications(for: measurement, as: HeartRateMeasurement.self), within: .seconds(20))
+        let reading = await first(of: try await peripheral.subscribe(to: measurement, as: HeartRateMeasurement.self), within: .seconds(20))
         let value = try #require(reading, "no Heart Rate Measurement within 20 s")
         try #require(value.beatsPerMinute == 72, "\(value)")
     }

@@ -118,15 +118,12 @@ struct ManyLinksRadioTests {
             #expect(await central.snapshot.connectionCount == 8)
             let connectedAt = ContinuousClock.now
 
-            // All eight streams at once: half through subscribe(to:), half through the lazy
-            // notifications(for:), each drained by its own task.
+            // All eight streams at once, each subscribed before its task drains it.
             let received = Received()
             let dropper = try #require(peripherals.first { $0.id == "dropper" })
             var consumers: [Task<Void, any Error>] = []
-            for (index, entry) in peripherals.enumerated() {
-                let stream: any AsyncSequence<[UInt8], any Error> & Sendable = index % 2 == 0
-                    ? try await entry.peripheral.subscribe(to: Soak.labCounter)
-                    : entry.peripheral.notifications(for: Soak.labCounter)
+            for entry in peripherals {
+                let stream = try await entry.peripheral.subscribe(to: Soak.labCounter)
                 let id = entry.id
                 let isDropper = id == "dropper"
                 consumers.append(Task {

@@ -49,7 +49,7 @@ import BLECore
             let back = try #require(try await Self.firstRestored(try await Restoration(central: second, store: RestorationStore(identifier: "hrm", directory: dir)).restore()))
             #expect(back.peer == peer)
             #expect(back.failures.isEmpty)
-            var resumed = try #require(back.notifications(for: Self.measurement)).makeAsyncIterator()
+            var resumed = try #require(back.streams[Self.measurement]).makeAsyncIterator()
             var readings: [HeartRateMeasurement] = []
             while readings.count < 3, let value = try await resumed.next() { readings.append(try HeartRateMeasurement(gattValue: value)) }
             #expect(readings.count == 3)

@@ -52,7 +52,7 @@ struct ScanningRadioTests {
             let hrm = try #require(radio.device("hrm"))
             #expect(hrm.name == "Polar H10 sim")
             let central = try await Central.open(radio.transportSpec)
-            let found = try await Self.first(within: 10) { await central.scan(services: [BluetoothUUID(uuid16: 0x180D)]) }
+            let found = try await Self.first(within: 10) { await central.scan(filter: ScanFilter(services: [BluetoothUUID(uuid16: 0x180D)])) }
             #expect(found.map { "\($0.address)" } == "F0:5E:B1:00:00:01 (random static)")
             #expect("\(hrm.address) (random static)" == found.map { "\($0.address)" })
             #expect(found?.advertisingData.serviceUUIDs.contains(BluetoothUUID(uuid16: 0x180D)) == true)

@@ -20,7 +20,7 @@ public enum HeartRateLog {
         guard let monitor = found else { return }
         let peripheral = try await central.connect(monitor, reconnect: .always(maxAttempts: 5))
         var count = 0
-        for try await reading in peripheral.notifications(for: measurement, as: HeartRateMeasurement.self) {
+        for try await reading in try await peripheral.subscribe(to: measurement, as: HeartRateMeasurement.self) {
             report(line(reading))
             count += 1
             if let samples, count >= samples { break }

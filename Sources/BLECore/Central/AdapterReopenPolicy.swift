@@ -59,7 +59,7 @@ public enum AdapterReopenError: Error, Sendable, Equatable, CustomStringConverti
     public var description: String {
         switch self {
         case .notReopenable(let name):
-            return "cannot reopen \(name): the central was given an open transport; create it with Central(device:), Central.open(_:) or Central(opening:name:options:) to reopen it"
+            return "cannot reopen \(name): the central was given an open transport; open it by its spec with Central.open(_:) (or Central(device:)) to reopen it"
         case .closed(let name):
             return "cannot reopen \(name): the central is closed; create a new one"
         }

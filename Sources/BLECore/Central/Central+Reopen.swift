@@ -21,10 +21,11 @@ extension Central {
 
     /// A central whose transport `open` makes; it makes a new one each time the central
     /// reopens the adapter (`reopen`). `name` names it in states and errors. Call `powerOn()`
-    /// next.
+    /// next. The `ble` tool and the tests use it for transports that are not spec strings; an
+    /// application opens a spec with `Central.open(_:options:)`, which reopens the same way.
     ///
-    ///     let central = Central(opening: { () throws(TransportError) in try TransportSpec.parse("tcp:10.0.0.2:9000").open() }, name: "tcp:10.0.0.2:9000")
-    public init(opening open: @escaping @Sendable () throws(TransportError) -> any HCITransport, name: String, options: Options = Options()) {
+    ///     let central = Central(opening: { () throws(TransportError) in try plug.open() }, name: "virtual")
+    package init(opening open: @escaping @Sendable () throws(TransportError) -> any HCITransport, name: String, options: Options = Options()) {
         self.init(transport: DeferredTransport(name: name, open: open), options: options)
     }
 

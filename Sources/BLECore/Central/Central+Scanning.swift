@@ -26,21 +26,16 @@ extension Central {
         return scanner.enter(on: executor) { $0.subscribe(filter: filter, options: options) }
     }
 
-    /// Scans for devices advertising any of `services` (in a service UUID list or as service data).
-    ///
-    ///     for try await event in await central.scan(services: [BluetoothUUID("180D")!]) { ... }
-    public func scan(services: [BluetoothUUID], options: ScanOptions = ScanOptions()) -> ScanStream {
-        scan(filter: ScanFilter(services: services), options: options)
-    }
-
     /// The devices found so far, strongest (smoothed RSSI) first, for list UIs: an empty list
     /// at once, then a new list at most every `interval` while something changes. Devices
     /// not heard for `options.lostTimeout` leave the list. Subscribing keeps a scan running
     /// like a `scan` subscriber, and waits for the adapter as `scan` does; the stream just ends
     /// (it has no error to throw) where a `scan` stream would fail.
     ///
+    /// The `ble scan` table's feed; an application scans with `scan(filter:options:)`.
+    ///
     ///     for await list in await central.discoveredPeripherals() { table.reload(list) }
-    public func discoveredPeripherals(filter: ScanFilter = .all,
+    package func discoveredPeripherals(filter: ScanFilter = .all,
                                       options: ScanOptions = ScanOptions(lostTimeout: .seconds(10)),
                                       interval: Duration = .milliseconds(250)) -> AsyncStream<[DiscoveredPeripheral]> {
         guard scanRefusal(options) == nil else { return AsyncStream { $0.finish() } }

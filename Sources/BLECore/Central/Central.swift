@@ -50,8 +50,6 @@ public actor Central {
     public internal(set) var state: AdapterState = .unknown
     var stateReason: String?
     let stateStream: Broadcaster<AdapterState>
-    /// State, power, authorization and scanning in one value (see `bluetoothStateEvents()`).
-    let bluetoothStateStream: Broadcaster<BluetoothState>
     let connectionEventStream: Broadcaster<PeerConnectionEvent>
     /// Reopen attempts (Central+Reopen.swift).
     let reopenEventStream: Broadcaster<AdapterReopenEvent>
@@ -105,7 +103,6 @@ public actor Central {
         self.options = options
         self.spec = transport.name
         self.stateStream = Broadcaster(executor: executor, replay: .latest)
-        self.bluetoothStateStream = Broadcaster(executor: executor, replay: .latest)
         self.connectionEventStream = Broadcaster(executor: executor)
         self.reopenEventStream = Broadcaster(executor: executor)
         self.scanner = Scanner(host: host, scheduler: scheduler, logger: options.logger)
@@ -116,7 +113,10 @@ public actor Central {
 
     // MARK: - State
 
-    /// The adapter state now and from now on (a new subscriber first gets the current state).
+    /// The adapter state now and from now on (a new subscriber first gets the current state):
+    /// the central's one state stream. `snapshot` adds scanning, the link count and the reason.
+    ///
+    ///     for await state in await central.stateEvents() where state == .poweredOn { break }
     public func stateEvents(bufferingPolicy: StreamBufferingPolicy = .unbounded) -> AsyncStream<AdapterState> {
         if stateStream.latestValue == nil { stateStream.yield(state) }
         return stateStream.subscribe(bufferingPolicy: bufferingPolicy)
@@ -133,7 +133,6 @@ public actor Central {
         state = new
         scanner.enter(on: executor) { $0.adapterState = new }
         stateStream.yield(new)
-        publishBluetoothState()
     }
 
     /// Lifecycle events of every link of this central.
@@ -205,7 +204,6 @@ public actor Central {
         await waitForTransportRelease(timeout: .seconds(2))
         setState(.poweredOff)
         stateStream.finish()
-        bluetoothStateStream.finish()
         connectionEventStream.finish()
         reopenEventStream.finish()
         advertising.incoming.finish()

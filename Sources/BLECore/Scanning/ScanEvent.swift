@@ -2,7 +2,7 @@ import BLEWire
 
 /// What a scan subscriber learns about one device.
 ///
-///     for try await event in await central.scan(services: [BluetoothUUID("180D")!]) {
+///     for try await event in await central.scan(filter: ScanFilter(services: [BluetoothUUID(uuid16: 0x180D)])) {
 ///         if case .discovered(let p) = event { print(p) }
 ///     }
 public enum ScanEvent: Sendable, Hashable, CustomStringConvertible {

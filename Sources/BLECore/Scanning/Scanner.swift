@@ -62,13 +62,9 @@ actor Scanner {
     /// The central is closed: no subscriber waits for it any more.
     var closed = false
     /// What the controller runs now; nil when it is not scanning.
-    var applied: ControllerScanParameters? {
-        didSet { if (oldValue == nil) != (applied == nil) { onScanningChange?() } }
-    }
+    var applied: ControllerScanParameters?
     /// A job is queued to release the events held for the subscribers (`releaseEvents`).
     var releaseQueued = false
-    /// Runs on the executor whenever `isScanning` changes.
-    var onScanningChange: (() -> Void)?
     var reconciling = false
     /// Callers of `settled()` by id.
     let settledWaiters: Waiters<Void, Never>

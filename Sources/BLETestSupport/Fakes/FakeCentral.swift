@@ -2,6 +2,7 @@ import GATTClient
 import BLEWire
 import BLETransport
 import BLECore
+import BLESeed
 
 /// A scriptable stand-in for the radio, to wire into a real `Central`: the in-process virtual
 /// controller behind it, so everything above HCI (host, central, L2CAP, ATT, GATT) runs the

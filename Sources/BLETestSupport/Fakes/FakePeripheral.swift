@@ -5,6 +5,7 @@ import BLEWire
 import BLECore
 import ATT
 import GATTServer
+import BLESeed
 
 /// A peripheral for `FakeCentral`: a name, what it advertises and its GATT database, declared
 /// the way an application names things. Once added to a fake central it advertises, accepts

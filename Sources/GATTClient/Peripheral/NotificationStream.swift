@@ -1,14 +1,14 @@
 import BLECore
 import Synchronization
 
-/// A characteristic's notifications or indications: `Peripheral.notifications(for:)` and
-/// `indications(for:)` subscribe when iteration starts, `subscribe(to:)` before it returns.
+/// A characteristic's notifications or indications, from `Peripheral.subscribe(to:)` (the
+/// bytes) or `subscribe(to:as:)` (decoded), subscribed before it is returned.
 /// Values are handed over in batches. The consumer's task
 /// waits only when nothing is buffered; once woken it takes everything buffered in one hop
 /// and iterates it without synchronising, so a consumer that is behind catches up at the
 /// cost of a read from an array per value. One task iterates it at a time.
 ///
-///     let readings = peripheral.notifications(for: measurement, as: HeartRateMeasurement.self)
+///     let readings = try await peripheral.subscribe(to: measurement, as: HeartRateMeasurement.self)
 ///     for try await r in readings { print(r.beatsPerMinute) }
 ///     print(readings.droppedCount)   // what the buffering policy dropped
 public struct NotificationStream<Element: Sendable>: AsyncSequence, Sendable {
@@ -72,7 +72,8 @@ extension NotificationStream where Element == [UInt8] {
 }
 
 /// The subscription behind a `NotificationStream`: subscribes on the first `next()` unless
-/// it was made subscribed (`subscribe(to:)`), then reads the subscriber's batches directly
+/// it was made subscribed (`subscribe(to:)`; the seed's `notifications(for:)` subscribes
+/// lazily), then reads the subscriber's batches directly
 /// (no stream in between).
 @usableFromInline
 final class LazySubscription: @unchecked Sendable { // `subscription` belongs to the stream's single consumer, one `next()` at a time; `shared` is behind a lock

@@ -3,8 +3,8 @@ extension Peripheral {
     /// Subscribes to a characteristic's notifications (or indications) and returns once the
     /// peer's CCCD is set: nothing sent after this returns is missed. Any number of
     /// subscribers share one CCCD write; it is cleared after the last one stops iterating.
-    /// The stream throws `GATTError.disconnected` when the link ends for good. It is the
-    /// same `NotificationStream` as `notifications(for:)` gives, already subscribed.
+    /// The stream throws `GATTError.disconnected` when the link ends for good. This is the one
+    /// way to a characteristic's values as they change; `subscribe(to:as:)` decodes them.
     ///
     /// The stream is bounded (`StreamBufferingPolicy.notificationDefault` unless given):
     /// notifications beyond the bound are dropped as the policy says and counted (the
@@ -22,6 +22,20 @@ extension Peripheral {
         let source = LazySubscription(peripheral: self, characteristic: characteristic, indications: indications,
                                       bufferingPolicy: bufferingPolicy, subscribed: subscribed)
         return NotificationStream(bytes: source)
+    }
+
+    /// Subscribes as `subscribe(to:indications:bufferingPolicy:)` does, and decodes each value
+    /// as `T`; a value that does not decode ends the stream with `GATTError.invalidValue`.
+    ///
+    ///     for try await reading in try await peripheral.subscribe(to: measurement, as: HeartRateMeasurement.self) { ... }
+    public func subscribe<T: GATTDecodable & Sendable>(
+        to characteristic: CharacteristicIdentifier, as type: T.Type, indications: Bool = false,
+        bufferingPolicy: StreamBufferingPolicy = .notificationDefault
+    ) async throws(GATTError) -> NotificationStream<T> {
+        let subscribed = try await subscription(to: characteristic, indications: indications, bufferingPolicy: bufferingPolicy)
+        let source = LazySubscription(peripheral: self, characteristic: characteristic, indications: indications,
+                                      bufferingPolicy: bufferingPolicy, subscribed: subscribed)
+        return NotificationStream(source: source, transform: decoder(characteristic))
     }
 
     /// The subscriber behind every `NotificationStream`, iterated directly by it.
@@ -54,43 +68,6 @@ extension Peripheral {
             throw error
         }
         return subscription
-    }
-
-    /// A characteristic's notifications as a stream that subscribes when iteration starts;
-    /// errors (not found, CCCD refused, disconnect) end the iteration. Bounded as
-    /// `subscribe(to:)` says; the stream's `droppedCount` counts what its policy dropped.
-    ///
-    ///     for try await value in peripheral.notifications(for: measurement) { ... }
-    public nonisolated func notifications(
-        for characteristic: CharacteristicIdentifier, bufferingPolicy: StreamBufferingPolicy = .notificationDefault
-    ) -> NotificationStream<[UInt8]> {
-        NotificationStream(bytes: LazySubscription(peripheral: self, characteristic: characteristic, indications: false, bufferingPolicy: bufferingPolicy))
-    }
-
-    /// Notifications decoded as `T`; a value that does not decode ends the stream with
-    /// `GATTError.invalidValue`.
-    ///
-    ///     let readings: NotificationStream<HeartRateMeasurement> = peripheral.notifications(for: measurement)
-    public nonisolated func notifications<T: GATTDecodable & Sendable>(
-        for characteristic: CharacteristicIdentifier, as type: T.Type = T.self,
-        bufferingPolicy: StreamBufferingPolicy = .notificationDefault
-    ) -> NotificationStream<T> {
-        lazyStream(characteristic, indications: false, bufferingPolicy, decoder(characteristic))
-    }
-
-    /// A characteristic's indications, each confirmed once it is in the stream's buffer.
-    public nonisolated func indications(
-        for characteristic: CharacteristicIdentifier, bufferingPolicy: StreamBufferingPolicy = .notificationDefault
-    ) -> NotificationStream<[UInt8]> {
-        NotificationStream(bytes: LazySubscription(peripheral: self, characteristic: characteristic, indications: true, bufferingPolicy: bufferingPolicy))
-    }
-
-    /// Indications decoded as `T`.
-    public nonisolated func indications<T: GATTDecodable & Sendable>(
-        for characteristic: CharacteristicIdentifier, as type: T.Type = T.self,
-        bufferingPolicy: StreamBufferingPolicy = .notificationDefault
-    ) -> NotificationStream<T> {
-        lazyStream(characteristic, indications: true, bufferingPolicy, decoder(characteristic))
     }
 
     /// Values the buffering policies of `characteristic`'s current and past subscribers
@@ -144,7 +121,7 @@ extension Peripheral {
 
     // MARK: Internals
 
-    nonisolated func decoder<T: GATTDecodable & Sendable>(_ c: CharacteristicIdentifier) -> @Sendable ([UInt8]) throws -> T {
+    package nonisolated func decoder<T: GATTDecodable & Sendable>(_ c: CharacteristicIdentifier) -> @Sendable ([UInt8]) throws -> T {
         let peer = peerAddress
         return { bytes in
             do throws(GATTValueError) { return try T(gattValue: bytes) } catch {
@@ -153,7 +130,8 @@ extension Peripheral {
         }
     }
 
-    nonisolated func lazyStream<T: Sendable>(_ c: CharacteristicIdentifier, indications: Bool, _ policy: StreamBufferingPolicy,
+    /// A stream that subscribes on its first `next()` (the seed's `notifications(for:)`, module BLESeed).
+    package nonisolated func lazyStream<T: Sendable>(_ c: CharacteristicIdentifier, indications: Bool, _ policy: StreamBufferingPolicy,
                                               _ transform: @escaping @Sendable ([UInt8]) throws -> T) -> NotificationStream<T> {
         NotificationStream(source: LazySubscription(peripheral: self, characteristic: c, indications: indications, bufferingPolicy: policy),
                            transform: transform)

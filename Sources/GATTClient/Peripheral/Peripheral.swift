@@ -9,7 +9,7 @@ import ATT
 ///     let heartRate = ServiceIdentifier(uuid: "180D")
 ///     let measurement = CharacteristicIdentifier(uuid: "2A37", service: heartRate)
 ///     let peripheral = try await Peripheral(connection: link)
-///     for try await m in peripheral.notifications(for: measurement, as: HeartRateMeasurement.self) { print(m.beatsPerMinute) }
+///     for try await m in try await peripheral.subscribe(to: measurement, as: HeartRateMeasurement.self) { print(m.beatsPerMinute) }
 public actor Peripheral {
     /// The peer's identity, when known (the key of the GATT cache).
     public nonisolated let peer: LEAddress?

@@ -13,7 +13,7 @@ import BLECore
 ///     let restoration = Restoration(central: central, store: RestorationStore(identifier: "hall"),
 ///                                   cache: cache, security: { $0.securityRaiser(store: bonds) })
 ///     for try await event in try await restoration.restore() {
-///         if case .restored(let link) = event { resume(link.notifications(for: measurement)) }
+///         if case .restored(let link) = event { resume(link.streams[measurement]) }
 ///     }
 ///     let link = try await restoration.connect(sensor, security: .encrypted)        // first run
 ///     let values = try await restoration.subscribe(measurement, on: link)

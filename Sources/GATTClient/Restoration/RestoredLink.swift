@@ -6,21 +6,17 @@ import BLECore
 /// iterating them resumes the app's notifications where they were.
 ///
 ///     case .restored(let link) = event
-///     for try await value in link.notifications(for: measurement) ?? peripheral.notifications(for: measurement) { ... }
+///     if let values = link.streams[measurement] { for try await value in values { ... } }
 public struct RestoredLink: Sendable {
     public let peer: LEAddress
     public let connection: Connection
     public let peripheral: Peripheral
-    /// The stored subscriptions' streams (none for a link `Restoration.connect` just made).
+    /// The stored subscriptions' streams by characteristic (none for a link
+    /// `Restoration.connect` just made; a subscription that failed is in `failures`).
     public let streams: [CharacteristicIdentifier: NotificationStream<[UInt8]>]
     /// Stored subscriptions that could not be brought back, with why (the characteristic is
     /// gone from a changed database, the CCCD write was refused, ...).
     public let failures: [CharacteristicIdentifier: GATTError]
-
-    /// The restored stream of `characteristic`, nil when it was not stored or failed.
-    public func notifications(for characteristic: CharacteristicIdentifier) -> NotificationStream<[UInt8]>? {
-        streams[characteristic]
-    }
 }
 
 /// What `Restoration.restore()` reports, in order, for each stored link that comes back.

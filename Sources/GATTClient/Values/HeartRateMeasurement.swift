@@ -1,7 +1,7 @@
 /// Heart Rate Measurement (0x2A37), Heart Rate Service 1.0, 3.1.1: Flags, then the heart
 /// rate (8 or 16 bits), Energy Expended (kJ) and RR-Intervals (1/1024 s) when flagged.
 ///
-///     for try await m in peripheral.notifications(for: measurement, as: HeartRateMeasurement.self) { print(m.beatsPerMinute) }
+///     for try await m in try await peripheral.subscribe(to: measurement, as: HeartRateMeasurement.self) { print(m.beatsPerMinute) }
 public struct HeartRateMeasurement: GATTDecodable, GATTEncodable, Sendable, Hashable {
     /// Sensor Contact Status (flags bits 1-2).
     public enum SensorContact: Sendable, Hashable {

@@ -74,13 +74,14 @@ enum ReadCommand {
             guard characteristic.properties.contains(needed) else {
                 throw CLIFailure("\(uuid.gattDisplayName) does not support \(kind)s (its properties: \(characteristic.properties)); use \(characteristic.properties.contains(.notify) ? "--notify" : characteristic.properties.contains(.indicate) ? "--indicate" : "a plain read")")
             }
-            let stream = kind == "notification" ? peripheral.notifications(for: id) : peripheral.indications(for: id)
-            if !subscribed {
-                ctx.console.status("waiting for \(kind)s from \(uuid.gattDisplayName)\(count.map { " (\($0))" } ?? "; Ctrl-C to stop")")
-                subscribed = true
-            }
             if let count, received >= count { return }
             do {
+                // Returns once the CCCD is written: nothing sent after the status line is missed.
+                let stream = try await peripheral.subscribe(to: id, indications: kind == "indication")
+                if !subscribed {
+                    ctx.console.status("waiting for \(kind)s from \(uuid.gattDisplayName)\(count.map { " (\($0))" } ?? "; Ctrl-C to stop")")
+                    subscribed = true
+                }
                 for try await value in stream {
                     let time = Clock.timestamp()
                     try emit(value, time: time)

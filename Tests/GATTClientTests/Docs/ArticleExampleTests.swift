@@ -5,6 +5,7 @@ import BLEWire
 import BLECore
 import ATT
 import GATTClient
+import BLESeed
 
 /// Runs the articles' examples (ArticleExamples.swift) against fakes and recorded captures.
 @Suite struct ArticleExampleTests {
@@ -44,7 +45,7 @@ import GATTClient
         let monitor = Self.monitor()
         let (_, central) = try await Self.rig([monitor])
         let found = try #require(try await bounded { try await firstHeartRateMonitor(central) })
-        #expect(found == monitor.identifier)
+        #expect(found == monitor.address)
         let readings = Task { try await firstReadings(central, from: found, count: 2) }
         try await monitor.waitForSubscriber(to: Self.measurement)
         try await monitor.simulateNotification(HeartRateMeasurement(beatsPerMinute: 70), for: Self.measurement)
@@ -81,16 +82,24 @@ import GATTClient
         let first = Self.monitor(name: "One sim", address: 0xC0_00_00_00_00_21)
         let second = Self.monitor(name: "Two sim", address: 0xC0_00_00_00_00_22)
         let (fake, central) = try await Self.rig([first, second, FakePeripheral(name: "Other", address: LEAddress(BluetoothAddress(rawValue: 0xC0_00_00_00_00_23), type: .random))])
-        let scanning = Task { () throws in await waitForScanning(central) }
+        #expect(await isScanning(central) == false)
         let found = try await bounded { try await twoNearbyDevices(central) }
         #expect(Set(found.map(\.peripheral)) == [first.identifier, second.identifier])
-        try await value(of: scanning)
 
         let events = await central.connectionEvents()
-        let link = try await connectPersistently(central, to: first.identifier)
+        let link = try await connectPersistently(central, to: first.address)
         #expect(await link.isConnected)
         try fake.simulateDisconnect(first, reason: .connectionTimeout)
         #expect(try await bounded { await firstDrop(events) } == .connectionTimeout)
+        // While a scan has a subscriber the snapshot says the controller scans.
+        let scan = await central.scan()
+        let scanning = Task { () throws -> Bool in
+            for try await _ in scan { return await isScanning(central) }
+            return false
+        }
+        try await fake.controller.waitUntil("the scan") { $0.isScanning }
+        fake.simulateDiscovery()
+        #expect(try await value(of: scanning))
         await central.close()
     }
 

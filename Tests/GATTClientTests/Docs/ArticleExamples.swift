@@ -6,6 +6,7 @@ import BLEWire
 import BLECore
 import ATT
 import GATTClient
+import BLESeed
 
 // ATT/ATT.docc/ATT.md
 func decodedOpcode(_ bytes: [UInt8]) -> ATTOpcode? {
@@ -14,9 +15,9 @@ func decodedOpcode(_ bytes: [UInt8]) -> ATTOpcode? {
 }
 
 // BLECore/BLECore.docc/ConnectingAndReconnecting.md
-func connectPersistently(_ central: Central, to device: PeripheralIdentifier) async throws -> Connection {
+func connectPersistently(_ central: Central, to device: LEAddress) async throws -> Connection {
     let backoff = ReconnectPolicy.Backoff.exponential(initial: .milliseconds(250), maximum: .seconds(10))
-    return try await central.connect(device.address, timeout: .seconds(10), reconnect: .always(maxAttempts: 5, backoff: backoff))
+    return try await central.connect(device, timeout: .seconds(10), reconnect: .always(maxAttempts: 5, backoff: backoff))
 }
 
 // BLECore/BLECore.docc/ConnectingAndReconnecting.md
@@ -63,8 +64,8 @@ func changesAndAHeartbeat(_ central: Central) async -> ScanStream {
 }
 
 // BLECore/BLECore.docc/Scanning.md
-func waitForScanning(_ central: Central) async {
-    for await state in await central.bluetoothStateEvents() where state.isScanning { break }
+func isScanning(_ central: Central) async -> Bool {
+    await central.snapshot.isScanning
 }
 
 // BLETestSupport/BLETestSupport.docc/TestingWithFakes.md
@@ -85,7 +86,7 @@ func waitForScanning(_ central: Central) async {
 
     await waitUntilPoweredOn(central)
     let found = try #require(try await firstHeartRateMonitor(central))
-    let peripheral = try await central.connect(found)
+    let peripheral = try await central.peripheral(found)
     #expect(try await batteryPercent(peripheral) == 87)
 
     try await monitor.failReads(of: level, with: .readNotPermitted)
@@ -136,20 +137,20 @@ func waitUntilPoweredOn(_ central: Central) async {
 }
 
 // GATTClient/GATTClient.docc/GettingStarted.md
-func firstHeartRateMonitor(_ central: Central) async throws -> PeripheralIdentifier? {
-    let heartRate = ServiceIdentifier(uuid: "180D")
-    for try await event in await central.scan(services: [heartRate]) {
-        if case .discovered(let discovery) = event { return discovery.peripheral }
+func firstHeartRateMonitor(_ central: Central) async throws -> LEAddress? {
+    let heartRate = BluetoothUUID(uuid16: 0x180D)
+    for try await event in await central.scan(filter: ScanFilter(services: [heartRate])) {
+        if case .discovered(let device) = event { return device.address }
     }
     return nil
 }
 
 // GATTClient/GATTClient.docc/GettingStarted.md
-func firstReadings(_ central: Central, from monitor: PeripheralIdentifier, count: Int) async throws -> [UInt16] {
-    let peripheral = try await central.connect(monitor, reconnect: .always(maxAttempts: 5))
+func firstReadings(_ central: Central, from monitor: LEAddress, count: Int) async throws -> [UInt16] {
+    let peripheral = try await central.peripheral(monitor, reconnect: .always(maxAttempts: 5))
     let measurement = CharacteristicIdentifier(uuid: "2A37", service: ServiceIdentifier(uuid: "180D"))
     var readings: [UInt16] = []
-    for try await reading in peripheral.notifications(for: measurement, as: HeartRateMeasurement.self) {
+    for try await reading in try await peripheral.subscribe(to: measurement, as: HeartRateMeasurement.self) {
         readings.append(reading.beatsPerMinute)
         if readings.count == count { break }
     }
@@ -162,7 +163,7 @@ func averageHeartRate(_ peripheral: Peripheral, samples: Int) async throws -> Do
     let measurement = CharacteristicIdentifier(uuid: "2A37", service: ServiceIdentifier(uuid: "180D"))
     var total = 0
     var count = 0
-    for try await reading in peripheral.notifications(for: measurement, as: HeartRateMeasurement.self) {
+    for try await reading in try await peripheral.subscribe(to: measurement, as: HeartRateMeasurement.self) {
         total += Int(reading.beatsPerMinute)
         count += 1
         if count == samples { break }
@@ -172,7 +173,7 @@ func averageHeartRate(_ peripheral: Peripheral, samples: Int) async throws -> Do
 
 // GATTClient/GATTClient.docc/Notifications.md, Bounded streams
 func boundedReadings(_ peripheral: Peripheral, _ measurement: CharacteristicIdentifier, process: ([UInt8]) -> Void) async throws {
-    let readings = peripheral.notifications(for: measurement, bufferingPolicy: .bufferingNewest(64))
+    let readings = try await peripheral.subscribe(to: measurement, bufferingPolicy: .bufferingNewest(64))
     for try await value in readings { process(value) }
     print("dropped while behind: \(readings.droppedCount)")
 }
@@ -180,7 +181,7 @@ func boundedReadings(_ peripheral: Peripheral, _ measurement: CharacteristicIden
 // BLECore/BLECore.docc/ConnectingAndReconnecting.md, Restoring links after a restart
 func resumeRestoredLinks(_ restoration: Restoration, _ measurement: CharacteristicIdentifier) async throws {
     for try await event in try await restoration.restore() {
-        if case .restored(let link) = event, let values = link.notifications(for: measurement) {
+        if case .restored(let link) = event, let values = link.streams[measurement] {
             Task { for try await value in values { print(value) } }
         }
     }

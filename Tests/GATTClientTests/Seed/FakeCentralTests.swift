@@ -4,6 +4,7 @@ import BLEWire
 import BLECore
 import ATT
 import GATTClient
+import BLESeed
 
 /// FakeCentral and FakePeripheral: each scripted behaviour, seen through a real Central.
 @Suite struct FakeCentralTests {
@@ -54,14 +55,14 @@ import GATTClient
         fake.simulateStateChange(.poweredOff)
         try await waitForState(.poweredOff, of: central)
         #expect(try await value(of: scanEnd) == .adapterNotReady(.poweredOff))
-        #expect(await central.bluetoothState.isPowered == false)
+        #expect(await central.snapshot.isPowered == false)
 
         let resets = fake.controller.commandsReceived.filter { $0.opcode == HCIOpcode(rawValue: 0x0C03) }.count
         fake.simulateStateChange(.poweredOn)
         try await waitForState(.poweredOn, of: central)
         fake.simulateStateChange(.unauthorized)
         try await waitForState(.unauthorized, of: central)
-        #expect(await central.bluetoothState.isAuthorized == false)
+        #expect(await central.snapshot.isAuthorized == false)
         fake.simulateStateChange(.unsupported)
         try await waitForState(.unsupported, of: central)
         fake.simulateStateChange(.poweredOn)
@@ -132,7 +133,7 @@ import GATTClient
         fake.add(battery)
         let events = await central.connectionEvents()
         let peripheral = try await central.connect(battery.identifier, reconnect: .custom { _, attempt in attempt <= 3 ? .zero : nil })
-        let levels: NotificationStream<BatteryLevel> = peripheral.notifications(for: Self.level)
+        let levels = try await peripheral.subscribe(to: Self.level, as: BatteryLevel.self)
         let received = Task { () -> [UInt8] in
             var got: [UInt8] = []
             for try await level in levels {
@@ -216,42 +217,31 @@ import GATTClient
         await central.close()
     }
 
-    /// `bluetoothStateEvents()` gives the current value, then one value per change of the
-    /// adapter state or of scanning; `bluetoothState` is the same value now.
+    /// `stateEvents()` gives the current state, then one value per change; `snapshot` adds
+    /// whether the controller is scanning (it is while a scan has a subscriber).
     @Test(.timeLimit(.minutes(1)))
-    func bluetoothStatePushedOnEveryChange() async throws {
+    func stateStreamAndSnapshot() async throws {
         let (fake, central) = try await Self.rig()
-        let states = await central.bluetoothStateEvents()
-        let story = Task { () throws -> [BluetoothState] in
-            var story: [BluetoothState] = []
+        let states = await central.stateEvents()
+        let story = Task { () throws -> [AdapterState] in
+            var story: [AdapterState] = []
             for await s in states {
                 story.append(s)
-                if s.adapter == .poweredOff { break }
+                if s == .poweredOff { break }
             }
             return story
         }
+        #expect(await central.snapshot.isScanning == false)
         fake.add(Self.batteryPeripheral())
-        _ = try await Self.firstDiscovery(central, services: [Self.battery])
-        // A report can reach the central before the Command Complete of the scan enable does;
-        // the disable goes out only after it (one command at a time), so once the controller
-        // has stopped scanning the central has seen the scan start.
-        try await fake.controller.waitUntil("the scan stop") { !$0.isScanning }
-        // The scan stays applied until the controller confirmed that it stopped.
-        try await bounded {
-            for await s in await central.bluetoothStateEvents() where !s.isScanning { return }
+        let scanningWhileSubscribed = try await bounded { () throws -> Bool in
+            for try await _ in await central.scan() { return await central.snapshot.isScanning }
+            return false
         }
-        let settled = await central.bluetoothState
-        #expect(settled == BluetoothState(adapter: .poweredOn, isScanning: false), "\(settled)")
+        #expect(scanningWhileSubscribed)
         fake.simulateStateChange(.poweredOff)
-        let told = try await value(of: story)
-        #expect(told == [
-            BluetoothState(adapter: .poweredOn, isScanning: false),
-            BluetoothState(adapter: .poweredOn, isScanning: true),
-            BluetoothState(adapter: .poweredOn, isScanning: false),
-            BluetoothState(adapter: .poweredOff, isScanning: false),
-        ], "\(told)")
-        let off = await central.bluetoothState
-        #expect(!off.isPowered && off.isAuthorized && !off.isScanning)
+        #expect(try await value(of: story) == [.poweredOn, .poweredOff])
+        let off = await central.snapshot
+        #expect(!off.isPowered && off.isAuthorized)
         await central.close()
     }
 }

@@ -1,6 +1,7 @@
 import Testing
 import BLETestSupport
 import GATTClient
+import BLESeed
 
 /// `FakePeripheral.simulateNotification` never drops a value because the app's subscription
 /// has not landed: it waits for the Client Characteristic Configuration write, and fails

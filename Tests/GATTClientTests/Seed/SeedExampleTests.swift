@@ -5,6 +5,7 @@ import Testing
 import BLETestSupport
 import BLECore
 import GATTClient
+import BLESeed
 
 /// The seed's two examples, compiled as written (SeedMainExample.swift,
 /// SeedTestingExample.swift), run against the in-process virtual controller.
@@ -94,7 +95,7 @@ import GATTClient
         try await peripheral.write([0x01], to: Self.controlPoint)
         #expect(try await hrm.writes(to: Self.controlPoint) == [[0x01]])
 
-        let readings: NotificationStream<HeartRateMeasurement> = peripheral.notifications(for: Self.measurement)
+        let readings = try await peripheral.subscribe(to: Self.measurement, as: HeartRateMeasurement.self)
         let received = Task { () -> [UInt16] in
             var bpm: [UInt16] = []
             for try await reading in readings {

@@ -42,7 +42,7 @@ struct HeartRateSession {
         // cleared after that write: the two requests go out in one order every time, as the
         // recording and the replay of it need.
         var readings: NotificationStream<HeartRateMeasurement>.Iterator? =
-            peripheral.notifications(for: CharacteristicIdentifier(uuid: "2A37", service: heartRate), as: HeartRateMeasurement.self).makeAsyncIterator()
+            try await peripheral.subscribe(to: CharacteristicIdentifier(uuid: "2A37", service: heartRate), as: HeartRateMeasurement.self).makeAsyncIterator()
         while bpm.count < 10, let reading = try await readings?.next() { bpm.append(reading.beatsPerMinute) }
         // Heart Rate Control Point: 0x01 resets Energy Expended (Heart Rate Service 3.3).
         try await peripheral.write([0x01], to: CharacteristicIdentifier(uuid: "2A39", service: heartRate), type: .withResponse)

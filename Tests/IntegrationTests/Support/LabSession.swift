@@ -33,7 +33,7 @@ struct LabSession {
         try await peripheral.write(written, to: writable, type: .withResponse)
         let back = try await peripheral.read(writable)
         var indications = 0
-        for try await _ in peripheral.indications(for: CharacteristicIdentifier(uuid: "6E400004-B5A3-F393-E0A9-E50E24DCCA9E", service: lab)) {
+        for try await _ in try await peripheral.subscribe(to: CharacteristicIdentifier(uuid: "6E400004-B5A3-F393-E0A9-E50E24DCCA9E", service: lab), indications: true) {
             indications += 1
             if indications == 3 { break }
         }

@@ -3,17 +3,18 @@ import BLEWire
 import BLETransport
 
 /// A transport that opens its endpoint when it is started, and opens it anew on every later
-/// start: `Central()` can be created without `try` and report a failure to open through its
-/// state, and `Central.reopen` can open an adapter again after it went away.
-final class DeferredTransport: HCITransport, @unchecked Sendable { // `first`, `inner` and `receiver` are touched only on the start queue (HCITransport contract)
-    let name: String
+/// start: `Central.reopen` can open an adapter again after it went away, and `Central()`
+/// (module BLESeed) can be created without `try` and report a failure to open through its
+/// state.
+package final class DeferredTransport: HCITransport, @unchecked Sendable { // `first`, `inner` and `receiver` are touched only on the start queue (HCITransport contract)
+    package let name: String
     private let open: @Sendable () throws(TransportError) -> any HCITransport
     /// Already opened by the caller: used by the first start instead of opening.
     private var first: (any HCITransport)?
     private var inner: (any HCITransport)?
     private var receiver: (@Sendable (UnsafeRawBufferPointer) -> Bool)?
 
-    init(spec: String) {
+    package init(spec: String) {
         name = spec
         open = { () throws(TransportError) in try TransportSpec.parse(spec).open() }
     }
@@ -24,7 +25,7 @@ final class DeferredTransport: HCITransport, @unchecked Sendable { // `first`, `
         self.open = open
     }
 
-    func start(on queue: DispatchQueue, handler: @escaping @Sendable (TransportEvent) -> Void) throws(TransportError) {
+    package func start(on queue: DispatchQueue, handler: @escaping @Sendable (TransportEvent) -> Void) throws(TransportError) {
         let transport: any HCITransport
         if let first {
             self.first = nil
@@ -44,22 +45,22 @@ final class DeferredTransport: HCITransport, @unchecked Sendable { // `first`, `
         inner = transport
     }
 
-    func send(_ packet: HCIPacket) throws(TransportError) {
+    package func send(_ packet: HCIPacket) throws(TransportError) {
         guard let inner else { throw .closed(endpoint: name) }
         try inner.send(packet)
     }
 
-    func close() {
+    package func close() {
         inner?.close()
         first?.close()
         first = nil
     }
 
-    func whenReleased(_ completion: @escaping @Sendable () -> Void) {
+    package func whenReleased(_ completion: @escaping @Sendable () -> Void) {
         if let inner { inner.whenReleased(completion) } else { completion() }
     }
 
-    func setACLReceiver(_ receiver: @escaping @Sendable (UnsafeRawBufferPointer) -> Bool) {
+    package func setACLReceiver(_ receiver: @escaping @Sendable (UnsafeRawBufferPointer) -> Bool) {
         self.receiver = receiver
     }
 }

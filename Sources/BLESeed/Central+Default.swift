@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import BLETransport
+import BLECore
 
 extension Central {
     /// The transport spec `Central()` opens: `$BLE_DEVICE` when set and not empty, else `hci0`.

@@ -1,4 +1,5 @@
 import BLETransport
+import BLECore
 
 /// A controller for a `Central` other than an adapter, such as a test double: it hands the
 /// central a transport and reports the power state the central should be in (the system's
@@ -41,28 +42,5 @@ extension Central {
                 await self.follow(state)
             }
         }
-    }
-
-    /// Takes the state a backend reports.
-    func follow(_ reported: AdapterState) async {
-        switch reported {
-        case .poweredOn:
-            guard state != .poweredOn else { return }
-            _ = try? await powerOn()
-        case .resetting, .transportLost:
-            setState(reported, reason: "the backend reported \(reported)")
-        case .poweredOff, .unauthorized, .unsupported, .unknown:
-            guard state != reported else { return }
-            await goDown(to: reported, reason: "the adapter is \(reported)")
-        }
-    }
-
-    /// Ends every link, as the loss of the radio does, takes `new` as the state and lets the
-    /// scans end or wait (`Scanner.adapterDown`).
-    func goDown(to new: AdapterState, reason: String) async {
-        failPendingConnect(.adapterNotReady(new))
-        endAllLinks(reason: reason)
-        setState(new, reason: reason)
-        await scanner.adapterDown(new)
     }
 }

@@ -1,12 +1,13 @@
+import BLEWire
 import BLECore
+import GATTClient
 extension Central {
     /// Scans for devices advertising any of `services` (in a service UUID list or as service
-    /// data); the same stream as `scan(services:options:)` with UUIDs.
+    /// data): BLESwift's form of `scan(filter: ScanFilter(services:), options:)`.
     ///
     ///     for try await event in await central.scan(services: [ServiceIdentifier(uuid: "180D")]) { ... }
-    @_disfavoredOverload
     public func scan(services: [ServiceIdentifier], options: ScanOptions = ScanOptions()) -> ScanStream {
-        scan(services: services.map(\.uuid), options: options)
+        scan(filter: ScanFilter(services: services.map(\.uuid)), options: options)
     }
 
     /// Connects to a peripheral found by a scan and returns it ready for GATT calls (the link

@@ -1,4 +1,5 @@
 import BLEWire
+import BLECore
 
 /// Names a peripheral found by a scan, for `connect`: the address it advertised with.
 ///

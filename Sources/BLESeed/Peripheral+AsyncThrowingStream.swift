@@ -1,4 +1,5 @@
 import BLECore
+import GATTClient
 extension Peripheral {
     /// Notifications decoded as `T`, as the `AsyncThrowingStream` that BLESwift's
     /// `notifications(for:)` returns: chosen where the type context asks for one, so code
@@ -6,8 +7,9 @@ extension Peripheral {
     ///
     ///     let readings: AsyncThrowingStream<HeartRateMeasurement, Error> = peripheral.notifications(for: measurement)
     ///
-    /// It is the `NotificationStream<T>` of `notifications(for:as:)`, pulled value by value
-    /// (no buffer or task of its own): the same subscription, bound and end. It has no
+    /// It is a `NotificationStream<T>` as `subscribe(to:as:)` gives, except that it subscribes
+    /// when iteration starts, pulled value by value (no buffer or task of its own): the same
+    /// subscription, bound and end. It has no
     /// `droppedCount`; `droppedValueCount(for:)` counts what the buffering policy dropped.
     public nonisolated func notifications<T: GATTDecodable & Sendable>(
         for characteristic: CharacteristicIdentifier, bufferingPolicy: StreamBufferingPolicy = .notificationDefault
