@@ -13,17 +13,18 @@ import BLEWire
     @Test func aDeviceIsFollowedFromItsFirstHearingUntilTheWindowWithoutIt() {
         var f = FleetFollowing(window: .seconds(80), stateWait: .seconds(5))
         #expect(f.nextDeadline() == nil)
-        #expect(f.heard(a, now: t0))
-        #expect(!f.heard(a, now: t0 + .seconds(30)))
-        #expect(f.heard(b, now: t0 + .seconds(40)))
+        let (first, again, other) = (f.heard(a, now: t0), f.heard(a, now: t0 + .seconds(30)), f.heard(b, now: t0 + .seconds(40)))
+        #expect(first && !again && other)
         #expect(f.followed == [a, b])
         #expect(f.nextDeadline() == t0 + .seconds(110))
-        #expect(f.expire(now: t0 + .seconds(109)).isEmpty)
+        let early = f.expire(now: t0 + .seconds(109))
+        #expect(early.isEmpty)
         let left = f.expire(now: t0 + .seconds(110))
         #expect(left.map(\.address) == [a] && left.map(\.leave) == [true])
         #expect(f.followed == [b] && f.nextDeadline() == t0 + .seconds(120))
         // Heard again: followed anew, awaiting its state again.
-        #expect(f.heard(a, now: t0 + .seconds(111)))
+        let back = f.heard(a, now: t0 + .seconds(111))
+        #expect(back)
         #expect(f.awaitingState(a, now: t0 + .seconds(111)) == t0 + .seconds(116))
     }
 
@@ -34,8 +35,8 @@ import BLEWire
         _ = f.heard(b, now: t0)
         #expect(f.awaitingState(a, now: t0 + .seconds(1)) == t0 + .seconds(5))
         #expect(f.awaitingState(b, now: t0 + .seconds(5)) == nil)
-        #expect(f.ready(a))
-        #expect(!f.ready(a))
+        let (ready, readyAgain) = (f.ready(a), f.ready(a))
+        #expect(ready && !readyAgain)
         #expect(f.awaitingState(a, now: t0 + .seconds(1)) == nil)
     }
 
@@ -45,21 +46,24 @@ import BLEWire
         #expect(first.follow == [a] && first.leave.isEmpty)
         #expect(f.isFollowed(a))
         // Subscribed since the session began: no new subscription and no wait at its first hearing.
-        #expect(!f.heard(a, now: t0))
+        let subscribe = f.heard(a, now: t0)
+        #expect(!subscribe)
         #expect(f.awaitingState(a, now: t0) == nil)
-        #expect(f.expire(now: t0 + .seconds(80)).map(\.leave) == [false])
+        let expired = f.expire(now: t0 + .seconds(80))
+        #expect(expired.map(\.leave) == [false])
         #expect(f.isFollowed(a))
         // Unpinned while heard: it stays until the window ends; unpinned unheard: left at once.
         _ = f.heard(b, now: t0)
         let second = f.pin([b])
         #expect(second.follow.isEmpty && second.leave == [a])
-        #expect(f.pin([]).leave.isEmpty && f.followed == [b])
+        let third = f.pin([])
+        #expect(third.leave.isEmpty && f.followed == [b])
     }
 
     @Test func beyondItsCapacityANewDeviceIsNotFollowed() {
         var f = FleetFollowing(window: .seconds(80), stateWait: .seconds(5), capacity: 1)
-        #expect(f.heard(a, now: t0))
-        #expect(!f.heard(b, now: t0))
+        let (first, second) = (f.heard(a, now: t0), f.heard(b, now: t0))
+        #expect(first && !second)
         #expect(!f.isFollowed(b) && f.awaitingState(b, now: t0) == nil)
     }
 

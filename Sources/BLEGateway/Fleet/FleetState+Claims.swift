@@ -73,7 +73,7 @@ extension FleetState {
             graceTimer?.cancel()
             graceTimer = nil
             if up {
-                subscribeFollowed()
+                await subscribeFollowed()
                 claims.connected = true
                 lastFree = nil // the connection's first message announced every slot as free
                 await publish(claims.reclaim(now: clock.now))

@@ -18,8 +18,14 @@ extension FleetState {
     }
 
     /// A new session: every followed device again (subscriptions do not outlive a session).
-    func subscribeFollowed() {
-        for address in following.followed { subscribe(address) }
+    /// A device still awaiting its state gets its report again: the one sent before may have
+    /// gone out before the subscriptions.
+    func subscribeFollowed() async {
+        let now = clock.now
+        for address in following.followed {
+            subscribe(address)
+            if following.awaitingState(address, now: now) != nil { await sendOwnReport(address) }
+        }
     }
 
     /// The configured devices are followed whether heard or not (their claims go by presence).

@@ -82,9 +82,8 @@ actor FleetState {
             announced[address] = shown.generation
             await publisher.enqueue(HomeAssistantDiscovery.presenceConfig(address, topics: topics, availability: shown.topics))
         }
-        guard let smoothed = presence.heard(address, rssi: rssi, now: now) else { return }
-        await publisher.enqueue(MQTTMessage(topic: topics.presence(address, gateway: topics.gatewayID),
-                                            payload: JSONValue.object([("rssi", .int(smoothed))]).bytes))
+        guard presence.heard(address, rssi: rssi, now: now) != nil else { return }
+        await sendOwnReport(address)
         // Before the device's state is in, this gateway would think itself the nearest.
         if following.awaitingState(address, now: now) == nil { await applyOwnReport(address) }
         if claims.wanted.contains(address) { await settleClaims() }
@@ -159,6 +158,13 @@ actor FleetState {
     func publish(_ address: BluetoothAddress, _ aggregate: JSONValue) async {
         await publisher.enqueue(MQTTMessage(topic: topics.presence(address), payload: aggregate.bytes, qos: .atLeastOnce, retain: true))
         if FleetPresence.isAway(aggregate) { await publisher.enqueue(MQTTMessage(topic: topics.packets(address), payload: [], retain: true)) }
+    }
+
+    /// This gateway's last report of `address` (its smoothed RSSI) to the fleet.
+    func sendOwnReport(_ address: BluetoothAddress) async {
+        guard let rssi = presence.lastReported(address) else { return }
+        await publisher.enqueue(MQTTMessage(topic: topics.presence(address, gateway: topics.gatewayID),
+                                            payload: JSONValue.object([("rssi", .int(rssi))]).bytes))
     }
 
     /// This gateway's last report of `address` counts in its presence.
