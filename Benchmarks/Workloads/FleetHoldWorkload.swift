@@ -213,7 +213,8 @@ enum FleetHoldWorkload {
     }
 
     /// The broker's traffic from `start` to `end` (Unix seconds), from its `$SYS` counters
-    /// (`$SYS/broker/publish/messages/received` and `/sent`, once a second): messages in per
+    /// (`$SYS/broker/publish/messages/received` and `/sent`, sent once a second when they
+    /// changed, so a counter's value at a time is its last sample before it): messages in per
     /// second, and messages sent to each gateway per second, the broker's sends less what the
     /// two `mosquitto_sub` of the bench took (`subscriber`: `ble/#`; `counters`: the counters).
     static func traffic(_ counters: [String], _ subscriber: [String], from start: Double, to end: Double) -> [String: Double] {
@@ -222,18 +223,14 @@ enum FleetHoldWorkload {
             guard let (time, topic, payload) = BenchSubscriber.split(line), let value = Double(payload) else { continue }
             if topic.hasSuffix("/received") { received.append((time, value)) } else if topic.hasSuffix("/sent") { sent.append((time, value)) }
         }
-        // The last sample at or before `start` and the first at or after `end`.
-        func span(_ samples: [(Double, Double)]) -> (t0: Double, v0: Double, t1: Double, v1: Double)? {
-            guard let a = samples.last(where: { $0.0 <= start }), let b = samples.first(where: { $0.0 >= end }) else { return nil }
-            return (a.0, a.1, b.0, b.1)
-        }
-        guard let r = span(received), let s = span(sent), s.t1 > s.t0 else { return [:] }
-        let taken = subscriber.compactMap(BenchSubscriber.split).filter { $0.0 > s.t0 && $0.0 <= s.t1 }.count
-            + counters.compactMap(BenchSubscriber.split).filter { $0.0 > s.t0 && $0.0 <= s.t1 }.count
+        func value(_ samples: [(Double, Double)], at time: Double) -> Double? { samples.last { $0.0 <= time }?.1 }
+        guard end > start, let r0 = value(received, at: start), let r1 = value(received, at: end),
+              let s0 = value(sent, at: start), let s1 = value(sent, at: end) else { return [:] }
+        let taken = (subscriber + counters).compactMap(BenchSubscriber.split).filter { $0.0 > start && $0.0 <= end }.count
         return [
-            "brokerMessagesInPerSecond": (r.v1 - r.v0) / (r.t1 - r.t0),
-            "brokerMessagesOutPerSecond": (s.v1 - s.v0) / (s.t1 - s.t0),
-            "messagesToEachGatewayPerSecond": (s.v1 - s.v0 - Double(taken)) / Double(gateways) / (s.t1 - s.t0),
+            "brokerMessagesInPerSecond": (r1 - r0) / (end - start),
+            "brokerMessagesOutPerSecond": (s1 - s0) / (end - start),
+            "messagesToEachGatewayPerSecond": (s1 - s0 - Double(taken)) / Double(gateways) / (end - start),
         ]
     }
 
