@@ -301,15 +301,21 @@ if selected("gateway") || only.contains("gateway-fleet") || only.contains("gatew
 } }
 
 // A fleet holding devices: 8 gateways, 1,000 advertisers heard by 3 each, failover after kills.
-if selected("fleet-hold") { do {
-    let results = try await FleetHoldWorkload.run(advertisers: 1_000, rounds: quick ? 5 : 20, kills: quick ? 5 : 20, directory: tmp)
-    add(results[0], target: Target(description: "about one message per device per round, as one gateway (not 3)",
-                                   met: (results[0].extra["messagesPerDevicePerRound"] ?? .infinity) < 1.5))
-    add(results[1], target: Target(description: "failover max < 10 s", met: (results[1].extra["failoverMaxMilliseconds"] ?? .infinity) < 10_000
-                                       && results[1].extra["notHeldAgainWithin30SecondsOrUnheld"] == 0))
-} catch {
-    log("fleet-hold failed: \(error)")
-} }
+// BLE_BENCH_FLEET_BASE=PATH: another `ble` (an earlier build) measured first, in the same run.
+if selected("fleet-hold") {
+    let base = ProcessInfo.processInfo.environment["BLE_BENCH_FLEET_BASE"].flatMap { $0.isEmpty ? nil : URL(fileURLWithPath: $0) }
+    let runs: [(URL?, String)] = (base.map { [($0, " (base \($0.path))")] } ?? []) + [(nil, "")]
+    for (ble, label) in runs { do {
+        let results = try await FleetHoldWorkload.run(advertisers: 1_000, rounds: quick ? 5 : 20, kills: quick ? 5 : 20, directory: tmp,
+                                                      ble: ble, label: label)
+        add(results[0], target: Target(description: "about one message per device per round, as one gateway (not 3)",
+                                       met: (results[0].extra["messagesPerDevicePerRound"] ?? .infinity) < 1.5))
+        add(results[1], target: Target(description: "failover max < 10 s", met: (results[1].extra["failoverMaxMilliseconds"] ?? .infinity) < 10_000
+                                           && results[1].extra["notHeldAgainWithin30SecondsOrUnheld"] == 0))
+    } catch {
+        log("fleet-hold\(label) failed: \(error)")
+    } }
+}
 
 // Footprint of the shipped binary: its size, `ble --version`, the idle gateway, per link.
 if selected("footprint") { do {

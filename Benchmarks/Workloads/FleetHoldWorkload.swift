@@ -16,7 +16,8 @@ import BLEWire
 /// per device per round, each gateway's and the broker's CPU (/proc/PID/stat) over the rounds;
 /// then 20 times: SIGKILL the holder of a device (its controller closes with it) and time from
 /// the kill to the new holder's `connected` link message at a `mosquitto_sub` subscriber, then
-/// start the killed gateway again.
+/// start the killed gateway again. The broker's `$SYS` counters give the messages it took in
+/// and sent out over the rounds, and from them what each gateway was sent.
 enum FleetHoldWorkload {
     static let gateways = 8
     static let held = 8
@@ -34,11 +35,15 @@ enum FleetHoldWorkload {
     static func heldAddress(_ d: Int) -> LEAddress { LEAddress(BluetoothAddress(rawValue: 0xC5_00_00_00_00_00 | UInt64(d)), type: .random) }
     static func compact(_ a: LEAddress) -> String { String(a.address.rawValue, radix: 16, uppercase: true) }
 
-    static func run(advertisers: Int, rounds: Int, kills: Int, directory: URL) async throws -> [Measurement] {
-        let broker = try await GatewayWorkload.offThread { try BenchBroker.start(directory: directory) }
+    /// `ble`: the executable the gateways run (`GatewayWorkload.bleExecutable()` when nil);
+    /// `label` goes into the rows' names.
+    static func run(advertisers: Int, rounds: Int, kills: Int, directory: URL, ble: URL? = nil, label: String = "") async throws -> [Measurement] {
+        let broker = try await GatewayWorkload.offThread { try BenchBroker.start(directory: directory, sysInterval: 1) }
         defer { broker.stop() }
         let subscriber = try await GatewayWorkload.offThread { try BenchSubscriber.start(port: broker.port, pattern: "ble/#") }
         defer { subscriber.stop() }
+        let counters = try await GatewayWorkload.offThread { try BenchSubscriber.start(port: broker.port, pattern: "$SYS/broker/publish/messages/+") }
+        defer { counters.stop() }
         let devices = (0..<held).map { d in
             #"{"address": "\#(heldAddress(d).address)", "subscribe": [{"service": "180F", "characteristic": "2A19"}], "reconnect": {"initialDelaySeconds": 0.2, "maximumDelaySeconds": 1}}"#
         }
@@ -61,7 +66,7 @@ enum FleetHoldWorkload {
             }
             radios.append(vc)
         }
-        let ble = try GatewayWorkload.bleExecutable()
+        let ble = try ble ?? GatewayWorkload.bleExecutable()
         var processes: [pid_t] = Array(repeating: 0, count: gateways)
         defer { for pid in processes where pid != 0 { ChildProcess.wait(pid, afterSending: SIGKILL) } }
         func spawn(_ g: Int) throws {
@@ -82,6 +87,7 @@ enum FleetHoldWorkload {
         // Rounds: every advertiser's new data reaches its 3 radios.
         let before = subscriber.countsPerDeviceTopic()
         let cpuStart = processes.map(GatewayWorkload.processCPUSeconds)
+        let loadStart = loadAverage()
         let brokerStart = GatewayWorkload.processCPUSeconds(broker.pid)
         let start = ContinuousClock.now
         let startTime = Date().timeIntervalSince1970
@@ -100,20 +106,24 @@ enum FleetHoldWorkload {
         let wallSeconds = Double(wall.components.seconds) + Double(wall.components.attoseconds) / 1e18
         let cpu = zip(processes, cpuStart).map { GatewayWorkload.processCPUSeconds($0.0) - $0.1 }
         let brokerCPU = GatewayWorkload.processCPUSeconds(broker.pid) - brokerStart
+        let loadEnd = loadAverage()
         // Copies held back by farther gateways may come later than the last advertiser's
         // message: counted until the longest hold-back docs/gateway.md promises (three of 5 s).
         try await Task.sleep(for: .seconds(15))
         let after = subscriber.countsPerDeviceTopic()
         let advertiserTopics = (0..<advertisers).map { "ble/bench/devices/\(compact(LEAddress(BluetoothAddress(rawValue: 0xC4_00_00_00_00_00 | UInt64($0)), type: .random)))" }
         let published = advertiserTopics.map { (after[Substring($0)] ?? 0) - (before[Substring($0)] ?? 0) }.reduce(0, +)
-        var fleet = Measurement(name: "fleet hold: \(gateways) gateways, \(advertisers) advertisers each heard by 3, \(rounds) rounds -> one mosquitto (device messages)",
+        var fleet = Measurement(name: "fleet hold\(label): \(gateways) gateways, \(advertisers) advertisers each heard by 3, \(rounds) rounds -> one mosquitto (device messages)",
                                 operations: published, seconds: wallSeconds, operationsPerSecond: Double(published) / wallSeconds)
         fleet.extra = [
             "messagesPerDevicePerRound": Double(published) / Double(advertisers * rounds),
             "cpuPercentPerGatewayMean": cpu.reduce(0, +) / Double(cpu.count) / wallSeconds * 100,
             "cpuPercentPerGatewayMax": (cpu.max() ?? 0) / wallSeconds * 100,
             "cpuPercentBroker": brokerCPU / wallSeconds * 100,
+            "loadAverageStart": loadStart,
+            "loadAverageEnd": loadEnd,
         ]
+        for (key, value) in traffic(counters.lines(), subscriber.lines(), from: startTime, to: startTime + wallSeconds) { fleet.extra[key] = value }
         let copies = Self.copies(subscriber.lines(), after: startTime)
         for (key, value) in copies { fleet.extra[key] = value }
         fleet.extra["packetsNeverPublishedShare"] = 1 - (copies["packets"] ?? 0) / Double(advertisers * rounds)
@@ -152,7 +162,7 @@ enum FleetHoldWorkload {
             }
         }
         times.sort()
-        var failover = Measurement(name: "fleet hold: failover after SIGKILL of the holder, \(kills) kills (kill -> new holder's link subscribed)",
+        var failover = Measurement(name: "fleet hold\(label): failover after SIGKILL of the holder, \(kills) kills (kill -> new holder's link subscribed)",
                                    operations: kills, seconds: times.reduce(0, +), operationsPerSecond: Double(kills) / max(times.reduce(0, +), 1e-9))
         failover.extra = [
             "failoverP50Milliseconds": times.isEmpty ? .nan : times[times.count / 2] * 1000,
@@ -194,6 +204,33 @@ enum FleetHoldWorkload {
             "laterCopyGapMaxMilliseconds": (gaps.last ?? 0) * 1000,
             "firstCopyByLoudestShare": Double(first.values.filter { $0.rank == 0 }.count) / packets,
             "packets": Double(first.count),
+        ]
+    }
+
+    /// The 1-minute load average (/proc/loadavg).
+    static func loadAverage() -> Double {
+        (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8)).flatMap { $0.split(separator: " ").first.flatMap { Double($0) } } ?? .nan
+    }
+
+    /// The broker's traffic from `start` to `end` (Unix seconds), from its `$SYS` counters
+    /// (`$SYS/broker/publish/messages/received` and `/sent`, sent once a second when they
+    /// changed, so a counter's value at a time is its last sample before it): messages in per
+    /// second, and messages sent to each gateway per second, the broker's sends less what the
+    /// two `mosquitto_sub` of the bench took (`subscriber`: `ble/#`; `counters`: the counters).
+    static func traffic(_ counters: [String], _ subscriber: [String], from start: Double, to end: Double) -> [String: Double] {
+        var received: [(Double, Double)] = [], sent: [(Double, Double)] = []
+        for line in counters {
+            guard let (time, topic, payload) = BenchSubscriber.split(line), let value = Double(payload) else { continue }
+            if topic.hasSuffix("/received") { received.append((time, value)) } else if topic.hasSuffix("/sent") { sent.append((time, value)) }
+        }
+        func value(_ samples: [(Double, Double)], at time: Double) -> Double? { samples.last { $0.0 <= time }?.1 }
+        guard end > start, let r0 = value(received, at: start), let r1 = value(received, at: end),
+              let s0 = value(sent, at: start), let s1 = value(sent, at: end) else { return [:] }
+        let taken = (subscriber + counters).compactMap(BenchSubscriber.split).filter { $0.0 > start && $0.0 <= end }.count
+        return [
+            "brokerMessagesInPerSecond": (r1 - r0) / (end - start),
+            "brokerMessagesOutPerSecond": (s1 - s0) / (end - start),
+            "messagesToEachGatewayPerSecond": (s1 - s0 - Double(taken)) / Double(gateways) / (end - start),
         ]
     }
 

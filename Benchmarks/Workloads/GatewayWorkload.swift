@@ -330,13 +330,14 @@ final class BenchBroker: @unchecked Sendable { // immutable after start
         self.pid = pid
     }
 
-    static func start(directory: URL) throws -> BenchBroker {
+    /// `sysInterval`: mosquitto publishes its `$SYS` counters that often (seconds; its default, 10, when nil).
+    static func start(directory: URL, sysInterval: Int? = nil) throws -> BenchBroker {
         let executable = ["/usr/sbin/mosquitto", "/usr/local/sbin/mosquitto", "/usr/bin/mosquitto"].first { FileManager.default.isExecutableFile(atPath: $0) }
         guard let executable else { throw BenchError("mosquitto not found; apt-get install mosquitto (make deps does)") }
         let port = try freePort()
         let conf = directory.appendingPathComponent("mosquitto-\(port).conf")
-        try "listener \(port) 127.0.0.1\nallow_anonymous true\nset_tcp_nodelay true\nmax_queued_messages 100000\nlog_dest stderr\nlog_type error\nlog_type warning\nlog_type notice\nlog_type information\n"
-            .write(to: conf, atomically: true, encoding: .utf8)
+        try ("listener \(port) 127.0.0.1\nallow_anonymous true\nset_tcp_nodelay true\nmax_queued_messages 100000\nlog_dest stderr\nlog_type error\nlog_type warning\nlog_type notice\nlog_type information\n"
+            + (sysInterval.map { "sys_interval \($0)\n" } ?? "")).write(to: conf, atomically: true, encoding: .utf8)
         let process = try ChildProcess(path: executable, ["-c", conf.path], stderr: .pipe)
         let pid = process.pid
         guard let output = process.pipe else { throw BenchError("no pipe from mosquitto") }

@@ -83,9 +83,18 @@ public struct FleetTopics: Sendable, Hashable {
     public func response(_ id: String) -> String { "\(base)/responses/\(id)" }
     /// `ble/GWID/status` of another gateway (`online`, or `offline` from it or its last will).
     func status(of gateway: String) -> String { "\(prefix)/\(gateway)/status" }
-    /// What every gateway of the fleet subscribes to.
+    /// `ble/house/packets/C01122334455`: retained, `{"gateway":"gw1","packet":"<16 hex digits>"}`,
+    /// the packet of the device the fleet published last and the gateway that did (FleetFollowing).
+    public func packets(_ address: BluetoothAddress) -> String { "\(base)/packets/\(GatewayTopics.compact(address))" }
+    /// What every gateway of the fleet subscribes to for the whole of its session: the claims,
+    /// the gateways' slots and statuses, the fleet's commands. A device's own topics are
+    /// followed only while the gateway hears it (``subscriptions(of:)``).
     public var subscriptions: [String] {
-        ["\(base)/devices/+", "\(base)/presence/+", "\(base)/presence/+/+", "\(base)/claims/+", "\(base)/gateways/+/slots",
-         "\(prefix)/+/status", commands]
+        ["\(base)/claims/+", "\(base)/gateways/+/slots", "\(prefix)/+/status", commands]
+    }
+    /// What a gateway subscribes to while it hears `address` (or holds it in its config): the
+    /// device's last packet and its presence, the aggregate and every gateway's report.
+    public func subscriptions(of address: BluetoothAddress) -> [String] {
+        [packets(address), presence(address) + "/#"]
     }
 }

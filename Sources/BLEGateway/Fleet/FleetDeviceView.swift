@@ -49,6 +49,9 @@ struct FleetDeviceView {
         record(address, packet: packet, time: now)
     }
 
+    /// Forgets `address` (this gateway no longer follows it).
+    mutating func forget(_ address: BluetoothAddress) { last[address] = nil }
+
     private mutating func record(_ address: BluetoothAddress, packet: UInt64, time: ContinuousClock.Instant) {
         if last[address] == nil && last.count >= capacity {
             // Entries older than the interval only turn a periodic message into a new one.

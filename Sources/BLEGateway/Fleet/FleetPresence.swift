@@ -110,6 +110,19 @@ struct FleetPresence {
         return Self.payload(nearest: next, reports: live)
     }
 
+    /// The smoothed RSSI this gateway last reported for `address`.
+    func lastReported(_ address: BluetoothAddress) -> Int? { devices[address]?.reported?.rssi }
+
+    /// Forgets `address` (this gateway no longer follows it): what it knew would not be kept
+    /// up to date, so it could not say `away` at the right time.
+    mutating func forget(_ address: BluetoothAddress) { devices[address] = nil }
+
+    /// Whether `aggregate` says `away`.
+    static func isAway(_ aggregate: JSONValue) -> Bool {
+        guard case .object(let pairs) = aggregate else { return false }
+        return pairs.contains { $0.0 == "state" && $0.1 == .string("away") }
+    }
+
     /// When the next device may go away: its last report plus `window`.
     func nextDeadline() -> ContinuousClock.Instant? {
         devices.values.compactMap { d in d.nearest?.isEmpty == false ? d.reports.values.map(\.time).max().map { $0 + window } : nil }.min()

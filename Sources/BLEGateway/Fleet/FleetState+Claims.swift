@@ -66,13 +66,14 @@ extension FleetState {
         await settleClaims()
     }
 
-    /// Follows the broker session: claims again what is held at each connection; without the
-    /// broker, stops claiming and drops the held devices after `grace`.
+    /// Follows the broker session: subscribes to the followed devices and claims again what is
+    /// held at each connection; without the broker, stops claiming and drops the held devices after `grace`.
     func followBroker() async {
         for await up in publisher.connectionChanges {
             graceTimer?.cancel()
             graceTimer = nil
             if up {
+                await subscribeFollowed()
                 claims.connected = true
                 lastFree = nil // the connection's first message announced every slot as free
                 await publish(claims.reclaim(now: clock.now))

@@ -1,10 +1,11 @@
 import BLECore
 import BLEWire
 
-/// A fleet gateway's view of what the others published: the device messages (dropping
-/// duplicates fleet-wide, ``FleetDeviceView``) and presence (``FleetPresence``). Fed by this
-/// gateway's scan and by the fleet topics the broker delivers; it runs on the adapter queue,
-/// like the publisher. The broker is the only coordination between gateways.
+/// A fleet gateway's view of what the others published: the packets (dropping duplicates
+/// fleet-wide, ``FleetDeviceView``) and presence (``FleetPresence``) of the devices it follows
+/// (``FleetFollowing``: those it hears and its configured ones). Fed by this gateway's scan and
+/// by the fleet topics the broker delivers; it runs on the adapter queue, like the publisher.
+/// The broker is the only coordination between gateways.
 ///
 ///     let fleet = FleetState(topics: t, fleet: f, interval: .seconds(10), discovery: true, wanted: [a], publisher: p, executor: e)
 actor FleetState {
@@ -32,7 +33,11 @@ actor FleetState {
     /// Device messages held back, by packet, and in the order they fall due, one queue per
     /// rank (FleetState+Holdoff.swift).
     var heldBack: [FleetPacketKey: (due: ContinuousClock.Instant, messages: [MQTTMessage])] = [:]
-    var heldBackQueues = [FleetHoldQueue](repeating: FleetHoldQueue(), count: FleetState.maximumRank)
+    var heldBackQueues = [FleetHoldQueue](repeating: FleetHoldQueue(), count: FleetState.maximumRank + 1)
+    /// The devices whose topics this gateway subscribes to, and the packets held until a newly
+    /// followed device's state arrives (FleetState+Following.swift).
+    var following: FleetFollowing
+    var awaiting: [BluetoothAddress: [FleetPacketKey]] = [:]
     var holdoffTimer: (task: Task<Void, Never>, at: ContinuousClock.Instant)?
     /// When this gateway sent each device message not yet back from the broker, and the round
     /// trip measured on those that came back.
@@ -52,6 +57,8 @@ actor FleetState {
         self.executor = executor
         view = FleetDeviceView(interval: interval)
         presence = FleetPresence(gatewayID: topics.gatewayID, away: fleet.away)
+        following = FleetFollowing(window: presence.window)
+        _ = following.pin(wanted)
         claims = FleetClaims(gatewayID: topics.gatewayID, slots: fleet.slots, claimDelay: fleet.claimDelay, wanted: wanted)
         claims.connected = false
         grace = fleet.grace
@@ -65,26 +72,28 @@ actor FleetState {
         view.decide(address, packet: packet, now: clock.now)
     }
 
-    /// This gateway heard `address`: its smoothed RSSI goes out when due.
+    /// This gateway heard `address`: its smoothed RSSI goes out when due. A device heard anew
+    /// is followed first: its subscriptions go to the broker before the report.
     func heard(_ address: BluetoothAddress, rssi: Int8) async {
         let now = clock.now
+        if following.heard(address, now: now) { subscribe(address) }
         let shown = members.shown
         if discovery, announced[address] != shown.generation, announced[address] != nil || announced.count < 10_000 {
             announced[address] = shown.generation
             await publisher.enqueue(HomeAssistantDiscovery.presenceConfig(address, topics: topics, availability: shown.topics))
         }
-        guard let smoothed = presence.heard(address, rssi: rssi, now: now) else { return }
-        await publisher.enqueue(MQTTMessage(topic: topics.presence(address, gateway: topics.gatewayID),
-                                            payload: JSONValue.object([("rssi", .int(smoothed))]).bytes))
-        await apply(address, presence.report(address, gateway: topics.gatewayID, rssi: smoothed, now: now))
+        guard presence.heard(address, rssi: rssi, now: now) != nil else { return }
+        await sendOwnReport(address)
+        // Before the device's state is in, this gateway would think itself the nearest.
+        if following.awaitingState(address, now: now) == nil { await applyOwnReport(address) }
         if claims.wanted.contains(address) { await settleClaims() }
     }
 
     /// The RSSI each gateway reports for `address` now.
     func reports(_ address: BluetoothAddress) -> [String: Int] { presence.reports(address, now: clock.now) }
 
-    /// A message on one of the fleet topics (`FleetTopics.subscriptions`); anything else, or
-    /// a payload that is not the fleet's, is ignored.
+    /// A message on one of the fleet topics (`FleetTopics.subscriptions`, `subscriptions(of:)`);
+    /// anything else, or a payload that is not the fleet's, is ignored.
     func receive(_ message: MQTTMessage) async {
         let base = topics.base + "/"
         guard message.topic.hasPrefix(base) else { return await receiveStatus(message) }
@@ -95,7 +104,7 @@ actor FleetState {
         switch (levels[0], levels.count) {
         case ("claims", 2):
             await receiveClaim(address, message)
-        case ("devices", 2):
+        case ("packets", 2):
             if let packet = Self.packet(fromDeviceMessage: message.payload) {
                 view.published(address, packet: packet, now: now)
                 fleetPublished(address, packet: packet, own: isOwn(message.payload))
@@ -106,8 +115,10 @@ actor FleetState {
                                                     rssi: aggregate.rssi, now: now))
         case ("presence", 3):
             let gateway = String(levels[2])
-            // This gateway's own reports are applied when made.
-            guard gateway != topics.gatewayID, !gateway.isEmpty, let rssi = FleetPresence.rssi(fromReport: message.payload) else { return }
+            // This gateway's own reports are applied when made; one coming back says the
+            // device's retained state, sent before it, is in.
+            if gateway == topics.gatewayID { return await stateArrived(address) }
+            guard !gateway.isEmpty, let rssi = FleetPresence.rssi(fromReport: message.payload) else { return }
             await apply(address, presence.report(address, gateway: gateway, rssi: rssi, now: now))
             if claims.wanted.contains(address) { await settleClaims() }
         default:
@@ -121,6 +132,7 @@ actor FleetState {
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await self.followBroker() }
             group.addTask { await self.expirePresence() }
+            group.addTask { await self.expireFollowing() }
             await group.waitForAll()
         }
         claimTimer?.task.cancel()
@@ -141,8 +153,32 @@ actor FleetState {
         await publish(address, aggregate)
     }
 
-    private func publish(_ address: BluetoothAddress, _ aggregate: JSONValue) async {
+    /// The aggregate of `address`; with `away`, the device's retained last packet is cleared
+    /// too (the broker keeps no packet of a device gone).
+    func publish(_ address: BluetoothAddress, _ aggregate: JSONValue) async {
         await publisher.enqueue(MQTTMessage(topic: topics.presence(address), payload: aggregate.bytes, qos: .atLeastOnce, retain: true))
+        if FleetPresence.isAway(aggregate) { await publisher.enqueue(MQTTMessage(topic: topics.packets(address), payload: [], retain: true)) }
+    }
+
+    /// This gateway's last report of `address` (its smoothed RSSI) to the fleet.
+    func sendOwnReport(_ address: BluetoothAddress) async {
+        guard let rssi = presence.lastReported(address) else { return }
+        await publisher.enqueue(MQTTMessage(topic: topics.presence(address, gateway: topics.gatewayID),
+                                            payload: JSONValue.object([("rssi", .int(rssi))]).bytes))
+    }
+
+    /// This gateway's last report of `address` counts in its presence.
+    func applyOwnReport(_ address: BluetoothAddress) async {
+        guard let rssi = presence.lastReported(address) else { return }
+        await apply(address, presence.report(address, gateway: topics.gatewayID, rssi: rssi, now: clock.now))
+    }
+
+    /// This gateway no longer follows `address`: its presence as this gateway sees it last
+    /// goes out when it changed, then what it knew of the device is forgotten.
+    func forget(_ address: BluetoothAddress) async {
+        if let aggregate = presence.evaluate(address, now: clock.now) { await publish(address, aggregate) }
+        presence.forget(address)
+        view.forget(address)
     }
 
     /// `C01122334455` as a topic level.
@@ -151,7 +187,8 @@ actor FleetState {
         return BluetoothAddress(rawValue: v)
     }
 
-    /// The fleet device message's own ending: `..."packet":"<16 hex digits>"}`.
+    /// The fleet device message's own ending, the whole of a `packets` message:
+    /// `..."packet":"<16 hex digits>"}`.
     static func packet(fromDeviceMessage payload: [UInt8]) -> UInt64? {
         let tail = Array(#""packet":""#.utf8)
         let n = payload.count
@@ -172,9 +209,14 @@ actor FleetState {
     /// compares (``FleetDeviceView/packet(data:connectable:txPower:)``), at its end.
     static func deviceMessage(_ message: JSONValue, gateway: String, packet: UInt64) -> JSONValue {
         guard case .object(var pairs) = message else { return message }
-        let hex = String(packet, radix: 16, uppercase: true)
-        pairs.append(("gateway", .string(gateway)))
-        pairs.append(("packet", .string(String(repeating: "0", count: 16 - hex.count) + hex)))
+        pairs += packetMessage(gateway: gateway, packet: packet)
         return .object(pairs)
+    }
+
+    /// `gateway` and `packet` of a device message; alone, the retained `packets` message
+    /// `{"gateway":"gw1","packet":"<16 hex digits>"}`.
+    static func packetMessage(gateway: String, packet: UInt64) -> [(String, JSONValue)] {
+        let hex = String(packet, radix: 16, uppercase: true)
+        return [("gateway", .string(gateway)), ("packet", .string(String(repeating: "0", count: 16 - hex.count) + hex))]
     }
 }

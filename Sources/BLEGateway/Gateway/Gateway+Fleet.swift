@@ -31,6 +31,7 @@ extension FleetState {
     /// The configured devices changed (a reload): only these are claimed from now on.
     func want(_ wanted: Set<BluetoothAddress>) async {
         claims.wanted = wanted
+        await pin(wanted)
         await settleClaims()
     }
 }

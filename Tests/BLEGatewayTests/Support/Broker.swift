@@ -101,6 +101,13 @@ final class Broker: @unchecked Sendable { // `process` is replaced only by resta
         while waitpid(p.pid, &status, 0) < 0 && errno == EINTR {}
     }
 
+    /// What mosquitto logged since the last call (or since it said it was running), collected
+    /// until `done` says the text is enough or `timeout` passes.
+    func log(timeout: Duration, until done: @escaping @Sendable (String) -> Bool) async -> String {
+        guard let p = process else { return "" }
+        return await Child.read(p.stderr, timeout: timeout, until: done)
+    }
+
     /// Sends `s` to mosquitto (SIGSTOP freezes it with its connections open: nothing is
     /// acknowledged until SIGCONT).
     func signal(_ s: Int32) { process?.signal(s) }
