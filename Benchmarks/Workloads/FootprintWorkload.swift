@@ -8,7 +8,8 @@ import GATTServer
 /// What the shipped `ble` costs a small machine: the stripped size of the binary next to this
 /// executable (make bench builds it static, as make dist does), the peak resident memory of
 /// `ble --version`, the resident memory of an idle `ble gateway` (connected to mosquitto,
-/// scanning, one advertiser on its virtual controller) 5 s after its first advertisement and
+/// scanning, one advertiser on its virtual controller) 12 s after its start (2 s past its last
+/// trim) and
 /// what it is made of (smaps), the same beside busy processes (a loaded machine), the
 /// time from its start to the first advertisement at a subscriber, and the memory per held
 /// link (a gateway holding `links` links against the idle one).
@@ -82,8 +83,8 @@ enum FootprintWorkload {
     }
 
     /// Starts a gateway with `links` subscribed links and one advertiser, waits until it has
-    /// published its first advertisement (and holds its links), lets it run for 5 s, reads
-    /// its memory and stops it.
+    /// published its first advertisement (and holds its links) and 12 s have passed since its
+    /// start (at least 2 s more), reads its memory and stops it.
     static func gateway(ble: String, id: String, links: Int, broker: BenchBroker, subscriber: BenchSubscriber, directory: URL,
                         cgroup: BenchCgroup? = nil) async throws -> (memory: ProcessMemory, startup: Double) {
         var options = VirtualController.Options()
@@ -121,8 +122,9 @@ enum FootprintWorkload {
                 throw BenchError("the \(id) gateway did not hold its \(links) links within 60 s")
             }
         }
-        // Past the gateway's ExecutableTrim (3 s after its start), and 2 s more of running.
-        try await Task.sleep(for: .seconds(5))
+        // Past the gateway's last ExecutableTrim (10 s after its start), and 2 s more of running.
+        let settle = max(2, 12 - (Date().timeIntervalSince1970 - spawned))
+        try await Task.sleep(for: .milliseconds(Int(settle * 1000)))
         // smaps names the executable by its real path (.build/release is a symbolic link).
         return (ProcessMemory(pid: pid, executable: URL(fileURLWithPath: ble).resolvingSymlinksInPath().path), first - spawned)
     }
