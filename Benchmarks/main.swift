@@ -322,7 +322,7 @@ if selected("footprint") { do {
     for m in try await FootprintWorkload.run(links: quick ? 8 : 32, directory: tmp) {
         let target: Target? = if m.extra["bytes"] != nil {
             Target(description: "<= 20 MB", met: m.extra["bytes"]! <= 20_000_000)
-        } else if m.name.hasPrefix("footprint: idle ble gateway (") {
+        } else if m.name.hasPrefix("footprint: idle ble gateway (") || m.name.hasPrefix("footprint: idle ble gateway beside") {
             Target(description: "resident <= 10 MiB, first advertisement < 1 s",
                    met: (m.extra["residentMiB"] ?? .infinity) <= 10 && (m.extra["startupToFirstAdvertisementMilliseconds"] ?? .infinity) < 1000)
         } else if m.name.hasPrefix("footprint: idle ble gateway under") {

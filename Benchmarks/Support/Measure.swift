@@ -1,6 +1,6 @@
 import Foundation
 
-/// One measured workload: operations per second, best of several runs.
+/// One measured workload: operations per second (the median run), CPU figures in `extra`.
 struct Measurement: Codable {
     var name: String
     var operations: Int
@@ -9,16 +9,81 @@ struct Measurement: Codable {
     var extra: [String: Double] = [:]
 }
 
-/// Runs `body` (which performs `operations` operations) `runs` times; keeps the fastest run.
-func measure(_ name: String, operations: Int, runs: Int = 5, _ body: () throws -> Void) rethrows -> Measurement {
-    var best = Double.infinity
-    for _ in 0..<runs {
-        let start = DispatchTime.now().uptimeNanoseconds
-        try body()
-        let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
-        best = min(best, elapsed)
+/// CPU time from clock_gettime(2), in seconds: every thread of this process, or the calling
+/// thread alone. Unlike the wall clock it does not count the time other processes ran, so
+/// it is the figure to compare on a shared machine.
+enum CPUTime {
+    static func process() -> Double { seconds(CLOCK_PROCESS_CPUTIME_ID) }
+    static func thread() -> Double { seconds(CLOCK_THREAD_CPUTIME_ID) }
+
+    private static func seconds(_ clock: clockid_t) -> Double {
+        var t = timespec()
+        clock_gettime(clock, &t)
+        return Double(t.tv_sec) + Double(t.tv_nsec) / 1e9
     }
-    return Measurement(name: name, operations: operations, seconds: best, operationsPerSecond: Double(operations) / best)
+}
+
+/// The runs of one workload: wall time, process CPU time and (for runs on one thread) the
+/// calling thread's CPU time of each; `measurement` gives their medians and the spread.
+///
+///     var times = RunTimes()
+///     for _ in 0..<runs { let mark = RunTimes.start(); try await work(); times.record(since: mark) }
+///     let m = times.measurement(name, operations: n)
+struct RunTimes {
+    struct Mark {
+        var wall: UInt64
+        var cpu: Double
+        var thread: Double?
+    }
+    private(set) var wall: [Double] = [], cpu: [Double] = [], threadCPU: [Double] = []
+
+    /// `onThisThread`: the run stays on the calling thread (no suspension), so its thread
+    /// CPU time is recorded too.
+    static func start(onThisThread: Bool = false) -> Mark {
+        Mark(wall: DispatchTime.now().uptimeNanoseconds, cpu: CPUTime.process(), thread: onThisThread ? CPUTime.thread() : nil)
+    }
+
+    mutating func record(since mark: Mark) {
+        if let thread = mark.thread { threadCPU.append(CPUTime.thread() - thread) }
+        cpu.append(CPUTime.process() - mark.cpu)
+        wall.append(Double(DispatchTime.now().uptimeNanoseconds - mark.wall) / 1e9)
+    }
+
+    static func median(_ values: [Double]) -> Double {
+        let s = values.sorted()
+        guard !s.isEmpty else { return .nan }
+        return s.count % 2 == 1 ? s[s.count / 2] : (s[s.count / 2 - 1] + s[s.count / 2]) / 2
+    }
+
+    /// The median run's rate; in `extra`: process CPU nanoseconds per operation (median,
+    /// fewest, most), the calling thread's (median) when recorded, the best run's rate and
+    /// the number of runs.
+    func measurement(_ name: String, operations: Int) -> Measurement {
+        let seconds = Self.median(wall)
+        var m = Measurement(name: name, operations: operations, seconds: seconds, operationsPerSecond: Double(operations) / seconds)
+        let perOperation = cpu.map { $0 * 1e9 / Double(operations) }
+        m.extra = [
+            "cpuNanosecondsPerOperation": Self.median(perOperation),
+            "cpuNanosecondsPerOperationMin": perOperation.min() ?? .nan,
+            "cpuNanosecondsPerOperationMax": perOperation.max() ?? .nan,
+            "bestOperationsPerSecond": Double(operations) / (wall.min() ?? .nan),
+            "runs": Double(wall.count),
+        ]
+        if !threadCPU.isEmpty { m.extra["threadCPUNanosecondsPerOperation"] = Self.median(threadCPU) * 1e9 / Double(operations) }
+        return m
+    }
+}
+
+/// Runs `body` (which performs `operations` operations on this thread) `runs` times: the
+/// median run's rate, CPU time per operation as `RunTimes` gives it.
+func measure(_ name: String, operations: Int, runs: Int = 5, _ body: () throws -> Void) rethrows -> Measurement {
+    var times = RunTimes()
+    for _ in 0..<runs {
+        let mark = RunTimes.start(onThisThread: true)
+        try body()
+        times.record(since: mark)
+    }
+    return times.measurement(name, operations: operations)
 }
 
 /// The CPU model and core count, for the report.

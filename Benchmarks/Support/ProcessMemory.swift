@@ -1,11 +1,13 @@
 import Foundation
 
-/// A process's resident memory from /proc/PID/status (VmRSS, VmHWM), and what it is made of
+/// A process's resident memory from /proc/PID/status (VmRSS, VmHWM, Threads), and what it is made of
 /// from /proc/PID/smaps: resident KiB per kind of mapping (the executable, shared libraries,
 /// the heap and anonymous memory, thread stacks, the rest).
 struct ProcessMemory {
     var residentMiB = Double.nan
     var peakResidentMiB = Double.nan
+    /// Threads of the process (/proc/PID/status Threads).
+    var threads = Double.nan
     /// Resident KiB by kind: "executable", "libraries", "heap+anonymous", "stacks", "other".
     var residentKiBByKind: [String: Double] = [:]
 
@@ -16,6 +18,7 @@ struct ProcessMemory {
                 guard f.count >= 2, let kib = Double(f[1]) else { continue }
                 if f[0] == "VmRSS:" { residentMiB = kib / 1024 }
                 if f[0] == "VmHWM:" { peakResidentMiB = kib / 1024 }
+                if f[0] == "Threads:" { threads = kib }
             }
         }
         guard let smaps = try? String(contentsOfFile: "/proc/\(pid)/smaps", encoding: .utf8) else { return }

@@ -90,11 +90,9 @@ enum L2CAPSendWorkload {
         let tap = stack.tap
         let total = perRound * sduSize * rounds
         var goal = 0
-        var best = Double.infinity
-        var bestCPU = 0.0
+        var times = RunTimes()
         for _ in 0..<runs {
-            let cpuStart = L2CAPWorkload.processCPUSeconds()
-            let start = DispatchTime.now().uptimeNanoseconds
+            let mark = RunTimes.start()
             for _ in 0..<rounds {
                 stack.queue.async { grant.withUnsafeBytes { tap.feed($0) } }
                 for sdu in round { try await channel.send(sdu, timeout: .seconds(10)) }
@@ -102,17 +100,16 @@ enum L2CAPSendWorkload {
                 let target = goal
                 await withCheckedContinuation { c in stack.queue.async { sink.wait(forBytes: target, c) } }
             }
-            let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
-            let cpu = L2CAPWorkload.processCPUSeconds() - cpuStart
+            times.record(since: mark)
             let (sent, last) = stack.queue.sync { (sink.bytes, sink.lastPacket) }
             guard sent == goal, last == lastPDU else { throw BenchError("sent \(sent) of \(goal) ACL bytes, or the last K-frame differs") }
-            if elapsed < best { best = elapsed; bestCPU = cpu }
         }
         let stalls = await channel.creditStalls
-        var m = Measurement(name: name, operations: total, seconds: best, operationsPerSecond: Double(total) / best)
-        m.extra = L2CAPWorkload.cpuShare(bytesPerSecond: m.operationsPerSecond, cpuSecondsPerByte: bestCPU / Double(total), sduSize: sduSize, mps: mps)
+        var m = times.measurement(name, operations: total)
+        let cpu = RunTimes.median(times.cpu)
+        m.extra.merge(L2CAPWorkload.cpuShare(bytesPerSecond: m.operationsPerSecond, cpuSecondsPerByte: cpu / Double(total), sduSize: sduSize, mps: mps)) { $1 }
         m.extra["creditStalls"] = Double(stalls)
-        m.extra["cpuSecondsPerWallSecond"] = bestCPU / best
+        m.extra["cpuSecondsPerWallSecond"] = cpu / m.seconds
         return m
     }
 }

@@ -27,8 +27,7 @@ enum L2CAPSocketWorkload {
     /// `count` SDUs of `sduSize` bytes, best of `runs`; SDUs per second, wall and CPU time per SDU.
     static func run(path: Path, sduSize: Int, count: Int, runs: Int) async throws -> Measurement {
         let sdu = (0..<sduSize).map { UInt8(truncatingIfNeeded: $0) }
-        var best = Double.infinity
-        var bestCPU = 0.0
+        var times = RunTimes()
         for _ in 0..<runs {
             var pair: [Int32] = [-1, -1]
             let type = Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
@@ -41,8 +40,7 @@ enum L2CAPSocketWorkload {
                 executor.queue.async { channel.startReading(); c.resume() }
             }
             let peerEnd = pair[1]
-            let cpuStart = L2CAPWorkload.processCPUSeconds()
-            let start = DispatchTime.now().uptimeNanoseconds
+            let mark = RunTimes.start()
             async let received = read(peerEnd, sdus: count, size: sduSize)
             switch path {
             case .queue:
@@ -53,18 +51,15 @@ enum L2CAPSocketWorkload {
                 }.value
             }
             let got = await received
-            let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
-            let cpu = L2CAPWorkload.processCPUSeconds() - cpuStart
+            times.record(since: mark)
             channel.close()
             _ = Glibc.close(peerEnd)
             guard got == count * sduSize else { throw Failed(description: "the peer end read \(got) of \(count * sduSize) bytes") }
-            if elapsed < best { best = elapsed; bestCPU = cpu }
         }
-        var m = Measurement(name: "l2cap socket: L2CAPSocketChannel \(path.rawValue) -> AF_UNIX SOCK_SEQPACKET stand-in, \(sduSize)-byte SDUs",
-                            operations: count, seconds: best, operationsPerSecond: Double(count) / best)
+        var m = times.measurement("l2cap socket: L2CAPSocketChannel \(path.rawValue) -> AF_UNIX SOCK_SEQPACKET stand-in, \(sduSize)-byte SDUs",
+                                  operations: count)
         m.extra["sduBytes"] = Double(sduSize)
-        m.extra["wallNanosecondsPerSDU"] = best / Double(count) * 1e9
-        m.extra["cpuNanosecondsPerSDU"] = bestCPU / Double(count) * 1e9
+        m.extra["wallNanosecondsPerSDU"] = m.seconds / Double(count) * 1e9
         return m
     }
 

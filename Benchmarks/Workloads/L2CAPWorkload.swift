@@ -54,12 +54,13 @@ enum L2CAPWorkload {
             }
         }
         precondition(received == total, "reassembled \(received) of \(total) bytes")
-        m.extra = cpuShare(bytesPerSecond: m.operationsPerSecond, cpuSecondsPerByte: m.seconds / Double(total), sduSize: sdus.first?.count ?? 0, mps: mps)
+        m.extra.merge(cpuShare(bytesPerSecond: m.operationsPerSecond, cpuSecondsPerByte: (m.extra["cpuNanosecondsPerOperation"] ?? .nan) / 1e9,
+                               sduSize: sdus.first?.count ?? 0, mps: mps)) { $1 }
         return m
     }
 
-    /// K-frames through the host to one channel; SDU bytes per second (wall clock) and the
-    /// process CPU time they took.
+    /// K-frames through the host to one channel; SDU bytes per second (wall clock, the median
+    /// run) and the process CPU time they took (the median run's).
     /// `onChannel`: the SDUs are taken by code isolated to the channel (its adapter executor),
     /// so `receive()` costs no hop between threads; otherwise by this task, as an
     /// application's task pays (a hop each way per batch of the SDUs waiting).
@@ -77,11 +78,9 @@ enum L2CAPWorkload {
         let bytes = h4(round, mps: mps, handle: link.handle, cid: channel.localCID)
         let tap = stack.tap
         let total = perRound * sduSize * rounds
-        var best = Double.infinity
-        var bestCPU = 0.0
+        var times = RunTimes()
         for _ in 0..<runs {
-            let cpuStart = processCPUSeconds()
-            let start = DispatchTime.now().uptimeNanoseconds
+            let mark = RunTimes.start()
             var received = 0
             var last: [UInt8] = []
             for _ in 0..<rounds {
@@ -90,18 +89,16 @@ enum L2CAPWorkload {
                 received += n
                 last = sdu
             }
-            let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
-            let cpu = processCPUSeconds() - cpuStart
+            times.record(since: mark)
             guard received == total, last == round.last else { throw BenchError("received \(received) of \(total) bytes, or the last SDU differs") }
-            if elapsed < best { best = elapsed; bestCPU = cpu }
             // Let the credit indications of the run reach the controller, then forget them.
             await stack.vc.settle()
             stack.vc.clearRecords()
         }
         await channel.close(timeout: .seconds(2))
-        var m = Measurement(name: name, operations: total, seconds: best, operationsPerSecond: Double(total) / best)
-        m.extra = cpuShare(bytesPerSecond: m.operationsPerSecond, cpuSecondsPerByte: bestCPU / Double(total), sduSize: sduSize, mps: mps)
-        m.extra["cpuSecondsPerWallSecond"] = bestCPU / best
+        var m = times.measurement(name, operations: total)
+        m.extra.merge(cpuShare(bytesPerSecond: m.operationsPerSecond, cpuSecondsPerByte: RunTimes.median(times.cpu) / Double(total), sduSize: sduSize, mps: mps)) { $1 }
+        m.extra["cpuSecondsPerWallSecond"] = RunTimes.median(times.cpu) / m.seconds
         return (m, bytes, framesPerRound)
     }
 
@@ -159,10 +156,4 @@ enum L2CAPWorkload {
         ]
     }
 
-    /// User + system CPU time of the whole process (getrusage).
-    static func processCPUSeconds() -> Double {
-        var usage = rusage()
-        getrusage(RUSAGE_SELF.rawValue, &usage)
-        return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
-    }
 }

@@ -47,7 +47,7 @@ enum NotifyWorkload {
         let tap = stack.tap
         let batches = perLink / rounds
         let delivered = batches * rounds * links * subscribers
-        var best = Double.infinity
+        var times = RunTimes()
         for _ in 0..<runs {
             let progress = Progress()
             var consumers: [Task<Int, any Error>] = []
@@ -77,17 +77,16 @@ enum NotifyWorkload {
                 try await Task.sleep(for: .milliseconds(2))
             }
             stack.queue.sync {}
-            let start = DispatchTime.now().uptimeNanoseconds
+            let mark = RunTimes.start()
             for _ in 0..<batches {
                 stack.queue.async { bytes.withUnsafeBytes { tap.feed($0) } }
             }
             var total = 0
             for c in consumers { total += try await c.value }
-            let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+            times.record(since: mark)
             guard total == delivered else { throw BenchError("\(name): delivered \(total) of \(delivered)") }
-            best = min(best, elapsed)
             stack.queue.sync {}
         }
-        return Measurement(name: name, operations: delivered, seconds: best, operationsPerSecond: Double(delivered) / best)
+        return times.measurement(name, operations: delivered)
     }
 }

@@ -1,4 +1,5 @@
 import BLECore
+import Dispatch
 import Glibc
 import BLETransport
 
@@ -14,8 +15,21 @@ import BLETransport
 /// `BLE_EXECUTABLE_TRIM=off` leaves the pages alone. A mapping that holds a private copy
 /// (relocated data) is never advised: the advice would throw the copy away.
 ///
-///     ExecutableTrim.unmapReadOnlyPages()
+///     ExecutableTrim.schedule()
 enum ExecutableTrim {
+    /// When the trim runs, after the gateway's start: at 3 s a gateway has started (under 1 s
+    /// on a fifth of a core, docs/packaging.md); at 10 s again, for a start that a busy machine
+    /// stretched past 3 s (links still connecting), whose later pages the first trim missed.
+    static let delays: [Int] = [3, 10]
+
+    /// Runs `unmapReadOnlyPages` at each of `delays` seconds from now, on a utility thread
+    /// (never the adapter's executor).
+    static func schedule() {
+        for delay in delays {
+            DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + .seconds(delay)) { unmapReadOnlyPages() }
+        }
+    }
+
     /// MADV_PAGEOUT (Linux 5.4, <asm-generic/mman-common.h>); older kernels answer EINVAL.
     static let madvPageOut: Int32 = 21
 

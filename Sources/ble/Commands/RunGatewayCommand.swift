@@ -69,9 +69,8 @@ enum RunGatewayCommand {
             }
             console.status("gateway \(gateway.topics.gatewayID): broker \(config.broker.url ?? ""), topics \(config.topicPrefix)/\(gateway.topics.gatewayID)/...")
             let task = Task { try await gateway.run() }
-            // What startup read of the executable is not needed again (ExecutableTrim); 3 s is
-            // well past a gateway's start (under 1 s on a fifth of a core, docs/packaging.md).
-            DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + .seconds(3)) { ExecutableTrim.unmapReadOnlyPages() }
+            // What startup read of the executable is not needed again (ExecutableTrim).
+            ExecutableTrim.schedule()
             signal(SIGTERM, SIG_IGN)
             signal(SIGHUP, SIG_IGN)
             let term = DispatchSource.makeSignalSource(signal: SIGTERM, queue: .main)
