@@ -5,8 +5,8 @@ import BLEWire
 /// `HCIFlowControl` from tables: (state, event) -> (actions, state). The counts follow Core
 /// Spec Vol 4, Part E: 4.4 (Num_HCI_Command_Packets replaces the count; one command at
 /// power-on), 4.1 (the host never has more packets in the controller than
-/// Total_Num_LE_ACL_Data_Packets; a Disconnection Complete frees the link's buffers) and
-/// 7.7.19 (Number Of Completed Packets counts the packets completed since the last report).
+/// Total_Num_LE_ACL_Data_Packets), 4.3 (a Disconnection Complete frees the link's buffers)
+/// and 7.7.19 (Number Of Completed Packets counts the packets completed since the last report).
 @Suite struct HCIFlowControlTests {
     typealias Flow = HCIFlowControl
 

@@ -29,6 +29,13 @@ extension Central {
         var phase: ConnectAttempt<Waiters<ConnectWaitOutcome, Never>.ID, ConnectResult>.Phase { attempt.phase }
         /// The error to report once an attempt being cancelled ends.
         var abortError: ConnectionError? { attempt.abortError }
+        /// The caller waiting for the completion, if one waits.
+        var waiter: Waiters<ConnectWaitOutcome, Never>.ID? { attempt.waiter }
+        /// The caller was cancelled and has returned: the attempt ends without it.
+        var callerGone: Bool {
+            if case .aborting(_, nil) = attempt.phase { return true }
+            return false
+        }
     }
 
     /// Connects to `peer`. One attempt is pending at the controller at a time; others queue.

@@ -1,7 +1,7 @@
 /// The credits between the host and its controller, as one value: HCI command flow control
 /// (Num_HCI_Command_Packets, Core Spec Vol 4, Part E, 4.4) and LE ACL data flow control
 /// (Total_Num_LE_ACL_Data_Packets from LE Read Buffer Size, Number Of Completed Packets per
-/// Connection_Handle; 4.1 and 7.7.19). It does no I/O: `HCIHost` feeds it what happened and
+/// Connection_Handle; 4.1, 4.3 and 7.7.19). It does no I/O: `HCIHost` feeds it what happened and
 /// carries out the actions it returns (send queued commands or fragments, log a controller
 /// that miscounts).
 ///
@@ -59,7 +59,7 @@ package struct HCIFlowControl: Hashable, Sendable {
         /// One entry of Number Of Completed Packets.
         case completedPackets(handle: UInt16, count: Int)
         /// Disconnection Complete (or the link ended with the transport): its packets in the
-        /// controller are flushed and their buffers free (4.1).
+        /// controller are flushed and their buffers free (4.3).
         case linkClosed(handle: UInt16)
         /// Hardware Error or HCI_Reset: the controller lost every link, all buffers are free.
         case controllerCleared
