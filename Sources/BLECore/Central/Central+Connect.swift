@@ -9,47 +9,31 @@ extension Central {
     /// (cancelled) so that it ends in the background and releases the connect turn itself.
     typealias ConnectWaitOutcome = (result: ConnectResult, handedOff: Bool)
 
-    /// The one attempt pending at the controller.
+    /// The one attempt pending at the controller: its machine (ConnectAttempt.swift) and the
+    /// timer of its phase (the connect timeout while the caller waits, the limit of LE Create
+    /// Connection Cancel while it is being cancelled).
     struct PendingConnect {
-        let peer: LEAddress
-        /// The scan was paused for this attempt: it resumes when the attempt ends.
-        let pausedScan: Bool
-        var phase: Phase
-        /// A background attempt through the Filter Accept List (Central+Background.swift):
-        /// `peer` only names it; the completion names the device.
-        var usesAcceptList = false
+        var attempt: ConnectAttempt<Waiters<ConnectWaitOutcome, Never>.ID, ConnectResult>
+        var timer: (any ScheduledTimer)?
 
-        enum Phase {
-            /// LE Create Connection is going out; its caller does not wait yet.
-            case sending
-            /// The completion arrived before the caller started waiting (a fast controller
-            /// can send it right behind the Command Status).
-            case completedEarly(ConnectResult)
-            /// The caller waits in `connectWaiters` until the completion or its connect timeout.
-            case waiting(waiter: Waiters<ConnectWaitOutcome, Never>.ID, timeout: any ScheduledTimer)
-            /// LE Create Connection Cancel is out: `error` is reported when the attempt ends, at
-            /// the latest when `limit` fires. Without a `waiter` the caller was cancelled and
-            /// has returned: the attempt ends without it and releases the connect turn then.
-            case aborting(error: ConnectionError, waiter: Waiters<ConnectWaitOutcome, Never>.ID?, limit: any ScheduledTimer)
+        init(peer: LEAddress, pausedScan: Bool, usesAcceptList: Bool = false) {
+            attempt = ConnectAttempt(peer: peer, pausedScan: pausedScan, usesAcceptList: usesAcceptList)
         }
 
+        var peer: LEAddress { attempt.peer }
+        var pausedScan: Bool { attempt.pausedScan }
+        var usesAcceptList: Bool {
+            get { attempt.usesAcceptList }
+            set { attempt.usesAcceptList = newValue }
+        }
+        var phase: ConnectAttempt<Waiters<ConnectWaitOutcome, Never>.ID, ConnectResult>.Phase { attempt.phase }
         /// The error to report once an attempt being cancelled ends.
-        var abortError: ConnectionError? {
-            if case .aborting(let error, _, _) = phase { return error }
-            return nil
-        }
-
+        var abortError: ConnectionError? { attempt.abortError }
         /// The caller waiting for the completion, if one waits.
-        var waiter: Waiters<ConnectWaitOutcome, Never>.ID? {
-            switch phase {
-            case .waiting(let waiter, _), .aborting(_, let waiter?, _): return waiter
-            case .sending, .completedEarly, .aborting(_, nil, _): return nil
-            }
-        }
-
+        var waiter: Waiters<ConnectWaitOutcome, Never>.ID? { attempt.waiter }
         /// The caller was cancelled and has returned: the attempt ends without it.
         var callerGone: Bool {
-            if case .aborting(_, nil, _) = phase { return true }
+            if case .aborting(_, nil) = attempt.phase { return true }
             return false
         }
     }
@@ -117,7 +101,7 @@ extension Central {
             }
             // Registered before the command goes out so that a completion arriving in the same
             // read as the Command Status finds its attempt.
-            pendingConnect = PendingConnect(peer: peer, pausedScan: pausedScan, phase: .sending, usesAcceptList: usesAcceptList)
+            pendingConnect = PendingConnect(peer: peer, pausedScan: pausedScan, usesAcceptList: usesAcceptList)
             do throws(HCIError) {
                 try await host.send(createConnectionCommand(peer, parameters, usesAcceptList: usesAcceptList))
                 sent = true
@@ -145,16 +129,17 @@ extension Central {
             endConnectAttempt(peer, pausedScan: pausedScan)
             return try early.get()
         }
-        if pendingConnect == nil { pendingConnect = PendingConnect(peer: peer, pausedScan: pausedScan, phase: .sending, usesAcceptList: usesAcceptList) }
+        if pendingConnect == nil { pendingConnect = PendingConnect(peer: peer, pausedScan: pausedScan, usesAcceptList: usesAcceptList) }
         let outcome = await connectWaiters.wait(cancelled: { [weak self, executor] _ in
-            let handedOff = self?.enter(on: executor) { $0.connectCallerCancelled() } ?? false
+            let handedOff = self?.enter(on: executor) { $0.advanceConnect(.callerLeft) } ?? false
             return .success((.failure(.cancelled(peer: peer)), handedOff))
         }) { id in
             let ms = Int(timeout.nanoseconds / 1_000_000)
             let timer = scheduler.schedule(after: timeout) { [weak self, executor] in
                 self?.enter(on: executor) { $0.abortPendingConnect(.timeout(peer: peer, milliseconds: ms)) }
             }
-            pendingConnect?.phase = .waiting(waiter: id, timeout: timer)
+            pendingConnect?.timer = timer
+            advanceConnect(.waitStarted(waiter: id))
             // A background attempt a direct connect asked to make way while it was being sent
             // is cancelled at once.
             if usesAcceptList, backgroundConnect?.preempted == true { abortPendingConnect(.cancelled(peer: peer)) }
@@ -190,69 +175,61 @@ extension Central {
         return info.supportsExtendedCreateConnection && info.leFeatures.contains(.leCodedPHY)
     }
 
-    /// The caller waiting for the pending attempt was cancelled: it gets `.cancelled` now,
-    /// and the attempt is cancelled at the controller without it (true: it was handed off).
-    func connectCallerCancelled() -> Bool {
-        guard let pending = pendingConnect else { return false }
-        switch pending.phase {
-        case .waiting(_, let timeout):
-            timeout.cancel()
-            startAbort(.cancelled(peer: pending.peer), waiter: nil)
-            return true
-        case .sending:
-            // Cancelled before it started to wait: the command is out, the attempt is pending.
-            startAbort(.cancelled(peer: pending.peer), waiter: nil)
-            return true
-        case .aborting(let error, _?, let limit):
-            pendingConnect?.phase = .aborting(error: error, waiter: nil, limit: limit)
-            return true
-        case .completedEarly, .aborting(_, nil, _):
-            return false
+    /// Feeds the pending attempt `event` and carries out what it asks (`ConnectAttempt.Action`);
+    /// true when its caller was handed off (it returned, and the attempt ends without it).
+    @discardableResult
+    func advanceConnect(_ event: ConnectAttempt<Waiters<ConnectWaitOutcome, Never>.ID, ConnectResult>.Event) -> Bool {
+        guard var pending = pendingConnect else { return false }
+        let actions = pending.attempt.handle(event)
+        pendingConnect = pending.attempt.isEnded ? nil : pending
+        var handedOff = false
+        for action in actions {
+            switch action {
+            case .stopTimer:
+                pending.timer?.cancel()
+                pendingConnect?.timer = nil
+            case .sendCancel(let error):
+                sendConnectCancel(error)
+            case .handOff:
+                handedOff = true
+            case .resume(let waiter, let result):
+                connectWaiters.resume(waiter, with: .success((result, false)))
+            case .dropCompleted(let result):
+                guard case .success((let handle, _)) = result else { break }
+                options.logger.log(.info, "disconnecting \(handle.hex) to \(pending.peer): its connect call was cancelled")
+                host.enter(on: executor) { $0.background { _ = try? await $0.send(HCICommand.disconnect(handle: handle, reason: .remoteUserTerminatedConnection)) } }
+            case .endAttempt:
+                endConnectAttempt(pending.peer, pausedScan: pending.pausedScan)
+            }
         }
+        return handedOff
     }
 
     /// The caller was cancelled after the create command went out, before its Command
     /// Status: the attempt is cancelled at the controller without it (or, when it already
     /// completed, ended here).
     func handOffPendingConnect(_ peer: LEAddress, pausedScan: Bool) {
-        guard let pending = pendingConnect else { return endConnectAttempt(peer, pausedScan: pausedScan) }
-        switch pending.phase {
-        case .completedEarly(let early):
-            pendingConnect = nil
-            if case .success((let handle, _)) = early {
-                options.logger.log(.info, "disconnecting \(handle.hex) to \(pending.peer): its connect call was cancelled")
-                host.enter(on: executor) { $0.background { _ = try? await $0.send(HCICommand.disconnect(handle: handle, reason: .remoteUserTerminatedConnection)) } }
-            }
-            endConnectAttempt(pending.peer, pausedScan: pending.pausedScan)
-        case .sending:
-            startAbort(.cancelled(peer: pending.peer), waiter: nil)
-        case .waiting(_, let timeout):
-            timeout.cancel()
-            startAbort(.cancelled(peer: pending.peer), waiter: nil)
-        case .aborting(let error, _, let limit):
-            pendingConnect?.phase = .aborting(error: error, waiter: nil, limit: limit)
-        }
+        guard pendingConnect != nil else { return endConnectAttempt(peer, pausedScan: pausedScan) }
+        advanceConnect(.callerLeftBeforeStatus)
     }
 
-    /// The connect timeout passed: the attempt is cancelled at the controller.
+    /// The connect timeout passed (or a background attempt must make way): the attempt is
+    /// cancelled at the controller.
     func abortPendingConnect(_ error: ConnectionError) {
-        guard case .waiting(let waiter, let timeout)? = pendingConnect?.phase else { return }
-        timeout.cancel()
-        startAbort(error, waiter: waiter)
+        advanceConnect(.timedOut(error))
     }
 
     /// LE Create Connection Cancel, then wait (bounded) for the completion with Unknown
     /// Connection Identifier (0x02); the attempt then ends with `error`.
-    private func startAbort(_ error: ConnectionError, waiter: Waiters<ConnectWaitOutcome, Never>.ID?) {
+    private func sendConnectCancel(_ error: ConnectionError) {
         guard let peer = pendingConnect?.peer else { return }
         let waitLimit = options.connectCancelTimeout
-        let limit = scheduler.schedule(after: waitLimit) { [weak self, executor] in
+        pendingConnect?.timer = scheduler.schedule(after: waitLimit) { [weak self, executor] in
             self?.enter(on: executor) { central in
                 central.options.logger.log(.warning, "the controller never completed the cancelled connection attempt to \(peer) within \(Int(waitLimit.nanoseconds / 1_000_000)) ms; giving up on it")
                 central.finishPendingConnect(.failure(error))
             }
         }
-        pendingConnect?.phase = .aborting(error: error, waiter: waiter, limit: limit)
         let logger = options.logger
         host.enter(on: executor) { $0.background { host in
             do {
@@ -267,21 +244,7 @@ extension Central {
     /// The pending attempt ended with `result`: its caller gets it (or keeps it until it
     /// waits); an attempt its caller left releases the connect turn.
     func finishPendingConnect(_ result: ConnectResult) {
-        guard let pending = pendingConnect else { return }
-        switch pending.phase {
-        case .sending:
-            pendingConnect?.phase = .completedEarly(result)
-        case .completedEarly:
-            break
-        case .waiting(let waiter, let timer), .aborting(_, let waiter?, let timer):
-            timer.cancel()
-            pendingConnect = nil
-            connectWaiters.resume(waiter, with: .success((result, false)))
-        case .aborting(_, nil, let limit):
-            limit.cancel()
-            pendingConnect = nil
-            endConnectAttempt(pending.peer, pausedScan: pending.pausedScan)
-        }
+        advanceConnect(.completed(result))
     }
 
     func failPendingConnect(_ error: ConnectionError) {

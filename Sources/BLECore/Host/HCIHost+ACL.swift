@@ -5,7 +5,7 @@ import BLEWire
 ///
 /// One peer that stops acknowledging (its Number Of Completed Packets never come) cannot take
 /// the controller from the others: a link holds at most its share of the controller's
-/// buffers (`aclLinkShare`), a PDU that finds no buffer within `aclSendTimeout` fails with
+/// buffers (`HCIFlowControl.linkShare`), a PDU that finds no buffer within `aclSendTimeout` fails with
 /// `LinkError.sendTimeout`, and a link's queue holds at most `aclLinkQueueLimit` bytes and
 /// `aclLinkQueuePDULimit` PDUs (`LinkError.queueFull` beyond).
 extension HCIHost {
@@ -39,8 +39,6 @@ extension HCIHost {
         @exclusivity(unchecked) var isReady = false
         /// Fires at the deadline of the oldest queued fragment.
         @exclusivity(unchecked) var sendDeadline: (any ScheduledTimer)?
-        /// Fragments handed to the controller and not yet reported by Number Of Completed Packets.
-        @exclusivity(unchecked) var inFlight = 0
         var channels: [UInt16: FixedChannel] = [:]
         /// LE credit-based channels (HCIHost+CreditBasedChannels.swift).
         let creditBased = CreditBasedLinkState()
@@ -64,9 +62,7 @@ extension HCIHost {
 
     /// Sets the controller's LE ACL buffer geometry (from LE Read Buffer Size) and its credits.
     public func setACLBuffers(packetLength: Int, packetCount: Int) {
-        aclPacketLength = max(1, packetLength)
-        aclPacketCount = max(1, packetCount)
-        aclCredits = aclPacketCount
+        apply(flow.handle(.bufferSizeRead(packetLength: packetLength, packetCount: packetCount)))
     }
 
     /// Registers a new connection so its data can flow. The central calls this on LE
@@ -75,6 +71,7 @@ extension HCIHost {
         if links[handle] != nil { linkLost(handle: handle, error: .closed(peer: links[handle]?.peer.address, handle: handle)) }
         safeguards.foreignHandles.remove(handle & 0x0FFF)
         links[handle] = Link(handle: handle, peer: peer)
+        apply(flow.handle(.linkOpened(handle: handle)))
     }
 
     public func hasLink(_ handle: UInt16) -> Bool { links[handle] != nil }
@@ -182,12 +179,6 @@ extension HCIHost {
         if link.hasQueued, link.sendDeadline == nil { armSendDeadline(link) }
     }
 
-    /// The most packets one link may have in the controller at once: an equal share of the
-    /// buffers. Besides, a link with packets in flight never takes the last free buffer
-    /// (`pumpACL`): that one is left to a link with none in flight, so a link that connects
-    /// next sends even when every other link's peer stopped acknowledging.
-    var aclLinkShare: Int { max(1, aclPacketCount / max(1, links.count)) }
-
     /// Puts a link with queued fragments in the round-robin, unless it is there already.
     func markReady(_ link: Link) {
         guard !link.isReady, link.hasQueued else { return }
@@ -197,18 +188,17 @@ extension HCIHost {
 
     /// Hands queued fragments to the controller while it has buffers, one fragment per link in
     /// turn, so a busy link never starves another. A link at its share, or one with packets in
-    /// flight when a single buffer is free, leaves the turn until Number Of Completed Packets
-    /// brings it below or frees more buffers.
+    /// flight when a single buffer is free (`HCIFlowControl.maySendACL`), leaves the turn until
+    /// Number Of Completed Packets brings it below or frees more buffers.
     func pumpACL() {
         guard lostReason == nil else { return }
-        let share = aclLinkShare
         var drained: [Link] = []
         defer { for link in drained { notifyRoom(link) } }
-        while aclCredits > 0, !readyLinks.isEmpty {
+        while flow.aclCredits > 0, !readyLinks.isEmpty {
             let handle = readyLinks.removeFirst()
             // The inlet's table (the same links as `links`): no hashing per fragment.
             guard let link = inlet.link(handle) else { continue }
-            guard link.hasQueued, link.inFlight < share, link.inFlight == 0 || aclCredits > 1 else {
+            guard link.hasQueued, flow.maySendACL(on: handle) else {
                 link.isReady = false
                 continue
             }
@@ -230,8 +220,7 @@ extension HCIHost {
                 if let done = entry.done { sendWaiters.resume(done, with: .failure(.transportLost("\(error)"))) }
                 continue
             }
-            aclCredits -= 1
-            link.inFlight += 1
+            _ = flow.handle(.aclSent(handle: handle))
             if let done = entry.done { sendWaiters.resume(done, with: .success(())) }
         }
     }
@@ -277,7 +266,7 @@ extension HCIHost {
         }
         if failed > 0 {
             safeguards.sendTimeouts += failed
-            logLimited(.sendTimeout, .warning, "handle \(handle.hex) to \(link.peer.address): \(failed) PDU(s) found no controller buffer within \(safeguards.sendTimeout) (\(link.inFlight) packets unacknowledged); they failed with a send timeout")
+            logLimited(.sendTimeout, .warning, "handle \(handle.hex) to \(link.peer.address): \(failed) PDU(s) found no controller buffer within \(safeguards.sendTimeout) (\(flow.inFlight[handle] ?? 0) packets unacknowledged); they failed with a send timeout")
         }
         // A channel that ended above may have queued (and armed the timer for) its
         // Disconnection Request.
@@ -291,15 +280,21 @@ extension HCIHost {
                      milliseconds: Int(safeguards.sendTimeout.nanoseconds / 1_000_000))
     }
 
-    func returnCredits(handle: UInt16, count: Int) {
-        guard let link = links[handle] else { return } // credits of a closed link were returned at disconnect
-        let n = min(count, link.inFlight)
-        let spareWasHeld = aclCredits <= 1
-        link.inFlight -= n
-        aclCredits += n
-        markReady(link)
-        // Links that left the turn to keep the last buffer free may take more now.
-        if spareWasHeld, aclCredits > 1 { for other in links.values { markReady(other) } }
+    /// Carries out what the flow control asks for. Resuming links only puts them in the
+    /// round-robin; the caller pumps (`pumpACL`) once it has taken every event.
+    func apply(_ actions: [HCIFlowControl.Action]) {
+        for action in actions {
+            switch action {
+            case .sendCommands:
+                pumpCommands()
+            case .resumeLink(let handle):
+                if let link = links[handle] { markReady(link) }
+            case .resumeAllLinks:
+                for link in links.values { markReady(link) }
+            case .excessCompletedPackets(let handle, let reported, let inFlight):
+                logLimited(.controllerMiscount, .warning, "the controller reported \(reported) completed packets for handle \(handle.hex) with \(inFlight) in flight (Vol 4, Part E, 7.7.19); only \(inFlight) credited")
+            }
+        }
     }
 
     /// Inbound ACL data the inlet left to the host (`ACLInlet.receive` reassembles every
@@ -347,8 +342,7 @@ extension HCIHost {
     func linkLost(handle: UInt16, error: LinkError) {
         guard let link = links[handle] else { return }
         inlet.forget(link)
-        aclCredits += link.inFlight
-        link.inFlight = 0
+        let flowActions = flow.handle(.linkClosed(handle: handle))
         readyLinks.removeAll { $0 == handle }
         link.isReady = false
         link.sendDeadline?.cancel()
@@ -370,7 +364,7 @@ extension HCIHost {
         link.att = nil
         link.attRawReceiver = nil
         // Fewer links: each remaining one's share grew.
-        for other in links.values { markReady(other) }
+        apply(flowActions)
         pumpACL()
     }
 }

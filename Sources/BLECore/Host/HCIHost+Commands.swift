@@ -92,16 +92,12 @@ extension HCIHost {
         return .cancelled(opcode: opcode)
     }
 
-    func updateCommandCredits(_ credits: UInt8) {
-        commandCredits = Int(credits)
-    }
-
     /// How long, after a command timed out, the host waits for its late answer before it sends
     /// the next command with the same opcode anyway.
     static let lateAnswerGrace: Duration = .seconds(1)
 
     func pumpCommands() {
-        while commandCredits > 0, lostReason == nil,
+        while flow.commandCredits > 0, lostReason == nil,
               let next = waitingCommands.firstIndex(where: { lateAnswerHolds[$0.packet.opcode] == nil }) {
             var command = waitingCommands.remove(at: next)
             do {
@@ -110,7 +106,7 @@ extension HCIHost {
                 commandWaiters.resume(command.waiter, with: .failure(.transportLost("\(error)")))
                 continue
             }
-            commandCredits -= 1
+            _ = flow.handle(.commandSent)
             if command.packet.opcode == Self.resetOpcode { unansweredResets += 1 }
             let id = command.waiter
             command.timer?.cancel()
@@ -181,8 +177,7 @@ extension HCIHost {
         }
         // The controller's credit for that command will never come back: assume one is free
         // again so a single unanswered command cannot wedge the host.
-        commandCredits = max(commandCredits, 1)
-        pumpCommands()
+        apply(flow.handle(.sentCommandTimedOut))
         restartCreditDeadlines()
     }
 
@@ -206,10 +201,7 @@ extension HCIHost {
         let ms = Int(command.timeout.nanoseconds / 1_000_000)
         logger.log(.warning, "\(command.packet.opcode) got no command credit within \(ms) ms", metadata: ["opcode": command.packet.opcode.rawValue.hex])
         commandWaiters.resume(id, with: .failure(.noCommandCredit(opcode: command.packet.opcode, milliseconds: ms)))
-        if sentCommands.isEmpty {
-            commandCredits = max(commandCredits, 1)
-            pumpCommands()
-        }
+        apply(flow.handle(.creditWaitExpired(commandsInFlight: sentCommands.count)))
     }
 
     /// Commands whose parameters and return parameters (after the Status) both begin with a
@@ -249,7 +241,8 @@ extension HCIHost {
             c.timer?.cancel()
             commandWaiters.resume(c.waiter, with: .failure(.controllerReset(opcode: c.packet.opcode)))
         }
-        commandCredits = max(commandCredits, 1)
+        // Not `apply`: the reset itself is queued next and pumps.
+        _ = flow.handle(.pendingCommandsDroppedForReset)
     }
 
     func failAllCommands(_ error: HCIError) {
@@ -261,6 +254,6 @@ extension HCIHost {
             c.timer?.cancel()
             commandWaiters.resume(c.waiter, with: .failure(error))
         }
-        commandCredits = 1
+        _ = flow.handle(.commandsReset)
     }
 }

@@ -30,8 +30,11 @@ public actor HCIHost {
     public var defaultCommandTimeout: Duration = .seconds(2)
 
     // MARK: Command flow control (Vol 4, Part E, 4.4)
+    /// Command credits and ACL buffers as one value (HCIFlowControl.swift).
+    // Unchecked exclusivity: touched only on the executor, and read per ACL fragment.
+    @exclusivity(unchecked) var flow = HCIFlowControl()
     /// Num_HCI_Command_Packets: how many commands the controller accepts now.
-    public internal(set) var commandCredits = 1
+    public var commandCredits: Int { flow.commandCredits }
     var waitingCommands: [PendingCommand] = []
     var sentCommands: [PendingCommand] = []
     /// HCI_Reset commands this host sent whose Command Complete has not come, and whether one
@@ -61,11 +64,11 @@ public actor HCIHost {
     // touched only on the executor, one job at a time; the dynamic checks showed per K-frame
     // in the profile.
     /// LE_ACL_Data_Packet_Length: the largest ACL payload the controller takes.
-    @exclusivity(unchecked) public internal(set) var aclPacketLength = 27
+    public var aclPacketLength: Int { flow.aclPacketLength }
     /// Total_Num_LE_ACL_Data_Packets.
-    @exclusivity(unchecked) public internal(set) var aclPacketCount = 0
+    public var aclPacketCount: Int { flow.aclPacketCount }
     /// Controller buffers free right now.
-    @exclusivity(unchecked) public internal(set) var aclCredits = 0
+    public var aclCredits: Int { flow.aclCredits }
     /// The links by handle, and the fast path for their notifications.
     let inlet: ACLInlet
     var links: [UInt16: Link] {
@@ -160,7 +163,8 @@ public actor HCIHost {
         links.removeAll()
         readyLinks.removeAll()
         safeguards.foreignHandles.removeAll()
-        commandCredits = 1
+        for handle in Array(flow.inFlight.keys) { apply(flow.handle(.linkClosed(handle: handle))) }
+        apply(flow.handle(.commandsReset))
         unansweredResets = 0
         ownResetCompleted = false
         releaseLateAnswerHolds()
@@ -210,17 +214,17 @@ public actor HCIHost {
     func handle(_ event: HCIEvent) {
         switch event {
         case .commandComplete(let e):
-            updateCommandCredits(e.numHCICommandPackets)
+            _ = flow.handle(.commandCreditsReported(e.numHCICommandPackets))
             if e.opcode.rawValue != 0 { completeCommand(e.opcode, .success(e.returnParameters)) }
             pumpCommands()
         case .commandStatus(let e):
-            updateCommandCredits(e.numHCICommandPackets)
+            _ = flow.handle(.commandCreditsReported(e.numHCICommandPackets))
             if e.opcode.rawValue != 0 {
                 completeCommand(e.opcode, e.status == .success ? .success([]) : .failure(.commandFailed(opcode: e.opcode, status: e.status)))
             }
             pumpCommands()
         case .numberOfCompletedPackets(let entries):
-            for entry in entries { returnCredits(handle: entry.handle, count: Int(entry.count)) }
+            for entry in entries { apply(flow.handle(.completedPackets(handle: entry.handle, count: Int(entry.count)))) }
             pumpACL()
         case .leConnectionUpdateComplete(let e):
             parameterUpdateCompleted(handle: e.handle)
@@ -246,7 +250,7 @@ public actor HCIHost {
         links.removeAll()
         readyLinks.removeAll()
         safeguards.foreignHandles.removeAll()
-        aclCredits = aclPacketCount
+        apply(flow.handle(.controllerCleared))
     }
 
     func deliver(_ event: HCIEvent) {

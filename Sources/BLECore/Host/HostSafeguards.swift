@@ -38,6 +38,7 @@ struct HostSafeguards {
 enum HostLogKind: Hashable, Sendable {
     case undecodableEvent, unknownHandle, foreignHandle, reassembly, malformedSignaling
     case unsupportedChannel, sendTimeout, queueFull, parameterUpdate, signalingRejected, pairingRefused
+    case controllerMiscount
 }
 
 extension HCIHost {
@@ -88,6 +89,6 @@ extension HCIHost {
     ///
     ///     if let status = await host.aclLinkStatus(handle: 0x0040), status.queuedBytes > 0 { ... }
     public func aclLinkStatus(handle: UInt16) -> (inFlight: Int, queuedBytes: Int, queuedPDUs: Int)? {
-        links[handle].map { ($0.inFlight, $0.queuedBytes, $0.queuedPDUs) }
+        links[handle].map { (flow.inFlight[handle] ?? 0, $0.queuedBytes, $0.queuedPDUs) }
     }
 }

@@ -37,7 +37,8 @@ public actor CreditBasedChannel {
 
     // Unchecked exclusivity on the per-K-frame state: it is touched only on the executor, one
     // job at a time, and the dynamic checks were a measurable part of a small SDU's cost.
-    @exclusivity(unchecked) var flow: CreditBasedFlow
+    /// Every credit of the channel but those lent to `writer` (CreditBasedChannelCredits.swift).
+    @exclusivity(unchecked) var credits: CreditBasedChannelCredits
     @exclusivity(unchecked) var reassembler: KFrameReassembler
     /// Complete SDUs not handed to the reader yet, with the K-frames each used.
     @exclusivity(unchecked) var inbox: [SDUReader.Entry] = []
@@ -47,12 +48,6 @@ public actor CreditBasedChannel {
     nonisolated let reader: SDUReader
     /// True while the reader holds SDUs it has not come back after (its batch is not used up).
     var readerHolds = false
-    /// The peer holds no credit (mirrors `reader.starved`, which is stored only on a change).
-    var peerStarved = false
-    /// K-frames taken and not credited back yet.
-    var unreturned = 0
-    /// K-frames of the SDU being reassembled already counted in `unreturned`.
-    var partialReturned = 0
     /// The task waiting in `receive` (one at a time) for a batch (nil: closed), the senders
     /// waiting for credits and the closers waiting for the Disconnection Response.
     let receivers: Waiters<[SDUReader.Entry]?, L2CAPChannelError>
@@ -104,12 +99,12 @@ public actor CreditBasedChannel {
         self.isEnhanced = isEnhanced
         self.peerMTU = peerMTU
         self.peerMPS = peerMPS
-        self.flow = CreditBasedFlow(sendCredits: peerCredits, receiveCredits: receiveWindow)
+        self.credits = CreditBasedChannelCredits(peerCredits: peerCredits, receiveWindow: receiveWindow)
         self.reassembler = KFrameReassembler(mtu: mtu, mps: mps)
         self.reader = SDUReader(receiveWindow: receiveWindow)
         self.writer = SDUWriter(peerMTU: peerMTU, peerMPS: peerMPS)
         // The queue is empty: the peer's initial credits are lent to senders at once.
-        writer.credits.store(flow.lendSendCredits(), ordering: .relaxed)
+        writer.credits.store(credits.lendSendCredits(), ordering: .relaxed)
         self.receivers = Waiters(executor: host.executor, scheduler: host.scheduler)
         self.senders = Waiters(executor: host.executor, scheduler: host.scheduler)
         self.closers = Waiters(executor: host.executor, scheduler: host.scheduler)
@@ -119,7 +114,7 @@ public actor CreditBasedChannel {
     nonisolated var peerName: String { "\(peer.address)" }
 
     /// Credits this side holds to send K-frames now.
-    public var sendCredits: Int { flow.sendCredits + writer.credits.load(ordering: .relaxed) }
+    public var sendCredits: Int { credits.sendCredits + writer.credits.load(ordering: .relaxed) }
     public var isOpen: Bool { endError == nil }
 
     // MARK: - Sending
@@ -181,12 +176,12 @@ public actor CreditBasedChannel {
     func takeWriterSDUs(closing: Bool = false) {
         let adopt = { (pending: PendingSDU) in
             guard self.endError == nil else { return }
-            self.flow.restoreSendCredits(pending.prepaid)
+            self.credits.restoreSendCredits(pending.prepaid)
             pending.prepaid = 0
             self.sendQueue.append(pending)
         }
         if closing { writer.close(adopt) } else { writer.take(adopt) }
-        flow.restoreSendCredits(writer.credits.exchange(0, ordering: .relaxed))
+        credits.restoreSendCredits(writer.credits.exchange(0, ordering: .relaxed))
     }
 
     /// Sends queued K-frames while credits last, head of the queue first. An SDU not started
@@ -217,7 +212,7 @@ public actor CreditBasedChannel {
                 if closing {
                     drainers.resumeAll(with: .success(()))
                 } else {
-                    writer.credits.add(flow.lendSendCredits(), ordering: .relaxed)
+                    writer.credits.add(credits.lendSendCredits(), ordering: .relaxed)
                 }
                 return
             }
@@ -244,10 +239,10 @@ public actor CreditBasedChannel {
             }
             if !head.isStarted { head.mps = peerMPS }
             while !head.isSent {
-                guard flow.sendCredits > 0 else { return .credits }
+                guard credits.sendCredits > 0 else { return .credits }
                 let bytes = 4 + (head.isStarted ? 0 : 2) + KFrameSegmenter.data(sduSize: head.sdu.count, from: head.offset, mps: head.mps).count
                 guard room.take(bytes: bytes) else { return .linkQueue }
-                _ = flow.takeSendCredit()
+                _ = credits.handle(.kFrameSent)
                 let (pdu, end) = KFrameSegmenter.pdu(of: head.sdu, from: head.offset, mps: head.mps, channelID: cid)
                 head.offset = end
                 head.next += 1
@@ -281,15 +276,29 @@ public actor CreditBasedChannel {
     }
 
     /// A Flow Control Credit Indication from the peer.
-    func peerGranted(_ credits: Int) {
+    func peerGranted(_ count: Int) {
         guard endError == nil else { return }
-        do throws(KFrameError) {
-            try flow.peerGranted(credits)
-        } catch {
-            protocolViolation(error)
-            return
+        perform(credits.handle(.peerGranted(count)))
+    }
+
+    /// Carries out what the channel's credits ask for (`CreditBasedChannelCredits.Action`).
+    func perform(_ actions: [CreditBasedChannelCredits.Action]) {
+        for action in actions {
+            switch action {
+            case .sendKFrames:
+                pumpSend()
+            case .grantCredits(let n):
+                guard let host else { continue }
+                executor.runIsolated(host, (handle, localCID, UInt16(n))) { host, c in
+                    host.sendCreditIndication(handle: c.0, cid: c.1, credits: c.2)
+                }
+            case .peerStarved(let value):
+                // The reader reports SDUs at once while the peer has no credit.
+                reader.starved.store(value, ordering: .relaxed)
+            case .close(let error):
+                protocolViolation(error)
+            }
         }
-        pumpSend()
     }
 
     // MARK: - Reconfiguring (enhanced channels)
@@ -356,24 +365,22 @@ public actor CreditBasedChannel {
 
     /// The reader took SDUs of `frames` K-frames.
     func taken(_ frames: Int) {
-        unreturned += frames
-        returnCredits()
+        perform(credits.handle(.consumed(frames: frames, all: false)))
     }
 
     /// The reader's hop: it took everything it held (`taken` K-frames not reported yet) and
     /// gives back its emptied batch; it gets every SDU waiting, or waits for the next one.
     func nextBatch(taken frames: Int, drained: [SDUReader.Entry], timeout: Duration?) async throws(L2CAPChannelError) -> [SDUReader.Entry]? {
         readerHolds = false
-        unreturned += frames
         if spare.capacity < drained.capacity { spare = drained }
         if !inbox.isEmpty {
             let batch = handOver()
-            returnCredits()
+            perform(credits.handle(.consumed(frames: frames, all: false)))
             return batch
         }
-        creditPartialSDU()
+        _ = credits.handle(.partialSDUAwaited(framesInSDU: reassembler.framesInSDU))
         // The reader is idle now: what it took goes back whole, not in quarter-window batches.
-        returnCredits(all: true)
+        perform(credits.handle(.consumed(frames: frames, all: true)))
         if let endError { return try Self.ending(endError) }
         guard receivers.isEmpty else { throw .receiveInProgress(cid: localCID) }
         let peer = peerName, cid = localCID
@@ -398,13 +405,6 @@ public actor CreditBasedChannel {
         return batch
     }
 
-    /// Nothing waits for the reader: the SDU being reassembled is what it waits for, so its
-    /// K-frames are credited back (an SDU larger than the window still completes).
-    func creditPartialSDU() {
-        unreturned += reassembler.framesInSDU - partialReturned
-        partialReturned = reassembler.framesInSDU
-    }
-
     /// `deliver` from the link's inlet or the host's routing, on the adapter queue: the payload
     /// is passed, not captured, so a K-frame costs no closure context.
     nonisolated func deliverOnQueue(_ payload: ArraySlice<UInt8>) {
@@ -420,25 +420,22 @@ public actor CreditBasedChannel {
     func deliver(_ payload: UnsafeRawBufferPointer) {
         guard endError == nil else { return }
         framesReceived += 1
+        let received = credits.handle(.kFrameReceived)
+        if !received.isEmpty {
+            perform(received)
+            guard endError == nil else { return }
+        }
         do throws(KFrameError) {
-            try flow.received()
-            if flow.receiveCredits == 0, !peerStarved { starved(true) }
             guard let (sdu, frames) = try reassembler.receive(payload) else {
                 // Mid-SDU: when the application has taken everything, the partial SDU is what
                 // it waits for, so its K-frames are credited back at once.
-                if inbox.isEmpty, !readerHolds {
-                    unreturned += 1
-                    partialReturned += 1
-                    returnCredits()
-                }
+                if inbox.isEmpty, !readerHolds { perform(credits.handle(.partialKFrameConsumed)) }
                 return
             }
             bytesReceived += sdu.count
-            let owed = frames - partialReturned
-            partialReturned = 0
+            let owed = credits.sduReassembled(frames: frames)
             if let sduHandler {
-                unreturned += owed
-                returnCredits()
+                perform(credits.handle(.consumed(frames: owed, all: false)))
                 sduHandler(sdu[...])
             } else {
                 inbox.append((sdu, owed))
@@ -448,28 +445,6 @@ public actor CreditBasedChannel {
         } catch {
             protocolViolation(error)
         }
-    }
-
-    /// Grants the peer the credits of what was taken, in batches of a quarter of the window,
-    /// or at once when the peer has none left or `all` (the reader waits for more).
-    func returnCredits(all: Bool = false) {
-        guard endError == nil, unreturned > 0 else { return }
-        guard all || unreturned >= max(1, receiveWindow / 4) || flow.receiveCredits == 0 else { return }
-        let n = flow.grant(unreturned)
-        unreturned = 0
-        guard n > 0 else { return }
-        if peerStarved { starved(false) }
-        guard let host else { return }
-        executor.runIsolated(host, (handle, localCID, UInt16(n))) { host, c in
-            host.sendCreditIndication(handle: c.0, cid: c.1, credits: c.2)
-        }
-    }
-
-    /// The peer's credits ran out (true) or were topped up: the reader reports SDUs at once
-    /// while they are out.
-    func starved(_ value: Bool) {
-        peerStarved = value
-        reader.starved.store(value, ordering: .relaxed)
     }
 
     // MARK: - Ending
@@ -537,6 +512,7 @@ public actor CreditBasedChannel {
     func end(_ error: L2CAPChannelError, sendDisconnect: Bool) {
         guard endError == nil else { return }
         endError = error
+        _ = credits.handle(.ended)
         writer.close { sendQueue.append($0) }
         // SDUs whose sender no longer waits were accepted: dropping them is logged and counted.
         let unsent = sendQueue.count { pending in pending.waiter.map { !senders.contains($0) } ?? true }
@@ -565,7 +541,6 @@ public actor CreditBasedChannel {
             }
         }
         reassembler.reset()
-        partialReturned = 0
         if let endHandler {
             self.endHandler = nil
             sduHandler = nil

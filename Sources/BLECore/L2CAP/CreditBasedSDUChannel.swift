@@ -48,12 +48,13 @@ extension CreditBasedChannel {
         if let endError, inbox.isEmpty { return end(linkError(endError)) }
         let waiting = inbox
         inbox = []
+        var frames = 0
         for entry in waiting {
-            unreturned += entry.frames
+            frames += entry.frames
             receive(entry.sdu[...])
         }
-        creditPartialSDU()
-        returnCredits()
+        _ = credits.handle(.partialSDUAwaited(framesInSDU: reassembler.framesInSDU))
+        perform(credits.handle(.consumed(frames: frames, all: false)))
         sduHandler = receive
         endHandler = end
         if let endError { self.endHandler = nil; end(linkError(endError)) }

@@ -1,0 +1,116 @@
+import Testing
+import BLECore
+import BLEWire
+
+/// `HCIFlowControl` from tables: (state, event) -> (actions, state). The counts follow Core
+/// Spec Vol 4, Part E: 4.4 (Num_HCI_Command_Packets replaces the count; one command at
+/// power-on), 4.1 (the host never has more packets in the controller than
+/// Total_Num_LE_ACL_Data_Packets), 4.3 (a Disconnection Complete frees the link's buffers)
+/// and 7.7.19 (Number Of Completed Packets counts the packets completed since the last report).
+@Suite struct HCIFlowControlTests {
+    typealias Flow = HCIFlowControl
+
+    struct Row: Sendable, CustomTestStringConvertible {
+        let name: String
+        let state: Flow
+        let event: Flow.Event
+        let actions: [Flow.Action]
+        let after: Flow
+        var testDescription: String { name }
+    }
+
+    static let commandRows: [Row] = [
+        Row(name: "a command uses the one credit of power-on", state: Flow(), event: .commandSent,
+            actions: [], after: Flow(commandCredits: 0)),
+        Row(name: "Num_HCI_Command_Packets 5 opens five", state: Flow(commandCredits: 0), event: .commandCreditsReported(5),
+            actions: [.sendCommands], after: Flow(commandCredits: 5)),
+        Row(name: "the reported count replaces the old one, it is not added", state: Flow(commandCredits: 3), event: .commandCreditsReported(1),
+            actions: [.sendCommands], after: Flow(commandCredits: 1)),
+        Row(name: "Num_HCI_Command_Packets 0 stops commands", state: Flow(commandCredits: 2), event: .commandCreditsReported(0),
+            actions: [], after: Flow(commandCredits: 0)),
+        Row(name: "a sent command's timeout frees the credit it held", state: Flow(commandCredits: 0), event: .sentCommandTimedOut,
+            actions: [.sendCommands], after: Flow(commandCredits: 1)),
+        Row(name: "a timeout never lowers credits", state: Flow(commandCredits: 3), event: .sentCommandTimedOut,
+            actions: [.sendCommands], after: Flow(commandCredits: 3)),
+        Row(name: "an expired credit wait with a command in flight waits for its completion", state: Flow(commandCredits: 0),
+            event: .creditWaitExpired(commandsInFlight: 1), actions: [], after: Flow(commandCredits: 0)),
+        Row(name: "an expired credit wait with nothing in flight assumes one", state: Flow(commandCredits: 0),
+            event: .creditWaitExpired(commandsInFlight: 0), actions: [.sendCommands], after: Flow(commandCredits: 1)),
+        Row(name: "the reset gets a credit once the pending commands are dropped", state: Flow(commandCredits: 0),
+            event: .pendingCommandsDroppedForReset, actions: [.sendCommands], after: Flow(commandCredits: 1)),
+        Row(name: "a lost transport goes back to the one credit of power-on", state: Flow(commandCredits: 4), event: .commandsReset,
+            actions: [], after: Flow(commandCredits: 1)),
+    ]
+
+    static let aclRows: [Row] = [
+        Row(name: "LE Read Buffer Size 251 x 8 frees every buffer", state: Flow(), event: .bufferSizeRead(packetLength: 251, packetCount: 8),
+            actions: [], after: Flow(aclPacketLength: 251, aclPacketCount: 8, aclCredits: 8)),
+        Row(name: "a new link holds nothing", state: acl(credits: 8, [:]), event: .linkOpened(handle: 0x0040),
+            actions: [], after: acl(credits: 8, [0x0040: 0])),
+        Row(name: "a packet fills one buffer", state: acl(credits: 8, [0x0040: 0]), event: .aclSent(handle: 0x0040),
+            actions: [], after: acl(credits: 7, [0x0040: 1])),
+        Row(name: "completed packets free their buffers", state: acl(credits: 5, [0x0040: 3]), event: .completedPackets(handle: 0x0040, count: 2),
+            actions: [.resumeLink(handle: 0x0040)], after: acl(credits: 7, [0x0040: 1])),
+        Row(name: "more completed than sent: clamped to those in flight", state: acl(credits: 6, [0x0040: 2]),
+            event: .completedPackets(handle: 0x0040, count: 5),
+            actions: [.excessCompletedPackets(handle: 0x0040, reported: 5, inFlight: 2), .resumeLink(handle: 0x0040)],
+            after: acl(credits: 8, [0x0040: 0])),
+        Row(name: "completed packets for a handle with no link are ignored", state: acl(credits: 7, [0x0041: 1]),
+            event: .completedPackets(handle: 0x0040, count: 4), actions: [], after: acl(credits: 7, [0x0041: 1])),
+        Row(name: "the spare buffer coming back resumes every link", state: acl(count: 4, credits: 1, [0x0040: 3]),
+            event: .completedPackets(handle: 0x0040, count: 1), actions: [.resumeLink(handle: 0x0040), .resumeAllLinks],
+            after: acl(count: 4, credits: 2, [0x0040: 2])),
+        Row(name: "a disconnect with packets in flight frees their buffers", state: acl(credits: 3, [0x0040: 4, 0x0041: 1]),
+            event: .linkClosed(handle: 0x0040), actions: [.resumeAllLinks], after: acl(credits: 7, [0x0041: 1])),
+        Row(name: "a second disconnect of the same handle frees nothing", state: acl(credits: 7, [0x0041: 1]),
+            event: .linkClosed(handle: 0x0040), actions: [], after: acl(credits: 7, [0x0041: 1])),
+        Row(name: "a handle reused before its disconnect frees the old link's buffers", state: acl(credits: 6, [0x0040: 2]),
+            event: .linkOpened(handle: 0x0040), actions: [.resumeAllLinks], after: acl(credits: 8, [0x0040: 0])),
+        Row(name: "a hardware error frees every buffer", state: acl(credits: 2, [0x0040: 4, 0x0041: 2]), event: .controllerCleared,
+            actions: [.resumeAllLinks], after: acl(credits: 8, [:])),
+    ]
+
+    /// A flow with LE ACL buffers of 27 bytes, `count` of them, `credits` free.
+    static func acl(count: Int = 8, credits: Int, _ inFlight: [UInt16: Int]) -> Flow {
+        Flow(aclPacketLength: 27, aclPacketCount: count, aclCredits: credits, inFlight: inFlight)
+    }
+
+    @Test(arguments: commandRows + aclRows) func row(_ row: Row) {
+        var flow = row.state
+        let actions = flow.handle(row.event)
+        #expect(actions == row.actions)
+        #expect(flow == row.after)
+    }
+
+    /// (state, handle) -> may a fragment of `handle` go now.
+    static let sendRows: [(String, Flow, UInt16, Bool)] = [
+        ("no free buffer", acl(credits: 0, [0x0040: 0]), 0x0040, false),
+        ("a link without an open link", acl(credits: 8, [0x0040: 0]), 0x0041, false),
+        ("below its share of 4 (8 buffers, 2 links)", acl(credits: 5, [0x0040: 3, 0x0041: 0]), 0x0040, true),
+        ("at its share of 4", acl(credits: 4, [0x0040: 4, 0x0041: 0]), 0x0040, false),
+        ("the last buffer is not for a link with packets in flight", acl(credits: 1, [0x0040: 1, 0x0041: 0]), 0x0040, false),
+        ("the last buffer is for a link with none in flight", acl(credits: 1, [0x0040: 1, 0x0041: 0]), 0x0041, true),
+        ("one buffer, one link: its share is 1", acl(count: 1, credits: 1, [0x0040: 0]), 0x0040, true),
+    ]
+
+    @Test(arguments: 0..<7) func maySend(_ index: Int) {
+        let (name, flow, handle, expected) = Self.sendRows[index]
+        #expect(flow.maySendACL(on: handle) == expected, "\(name)")
+    }
+
+    /// Number Of Completed Packets in the layout of 7.7.19 (event code 0x13, Num_Handles 2,
+    /// then each Connection_Handle with its Num_Completed_Packets: 0x0040 two, 0x0041 one),
+    /// decoded and fed entry by entry.
+    @Test func completedPacketsEvent() throws {
+        let event = try HCIEvent(HCIEventPacket(code: 0x13, parameters: [0x02, 0x40, 0x00, 0x02, 0x00, 0x41, 0x00, 0x01, 0x00]))
+        guard case .numberOfCompletedPackets(let entries) = event else {
+            Issue.record("decoded as \(event)")
+            return
+        }
+        var flow = Self.acl(credits: 4, [0x0040: 3, 0x0041: 1])
+        var actions: [Flow.Action] = []
+        for entry in entries { actions += flow.handle(.completedPackets(handle: entry.handle, count: Int(entry.count))) }
+        #expect(flow == Self.acl(credits: 7, [0x0040: 1, 0x0041: 0]))
+        #expect(actions == [.resumeLink(handle: 0x0040), .resumeLink(handle: 0x0041)])
+    }
+}
