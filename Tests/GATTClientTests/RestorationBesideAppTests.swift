@@ -52,7 +52,7 @@ import BLEWire
             return
         }
         #expect(back.peer == RestorationTests.peer)
-        let values = try #require(back.notifications(for: RestorationTests.batteryLevel))
+        let values = try #require(back.streams[RestorationTests.batteryLevel])
         #expect(await second.server.notify(characteristic: BluetoothUUID(uuid16: 0x2A19), value: [0x33]) == 1)
         var it = values.makeAsyncIterator()
         #expect(try await it.next() == [0x33])

@@ -73,7 +73,7 @@ extension Gateway {
         var streams: [(String, NotificationStream<[UInt8]>)] = []
         for c in device.subscribe {
             let topic = topics.characteristic(address, service: c.service, characteristic: c.characteristic)
-            if let restored = link.restored?.notifications(for: c.identifier) {
+            if let restored = link.restored?.streams[c.identifier] {
                 streams.append((topic, restored))
                 continue
             }
