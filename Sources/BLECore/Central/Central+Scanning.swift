@@ -32,10 +32,11 @@ extension Central {
     /// like a `scan` subscriber, and waits for the adapter as `scan` does; the stream just ends
     /// (it has no error to throw) where a `scan` stream would fail.
     ///
-    /// The `ble scan` table's feed; an application scans with `scan(filter:options:)`.
+    /// The list form of a scan (the async BLE kit's peripheral stream, and the `ble scan`
+    /// table's feed); for each advertisement as it comes, scan with `scan(filter:options:)`.
     ///
     ///     for await list in await central.discoveredPeripherals() { table.reload(list) }
-    package func discoveredPeripherals(filter: ScanFilter = .all,
+    public func discoveredPeripherals(filter: ScanFilter = .all,
                                       options: ScanOptions = ScanOptions(lostTimeout: .seconds(10)),
                                       interval: Duration = .milliseconds(250)) -> AsyncStream<[DiscoveredPeripheral]> {
         guard scanRefusal(options) == nil else { return AsyncStream { $0.finish() } }
