@@ -86,14 +86,16 @@ extension GATTServer {
         guard bond.saved != record else { return }
         bonds[peer]?.saved = record
         bondWrites.async {
-            guard var stored = store.bond(for: peer),
-                  SavedClientState(cccd: stored.clientConfigurations, features: stored.clientSupportedFeatures, hash: stored.clientDatabaseHash) != record
-            else { return }
-            stored.clientConfigurations = record.cccd
-            stored.clientSupportedFeatures = record.features
-            stored.clientDatabaseHash = record.hash
             do throws(BondStoreError) {
-                try store.save(stored)
+                // In one step with the store: a sign counter saved at the same time stays.
+                _ = try store.update(peer) { stored in
+                    guard SavedClientState(cccd: stored.clientConfigurations, features: stored.clientSupportedFeatures,
+                                           hash: stored.clientDatabaseHash) != record else { return false }
+                    stored.clientConfigurations = record.cccd
+                    stored.clientSupportedFeatures = record.features
+                    stored.clientDatabaseHash = record.hash
+                    return true
+                }
             } catch {
                 self.queue.async { self.bondNotSaved(peer, error) }
             }

@@ -22,12 +22,18 @@ public struct BondStoreSignatureVerifier: SignedWriteVerifier {
     public init(store: any BondStore) { self.store = store }
 
     public func verify(peer: LEAddress, message: [UInt8], signature: ATTSignature) async -> Bool {
-        guard var bond = store.bond(resolving: peer), let csrk = bond.signatureKey else { return false }
+        guard let bond = store.bond(resolving: peer), let csrk = bond.signatureKey else { return false }
         if let last = bond.peerSignCounter, signature.signCounter <= last { return false }
         guard let mac = try? SMPToolbox.signature(csrk: csrk, message: message, signCounter: signature.signCounter),
               mac == signature.mac else { return false }
-        bond.peerSignCounter = signature.signCounter
-        do throws(BondStoreError) { try store.save(bond) } catch { return false }
-        return true
+        // The counter is checked again and kept in one step with the store, so a write of the
+        // same bond elsewhere (the server's CCCDs) neither undoes it nor lets a replay through.
+        do throws(BondStoreError) {
+            return try store.update(bond.peer) { stored in
+                guard stored.signatureKey == csrk, (stored.peerSignCounter.map { signature.signCounter > $0 } ?? true) else { return false }
+                stored.peerSignCounter = signature.signCounter
+                return true
+            }
+        } catch { return false }
     }
 }

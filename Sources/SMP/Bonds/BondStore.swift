@@ -18,6 +18,22 @@ public protocol BondStore: Sendable {
     func save(_ bond: Bond) throws(BondStoreError)
     /// Forgets the bond of `peer`; no error when there is none.
     func remove(_ peer: LEAddress) throws(BondStoreError)
+    /// Reads `peer`'s bond, lets `change` edit it and saves it when `change` returns true, as
+    /// one step: two writers of one bond (a sign counter, the server's CCCDs) cannot undo each
+    /// other's change. Returns whether it saved (false: no bond, or `change` said no).
+    ///
+    ///     try store.update(peer) { bond in bond.peerSignCounter = 7; return true }
+    func update(_ peer: LEAddress, _ change: (inout Bond) -> Bool) throws(BondStoreError) -> Bool
+}
+
+extension BondStore {
+    /// Read, change, save; one step only as far as the store's `bond(for:)` and `save` are:
+    /// a store with writers on several threads implements `update` under its own lock.
+    public func update(_ peer: LEAddress, _ change: (inout Bond) -> Bool) throws(BondStoreError) -> Bool {
+        guard var bond = bond(for: peer), change(&bond) else { return false }
+        try save(bond)
+        return true
+    }
 }
 
 /// A bond store failure, naming the file and the errno.
@@ -71,6 +87,14 @@ public final class MemoryBondStore: BondStore, @unchecked Sendable { // every ac
     public func allBonds() -> [Bond] { lock.withLock { Array(bonds.values) } }
 
     public func save(_ bond: Bond) throws(BondStoreError) { lock.withLock { bonds[bond.peer] = bond } }
+
+    public func update(_ peer: LEAddress, _ change: (inout Bond) -> Bool) throws(BondStoreError) -> Bool {
+        lock.withLock {
+            guard var bond = bonds[peer] ?? bonds.values.first(where: { $0.identityAddress == peer }), change(&bond) else { return false }
+            bonds[bond.peer] = bond
+            return true
+        }
+    }
 
     public func remove(_ peer: LEAddress) throws(BondStoreError) {
         lock.withLock { bonds = bonds.filter { $0.key != peer && $0.value.identityAddress != peer } }

@@ -141,6 +141,16 @@ public final class FileBondStore: BondStore, @unchecked Sendable { // file acces
         try result.get()
     }
 
+    public func update(_ peer: LEAddress, _ change: (inout Bond) -> Bool) throws(BondStoreError) -> Bool {
+        let result: Result<Bool, BondStoreError> = lock.withLock {
+            guard var bond = readFile(Self.fileName(for: peer)) ?? loadAll().first(where: { $0.identityAddress == peer || $0.peer == peer }),
+                  change(&bond) else { return .success(false) }
+            do throws(BondStoreError) { try writeAtomically(BondFile.encode(bond), to: Self.fileName(for: bond.peer)) } catch { return .failure(error) }
+            return .success(true)
+        }
+        return try result.get()
+    }
+
     public func remove(_ peer: LEAddress) throws(BondStoreError) {
         let result: Result<Void, BondStoreError> = lock.withLock {
             guard let directoryDescriptor else { return .success(()) }

@@ -68,7 +68,13 @@ enum RunGatewayCommand {
                 throw CLIFailure(error.description)
             }
             console.status("gateway \(gateway.topics.gatewayID): broker \(config.broker.url ?? ""), topics \(config.topicPrefix)/\(gateway.topics.gatewayID)/...")
-            let task = Task { try await gateway.run() }
+            // The gateway starts (and says "online") only once SIGTERM and SIGHUP are taken by
+            // the sources below: a signal sent between the two would otherwise be lost.
+            let (handlersReady, ready) = AsyncStream.makeStream(of: Void.self)
+            let task = Task {
+                for await _ in handlersReady {}
+                try await gateway.run()
+            }
             // What startup read of the executable is not needed again (ExecutableTrim).
             ExecutableTrim.schedule()
             signal(SIGTERM, SIG_IGN)
@@ -91,6 +97,7 @@ enum RunGatewayCommand {
                 }
             }
             hup.resume()
+            ready.finish()
             defer {
                 term.cancel()
                 hup.cancel()

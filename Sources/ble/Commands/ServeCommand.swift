@@ -80,7 +80,11 @@ enum ServeCommand {
         }
         console.status("serving \(options.database.services.count) service\(options.database.services.count == 1 ? "" : "s") from \(options.path); advertising \(data.bytes.count) octets\(options.name.map { " as \"\(TerminalText.escape($0))\"" } ?? "")\(from); Ctrl-C to stop")
         let prepare = options.prepareLink
+        // The server starts once SIGTERM is taken by the source below, so a SIGTERM sent as soon
+        // as it advertises is never lost.
+        let (handlerReady, ready) = AsyncStream.makeStream(of: Void.self)
         let work = Task {
+            for await _ in handlerReady {}
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { for await event in activity { console.out(ServeOutput.line(event)) } }
                 group.addTask {
@@ -124,6 +128,7 @@ enum ServeCommand {
             work.cancel()
         }
         term.resume()
+        ready.finish()
         defer { term.cancel() }
         let outcome = await withTaskCancellationHandler { await work.result } onCancel: { work.cancel() }
         let stats = await server.notificationStatistics()
