@@ -160,4 +160,46 @@ import BLEWire
         scanning.cancel()
         await central.close()
     }
+    @Test("On such a controller a scan started while a background attempt is pending: the attempt makes way and the scan runs")
+    func scanStartedDuringAnAttemptRuns() async throws {
+        var controllerOptions = VirtualController.Options()
+        controllerOptions.initiatesWhileScanning = false
+        let vc = VirtualController(options: controllerOptions)
+        var options = vc.centralOptions()
+        options.backgroundScanWindows = BackgroundScanWindows(initiating: .seconds(3), scanning: .seconds(2))
+        let central = Central(transport: vc.makeTransport(), options: options)
+        try await central.powerOn()
+        let beacon = BackgroundConnectTests.device(9)
+        vc.addPeripheral(SimulatedPeripheral(address: beacon, advertisingData: [0x02, 0x01, 0x06], isConnectable: false,
+                                             advertisingInterval: .milliseconds(500)))
+        let create = HCIOpcode(rawValue: 0x200D), cancel = HCIOpcode(rawValue: 0x200E), scanEnable = HCIOpcode(rawValue: 0x200C)
+        // Nothing scans: the background attempt has its whole lifetime.
+        var links = await central.connect(whenSeen: [Self.a]).makeAsyncIterator()
+        _ = try await vc.waitForCommand(create)
+        try await central.connectWaiters.waitForCount("the attempt waiting") { $0 == 1 }
+
+        // A scan now: the controller refuses it (twice: once more after a stop), the attempt
+        // is cancelled, and the scan starts; the beacon is reported.
+        let scan = await central.scan(options: ScanOptions(mode: .passive, allowDuplicates: true))
+        var events = scan.makeAsyncIterator()
+        _ = try await vc.waitForCommand(cancel)
+        _ = try await vc.waitForCommand(scanEnable, count: 4)
+        #expect(vc.isScanning)
+        await vc.advance(by: .milliseconds(500))
+        guard case .discovered(let found)? = try await events.next() else {
+            Issue.record("no advertisement reached the scan")
+            return
+        }
+        #expect(found.address == beacon)
+        // The attempt comes back after the scan's window, and from then on they take turns.
+        #expect(BackgroundConnectTests.received(vc, 0x200D).count == 1)
+        await vc.advance(by: .milliseconds(1500))
+        _ = try await vc.waitForCommand(create, count: 2)
+        #expect(Array(Self.connectAndScanOrder(vc).prefix(7)) == [
+            "create", "scan on", "scan off", "scan on", "cancel", "scan on", "create",
+        ])
+        vc.addPeripheral(BackgroundConnectTests.peripheral(Self.a))
+        #expect(try await links.next()?.peer == Self.a)
+        await central.close()
+    }
 }

@@ -58,6 +58,28 @@ extension Central {
         return try result.get()
     }
 
+    /// The controller refused to start a scan (Command Disallowed): when a background attempt
+    /// is pending, it makes way (cancelled at the controller), the controller is taken as one
+    /// that cannot scan and initiate at once, and the scan runs its window before the next
+    /// attempt. False when no background attempt is pending (the refusal is the scan's error).
+    func backgroundAttemptMakesWayForScan() -> Bool {
+        guard let pending = pendingConnect, pending.usesAcceptList, let bg = backgroundConnect else { return false }
+        bg.initiatesWhileScanning = false
+        bg.scanTurnDue = true
+        preemptBackgroundConnect()
+        return true
+    }
+
+    /// The scanner asks `backgroundAttemptMakesWayForScan` when the controller refuses a scan.
+    func letBackgroundAttemptsMakeWayForScans() {
+        scanner.enter(on: executor) { scanner in
+            guard scanner.yieldInitiator == nil else { return }
+            scanner.yieldInitiator = { [weak self, executor] in
+                self?.enter(on: executor) { $0.backgroundAttemptMakesWayForScan() } ?? false
+            }
+        }
+    }
+
     /// A scan has subscribers on a controller that is up.
     private var scanWanted: Bool {
         scanner.enter(on: executor) { !$0.subscribers.isEmpty && !$0.controllerDown }

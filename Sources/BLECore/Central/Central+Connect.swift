@@ -260,6 +260,7 @@ extension Central {
             // A task of the host's: `close()` waits for it.
             host.enter(on: executor) { $0.background { _ in await scanner.resume() } }
         }
+        scanner.enter(on: executor) { $0.initiatorEnded() }
         releaseConnectTurn()
     }
 

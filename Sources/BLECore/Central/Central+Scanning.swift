@@ -23,6 +23,7 @@ extension Central {
     ///     }
     public func scan(filter: ScanFilter = .all, options: ScanOptions = ScanOptions()) -> ScanStream {
         if let refusal = scanRefusal(options) { return .ended(refusal, executor: executor) }
+        letBackgroundAttemptsMakeWayForScans()
         return scanner.enter(on: executor) { $0.subscribe(filter: filter, options: options) }
     }
 
@@ -40,6 +41,7 @@ extension Central {
                                       options: ScanOptions = ScanOptions(lostTimeout: .seconds(10)),
                                       interval: Duration = .milliseconds(250)) -> AsyncStream<[DiscoveredPeripheral]> {
         guard scanRefusal(options) == nil else { return AsyncStream { $0.finish() } }
+        letBackgroundAttemptsMakeWayForScans()
         return scanner.enter(on: executor) { $0.subscribeSnapshots(filter: filter, options: options, interval: interval) }
     }
 

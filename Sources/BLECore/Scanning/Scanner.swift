@@ -51,6 +51,12 @@ actor Scanner {
 
     /// Connecting on a controller that cannot scan and initiate at once.
     var paused = false
+    /// Asked when the controller refuses the scan (Command Disallowed) while a background
+    /// connection attempt may be pending: true when one was asked to make way (the Central's
+    /// `backgroundAttemptMakesWayForScan`); the scan then starts when the attempt has ended.
+    var yieldInitiator: (@Sendable () -> Bool)?
+    /// The scan waits for a background attempt to make way (`initiatorEnded()` starts it).
+    var awaitingInitiator = false
     /// The controller is not set up (not yet, or again after a reset or a power-off): it scans
     /// for nobody, and the subscribers wait (`configure` lets the scan run again).
     var controllerDown = true
@@ -183,6 +189,13 @@ actor Scanner {
         await settled()
     }
 
+    /// A connection attempt ended at the controller: a scan that waited for it starts.
+    func initiatorEnded() {
+        guard awaitingInitiator else { return }
+        awaitingInitiator = false
+        reconcile()
+    }
+
     /// Lets the scan run again after `pause()`.
     func resume() async {
         paused = false
@@ -249,6 +262,13 @@ actor Scanner {
                     retriedAfterDisallowed = true
                     try? await setEnable(false)
                     continue
+                }
+                if case .commandFailed(_, .commandDisallowed) = error, yieldInitiator?() == true {
+                    // The controller initiates (a background attempt) and cannot scan meanwhile:
+                    // the attempt makes way, and the scan starts when it has ended.
+                    logger.log(.info, "the controller cannot scan while it initiates: the background connection attempt makes way for the scan")
+                    awaitingInitiator = true
+                    break
                 }
                 logger.log(.warning, "the controller refused to start the scan (\(want)): \(error)")
                 finishAll(error: error)

@@ -171,6 +171,7 @@ extension VirtualController {
             scanParameters.legacyActive = p.scanType == 1
             complete(opcode, [0])
         case .leSetScanEnable(let p):
+            if p.enable, scan == nil, pending != nil, !options.initiatesWhileScanning { return fail(opcode, .commandDisallowed) }
             complete(opcode, [0])
             if p.enable {
                 if scan == nil { startScan(extended: false, active: scanParameters.legacyActive, filterDuplicates: p.filterDuplicates) }
@@ -182,6 +183,7 @@ extension VirtualController {
             scanParameters.extendedActive = (p.le1M ?? p.leCoded)?.scanType == 1
             complete(opcode, [0])
         case .leSetExtendedScanEnable(let p):
+            if p.enable, scan == nil, pending != nil, !options.initiatesWhileScanning { return fail(opcode, .commandDisallowed) }
             complete(opcode, [0])
             if p.enable {
                 if scan == nil { startScan(extended: true, active: scanParameters.extendedActive, filterDuplicates: p.filterDuplicates != 0) }

@@ -89,8 +89,9 @@ extension VirtualController {
         /// the public or the random address as if no entry matched.
         public var makeResolvablePrivateAddress: (@Sendable (UInt128) -> BluetoothAddress)?
         /// Whether the link layer initiates while it scans; false: a create-connection command
-        /// sent while the scan runs gets Command Status with Command Disallowed (0x0C), as on
-        /// controllers whose LE Supported States lack the Scanning and Initiating combination.
+        /// sent while the scan runs gets Command Status with Command Disallowed (0x0C), and so
+        /// does a scan enable while a connection attempt is pending, as on controllers whose LE
+        /// Supported States lack the Scanning and Initiating combination.
         public var initiatesWhileScanning = true
 
         public init() {}
