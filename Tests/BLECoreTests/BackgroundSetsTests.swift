@@ -104,8 +104,12 @@ import BLEWire
         await central.close()
     }
 
-    @Test("A controller that cannot scan and initiate at once: attempts and the scan take turns, advertisements keep coming")
-    func takesTurnsWithTheScan() async throws {
+    /// A beacon advertising every 500 ms (not connectable).
+    static let beacon = BackgroundConnectTests.device(9)
+
+    /// A controller that cannot scan and initiate at once, with the beacon, and a central on
+    /// it with windows of 3 s initiating and 2 s scanning.
+    static func controllerThatTakesTurns() async throws -> (VirtualController, Central) {
         var controllerOptions = VirtualController.Options()
         controllerOptions.initiatesWhileScanning = false
         let vc = VirtualController(options: controllerOptions)
@@ -113,10 +117,15 @@ import BLEWire
         options.backgroundScanWindows = BackgroundScanWindows(initiating: .seconds(3), scanning: .seconds(2))
         let central = Central(transport: vc.makeTransport(), options: options)
         try await central.powerOn()
-        // A beacon advertising every 500 ms, and a scan that reports every advertisement.
-        let beacon = BackgroundConnectTests.device(9)
         vc.addPeripheral(SimulatedPeripheral(address: beacon, advertisingData: [0x02, 0x01, 0x06], isConnectable: false,
                                              advertisingInterval: .milliseconds(500)))
+        return (vc, central)
+    }
+
+    @Test("A controller that cannot scan and initiate at once: attempts and the scan take turns, advertisements keep coming")
+    func takesTurnsWithTheScan() async throws {
+        let (vc, central) = try await Self.controllerThatTakesTurns()
+        // A scan that reports every advertisement of the beacon.
         let scan = await central.scan(options: ScanOptions(mode: .passive, allowDuplicates: true))
         let scanning = Task { do { for try await _ in scan {} } catch {} }
         _ = try await vc.waitForCommand(HCIOpcode(rawValue: 0x200C))
@@ -162,16 +171,8 @@ import BLEWire
     }
     @Test("On such a controller a scan started while a background attempt is pending: the attempt makes way and the scan runs")
     func scanStartedDuringAnAttemptRuns() async throws {
-        var controllerOptions = VirtualController.Options()
-        controllerOptions.initiatesWhileScanning = false
-        let vc = VirtualController(options: controllerOptions)
-        var options = vc.centralOptions()
-        options.backgroundScanWindows = BackgroundScanWindows(initiating: .seconds(3), scanning: .seconds(2))
-        let central = Central(transport: vc.makeTransport(), options: options)
-        try await central.powerOn()
-        let beacon = BackgroundConnectTests.device(9)
-        vc.addPeripheral(SimulatedPeripheral(address: beacon, advertisingData: [0x02, 0x01, 0x06], isConnectable: false,
-                                             advertisingInterval: .milliseconds(500)))
+        let (vc, central) = try await Self.controllerThatTakesTurns()
+        let beacon = Self.beacon
         let create = HCIOpcode(rawValue: 0x200D), cancel = HCIOpcode(rawValue: 0x200E), scanEnable = HCIOpcode(rawValue: 0x200C)
         // Nothing scans: the background attempt has its whole lifetime.
         var links = await central.connect(whenSeen: [Self.a]).makeAsyncIterator()
