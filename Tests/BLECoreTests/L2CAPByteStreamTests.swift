@@ -1,5 +1,5 @@
 import Testing
-import BLECore
+@testable import BLECore
 import BLETestSupport
 import BLEWire
 
@@ -83,7 +83,8 @@ struct L2CAPByteStreamTests {
             var reader = L2CAPByteReader(channel)
             return try await reader.read(upTo: 10, timeout: .seconds(3))
         }
-        await vc.settle()
+        // The read is parked (its timeout scheduled) before virtual time moves.
+        try await channel.receivers.waitForCount("the read waiting") { $0 == 1 }
         await vc.advance(by: .seconds(3))
         await #expect(throws: L2CAPChannelError.receiveTimeout(peer: "\(VC.peer.address)", cid: 0x0040, after: .seconds(3))) { try await reading.value }
     }
