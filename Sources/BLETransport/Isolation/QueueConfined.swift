@@ -1,0 +1,42 @@
+import Dispatch
+
+/// State that one serial queue owns: the one place the host tells the compiler "trust this queue".
+///
+/// The host's shared classes (channels, transports, stream buffers, test doubles) keep their
+/// mutable state in a `QueueConfined` and hold it in a `let`, so the class itself is `Sendable`
+/// without `@unchecked`. Every read and write goes through ``value``, which in debug builds checks
+/// that the caller runs on ``queue`` or on a queue that targets it (`dispatchPrecondition`);
+/// release builds skip the check, so the data path pays nothing for it.
+///
+///     let state = QueueConfined(State(), on: executor.queue)
+///     executor.queue.async { state.value.count += 1 }
+package final class QueueConfined<Value>: @unchecked Sendable { // `storage` is reached only through `value`, which checks `queue` in debug builds: the proof for every type built on it
+    /// The serial queue that owns the value.
+    package let queue: DispatchQueue
+    private var storage: Value
+
+    /// Confines `value` to `queue`.
+    package init(_ value: Value, on queue: DispatchQueue) {
+        self.storage = value
+        self.queue = queue
+    }
+
+    /// The confined value; read or modify it only on ``queue``.
+    package var value: Value {
+        _read {
+            assertOnQueue()
+            yield storage
+        }
+        _modify {
+            assertOnQueue()
+            yield &storage
+        }
+    }
+
+    @inline(__always)
+    private func assertOnQueue() {
+        #if DEBUG
+        dispatchPrecondition(condition: .onQueue(queue))
+        #endif
+    }
+}
