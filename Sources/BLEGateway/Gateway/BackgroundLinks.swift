@@ -27,6 +27,8 @@ actor BackgroundLinks {
     private var consumer: Task<Void, Never>?
     /// Which background connections the consumer follows (a replaced one's end is ignored).
     private var generation: UInt64 = 0
+    /// `stop()` was called: no device is wanted again.
+    private var stopped = false
 
     init(central: Central) {
         self.central = central
@@ -36,6 +38,7 @@ actor BackgroundLinks {
 
     /// Puts `peer` among the devices connected in the background, until `release`.
     func want(_ peer: LEAddress) async {
+        guard !stopped else { return }
         holders[peer, default: 0] += 1
         await reconcile()
     }
@@ -66,6 +69,29 @@ actor BackgroundLinks {
         }
         if let id = waiting[peer], !waiters.contains(id) { waiting[peer] = nil }
         return try result.get()
+    }
+
+    /// Ends the background connections for good (the gateway stops) and returns the links made
+    /// that no task took, for the caller to end. Once this returns the central has left them, so
+    /// a link ended afterwards is not made again: a device that advertises again at once (a
+    /// fleet gateway that just handed it over) is not taken back while the next holder waits.
+    ///
+    ///     for link in await background.stop() { try? await link.disconnect(timeout: .seconds(2)) }
+    func stop() async -> [Connection] {
+        stopped = true
+        holders = [:]
+        applied = []
+        generation += 1
+        let unused = Array(arrived.values)
+        arrived = [:]
+        let running = consumer
+        consumer = nil
+        running?.cancel()
+        // The consumer ends once its stream saw the cancellation, whose termination handler
+        // queued the central's leave on the adapter queue; a block queued after it runs after it.
+        await running?.value
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in executor.queue.async { done.resume() } }
+        return unused
     }
 
     /// Starts the background connections again when the wanted devices changed or they ended.

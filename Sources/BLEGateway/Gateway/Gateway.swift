@@ -173,6 +173,9 @@ public actor Gateway {
     func shutdown() async {
         // A fleet gateway hands its devices over before its links end.
         await fleet?.handOver()
+        // No link is made again from here: a device whose link ends below advertises again at
+        // once, and the background connections would take it back from its next holder.
+        let unused = await background.stop()
         scanTask?.cancel()
         scanTask = nil
         for task in deviceTasks.values { task.cancel() }
@@ -180,7 +183,7 @@ public actor Gateway {
         deviceTasks = [:]
         commandSubscriptions = [:]
         // All links at once, so that many links still stop within a few seconds.
-        let open = links.values.map(\.connection)
+        let open = links.values.map(\.connection) + unused
         links = [:]
         await withTaskGroup(of: Void.self) { group in
             for connection in open { group.addTask { try? await connection.disconnect(timeout: .seconds(2)) } }
