@@ -83,6 +83,14 @@ enum RunGatewayCommand {
             term.setEventHandler {
                 console.status("SIGTERM: stopping")
                 task.cancel()
+                // The stop's waits are bounded one by one (links, cache, broker, controller), but
+                // in sequence, and a starved machine stretches each: the process ends `stopLimit`
+                // after SIGTERM whatever is still pending (the broker then sends the will).
+                DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(stopLimitSeconds)) {
+                    console.status("SIGTERM: not stopped within \(stopLimitSeconds) s; exiting (the broker sends the last will)")
+                    // _exit: no atexit handler runs under a thread still inside OpenSSL or libmosquitto.
+                    _exit(CLI.ExitCode.success)
+                }
             }
             term.resume()
             let hup = DispatchSource.makeSignalSource(signal: SIGHUP, queue: .main)
@@ -109,6 +117,9 @@ enum RunGatewayCommand {
             }
         }
     }
+
+    /// A SIGTERM'd gateway exits within this many seconds (docs/gateway.md).
+    static let stopLimitSeconds = 8
 
     /// The config file (when given) with the flags applied over it, checked.
     static func configuration(_ ctx: CommandContext) throws(UsageError) -> GatewayConfig {
