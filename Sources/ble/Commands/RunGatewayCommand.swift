@@ -68,8 +68,8 @@ enum RunGatewayCommand {
                 throw CLIFailure(error.description)
             }
             console.status("gateway \(gateway.topics.gatewayID): broker \(config.broker.url ?? ""), topics \(config.topicPrefix)/\(gateway.topics.gatewayID)/...")
-            // The gateway starts (and says "online") only once SIGTERM and SIGHUP are taken by
-            // the sources below: a signal sent between the two would otherwise be lost.
+            // The gateway starts (and says "online") only once SIGTERM and SIGHUP are taken
+            // (GatewaySignals): a signal sent between the two would otherwise end the process.
             let (handlersReady, ready) = AsyncStream.makeStream(of: Void.self)
             let task = Task {
                 for await _ in handlersReady {}
@@ -77,10 +77,18 @@ enum RunGatewayCommand {
             }
             // What startup read of the executable is not needed again (ExecutableTrim).
             ExecutableTrim.schedule()
-            signal(SIGTERM, SIG_IGN)
-            signal(SIGHUP, SIG_IGN)
-            let term = DispatchSource.makeSignalSource(signal: SIGTERM, queue: .main)
-            term.setEventHandler {
+            let signals = GatewaySignals.start([SIGTERM, SIGHUP], queue: .main) { number in
+                if number == SIGHUP {
+                    Task {
+                        do {
+                            try await gateway.reload(try configuration(ctx))
+                            console.status("SIGHUP: config reloaded")
+                        } catch {
+                            console.status("SIGHUP: config not reloaded: \(error)")
+                        }
+                    }
+                    return
+                }
                 console.status("SIGTERM: stopping")
                 task.cancel()
                 // The stop's waits are bounded one by one (links, cache, broker, controller), but
@@ -92,24 +100,8 @@ enum RunGatewayCommand {
                     _exit(CLI.ExitCode.success)
                 }
             }
-            term.resume()
-            let hup = DispatchSource.makeSignalSource(signal: SIGHUP, queue: .main)
-            hup.setEventHandler {
-                Task {
-                    do {
-                        try await gateway.reload(try configuration(ctx))
-                        console.status("SIGHUP: config reloaded")
-                    } catch {
-                        console.status("SIGHUP: config not reloaded: \(error)")
-                    }
-                }
-            }
-            hup.resume()
             ready.finish()
-            defer {
-                term.cancel()
-                hup.cancel()
-            }
+            defer { signals?.cancel() }
             try await withTaskCancellationHandler {
                 do { try await task.value } catch let e as GatewayError { throw CLIFailure(e.description) }
             } onCancel: {
