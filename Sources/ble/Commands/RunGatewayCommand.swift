@@ -69,7 +69,7 @@ enum RunGatewayCommand {
             }
             console.status("gateway \(gateway.topics.gatewayID): broker \(config.broker.url ?? ""), topics \(config.topicPrefix)/\(gateway.topics.gatewayID)/...")
             // The gateway starts (and says "online") only once SIGTERM and SIGHUP are taken
-            // (GatewaySignals): a signal sent between the two would otherwise end the process.
+            // (SignalPipe): a signal sent between the two would otherwise end the process.
             let (handlersReady, ready) = AsyncStream.makeStream(of: Void.self)
             let task = Task {
                 for await _ in handlersReady {}
@@ -77,7 +77,7 @@ enum RunGatewayCommand {
             }
             // What startup read of the executable is not needed again (ExecutableTrim).
             ExecutableTrim.schedule()
-            let signals = GatewaySignals.start([SIGTERM, SIGHUP], queue: .main) { number in
+            let signals = SignalPipe.watch([SIGTERM, SIGHUP]) { number in
                 if number == SIGHUP {
                     Task {
                         do {

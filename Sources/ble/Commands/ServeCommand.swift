@@ -121,15 +121,12 @@ enum ServeCommand {
             }
         }
         // SIGTERM ends the server like Ctrl-C, with exit status 0 (a service manager's stop).
-        signal(SIGTERM, SIG_IGN)
-        let term = DispatchSource.makeSignalSource(signal: SIGTERM, queue: .main)
-        term.setEventHandler {
+        let term = SignalPipe.watch([SIGTERM]) { _ in
             console.status("SIGTERM: stopping")
             work.cancel()
         }
-        term.resume()
         ready.finish()
-        defer { term.cancel() }
+        defer { term?.cancel() }
         let outcome = await withTaskCancellationHandler { await work.result } onCancel: { work.cancel() }
         let stats = await server.notificationStatistics()
         if stats.sent + stats.dropped > 0 { console.status("notifications: \(stats.sent) sent, \(stats.dropped) dropped (a link's queue was full)") }
