@@ -9,11 +9,11 @@ import BLETransport
 /// ACL data with real buffer accounting, routes ATT to each peripheral's `SimulatedATTServer`,
 /// and can be scripted to fail in the ways real controllers do.
 ///
-/// Threading: all of its state lives on its own serial `queue`, which targets the queue of
-/// `adapterExecutor`. A `Central` built with `centralOptions()` runs on that same executor,
-/// so controller and stack take turns on one thread and every run is deterministic. Public
-/// methods may be called from any task (not from inside a `waitUntil` condition of another
-/// controller).
+/// Threading: its state is owned by the queue of `adapterExecutor` (checked in debug builds),
+/// and its own serial `queue` targets that queue. A `Central` built with `centralOptions()`
+/// runs on that same executor, so controller and stack take turns on one thread and every run
+/// is deterministic. Public methods may be called from any task (not from inside a
+/// `waitUntil` condition of another controller).
 ///
 /// Time: in `.manual` time (the default) the controller and the central share `clock`;
 /// advertising events and delayed completions happen only inside `advance(by:)`, so tests
