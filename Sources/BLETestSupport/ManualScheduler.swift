@@ -1,6 +1,7 @@
 import Dispatch
 import Synchronization
 import BLECore
+import BLETransport
 
 /// A `TimerScheduler` whose clock only moves when a test calls `advance(by:)`: the way to
 /// test timeouts (the 30-second ATT transaction timeout, connection timeouts...) without
@@ -10,13 +11,13 @@ import BLECore
 ///     let scheduler = ManualScheduler(queue: channel.executor.queue)
 ///     let bearer = ATTBearer(channel: channel, scheduler: scheduler)
 ///     await scheduler.advance(by: .seconds(30))   // fires the transaction timeout
-public final class ManualScheduler: TimerScheduler, @unchecked Sendable { // `timers` and `lastSequence` are only touched on `queue`; the clock is atomic
+public final class ManualScheduler: TimerScheduler {
     /// The adapter queue the work runs on.
     public let queue: DispatchQueue
     private let clock = Atomic<UInt64>(0)
     private let onQueueKey = DispatchSpecificKey<Bool>()
-    private var timers: [Entry] = []
-    private var lastSequence: UInt64 = 0
+    /// The timers not run yet, and the sequence number of the last one scheduled.
+    private let confined: QueueConfined<(timers: [Entry], lastSequence: UInt64)>
 
     private final class Entry: ScheduledTimer {
         let deadline: UInt64
@@ -36,6 +37,7 @@ public final class ManualScheduler: TimerScheduler, @unchecked Sendable { // `ti
     public init(queue: DispatchQueue) {
         origin = .now
         self.queue = queue
+        confined = QueueConfined(([], 0), on: queue)
         queue.setSpecific(key: onQueueKey, value: true)
     }
 
@@ -59,7 +61,7 @@ public final class ManualScheduler: TimerScheduler, @unchecked Sendable { // `ti
 
     /// Work scheduled and neither run nor cancelled yet.
     public func pendingCount() async -> Int {
-        await onQueue { self.timers.filter { !$0.cancelled.load(ordering: .relaxed) }.count }
+        await onQueue { self.confined.value.timers.filter { !$0.cancelled.load(ordering: .relaxed) }.count }
     }
 
     /// Moves the clock forward by `duration`, running every timer that falls due, one at a
@@ -73,25 +75,30 @@ public final class ManualScheduler: TimerScheduler, @unchecked Sendable { // `ti
     }
 
     private func insert(deadline: UInt64, _ work: @escaping @Sendable () -> Void) -> Entry {
-        lastSequence += 1
-        let entry = Entry(deadline: deadline, sequence: lastSequence, work: work)
-        timers.append(entry)
+        confined.value.lastSequence += 1
+        let entry = Entry(deadline: deadline, sequence: confined.value.lastSequence, work: work)
+        confined.value.timers.append(entry)
         return entry
     }
 
     /// On the queue: runs the earliest live timer due by `end`; false when there is none.
     private func runNextDue(upTo end: UInt64) -> Bool {
-        timers.removeAll { $0.cancelled.load(ordering: .relaxed) }
+        confined.value.timers.removeAll { $0.cancelled.load(ordering: .relaxed) }
+        guard let i = Self.earliest(in: confined.value.timers, dueBy: end) else { return false }
+        let entry = confined.value.timers.remove(at: i)
+        if clock.load(ordering: .relaxed) < entry.deadline { clock.store(entry.deadline, ordering: .relaxed) }
+        entry.work()
+        return true
+    }
+
+    /// The index of the timer due by `end` with the earliest deadline, then the earliest sequence.
+    private static func earliest(in timers: [Entry], dueBy end: UInt64) -> Int? {
         var best: Int?
         for (i, t) in timers.enumerated() where t.deadline <= end {
             if let b = best, (timers[b].deadline, timers[b].sequence) <= (t.deadline, t.sequence) { continue }
             best = i
         }
-        guard let i = best else { return false }
-        let entry = timers.remove(at: i)
-        if clock.load(ordering: .relaxed) < entry.deadline { clock.store(entry.deadline, ordering: .relaxed) }
-        entry.work()
-        return true
+        return best
     }
 
     /// Runs `body` on the queue, after everything already enqueued there.

@@ -1,6 +1,7 @@
 import Dispatch
 import Synchronization
 @_spi(Internals) import BLECore
+import BLETransport
 
 /// A `waitForCount` that did not see its count.
 public enum WaitersCountError: Error, CustomStringConvertible, Equatable {
@@ -36,7 +37,8 @@ extension Waiters {
                 executor.queue.async {
                     if condition(self.count) { return first.resume(.success(())) }
                     if Task.isCancelled { return first.resume(.failure(.cancelled(waitingFor: what))) }
-                    let token = Box()
+                    // The observer's token, set right after the observer is made.
+                    let token = QueueConfined<UInt64>(0, on: self.executor.queue)
                     token.value = self.addCountObserver { count in
                         guard condition(count) else { return }
                         self.removeCountObserver(token.value)
@@ -77,9 +79,4 @@ private final class OneShot<V: Sendable>: Sendable {
         }
         c?.resume(returning: value)
     }
-}
-
-/// The token of an observer, set right after the observer is made (on the executor).
-private final class Box: @unchecked Sendable { // written and read only on the executor's queue
-    var value: UInt64 = 0
 }

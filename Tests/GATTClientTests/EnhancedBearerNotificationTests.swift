@@ -67,7 +67,7 @@ struct EnhancedBearerNotificationTests {
         // Handle Value Confirmation (0x1E) in a K-frame to the peer's CID of that bearer,
         // nothing on the other bearer nor on CID 0x0004.
         #expect(try await bed.vc.waitForL2CAP(channelID: 0x0051).payload == [0x01, 0x00, 0x1E])
-        #expect(bed.vc.framesReceived.filter { $0.channelID == 0x0050 }.isEmpty)
+        #expect(bed.vc.l2capReceived.filter { $0.channelID == 0x0050 }.isEmpty)
         #expect(Self.unenhancedConfirmations(bed) == confirmationsBefore)
     }
 }

@@ -18,39 +18,22 @@ import BLETransport
 ///     let central = Central(transport: faulty, options: vc.centralOptions())
 ///     ...
 ///     faulty.cut(reason: "USB unplugged")
-public final class FaultInjectingTransport: HCITransport, @unchecked Sendable { // all state below `control` is touched only on the start queue; controls hop there
+public final class FaultInjectingTransport: HCITransport {
     public let inner: any HCITransport
     public var name: String { "fault(\(inner.name))" }
 
-    /// The start queue, once started; read by the controls to hop there.
-    private let control = Mutex<DispatchQueue?>(nil)
-    private let onQueueKey = DispatchSpecificKey<ObjectIdentifier>()
     private let givenScheduler: (any TimerScheduler)?
-    private var scheduler: (any TimerScheduler)?
-    private var handler: (@Sendable (TransportEvent) -> Void)?
-    private var plan: FaultPlan
-    private var ruleUses: [Int] = []
-    private var rng: SplitMix64
-    private var stats: [FaultDirection: FaultStatistics] = [.toController: FaultStatistics(), .toHost: FaultStatistics()]
-    private var log: [AppliedFault] = []
-    private var faultCount = 0
-    private var faultWaiters: [FaultWaiter] = []
-    private var nextWaiterID: UInt64 = 0
-    /// Waiters whose id was taken and that are not added yet.
-    private var unaddedFaultWaiters: Set<UInt64> = []
+    private let onQueueKey = DispatchSpecificKey<ObjectIdentifier>()
+    /// Until `start`, the plan the controls set; from then on, the start queue (controls hop there).
+    private let setup: Mutex<Setup>
+    /// Everything that changes once started; made by `start`, owned by the start queue.
+    private let running = AtomicLazyReference<QueueConfined<State>>()
 
-    private struct FaultWaiter {
-        let id: UInt64
-        let count: Int
-        let continuation: CheckedContinuation<Bool, Never>
-        let timeout: any ScheduledTimer
+    private struct Setup {
+        var plan: FaultPlan
+        var queue: DispatchQueue?
+        var closedBeforeStart = false
     }
-    private var pendingDelays: [UInt64: any ScheduledTimer] = [:]
-    private var nextDelayID: UInt64 = 0
-    private var state = State.idle
-    private var cutReason: String?
-
-    private enum State { case idle, open, closed }
 
     /// At most this many applied faults are kept in `appliedFaults` (soak runs stay bounded).
     public static let logLimit = 10_000
@@ -60,54 +43,64 @@ public final class FaultInjectingTransport: HCITransport, @unchecked Sendable { 
     public init(wrapping inner: any HCITransport, scheduler: (any TimerScheduler)? = nil, plan: FaultPlan = .none) {
         self.inner = inner
         self.givenScheduler = scheduler
-        self.plan = plan
-        self.rng = SplitMix64(seed: 0)
-        resetPlanState()
+        self.setup = Mutex(Setup(plan: plan))
     }
 
     // MARK: HCITransport
 
     public func start(on queue: DispatchQueue, handler: @escaping @Sendable (TransportEvent) -> Void) throws(TransportError) {
-        guard state == .idle else { throw .closed(endpoint: name) }
-        queue.setSpecific(key: onQueueKey, value: ObjectIdentifier(self))
-        control.withLock { $0 = queue }
-        scheduler = givenScheduler ?? DispatchTimerScheduler(queue: queue)
-        self.handler = handler
-        state = .open
+        let state = setup.withLock { setup -> QueueConfined<State>? in
+            guard setup.queue == nil, !setup.closedBeforeStart else { return nil }
+            queue.setSpecific(key: onQueueKey, value: ObjectIdentifier(self))
+            setup.queue = queue
+            let state = QueueConfined(State(plan: setup.plan, scheduler: givenScheduler ?? DispatchTimerScheduler(queue: queue), handler: handler), on: queue)
+            return running.storeIfNil(state)
+        }
+        guard let state else { throw .closed(endpoint: name) }
         do {
             try inner.start(on: queue) { [weak self] event in self?.fromController(event) }
         } catch {
-            state = .closed
-            self.handler = nil
+            onQueue(state) {
+                state.value.phase = .closed
+                state.value.handler = nil
+            }
             throw error
         }
     }
 
     public func send(_ packet: HCIPacket) throws(TransportError) {
-        guard state == .open else {
-            if let cutReason { throw .lost(endpoint: name, reason: cutReason) }
+        guard let state = running.load(), state.value.phase == .open else {
+            if let cutReason = running.load()?.value.cutReason { throw .lost(endpoint: name, reason: cutReason) }
             throw .closed(endpoint: name)
         }
-        switch outcome(of: packet, .toController) {
+        switch state.value.outcome(of: packet, .toController) {
         case .deliver(let packets):
             for p in packets { try inner.send(p) }
         case .later(let p, let delay):
-            schedule(after: delay) { transport in try? transport.inner.send(p) }
+            schedule(state, after: delay) { transport, _ in try? transport.inner.send(p) }
         case .nothing:
             break
         case .cut:
             let reason = "cut by the fault plan while sending \(packet.type)"
-            performCut(reason)
+            performCut(state, reason)
             throw .lost(endpoint: name, reason: reason)
         }
     }
 
     public func close() {
-        guard state != .closed else { return }
-        state = .closed
-        handler = nil
-        cancelDelays()
-        inner.close()
+        let state = setup.withLock { setup -> QueueConfined<State>? in
+            if setup.queue == nil { setup.closedBeforeStart = true }
+            return running.load()
+        }
+        guard let state else { return inner.close() }
+        let wasOpen = onQueue(state) { () -> Bool in
+            guard state.value.phase != .closed else { return false }
+            state.value.phase = .closed
+            state.value.handler = nil
+            state.value.cancelDelays()
+            return true
+        }
+        if wasOpen { inner.close() }
     }
 
     public func whenReleased(_ completion: @escaping @Sendable () -> Void) {
@@ -118,28 +111,37 @@ public final class FaultInjectingTransport: HCITransport, @unchecked Sendable { 
 
     /// Replaces the plan; rule counters and the random sequence start over (from the new seed).
     public func setPlan(_ plan: FaultPlan) {
-        onQueue {
-            self.plan = plan
-            self.resetPlanState()
+        let state = setup.withLock { setup -> QueueConfined<State>? in
+            if setup.queue == nil { setup.plan = plan }
+            return running.load()
         }
+        if let state { onQueue(state) { state.value.setPlan(plan) } }
     }
 
     /// Cuts the stream now: the inner transport closes, later sends throw `.lost`, and the
     /// stack receives `.closed(.lost(reason))` on its queue.
     public func cut(reason: String = "the stream was cut") {
-        onQueue { self.performCut(reason) }
+        guard let state = running.load() else { return }
+        onQueue(state) { self.performCut(state, reason) }
     }
 
     /// What was done to the packets travelling `direction` so far.
     public func statistics(_ direction: FaultDirection) -> FaultStatistics {
-        onQueue { self.stats[direction] ?? FaultStatistics() }
+        guard let state = running.load() else { return FaultStatistics() }
+        return onQueue(state) { state.value.stats[direction] ?? FaultStatistics() }
     }
 
     /// The faults applied so far, in order (the first `logLimit`).
-    public var appliedFaults: [AppliedFault] { onQueue { self.log } }
+    public var appliedFaults: [AppliedFault] {
+        guard let state = running.load() else { return [] }
+        return onQueue(state) { state.value.log }
+    }
 
     /// Packets held back by `.delay` faults and not yet delivered.
-    public var delayedPacketCount: Int { onQueue { self.pendingDelays.count } }
+    public var delayedPacketCount: Int {
+        guard let state = running.load() else { return 0 }
+        return onQueue(state) { state.value.pendingDelays.count }
+    }
 
     /// Waits until `count` faults have been applied in all (a test's way to know a packet met
     /// its fault before moving virtual time). False when `timeout` of real time passes first,
@@ -148,119 +150,103 @@ public final class FaultInjectingTransport: HCITransport, @unchecked Sendable { 
     ///     let first = Task { try await link.readRSSI() }
     ///     #expect(await faulty.waitForFaults(count: 1))
     public func waitForFaults(count: Int, timeout: Duration = .seconds(5)) async -> Bool {
-        guard let queue = control.withLock({ $0 }) else { return false }
+        guard let state = running.load() else { return false }
+        let queue = state.queue
         // Taken before the wait starts, so that a cancellation can find the waiter.
-        let id = onQueue { () -> UInt64 in
-            self.nextWaiterID += 1
-            self.unaddedFaultWaiters.insert(self.nextWaiterID)
-            return self.nextWaiterID
+        let id = onQueue(state) { () -> UInt64 in
+            state.value.nextWaiterID += 1
+            state.value.unaddedFaultWaiters.insert(state.value.nextWaiterID)
+            return state.value.nextWaiterID
         }
         return await withTaskCancellationHandler {
             await withCheckedContinuation { (c: CheckedContinuation<Bool, Never>) in
                 queue.async {
                     // Gone from the set: the task was cancelled before this ran.
-                    guard self.unaddedFaultWaiters.remove(id) != nil else { return c.resume(returning: false) }
-                    if self.faultCount >= count { return c.resume(returning: true) }
+                    guard state.value.unaddedFaultWaiters.remove(id) != nil else { return c.resume(returning: false) }
+                    if state.value.faultCount >= count { return c.resume(returning: true) }
                     // Real time, whatever clock the faults use: a safety net for a test that waits.
-                    let timer = DispatchTimerScheduler(queue: queue).schedule(after: timeout) { [weak self] in
-                        self?.stopWaiting(id)
+                    let timer = DispatchTimerScheduler(queue: queue).schedule(after: timeout) { [weak state] in
+                        state?.value.stopWaiting(id)
                     }
-                    self.faultWaiters.append(FaultWaiter(id: id, count: count, continuation: c, timeout: timer))
+                    state.value.faultWaiters.append(FaultWaiter(id: id, count: count, continuation: c, timeout: timer))
                 }
             }
         } onCancel: {
-            queue.async { self.stopWaiting(id) }
+            queue.async { state.value.stopWaiting(id) }
         }
     }
 
     // MARK: Internals (start queue)
 
-    /// Ends fault waiter `id` with false (its timeout or its task's cancellation), unless it
-    /// already ended; one not added yet ends when it arrives.
-    private func stopWaiting(_ id: UInt64) {
-        if unaddedFaultWaiters.remove(id) != nil { return }
-        guard let i = faultWaiters.firstIndex(where: { $0.id == id }) else { return }
-        let w = faultWaiters.remove(at: i)
-        w.timeout.cancel()
-        w.continuation.resume(returning: false)
-    }
-
-    private func resumeFaultWaiters() {
-        guard !faultWaiters.isEmpty else { return }
-        var kept: [FaultWaiter] = []
-        for w in faultWaiters {
-            if faultCount >= w.count {
-                w.timeout.cancel()
-                w.continuation.resume(returning: true)
-            } else {
-                kept.append(w)
-            }
-        }
-        faultWaiters = kept
-    }
-
-    private func onQueue<T>(_ body: () -> T) -> T {
+    /// Runs `body` on the start queue, where `state` lives (directly when already there).
+    private func onQueue<T>(_ state: QueueConfined<State>, _ body: () -> T) -> T {
         if DispatchQueue.getSpecific(key: onQueueKey) == ObjectIdentifier(self) { return body() }
-        guard let queue = control.withLock({ $0 }) else { return body() } // not started: nothing else runs yet
-        return queue.sync(execute: body)
-    }
-
-    private func resetPlanState() {
-        if case .script(let rules) = plan { ruleUses = Array(repeating: 0, count: rules.count) } else { ruleUses = [] }
-        if case .random(let r) = plan { rng = SplitMix64(seed: r.seed) }
+        return state.queue.sync(execute: body)
     }
 
     private func fromController(_ event: TransportEvent) {
-        guard state == .open else { return }
+        guard let state = running.load(), state.value.phase == .open else { return }
         switch event {
         case .closed(let error):
-            state = .closed
-            cancelDelays()
-            let h = handler
-            handler = nil
+            state.value.phase = .closed
+            state.value.cancelDelays()
+            let h = state.value.handler
+            state.value.handler = nil
             h?(.closed(error))
         case .packet(let packet):
-            switch outcome(of: packet, .toHost) {
+            switch state.value.outcome(of: packet, .toHost) {
             case .deliver(let packets):
-                for p in packets where state == .open { handler?(.packet(p)) }
+                for p in packets where state.value.phase == .open {
+                    let h = state.value.handler
+                    h?(.packet(p))
+                }
             case .later(let p, let delay):
-                schedule(after: delay) { transport in transport.handler?(.packet(p)) }
+                schedule(state, after: delay) { _, state in
+                    let h = state.value.handler
+                    h?(.packet(p))
+                }
             case .nothing:
                 break
             case .cut:
-                performCut("cut by the fault plan on a \(packet.type) packet from the controller")
+                performCut(state, "cut by the fault plan on a \(packet.type) packet from the controller")
             }
         }
     }
 
-    private func performCut(_ reason: String) {
-        guard state == .open else { return }
-        state = .closed
-        cutReason = reason
-        cancelDelays()
+    private func performCut(_ state: QueueConfined<State>, _ reason: String) {
+        guard state.value.phase == .open else { return }
+        state.value.phase = .closed
+        state.value.cutReason = reason
+        state.value.cancelDelays()
         inner.close()
-        let h = handler
-        handler = nil
+        let h = state.value.handler
+        state.value.handler = nil
         let endpoint = name
         // Reported on a later turn: the stack may be inside `send` right now.
-        control.withLock { $0 }?.async { h?(.closed(.lost(endpoint: endpoint, reason: reason))) }
+        state.queue.async { h?(.closed(.lost(endpoint: endpoint, reason: reason))) }
     }
 
-    private func schedule(after delay: Duration, _ work: @escaping @Sendable (FaultInjectingTransport) -> Void) {
-        guard let scheduler else { return }
-        let id = nextDelayID
-        nextDelayID += 1
-        pendingDelays[id] = scheduler.schedule(after: delay) { [weak self] in
-            guard let self else { return }
+    private func schedule(_ state: QueueConfined<State>, after delay: Duration,
+                          _ work: @escaping @Sendable (FaultInjectingTransport, QueueConfined<State>) -> Void) {
+        let id = state.value.nextDelayID
+        state.value.nextDelayID += 1
+        state.value.pendingDelays[id] = state.value.scheduler.schedule(after: delay) { [weak self, weak state] in
+            guard let self, let state else { return }
             // Timer work runs on the start queue (the scheduler's contract).
-            guard self.pendingDelays.removeValue(forKey: id) != nil, self.state == .open else { return }
-            work(self)
+            guard state.value.pendingDelays.removeValue(forKey: id) != nil, state.value.phase == .open else { return }
+            work(self, state)
         }
     }
 
-    private func cancelDelays() {
-        pendingDelays.values.forEach { $0.cancel() }
-        pendingDelays.removeAll()
+    // MARK: State (start queue)
+
+    private enum Phase { case open, closed }
+
+    private struct FaultWaiter {
+        let id: UInt64
+        let count: Int
+        let continuation: CheckedContinuation<Bool, Never>
+        let timeout: any ScheduledTimer
     }
 
     private enum Outcome {
@@ -270,87 +256,153 @@ public final class FaultInjectingTransport: HCITransport, @unchecked Sendable { 
         case cut
     }
 
-    private func outcome(of packet: HCIPacket, _ direction: FaultDirection) -> Outcome {
-        let index = stats[direction, default: FaultStatistics()].packets
-        stats[direction, default: FaultStatistics()].packets += 1
-        guard let fault = chooseFault(packet, direction) else {
-            stats[direction, default: FaultStatistics()].passed += 1
-            return .deliver([packet])
-        }
-        if log.count < Self.logLimit {
-            log.append(AppliedFault(direction: direction, packetIndex: index, packetType: packet.type, fault: fault))
-        }
-        faultCount += 1
-        resumeFaultWaiters()
-        switch fault {
-        case .drop:
-            stats[direction, default: FaultStatistics()].dropped += 1
-            return .nothing
-        case .duplicate:
-            stats[direction, default: FaultStatistics()].duplicated += 1
-            return .deliver([packet, packet])
-        case .delay(let d):
-            stats[direction, default: FaultStatistics()].delayed += 1
-            return .later(packet, d)
-        case .truncate(let n):
-            stats[direction, default: FaultStatistics()].truncated += 1
-            return .deliver([Self.truncated(packet, keeping: n)])
-        case .corrupt(let offset, let mask):
-            stats[direction, default: FaultStatistics()].corrupted += 1
-            var body = packet.body
-            guard offset >= 0, offset < body.count else { return .deliver([packet]) }
-            body[offset] ^= mask
-            guard let changed = try? HCIPacket(type: packet.type, body: body) else {
-                stats[direction, default: FaultStatistics()].unparseable += 1
-                return .nothing
-            }
-            return .deliver([changed])
-        case .cut:
-            return .cut
-        }
-    }
+    /// What the start queue owns: the plan and its counters, the statistics, the waiters and
+    /// the delayed packets.
+    private struct State {
+        var phase = Phase.open
+        let scheduler: any TimerScheduler
+        var handler: (@Sendable (TransportEvent) -> Void)?
+        var plan: FaultPlan
+        var ruleUses: [Int] = []
+        var rng = SplitMix64(seed: 0)
+        var stats: [FaultDirection: FaultStatistics] = [.toController: FaultStatistics(), .toHost: FaultStatistics()]
+        var log: [AppliedFault] = []
+        var faultCount = 0
+        var faultWaiters: [FaultWaiter] = []
+        var nextWaiterID: UInt64 = 0
+        /// Waiters whose id was taken and that are not added yet.
+        var unaddedFaultWaiters: Set<UInt64> = []
+        var pendingDelays: [UInt64: any ScheduledTimer] = [:]
+        var nextDelayID: UInt64 = 0
+        var cutReason: String?
 
-    private func chooseFault(_ packet: HCIPacket, _ direction: FaultDirection) -> PacketFault? {
-        switch plan {
-        case .none:
-            return nil
-        case .script(let rules):
-            // Every rule counts every packet it matches; the first whose window holds this one applies.
-            var chosen: PacketFault?
-            for (i, rule) in rules.enumerated() where rule.match.matches(packet, direction) {
-                let seen = ruleUses[i]
-                ruleUses[i] += 1
-                guard chosen == nil, seen >= rule.after else { continue }
-                if let count = rule.count, seen >= rule.after + count { continue }
-                chosen = rule.fault
+        init(plan: FaultPlan, scheduler: any TimerScheduler, handler: @escaping @Sendable (TransportEvent) -> Void) {
+            self.plan = plan
+            self.scheduler = scheduler
+            self.handler = handler
+            resetPlanState()
+        }
+
+        mutating func setPlan(_ plan: FaultPlan) {
+            self.plan = plan
+            resetPlanState()
+        }
+
+        private mutating func resetPlanState() {
+            if case .script(let rules) = plan { ruleUses = Array(repeating: 0, count: rules.count) } else { ruleUses = [] }
+            if case .random(let r) = plan { rng = SplitMix64(seed: r.seed) }
+        }
+
+        /// Ends fault waiter `id` with false (its timeout or its task's cancellation), unless it
+        /// already ended; one not added yet ends when it arrives.
+        mutating func stopWaiting(_ id: UInt64) {
+            if unaddedFaultWaiters.remove(id) != nil { return }
+            guard let i = faultWaiters.firstIndex(where: { $0.id == id }) else { return }
+            let w = faultWaiters.remove(at: i)
+            w.timeout.cancel()
+            w.continuation.resume(returning: false)
+        }
+
+        private mutating func resumeFaultWaiters() {
+            guard !faultWaiters.isEmpty else { return }
+            var kept: [FaultWaiter] = []
+            for w in faultWaiters {
+                if faultCount >= w.count {
+                    w.timeout.cancel()
+                    w.continuation.resume(returning: true)
+                } else {
+                    kept.append(w)
+                }
             }
-            return chosen
-        case .random(let r):
-            guard r.match.matches(packet, direction) else { return nil }
-            var roll = rng.nextUnit()
-            if roll < r.drop { return .drop }
-            roll -= r.drop
-            if roll < r.duplicate { return .duplicate }
-            roll -= r.duplicate
-            if roll < r.delay {
-                let ns = r.maximumDelay.nanoseconds
-                return .delay(.nanoseconds(Int64(clamping: ns == 0 ? 0 : rng.next() % (ns + 1))))
+            faultWaiters = kept
+        }
+
+        mutating func cancelDelays() {
+            pendingDelays.values.forEach { $0.cancel() }
+            pendingDelays.removeAll()
+        }
+
+        mutating func outcome(of packet: HCIPacket, _ direction: FaultDirection) -> Outcome {
+            let index = stats[direction, default: FaultStatistics()].packets
+            stats[direction, default: FaultStatistics()].packets += 1
+            guard let fault = chooseFault(packet, direction) else {
+                stats[direction, default: FaultStatistics()].passed += 1
+                return .deliver([packet])
             }
-            roll -= r.delay
-            if roll < r.truncate {
-                let length = Self.payloadLength(packet)
-                guard length > 0 else { return nil }
-                return .truncate(keeping: Int(rng.next() % UInt64(length)))
+            if log.count < FaultInjectingTransport.logLimit {
+                log.append(AppliedFault(direction: direction, packetIndex: index, packetType: packet.type, fault: fault))
             }
-            roll -= r.truncate
-            if roll < r.corrupt {
-                let range = Self.region(r.corruptRegion, of: packet)
-                guard !range.isEmpty else { return nil }
-                let offset = range.lowerBound + Int(rng.next() % UInt64(range.count))
-                let mask = UInt8(truncatingIfNeeded: rng.next() % 255 + 1)
-                return .corrupt(offset: offset, mask: mask)
+            faultCount += 1
+            resumeFaultWaiters()
+            switch fault {
+            case .drop:
+                stats[direction, default: FaultStatistics()].dropped += 1
+                return .nothing
+            case .duplicate:
+                stats[direction, default: FaultStatistics()].duplicated += 1
+                return .deliver([packet, packet])
+            case .delay(let d):
+                stats[direction, default: FaultStatistics()].delayed += 1
+                return .later(packet, d)
+            case .truncate(let n):
+                stats[direction, default: FaultStatistics()].truncated += 1
+                return .deliver([FaultInjectingTransport.truncated(packet, keeping: n)])
+            case .corrupt(let offset, let mask):
+                stats[direction, default: FaultStatistics()].corrupted += 1
+                var body = packet.body
+                guard offset >= 0, offset < body.count else { return .deliver([packet]) }
+                body[offset] ^= mask
+                guard let changed = try? HCIPacket(type: packet.type, body: body) else {
+                    stats[direction, default: FaultStatistics()].unparseable += 1
+                    return .nothing
+                }
+                return .deliver([changed])
+            case .cut:
+                return .cut
             }
-            return nil
+        }
+        private mutating func chooseFault(_ packet: HCIPacket, _ direction: FaultDirection) -> PacketFault? {
+            switch plan {
+            case .none:
+                return nil
+            case .script(let rules):
+                // Every rule counts every packet it matches; the first whose window holds this one applies.
+                var chosen: PacketFault?
+                for (i, rule) in rules.enumerated() where rule.match.matches(packet, direction) {
+                    let seen = ruleUses[i]
+                    ruleUses[i] += 1
+                    guard chosen == nil, seen >= rule.after else { continue }
+                    if let count = rule.count, seen >= rule.after + count { continue }
+                    chosen = rule.fault
+                }
+                return chosen
+            case .random(let r):
+                guard r.match.matches(packet, direction) else { return nil }
+                var roll = rng.nextUnit()
+                if roll < r.drop { return .drop }
+                roll -= r.drop
+                if roll < r.duplicate { return .duplicate }
+                roll -= r.duplicate
+                if roll < r.delay {
+                    let ns = r.maximumDelay.nanoseconds
+                    return .delay(.nanoseconds(Int64(clamping: ns == 0 ? 0 : rng.next() % (ns + 1))))
+                }
+                roll -= r.delay
+                if roll < r.truncate {
+                    let length = FaultInjectingTransport.payloadLength(packet)
+                    guard length > 0 else { return nil }
+                    return .truncate(keeping: Int(rng.next() % UInt64(length)))
+                }
+                roll -= r.truncate
+                if roll < r.corrupt {
+                    let range = FaultInjectingTransport.region(r.corruptRegion, of: packet)
+                    guard !range.isEmpty else { return nil }
+                    let offset = range.lowerBound + Int(rng.next() % UInt64(range.count))
+                    let mask = UInt8(truncatingIfNeeded: rng.next() % 255 + 1)
+                    return .corrupt(offset: offset, mask: mask)
+                }
+                return nil
+            }
         }
     }
 

@@ -128,8 +128,8 @@ extension VirtualController {
 
 /// The link a simulated peripheral's ATT server answers on: ATT PDUs go to the host on CID
 /// 0x0004 of the connection it was created for.
-final class VirtualATTLink: ATTServerLink, @unchecked Sendable { // immutable; the controller is reached on its own queue
-    weak var controller: VirtualController?
+final class VirtualATTLink: ATTServerLink {
+    weak let controller: VirtualController?
     let handle: UInt16
     let centralDescription: String
 

@@ -16,8 +16,8 @@ extension VirtualController {
         var scheduled = false
     }
 
-    /// Controller-side state of one connection.
-    final class Link: @unchecked Sendable { // touched only on the controller's queue
+    /// Controller-side state of one connection, kept in `state.links` (only on the adapter queue).
+    final class Link {
         let handle: UInt16
         let peer: LEAddress
         var parameters: ConnectionParameters

@@ -6,20 +6,14 @@ import BLEWire
 /// condition holds, and gives up after a real-time `timeout` (a safety net that passing tests
 /// never reach; it does not move virtual time) or when the waiting task is cancelled.
 extension VirtualController {
-    final class Waiter: @unchecked Sendable { // touched only on the controller's queue
+    /// A task waiting in `waitUntil`, kept in `state` until its condition holds, its
+    /// `timeout` fires or it is cancelled.
+    struct Waiter {
         let id: UInt64
         let what: String
         let condition: @Sendable (VirtualController) -> Bool
         let continuation: CheckedContinuation<Result<Void, VirtualControllerError>, Never>
-        var timeout: DispatchWorkItem?
-
-        init(id: UInt64, what: String, condition: @escaping @Sendable (VirtualController) -> Bool,
-             continuation: CheckedContinuation<Result<Void, VirtualControllerError>, Never>) {
-            self.id = id
-            self.what = what
-            self.condition = condition
-            self.continuation = continuation
-        }
+        let timeout: DispatchWorkItem
     }
 
     /// Waits until `condition` holds; it is evaluated on the controller's queue after every
@@ -85,15 +79,13 @@ extension VirtualController {
         // Gone from `unaddedWaiters`: its task was cancelled before it got here.
         if unaddedWaiters.remove(id) == nil { return c.resume(returning: .failure(.cancelled(waitingFor: what))) }
         if condition(self) { return c.resume(returning: .success(())) }
-        let waiter = Waiter(id: id, what: what, condition: condition, continuation: c)
         let ms = Int(timeout.nanoseconds / 1_000_000)
         let item = DispatchWorkItem { [weak self] in
             guard let self, let index = self.waiters.firstIndex(where: { $0.id == id }) else { return }
             let w = self.waiters.remove(at: index)
             w.continuation.resume(returning: .failure(.timeout(waitingFor: w.what, milliseconds: ms)))
         }
-        waiter.timeout = item
-        waiters.append(waiter)
+        waiters.append(Waiter(id: id, what: what, condition: condition, continuation: c, timeout: item))
         queue.asyncAfter(deadline: .now() + .milliseconds(ms), execute: item)
         // A new waiter is a change too: a wait may be for another wait to be in place.
         checkWaiters()
@@ -106,7 +98,7 @@ extension VirtualController {
         if unaddedWaiters.remove(id) != nil { return }
         guard let index = waiters.firstIndex(where: { $0.id == id }) else { return }
         let w = waiters.remove(at: index)
-        w.timeout?.cancel()
+        w.timeout.cancel()
         w.continuation.resume(returning: .failure(.cancelled(waitingFor: w.what)))
     }
 
@@ -117,7 +109,7 @@ extension VirtualController {
             let w = waiters[index]
             if w.condition(self) {
                 waiters.remove(at: index)
-                w.timeout?.cancel()
+                w.timeout.cancel()
                 w.continuation.resume(returning: .success(()))
             } else {
                 index += 1

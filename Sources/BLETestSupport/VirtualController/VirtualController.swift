@@ -9,11 +9,11 @@ import BLETransport
 /// ACL data with real buffer accounting, routes ATT to each peripheral's `SimulatedATTServer`,
 /// and can be scripted to fail in the ways real controllers do.
 ///
-/// Threading: all of its state lives on its own serial `queue`, which targets the queue of
-/// `adapterExecutor`. A `Central` built with `centralOptions()` runs on that same executor,
-/// so controller and stack take turns on one thread and every run is deterministic. Public
-/// methods may be called from any task (not from inside a `waitUntil` condition of another
-/// controller).
+/// Threading: its state is owned by the queue of `adapterExecutor` (checked in debug builds),
+/// and its own serial `queue` targets that queue. A `Central` built with `centralOptions()`
+/// runs on that same executor, so controller and stack take turns on one thread and every run
+/// is deterministic. Public methods may be called from any task (not from inside a
+/// `waitUntil` condition of another controller).
 ///
 /// Time: in `.manual` time (the default) the controller and the central share `clock`;
 /// advertising events and delayed completions happen only inside `advance(by:)`, so tests
@@ -25,7 +25,7 @@ import BLETransport
 ///     try await central.powerOn()
 ///     let link = try await central.connect(peer)
 ///     await vc.advance(by: .seconds(1))
-public final class VirtualController: @unchecked Sendable { // mutable state is touched only on `queue` (or the adapter queue it targets)
+public final class VirtualController: Sendable {
     /// The controller's public device address (HCI_Read_BD_ADDR).
     public let address: BluetoothAddress
     public let options: Options
@@ -37,51 +37,9 @@ public final class VirtualController: @unchecked Sendable { // mutable state is 
     public let clock: ManualScheduler?
     let queueKey = DispatchSpecificKey<Bool>()
 
-    // MARK: Transport
-    var transport: (any HCITransport)?
-
-    // MARK: Command flow control
-    var reportedCommandCredits: UInt8
-    /// Commands the host may still send under the last Num_HCI_Command_Packets it was told.
-    var hostCommandAllowance = 1
-    var scripted: [UInt16: (answer: CommandAnswer, remaining: Int?)] = [:]
-    var connectionFailures: [HCIStatus] = []
-
-    // MARK: Records
-    var commands: [HCICommandPacket] = []
-    var aclPackets: [ACLDataPacket] = []
-    var framesReceived: [L2CAPFrame] = []
-    var framesSent: [L2CAPFrame] = []
-    var events: [HCIEventPacket] = []
-    var commandFlowViolations = 0
-    var aclFlowViolations = 0
-    var droppedATT = 0
-    var activity: UInt64 = 0
-    var waiters: [Waiter] = []
-    var nextWaiterID: UInt64 = 0
-    /// Waiters whose id was taken and that are not added yet.
-    var unaddedWaiters: Set<UInt64> = []
-
-    // MARK: Devices, scanning, links
-    var peripherals: [SimulatedPeripheral] = []
-    var scanParameters = ScanParameters()
-    var scan: ScanState?
-    var scanGeneration: UInt64 = 0
-    var pending: PendingConnection?
-    /// The Filter Accept List (VirtualController+AcceptList.swift).
-    var acceptList: [LEAddress] = []
-    var links: [UInt16: Link] = [:]
-    var nextHandle: UInt16 = 0x0040
-    var hostACLInFlight = 0
-    var eventMask: UInt64 = 0
-    var leEventMask: UInt64 = 0
-    var randomAddress: BluetoothAddress?
-    var advertisers: [UInt8: VirtualAdvertisingSet] = [:]
-    var usedAdvertisingFamily: AdvertisingFamily?
-    var advertisingGeneration: UInt64 = 0
-    var resolvingList: [ResolvingListEntry] = []
-    var addressResolutionEnabled = false
-    var resolvablePrivateAddressTimeout: Duration = .seconds(900)
+    /// Everything that changes, owned by the adapter queue: the controller's own `queue`
+    /// targets it, and the virtual clock runs the controller's timed work on it directly.
+    let state: QueueConfined<State>
 
     /// A controller with `address` as its public address, on `executor` (a new one when nil).
     public init(address: BluetoothAddress = BluetoothAddress(rawValue: 0x00_1B_DC_0F_00_01), options: Options = Options(),
@@ -91,7 +49,7 @@ public final class VirtualController: @unchecked Sendable { // mutable state is 
         adapterExecutor = executor ?? AdapterExecutor(label: "virtual-\(address)")
         queue = DispatchQueue(label: "ble.virtual-controller.\(address)", target: adapterExecutor.queue)
         clock = options.time == .manual ? ManualScheduler(queue: adapterExecutor.queue) : nil
-        reportedCommandCredits = options.numHCICommandPackets
+        state = QueueConfined(State(reportedCommandCredits: options.numHCICommandPackets), on: adapterExecutor.queue)
         queue.setSpecific(key: queueKey, value: true)
     }
 
