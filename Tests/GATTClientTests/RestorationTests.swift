@@ -31,8 +31,7 @@ import BLETransport
         init(root: String, options: RestorationOptions = RestorationOptions(), encrypting: Bool = false) async throws {
             vc = VirtualController()
             server = GATTServer(database: .heartRateMonitor(), queue: vc.queue)
-            central = Central(transport: vc.makeTransport(), options: vc.centralOptions())
-            try await central.powerOn()
+            central = try await vc.poweredOnCentral()
             cache = GATTCache(central: central, directory: root + "/gatt-cache")
             if encrypting { vc.answer(HCIOpcode(rawValue: 0x2019), with: .encrypting) }
             var security: (@Sendable (Connection) -> SecurityRaiser)?

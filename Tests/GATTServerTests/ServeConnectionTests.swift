@@ -24,8 +24,7 @@ struct ServeConnectionTests {
     /// on the adapter's queue, or on `queue`.
     static func bed(serverMTU: UInt16 = 517, prepareQueueLimit: Int = 64, queue: DispatchQueue? = nil) async throws -> (VirtualController, Central, Connection, GATTServer) {
         let vc = VirtualController(options: VirtualController.Options())
-        let central = Central(transport: vc.makeTransport(), options: vc.centralOptions())
-        try await central.powerOn()
+        let central = try await vc.poweredOnCentral()
         var incoming = await central.incomingConnections().makeAsyncIterator()
         _ = try await central.startAdvertising(AdvertisingData([.completeLocalName("serve")]))
         try vc.connectFromCentral(remoteCentral)

@@ -266,7 +266,7 @@ struct OwnIdentityTests {
     @Test func staticAddressAndIRKAreMadeOnceAndKeptPrivately() throws {
         try TemporaryDirectory.with("bonds") { root in
             let store = try FileBondStore(adapter: BondStoreTests.adapter, directory: root + "/bonds")
-            #expect(BondStoreTests.names(in: root).isEmpty)
+            #expect(TestFiles.names(in: root).isEmpty)
             let address = try store.staticRandomAddress()
             #expect(address.isStaticRandom)
             #expect(try store.staticRandomAddress() == address)
@@ -274,8 +274,8 @@ struct OwnIdentityTests {
             let irk = try store.localIdentityResolvingKey()
             #expect(try store.localIdentityResolvingKey() == irk)
             let directory = root + "/bonds/00:1B:DC:0F:00:01"
-            #expect(BondStoreTests.names(in: directory) == ["own-irk", "own-static-address"])
-            #expect(BondStoreTests.mode(directory + "/own-irk") == 0o600)
+            #expect(TestFiles.names(in: directory) == ["own-irk", "own-static-address"])
+            #expect(TestFiles.mode(directory + "/own-irk") == 0o600)
             #expect(BondStoreTests.contents(directory + "/own-static-address") == "\(address)\n")
             // Not bonds: they do not show among them.
             #expect(store.allBonds().isEmpty)

@@ -26,8 +26,7 @@ struct ResponderTests {
 
     init(central: LEAddress) async throws {
         vc = VirtualController()
-        host = Central(transport: vc.makeTransport(), options: vc.centralOptions())
-        try await host.powerOn()
+        host = try await vc.poweredOnCentral()
         var incoming = await host.incomingConnections().makeAsyncIterator()
         _ = try await host.startAdvertising(AdvertisingData([.flags([.leGeneralDiscoverable, .brEDRNotSupported])]))
         _ = try vc.connectFromCentral(central)
