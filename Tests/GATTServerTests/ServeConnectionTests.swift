@@ -25,10 +25,7 @@ struct ServeConnectionTests {
     static func bed(serverMTU: UInt16 = 517, prepareQueueLimit: Int = 64, queue: DispatchQueue? = nil) async throws -> (VirtualController, Central, Connection, GATTServer) {
         let vc = VirtualController(options: VirtualController.Options())
         let central = try await vc.poweredOnCentral()
-        var incoming = await central.incomingConnections().makeAsyncIterator()
-        _ = try await central.startAdvertising(AdvertisingData([.completeLocalName("serve")]))
-        try vc.connectFromCentral(remoteCentral)
-        let link = try #require(await incoming.next())
+        let link = try await vc.acceptConnection(on: central, advertising: AdvertisingData([.completeLocalName("serve")]), from: remoteCentral)
         let server = GATTServer(database: database, queue: queue ?? central.executor.queue, serverMTU: serverMTU, prepareQueueLimit: prepareQueueLimit)
         return (vc, central, link, server)
     }

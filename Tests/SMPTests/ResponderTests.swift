@@ -27,10 +27,7 @@ struct ResponderTests {
     init(central: LEAddress) async throws {
         vc = VirtualController()
         host = try await vc.poweredOnCentral()
-        var incoming = await host.incomingConnections().makeAsyncIterator()
-        _ = try await host.startAdvertising(AdvertisingData([.flags([.leGeneralDiscoverable, .brEDRNotSupported])]))
-        _ = try vc.connectFromCentral(central)
-        link = try #require(await incoming.next())
+        link = try await vc.acceptConnection(on: host, advertising: AdvertisingData([.flags([.leGeneralDiscoverable, .brEDRNotSupported])]), from: central)
         await vc.settle()
         local = try #require(await link.localAddress)
         let (results, feed) = AsyncStream<Result<Bond, PairingError>>.makeStream()
