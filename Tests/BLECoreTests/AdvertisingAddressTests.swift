@@ -98,28 +98,21 @@ struct AdvertisingAddressTests {
 
     @Test func aPeripheralLinkHasTheAddressItsSetAdvertisedWith() async throws {
         let (vc, central) = try await PeripheralRoleTests.extendedStack { $0.connectionCompleteEvent = .enhancedV2 }
-        var incoming = await central.incomingConnections().makeAsyncIterator()
-        _ = try await central.startAdvertising(Self.data, parameters: AdvertisingParameters(format: .extended, ownAddress: .staticRandom(Self.staticAddress)))
-        try vc.connectFromCentral(PeripheralRoleTests.remoteCentral)
-        let link = try #require(await incoming.next())
+        let link = try await vc.acceptConnection(on: central, advertising: Self.data, parameters: AdvertisingParameters(format: .extended, ownAddress: .staticRandom(Self.staticAddress)),
+                                                 from: PeripheralRoleTests.remoteCentral)
         #expect(await link.localAddress == LEAddress(Self.staticAddress, type: .random))
     }
 
     @Test func aLegacyPrivateSetGivesItsLinksItsCurrentAddress() async throws {
         let (vc, central) = try await VC.stack()
-        var incoming = await central.incomingConnections().makeAsyncIterator()
-        _ = try await central.startAdvertising(Self.data, parameters: AdvertisingParameters(ownAddress: Self.rotating()))
-        try vc.connectFromCentral(PeripheralRoleTests.remoteCentral)
-        let link = try #require(await incoming.next())
+        let link = try await vc.acceptConnection(on: central, advertising: Self.data, parameters: AdvertisingParameters(ownAddress: Self.rotating()),
+                                                 from: PeripheralRoleTests.remoteCentral)
         #expect(await link.localAddress == LEAddress(Self.privateAddresses[0], type: .random))
     }
 
     @Test func aPublicSetGivesItsLinksThePublicAddress() async throws {
         let (vc, central) = try await VC.stack()
-        var incoming = await central.incomingConnections().makeAsyncIterator()
-        _ = try await central.startAdvertising(Self.data)
-        try vc.connectFromCentral(PeripheralRoleTests.remoteCentral)
-        let link = try #require(await incoming.next())
+        let link = try await vc.acceptConnection(on: central, advertising: Self.data, from: PeripheralRoleTests.remoteCentral)
         let adapter = try #require(await central.controllerInfo?.address)
         #expect(await link.localAddress == LEAddress(adapter, type: .public))
     }

@@ -16,8 +16,7 @@ import BLEWire
         var options = VirtualController.Options()
         options.filterAcceptListSize = listSize
         let vc = VirtualController(options: options)
-        let central = Central(transport: vc.makeTransport(), options: vc.centralOptions())
-        try await central.powerOn()
+        let central = try await vc.poweredOnCentral()
         return (vc, central)
     }
 

@@ -113,10 +113,7 @@ import BLEWire
         var controllerOptions = VirtualController.Options()
         controllerOptions.initiatesWhileScanning = false
         let vc = VirtualController(options: controllerOptions)
-        var options = vc.centralOptions()
-        options.backgroundScanWindows = BackgroundScanWindows(initiating: .seconds(3), scanning: .seconds(2))
-        let central = Central(transport: vc.makeTransport(), options: options)
-        try await central.powerOn()
+        let central = try await vc.poweredOnCentral { $0.backgroundScanWindows = BackgroundScanWindows(initiating: .seconds(3), scanning: .seconds(2)) }
         vc.addPeripheral(SimulatedPeripheral(address: beacon, advertisingData: [0x02, 0x01, 0x06], isConnectable: false,
                                              advertisingInterval: .milliseconds(500)))
         return (vc, central)

@@ -34,8 +34,7 @@ struct ControllerPrivateAddressTests {
     static func stack() async throws -> (VirtualController, Central) {
         let vc = ResolvingListTests.controller(listSize: 8)
         vc.addPeripheral(SimulatedPeripheral(address: peer, advertisingData: [0x02, 0x01, 0x06]))
-        let central = Central(transport: vc.makeTransport(), options: vc.centralOptions())
-        try await central.powerOn()
+        let central = try await vc.poweredOnCentral()
         try await central.setOwnAddress(.resolvablePrivate(rotation: .seconds(900)) { hostAddress })
         return (vc, central)
     }

@@ -16,8 +16,7 @@ import BLEWire
     static func stack() async throws -> (VirtualController, Central) {
         let vc = VirtualController()
         vc.addPeripheral(SimulatedPeripheral(address: peer, advertisingData: [0x02, 0x01, 0x06]))
-        let central = Central(transport: vc.makeTransport(), options: vc.centralOptions())
-        try await central.powerOn()
+        let central = try await vc.poweredOnCentral()
         return (vc, central)
     }
 

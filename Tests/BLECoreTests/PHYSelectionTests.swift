@@ -17,8 +17,7 @@ import BLEWire
         options.leFeatures = features
         let vc = VirtualController(options: options)
         vc.addPeripheral(SimulatedPeripheral(address: peer, advertisingData: [0x02, 0x01, 0x06], features: peerFeatures))
-        let central = Central(transport: vc.makeTransport(), options: vc.centralOptions())
-        try await central.powerOn()
+        let central = try await vc.poweredOnCentral()
         return (vc, central)
     }
 

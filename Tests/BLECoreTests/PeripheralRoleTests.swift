@@ -214,10 +214,7 @@ struct PeripheralRoleTests {
 
     @Test func thePeripheralAsksTheCentralForNewParameters() async throws {
         let (vc, central) = try await VC.stack()
-        var incoming = await central.incomingConnections().makeAsyncIterator()
-        _ = try await central.startAdvertising(Self.data)
-        try vc.connectFromCentral(Self.remoteCentral)
-        let link = try #require(await incoming.next())
+        let link = try await vc.acceptConnection(on: central, advertising: Self.data, from: Self.remoteCentral)
         let range = ConnectionParameterRange(minimumInterval: 24, maximumInterval: 40, peripheralLatency: 0, supervisionTimeout: 400)
         let request = Task { try await link.requestParameterUpdate(range) }
         let frame = try await vc.waitForL2CAP(channelID: L2CAPChannelID.leSignaling)
@@ -240,10 +237,7 @@ struct PeripheralRoleTests {
 
     @Test func aParameterRequestEndsWithItsLink() async throws {
         let (vc, central) = try await VC.stack()
-        var incoming = await central.incomingConnections().makeAsyncIterator()
-        _ = try await central.startAdvertising(Self.data)
-        try vc.connectFromCentral(Self.remoteCentral)
-        let link = try #require(await incoming.next())
+        let link = try await vc.acceptConnection(on: central, advertising: Self.data, from: Self.remoteCentral)
         let range = ConnectionParameterRange(minimumInterval: 24, maximumInterval: 40, peripheralLatency: 0, supervisionTimeout: 400)
         let request = Task { try await link.requestParameterUpdate(range) }
         _ = try await vc.waitForL2CAP(channelID: L2CAPChannelID.leSignaling)

@@ -39,8 +39,7 @@ struct ResolvingListTests {
 
     @Test func theListSizeBoundsTheLoadAndTheRestStaysWithTheHost() async throws {
         let vc = Self.controller(listSize: 2)
-        let central = Central(transport: vc.makeTransport(), options: vc.centralOptions())
-        try await central.powerOn()
+        let central = try await vc.poweredOnCentral()
         let load = try await central.loadResolvingList(Self.entries, privateAddressTimeout: .seconds(900))
         #expect(load.isEnabled)
         #expect(load.loaded == Array(Self.entries.prefix(2)))
@@ -59,8 +58,7 @@ struct ResolvingListTests {
 
     @Test func memoryCapacityExceededEndsTheLoadWithoutAnError() async throws {
         let vc = Self.controller(listSize: nil, addsAccepted: 1)
-        let central = Central(transport: vc.makeTransport(), options: vc.centralOptions())
-        try await central.powerOn()
+        let central = try await vc.poweredOnCentral()
         let load = try await central.loadResolvingList(Self.entries)
         #expect(load.loaded == [Self.entries[0]])
         #expect(load.notLoaded == Array(Self.entries.dropFirst()))

@@ -38,10 +38,6 @@ enum VC {
         configure(&options)
         let vc = VirtualController(options: options)
         vc.addPeripheral(SimulatedPeripheral(address: peer, advertisingData: [0x02, 0x01, 0x06], attServer: server))
-        var centralOptions = vc.centralOptions()
-        configureCentral(&centralOptions)
-        let central = Central(transport: vc.makeTransport(), options: centralOptions)
-        try await central.powerOn()
-        return (vc, central)
+        return (vc, try await vc.poweredOnCentral(configureCentral))
     }
 }

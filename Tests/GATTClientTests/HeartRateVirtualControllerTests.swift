@@ -21,8 +21,7 @@ import GATTServer
         ]).bytes
         vc.addPeripheral(SimulatedPeripheral(address: peer, advertisingData: advertising, attServer: server))
 
-        let central = Central(transport: vc.makeTransport(), options: vc.centralOptions())
-        try await central.powerOn()
+        let central = try await vc.poweredOnCentral()
 
         // Scan for the Heart Rate service; advertising happens as virtual time moves.
         let scan = await central.scan(filter: ScanFilter(services: [BluetoothUUID(uuid16: 0x180D)]))

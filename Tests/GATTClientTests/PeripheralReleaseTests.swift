@@ -18,8 +18,7 @@ import GATTServer
         let server = GATTServer(database: .heartRateMonitor(), queue: vc.queue)
         let peer = try #require(LEAddress("F0:5E:B1:00:00:01", type: .random))
         vc.addPeripheral(SimulatedPeripheral(address: peer, attServer: server))
-        let central = Central(transport: vc.makeTransport(), options: vc.centralOptions())
-        _ = try await central.powerOn()
+        let central = try await vc.poweredOnCentral()
 
         weak var released: Connection?
         weak var releasedPeripheral: Peripheral?
@@ -50,8 +49,7 @@ import GATTServer
         let server = GATTServer(database: .heartRateMonitor(), queue: vc.queue)
         let peer = try #require(LEAddress("F0:5E:B1:00:00:01", type: .random))
         vc.addPeripheral(SimulatedPeripheral(address: peer, attServer: server))
-        let central = Central(transport: vc.makeTransport(), options: vc.centralOptions())
-        _ = try await central.powerOn()
+        let central = try await vc.poweredOnCentral()
 
         weak var releasedPeripheral: Peripheral?
         do {

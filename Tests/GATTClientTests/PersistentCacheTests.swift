@@ -23,25 +23,6 @@ import GATTServer
         func record(_ p: GATTCacheError) { list.withLock { $0.append(p) } }
     }
 
-    static func temporaryDirectory() throws -> String {
-        var template = Array("/tmp/ble-gatt-cache-XXXXXX".utf8CString)
-        let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
-        return String(cString: try #require(made))
-    }
-
-    static func remove(_ path: String) { _ = system("rm -rf '\(path)'") }
-
-    static func names(in path: String) -> [String] {
-        guard let dir = opendir(path) else { return [] }
-        defer { closedir(dir) }
-        var names: [String] = []
-        while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            if name != "." && name != ".." { names.append(name) }
-        }
-        return names.sorted()
-    }
-
     static func fileBytes(_ path: String) -> [UInt8] {
         (try? FileBytes.read(path, atMost: 1 << 20)) ?? []
     }
@@ -52,26 +33,21 @@ import GATTServer
         fclose(file)
     }
 
-    static func mode(_ path: String) -> UInt32 {
-        var st = stat()
-        return stat(path, &st) == 0 ? UInt32(st.st_mode) & 0o777 : 0
-    }
-
     @Test func aRestartedAppSkipsDiscoveryWhenTheHashMatches() async throws {
-        let root = try Self.temporaryDirectory()
-        defer { Self.remove(root) }
+        let root = try TemporaryDirectory.make("gatt-cache")
+        defer { TemporaryDirectory.remove(root) }
         let directory = root + "/state/gatt-cache"
         let executor = AdapterExecutor(label: "gatt-test")
         let firstCache = GATTCache(executor: executor, directory: directory)
         let first = TestBed(cache: firstCache, peer: Self.peer)
         // Nothing exists before the first write.
-        #expect(Self.names(in: root) == [])
+        #expect(TestFiles.names(in: root) == [])
         _ = try await first.peripheral.descriptors(of: Lab.notifyCounter)
         #expect(await first.peripheral.snapshot.databaseHash?.count == 16)
         try await firstCache.flush()
-        #expect(Self.names(in: directory) == ["F0:F1:F2:F3:F4:F5-random"])
-        #expect(Self.mode(directory) == 0o700)
-        #expect(Self.mode(directory + "/F0:F1:F2:F3:F4:F5-random") == 0o600)
+        #expect(TestFiles.names(in: directory) == ["F0:F1:F2:F3:F4:F5-random"])
+        #expect(TestFiles.mode(directory) == 0o700)
+        #expect(TestFiles.mode(directory + "/F0:F1:F2:F3:F4:F5-random") == 0o600)
         #expect(Array(Self.fileBytes(directory + "/F0:F1:F2:F3:F4:F5-random").prefix(9)) == Array("BLEGATTC".utf8) + [1])
 
         // A new cache on the same directory: what a restarted process has.
@@ -84,8 +60,8 @@ import GATTServer
     }
 
     @Test func aChangedHashRediscoversAndRewrites() async throws {
-        let root = try Self.temporaryDirectory()
-        defer { Self.remove(root) }
+        let root = try TemporaryDirectory.make("gatt-cache")
+        defer { TemporaryDirectory.remove(root) }
         let executor = AdapterExecutor(label: "gatt-test")
         let firstCache = GATTCache(executor: executor, directory: root)
         let first = TestBed(cache: firstCache, peer: Self.peer)
@@ -108,8 +84,8 @@ import GATTServer
     }
 
     @Test func aCorruptFileIsReportedRemovedAndRewritten() async throws {
-        let root = try Self.temporaryDirectory()
-        defer { Self.remove(root) }
+        let root = try TemporaryDirectory.make("gatt-cache")
+        defer { TemporaryDirectory.remove(root) }
         let path = root + "/F0:F1:F2:F3:F4:F5-random"
         try Self.plant(Array("BLEGATTC".utf8) + [1, 0xF5, 0xF4], at: path)
         let problems = Problems()
@@ -125,8 +101,8 @@ import GATTServer
     }
 
     @Test func anOlderVersionsFileIsReplaced() async throws {
-        let root = try Self.temporaryDirectory()
-        defer { Self.remove(root) }
+        let root = try TemporaryDirectory.make("gatt-cache")
+        defer { TemporaryDirectory.remove(root) }
         let path = root + "/F0:F1:F2:F3:F4:F5-random"
         try Self.plant(Array("BLEGATTC".utf8) + [0] + [UInt8](repeating: 0, count: 40), at: path)
         let problems = Problems()
@@ -139,8 +115,8 @@ import GATTServer
     }
 
     @Test func theLeastRecentlyUsedFileMakesRoom() async throws {
-        let root = try Self.temporaryDirectory()
-        defer { Self.remove(root) }
+        let root = try TemporaryDirectory.make("gatt-cache")
+        defer { TemporaryDirectory.remove(root) }
         let cache = GATTCache(executor: AdapterExecutor(label: "gatt-test"), directory: root, maxPeers: 2)
         var snapshot = GATTCacheFileTests.snapshot
         let peers = ["C0:00:00:00:00:01", "C0:00:00:00:00:02", "C0:00:00:00:00:03"].map { LEAddress($0, type: .random)! }
@@ -148,29 +124,29 @@ import GATTServer
             await cache.store(snapshot, for: peer)
             try await cache.flush()
         }
-        #expect(Self.names(in: root) == ["C0:00:00:00:00:02-random", "C0:00:00:00:00:03-random"])
+        #expect(TestFiles.names(in: root) == ["C0:00:00:00:00:02-random", "C0:00:00:00:00:03-random"])
         // An incomplete snapshot (no hash: after Service Changed) is not kept on disk.
         snapshot.databaseHash = nil
         await cache.store(snapshot, for: peers[2])
         try await cache.flush()
-        #expect(Self.names(in: root) == ["C0:00:00:00:00:02-random"])
+        #expect(TestFiles.names(in: root) == ["C0:00:00:00:00:02-random"])
     }
 
     @Test func privateAddressesAreNotWritten() async throws {
-        let root = try Self.temporaryDirectory()
-        defer { Self.remove(root) }
+        let root = try TemporaryDirectory.make("gatt-cache")
+        defer { TemporaryDirectory.remove(root) }
         let cache = GATTCache(executor: AdapterExecutor(label: "gatt-test"), directory: root)
         // A resolvable private address (top bits 0b01): the next link has another.
         let rpa = LEAddress("4C:00:00:00:00:01", type: .random)!
         await cache.store(GATTCacheFileTests.snapshot, for: rpa)
         try await cache.flush()
-        #expect(Self.names(in: root) == [])
+        #expect(TestFiles.names(in: root) == [])
         #expect(await cache.snapshot(for: rpa) == GATTCacheFileTests.snapshot)
     }
 
     @Test func aSymbolicLinkDirectoryIsRefused() async throws {
-        let root = try Self.temporaryDirectory()
-        defer { Self.remove(root) }
+        let root = try TemporaryDirectory.make("gatt-cache")
+        defer { TemporaryDirectory.remove(root) }
         try #require(mkdir(root + "/elsewhere", 0o700) == 0)
         try #require(symlink(root + "/elsewhere", root + "/cache") == 0)
         let problems = Problems()
@@ -178,7 +154,7 @@ import GATTServer
         await cache.store(GATTCacheFileTests.snapshot, for: Self.peer)
         try await cache.flush()
         #expect(problems.all == [.unsafeDirectory(path: root + "/cache", detail: "a symbolic link or not a directory")])
-        #expect(Self.names(in: root + "/elsewhere") == [])
+        #expect(TestFiles.names(in: root + "/elsewhere") == [])
         // The cache still answers from memory.
         #expect(await cache.snapshot(for: Self.peer) == GATTCacheFileTests.snapshot)
     }
@@ -187,8 +163,8 @@ import GATTServer
     /// Database Out Of Sync (0x12); the client forgets what it discovered, its file goes, and
     /// the next call discovers the new database.
     @Test func databaseOutOfSyncForgetsTheDatabaseAndItsFile() async throws {
-        let root = try Self.temporaryDirectory()
-        defer { Self.remove(root) }
+        let root = try TemporaryDirectory.make("gatt-cache")
+        defer { TemporaryDirectory.remove(root) }
         var database = GATTDatabase.lab()
         database.robustCaching = true
         let cache = GATTCache(executor: AdapterExecutor(label: "gatt-test"), directory: root)
@@ -198,7 +174,7 @@ import GATTServer
         let features = CharacteristicIdentifier(uuid: GATTAttributeType.clientSupportedFeatures, service: ServiceIdentifier(uuid: GATTAttributeType.genericAttributeService))
         try await bed.peripheral.write([UInt8(0x01)], to: features)
         try await cache.flush()
-        #expect(Self.names(in: root) == ["F0:F1:F2:F3:F4:F5-random"])
+        #expect(TestFiles.names(in: root) == ["F0:F1:F2:F3:F4:F5-random"])
 
         var changed = database
         changed.services.append(.init(uuid: BluetoothUUID("180F")!, characteristics: [.init(uuid: BluetoothUUID("2A19")!, properties: [.read], value: [50])]))
@@ -212,7 +188,7 @@ import GATTServer
         }
         #expect(await bed.peripheral.snapshot.services == [])
         try await cache.flush()
-        #expect(Self.names(in: root) == [])
+        #expect(TestFiles.names(in: root) == [])
         let services = try await bed.peripheral.services()
         #expect(services.map(\.uuid).last == BluetoothUUID("180F")!)
     }

@@ -13,8 +13,8 @@ import BLEWire
     static let appDevice = LEAddress(BluetoothAddress(rawValue: 0xC0_00_00_00_00_09), type: .random)
 
     @Test func anAppsBackgroundSetRunsBesideRestore() async throws {
-        let root = try RestorationTests.directory()
-        defer { _ = system("rm -rf '\(root)'") }
+        let root = try TemporaryDirectory.make("restoration")
+        defer { TemporaryDirectory.remove(root) }
         let first = try await RestorationTests.Run(root: root)
         first.appear()
         let link = try await first.restoration.connect(RestorationTests.peer, reconnect: .always(maxAttempts: 3))
@@ -47,10 +47,7 @@ import BLEWire
         await appSet.value
         try await second.vc.waitUntil("the restore's device alone on the list") { $0.filterAcceptList == [RestorationTests.peer] }
         second.appear()
-        guard case .restored(let back) = try await events.next() else {
-            Issue.record("the link was not restored")
-            return
-        }
+        guard let back = try await RestorationTests.nextRestored(&events) else { return }
         #expect(back.peer == RestorationTests.peer)
         let values = try #require(back.streams[RestorationTests.batteryLevel])
         #expect(await second.server.notify(characteristic: BluetoothUUID(uuid16: 0x2A19), value: [0x33]) == 1)

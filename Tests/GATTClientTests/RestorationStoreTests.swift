@@ -3,27 +3,12 @@ import Glibc
 import BLECore
 @testable import GATTClient
 import BLEWire
+import BLETestSupport
 import BLETransport
 
 /// The restoration store on disk: atomic writes of mode 0600 in a 0700 directory made on the
 /// first save, and files it cannot use kept aside with a typed error, never lost.
 @Suite struct RestorationStoreTests {
-    static func directory() throws -> String {
-        var template = Array("/tmp/ble-restoration-XXXXXX".utf8CString)
-        let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
-        return String(cString: try #require(made))
-    }
-
-    static func names(in path: String) -> [String] {
-        guard let dir = opendir(path) else { return [] }
-        defer { closedir(dir) }
-        var names: [String] = []
-        while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            if name != "." && name != ".." { names.append(name) }
-        }
-        return names.sorted()
-    }
 
     static func plant(_ bytes: [UInt8], at path: String) throws {
         let file = try #require(fopen(path, "w"))
@@ -31,32 +16,27 @@ import BLETransport
         fclose(file)
     }
 
-    static func mode(_ path: String) -> UInt32 {
-        var st = stat()
-        return stat(path, &st) == 0 ? UInt32(st.st_mode) & 0o777 : 0
-    }
-
     @Test func savesAtomicallyAndLoadsBack() async throws {
-        let root = try Self.directory()
-        defer { _ = system("rm -rf '\(root)'") }
+        let root = try TemporaryDirectory.make("restoration")
+        defer { TemporaryDirectory.remove(root) }
         let store = RestorationStore(identifier: "hall", directory: root + "/state")
         // Nothing is created before the first save.
         #expect(try await store.load() == [])
-        #expect(Self.names(in: root) == [])
+        #expect(TestFiles.names(in: root) == [])
         try await store.save([RestorationFileTests.link])
-        #expect(Self.names(in: root + "/state") == ["hall"])
-        #expect(Self.mode(root + "/state") == 0o700)
-        #expect(Self.mode(root + "/state/hall") == 0o600)
+        #expect(TestFiles.names(in: root + "/state") == ["hall"])
+        #expect(TestFiles.mode(root + "/state") == 0o700)
+        #expect(TestFiles.mode(root + "/state/hall") == 0o600)
         #expect(try FileBytes.read(root + "/state/hall", atMost: 4096) == RestorationFileTests.bytes)
         #expect(try await RestorationStore(identifier: "hall", directory: root + "/state").load() == [RestorationFileTests.link])
         // Saving nothing removes the file.
         try await store.save([])
-        #expect(Self.names(in: root + "/state") == [])
+        #expect(TestFiles.names(in: root + "/state") == [])
     }
 
     @Test func aCorruptFileIsKeptAsideWithATypedError() async throws {
-        let root = try Self.directory()
-        defer { _ = system("rm -rf '\(root)'") }
+        let root = try TemporaryDirectory.make("restoration")
+        defer { TemporaryDirectory.remove(root) }
         var damaged = RestorationFileTests.bytes
         damaged[20] ^= 0x40
         try Self.plant(damaged, at: root + "/hall")
@@ -65,7 +45,7 @@ import BLETransport
                                                        detail: "restoration file: CRC-32 mismatch: the file is damaged")) {
             try await store.load()
         }
-        #expect(Self.names(in: root) == ["hall.corrupt"])
+        #expect(TestFiles.names(in: root) == ["hall.corrupt"])
         #expect(try FileBytes.read(root + "/hall.corrupt", atMost: 4096) == damaged)
         // The store starts empty; a second bad file does not replace the first one kept.
         #expect(try await store.load() == [])
@@ -74,12 +54,12 @@ import BLETransport
                                                        detail: "restoration file: truncated, needs 3 more bytes")) {
             try await store.load()
         }
-        #expect(Self.names(in: root) == ["hall.corrupt", "hall.corrupt.2"])
+        #expect(TestFiles.names(in: root) == ["hall.corrupt", "hall.corrupt.2"])
     }
 
     @Test func anOlderVersionsFileIsKeptForTheBuildThatReadsIt() async throws {
-        let root = try Self.directory()
-        defer { _ = system("rm -rf '\(root)'") }
+        let root = try TemporaryDirectory.make("restoration")
+        defer { TemporaryDirectory.remove(root) }
         var older = RestorationFileTests.bytes
         older[8] = 0
         try Self.plant(older, at: root + "/hall")
@@ -89,7 +69,7 @@ import BLETransport
         #expect(error?.description == "restoration file \(root)/hall is version 0, this build reads version 1; it was kept at \(root)/hall.v0 and the app starts with no stored links")
         #expect(try FileBytes.read(root + "/hall.v0", atMost: 4096) == older)
         try await store.save([RestorationFileTests.link])
-        #expect(Self.names(in: root) == ["hall", "hall.v0"])
+        #expect(TestFiles.names(in: root) == ["hall", "hall.v0"])
     }
 
     @Test func theIdentifierNamesAFileInTheDirectory() {
@@ -99,23 +79,23 @@ import BLETransport
     }
 
     @Test func theBoundsAreKept() async throws {
-        let root = try Self.directory()
-        defer { _ = system("rm -rf '\(root)'") }
+        let root = try TemporaryDirectory.make("restoration")
+        defer { TemporaryDirectory.remove(root) }
         let store = RestorationStore(identifier: "hall", directory: root)
         let many = (0..<(RestorationFile.maximumLinks + 1)).map { RestorableLink(peer: LEAddress(BluetoothAddress(rawValue: 0xC0_00_00_00_00_00 | UInt64($0)), type: .random)) }
         await #expect(throws: RestorationError.tooMany(what: "links", limit: 1024)) { try await store.save(many) }
-        #expect(Self.names(in: root) == [])
+        #expect(TestFiles.names(in: root) == [])
     }
 
     @Test func aSymbolicLinkDirectoryIsRefused() async throws {
-        let root = try Self.directory()
-        defer { _ = system("rm -rf '\(root)'") }
+        let root = try TemporaryDirectory.make("restoration")
+        defer { TemporaryDirectory.remove(root) }
         mkdir(root + "/real", 0o700)
         symlink(root + "/real", root + "/link")
         let store = RestorationStore(identifier: "hall", directory: root + "/link")
         await #expect(throws: RestorationError.unsafeDirectory(path: root + "/link", detail: "a symbolic link or not a directory")) {
             try await store.save([RestorationFileTests.link])
         }
-        #expect(Self.names(in: root + "/real") == [])
+        #expect(TestFiles.names(in: root + "/real") == [])
     }
 }

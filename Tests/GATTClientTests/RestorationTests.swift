@@ -31,8 +31,7 @@ import BLETransport
         init(root: String, options: RestorationOptions = RestorationOptions(), encrypting: Bool = false) async throws {
             vc = VirtualController()
             server = GATTServer(database: .heartRateMonitor(), queue: vc.queue)
-            central = Central(transport: vc.makeTransport(), options: vc.centralOptions())
-            try await central.powerOn()
+            central = try await vc.poweredOnCentral()
             cache = GATTCache(central: central, directory: root + "/gatt-cache")
             if encrypting { vc.answer(HCIOpcode(rawValue: 0x2019), with: .encrypting) }
             var security: (@Sendable (Connection) -> SecurityRaiser)?
@@ -56,15 +55,31 @@ import BLETransport
         }
     }
 
-    static func directory() throws -> String {
-        var template = Array("/tmp/ble-restoration-XXXXXX".utf8CString)
-        let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
-        return String(cString: try #require(made))
+    /// The restart: a new run on `root` restores what the last one stored, `meanwhile` looks at
+    /// it before the peer appears, then the peer appears; the run and its restoration events.
+    static func restart(root: String, options: RestorationOptions = RestorationOptions(), encrypting: Bool = false,
+                        meanwhile: (Run) async throws -> Void = { _ in }) async throws
+        -> (run: Run, events: AsyncThrowingStream<RestorationEvent, any Error>) {
+        let run = try await Run(root: root, options: options, encrypting: encrypting)
+        let events = try await run.restoration.restore()
+        try await meanwhile(run)
+        run.appear()
+        return (run, events)
+    }
+
+    /// The next event as a restored link, or nil after recording that `what` was not restored.
+    static func nextRestored(_ events: inout AsyncThrowingStream<RestorationEvent, any Error>.AsyncIterator,
+                             _ what: String = "the link") async throws -> RestoredLink? {
+        guard case .restored(let link) = try await events.next() else {
+            Issue.record("\(what) was not restored")
+            return nil
+        }
+        return link
     }
 
     @Test func aRestoredLinkResumesNotificationsAfterARestart() async throws {
-        let root = try Self.directory()
-        defer { _ = system("rm -rf '\(root)'") }
+        let root = try TemporaryDirectory.make("restoration")
+        defer { TemporaryDirectory.remove(root) }
 
         let first = try await Run(root: root)
         first.appear()
@@ -84,19 +99,15 @@ import BLETransport
         ])
 
         // The restart: a new controller, central and restoration on the same directory.
-        let second = try await Run(root: root)
-        let events = try await second.restoration.restore()
-        // The stored device waits on the Filter Accept List: LE Create Connection (7.8.12)
-        // with Initiator_Filter_Policy 0x01, no direct connect.
-        let create = try await second.vc.waitForCommand(HCIOpcode(rawValue: 0x200D))
-        #expect(create.parameters[4] == 0x01)
-        #expect(second.vc.filterAcceptList == [Self.peer])
-        second.appear()
-        var restored = events.makeAsyncIterator()
-        guard case .restored(let back) = try await restored.next() else {
-            Issue.record("the link was not restored")
-            return
+        let (second, events) = try await Self.restart(root: root) { second in
+            // The stored device waits on the Filter Accept List: LE Create Connection (7.8.12)
+            // with Initiator_Filter_Policy 0x01, no direct connect.
+            let create = try await second.vc.waitForCommand(HCIOpcode(rawValue: 0x200D))
+            #expect(create.parameters[4] == 0x01)
+            #expect(second.vc.filterAcceptList == [Self.peer])
         }
+        var restored = events.makeAsyncIterator()
+        guard let back = try await Self.nextRestored(&restored) else { return }
         #expect(back.peer == Self.peer)
         #expect(back.failures.isEmpty)
         let stream = try #require(back.streams[Self.batteryLevel])
@@ -112,8 +123,8 @@ import BLETransport
     }
 
     @Test func aBondedServersKeptCCCDIsNotWrittenAgain() async throws {
-        let root = try Self.directory()
-        defer { _ = system("rm -rf '\(root)'") }
+        let root = try TemporaryDirectory.make("restoration")
+        defer { TemporaryDirectory.remove(root) }
         let first = try await Run(root: root, encrypting: true)
         first.appear()
         let link = try await first.restoration.connect(Self.peer, security: .encrypted)
@@ -125,14 +136,9 @@ import BLETransport
 
         var options = RestorationOptions()
         options.trustsBondedServerCCCDs = true
-        let second = try await Run(root: root, options: options, encrypting: true)
-        let events = try await second.restoration.restore()
-        second.appear()
+        let (second, events) = try await Self.restart(root: root, options: options, encrypting: true)
         var it = events.makeAsyncIterator()
-        guard case .restored(let back) = try await it.next() else {
-            Issue.record("the link was not restored")
-            return
-        }
+        guard let back = try await Self.nextRestored(&it) else { return }
         #expect(await back.connection.securityLevel == .encrypted)
         // LE Enable Encryption (Vol 4, Part E, 7.8.24) went out, and no ATT Write Request (0x12)
         // to Battery Level's CCCD (0x0017): the server keeps it for the bond. (The one write is
@@ -149,21 +155,16 @@ import BLETransport
     }
 
     @Test func aLinkStoredWithoutReconnectComesBackOnce() async throws {
-        let root = try Self.directory()
-        defer { _ = system("rm -rf '\(root)'") }
+        let root = try TemporaryDirectory.make("restoration")
+        defer { TemporaryDirectory.remove(root) }
         let first = try await Run(root: root)
         first.appear()
         _ = try await first.restoration.connect(Self.peer)
         await first.central.close()
 
-        let second = try await Run(root: root)
-        let events = try await second.restoration.restore()
-        second.appear()
+        let (second, events) = try await Self.restart(root: root)
         var it = events.makeAsyncIterator()
-        guard case .restored(let back) = try await it.next() else {
-            Issue.record("the link was not restored")
-            return
-        }
+        guard let back = try await Self.nextRestored(&it) else { return }
         #expect(back.streams.isEmpty)
         // Policy .never: nothing is left to bring back, so the stream ends.
         #expect(try await it.next() == nil)
@@ -172,8 +173,8 @@ import BLETransport
     }
 
     @Test func aDeviceThatIsNotBroughtBackAgainLeavesTheOthersWaiting() async throws {
-        let root = try Self.directory()
-        defer { _ = system("rm -rf '\(root)'") }
+        let root = try TemporaryDirectory.make("restoration")
+        defer { TemporaryDirectory.remove(root) }
         let other = LEAddress(BluetoothAddress(rawValue: 0xC0_11_22_33_44_88), type: .random)
         try await RestorationStore(identifier: "hall", directory: root).save([
             RestorableLink(peer: Self.peer, reconnect: .never),
@@ -185,26 +186,20 @@ import BLETransport
         #expect(run.vc.filterAcceptList == [Self.peer, other])
         run.appear()
         var it = events.makeAsyncIterator()
-        guard case .restored(let first) = try await it.next() else {
-            Issue.record("the first link was not restored")
-            return
-        }
+        guard let first = try await Self.nextRestored(&it, "the first link") else { return }
         #expect(first.peer == Self.peer)
         // Policy .never: the list is made again with the other device alone, which still comes back.
         try await run.vc.waitUntil("the list holds the other device alone") { vc in vc.filterAcceptList == [other] }
         run.vc.addPeripheral(SimulatedPeripheral(address: other, advertisingData: [0x02, 0x01, 0x06],
                                                  attServer: GATTServer(database: .heartRateMonitor(), queue: run.vc.queue)))
-        guard case .restored(let second) = try await it.next() else {
-            Issue.record("the second link was not restored")
-            return
-        }
+        guard let second = try await Self.nextRestored(&it, "the second link") else { return }
         #expect(second.peer == other)
         await run.central.close()
     }
 
     @Test func aCorruptFileIsKeptAsideAndTheAppGoesOn() async throws {
-        let root = try Self.directory()
-        defer { _ = system("rm -rf '\(root)'") }
+        let root = try TemporaryDirectory.make("restoration")
+        defer { TemporaryDirectory.remove(root) }
         let garbage = Array("BLERESTO".utf8) + [0x01, 0x01, 0x00, 0xFF]
         let file = try #require(fopen(root + "/hall", "w"))
         _ = garbage.withUnsafeBytes { fwrite($0.baseAddress, 1, $0.count, file) }
@@ -224,8 +219,8 @@ import BLETransport
     }
 
     @Test func aCustomPolicyCannotBeStored() async throws {
-        let root = try Self.directory()
-        defer { _ = system("rm -rf '\(root)'") }
+        let root = try TemporaryDirectory.make("restoration")
+        defer { TemporaryDirectory.remove(root) }
         let run = try await Run(root: root)
         await #expect(throws: RestorationError.customPolicy(peer: Self.peer.address)) {
             _ = try await run.restoration.connect(Self.peer, reconnect: .custom { _, _ in nil })

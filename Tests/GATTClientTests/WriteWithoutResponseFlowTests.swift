@@ -32,8 +32,7 @@ import GATTServer
         let serverB = GATTServer(database: .lab(), queue: vc.queue)
         vc.addPeripheral(SimulatedPeripheral(address: Self.a, advertisingData: [0x02, 0x01, 0x06], attServer: serverA))
         vc.addPeripheral(SimulatedPeripheral(address: Self.b, advertisingData: [0x02, 0x01, 0x06], attServer: serverB))
-        let central = Central(transport: vc.makeTransport(), options: vc.centralOptions())
-        try await central.powerOn()
+        let central = try await vc.poweredOnCentral()
         #expect(await central.host.aclCredits == 1)
 
         // Set-up (MTU exchange, discovery) with the buffer returned as soon as it is used.

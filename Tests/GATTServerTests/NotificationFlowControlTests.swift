@@ -17,8 +17,7 @@ struct NotificationFlowControlTests {
 
     @Test func aSlowLinkHoldsAndDropsWhileTheFastOnesGetEverything() async throws {
         let vc = VirtualController(options: VirtualController.Options())
-        let central = Central(transport: vc.makeTransport(), options: vc.centralOptions())
-        try await central.powerOn()
+        let central = try await vc.poweredOnCentral()
         // A small link queue: half of it (4 PDUs) is what the server lets notifications take.
         await central.host.setACLLimits(linkQueuePDUs: 8)
         let server = GATTServer(database: ServeConnectionTests.database, queue: central.executor.queue, notificationQueueLimit: 4)

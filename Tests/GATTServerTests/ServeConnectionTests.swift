@@ -24,12 +24,8 @@ struct ServeConnectionTests {
     /// on the adapter's queue, or on `queue`.
     static func bed(serverMTU: UInt16 = 517, prepareQueueLimit: Int = 64, queue: DispatchQueue? = nil) async throws -> (VirtualController, Central, Connection, GATTServer) {
         let vc = VirtualController(options: VirtualController.Options())
-        let central = Central(transport: vc.makeTransport(), options: vc.centralOptions())
-        try await central.powerOn()
-        var incoming = await central.incomingConnections().makeAsyncIterator()
-        _ = try await central.startAdvertising(AdvertisingData([.completeLocalName("serve")]))
-        try vc.connectFromCentral(remoteCentral)
-        let link = try #require(await incoming.next())
+        let central = try await vc.poweredOnCentral()
+        let link = try await vc.acceptConnection(on: central, advertising: AdvertisingData([.completeLocalName("serve")]), from: remoteCentral)
         let server = GATTServer(database: database, queue: queue ?? central.executor.queue, serverMTU: serverMTU, prepareQueueLimit: prepareQueueLimit)
         return (vc, central, link, server)
     }

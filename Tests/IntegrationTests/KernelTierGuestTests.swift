@@ -525,10 +525,7 @@ enum KernelTierGuest {
     /// reader thread: inside the guest, Foundation's Process logged that it could not create
     /// its CFSocket wakeup socket pair and never reported the child's exit.)
     static func runChild(role: String, asNobody: Bool, interruptAfterLine: String?) async throws -> Child {
-        var pathBuffer = [CChar](repeating: 0, count: 4096)
-        let length = readlink("/proc/self/exe", &pathBuffer, pathBuffer.count - 1)
-        try #require(length > 0, "readlink /proc/self/exe: errno \(errno)")
-        let binary = String(decoding: pathBuffer[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let binary = try KernelTierVM.testBinary()
         var arguments = [binary, "--testing-library", "swift-testing", "--filter", "KernelTierChildTests"]
         if asNobody { arguments = ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"] + arguments }
         var environment = ProcessInfo.processInfo.environment

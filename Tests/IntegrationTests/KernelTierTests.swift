@@ -67,8 +67,6 @@ enum KernelTierVM {
     /// Whole-VM limit handed to the script (boot, Bumble start-up and every guest scenario
     /// under software emulation); the script kills qemu when it passes.
     static let vmTimeoutSeconds = 600
-    /// If the script itself hangs: SIGKILL it; qemu has a parent-death signal, so it goes too.
-    static let watchdogSeconds = vmTimeoutSeconds + 60
 
     static let shared = Task { try await run() }
 
@@ -77,19 +75,30 @@ enum KernelTierVM {
     }
 
     static func run() async throws -> Run {
+        try await boot(filter: "KernelTierGuestTests", timeoutSeconds: vmTimeoutSeconds,
+                       options: ["--vhci"] + (KernelTierGuestTests.forgottenBondEnabled ? ["--env", "BLE_KERNEL_TIER_FORGOTTEN_BOND=1"] : []))
+    }
+
+    /// This test binary's path, for the VM (or a child) to run again.
+    static func testBinary() throws -> String {
         var buffer = [CChar](repeating: 0, count: 4096)
         let n = readlink("/proc/self/exe", &buffer, buffer.count - 1)
         guard n > 0 else { throw Failure.noTestBinary(errno) }
-        let binary = String(decoding: buffer[..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return String(decoding: buffer[..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
 
+    /// One boot of `scripts/kernel-vm` with `options` (within `timeoutSeconds`) running this
+    /// binary's `filter` suite in the guest. A hung script is killed a minute after that limit
+    /// (qemu has a parent-death signal, so it goes too).
+    static func boot(filter: String, timeoutSeconds: Int, options: [String]) async throws -> Run {
+        let binary = try testBinary()
         let root = repositoryRoot
+        let watchdog = timeoutSeconds + 60
         let run = try await Subprocess.run(
             root.appendingPathComponent("scripts/kernel-vm"),
-            ["--timeout", "\(vmTimeoutSeconds)", "--vhci"]
-                + (KernelTierGuestTests.forgottenBondEnabled ? ["--env", "BLE_KERNEL_TIER_FORGOTTEN_BOND=1"] : []) + ["--",
-             binary, "--testing-library", "swift-testing", "--filter", "KernelTierGuestTests"],
-            in: root, killAfter: .seconds(watchdogSeconds))
-        if run.killed { throw Failure.killedAfter(seconds: watchdogSeconds, stderr: run.stderr) }
+            ["--timeout", "\(timeoutSeconds)"] + options + ["--", binary, "--testing-library", "swift-testing", "--filter", filter],
+            in: root, killAfter: .seconds(watchdog))
+        if run.killed { throw Failure.killedAfter(seconds: watchdog, stderr: run.stderr) }
         let seconds = Double(run.elapsed.components.seconds) + Double(run.elapsed.components.attoseconds) / 1e18
         return Run(status: run.status, stdout: run.stdout, stderr: run.stderr, seconds: seconds)
     }

@@ -24,8 +24,7 @@ struct SoakTests {
         let vc = VirtualController()
         let server = GATTServer(database: .lab(), queue: vc.queue)
         vc.addPeripheral(SimulatedPeripheral(address: peer, advertisingData: [0x02, 0x01, 0x06], attServer: server))
-        let central = Central(transport: vc.makeTransport(), options: vc.centralOptions())
-        try await central.powerOn()
+        let central = try await vc.poweredOnCentral()
 
         let warmup = min(100, max(1, cycles / 10))
         var baseline = ProcessResources.now()

@@ -44,8 +44,7 @@ struct AddressResolutionTests {
         let second = try ResolvablePrivateAddress.make(irk: Self.irk, prand: 0x2A_BCDE)
         let stranger = LEAddress(BluetoothAddress(rawValue: 0xC4_00_00_00_00_99), type: .random)
         for a in [Self.rpa, second, stranger] { vc.addPeripheral(SimulatedPeripheral(address: a, advertisingData: [0x02, 0x01, 0x06])) }
-        let central = Central(transport: vc.makeTransport(), options: vc.centralOptions())
-        try await central.powerOn()
+        let central = try await vc.poweredOnCentral()
         await central.setAddressResolver(MemoryBondStore([Self.bond]).addressResolver)
         let stream = await central.scan()
         let collect = Task { () -> [BluetoothAddress: LEAddress?] in
@@ -79,8 +78,7 @@ struct AddressResolutionTests {
         for opcode: UInt16 in [0x2027, 0x2029, 0x202D] {
             vc.answer(HCIOpcode(rawValue: opcode), with: .events({ c in [HCIEventPacket(code: 0x0E, parameters: [0x01] + c.opcode.rawValue.littleEndianPair + [0x00])] }))
         }
-        let central = Central(transport: vc.makeTransport(), options: vc.centralOptions())
-        try await central.powerOn()
+        let central = try await vc.poweredOnCentral()
         #expect(try await central.loadResolvingList(MemoryBondStore([Self.bond]).resolvingListEntries).isEnabled)
         #expect(try await vc.waitForCommand(HCIOpcode(rawValue: 0x202D)).parameters == [0x00])
         #expect(try await vc.waitForCommand(HCIOpcode(rawValue: 0x2029)).parameters == [])
@@ -93,8 +91,7 @@ struct AddressResolutionTests {
 
     @Test func noResolvingListWithoutLLPrivacy() async throws {
         let vc = VirtualController()
-        let central = Central(transport: vc.makeTransport(), options: vc.centralOptions())
-        try await central.powerOn()
+        let central = try await vc.poweredOnCentral()
         #expect(try await central.loadResolvingList(MemoryBondStore([Self.bond]).resolvingListEntries).isEnabled == false)
         await central.close()
     }

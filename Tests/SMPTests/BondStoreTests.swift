@@ -6,6 +6,7 @@ import Synchronization
 import BLECore
 @testable import SMP
 import BLEWire
+import BLETestSupport
 
 /// The file-backed bond store (layout, permissions, atomic writes, corrupt files) and the
 /// import of BlueZ's info files (Fixtures/bluez, in the layout of BlueZ's doc/settings-storage.txt).
@@ -18,32 +19,11 @@ struct BondStoreTests {
         longTermKey: LongTermKey(key: 0x2965_F176_A108_4A02_FD3F_6A20_CE63_6E20, ediv: 0x1234, rand: 0x0102_0304_0506_0708, keySize: 16, authenticated: true, secureConnections: true),
         identityResolvingKey: 0xEC02_34A3_57C8_AD05_3410_10A6_0A39_7D9B, signatureKey: 7, created: 1_700_000_000)
 
-    /// A fresh directory under /tmp, removed with its files afterwards.
-    static func withTemporaryDirectory(_ body: (String) throws -> Void) throws {
-        var template = Array("/tmp/ble-bonds-XXXXXX".utf8CString)
-        let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
-        let root = String(cString: try #require(made))
-        defer { _ = system("rm -rf '\(root)'") }
-        try body(root)
-    }
-
     /// Writes `text` to `path` (a file a test plants).
     static func plant(_ text: String, at path: String) throws {
         let file = try #require(fopen(path, "w"))
         fputs(text, file)
         fclose(file)
-    }
-
-    /// The entries of a directory, sorted, without "." and "..".
-    static func names(in path: String) -> [String] {
-        guard let dir = opendir(path) else { return [] }
-        defer { closedir(dir) }
-        var names: [String] = []
-        while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            if name != "." && name != ".." { names.append(name) }
-        }
-        return names.sorted()
     }
 
     /// The text of the file at `path` (nil when it cannot be read).
@@ -56,21 +36,16 @@ struct BondStoreTests {
         return String(decoding: bytes, as: UTF8.self)
     }
 
-    static func mode(_ path: String) -> UInt32 {
-        var st = stat()
-        return stat(path, &st) == 0 ? UInt32(st.st_mode) & 0o777 : 0
-    }
-
     @Test func savedBondReadsBackWithPrivatePermissions() throws {
-        try Self.withTemporaryDirectory { root in
+        try TemporaryDirectory.with("bonds") { root in
             let store = try FileBondStore(adapter: Self.adapter, directory: root + "/bonds")
             try store.save(Self.bond)
             let path = store.path(for: Self.peer)
             #expect(path == root + "/bonds/00:1B:DC:0F:00:01/C4:00:00:00:00:01-random")
-            #expect(Self.mode(path) == 0o600)
-            #expect(Self.mode(root + "/bonds/00:1B:DC:0F:00:01") == 0o700)
+            #expect(TestFiles.mode(path) == 0o600)
+            #expect(TestFiles.mode(root + "/bonds/00:1B:DC:0F:00:01") == 0o700)
             // Only the bond: no temporary file left behind.
-            #expect(Self.names(in: root + "/bonds/00:1B:DC:0F:00:01") == ["C4:00:00:00:00:01-random"])
+            #expect(TestFiles.names(in: root + "/bonds/00:1B:DC:0F:00:01") == ["C4:00:00:00:00:01-random"])
             #expect(store.bond(for: Self.peer) == Self.bond)
             // Found by its identity address too, and by a second store on the same directory.
             #expect(store.bond(for: Self.bond.identityAddress!) == Self.bond)
@@ -82,7 +57,7 @@ struct BondStoreTests {
     }
 
     @Test func truncatedAndCorruptFilesAreReportedWithTheirPathAndIgnored() throws {
-        try Self.withTemporaryDirectory { root in
+        try TemporaryDirectory.with("bonds") { root in
             let problems = Mutex<[BondStoreError]>([])
             let store = try FileBondStore(adapter: Self.adapter, directory: root) { e in problems.withLock { $0.append(e) } }
             try store.save(Self.bond)
@@ -115,18 +90,18 @@ struct BondStoreTests {
     /// Commands that only read bonds (scan, read, inspect, write) open the store: that creates
     /// nothing, so they run with a read-only home; the first save creates the directories.
     @Test func readingCreatesNothingAndTheFirstSaveCreatesTheDirectories() throws {
-        try Self.withTemporaryDirectory { root in
+        try TemporaryDirectory.with("bonds") { root in
             let bonds = root + "/state/swift-ble-host/bonds"
             let store = try FileBondStore(adapter: Self.adapter, directory: bonds)
             #expect(store.allBonds().isEmpty)
             #expect(store.bond(for: Self.peer) == nil)
             try store.remove(Self.peer)
             #expect(try FileBondStore.adapters(in: bonds).isEmpty)
-            #expect(Self.names(in: root).isEmpty, "nothing created by opening, reading or removing")
+            #expect(TestFiles.names(in: root).isEmpty, "nothing created by opening, reading or removing")
             try store.save(Self.bond)
-            #expect(Self.mode(bonds) == 0o700)
-            #expect(Self.mode(bonds + "/00:1B:DC:0F:00:01") == 0o700)
-            #expect(Self.names(in: bonds + "/00:1B:DC:0F:00:01") == ["C4:00:00:00:00:01-random"])
+            #expect(TestFiles.mode(bonds) == 0o700)
+            #expect(TestFiles.mode(bonds + "/00:1B:DC:0F:00:01") == 0o700)
+            #expect(TestFiles.names(in: bonds + "/00:1B:DC:0F:00:01") == ["C4:00:00:00:00:01-random"])
             #expect(store.bond(for: Self.peer) == Self.bond)
         }
     }
@@ -134,13 +109,13 @@ struct BondStoreTests {
     /// An existing bond directory that cannot be written (a read-only home) is read as usual:
     /// its adapter directory, private already, is not chmod-ed.
     @Test func readOnlyBondDirectoryIsRead() throws {
-        try Self.withTemporaryDirectory { root in
+        try TemporaryDirectory.with("bonds") { root in
             try FileBondStore(adapter: Self.adapter, directory: root + "/bonds").save(Self.bond)
             #expect(chmod(root + "/bonds/00:1B:DC:0F:00:01", 0o500) == 0 && chmod(root + "/bonds", 0o500) == 0)
             defer { _ = chmod(root + "/bonds", 0o700); _ = chmod(root + "/bonds/00:1B:DC:0F:00:01", 0o700) }
             let store = try FileBondStore(adapter: Self.adapter, directory: root + "/bonds")
             #expect(store.allBonds() == [Self.bond])
-            #expect(Self.mode(root + "/bonds/00:1B:DC:0F:00:01") == 0o500)
+            #expect(TestFiles.mode(root + "/bonds/00:1B:DC:0F:00:01") == 0o500)
         }
     }
 
@@ -149,28 +124,28 @@ struct BondStoreTests {
     /// The adapter's directory is a symbolic link to somewhere else: refused, naming it,
     /// before anything is written there.
     @Test func symbolicLinkAsTheAdapterDirectoryIsRefused() throws {
-        try Self.withTemporaryDirectory { root in
+        try TemporaryDirectory.with("bonds") { root in
             #expect(mkdir(root + "/bonds", 0o700) == 0 && mkdir(root + "/elsewhere", 0o755) == 0)
             let adapterDirectory = root + "/bonds/00:1B:DC:0F:00:01"
             #expect(symlink(root + "/elsewhere", adapterDirectory) == 0)
             #expect(throws: BondStoreError.unsafeDirectory(path: adapterDirectory, .symbolicLink)) {
                 try FileBondStore(adapter: Self.adapter, directory: root + "/bonds")
             }
-            #expect(Self.mode(root + "/elsewhere") == 0o755)
-            #expect(Self.names(in: root + "/elsewhere").isEmpty)
+            #expect(TestFiles.mode(root + "/elsewhere") == 0o755)
+            #expect(TestFiles.names(in: root + "/elsewhere").isEmpty)
         }
     }
 
     /// The bond directory itself is a symbolic link: refused before the adapter's directory
     /// is made through it.
     @Test func symbolicLinkAsTheBondDirectoryIsRefused() throws {
-        try Self.withTemporaryDirectory { root in
+        try TemporaryDirectory.with("bonds") { root in
             #expect(mkdir(root + "/real", 0o700) == 0)
             #expect(symlink(root + "/real", root + "/bonds") == 0)
             #expect(throws: BondStoreError.unsafeDirectory(path: root + "/bonds", .symbolicLink)) {
                 try FileBondStore(adapter: Self.adapter, directory: root + "/bonds")
             }
-            #expect(Self.names(in: root + "/real").isEmpty)
+            #expect(TestFiles.names(in: root + "/real").isEmpty)
             let error = BondStoreError.unsafeDirectory(path: root + "/bonds", .symbolicLink)
             #expect("\(error)" == "bond directory \(root)/bonds is a symbolic link; refusing to keep keys there: use a real directory owned by this user (--bond-dir or BLE_BOND_DIR)")
         }
@@ -179,7 +154,7 @@ struct BondStoreTests {
     /// A bond directory another user owns is refused (as root: one given to nobody, 65534;
     /// otherwise "/", which root owns).
     @Test func bondDirectoryOfAnotherUserIsRefused() throws {
-        try Self.withTemporaryDirectory { root in
+        try TemporaryDirectory.with("bonds") { root in
             var directory = "/"
             var owner: UInt32 = 0
             if geteuid() == 0 {
@@ -190,14 +165,14 @@ struct BondStoreTests {
             #expect(throws: BondStoreError.unsafeDirectory(path: directory, .ownedByAnotherUser(owner: owner, user: geteuid()))) {
                 try FileBondStore(adapter: Self.adapter, directory: directory)
             }
-            if geteuid() == 0 { #expect(Self.names(in: directory).isEmpty) }
+            if geteuid() == 0 { #expect(TestFiles.names(in: directory).isEmpty) }
         }
     }
 
     /// A symbolic link planted at a bond's file name is not read through, and a save replaces
     /// the link itself: the file it points to is untouched.
     @Test func plantedLinkAtABondFileIsNeitherReadNorWrittenThrough() throws {
-        try Self.withTemporaryDirectory { root in
+        try TemporaryDirectory.with("bonds") { root in
             let problems = Mutex<[BondStoreError]>([])
             // A store whose directory exists (the first save creates it).
             #expect(mkdir(root + "/bonds", 0o700) == 0 && mkdir(root + "/bonds/00:1B:DC:0F:00:01", 0o700) == 0)
@@ -215,7 +190,7 @@ struct BondStoreTests {
             #expect(Self.contents(victim) == BondFile.encode(Self.bond))
             var st = stat()
             #expect(lstat(path, &st) == 0 && st.st_mode & S_IFMT == S_IFREG)
-            #expect(Self.mode(path) == 0o600)
+            #expect(TestFiles.mode(path) == 0o600)
             #expect(store.bond(for: Self.peer) == saved)
         }
     }
@@ -223,7 +198,7 @@ struct BondStoreTests {
     /// A link planted at the temporary file's name: the write refuses to open it (O_EXCL |
     /// O_NOFOLLOW) and fails with the path; the file it points to is untouched.
     @Test func plantedLinkAtTheTemporaryFileFailsTheSave() throws {
-        try Self.withTemporaryDirectory { root in
+        try TemporaryDirectory.with("bonds") { root in
             #expect(mkdir(root + "/bonds", 0o700) == 0 && mkdir(root + "/bonds/00:1B:DC:0F:00:01", 0o700) == 0)
             let store = try FileBondStore(adapter: Self.adapter, directory: root + "/bonds")
             let victim = root + "/victim"
@@ -289,9 +264,9 @@ struct OwnIdentityTests {
     }
 
     @Test func staticAddressAndIRKAreMadeOnceAndKeptPrivately() throws {
-        try BondStoreTests.withTemporaryDirectory { root in
+        try TemporaryDirectory.with("bonds") { root in
             let store = try FileBondStore(adapter: BondStoreTests.adapter, directory: root + "/bonds")
-            #expect(BondStoreTests.names(in: root).isEmpty)
+            #expect(TestFiles.names(in: root).isEmpty)
             let address = try store.staticRandomAddress()
             #expect(address.isStaticRandom)
             #expect(try store.staticRandomAddress() == address)
@@ -299,8 +274,8 @@ struct OwnIdentityTests {
             let irk = try store.localIdentityResolvingKey()
             #expect(try store.localIdentityResolvingKey() == irk)
             let directory = root + "/bonds/00:1B:DC:0F:00:01"
-            #expect(BondStoreTests.names(in: directory) == ["own-irk", "own-static-address"])
-            #expect(BondStoreTests.mode(directory + "/own-irk") == 0o600)
+            #expect(TestFiles.names(in: directory) == ["own-irk", "own-static-address"])
+            #expect(TestFiles.mode(directory + "/own-irk") == 0o600)
             #expect(BondStoreTests.contents(directory + "/own-static-address") == "\(address)\n")
             // Not bonds: they do not show among them.
             #expect(store.allBonds().isEmpty)

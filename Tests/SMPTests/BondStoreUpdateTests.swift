@@ -3,6 +3,7 @@ import Dispatch
 import BLECore
 @testable import SMP
 import BLEWire
+import BLETestSupport
 
 /// `BondStore.update`: one read-change-save step, so two writers of one bond (the signed-write
 /// verifier's counter and the GATT server's CCCDs) keep both their changes.
@@ -15,7 +16,7 @@ struct BondStoreUpdateTests {
     }
 
     @Test func updateSavesOnlyWhatTheChangeAccepts() throws {
-        try BondStoreTests.withTemporaryDirectory { root in
+        try TemporaryDirectory.with("bonds") { root in
             for store in try Self.stores(root) {
                 // Found by its identity address; the change is saved under the address it was stored with.
                 #expect(try store.update(BondStoreTests.bond.identityAddress!) { $0.peerSignCounter = 5; return true })
@@ -32,7 +33,7 @@ struct BondStoreUpdateTests {
     }
 
     @Test func concurrentWritersOfDifferentFieldsKeepBothChanges() throws {
-        try BondStoreTests.withTemporaryDirectory { root in
+        try TemporaryDirectory.with("bonds") { root in
             for store in try Self.stores(root) {
                 // 200 counter updates and 200 CCCD updates of one bond at once from two threads.
                 DispatchQueue.concurrentPerform(iterations: 2) { writer in

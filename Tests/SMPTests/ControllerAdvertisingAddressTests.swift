@@ -36,8 +36,7 @@ struct ControllerAdvertisingAddressTests {
             (try? ResolvablePrivateAddress.make(irk: irk, prand: 0x70_8194))?.address ?? .zero
         }
         let vc = VirtualController(options: options)
-        let central = Central(transport: vc.makeTransport(), options: vc.centralOptions())
-        try await central.powerOn()
+        let central = try await vc.poweredOnCentral()
         return (vc, central)
     }
 

@@ -26,12 +26,8 @@ struct ResponderTests {
 
     init(central: LEAddress) async throws {
         vc = VirtualController()
-        host = Central(transport: vc.makeTransport(), options: vc.centralOptions())
-        try await host.powerOn()
-        var incoming = await host.incomingConnections().makeAsyncIterator()
-        _ = try await host.startAdvertising(AdvertisingData([.flags([.leGeneralDiscoverable, .brEDRNotSupported])]))
-        _ = try vc.connectFromCentral(central)
-        link = try #require(await incoming.next())
+        host = try await vc.poweredOnCentral()
+        link = try await vc.acceptConnection(on: host, advertising: AdvertisingData([.flags([.leGeneralDiscoverable, .brEDRNotSupported])]), from: central)
         await vc.settle()
         local = try #require(await link.localAddress)
         let (results, feed) = AsyncStream<Result<Bond, PairingError>>.makeStream()

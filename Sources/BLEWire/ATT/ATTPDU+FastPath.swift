@@ -5,14 +5,14 @@ extension ATTPDU {
     ///
     ///     if let handle = ATTPDU.notificationHandle(in: sdu) { route(handle, sdu[3...]) }
     @inlinable
-    public static func notificationHandle(in sdu: [UInt8]) -> UInt16? {
+    package static func notificationHandle(in sdu: [UInt8]) -> UInt16? {
         guard sdu.count >= 3, sdu[0] == 0x1B else { return nil }
         return UInt16(sdu[1]) | UInt16(sdu[2]) << 8
     }
 
     /// The same over raw bytes, for callers that hold a buffer rather than an array.
     @inlinable
-    public static func notificationHandle(in sdu: UnsafeRawBufferPointer) -> UInt16? {
+    package static func notificationHandle(in sdu: UnsafeRawBufferPointer) -> UInt16? {
         guard sdu.count >= 3, sdu[0] == 0x1B else { return nil }
         return UInt16(sdu[1]) | UInt16(sdu[2]) << 8
     }

@@ -212,9 +212,9 @@ public struct ACLReassembler: Sendable {
 }
 
 /// Splits an L2CAP basic-mode PDU into ACL fragments of at most `fragmentSize` bytes.
-public enum ACLFragmenter {
+package enum ACLFragmenter {
     /// The fragments for `payload` on channel `channelID`, first one flagged as a start.
-    public static func fragments(handle: UInt16, channelID: UInt16, payload: [UInt8], fragmentSize: Int) -> [ACLDataPacket] {
+    package static func fragments(handle: UInt16, channelID: UInt16, payload: [UInt8], fragmentSize: Int) -> [ACLDataPacket] {
         var pdu: [UInt8] = []
         pdu.reserveCapacity(payload.count + 4)
         pdu.appendLE(UInt16(truncatingIfNeeded: payload.count))

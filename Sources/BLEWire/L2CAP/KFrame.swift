@@ -105,27 +105,27 @@ package enum KFrameSegmenter {
 ///
 ///     var r = KFrameReassembler(mtu: 512, mps: 247)
 ///     if let sdu = try r.receive(payload) { deliver(sdu) }
-public struct KFrameReassembler: Sendable {
+package struct KFrameReassembler: Sendable {
     /// The limits announced to the peer; a reconfiguration (Vol 3, Part A, 4.27) changes them.
-    public var mtu: Int
-    public var mps: Int
+    package var mtu: Int
+    package var mps: Int
     /// The SDU being reassembled and its announced length, nil between SDUs.
     var expected: Int?
     var buffer: [UInt8] = []
     /// K-frames taken for the SDU being reassembled (its credits, returned when it is consumed).
-    public private(set) var framesInSDU = 0
+    package private(set) var framesInSDU = 0
 
-    public init(mtu: Int, mps: Int) {
+    package init(mtu: Int, mps: Int) {
         self.mtu = mtu
         self.mps = mps
     }
 
     /// True between SDUs.
-    public var isIdle: Bool { expected == nil }
+    package var isIdle: Bool { expected == nil }
 
     /// Takes one K-frame information payload; returns the SDU it completes, with the number of
     /// K-frames that carried it. Throws on a malformed K-frame; the reassembler is then idle.
-    public mutating func receive(_ payload: ArraySlice<UInt8>) throws(KFrameError) -> (sdu: [UInt8], frames: Int)? {
+    package mutating func receive(_ payload: ArraySlice<UInt8>) throws(KFrameError) -> (sdu: [UInt8], frames: Int)? {
         let outcome: Result<(sdu: [UInt8], frames: Int)?, KFrameError> = payload.withUnsafeBytes { raw in
             do throws(KFrameError) { return .success(try receive(raw)) } catch { return .failure(error) }
         }
@@ -133,7 +133,7 @@ public struct KFrameReassembler: Sendable {
     }
 
     /// The same for a payload read in place (valid only during the call).
-    public mutating func receive(_ payload: UnsafeRawBufferPointer) throws(KFrameError) -> (sdu: [UInt8], frames: Int)? {
+    package mutating func receive(_ payload: UnsafeRawBufferPointer) throws(KFrameError) -> (sdu: [UInt8], frames: Int)? {
         guard payload.count <= mps else {
             reset()
             throw .exceedsMPS(size: payload.count, mps: mps)
@@ -175,7 +175,7 @@ public struct KFrameReassembler: Sendable {
         return (sdu, frames)
     }
 
-    public mutating func reset() {
+    package mutating func reset() {
         expected = nil
         buffer = []
         framesInSDU = 0
@@ -188,19 +188,19 @@ public struct KFrameReassembler: Sendable {
 ///     var flow = CreditBasedFlow(sendCredits: 5, receiveCredits: 10)
 ///     try flow.received()            // a K-frame arrived
 ///     let back = flow.grant(2)       // credits to return in a Flow Control Credit Indication
-public struct CreditBasedFlow: Hashable, Sendable {
+package struct CreditBasedFlow: Hashable, Sendable {
     /// K-frames this side may send now.
-    public private(set) var sendCredits: Int
+    package private(set) var sendCredits: Int
     /// K-frames the peer may send now (granted and not used).
-    public private(set) var receiveCredits: Int
+    package private(set) var receiveCredits: Int
 
-    public init(sendCredits: Int, receiveCredits: Int) {
+    package init(sendCredits: Int, receiveCredits: Int) {
         self.sendCredits = sendCredits
         self.receiveCredits = receiveCredits
     }
 
     /// A Flow Control Credit Indication from the peer: more credits to send with.
-    public mutating func peerGranted(_ credits: Int) throws(KFrameError) {
+    package mutating func peerGranted(_ credits: Int) throws(KFrameError) {
         let total = sendCredits + credits
         guard total <= 65535 else { throw .creditOverflow(credits: total) }
         sendCredits = total
@@ -219,21 +219,21 @@ public struct CreditBasedFlow: Hashable, Sendable {
     }
 
     /// Uses one credit to send a K-frame; false when none is left (do not send).
-    public mutating func takeSendCredit() -> Bool {
+    package mutating func takeSendCredit() -> Bool {
         guard sendCredits > 0 else { return false }
         sendCredits -= 1
         return true
     }
 
     /// A K-frame arrived: it uses one of the peer's credits.
-    public mutating func received() throws(KFrameError) {
+    package mutating func received() throws(KFrameError) {
         guard receiveCredits > 0 else { throw .noCredit }
         receiveCredits -= 1
     }
 
     /// Gives the peer `credits` more (as the application consumes what arrived); returns the
     /// number to put in the Flow Control Credit Indication (0: send none).
-    public mutating func grant(_ credits: Int) -> Int {
+    package mutating func grant(_ credits: Int) -> Int {
         let n = max(0, min(credits, 65535 - receiveCredits))
         receiveCredits += n
         return n

@@ -8,9 +8,9 @@
 /// Total on any bytes: containers are tracked on an explicit stack (no recursion), which grows
 /// by one entry per opening bracket, so at most by the size of the input. Checks the grammar
 /// and string escapes (a `\u` high surrogate must be followed by a low one); not UTF-8.
-public enum JSONSyntax {
+package enum JSONSyntax {
     /// The first mistake in `bytes`, or nil when they are one well-formed JSON value.
-    public static func firstError(in bytes: [UInt8]) -> JSONSyntaxError? {
+    package static func firstError(in bytes: [UInt8]) -> JSONSyntaxError? {
         var checker = Checker(bytes: bytes)
         do {
             try checker.run()
@@ -200,16 +200,16 @@ public enum JSONSyntax {
 }
 
 /// A JSON syntax mistake: the byte offset (from 0) where it is and what is wrong there.
-public struct JSONSyntaxError: Error, Sendable, Equatable, CustomStringConvertible {
+package struct JSONSyntaxError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Byte offset from the start of the text.
-    public let offset: Int
+    package let offset: Int
     /// What is wrong, for example "invalid value" or "unterminated string".
-    public let reason: String
+    package let reason: String
 
-    public init(offset: Int, reason: String) {
+    package init(offset: Int, reason: String) {
         self.offset = offset
         self.reason = reason
     }
 
-    public var description: String { "\(reason) at offset \(offset)" }
+    package var description: String { "\(reason) at offset \(offset)" }
 }

@@ -29,8 +29,7 @@ struct SMPLinkFixture {
         self.peer = peer
         vc = VirtualController()
         vc.addPeripheral(SimulatedPeripheral(address: peer, advertisingData: [0x02, 0x01, 0x06]))
-        central = Central(transport: vc.makeTransport(), options: vc.centralOptions())
-        try await central.powerOn()
+        central = try await vc.poweredOnCentral()
         link = try await central.connect(peer, parameters: Self.parameters)
         try await vc.waitForCommand(HCIOpcode(rawValue: 0x2016))
         await vc.settle()

@@ -5,12 +5,12 @@
 ///     case .success(let r): print(r.address)
 ///     case .failure(let status): print(status)
 ///     }
-public enum HCICommandOutcome<Value: Hashable & Sendable>: Hashable, Sendable {
+package enum HCICommandOutcome<Value: Hashable & Sendable>: Hashable, Sendable {
     case success(Value)
     case failure(HCIStatus)
 
     /// The value, or nil on failure.
-    public var value: Value? {
+    package var value: Value? {
         if case .success(let v) = self { return v }
         return nil
     }
@@ -25,9 +25,9 @@ public protocol HCIReturnParameters: Hashable, Sendable {
 }
 
 /// Return-parameter decoders for Command Complete (Vol 4, Part E, 7.3 to 7.8).
-public enum HCIReturn {
+package enum HCIReturn {
     /// Status first; on success the rest must match the command's table exactly.
-    public static func decode<R: HCIReturnParameters>(_ type: R.Type, from returnParameters: [UInt8]) throws(DecodeError) -> HCICommandOutcome<R> {
+    package static func decode<R: HCIReturnParameters>(_ type: R.Type, from returnParameters: [UInt8]) throws(DecodeError) -> HCICommandOutcome<R> {
         var r = ByteReader(returnParameters, context: R.context)
         let status = HCIStatus(rawValue: try r.u8())
         guard status == .success else { return .failure(status) }
@@ -37,15 +37,15 @@ public enum HCIReturn {
     }
 
     /// HCI_Read_Local_Version_Information (7.4.1).
-    public struct ReadLocalVersionInformation: HCIReturnParameters {
-        public static let context: StaticString = "HCI_Read_Local_Version_Information return parameters"
-        public var hciVersion: HCIVersion
-        public var hciSubversion: UInt16
-        public var lmpVersion: HCIVersion
-        public var companyIdentifier: UInt16
-        public var lmpSubversion: UInt16
+    package struct ReadLocalVersionInformation: HCIReturnParameters {
+        package static let context: StaticString = "HCI_Read_Local_Version_Information return parameters"
+        package var hciVersion: HCIVersion
+        package var hciSubversion: UInt16
+        package var lmpVersion: HCIVersion
+        package var companyIdentifier: UInt16
+        package var lmpSubversion: UInt16
 
-        public init(hciVersion: HCIVersion, hciSubversion: UInt16, lmpVersion: HCIVersion, companyIdentifier: UInt16, lmpSubversion: UInt16) {
+        package init(hciVersion: HCIVersion, hciSubversion: UInt16, lmpVersion: HCIVersion, companyIdentifier: UInt16, lmpSubversion: UInt16) {
             self.hciVersion = hciVersion
             self.hciSubversion = hciSubversion
             self.lmpVersion = lmpVersion
@@ -53,139 +53,139 @@ public enum HCIReturn {
             self.lmpSubversion = lmpSubversion
         }
 
-        public init(afterStatus r: inout ByteReader) throws(DecodeError) {
+        package init(afterStatus r: inout ByteReader) throws(DecodeError) {
             hciVersion = HCIVersion(rawValue: try r.u8()); hciSubversion = try r.u16()
             lmpVersion = HCIVersion(rawValue: try r.u8()); companyIdentifier = try r.u16(); lmpSubversion = try r.u16()
         }
     }
 
     /// HCI_Read_BD_ADDR (7.4.6).
-    public struct ReadBDADDR: HCIReturnParameters {
-        public static let context: StaticString = "HCI_Read_BD_ADDR return parameters"
-        public var address: BluetoothAddress
-        public init(address: BluetoothAddress) { self.address = address }
-        public init(afterStatus r: inout ByteReader) throws(DecodeError) { address = try r.address() }
+    package struct ReadBDADDR: HCIReturnParameters {
+        package static let context: StaticString = "HCI_Read_BD_ADDR return parameters"
+        package var address: BluetoothAddress
+        package init(address: BluetoothAddress) { self.address = address }
+        package init(afterStatus r: inout ByteReader) throws(DecodeError) { address = try r.address() }
     }
 
     /// HCI_Read_Buffer_Size (7.4.5).
-    public struct ReadBufferSize: HCIReturnParameters {
-        public static let context: StaticString = "HCI_Read_Buffer_Size return parameters"
-        public var aclDataPacketLength: UInt16
-        public var synchronousDataPacketLength: UInt8
-        public var totalNumACLDataPackets: UInt16
-        public var totalNumSynchronousDataPackets: UInt16
+    package struct ReadBufferSize: HCIReturnParameters {
+        package static let context: StaticString = "HCI_Read_Buffer_Size return parameters"
+        package var aclDataPacketLength: UInt16
+        package var synchronousDataPacketLength: UInt8
+        package var totalNumACLDataPackets: UInt16
+        package var totalNumSynchronousDataPackets: UInt16
 
-        public init(aclDataPacketLength: UInt16, synchronousDataPacketLength: UInt8, totalNumACLDataPackets: UInt16, totalNumSynchronousDataPackets: UInt16) {
+        package init(aclDataPacketLength: UInt16, synchronousDataPacketLength: UInt8, totalNumACLDataPackets: UInt16, totalNumSynchronousDataPackets: UInt16) {
             self.aclDataPacketLength = aclDataPacketLength
             self.synchronousDataPacketLength = synchronousDataPacketLength
             self.totalNumACLDataPackets = totalNumACLDataPackets
             self.totalNumSynchronousDataPackets = totalNumSynchronousDataPackets
         }
 
-        public init(afterStatus r: inout ByteReader) throws(DecodeError) {
+        package init(afterStatus r: inout ByteReader) throws(DecodeError) {
             aclDataPacketLength = try r.u16(); synchronousDataPacketLength = try r.u8()
             totalNumACLDataPackets = try r.u16(); totalNumSynchronousDataPackets = try r.u16()
         }
     }
 
     /// HCI_LE_Read_Buffer_Size [v1] (7.8.2). A zero length means: use the shared ACL buffers.
-    public struct LEReadBufferSize: HCIReturnParameters {
-        public static let context: StaticString = "HCI_LE_Read_Buffer_Size return parameters"
-        public var leACLDataPacketLength: UInt16
-        public var totalNumLEACLDataPackets: UInt8
+    package struct LEReadBufferSize: HCIReturnParameters {
+        package static let context: StaticString = "HCI_LE_Read_Buffer_Size return parameters"
+        package var leACLDataPacketLength: UInt16
+        package var totalNumLEACLDataPackets: UInt8
 
-        public init(leACLDataPacketLength: UInt16, totalNumLEACLDataPackets: UInt8) {
+        package init(leACLDataPacketLength: UInt16, totalNumLEACLDataPackets: UInt8) {
             self.leACLDataPacketLength = leACLDataPacketLength
             self.totalNumLEACLDataPackets = totalNumLEACLDataPackets
         }
 
-        public init(afterStatus r: inout ByteReader) throws(DecodeError) {
+        package init(afterStatus r: inout ByteReader) throws(DecodeError) {
             leACLDataPacketLength = try r.u16(); totalNumLEACLDataPackets = try r.u8()
         }
     }
 
     /// HCI_LE_Read_Buffer_Size [v2] (7.8.2).
-    public struct LEReadBufferSizeV2: HCIReturnParameters {
-        public static let context: StaticString = "HCI_LE_Read_Buffer_Size [v2] return parameters"
-        public var leACLDataPacketLength: UInt16
-        public var totalNumLEACLDataPackets: UInt8
-        public var isoDataPacketLength: UInt16
-        public var totalNumISODataPackets: UInt8
+    package struct LEReadBufferSizeV2: HCIReturnParameters {
+        package static let context: StaticString = "HCI_LE_Read_Buffer_Size [v2] return parameters"
+        package var leACLDataPacketLength: UInt16
+        package var totalNumLEACLDataPackets: UInt8
+        package var isoDataPacketLength: UInt16
+        package var totalNumISODataPackets: UInt8
 
-        public init(leACLDataPacketLength: UInt16, totalNumLEACLDataPackets: UInt8, isoDataPacketLength: UInt16, totalNumISODataPackets: UInt8) {
+        package init(leACLDataPacketLength: UInt16, totalNumLEACLDataPackets: UInt8, isoDataPacketLength: UInt16, totalNumISODataPackets: UInt8) {
             self.leACLDataPacketLength = leACLDataPacketLength
             self.totalNumLEACLDataPackets = totalNumLEACLDataPackets
             self.isoDataPacketLength = isoDataPacketLength
             self.totalNumISODataPackets = totalNumISODataPackets
         }
 
-        public init(afterStatus r: inout ByteReader) throws(DecodeError) {
+        package init(afterStatus r: inout ByteReader) throws(DecodeError) {
             leACLDataPacketLength = try r.u16(); totalNumLEACLDataPackets = try r.u8()
             isoDataPacketLength = try r.u16(); totalNumISODataPackets = try r.u8()
         }
     }
 
     /// HCI_Read_Local_Supported_Commands (7.4.2).
-    public struct ReadLocalSupportedCommands: HCIReturnParameters {
-        public static let context: StaticString = "HCI_Read_Local_Supported_Commands return parameters"
-        public var commands: HCISupportedCommands
-        public init(commands: HCISupportedCommands) { self.commands = commands }
-        public init(afterStatus r: inout ByteReader) throws(DecodeError) { commands = HCISupportedCommands(octets: try r.bytes(64)) }
+    package struct ReadLocalSupportedCommands: HCIReturnParameters {
+        package static let context: StaticString = "HCI_Read_Local_Supported_Commands return parameters"
+        package var commands: HCISupportedCommands
+        package init(commands: HCISupportedCommands) { self.commands = commands }
+        package init(afterStatus r: inout ByteReader) throws(DecodeError) { commands = HCISupportedCommands(octets: try r.bytes(64)) }
     }
 
     /// HCI_Read_Local_Supported_Features (7.4.3): the LMP features page 0 (Vol 2, Part C, 3.3).
-    public struct ReadLocalSupportedFeatures: HCIReturnParameters {
-        public static let context: StaticString = "HCI_Read_Local_Supported_Features return parameters"
-        public var lmpFeatures: UInt64
-        public init(lmpFeatures: UInt64) { self.lmpFeatures = lmpFeatures }
-        public init(afterStatus r: inout ByteReader) throws(DecodeError) { lmpFeatures = try r.u64() }
+    package struct ReadLocalSupportedFeatures: HCIReturnParameters {
+        package static let context: StaticString = "HCI_Read_Local_Supported_Features return parameters"
+        package var lmpFeatures: UInt64
+        package init(lmpFeatures: UInt64) { self.lmpFeatures = lmpFeatures }
+        package init(afterStatus r: inout ByteReader) throws(DecodeError) { lmpFeatures = try r.u64() }
         /// LMP feature bit 38: LE Supported (Controller).
-        public var leSupportedController: Bool { lmpFeatures & (1 << 38) != 0 }
+        package var leSupportedController: Bool { lmpFeatures & (1 << 38) != 0 }
     }
 
     /// HCI_LE_Read_Local_Supported_Features (7.8.3).
-    public struct LEReadLocalSupportedFeatures: HCIReturnParameters {
-        public static let context: StaticString = "HCI_LE_Read_Local_Supported_Features return parameters"
-        public var features: LEFeatures
-        public init(features: LEFeatures) { self.features = features }
-        public init(afterStatus r: inout ByteReader) throws(DecodeError) { features = LEFeatures(rawValue: try r.u64()) }
+    package struct LEReadLocalSupportedFeatures: HCIReturnParameters {
+        package static let context: StaticString = "HCI_LE_Read_Local_Supported_Features return parameters"
+        package var features: LEFeatures
+        package init(features: LEFeatures) { self.features = features }
+        package init(afterStatus r: inout ByteReader) throws(DecodeError) { features = LEFeatures(rawValue: try r.u64()) }
     }
 
     /// HCI_Read_RSSI (7.5.4).
-    public struct ReadRSSI: HCIReturnParameters {
-        public static let context: StaticString = "HCI_Read_RSSI return parameters"
-        public var handle: UInt16
+    package struct ReadRSSI: HCIReturnParameters {
+        package static let context: StaticString = "HCI_Read_RSSI return parameters"
+        package var handle: UInt16
         /// dBm.
-        public var rssi: Int8
-        public init(handle: UInt16, rssi: Int8) { self.handle = handle; self.rssi = rssi }
-        public init(afterStatus r: inout ByteReader) throws(DecodeError) { handle = try r.u16(); rssi = try r.i8() }
+        package var rssi: Int8
+        package init(handle: UInt16, rssi: Int8) { self.handle = handle; self.rssi = rssi }
+        package init(afterStatus r: inout ByteReader) throws(DecodeError) { handle = try r.u16(); rssi = try r.i8() }
     }
 
     /// HCI_Read_Encryption_Key_Size (7.5.7): the key size of an encrypted link, in octets.
-    public struct ReadEncryptionKeySize: HCIReturnParameters {
-        public static let context: StaticString = "HCI_Read_Encryption_Key_Size return parameters"
-        public var handle: UInt16
-        public var keySize: UInt8
-        public init(handle: UInt16, keySize: UInt8) { self.handle = handle; self.keySize = keySize }
-        public init(afterStatus r: inout ByteReader) throws(DecodeError) { handle = try r.u16(); keySize = try r.u8() }
+    package struct ReadEncryptionKeySize: HCIReturnParameters {
+        package static let context: StaticString = "HCI_Read_Encryption_Key_Size return parameters"
+        package var handle: UInt16
+        package var keySize: UInt8
+        package init(handle: UInt16, keySize: UInt8) { self.handle = handle; self.keySize = keySize }
+        package init(afterStatus r: inout ByteReader) throws(DecodeError) { handle = try r.u16(); keySize = try r.u8() }
     }
 
     /// HCI_LE_Read_PHY (7.8.47). PHY: 0x01 LE 1M, 0x02 LE 2M, 0x03 LE Coded.
-    public struct LEReadPHY: HCIReturnParameters {
-        public static let context: StaticString = "HCI_LE_Read_PHY return parameters"
-        public var handle: UInt16
-        public var txPHY: UInt8
-        public var rxPHY: UInt8
-        public init(handle: UInt16, txPHY: UInt8, rxPHY: UInt8) { self.handle = handle; self.txPHY = txPHY; self.rxPHY = rxPHY }
-        public init(afterStatus r: inout ByteReader) throws(DecodeError) { handle = try r.u16(); txPHY = try r.u8(); rxPHY = try r.u8() }
+    package struct LEReadPHY: HCIReturnParameters {
+        package static let context: StaticString = "HCI_LE_Read_PHY return parameters"
+        package var handle: UInt16
+        package var txPHY: UInt8
+        package var rxPHY: UInt8
+        package init(handle: UInt16, txPHY: UInt8, rxPHY: UInt8) { self.handle = handle; self.txPHY = txPHY; self.rxPHY = rxPHY }
+        package init(afterStatus r: inout ByteReader) throws(DecodeError) { handle = try r.u16(); txPHY = try r.u8(); rxPHY = try r.u8() }
     }
 
     /// HCI_LE_Read_Suggested_Default_Data_Length (7.8.34).
-    public struct LEReadSuggestedDefaultDataLength: HCIReturnParameters {
-        public static let context: StaticString = "HCI_LE_Read_Suggested_Default_Data_Length return parameters"
-        public var txOctets: UInt16
-        public var txTime: UInt16
-        public init(txOctets: UInt16, txTime: UInt16) { self.txOctets = txOctets; self.txTime = txTime }
-        public init(afterStatus r: inout ByteReader) throws(DecodeError) { txOctets = try r.u16(); txTime = try r.u16() }
+    package struct LEReadSuggestedDefaultDataLength: HCIReturnParameters {
+        package static let context: StaticString = "HCI_LE_Read_Suggested_Default_Data_Length return parameters"
+        package var txOctets: UInt16
+        package var txTime: UInt16
+        package init(txOctets: UInt16, txTime: UInt16) { self.txOctets = txOctets; self.txTime = txTime }
+        package init(afterStatus r: inout ByteReader) throws(DecodeError) { txOctets = try r.u16(); txTime = try r.u16() }
     }
 }
