@@ -154,7 +154,7 @@ struct CancellationTests {
         try await central.connectTurns.waitForCount("the next attempt waiting for its turn") { $0 == 1 }
         second.cancel()
         #expect(await failure(of: second) as? ConnectionError == .cancelled(peer: VC.peer))
-        #expect(await central.connectTurns.isEmpty)
+        #expect(await central.isolated { $0.connectTurns.isEmpty })
         // The first attempt goes on undisturbed; the second never reached the controller.
         #expect(await central.pendingConnect?.peer == Self.absent)
         #expect(await central.pendingConnect?.callerGone == false)
@@ -205,7 +205,7 @@ struct CancellationTests {
         try await link.disconnectWaiters.waitForCount("disconnect() waiting for Disconnection Complete") { $0 == 1 }
         call.cancel()
         #expect(await failure(of: call) as? ConnectionError == .command(peer: VC.peer, .cancelledAfterSending(opcode: Self.disconnect)))
-        #expect(await link.disconnectWaiters.isEmpty)
+        #expect(await link.isolated { $0.disconnectWaiters.isEmpty })
         #expect(await link.isConnected)
 
         try await bounded { try await link.disconnect() }

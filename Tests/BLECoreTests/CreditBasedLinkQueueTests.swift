@@ -127,7 +127,7 @@ struct CreditBasedLinkQueueTests {
         await vc.settle()
         // The first SDU is started and waits for room; a third waits behind the second and
         // times out, unsent.
-        let waiting = await channel.senders.count
+        let waiting = await channel.isolated { $0.senders.count }
         let third = Task { try await channel.send(Self.sdu(0x33), timeout: .seconds(5)) }
         try await channel.senders.waitForCount("the third send waiting") { $0 == waiting + 1 }
         await vc.settle()

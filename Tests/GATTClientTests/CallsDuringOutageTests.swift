@@ -77,7 +77,7 @@ struct CallsDuringOutageTests {
         } catch {
             Issue.record("\(error)")
         }
-        #expect(await bed.peripheral.restoreWaiters.count == count)
+        #expect(await bed.peripheral.isolated { $0.restoreWaiters.count } == count)
     }
 
     /// The call failed with `GATTError.disconnected` naming the peer; returns the reason.
@@ -104,7 +104,7 @@ struct CallsDuringOutageTests {
         let handle = try #require(await bed.link.handle)
         // ATT_READ_REQ (opcode 0x0A, Vol 3, Part F, 3.4.4.3) went out on the new link.
         #expect(bed.attPDUs(on: handle).contains { $0.first == 0x0A })
-        #expect(await bed.peripheral.restoreWaiters.isEmpty)
+        #expect(await bed.peripheral.isolated { $0.restoreWaiters.isEmpty })
         await bed.central.close()
     }
 
@@ -121,7 +121,7 @@ struct CallsDuringOutageTests {
         let read = Self.read(bed)
         await Self.waiting(bed)
         await bed.vc.advance(by: .seconds(29))
-        #expect(await bed.peripheral.restoreWaiters.count == 1)
+        #expect(await bed.peripheral.isolated { $0.restoreWaiters.count } == 1)
         #expect(read.result == nil)
         // The ATT transaction timeout, 30 s (Vol 3, Part F, 3.3.3).
         await bed.vc.advance(by: .seconds(1))
@@ -149,7 +149,7 @@ struct CallsDuringOutageTests {
             #expect("\(error)" == "C0:11:22:33:44:77 disconnected: disconnect() was called while the link was being restored; connect again to go on")
         }
         #expect(await events.nextLifecycle() == .reconnectFailed(attempts: 0, lastError: "disconnect() was called while the link was being restored"))
-        #expect(await bed.peripheral.restoreWaiters.isEmpty)
+        #expect(await bed.peripheral.isolated { $0.restoreWaiters.isEmpty })
         #expect(await !bed.link.isReconnecting)
         // No backoff timer or attempt is left: the link's one state is closed.
         #expect(await bed.link.linkState == .closed(.restoreEnded(attempts: 0, lastError: "disconnect() was called while the link was being restored")))
@@ -216,7 +216,7 @@ struct CallsDuringOutageTests {
             Issue.record("expected reconnectFailed after 1 attempt")
             return
         }
-        #expect(await bed.peripheral.restoreWaiters.isEmpty)
+        #expect(await bed.peripheral.isolated { $0.restoreWaiters.isEmpty })
         #expect(await !bed.link.isReconnecting)
         await bed.central.close()
     }
@@ -239,7 +239,7 @@ struct CallsDuringOutageTests {
         }
         #expect(why == reason)
         #expect(await bed.central.state == .transportLost)
-        #expect(await bed.peripheral.restoreWaiters.isEmpty)
+        #expect(await bed.peripheral.isolated { $0.restoreWaiters.isEmpty })
         await bed.central.close()
     }
 
@@ -252,7 +252,7 @@ struct CallsDuringOutageTests {
 
         await bed.central.close()
         #expect(Self.disconnectedReason(await read.outcome(bed)) == "the central was closed while the link was being restored")
-        #expect(await bed.peripheral.restoreWaiters.isEmpty)
+        #expect(await bed.peripheral.isolated { $0.restoreWaiters.isEmpty })
     }
 
     /// A waiting call whose task is cancelled fails with `.cancelled`; the other waiting call
@@ -274,12 +274,12 @@ struct CallsDuringOutageTests {
         }
         #expect(operation == .waitingForRestore)
         #expect(target == .server)
-        #expect(await bed.peripheral.restoreWaiters.count == 1)
+        #expect(await bed.peripheral.isolated { $0.restoreWaiters.count } == 1)
         #expect(kept.result == nil)
 
         await bed.vc.advance(by: Self.backoff)
         #expect(try await kept.outcome(bed)?.get() == Self.pattern)
-        #expect(await bed.peripheral.restoreWaiters.isEmpty)
+        #expect(await bed.peripheral.isolated { $0.restoreWaiters.isEmpty })
         // The timers of both waits are gone: 30 s later nothing fires into the peripheral.
         await bed.vc.advance(by: .seconds(30))
         #expect(try await Self.read(bed).outcome(bed)?.get() == Self.pattern)

@@ -1,12 +1,14 @@
+import BLETransport
 import BLEWire
+import Dispatch
 
 /// The central's background connections (Central+Background.swift): every caller's set of
 /// known devices over one Filter Accept List. The list holds the union of the sets, each
 /// device counted once per set that wants it; a device leaves when no set wants it any more.
 /// A link made to a device goes to the oldest set that wants it.
-final class BackgroundConnect: @unchecked Sendable { // touched only on the adapter executor, from the Central's isolation
+final class BackgroundConnect: Sendable {
     /// One caller of `connect(whenSeen:)`: its devices and its stream.
-    final class Subscription: @unchecked Sendable { // touched only on the adapter executor, from the Central's isolation
+    final class Subscription: Sendable {
         let peers: Set<LEAddress>
         let parameters: ConnectionRequestParameters
         let output: AsyncThrowingStream<Connection, any Error>.Continuation
@@ -18,30 +20,85 @@ final class BackgroundConnect: @unchecked Sendable { // touched only on the adap
         }
     }
 
+    private struct State {
+        var subscriptions: [Subscription] = []
+        var wanted: [LEAddress: Int] = [:]
+        var peers: Set<LEAddress> = []
+        var capacity: Int?
+        var loaded: [LEAddress]?
+        var completedPeer: LEAddress?
+        var preempted = false
+        var loop: Task<Void, Never>?
+        var overflow: Set<LEAddress> = []
+        var overflowScan: Task<Void, Never>?
+        var initiatesWhileScanning: Bool?
+        var scanTurnDue = false
+    }
+    /// Touched only on the adapter executor, from the Central's isolation.
+    private let state: QueueConfined<State>
+
+    init(queue: DispatchQueue) { state = QueueConfined(State(), on: queue) }
+
     /// The callers' sets, oldest first.
-    private(set) var subscriptions: [Subscription] = []
+    private(set) var subscriptions: [Subscription] {
+        _read { yield state.value.subscriptions }
+        _modify { yield &state.value.subscriptions }
+    }
     /// How many sets want each device.
-    private var wanted: [LEAddress: Int] = [:]
+    private var wanted: [LEAddress: Int] {
+        _read { yield state.value.wanted }
+        _modify { yield &state.value.wanted }
+    }
     /// The union of the sets.
-    private(set) var peers: Set<LEAddress> = []
+    private(set) var peers: Set<LEAddress> {
+        _read { yield state.value.peers }
+        _modify { yield &state.value.peers }
+    }
     /// Entries the controller's list holds; nil until read.
-    var capacity: Int?
+    var capacity: Int? {
+        _read { yield state.value.capacity }
+        _modify { yield &state.value.capacity }
+    }
     /// What the controller's list holds now (as far as this central changed it).
-    var loaded: [LEAddress]?
+    var loaded: [LEAddress]? {
+        _read { yield state.value.loaded }
+        _modify { yield &state.value.loaded }
+    }
     /// The device the pending attempt connected to (from its connection complete event).
-    var completedPeer: LEAddress?
+    var completedPeer: LEAddress? {
+        _read { yield state.value.completedPeer }
+        _modify { yield &state.value.completedPeer }
+    }
     /// A direct connect, or a change of the sets, asked the pending attempt to make way.
-    var preempted = false
-    var loop: Task<Void, Never>?
+    var preempted: Bool {
+        _read { yield state.value.preempted }
+        _modify { yield &state.value.preempted }
+    }
+    var loop: Task<Void, Never>? {
+        _read { yield state.value.loop }
+        _modify { yield &state.value.loop }
+    }
     /// Known devices past the list's size, and the scan that connects them.
-    var overflow: Set<LEAddress> = []
-    var overflowScan: Task<Void, Never>?
+    var overflow: Set<LEAddress> {
+        _read { yield state.value.overflow }
+        _modify { yield &state.value.overflow }
+    }
+    var overflowScan: Task<Void, Never>? {
+        _read { yield state.value.overflowScan }
+        _modify { yield &state.value.overflowScan }
+    }
     /// Whether the controller initiates while it scans: nil until an attempt made during a
     /// scan showed it (Central+BackgroundWindows.swift). Once false, every attempt during a
     /// scan is bounded by the initiating window.
-    var initiatesWhileScanning: Bool?
+    var initiatesWhileScanning: Bool? {
+        _read { yield state.value.initiatesWhileScanning }
+        _modify { yield &state.value.initiatesWhileScanning }
+    }
     /// The last attempt stopped the scan: the scan runs for its window before the next one.
-    var scanTurnDue = false
+    var scanTurnDue: Bool {
+        _read { yield state.value.scanTurnDue }
+        _modify { yield &state.value.scanTurnDue }
+    }
 
     /// The known devices in a fixed order (the first ones go on the list): by address, public first.
     var ordered: [LEAddress] {

@@ -46,7 +46,7 @@ extension Central {
         if let running = backgroundConnect {
             bg = running
         } else {
-            bg = BackgroundConnect()
+            bg = BackgroundConnect(queue: executor.queue)
             backgroundConnect = bg
         }
         let subscription = BackgroundConnect.Subscription(peers: peers, parameters: parameters, output: output)

@@ -1,3 +1,5 @@
+import BLETransport
+
 /// The one way the stack suspends a caller until something happens on the adapter executor:
 /// callers wait by id; the owner resumes one of them, the oldest, or all; a waiter whose
 /// task is cancelled is taken out at once (through its own `cancelled` result, so the owner
@@ -12,7 +14,7 @@
 ///     let done = Waiters<Void, LinkError>(executor: executor, scheduler: scheduler)
 ///     let result = await done.wait(cancelled: { _ in .failure(.closed(peer: peer, handle: handle)) }) { id in queue.append(id) }
 ///     done.resume(id, with: .success(()))   // later, on the executor
-package final class Waiters<Value: Sendable, Failure: Error>: @unchecked Sendable { // entries are touched only on the executor's queue (see above)
+package final class Waiters<Value: Sendable, Failure: Error>: Sendable {
     public typealias ID = UInt64
     public typealias Outcome = Result<Value, Failure>
 
@@ -24,24 +26,28 @@ package final class Waiters<Value: Sendable, Failure: Error>: @unchecked Sendabl
         let cancelled: @Sendable (ID) -> Outcome
         var timer: (any ScheduledTimer)?
     }
-    private var entries: [ID: Entry] = [:]
-    private var nextID: ID = 0
-    /// No live waiter has an id below this one: where `resumeFirst` starts looking.
-    private var oldest: ID = 0
-    /// Told the count after every change (tests only): empty otherwise, so the data path
-    /// only checks `isEmpty`.
-    private var countObservers: [UInt64: (Int) -> Void] = [:]
-    private var nextCountObserver: UInt64 = 0
+    private struct State {
+        var entries: [ID: Entry] = [:]
+        var nextID: ID = 0
+        /// No live waiter has an id below this one: where `resumeFirst` starts looking.
+        var oldest: ID = 0
+        /// Told the count after every change (tests only): empty otherwise, so the data path
+        /// only checks `isEmpty`.
+        var countObservers: [UInt64: (Int) -> Void] = [:]
+        var nextCountObserver: UInt64 = 0
+    }
+    private let state: QueueConfined<State>
 
     public init(executor: AdapterExecutor, scheduler: any TimerScheduler) {
         self.executor = executor
         self.scheduler = scheduler
+        self.state = QueueConfined(State(), on: executor.queue)
     }
 
     /// How many callers wait now.
-    public var count: Int { entries.count }
-    public var isEmpty: Bool { entries.isEmpty }
-    public func contains(_ id: ID) -> Bool { entries[id] != nil }
+    public var count: Int { state.value.entries.count }
+    public var isEmpty: Bool { state.value.entries.isEmpty }
+    public func contains(_ id: ID) -> Bool { state.value.entries[id] != nil }
 
     /// Suspends the calling task until `resume`, `resumeFirst`, `resumeAll` or `failAll`
     /// reaches it, its task is cancelled, or `deadline` passes.
@@ -60,8 +66,8 @@ package final class Waiters<Value: Sendable, Failure: Error>: @unchecked Sendabl
         cancelled: @escaping @Sendable (ID) -> Outcome,
         added: (ID) -> Void = { _ in }
     ) async -> Outcome {
-        let id = nextID
-        nextID &+= 1
+        let id = state.value.nextID
+        state.value.nextID &+= 1
         if Task.isCancelled { return cancelled(id) }
         return await withTaskCancellationHandler {
             await withCheckedContinuation(isolation: isolation) { (c: CheckedContinuation<Outcome, Never>) in
@@ -71,9 +77,9 @@ package final class Waiters<Value: Sendable, Failure: Error>: @unchecked Sendabl
                     let result = deadline.result
                     entry.timer = scheduler.schedule(after: deadline.after) { [weak self] in self?.resume(id, with: result) }
                 }
-                entries[id] = entry
+                state.value.entries[id] = entry
                 added(id)
-                if !countObservers.isEmpty { countChanged() }
+                if !state.value.countObservers.isEmpty { countChanged() }
             }
         } onCancel: {
             executor.queue.async { self.cancel(id) }
@@ -83,26 +89,26 @@ package final class Waiters<Value: Sendable, Failure: Error>: @unchecked Sendabl
     /// Resumes waiter `id` with `result`; false when it no longer waits.
     @discardableResult
     public func resume(_ id: ID, with result: Outcome) -> Bool {
-        guard let entry = entries.removeValue(forKey: id) else { return false }
+        guard let entry = state.value.entries.removeValue(forKey: id) else { return false }
         entry.timer?.cancel()
         entry.continuation.resume(returning: result)
-        if !countObservers.isEmpty { countChanged() }
+        if !state.value.countObservers.isEmpty { countChanged() }
         return true
     }
 
     /// Resumes the waiter that has waited longest (first in, first out); false when none waits.
     @discardableResult
     public func resumeFirst(with result: Outcome) -> Bool {
-        while oldest < nextID {
-            if resume(oldest, with: result) { return true }
-            oldest &+= 1
+        while state.value.oldest < state.value.nextID {
+            if resume(state.value.oldest, with: result) { return true }
+            state.value.oldest &+= 1
         }
         return false
     }
 
     /// Resumes every waiter with `result` (in the order they came).
     public func resumeAll(with result: Outcome) {
-        let ids = entries.keys.sorted()
+        let ids = state.value.entries.keys.sorted()
         for id in ids { resume(id, with: result) }
     }
 
@@ -113,10 +119,10 @@ package final class Waiters<Value: Sendable, Failure: Error>: @unchecked Sendabl
 
     /// Resumes waiter `id` with its `cancelled` result, as its task's cancellation does.
     public func cancel(_ id: ID) {
-        guard let entry = entries.removeValue(forKey: id) else { return }
+        guard let entry = state.value.entries.removeValue(forKey: id) else { return }
         entry.timer?.cancel()
         entry.continuation.resume(returning: entry.cancelled(id))
-        if !countObservers.isEmpty { countChanged() }
+        if !state.value.countObservers.isEmpty { countChanged() }
     }
 
     // MARK: Observing the count (tests)
@@ -128,18 +134,20 @@ package final class Waiters<Value: Sendable, Failure: Error>: @unchecked Sendabl
     ///
     ///     let token = waiters.addCountObserver { count in if count == 2 { ... } }
     @_spi(Internals) public func addCountObserver(_ observer: @escaping (Int) -> Void) -> UInt64 {
-        nextCountObserver &+= 1
-        countObservers[nextCountObserver] = observer
-        return nextCountObserver
+        state.value.nextCountObserver &+= 1
+        let token = state.value.nextCountObserver
+        state.value.countObservers[token] = observer
+        return token
     }
 
     /// Stops the observer `token` stands for; on the executor.
     @_spi(Internals) public func removeCountObserver(_ token: UInt64) {
-        countObservers[token] = nil
+        state.value.countObservers[token] = nil
     }
 
     private func countChanged() {
-        let count = entries.count
-        for observer in countObservers.values { observer(count) }
+        let count = state.value.entries.count
+        let observers = state.value.countObservers.values
+        for observer in observers { observer(count) }
     }
 }

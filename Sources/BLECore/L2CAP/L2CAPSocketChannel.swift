@@ -487,25 +487,28 @@ func socketError(_ fd: Int32) -> Int32 {
 /// One non-blocking connect() in progress (or a socket the kernel holds until the link is
 /// secure): completes on write readiness (SO_ERROR says how), on the timeout, or on
 /// cancellation, exactly once. The fd is closed here on failure.
-final class ConnectWait: @unchecked Sendable { // state touched only on `queue`
+final class ConnectWait: Sendable {
     let fd: Int32
     let queue: DispatchQueue
     let peerName: String
-    let failure: (Int32) -> L2CAPSocketError
-    /// The error for the timeout, made on `queue` before the fd is closed; nil: `.timeout`.
-    let timedOut: (() -> L2CAPSocketError)?
-    private var continuation: CheckedContinuation<Result<Void, L2CAPSocketError>, Never>?
-    private var source: DispatchSourceWrite?
-    private var timer: (any ScheduledTimer)?
-    private var outcome: Result<Void, L2CAPSocketError>?
+    private struct State {
+        let failure: (Int32) -> L2CAPSocketError
+        /// The error for the timeout, made on `queue` before the fd is closed; nil: `.timeout`.
+        let timedOut: (() -> L2CAPSocketError)?
+        var continuation: CheckedContinuation<Result<Void, L2CAPSocketError>, Never>?
+        var source: DispatchSourceWrite?
+        var timer: (any ScheduledTimer)?
+        var outcome: Result<Void, L2CAPSocketError>?
+    }
+    /// Touched only on `queue`.
+    private let state: QueueConfined<State>
 
     init(fd: Int32, queue: DispatchQueue, peerName: String, failure: @escaping (Int32) -> L2CAPSocketError,
          timedOut: (() -> L2CAPSocketError)? = nil) {
         self.fd = fd
         self.queue = queue
         self.peerName = peerName
-        self.failure = failure
-        self.timedOut = timedOut
+        self.state = QueueConfined(State(failure: failure, timedOut: timedOut), on: queue)
     }
 
     /// Waits for the outcome, at most `timeout`; cancelling the task ends the wait with
@@ -523,20 +526,20 @@ final class ConnectWait: @unchecked Sendable { // state touched only on `queue`
     }
 
     private func start(_ c: CheckedContinuation<Result<Void, L2CAPSocketError>, Never>, timeout: Duration, milliseconds: Int) {
-        if let outcome {
+        if let outcome = state.value.outcome {
             // Cancelled before the wait began.
             c.resume(returning: outcome)
             return
         }
-        continuation = c
+        state.value.continuation = c
         let source = DispatchSource.makeWriteSource(fileDescriptor: fd, queue: queue)
         source.setEventHandler { [self] in
             let err = socketError(fd)
-            finish(err == 0 ? .success(()) : .failure(failure(err)))
+            finish(err == 0 ? .success(()) : .failure(state.value.failure(err)))
         }
-        self.source = source
-        timer = DispatchTimerScheduler(queue: queue).schedule(after: timeout) { [self] in
-            queue.async { self.finish(.failure(self.timedOut?() ?? .timeout(peer: self.peerName, milliseconds: milliseconds))) }
+        state.value.source = source
+        state.value.timer = DispatchTimerScheduler(queue: queue).schedule(after: timeout) { [self] in
+            queue.async { self.finish(.failure(self.state.value.timedOut?() ?? .timeout(peer: self.peerName, milliseconds: milliseconds))) }
         }
         source.resume()
     }
@@ -546,13 +549,13 @@ final class ConnectWait: @unchecked Sendable { // state touched only on `queue`
     /// may then close the fd (or this closes it on failure) without a new socket reusing its
     /// number under a source still registered for the old one.
     func finish(_ result: Result<Void, L2CAPSocketError>) {
-        guard outcome == nil else { return }
-        outcome = result
-        timer?.cancel()
+        guard state.value.outcome == nil else { return }
+        state.value.outcome = result
+        state.value.timer?.cancel()
         let fd = self.fd
         let failed: Bool
         if case .failure = result { failed = true } else { failed = false }
-        guard let source else {
+        guard let source = state.value.source else {
             if failed { _ = Glibc.close(fd) }
             resume(result)
             return
@@ -565,7 +568,8 @@ final class ConnectWait: @unchecked Sendable { // state touched only on `queue`
     }
 
     private func resume(_ result: Result<Void, L2CAPSocketError>) {
+        let continuation = state.value.continuation
+        state.value.continuation = nil
         continuation?.resume(returning: result)
-        continuation = nil
     }
 }

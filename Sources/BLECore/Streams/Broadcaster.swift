@@ -1,3 +1,5 @@
+import BLETransport
+
 /// The multicast of the stack's low-rate streams: any number of subscribers, each an
 /// `AsyncStream` with its own `StreamBufferingPolicy`. Adapter state, connection lifecycle
 /// and scan results use it; notifications, the hot stream, use `MulticastBuffer`, which hands
@@ -10,7 +12,7 @@
 ///     let states = Broadcaster<AdapterState>(executor: executor, replay: .latest)
 ///     let stream = states.subscribe()      // a late subscriber first sees the current value
 ///     states.yield(.poweredOn)
-package final class Broadcaster<Element: Sendable>: @unchecked Sendable { // mutated only on the adapter queue
+package final class Broadcaster<Element: Sendable>: Sendable {
     public enum Replay: Sendable {
         /// Subscribers see only what is yielded after they subscribe.
         case none
@@ -18,13 +20,12 @@ package final class Broadcaster<Element: Sendable>: @unchecked Sendable { // mut
         case latest
     }
 
-    @usableFromInline
     enum Sink {
         case plain(AsyncStream<Element>.Continuation)
         case throwing(AsyncThrowingStream<Element, any Error>.Continuation)
 
         /// False when the stream's buffer dropped `value`.
-        @inlinable @discardableResult
+        @discardableResult
         func yield(_ value: Element) -> Bool {
             switch self {
             case .plain(let c): if case .dropped = c.yield(value) { return false }
@@ -42,24 +43,34 @@ package final class Broadcaster<Element: Sendable>: @unchecked Sendable { // mut
     }
 
     let executor: AdapterExecutor
-    @usableFromInline let replay: Replay
-    @usableFromInline var sinks: [UInt64: Sink] = [:]
-    /// The limits of the subscribers whose policy is `endingWhenFull`, by id.
-    @usableFromInline var endingLimits: [UInt64: Int] = [:]
-    private var nextID: UInt64 = 0
-    @usableFromInline var latest: Element?
-    private var ended: (any Error)??
-    /// Called on the adapter queue when the number of subscribers changes (e.g. to stop a scan
-    /// or clear a CCCD when the last subscriber leaves).
-    public var onSubscriberCountChange: (@Sendable (Int) -> Void)?
+    let replay: Replay
+    private struct State {
+        var sinks: [UInt64: Sink] = [:]
+        /// The limits of the subscribers whose policy is `endingWhenFull`, by id.
+        var endingLimits: [UInt64: Int] = [:]
+        var nextID: UInt64 = 0
+        var latest: Element?
+        var ended: (any Error)??
+        var onSubscriberCountChange: (@Sendable (Int) -> Void)?
+    }
+    /// Touched only on the adapter queue.
+    private let state: QueueConfined<State>
 
     public init(executor: AdapterExecutor, replay: Replay = .none) {
         self.executor = executor
         self.replay = replay
+        self.state = QueueConfined(State(), on: executor.queue)
     }
 
-    public var subscriberCount: Int { sinks.count }
-    public var latestValue: Element? { latest }
+    /// Called on the adapter queue when the number of subscribers changes (e.g. to stop a scan
+    /// or clear a CCCD when the last subscriber leaves). Set on the adapter queue.
+    public var onSubscriberCountChange: (@Sendable (Int) -> Void)? {
+        get { state.value.onSubscriberCountChange }
+        set { state.value.onSubscriberCountChange = newValue }
+    }
+
+    public var subscriberCount: Int { state.value.sinks.count }
+    public var latestValue: Element? { state.value.latest }
 
     /// A new stream of the values yielded from now on (preceded by the latest one with
     /// `.latest`, or by `history`, oldest first, when given: a state stream's story so far).
@@ -79,18 +90,18 @@ package final class Broadcaster<Element: Sendable>: @unchecked Sendable { // mut
     private func add(_ sink: Sink, _ policy: StreamBufferingPolicy, history: [Element]? = nil) -> UInt64? {
         if let history {
             for value in history { sink.yield(value) }
-        } else if replay == .latest, let latest {
+        } else if replay == .latest, let latest = state.value.latest {
             sink.yield(latest)
         }
-        if let ended {
+        if let ended = state.value.ended {
             sink.finish(ended)
             return nil
         }
-        let id = nextID
-        nextID += 1
-        sinks[id] = sink
-        if case .endingWhenFull(let n) = policy { endingLimits[id] = max(0, n) }
-        onSubscriberCountChange?(sinks.count)
+        let id = state.value.nextID
+        state.value.nextID += 1
+        state.value.sinks[id] = sink
+        if case .endingWhenFull(let n) = policy { state.value.endingLimits[id] = max(0, n) }
+        subscriberCountChanged()
         return id
     }
 
@@ -104,21 +115,25 @@ package final class Broadcaster<Element: Sendable>: @unchecked Sendable { // mut
     }
 
     private func remove(_ id: UInt64) {
-        endingLimits[id] = nil
-        guard sinks.removeValue(forKey: id) != nil else { return }
-        onSubscriberCountChange?(sinks.count)
+        state.value.endingLimits[id] = nil
+        guard state.value.sinks.removeValue(forKey: id) != nil else { return }
+        subscriberCountChanged()
     }
 
-    /// Delivers `value` to every subscriber.
-    @inlinable public func yield(_ value: Element) { deliver(value) }
+    /// Tells `onSubscriberCountChange` the count (outside the access to the state: the
+    /// observer may call back in).
+    private func subscriberCountChanged() {
+        let count = state.value.sinks.count
+        if let change = state.value.onSubscriberCountChange { change(count) }
+    }
 
-    /// Inlinable so that it is specialised for the element type in the calling module: the
-    /// unspecialised loop instantiates generic metadata on every call (measured: most of the
-    /// cost of a notification with no subscriber).
-    @inlinable func deliver(_ value: Element) {
-        if replay == .latest { latest = value }
-        if sinks.isEmpty { return }
-        if endingLimits.isEmpty {
+    /// Delivers `value` to every subscriber. Only the stack's own low-rate streams use a
+    /// broadcaster, all in this module, so it is specialised where it is called.
+    public func yield(_ value: Element) {
+        if replay == .latest { state.value.latest = value }
+        if state.value.sinks.isEmpty { return }
+        let sinks = state.value.sinks
+        if state.value.endingLimits.isEmpty {
             for sink in sinks.values { sink.yield(value) }
             return
         }
@@ -127,28 +142,24 @@ package final class Broadcaster<Element: Sendable>: @unchecked Sendable { // mut
 
     /// A subscriber's buffer dropped a value: under `endingWhenFull` the consumer is too far
     /// behind, and its stream ends after what it holds.
-    @usableFromInline func overflowed(_ id: UInt64) {
-        guard let limit = endingLimits[id], let sink = sinks[id] else { return }
+    private func overflowed(_ id: UInt64) {
+        guard let limit = state.value.endingLimits[id], let sink = state.value.sinks[id] else { return }
         sink.finish(StreamError.consumerTooSlow(stream: "a stream of \(Element.self)", limit: limit))
         remove(id)
     }
 
     /// Ends every stream (throwing streams with `error`); later subscribers get an ended stream.
     public func finish(throwing error: (any Error)? = nil) {
-        ended = .some(error)
-        let all = sinks
-        sinks.removeAll()
-        endingLimits.removeAll()
-        for sink in all.values { sink.finish(error) }
-        if !all.isEmpty { onSubscriberCountChange?(0) }
+        state.value.ended = .some(error)
+        finishCurrent(throwing: error)
     }
 
     /// Ends the current streams but accepts new subscribers afterwards (a link that will reconnect).
     public func finishCurrent(throwing error: (any Error)? = nil) {
-        let all = sinks
-        sinks.removeAll()
-        endingLimits.removeAll()
+        let all = state.value.sinks
+        state.value.sinks.removeAll()
+        state.value.endingLimits.removeAll()
         for sink in all.values { sink.finish(error) }
-        if !all.isEmpty { onSubscriberCountChange?(0) }
+        if !all.isEmpty, let change = state.value.onSubscriberCountChange { change(0) }
     }
 }

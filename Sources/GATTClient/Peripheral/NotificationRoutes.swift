@@ -1,4 +1,5 @@
 import BLECore
+import Synchronization
 import ATT
 
 /// The notification table: value handle -> the multicast buffers of its subscribers. The
@@ -76,9 +77,15 @@ final class NotificationRoutes: @unchecked Sendable { // read and written only o
 
 /// Passes an L2CAP channel through and tells its owner when it closes (the bearer takes the
 /// channel's handlers; this keeps the close visible to the Peripheral too).
-final class ObservedChannel: L2CAPChannel, @unchecked Sendable { // `onClose` is set once right after init and read only when the channel closes, on the adapter queue
+final class ObservedChannel: L2CAPChannel, Sendable {
     let base: any L2CAPChannel
-    var onClose: (@Sendable (ObservedChannel, LinkError) -> Void)?
+    /// Set right after init and read when the channel closes: a lock taken twice per link,
+    /// never per PDU.
+    private let closeObserver = Mutex<(@Sendable (ObservedChannel, LinkError) -> Void)?>(nil)
+    var onClose: (@Sendable (ObservedChannel, LinkError) -> Void)? {
+        get { closeObserver.withLock { $0 } }
+        set { closeObserver.withLock { $0 = newValue } }
+    }
     init(_ base: any L2CAPChannel) { self.base = base }
     var executor: AdapterExecutor { base.executor }
     var peerDescription: String { base.peerDescription }

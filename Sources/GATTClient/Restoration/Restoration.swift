@@ -1,5 +1,7 @@
 import BLEWire
 import BLECore
+import BLETransport
+import Dispatch
 
 /// Keeps an app's links and subscriptions in a `RestorationStore` and brings them back after
 /// a restart: the Linux counterpart of a restore identifier. The app connects and subscribes
@@ -34,18 +36,47 @@ public actor Restoration {
 
     /// The state of one `restore()`: the devices still brought back, the links made for each,
     /// the background connections' consumer and the links being set up.
-    final class RestoreRun: @unchecked Sendable { // touched only on the adapter executor, from the Restoration's isolation
-        var wanted: Set<LEAddress>
-        var made: [LEAddress: Int] = [:]
+    final class RestoreRun: Sendable {
+        private struct State {
+            var wanted: Set<LEAddress>
+            var made: [LEAddress: Int] = [:]
+            var consumer: Task<Void, Never>?
+            var setups: [UInt64: Task<Void, Never>] = [:]
+            var nextSetup: UInt64 = 0
+            var generation: UInt64 = 0
+        }
+        /// Touched only on the adapter executor, from the Restoration's isolation.
+        private let state: QueueConfined<State>
         let output: AsyncThrowingStream<RestorationEvent, any Error>.Continuation
-        var consumer: Task<Void, Never>?
-        var setups: [UInt64: Task<Void, Never>] = [:]
-        var nextSetup: UInt64 = 0
-        /// Which background connections `consumer` follows.
-        var generation: UInt64 = 0
 
-        init(wanted: Set<LEAddress>, output: AsyncThrowingStream<RestorationEvent, any Error>.Continuation) {
-            self.wanted = wanted
+        var wanted: Set<LEAddress> {
+            _read { yield state.value.wanted }
+            _modify { yield &state.value.wanted }
+        }
+        var made: [LEAddress: Int] {
+            _read { yield state.value.made }
+            _modify { yield &state.value.made }
+        }
+        var consumer: Task<Void, Never>? {
+            _read { yield state.value.consumer }
+            _modify { yield &state.value.consumer }
+        }
+        var setups: [UInt64: Task<Void, Never>] {
+            _read { yield state.value.setups }
+            _modify { yield &state.value.setups }
+        }
+        var nextSetup: UInt64 {
+            _read { yield state.value.nextSetup }
+            _modify { yield &state.value.nextSetup }
+        }
+        /// Which background connections `consumer` follows.
+        var generation: UInt64 {
+            _read { yield state.value.generation }
+            _modify { yield &state.value.generation }
+        }
+
+        init(wanted: Set<LEAddress>, output: AsyncThrowingStream<RestorationEvent, any Error>.Continuation, queue: DispatchQueue) {
+            self.state = QueueConfined(State(wanted: wanted), on: queue)
             self.output = output
         }
     }
@@ -203,7 +234,7 @@ public actor Restoration {
         try await ensureLoaded()
         let (stream, output) = AsyncThrowingStream.makeStream(of: RestorationEvent.self, throwing: (any Error).self,
                                                                bufferingPolicy: .bufferingOldest(4 * RestorationFile.maximumLinks))
-        let run = RestoreRun(wanted: Set(links.keys), output: output)
+        let run = RestoreRun(wanted: Set(links.keys), output: output, queue: executor.queue)
         self.run = run
         let queue = executor.queue
         output.onTermination = { [weak self, executor] _ in

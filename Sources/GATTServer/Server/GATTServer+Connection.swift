@@ -1,4 +1,6 @@
 import BLECore
+import BLETransport
+import Dispatch
 import GATTClient
 import SMP
 import BLEWire
@@ -142,7 +144,7 @@ extension GATTServer {
     private func attachEnhanced(_ channel: CreditBasedChannel, connection: Connection, client: ConnectionATTLink, bonds: (any BondStore)?) async {
         let mtu = await min(channel.mtu, channel.peerMTU)
         let sdus = CreditBasedSDUChannel(channel)
-        let link = ConnectionATTLink(connection: connection, channel: sdus, bonds: bonds)
+        let link = ConnectionATTLink(connection: connection, channel: sdus, bonds: bonds, queue: self.queue)
         let queue = self.queue
         let sameQueue = queue === connection.executor.queue
         let run: @Sendable (@escaping @Sendable () -> Void) -> Void = { work in
@@ -162,7 +164,7 @@ extension GATTServer {
     /// Installs the bearer's handlers on the connection's executor.
     private func attach(_ connection: isolated Connection, bonds: (any BondStore)?) throws(ConnectionError) -> ConnectionATTLink {
         let channel = try connection.attChannel()
-        let link = ConnectionATTLink(connection: connection, channel: channel, bonds: bonds)
+        let link = ConnectionATTLink(connection: connection, channel: channel, bonds: bonds, queue: queue)
         let sameQueue = queue === connection.executor.queue
         let run: @Sendable (@escaping @Sendable () -> Void) -> Void = { [queue] work in
             if sameQueue { work() } else { queue.async(execute: work) }
@@ -213,11 +215,13 @@ final class ConnectionATTLink: ATTServerLink, ATTServerLinkSecurity, ATTServerLi
     let bonds: (any BondStore)?
     var bondStore: (any BondStore)? { bonds }
 
-    init(connection: Connection, channel: any L2CAPChannel, bonds: (any BondStore)?) {
+    /// `queue`: the server's, where the bond's identity is read and written.
+    init(connection: Connection, channel: any L2CAPChannel, bonds: (any BondStore)?, queue: DispatchQueue) {
         self.connection = connection
         self.channel = channel
         self.centralDescription = "\(connection.peer.address)"
         self.bonds = bonds
+        self.identity = QueueConfined(nil, on: queue)
     }
 
     /// Asks the central for `level` with bonding (MITM from `.authenticated` up). The Security
@@ -232,9 +236,10 @@ final class ConnectionATTLink: ATTServerLink, ATTServerLinkSecurity, ATTServerLi
     /// The identity address of the bond found for the link's peer, while the link is
     /// encrypted (an unencrypted link could be anyone using that address). Looked up when the
     /// link is encrypted or a pairing saved a bond, not on each request: the store reads files.
-    var bondedPeer: LEAddress? { isEncrypted ? identity : nil }
+    var bondedPeer: LEAddress? { isEncrypted ? identity.value : nil }
 
-    nonisolated(unsafe) private var identity: LEAddress? // read and written only on the server's queue
+    /// Read and written only on the server's queue.
+    private let identity: QueueConfined<LEAddress?>
 
     /// The bond of the peer's address, looked up at each Signed Write Command (on the server's
     /// queue): a central that bonded on an earlier link may sign without encrypting this one,
@@ -245,7 +250,7 @@ final class ConnectionATTLink: ATTServerLink, ATTServerLinkSecurity, ATTServerLi
     @discardableResult
     func lookUpBond() -> Bond? {
         guard let bonds, isEncrypted, let bond = bonds.bond(resolving: connection.peer) else { return nil }
-        identity = bond.address
+        identity.value = bond.address
         return bond
     }
 

@@ -1,4 +1,6 @@
 import GATTClient
+import BLETransport
+import Dispatch
 import BLEWire
 import BLECore
 import ATT
@@ -49,13 +51,40 @@ public struct NotificationStatistics: Sendable, Hashable {
 /// A `notify(characteristic:value:waitingUpTo:)` call whose notification waits for room in
 /// some links' queues: resumed when the last of them took it, at its timeout, or when its
 /// task is cancelled, whichever comes first.
-package final class ParkedNotification: @unchecked Sendable { // touched only on the server's queue
-    var continuation: CheckedContinuation<NotificationDelivery, Never>?
-    var delivery = NotificationDelivery()
+package final class ParkedNotification: Sendable {
+    private struct State {
+        var continuation: CheckedContinuation<NotificationDelivery, Never>?
+        var delivery = NotificationDelivery()
+        var waitingOn: Set<ObjectIdentifier> = []
+        var timer: (any ScheduledTimer)?
+        var finished = false
+    }
+    /// Touched only on the server's queue.
+    private let state: QueueConfined<State>
+
+    init(queue: DispatchQueue) { state = QueueConfined(State(), on: queue) }
+
+    var continuation: CheckedContinuation<NotificationDelivery, Never>? {
+        _read { yield state.value.continuation }
+        _modify { yield &state.value.continuation }
+    }
+    var delivery: NotificationDelivery {
+        _read { yield state.value.delivery }
+        _modify { yield &state.value.delivery }
+    }
     /// Links whose queue the notification still waits for.
-    var waitingOn: Set<ObjectIdentifier> = []
-    var timer: (any ScheduledTimer)?
-    var finished = false
+    var waitingOn: Set<ObjectIdentifier> {
+        _read { yield state.value.waitingOn }
+        _modify { yield &state.value.waitingOn }
+    }
+    var timer: (any ScheduledTimer)? {
+        _read { yield state.value.timer }
+        _modify { yield &state.value.timer }
+    }
+    var finished: Bool {
+        _read { yield state.value.finished }
+        _modify { yield &state.value.finished }
+    }
 }
 
 /// One link's notifications (on the server's queue): those held while it cannot send, the
@@ -85,7 +114,7 @@ extension GATTServer {
     ///
     ///     let delivery = await server.notify(characteristic: level, value: [87], waitingUpTo: .milliseconds(500))
     public func notify(characteristic: BluetoothUUID, value: [UInt8], waitingUpTo timeout: Duration) async -> NotificationDelivery {
-        let parked = ParkedNotification()
+        let parked = ParkedNotification(queue: queue)
         return await withTaskCancellationHandler {
             await withCheckedContinuation { (c: CheckedContinuation<NotificationDelivery, Never>) in
                 queue.async {
