@@ -10,39 +10,50 @@ import BLEWire
 /// armed only while bytes wait (a full socket or UART never blocks the queue and never drops a
 /// packet).
 ///
-/// Used only on `queue`. The fd is closed once the reader has stopped and the write source
-/// has been cancelled.
-package final class DispatchFD: @unchecked Sendable { // state touched only on `queue`
+/// Used only on `queue` (checked in debug builds). The fd is closed once the reader has
+/// stopped and the write source has been cancelled.
+package final class DispatchFD: Sendable {
     let fd: Int32
     package let queue: DispatchQueue
     /// Packet sockets: each write carries one whole packet. Streams: partial writes continue.
     private let packetMode: Bool
     /// Sockets are written with send(MSG_NOSIGNAL) so a dead peer gives EPIPE, not SIGPIPE.
     private let isSocket: Bool
-    private var reader: ReadThread?
-    private var writeSource: DispatchSourceWrite?
-    private var writeArmed = false
-    private var outgoing: [[UInt8]] = []
-    private var outgoingHead = 0
-    private var headOffset = 0
-    private var liveSources = 0
-    private var cancelled = false
-    /// Called on `queue` when a queued write fails with `errno`.
-    private var onWriteError: (@Sendable (Int32) -> Void)?
-    /// Set once the fd is closed; `releaseWaiters` run then.
-    private var released = false
-    private var releaseWaiters: [@Sendable () -> Void] = []
+    private let state: QueueConfined<State>
+
+    /// What `queue` owns.
+    private struct State {
+        var reader: ReadThread?
+        var writeSource: (any DispatchSourceWrite)?
+        var writeArmed = false
+        var outgoing: [[UInt8]] = []
+        var outgoingHead = 0
+        var headOffset = 0
+        var liveSources = 0
+        var cancelled = false
+        /// Called on `queue` when a queued write fails with `errno`.
+        var onWriteError: (@Sendable (Int32) -> Void)?
+        /// Set once the fd is closed; `releaseWaiters` run then.
+        var released = false
+        var releaseWaiters: [@Sendable () -> Void] = []
+        var pendingBytes = 0
+        var onDrained: (@Sendable () -> Void)?
+    }
 
     /// Bytes accepted by `write` and not yet handed to the kernel.
-    package private(set) var pendingBytes = 0
+    package var pendingBytes: Int { state.value.pendingBytes }
     /// Runs on `queue` each time the outgoing queue empties (every packet went to the kernel).
-    package var onDrained: (@Sendable () -> Void)?
+    package var onDrained: (@Sendable () -> Void)? {
+        get { state.value.onDrained }
+        set { state.value.onDrained = newValue }
+    }
 
     package init(fd: Int32, queue: DispatchQueue, packetMode: Bool, isSocket: Bool) {
         self.fd = fd
         self.queue = queue
         self.packetMode = packetMode
         self.isSocket = isSocket
+        state = QueueConfined(State(), on: queue)
     }
 
     /// Sets O_NONBLOCK; returns errno on failure.
@@ -52,30 +63,30 @@ package final class DispatchFD: @unchecked Sendable { // state touched only on `
 
     /// Starts reading; fails with errno when the reader thread cannot be set up.
     package func start(onReadable: @escaping @Sendable () -> Void, onWriteError: @escaping @Sendable (Int32) -> Void) throws(ReadThreadError) {
-        self.onWriteError = onWriteError
+        state.value.onWriteError = onWriteError
         let reader = try ReadThread(fd: fd, queue: queue, onReadable: onReadable) { [self] in sourceCancelled() }
         try reader.start()
-        liveSources += 1
-        self.reader = reader
+        state.value.liveSources += 1
+        state.value.reader = reader
     }
 
     /// Stops calling `onReadable` until `resumeReading()`: data waits in the kernel (which, on
     /// a credit-based L2CAP channel, then grants the peer no more credits).
     package func pauseReading() {
-        guard !cancelled else { return }
-        reader?.pause()
+        guard !state.value.cancelled, let reader = state.value.reader else { return }
+        reader.pause()
     }
 
     package func resumeReading() {
-        guard !cancelled else { return }
-        reader?.resume()
+        guard !state.value.cancelled, let reader = state.value.reader else { return }
+        reader.resume()
     }
 
     /// Queues `bytes` (one packet) and writes as much as the kernel takes now.
     /// Returns errno when the descriptor failed; the bytes are then not sent.
     package func write(_ bytes: [UInt8]) -> Int32? {
-        guard !cancelled else { return EBADF }
-        if outgoingHead == outgoing.count {
+        guard !state.value.cancelled else { return EBADF }
+        if state.value.outgoingHead == state.value.outgoing.count {
             // Nothing queued: try the fast path straight from `bytes`.
             switch writeOnce(bytes, from: 0) {
             case .wrote(let n) where n == bytes.count || packetMode:
@@ -111,107 +122,115 @@ package final class DispatchFD: @unchecked Sendable { // state touched only on `
     }
 
     private func enqueue(_ bytes: [UInt8], offset: Int) {
-        if outgoingHead == outgoing.count {
-            outgoing.removeAll(keepingCapacity: true)
-            outgoingHead = 0
-            headOffset = offset
+        if state.value.outgoingHead == state.value.outgoing.count {
+            state.value.outgoing.removeAll(keepingCapacity: true)
+            state.value.outgoingHead = 0
+            state.value.headOffset = offset
         }
-        if outgoingHead >= 1024 && outgoingHead * 2 >= outgoing.count {
-            outgoing.removeFirst(outgoingHead)
-            outgoingHead = 0
+        if state.value.outgoingHead >= 1024 && state.value.outgoingHead * 2 >= state.value.outgoing.count {
+            state.value.outgoing.removeFirst(state.value.outgoingHead)
+            state.value.outgoingHead = 0
         }
-        outgoing.append(bytes)
-        pendingBytes += bytes.count - (outgoing.count - outgoingHead == 1 ? offset : 0)
+        state.value.outgoing.append(bytes)
+        state.value.pendingBytes += bytes.count - (state.value.outgoing.count - state.value.outgoingHead == 1 ? offset : 0)
         armWriter()
     }
 
     private func armWriter() {
-        guard !writeArmed else { return }
-        if writeSource == nil {
-            let source = DispatchSource.makeWriteSource(fileDescriptor: fd, queue: queue)
+        guard !state.value.writeArmed else { return }
+        let source: any DispatchSourceWrite
+        if let existing = state.value.writeSource {
+            source = existing
+        } else {
+            source = DispatchSource.makeWriteSource(fileDescriptor: fd, queue: queue)
             source.setEventHandler { [self] in drain() }
             source.setCancelHandler { [self] in sourceCancelled() }
-            liveSources += 1
-            writeSource = source
+            state.value.liveSources += 1
+            state.value.writeSource = source
         }
-        writeArmed = true
-        writeSource?.resume()
+        state.value.writeArmed = true
+        source.resume()
     }
 
     /// Writes queued packets while the kernel accepts them; disarms when empty.
     private func drain() {
-        while outgoingHead < outgoing.count {
-            let bytes = outgoing[outgoingHead]
-            switch writeOnce(bytes, from: headOffset) {
+        while state.value.outgoingHead < state.value.outgoing.count {
+            let bytes = state.value.outgoing[state.value.outgoingHead]
+            switch writeOnce(bytes, from: state.value.headOffset) {
             case .wrote(let n):
-                pendingBytes -= n
-                if packetMode || headOffset + n == bytes.count {
-                    if packetMode { pendingBytes -= bytes.count - n }
-                    outgoing[outgoingHead] = []
-                    outgoingHead += 1
-                    headOffset = 0
+                state.value.pendingBytes -= n
+                if packetMode || state.value.headOffset + n == bytes.count {
+                    if packetMode { state.value.pendingBytes -= bytes.count - n }
+                    state.value.outgoing[state.value.outgoingHead] = []
+                    state.value.outgoingHead += 1
+                    state.value.headOffset = 0
                 } else {
-                    headOffset += n
+                    state.value.headOffset += n
                 }
             case .wouldBlock:
                 return
             case .failed(let err):
                 disarm()
+                // Copied out first: the handler may call back into this object.
+                let onWriteError = state.value.onWriteError
                 onWriteError?(err)
                 return
             }
         }
-        outgoing.removeAll(keepingCapacity: true)
-        outgoingHead = 0
+        state.value.outgoing.removeAll(keepingCapacity: true)
+        state.value.outgoingHead = 0
         disarm()
+        let onDrained = state.value.onDrained
         onDrained?()
     }
 
     private func disarm() {
-        guard writeArmed else { return }
-        writeArmed = false
-        writeSource?.suspend()
+        guard state.value.writeArmed else { return }
+        state.value.writeArmed = false
+        let source = state.value.writeSource
+        source?.suspend()
     }
 
     /// Stops both sources; the fd is closed when their cancel handlers have run. Idempotent.
     package func cancel() {
-        guard !cancelled else { return }
-        cancelled = true
-        onWriteError = nil
-        onDrained = nil
-        outgoing = []
-        outgoingHead = 0
-        pendingBytes = 0
+        guard !state.value.cancelled else { return }
+        state.value.cancelled = true
+        state.value.onWriteError = nil
+        state.value.onDrained = nil
+        state.value.outgoing = []
+        state.value.outgoingHead = 0
+        state.value.pendingBytes = 0
+        let reader = state.value.reader
         reader?.stop()
-        if let writeSource {
+        if let writeSource = state.value.writeSource {
             writeSource.cancel()
             // A suspended source never runs its cancel handler; resume it so it can.
-            if !writeArmed { writeArmed = true; writeSource.resume() }
+            if !state.value.writeArmed { state.value.writeArmed = true; writeSource.resume() }
         }
-        if liveSources == 0 { closeDescriptor() }
+        if state.value.liveSources == 0 { closeDescriptor() }
     }
 
     /// Runs `body` on `queue` once the fd is closed (at once if it already is). It is closed a
     /// turn of the queue after `cancel()` at the earliest, not within it.
     func whenClosed(_ body: @escaping @Sendable () -> Void) {
-        if released { body() } else { releaseWaiters.append(body) }
+        if state.value.released { body() } else { state.value.releaseWaiters.append(body) }
     }
 
     private func sourceCancelled() {
-        liveSources -= 1
-        if liveSources == 0 {
+        state.value.liveSources -= 1
+        if state.value.liveSources == 0 {
             closeDescriptor()
-            reader = nil
-            writeSource = nil
+            state.value.reader = nil
+            state.value.writeSource = nil
         }
     }
 
     private func closeDescriptor() {
-        guard !released else { return }
+        guard !state.value.released else { return }
         _ = Glibc.close(fd)
-        released = true
-        let waiters = releaseWaiters
-        releaseWaiters = []
+        state.value.released = true
+        let waiters = state.value.releaseWaiters
+        state.value.releaseWaiters = []
         for w in waiters { w() }
     }
 }
