@@ -175,7 +175,7 @@ public final class FileBondStore: BondStore {
     func readOwnFile(_ name: String) throws(BondStoreError) -> String? {
         let result: Result<String?, BondStoreError> = files.withLock { files in
             guard let directoryDescriptor = files.directoryDescriptor else { return .success(nil) }
-            do {
+            do throws(SystemCallError) {
                 return .success(try OwnDirectory.read(name, in: directoryDescriptor, atMost: 256).map { String(decoding: $0, as: UTF8.self) })
             } catch {
                 return .failure(.io(path: directory + "/" + name, operation: error.call, errno: error.errno))
