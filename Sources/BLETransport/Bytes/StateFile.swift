@@ -28,16 +28,10 @@ package struct StateFile: Sendable {
     package func read(atMost limit: Int) throws(StateFileError) -> [UInt8]? {
         guard let dir = try openDirectory(creating: false) else { return nil }
         defer { close(dir) }
-        let fd = openat(dir, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        if fd < 0 {
-            if errno == ENOENT { return nil }
-            throw .io(path: path, operation: "opening", errno: errno)
-        }
-        defer { close(fd) }
         do {
-            return try FileDescriptorIO.readAll(fd, atMost: limit)
+            return try OwnDirectory.read(name, in: dir, atMost: limit)
         } catch {
-            throw .io(path: path, operation: "reading", errno: error.errno)
+            throw .io(path: path, operation: error.call, errno: error.errno)
         }
     }
 
@@ -89,24 +83,20 @@ package struct StateFile: Sendable {
                 if mkdir(current, 0o700) != 0 && errno != EEXIST { throw .io(path: current, operation: "creating directory", errno: errno) }
             }
         }
-        let fd = open(directory, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-        guard fd >= 0 else {
-            let e = errno
-            if e == ENOENT && !creating { return nil }
-            if e == ELOOP || e == ENOTDIR { throw .unsafeDirectory(path: directory, detail: "a symbolic link or not a directory") }
-            throw .io(path: directory, operation: "opening directory", errno: e)
+        do {
+            return try OwnDirectory.open(directory, at: AT_FDCWD)
+        } catch {
+            switch error {
+            case .failed(_, ENOENT) where !creating:
+                return nil
+            case .failed(let operation, let e):
+                throw .io(path: directory, operation: operation, errno: e)
+            case .symbolicLink, .notADirectory:
+                throw .unsafeDirectory(path: directory, detail: "a symbolic link or not a directory")
+            case .ownedByAnotherUser(let owner, let user):
+                throw .unsafeDirectory(path: directory, detail: "owned by uid \(owner), not \(user)")
+            }
         }
-        var st = stat()
-        guard fstat(fd, &st) == 0 else {
-            let e = errno
-            close(fd)
-            throw .io(path: directory, operation: "checking directory", errno: e)
-        }
-        guard st.st_uid == geteuid() else {
-            close(fd)
-            throw .unsafeDirectory(path: directory, detail: "owned by uid \(st.st_uid), not \(geteuid())")
-        }
-        return fd
     }
 }
 

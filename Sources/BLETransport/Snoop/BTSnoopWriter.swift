@@ -21,7 +21,7 @@ import BLEWire
 /// The file is opened without following a symbolic link (O_NOFOLLOW) and must be a regular
 /// file: the tool may run as root, and a link planted at a predictable path must not make it
 /// truncate another file.
-public final class BTSnoopWriter: @unchecked Sendable { // fd, offsets and counts are touched only on `queue`; counters are atomics
+public final class BTSnoopWriter: Sendable {
     public let path: String
     /// Bytes encoded but not written yet, beyond which records are dropped.
     public let maximumPendingBytes: Int
@@ -34,11 +34,16 @@ public final class BTSnoopWriter: @unchecked Sendable { // fd, offsets and count
     private let dropped = Atomic<UInt32>(0)
     private let stopped = Atomic<Bool>(false)
 
-    // On `queue` only.
-    private var fd: Int32
-    private var wholeRecordsEnd: Int64 = 0
-    private var written = 0
-    private var stopReason: String?
+    private let file: QueueConfined<File>
+
+    /// What `queue` owns: the descriptor (-1 once closed or stopped), where the last whole
+    /// record ends, the records written and why writing stopped.
+    private struct File {
+        var fd: Int32
+        var wholeRecordsEnd: Int64 = 0
+        var written = 0
+        var stopReason: String?
+    }
 
     /// Creates (truncates) the file and writes the header.
     public convenience init(path: String, maximumPendingBytes: Int = BTSnoopWriter.defaultMaximumPendingBytes,
@@ -66,7 +71,7 @@ public final class BTSnoopWriter: @unchecked Sendable { // fd, offsets and count
         self.queue = queue
         self.writeSyscall = write
         // O_NONBLOCK: opening a FIFO without a reader fails at once (ENXIO) instead of hanging.
-        fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0o644)
+        let fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0o644)
         if fd < 0 {
             let e = errno
             throw .system(operation: e == ELOOP ? "open btsnoop file (it is a symbolic link, which is not followed)" : "open btsnoop file",
@@ -82,6 +87,7 @@ public final class BTSnoopWriter: @unchecked Sendable { // fd, offsets and count
             _ = Glibc.close(fd)
             throw .system(operation: "truncate btsnoop file", endpoint: path, errno: e)
         }
+        file = QueueConfined(File(fd: fd), on: queue)
         let header = BTSnoopEncoder.header
         pendingBytes.add(header.count, ordering: .relaxed)
         queue.async { self.writeRecord(header, counted: false) }
@@ -92,7 +98,7 @@ public final class BTSnoopWriter: @unchecked Sendable { // fd, offsets and count
 
     /// Records written to the file so far, and why the writer stopped (nil while it runs).
     public var progress: (writtenRecords: Int, stopReason: String?) {
-        queue.sync { (written, stopReason) }
+        queue.sync { (file.value.written, file.value.stopReason) }
     }
 
     /// Queues one record stamped now; drops it (counted) when too much is waiting.
@@ -120,6 +126,7 @@ public final class BTSnoopWriter: @unchecked Sendable { // fd, offsets and count
 
     /// Writes one whole record, or cuts the file back to the last whole one and stops.
     private func writeRecord(_ bytes: [UInt8], counted: Bool = true) {
+        let fd = file.value.fd
         guard fd >= 0 else { return }
         let failure: Int32? = bytes.withUnsafeBytes { buf in
             guard let base = buf.baseAddress else { return nil }
@@ -136,28 +143,31 @@ public final class BTSnoopWriter: @unchecked Sendable { // fd, offsets and count
             return nil
         }
         if let failure {
-            _ = ftruncate(fd, off_t(wholeRecordsEnd))
-            let reason = "write failed with \(errnoName(failure)); the capture ends at its last whole record (\(written) records)"
-            stopReason = reason
+            _ = ftruncate(fd, off_t(file.value.wholeRecordsEnd))
+            let reason = "write failed with \(errnoName(failure)); the capture ends at its last whole record (\(file.value.written) records)"
+            file.value.stopReason = reason
             logger.log(.warning, "btsnoop writer for \(path) stopped: \(reason)")
             stopped.store(true, ordering: .relaxed)
             _ = Glibc.close(fd)
-            fd = -1
+            file.value.fd = -1
             return
         }
-        wholeRecordsEnd += Int64(bytes.count)
-        if counted { written += 1 }
+        file.value.wholeRecordsEnd += Int64(bytes.count)
+        if counted { file.value.written += 1 }
     }
 
     /// Writes what is queued, then closes the file.
     public func close() {
         stopped.store(true, ordering: .relaxed)
         queue.sync {
-            if fd >= 0 { _ = Glibc.close(fd); fd = -1 }
+            if file.value.fd >= 0 { _ = Glibc.close(file.value.fd); file.value.fd = -1 }
         }
     }
 
     deinit {
-        if fd >= 0 { _ = Glibc.close(fd) }
+        // Every queued write holds the writer, so none is left: close on the queue, its owner.
+        queue.async { [file] in
+            if file.value.fd >= 0 { _ = Glibc.close(file.value.fd) }
+        }
     }
 }

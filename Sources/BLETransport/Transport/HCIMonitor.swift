@@ -16,7 +16,7 @@ import BLEWire
 /// Records follow the monitor header of the kernel (include/net/bluetooth/hci_mon.h): opcode,
 /// adapter index and length, 2 octets each, little-endian, then the payload. Payloads that do
 /// not decode become `.undecodable`, never a trap.
-public final class HCIMonitor: @unchecked Sendable { // fd and buffer touched only on `queue`
+public final class HCIMonitor: Sendable {
     public enum Event: Sendable, Equatable {
         /// An HCI packet of adapter `adapter`, stamped (btsnoop microseconds) when it was read.
         case packet(adapter: Int, direction: PacketDirection, packet: HCIPacket, timestamp: Int64)
@@ -46,13 +46,21 @@ public final class HCIMonitor: @unchecked Sendable { // fd and buffer touched on
     public static let bufferLimit = 16_384
     private let continuation: AsyncStream<Event>.Continuation
     private let fd: Int32
-    private let queue = DispatchQueue(label: "ble.hci-monitor")
-    private var source: DispatchSourceRead?
-    private var buffer = [UInt8](repeating: 0, count: 6 + 65_535)
-    private var dropped = 0
+    private let queue: DispatchQueue
+    private let reading: QueueConfined<Reading>
+
+    /// What `queue` owns: the read source (nil once closed), the one record buffer, the count
+    /// of events the stream had no room for.
+    private struct Reading {
+        var source: (any DispatchSourceRead)?
+        var buffer = [UInt8](repeating: 0, count: 6 + 65_535)
+        var dropped = 0
+    }
 
     private init(fd: Int32) {
         self.fd = fd
+        queue = DispatchQueue(label: "ble.hci-monitor")
+        reading = QueueConfined(Reading(), on: queue)
         (events, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .bufferingOldest(Self.bufferLimit))
     }
 
@@ -74,13 +82,13 @@ public final class HCIMonitor: @unchecked Sendable { // fd and buffer touched on
     }
 
     /// Events dropped because the reader was `bufferLimit` behind.
-    public var droppedEvents: Int { queue.sync { dropped } }
+    public var droppedEvents: Int { queue.sync { reading.value.dropped } }
 
     /// Stops reading and ends `events`. Safe from any thread, more than once.
     public func close() {
-        queue.async { [self] in
-            guard let source else { return }
-            self.source = nil
+        queue.async { [reading] in
+            guard let source = reading.value.source else { return }
+            reading.value.source = nil
             source.cancel()
         }
     }
@@ -92,21 +100,21 @@ public final class HCIMonitor: @unchecked Sendable { // fd and buffer touched on
             _ = Glibc.close(fd)
             continuation.finish()
         }
-        self.source = source
+        reading.value.source = source
         source.resume()
     }
 
     private func readAvailable() {
-        while source != nil {
-            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+        while reading.value.source != nil {
+            let n = reading.value.buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
             if n < 0 {
                 let err = errno
                 if err == EINTR { continue }
                 if err != EAGAIN && err != EWOULDBLOCK { close() }
                 return
             }
-            if let event = Self.event(record: buffer[..<n], timestamp: BTSnoopEncoder.now()) {
-                if case .dropped = continuation.yield(event) { dropped += 1 }
+            if let event = Self.event(record: reading.value.buffer[..<n], timestamp: BTSnoopEncoder.now()) {
+                if case .dropped = continuation.yield(event) { reading.value.dropped += 1 }
             }
         }
     }

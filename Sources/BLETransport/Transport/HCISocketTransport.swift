@@ -4,6 +4,7 @@ import Glibc
 import CHCI
 import Dispatch
 import BLEWire
+import Synchronization
 
 /// An HCI socket of the Linux kernel (AF_BLUETOOTH, BTPROTO_HCI) bound to one adapter.
 ///
@@ -15,7 +16,7 @@ import BLEWire
 ///
 ///     let t = try HCISocketTransport(index: 0, channel: .user)
 ///     try t.start(on: executor.queue) { event in ... }
-public final class HCISocketTransport: HCITransport, @unchecked Sendable { // state touched only on the start queue
+public final class HCISocketTransport: HCITransport, Sendable {
     public enum Channel: Sendable, Hashable {
         case user, raw
     }
@@ -25,10 +26,10 @@ public final class HCISocketTransport: HCITransport, @unchecked Sendable { // st
     public let channel: Channel
     private let fd: Int32
     private let life: FDTransportLifecycle
-    private var readBuffer: UnsafeMutableRawBufferPointer
+    private let skipped = Atomic<Int>(0)
     /// Raw channel: packets read that were not controller-to-host (others' commands and data,
     /// vendor diagnostics).
-    public private(set) var skippedPackets = 0
+    public var skippedPackets: Int { skipped.load(ordering: .relaxed) }
 
     /// One packet: indicator, ACL header and a 16-bit length's worth of payload.
     static let readBufferSize = H4Framer.maxPacketLength
@@ -54,7 +55,6 @@ public final class HCISocketTransport: HCITransport, @unchecked Sendable { // st
         }
         self.fd = fd
         life = FDTransportLifecycle(fd: fd, name: name)
-        readBuffer = .allocate(byteCount: Self.readBufferSize, alignment: 8)
     }
 
     /// Maps an errno from socket()/bind() to the error that says what to do.
@@ -77,21 +77,18 @@ public final class HCISocketTransport: HCITransport, @unchecked Sendable { // st
         }
     }
 
-    deinit {
-        readBuffer.deallocate()
-    }
-
     public func start(on queue: DispatchQueue, handler: @escaping @Sendable (TransportEvent) -> Void) throws(TransportError) {
         let name = self.name, index = self.index
+        let buffer = QueueConfined(ReadBuffer(byteCount: Self.readBufferSize), on: queue)
         try life.start(on: queue, packetMode: true, isSocket: false, handler: handler,
-                       onReadable: { [weak self] in self?.readAvailable() },
+                       onReadable: { [weak self] in self?.readAvailable(into: buffer.value.bytes) },
                        lostOnWrite: { Self.lostError($0, doing: "write", name: name, index: index) })
         // The kernel unregistering the adapter sets only the socket's error (EPIPE).
         life.watchErrors { Self.lostError($0, doing: "watch", name: name, index: index) }
     }
 
     public func setACLReceiver(_ receiver: @escaping @Sendable (UnsafeRawBufferPointer) -> Bool) {
-        life.aclReceiver = receiver
+        life.setACLReceiver(receiver)
     }
 
     public func send(_ packet: HCIPacket) throws(TransportError) {
@@ -102,7 +99,8 @@ public final class HCISocketTransport: HCITransport, @unchecked Sendable { // st
 
     public func whenReleased(_ completion: @escaping @Sendable () -> Void) { life.whenReleased(completion) }
 
-    private func readAvailable() {
+    private func readAvailable(into readBuffer: UnsafeMutableRawBufferPointer) {
+        guard let running = life.running else { return }
         while life.isOpen {
             var incoming: Int32 = -1
             let n = chci_recv_packet(fd, readBuffer.baseAddress, readBuffer.count, &incoming)
@@ -121,14 +119,14 @@ public final class HCISocketTransport: HCITransport, @unchecked Sendable { // st
             if channel == .raw {
                 // Keep controller-to-host packets of the five H4 types; skip the rest.
                 if incoming == 0 || HCIPacketType(rawValue: raw[0]) == nil || raw[0] == HCIPacketType.command.rawValue {
-                    skippedPackets += 1
+                    skipped.add(1, ordering: .relaxed)
                     continue
                 }
             }
-            if let aclReceiver = life.aclReceiver, let body = H4Framer.aclBody(ofDatagram: raw), aclReceiver(body) { continue }
+            if let aclReceiver = running.aclReceiver, let body = H4Framer.aclBody(ofDatagram: raw), aclReceiver(body) { continue }
             do {
                 let packet = try H4Framer.decodeDatagram(raw, endpoint: name)
-                life.deliver(packet)
+                running.deliver(packet)
             } catch {
                 life.fail(error)
                 return

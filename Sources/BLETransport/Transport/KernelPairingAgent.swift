@@ -22,7 +22,7 @@ import BLEWire
 ///     }
 ///     let channel = try await L2CAPSocketChannel.connect(adapterIndex: 0, peer: peer, security: .authenticated, executor: executor)
 ///     agent.close()
-public final class KernelPairingAgent: @unchecked Sendable { // source is set once; cancel() is thread-safe; the logs are Mutexes
+public final class KernelPairingAgent: Sendable {
     /// What the kernel tells the peer a person can do here (management Set IO Capability;
     /// the values of SMP's IO Capability, Vol 3, Part H, 3.5.1).
     public enum IOCapability: UInt8, Sendable {
@@ -78,7 +78,8 @@ public final class KernelPairingAgent: @unchecked Sendable { // source is set on
 
     /// The adapter index whose questions are answered.
     public let index: Int
-    private let source: any DispatchSourceRead
+    /// The management channel's read source: set once in init, taken only to cancel it.
+    private let source: Mutex<any DispatchSourceRead>
     private final class Log: Sendable {
         let questions = Mutex<[Question]>([])
         let keys = Mutex<[LongTermKey]>([])
@@ -147,8 +148,8 @@ public final class KernelPairingAgent: @unchecked Sendable { // source is set on
             }
         }
         source.setCancelHandler { _ = Glibc.close(fd) }
-        self.source = source
         source.resume()
+        self.source = Mutex(source)
     }
 
     deinit { close() }
@@ -156,7 +157,7 @@ public final class KernelPairingAgent: @unchecked Sendable { // source is set on
     /// Stops answering and closes the management socket.
     public func close() {
         log.closed.withLock { $0 = true }
-        source.cancel()
+        source.withLock { $0.cancel() }
     }
 
     enum Event: Equatable {

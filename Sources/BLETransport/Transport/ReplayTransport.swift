@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Dispatch
 import BLEWire
+import Synchronization
 
 /// Plays a btsnoop capture back as if its controller were attached.
 ///
@@ -20,8 +21,11 @@ import BLEWire
 ///
 ///     let t = try ReplayTransport(path: "session.btsnoop")
 ///     try t.start(on: executor.queue) { event in ... }
-///     // ... run the stack, then: #expect(t.mismatches.isEmpty && t.expectedRemaining == 0)
-public final class ReplayTransport: HCITransport, @unchecked Sendable { // state touched only on the start queue
+///     // ... run the stack, then, on the start queue: #expect(t.mismatches.isEmpty && t.expectedRemaining == 0)
+///
+/// The replay's progress is owned by the start queue: `start` makes it, confined there, and
+/// `send`, `close`, the deliveries and the counters below reach it there.
+public final class ReplayTransport: HCITransport, Sendable {
     public struct Options: OptionSet, Sendable, Hashable {
         public let rawValue: Int
         public init(rawValue: Int) { self.rawValue = rawValue }
@@ -54,24 +58,35 @@ public final class ReplayTransport: HCITransport, @unchecked Sendable { // state
     private let dataSlots: [Int]
     /// For each record, how many host commands and data packets precede it in the capture.
     private let gates: [(commands: Int, data: Int)]
-    private var sentCommands = 0
-    private var sentData = 0
-    /// Index in `records` of the next record to look at for delivery.
-    private var nextDelivery = 0
-    private var handler: (@Sendable (TransportEvent) -> Void)?
-    private var queue: DispatchQueue?
-    private var state: State = .idle
-    private var pumpScheduled = false
-    private var exhaustedReported = false
+    /// Host packets in the capture's script.
+    private let sentTotal: Int
+    /// Set once, by `start`.
+    private let run = AtomicLazyReference<QueueConfined<Run>>()
+    /// `close()` came before `start`: the transport never opens.
+    private let closedBeforeStart = Atomic<Bool>(false)
 
-    private enum State { case idle, open, closed }
+    /// The replay's progress, on the start queue.
+    private struct Run {
+        var sentCommands = 0
+        var sentData = 0
+        /// Index in `records` of the next record to look at for delivery.
+        var nextDelivery = 0
+        var handler: (@Sendable (TransportEvent) -> Void)?
+        var isOpen = true
+        /// `start` schedules the first pump.
+        var pumpScheduled = true
+        var exhaustedReported = false
+        var mismatches: [Mismatch] = []
+        var delivered = 0
+        var expectedRemaining: Int
+    }
 
-    /// Differences between what the host sent and the capture's script.
-    public private(set) var mismatches: [Mismatch] = []
-    /// Received packets handed to the stack so far.
-    public private(set) var delivered = 0
-    /// Host packets of the script not sent yet.
-    public private(set) var expectedRemaining: Int
+    /// Differences between what the host sent and the capture's script. Read on the start queue.
+    public var mismatches: [Mismatch] { run.load()?.value.mismatches ?? [] }
+    /// Received packets handed to the stack so far. Read on the start queue.
+    public var delivered: Int { run.load()?.value.delivered ?? 0 }
+    /// Host packets of the script not sent yet. Read on the start queue.
+    public var expectedRemaining: Int { run.load()?.value.expectedRemaining ?? sentTotal }
     /// Received packets in the capture.
     public let receivedTotal: Int
 
@@ -93,8 +108,8 @@ public final class ReplayTransport: HCITransport, @unchecked Sendable { // state
         commandSlots = commands
         dataSlots = data
         self.gates = gates
-        expectedRemaining = records.count { $0.direction == .sent }
-        receivedTotal = records.count - expectedRemaining
+        sentTotal = records.count { $0.direction == .sent }
+        receivedTotal = records.count - sentTotal
     }
 
     /// Loads a btsnoop capture (H4 or Linux monitor datalink).
@@ -111,70 +126,78 @@ public final class ReplayTransport: HCITransport, @unchecked Sendable { // state
     }
 
     public func start(on queue: DispatchQueue, handler: @escaping @Sendable (TransportEvent) -> Void) throws(TransportError) {
-        guard state == .idle else { throw .closed(endpoint: name) }
-        self.queue = queue
-        self.handler = handler
-        state = .open
-        schedulePump()
+        guard !closedBeforeStart.load(ordering: .acquiring) else { throw .closed(endpoint: name) }
+        let started = QueueConfined(Run(handler: handler, expectedRemaining: sentTotal), on: queue)
+        guard run.storeIfNil(started) === started else { throw .closed(endpoint: name) }
+        queue.async { [weak self] in self?.pump(started) }
     }
 
     public func send(_ packet: HCIPacket) throws(TransportError) {
-        guard state == .open else { throw .closed(endpoint: name) }
+        guard let run = run.load(), run.value.isOpen else { throw .closed(endpoint: name) }
         let slot: Int?
         if case .command = packet {
-            slot = sentCommands < commandSlots.count ? commandSlots[sentCommands] : nil
-            sentCommands += 1
+            let sent = run.value.sentCommands
+            slot = sent < commandSlots.count ? commandSlots[sent] : nil
+            run.value.sentCommands += 1
         } else {
-            slot = sentData < dataSlots.count ? dataSlots[sentData] : nil
-            sentData += 1
+            let sent = run.value.sentData
+            slot = sent < dataSlots.count ? dataSlots[sent] : nil
+            run.value.sentData += 1
         }
         if let slot {
             if records[slot].packet != packet {
-                mismatches.append(Mismatch(record: slot + 1, expected: records[slot].packet, sent: packet))
+                run.value.mismatches.append(Mismatch(record: slot + 1, expected: records[slot].packet, sent: packet))
             }
-            expectedRemaining -= 1
+            run.value.expectedRemaining -= 1
         } else {
-            mismatches.append(Mismatch(record: nil, expected: nil, sent: packet))
+            run.value.mismatches.append(Mismatch(record: nil, expected: nil, sent: packet))
         }
-        schedulePump()
+        schedulePump(run)
     }
 
     public func close() {
-        state = .closed
-        handler = nil
+        guard let run = run.load() else {
+            closedBeforeStart.store(true, ordering: .releasing)
+            return
+        }
+        run.value.isOpen = false
+        run.value.handler = nil
     }
 
-    private func schedulePump() {
-        guard !pumpScheduled, let queue else { return }
-        pumpScheduled = true
-        queue.async { [weak self] in self?.pump() }
+    private func schedulePump(_ run: QueueConfined<Run>) {
+        guard !run.value.pumpScheduled else { return }
+        run.value.pumpScheduled = true
+        run.queue.async { [weak self] in self?.pump(run) }
     }
 
     /// Delivers what the script allows now, one batch per queue turn.
-    private func pump() {
-        pumpScheduled = false
+    private func pump(_ run: QueueConfined<Run>) {
+        run.value.pumpScheduled = false
         var budget = Self.batch
         let free = options.contains(.freeRunning)
-        while state == .open && nextDelivery < records.count
-                && (free || (gates[nextDelivery].commands <= sentCommands && gates[nextDelivery].data <= sentData)) {
-            let record = records[nextDelivery]
-            nextDelivery += 1
+        while run.value.isOpen && run.value.nextDelivery < records.count
+                && (free || (gates[run.value.nextDelivery].commands <= run.value.sentCommands
+                             && gates[run.value.nextDelivery].data <= run.value.sentData)) {
+            let record = records[run.value.nextDelivery]
+            run.value.nextDelivery += 1
             guard record.direction == .received else { continue }
             if budget == 0 {
-                nextDelivery -= 1
-                schedulePump()
+                run.value.nextDelivery -= 1
+                schedulePump(run)
                 return
             }
             budget -= 1
-            delivered += 1
+            run.value.delivered += 1
+            // Copied out first: the stack may send from the handler.
+            let handler = run.value.handler
             handler?(.packet(record.packet))
         }
-        guard state == .open, nextDelivery == records.count, free || expectedRemaining <= 0 else { return }
-        if !options.contains(.stayOpenWhenExhausted) && !exhaustedReported {
-            exhaustedReported = true
-            let handler = self.handler
-            state = .closed
-            self.handler = nil
+        guard run.value.isOpen, run.value.nextDelivery == records.count, free || run.value.expectedRemaining <= 0 else { return }
+        if !options.contains(.stayOpenWhenExhausted) && !run.value.exhaustedReported {
+            run.value.exhaustedReported = true
+            let handler = run.value.handler
+            run.value.isOpen = false
+            run.value.handler = nil
             handler?(.closed(nil))
         }
     }

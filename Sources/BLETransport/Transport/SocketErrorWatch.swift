@@ -4,6 +4,7 @@ import Glibc
 import CHCI
 import Dispatch
 import BLEWire
+import Synchronization
 
 /// Reports a socket error that neither a read nor a write would reveal in time. libdispatch's
 /// epoll backend hands a read source EPOLLIN and EPOLLHUP but drops EPOLLERR, and an HCI
@@ -12,34 +13,39 @@ import BLEWire
 /// instance watching the socket for errors alone is readable exactly then, and a dispatch
 /// read source on it fires once.
 ///
-/// Used only on `queue`. Its own descriptor is closed when the watch fires or is cancelled.
-final class SocketErrorWatch: @unchecked Sendable { // `source` is touched only on `queue`
-    private var source: DispatchSourceRead?
+/// Its own descriptor is closed when the watch fires or is cancelled.
+final class SocketErrorWatch: Sendable {
+    /// Nil once cancelled; taken on the control path only (start, cancel, the one error).
+    private let source: Mutex<(any DispatchSourceRead)?>
 
     /// Starts watching `fd`; nil when the epoll instance cannot be made (nothing is watched).
     init?(fd: Int32, queue: DispatchQueue, onError: @escaping @Sendable (Int32) -> Void) {
         let ep = chci_error_watch_open(fd)
         guard ep >= 0 else { return nil }
         let source = DispatchSource.makeReadSource(fileDescriptor: ep, queue: queue)
-        source.setEventHandler { [weak self] in
-            var err: Int32 = 0
-            guard chci_error_watch_check(ep, fd, &err) == 1 else { return }
-            self?.cancel()
-            onError(err)
-        }
         source.setCancelHandler { _ = Glibc.close(ep) }
-        self.source = source
-        source.resume()
+        self.source = Mutex(source)
+        self.source.withLock { source in
+            source?.setEventHandler { [weak self] in
+                var err: Int32 = 0
+                guard chci_error_watch_check(ep, fd, &err) == 1 else { return }
+                self?.cancel()
+                onError(err)
+            }
+            source?.resume()
+        }
     }
 
     deinit {
         // The event handler holds the watch only while it runs, so this never races it.
-        source?.cancel()
+        source.withLock { $0?.cancel() }
     }
 
     /// Stops watching. Idempotent.
     func cancel() {
-        source?.cancel()
-        source = nil
+        source.withLock { source in
+            source?.cancel()
+            source = nil
+        }
     }
 }

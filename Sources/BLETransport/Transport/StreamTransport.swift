@@ -13,7 +13,7 @@ import BLEWire
 ///
 ///     let t = try StreamTransport.connect(host: "127.0.0.1", port: 9000)
 ///     try t.start(on: executor.queue) { event in ... }
-public final class StreamTransport: HCITransport, @unchecked Sendable { // state touched only on the start queue
+public final class StreamTransport: HCITransport, Sendable {
     public let name: String
     /// For `pty`: the slave path another program opens (`btattach -B /dev/pts/5 -P h4`).
     public let ptyPath: String?
@@ -22,8 +22,12 @@ public final class StreamTransport: HCITransport, @unchecked Sendable { // state
     /// For `pty`: the slave end held open so the pty survives the other program re-attaching.
     private let ptySlaveFD: Int32
     private let life: FDTransportLifecycle
-    private var framer: H4Framer
-    private var readBuffer: UnsafeMutableRawBufferPointer
+
+    /// What the reading code owns on the start queue: the framer and its buffer.
+    private struct Reading {
+        var framer: H4Framer
+        let buffer: ReadBuffer
+    }
 
     /// Read buffer size: a few maximum-size packets per read system call.
     static let readBufferSize = 64 * 1024
@@ -35,12 +39,9 @@ public final class StreamTransport: HCITransport, @unchecked Sendable { // state
         self.ptyPath = ptyPath
         self.ptySlaveFD = ptySlaveFD
         life = FDTransportLifecycle(fd: fd, name: name)
-        framer = H4Framer(endpoint: name)
-        readBuffer = .allocate(byteCount: Self.readBufferSize, alignment: 8)
     }
 
     deinit {
-        readBuffer.deallocate()
         if ptySlaveFD >= 0 { _ = Glibc.close(ptySlaveFD) }
     }
 
@@ -50,13 +51,14 @@ public final class StreamTransport: HCITransport, @unchecked Sendable { // state
             throw .system(operation: "fcntl(O_NONBLOCK)", endpoint: name, errno: err)
         }
         let name = self.name
+        let reading = QueueConfined(Reading(framer: H4Framer(endpoint: name), buffer: ReadBuffer(byteCount: Self.readBufferSize)), on: queue)
         try life.start(on: queue, packetMode: false, isSocket: isSocket, handler: handler,
-                       onReadable: { [weak self] in self?.readAvailable() },
+                       onReadable: { [weak self] in self?.readAvailable(reading) },
                        lostOnWrite: { .lost(endpoint: name, reason: "write failed: \(errnoName($0))") })
     }
 
     public func setACLReceiver(_ receiver: @escaping @Sendable (UnsafeRawBufferPointer) -> Bool) {
-        life.aclReceiver = receiver
+        life.setACLReceiver(receiver)
     }
 
     public func send(_ packet: HCIPacket) throws(TransportError) {
@@ -71,7 +73,9 @@ public final class StreamTransport: HCITransport, @unchecked Sendable { // state
     public func whenReleased(_ completion: @escaping @Sendable () -> Void) { life.whenReleased(completion) }
 
     /// Reads until the kernel has nothing more (EAGAIN), framing packets as they complete.
-    private func readAvailable() {
+    private func readAvailable(_ reading: QueueConfined<Reading>) {
+        guard let running = life.running else { return }
+        let readBuffer = reading.value.buffer.bytes
         while life.isOpen {
             let n = read(fd, readBuffer.baseAddress, readBuffer.count)
             if n > 0 {
@@ -79,9 +83,9 @@ public final class StreamTransport: HCITransport, @unchecked Sendable { // state
                     // Not `??`: through its generic signature the closure was reabstracted
                     // (two thunks on every ACL packet).
                     let acl: @Sendable (UnsafeRawBufferPointer) -> Bool
-                    if let receiver = life.aclReceiver { acl = receiver } else { acl = { _ in false } }
-                    try framer.feed(UnsafeRawBufferPointer(rebasing: readBuffer[..<n]), acl: { life.isOpen && acl($0) }) { packet in
-                        if life.isOpen { life.deliver(packet) }
+                    if let receiver = running.aclReceiver { acl = receiver } else { acl = { _ in false } }
+                    try reading.value.framer.feed(UnsafeRawBufferPointer(rebasing: readBuffer[..<n]), acl: { life.isOpen && acl($0) }) { packet in
+                        if life.isOpen { running.deliver(packet) }
                     }
                 } catch {
                     life.fail(error)
@@ -90,7 +94,7 @@ public final class StreamTransport: HCITransport, @unchecked Sendable { // state
                 if n < readBuffer.count { return }
             } else if n == 0 {
                 do {
-                    try framer.finish()
+                    try reading.value.framer.finish()
                     life.fail(.lost(endpoint: name, reason: "the other end closed the stream (end of file)"))
                 } catch {
                     life.fail(error)

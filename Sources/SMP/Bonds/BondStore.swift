@@ -3,6 +3,7 @@ import Glibc
 #endif
 import BLECore
 import BLEWire
+import Synchronization
 
 /// Where bonds are kept between runs. `FileBondStore` is the default; an app may keep them
 /// elsewhere (a keychain, a database).
@@ -72,24 +73,26 @@ public enum BondStoreError: Error, Sendable, Hashable, CustomStringConvertible {
 }
 
 /// Bonds in memory only (tests, or an app that pairs every time).
-public final class MemoryBondStore: BondStore, @unchecked Sendable { // every access holds `lock`
-    private let lock = NSLockLike()
-    private var bonds: [LEAddress: Bond] = [:]
+public final class MemoryBondStore: BondStore {
+    /// Apps call the store from any thread, off the data path.
+    private let bonds: Mutex<[LEAddress: Bond]>
 
     public init(_ initial: [Bond] = []) {
+        var bonds: [LEAddress: Bond] = [:]
         for b in initial { bonds[b.peer] = b }
+        self.bonds = Mutex(bonds)
     }
 
     public func bond(for peer: LEAddress) -> Bond? {
-        lock.withLock { bonds[peer] ?? bonds.values.first { $0.identityAddress == peer } }
+        bonds.withLock { bonds in bonds[peer] ?? bonds.values.first { $0.identityAddress == peer } }
     }
 
-    public func allBonds() -> [Bond] { lock.withLock { Array(bonds.values) } }
+    public func allBonds() -> [Bond] { bonds.withLock { Array($0.values) } }
 
-    public func save(_ bond: Bond) throws(BondStoreError) { lock.withLock { bonds[bond.peer] = bond } }
+    public func save(_ bond: Bond) throws(BondStoreError) { bonds.withLock { $0[bond.peer] = bond } }
 
     public func update(_ peer: LEAddress, _ change: (inout Bond) -> Bool) throws(BondStoreError) -> Bool {
-        lock.withLock {
+        bonds.withLock { bonds in
             guard var bond = bonds[peer] ?? bonds.values.first(where: { $0.identityAddress == peer }), change(&bond) else { return false }
             bonds[bond.peer] = bond
             return true
@@ -97,6 +100,6 @@ public final class MemoryBondStore: BondStore, @unchecked Sendable { // every ac
     }
 
     public func remove(_ peer: LEAddress) throws(BondStoreError) {
-        lock.withLock { bonds = bonds.filter { $0.key != peer && $0.value.identityAddress != peer } }
+        bonds.withLock { bonds in bonds = bonds.filter { $0.key != peer && $0.value.identityAddress != peer } }
     }
 }

@@ -4,6 +4,7 @@ import Glibc
 import BLECore
 import BLETransport
 import BLEWire
+import Synchronization
 
 /// Bonds in files: `<directory>/<adapter address>/<peer address>-<public|random>`, one file
 /// per adapter and peer, mode 0600 in 0700 directories, each written to a new temporary file
@@ -17,18 +18,22 @@ import BLEWire
 /// always a new one (O_EXCL), so a planted link cannot redirect a write.
 ///
 ///     let store = try FileBondStore(adapter: info.address)   // BLE_BOND_DIR or ~/.local/state/swift-ble-host/bonds
-public final class FileBondStore: BondStore, @unchecked Sendable { // file access, `directoryDescriptor` and `writes` are serialised by `lock`; the rest is immutable after init
+public final class FileBondStore: BondStore {
     /// The adapter's own directory.
     public let directory: String
     /// The bond directory the adapter's directory is in.
     private let root: String
-    /// The adapter's directory, open: every file is reached relative to it. Nil until it
-    /// exists: nothing is created before the first save.
-    private var directoryDescriptor: Int32?
     private let onProblem: @Sendable (BondStoreError) -> Void
-    private let lock = NSLockLike()
-    /// Makes each temporary file name new (with the process id).
-    private var writes: UInt64 = 0
+    /// Every file access holds it: apps call the store from any thread, off the data path.
+    private let files: Mutex<Files>
+
+    private struct Files {
+        /// The adapter's directory, open: every file is reached relative to it. Nil until it
+        /// exists: nothing is created before the first save.
+        var directoryDescriptor: Int32?
+        /// Makes each temporary file name new (with the process id).
+        var writes: UInt64 = 0
+    }
 
     /// The directory bonds go to when none is given: `BLE_BOND_DIR`, else
     /// `$XDG_STATE_HOME/swift-ble-host/bonds`, else `~/.local/state/swift-ble-host/bonds`.
@@ -49,7 +54,8 @@ public final class FileBondStore: BondStore, @unchecked Sendable { // file acces
         self.root = root
         self.directory = root + "/" + adapter.description
         self.onProblem = onProblem
-        directoryDescriptor = try Self.openAdapterDirectory(root: root, name: adapter.description, path: self.directory, creating: false)
+        files = Mutex(Files(directoryDescriptor: try Self.openAdapterDirectory(root: root, name: adapter.description,
+                                                                               path: root + "/" + adapter.description, creating: false)))
     }
 
     /// Opens (with `creating`, after making the missing directories) the adapter's directory
@@ -88,17 +94,17 @@ public final class FileBondStore: BondStore, @unchecked Sendable { // file acces
     }
 
     /// The adapter's directory, created when missing (by a save).
-    private func writableDirectory() throws(BondStoreError) -> Int32 {
-        if let directoryDescriptor { return directoryDescriptor }
+    private func writableDirectory(_ files: inout Files) throws(BondStoreError) -> Int32 {
+        if let directoryDescriptor = files.directoryDescriptor { return directoryDescriptor }
         let name = String(directory.dropFirst(root.count + 1))
         guard let fd = try Self.openAdapterDirectory(root: root, name: name, path: directory, creating: true) else {
             throw .io(path: directory, operation: "opening directory", errno: ENOENT)
         }
-        directoryDescriptor = fd
+        files.directoryDescriptor = fd
         return fd
     }
 
-    deinit { if let directoryDescriptor { close(directoryDescriptor) } }
+    deinit { files.withLock { if let directoryDescriptor = $0.directoryDescriptor { close(directoryDescriptor) } } }
 
     /// The adapters with a directory in the bond directory (`directory`, else
     /// `defaultDirectory`), sorted: their bonds can be listed without opening a controller.
@@ -125,37 +131,38 @@ public final class FileBondStore: BondStore, @unchecked Sendable { // file acces
     }
 
     public func bond(for peer: LEAddress) -> Bond? {
-        lock.withLock {
-            if let b = readFile(Self.fileName(for: peer)) { return b }
-            return loadAll().first { $0.identityAddress == peer || $0.peer == peer }
+        files.withLock { files in
+            if let b = readFile(Self.fileName(for: peer), in: files.directoryDescriptor) { return b }
+            return loadAll(in: files.directoryDescriptor).first { $0.identityAddress == peer || $0.peer == peer }
         }
     }
 
-    public func allBonds() -> [Bond] { lock.withLock { loadAll() } }
+    public func allBonds() -> [Bond] { files.withLock { loadAll(in: $0.directoryDescriptor) } }
 
     public func save(_ bond: Bond) throws(BondStoreError) {
-        let result: Result<Void, BondStoreError> = lock.withLock {
-            do throws(BondStoreError) { try writeAtomically(BondFile.encode(bond), to: Self.fileName(for: bond.peer)) } catch { return .failure(error) }
+        let result: Result<Void, BondStoreError> = files.withLock { files in
+            do throws(BondStoreError) { try writeAtomically(BondFile.encode(bond), to: Self.fileName(for: bond.peer), &files) } catch { return .failure(error) }
             return .success(())
         }
         try result.get()
     }
 
     public func update(_ peer: LEAddress, _ change: (inout Bond) -> Bool) throws(BondStoreError) -> Bool {
-        let result: Result<Bool, BondStoreError> = lock.withLock {
-            guard var bond = readFile(Self.fileName(for: peer)) ?? loadAll().first(where: { $0.identityAddress == peer || $0.peer == peer }),
+        let result: Result<Bool, BondStoreError> = files.withLock { files in
+            guard var bond = readFile(Self.fileName(for: peer), in: files.directoryDescriptor)
+                    ?? loadAll(in: files.directoryDescriptor).first(where: { $0.identityAddress == peer || $0.peer == peer }),
                   change(&bond) else { return .success(false) }
-            do throws(BondStoreError) { try writeAtomically(BondFile.encode(bond), to: Self.fileName(for: bond.peer)) } catch { return .failure(error) }
+            do throws(BondStoreError) { try writeAtomically(BondFile.encode(bond), to: Self.fileName(for: bond.peer), &files) } catch { return .failure(error) }
             return .success(true)
         }
         return try result.get()
     }
 
     public func remove(_ peer: LEAddress) throws(BondStoreError) {
-        let result: Result<Void, BondStoreError> = lock.withLock {
-            guard let directoryDescriptor else { return .success(()) }
+        let result: Result<Void, BondStoreError> = files.withLock { files in
+            guard let directoryDescriptor = files.directoryDescriptor else { return .success(()) }
             var names = [Self.fileName(for: peer)]
-            names += loadAll().filter { $0.identityAddress == peer }.map { Self.fileName(for: $0.peer) }
+            names += loadAll(in: directoryDescriptor).filter { $0.identityAddress == peer }.map { Self.fileName(for: $0.peer) }
             for name in names where unlinkat(directoryDescriptor, name, 0) != 0 && errno != ENOENT {
                 return .failure(.io(path: directory + "/" + name, operation: "removing", errno: errno))
             }
@@ -166,25 +173,21 @@ public final class FileBondStore: BondStore, @unchecked Sendable { // file acces
 
     /// The text of the adapter's own file `name` (its static address, its IRK), nil when absent.
     func readOwnFile(_ name: String) throws(BondStoreError) -> String? {
-        let result: Result<String?, BondStoreError> = lock.withLock {
-            guard let directoryDescriptor else { return .success(nil) }
-            let fd = openat(directoryDescriptor, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-            if fd < 0 {
-                return errno == ENOENT ? .success(nil) : .failure(.io(path: directory + "/" + name, operation: "opening", errno: errno))
+        let result: Result<String?, BondStoreError> = files.withLock { files in
+            guard let directoryDescriptor = files.directoryDescriptor else { return .success(nil) }
+            do throws(SystemCallError) {
+                return .success(try OwnDirectory.read(name, in: directoryDescriptor, atMost: 256).map { String(decoding: $0, as: UTF8.self) })
+            } catch {
+                return .failure(.io(path: directory + "/" + name, operation: error.call, errno: error.errno))
             }
-            defer { close(fd) }
-            var bytes = [UInt8](repeating: 0, count: 256)
-            let n = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            guard n >= 0 else { return .failure(.io(path: directory + "/" + name, operation: "reading", errno: errno)) }
-            return .success(String(decoding: bytes[0..<n], as: UTF8.self))
         }
         return try result.get()
     }
 
     /// Writes the adapter's own file `name` (mode 0600, atomically), creating the directories.
     func writeOwnFile(_ text: String, to name: String) throws(BondStoreError) {
-        let result: Result<Void, BondStoreError> = lock.withLock {
-            do throws(BondStoreError) { try writeAtomically(text, to: name) } catch { return .failure(error) }
+        let result: Result<Void, BondStoreError> = files.withLock { files in
+            do throws(BondStoreError) { try writeAtomically(text, to: name, &files) } catch { return .failure(error) }
             return .success(())
         }
         try result.get()
@@ -199,7 +202,7 @@ public final class FileBondStore: BondStore, @unchecked Sendable { // file acces
         peer.address.description + (peer.type.isRandom ? "-random" : "-public")
     }
 
-    private func loadAll() -> [Bond] {
+    private func loadAll(in directoryDescriptor: Int32?) -> [Bond] {
         guard let directoryDescriptor else { return [] }
         let fd = openat(directoryDescriptor, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0, let dir = fdopendir(fd) else {
@@ -210,30 +213,25 @@ public final class FileBondStore: BondStore, @unchecked Sendable { // file acces
         }
         defer { closedir(dir) }
         let names = entryNames(dir).filter { $0.hasSuffix("-public") || $0.hasSuffix("-random") }
-        return names.compactMap(readFile).sorted { $0.peer.address < $1.peer.address }
+        return names.compactMap { readFile($0, in: directoryDescriptor) }.sorted { $0.peer.address < $1.peer.address }
     }
 
     /// Reads one bond file of the adapter's directory (never through a symbolic link); nil
     /// when it is absent or does not parse (reported).
-    private func readFile(_ name: String) -> Bond? {
+    private func readFile(_ name: String, in directoryDescriptor: Int32?) -> Bond? {
         let path = directory + "/" + name
         guard let directoryDescriptor else { return nil }
-        let fd = openat(directoryDescriptor, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        if fd < 0 {
-            if errno != ENOENT { onProblem(.io(path: path, operation: "opening", errno: errno)) }
+        // A bond file is a few hundred bytes: anything far larger is not one.
+        let limit = 64 * 1024
+        let bytes: [UInt8]
+        do {
+            guard let read = try OwnDirectory.read(name, in: directoryDescriptor, atMost: limit + 1) else { return nil }
+            bytes = read
+        } catch {
+            onProblem(.io(path: path, operation: error.call, errno: error.errno))
             return nil
         }
-        defer { close(fd) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n < 0 { onProblem(.io(path: path, operation: "reading", errno: errno)); return nil }
-            if n == 0 { break }
-            bytes += chunk[0..<n]
-            // A bond file is a few hundred bytes: anything far larger is not one.
-            if bytes.count > 64 * 1024 { onProblem(.corrupt(path: path, detail: "larger than 64 KiB")); return nil }
-        }
+        if bytes.count > limit { onProblem(.corrupt(path: path, detail: "larger than 64 KiB")); return nil }
         do throws(BondFileError) {
             return try BondFile.decode(String(decoding: bytes, as: UTF8.self))
         } catch {
@@ -255,37 +253,25 @@ public final class FileBondStore: BondStore, @unchecked Sendable { // file acces
     /// another user owns.
     static func openOwnDirectory(_ name: String, at directory: Int32, path: String? = nil) throws(BondStoreError) -> Int32 {
         let path = path ?? name
-        let fd = openat(directory, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-        guard fd >= 0 else {
-            let e = errno
-            if e == ELOOP || e == ENOTDIR {
-                // Linux answers ENOTDIR for a link to a directory opened with O_DIRECTORY | O_NOFOLLOW.
-                var st = stat()
-                let isLink = fstatat(directory, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_mode & S_IFMT == S_IFLNK
-                throw .unsafeDirectory(path: path, isLink ? .symbolicLink : .notADirectory)
+        do {
+            return try OwnDirectory.open(name, at: directory)
+        } catch {
+            switch error {
+            case .symbolicLink: throw .unsafeDirectory(path: path, .symbolicLink)
+            case .notADirectory: throw .unsafeDirectory(path: path, .notADirectory)
+            case .ownedByAnotherUser(let owner, let user): throw .unsafeDirectory(path: path, .ownedByAnotherUser(owner: owner, user: user))
+            case .failed(let operation, let e): throw .io(path: path, operation: operation, errno: e)
             }
-            throw .io(path: path, operation: "opening directory", errno: e)
         }
-        var st = stat()
-        guard fstat(fd, &st) == 0 else {
-            let e = errno
-            close(fd)
-            throw .io(path: path, operation: "checking directory", errno: e)
-        }
-        guard st.st_uid == geteuid() else {
-            close(fd)
-            throw .unsafeDirectory(path: path, .ownedByAnotherUser(owner: st.st_uid, user: geteuid()))
-        }
-        return fd
     }
 
     /// Writes `text` to a new file next to `name` (O_CREAT | O_EXCL | O_NOFOLLOW, mode 0600),
     /// syncs it, renames it over `name` and syncs the directory, so the bond is either the
     /// old one or the new one after a crash, and on disk once this returns.
-    private func writeAtomically(_ text: String, to name: String) throws(BondStoreError) {
-        let directoryDescriptor = try writableDirectory()
-        writes += 1
-        let temp = ".\(name).\(getpid()).\(writes).tmp"
+    private func writeAtomically(_ text: String, to name: String, _ files: inout Files) throws(BondStoreError) {
+        let directoryDescriptor = try writableDirectory(&files)
+        files.writes += 1
+        let temp = ".\(name).\(getpid()).\(files.writes).tmp"
         do {
             try AtomicFile.replace(name, in: directoryDescriptor, with: Array(text.utf8), temporaryName: temp, mode: 0o600, syncDirectory: true)
         } catch {

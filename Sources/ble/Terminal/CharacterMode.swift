@@ -18,8 +18,9 @@ import Synchronization
 ///     guard let mode = CharacterMode.enter() else { return readLine() }
 ///     defer { mode.restore() }
 struct CharacterMode: Sendable {
-    /// What to put back: the terminal's settings and the signals' dispositions.
-    private struct Saved: Sendable {
+    /// What to put back: the terminal's settings and the signals' dispositions. Made, kept
+    /// and put back inside `saved` only.
+    private struct Saved {
         var settings: termios
         var signals: SignalWatch
     }
@@ -60,14 +61,17 @@ struct CharacterMode: Sendable {
     func restore() { Self.restoreSaved() }
 
     private static func restoreSaved() {
-        guard var s = saved.withLock({ s -> Saved? in defer { s = nil }; return s }) else { return }
-        _ = tcsetattr(0, TCSANOW, &s.settings)
-        s.signals.stop()
+        saved.withLock { current in
+            guard var s = current else { return }
+            current = nil
+            _ = tcsetattr(0, TCSANOW, &s.settings)
+            s.signals.stop()
+        }
     }
 
     /// Signals that end the process, caught while the terminal is in character mode so that
     /// it ends through `exit` (and its hook) instead of at once.
-    private final class SignalWatch: @unchecked Sendable {  // made and stopped under `saved`'s lock only
+    private final class SignalWatch {
         let sources: [any DispatchSourceSignal]
         let previous: [(Int32, __sighandler_t?)]
 

@@ -38,25 +38,17 @@ enum TerminalKeys {
             continuation.yield(.idle)
             continuation.finish()
         }
-        let sources = Sources(source, timer)
-        continuation.onTermination = { _ in queue.async { sources.cancel() } }
+        // The read source and the idle timer, handed to the stream's end to cancel them there.
+        let sources = QueueConfined((read: source, idle: timer), on: queue)
+        continuation.onTermination = { _ in
+            queue.async {
+                sources.value.read.cancel()
+                sources.value.idle.cancel()
+            }
+        }
         timer.schedule(deadline: .now() + .nanoseconds(idleNanoseconds))
         timer.resume()
         source.resume()
         return stream
-    }
-
-    /// The read source and the idle timer, handed to the stream's end to cancel them.
-    private final class Sources: @unchecked Sendable {  // cancel() only, on their own serial queue
-        let source: any DispatchSourceRead
-        let timer: any DispatchSourceTimer
-        init(_ source: any DispatchSourceRead, _ timer: any DispatchSourceTimer) {
-            self.source = source
-            self.timer = timer
-        }
-        func cancel() {
-            source.cancel()
-            timer.cancel()
-        }
     }
 }
