@@ -42,7 +42,7 @@ from bumble.transport.common import AsyncPipeSink
 
 import l2cap_servers
 from central_bed import emit, host_controller, stop_on_signals
-from peer_security import PeerSecurity, ScenarioKeyError
+from peer_security import BondKeepingSession, PeerSecurity, ScenarioKeyError
 
 log = logging.getLogger("virtual_radio")
 
@@ -386,6 +386,7 @@ class Peripheral:
         )
         self.security = PeerSecurity(self.device, self.spec.id)
         self.security.install_key_lookup()
+        self.device.smp_manager.session_proxy = BondKeepingSession
         if appearance is not None:
             self.device.add_service(GenericAccessService(self.spec.name, int(appearance)))
             self.device.add_default_services(add_gap_service=False, add_gatt_service=True)
@@ -754,7 +755,7 @@ class Peripheral:
         started, six digits entered, entry completed."""
         peripheral = self
 
-        class KeypressSession(smp.Session):
+        class KeypressSession(BondKeepingSession):
             def __init__(self, *args: Any, **kwargs: Any) -> None:
                 super().__init__(*args, **kwargs)
                 self.keypress = True
