@@ -1,7 +1,12 @@
 """The set-up the Bumble scripts that face the stack under test share (central_peer.py,
-pairing_central.py, gatt_central.py, and virtual_radio.py): JSON lines
-on stdout, an end on SIGTERM or SIGINT, and a LocalLink on which one virtual controller is
-exposed to the stack as H4 over TCP and another carries a Bumble Device as the central.
+gatt_central.py and virtual_radio.py): JSON lines on stdout, an end on SIGTERM or SIGINT,
+and a LocalLink on which one virtual controller is exposed to the stack as H4 over TCP and
+another carries a Bumble Device as the central.
+
+pairing_central.py keeps its own copy: with this module imported, the `ble serve` pairing
+tests lose the central's ATT requests after pairing. Bumble's LocalLink picks a link's
+controller by address from a set ordered by object identity, so the allocation order of a
+script can change which controller a packet reaches where two match.
 """
 
 from __future__ import annotations
@@ -12,6 +17,8 @@ import json
 import signal
 import socket
 import sys
+from dataclasses import dataclass
+from typing import Any
 
 from bumble import hci
 from bumble.controller import Controller
@@ -38,9 +45,18 @@ def stop_on_signals(loop: asyncio.AbstractEventLoop) -> asyncio.Event:
     return stop
 
 
-async def host_controller(link: LocalLink, port: int, host_address: str) -> tuple[Controller, int]:
+@dataclass
+class HostSide:
+    """The controller the stack drives, the port it listens on, and its TCP transport, which
+    the caller keeps for as long as the link runs: once collected, its server goes."""
+    controller: Controller
+    port: int
+    transport: Any
+
+
+async def host_controller(link: LocalLink, port: int, host_address: str) -> HostSide:
     """The controller the stack drives, as H4 over TCP on 127.0.0.1:`port` (0: any free port),
-    with `host_address` as its public address; the controller and the port it listens on."""
+    with `host_address` as its public address."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", port))
@@ -55,18 +71,18 @@ async def host_controller(link: LocalLink, port: int, host_address: str) -> tupl
     # would see its data dropped ("no connection for 00:00:00:00:00:00"). The same value as
     # its random address makes both kinds route.
     controller.random_address = controller.public_address
-    return controller, bound
+    return HostSide(controller, bound, transport)
 
 
 def central_device(link: LocalLink, address: str, irk: bytes | None = None) -> Device:
     """A Bumble Device named "bumble-central" on a controller of its own on `link`, with the
     random static `address` (and `irk`, octets as Bumble keeps them); not yet powered on."""
+    controller = Controller("central", link=link)
     config = DeviceConfiguration()
     config.name = "bumble-central"
     config.address = hci.Address(address, hci.Address.RANDOM_DEVICE_ADDRESS)
     if irk is not None:
         config.irk = irk
-    controller = Controller("central", link=link)
     return Device(config=config, host=Host(controller, AsyncPipeSink(controller)))
 
 

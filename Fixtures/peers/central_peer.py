@@ -31,7 +31,8 @@ async def run(args: argparse.Namespace) -> int:
     stop = stop_on_signals(loop)
 
     link = LocalLink()
-    host, port = await host_controller(link, args.port, args.host_address)
+    host_side = await host_controller(link, args.port, args.host_address)
+    host = host_side.controller
     if args.extended_commands:
         # Bumble's controller has the LE Extended Advertising feature and handles the
         # extended advertising and scanning commands, but leaves them out of its Supported
@@ -82,7 +83,7 @@ async def run(args: argparse.Namespace) -> int:
     device.on("advertisement", on_advertisement)
     await device.start_scanning(legacy=False, active=False, filter_duplicates=False)
 
-    emit({"ready": True, "port": port})
+    emit({"ready": True, "port": host_side.port})
     await stop.wait()
     return 0
 

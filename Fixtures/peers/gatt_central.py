@@ -179,7 +179,7 @@ async def run(args: argparse.Namespace) -> int:
     loop.call_later(args.lifetime, stop.set)
 
     link = LocalLink()
-    _, port = await host_controller(link, 0, args.host_address)
+    host_side = await host_controller(link, 0, args.host_address)
     device = central_device(link, args.central_address)
     await device.power_on()
 
@@ -194,7 +194,7 @@ async def run(args: argparse.Namespace) -> int:
 
     device.on("advertisement", on_advertisement)
     await device.start_scanning(legacy=False, active=False, filter_duplicates=False)
-    emit({"ready": True, "port": port})
+    emit({"ready": True, "port": host_side.port})
 
     async def connect():  # type: ignore[no-untyped-def]
         await advertised.wait()

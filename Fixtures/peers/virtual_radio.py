@@ -1023,7 +1023,7 @@ async def run(args: argparse.Namespace) -> int:
     specs = expand_devices(scenario)
 
     link = LocalLink()
-    _, port = await host_controller(link, args.port, args.host_address)
+    host_side = await host_controller(link, args.port, args.host_address)
 
     peripherals += [Peripheral(spec, link) for spec in specs]
     for p in peripherals:
@@ -1034,7 +1034,7 @@ async def run(args: argparse.Namespace) -> int:
 
     ready = {
         "ready": True,
-        "port": port,
+        "port": host_side.port,
         "hostAddress": args.host_address,
         "devices": [
             {"id": p.spec.id, "name": p.spec.name, "address": p.spec.address, "addressType": "random"}
