@@ -18,56 +18,29 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
-import signal
-import socket
 import sys
 
 from bumble import hci
-from bumble.controller import Controller
-from bumble.device import Device, DeviceConfiguration
-from bumble.host import Host
 from bumble.link import LocalLink
-from bumble.transport.common import AsyncPipeSink
-from bumble.transport.tcp_server import open_tcp_server_transport_with_socket
 
-
-def emit(obj: dict) -> None:
-    sys.stdout.write(json.dumps(obj) + "\n")
-    sys.stdout.flush()
+from central_bed import bed_arguments, central_device, emit, host_controller, stop_on_signals
 
 
 async def run(args: argparse.Namespace) -> int:
     loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
+    stop = stop_on_signals(loop)
 
     link = LocalLink()
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", args.port))
-    port = sock.getsockname()[1]
-    transport = await open_tcp_server_transport_with_socket(sock)
-    host_controller = Controller(
-        "host", host_source=transport.source, host_sink=transport.sink, link=link,
-        public_address=args.host_address,
-    )
-    # LocalLink routes by the sender's random address (see virtual_radio.py).
-    host_controller.random_address = host_controller.public_address
+    host_side = await host_controller(link, args.port, args.host_address)
+    host = host_side.controller
     if args.extended_commands:
         # Bumble's controller has the LE Extended Advertising feature and handles the
         # extended advertising and scanning commands, but leaves them out of its Supported
         # Commands (so a host that checks them uses the legacy ones): list them.
-        host_controller.supported_commands = set(host_controller.supported_commands) | {
+        host.supported_commands = set(host.supported_commands) | {
             0x2035, 0x2036, 0x2037, 0x2038, 0x2039, 0x203A, 0x203B, 0x203C, 0x2041, 0x2042, 0x2043}
 
-    controller = Controller("central", link=link)
-    config = DeviceConfiguration()
-    config.name = "bumble-central"
-    config.address = hci.Address(args.central_address, hci.Address.RANDOM_DEVICE_ADDRESS)
-    device = Device(config=config, host=Host(controller, AsyncPipeSink(controller)))
+    device = central_device(link, args.central_address)
     await device.power_on()
 
     target = hci.Address(args.host_address, hci.Address.PUBLIC_DEVICE_ADDRESS)
@@ -110,16 +83,14 @@ async def run(args: argparse.Namespace) -> int:
     device.on("advertisement", on_advertisement)
     await device.start_scanning(legacy=False, active=False, filter_duplicates=False)
 
-    emit({"ready": True, "port": port})
+    emit({"ready": True, "port": host_side.port})
     await stop.wait()
     return 0
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--port", type=int, default=0)
-    parser.add_argument("--host-address", default="00:1B:DC:0F:00:09")
-    parser.add_argument("--central-address", default="C0:00:00:00:00:01")
+    bed_arguments(parser, host_address="00:1B:DC:0F:00:09", central_address="C0:00:00:00:00:01")
     parser.add_argument("--connect", action="store_true")
     parser.add_argument("--hold", type=float, default=0.5)
     parser.add_argument("--extended-commands", action="store_true")

@@ -39,29 +39,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
-import signal
-import socket
 import sys
 
 from bumble import att, gatt_client, hci, l2cap
-from bumble.controller import Controller
 from bumble.core import UUID
-from bumble.device import AdvertisingType, Device, DeviceConfiguration, Peer
-from bumble.host import Host
+from bumble.device import AdvertisingType, Device, Peer
 from bumble.link import LocalLink
-from bumble.transport.common import AsyncPipeSink
-from bumble.transport.tcp_server import open_tcp_server_transport_with_socket
+
+from central_bed import central_device, emit, host_controller, stop_on_signals
 
 BATTERY_LEVEL = UUID.from_16_bits(0x2A19)
 LONG = UUID("12345678-1234-5678-1234-56789ABCDEF1")
 COMMAND = UUID("12345678-1234-5678-1234-56789ABCDEF2")
 COUNTER = UUID("12345678-1234-5678-1234-56789ABCDEF3")
-
-
-def emit(obj: dict) -> None:
-    sys.stdout.write(json.dumps(obj) + "\n")
-    sys.stdout.flush()
 
 
 class RawRequest:
@@ -185,30 +175,12 @@ async def serve(device: Device, connection, peer: Peer, reconnect):  # type: ign
 
 async def run(args: argparse.Namespace) -> int:
     loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
+    stop = stop_on_signals(loop)
     loop.call_later(args.lifetime, stop.set)
 
     link = LocalLink()
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    transport = await open_tcp_server_transport_with_socket(sock)
-    host_controller = Controller(
-        "host", host_source=transport.source, host_sink=transport.sink, link=link,
-        public_address=args.host_address,
-    )
-    # LocalLink routes by the sender's random address (see virtual_radio.py).
-    host_controller.random_address = host_controller.public_address
-
-    controller = Controller("central", link=link)
-    config = DeviceConfiguration()
-    config.name = "bumble-central"
-    config.address = hci.Address(args.central_address, hci.Address.RANDOM_DEVICE_ADDRESS)
-    device = Device(config=config, host=Host(controller, AsyncPipeSink(controller)))
+    host_side = await host_controller(link, 0, args.host_address)
+    device = central_device(link, args.central_address)
     await device.power_on()
 
     target = hci.Address(args.host_address, hci.Address.PUBLIC_DEVICE_ADDRESS)
@@ -222,7 +194,7 @@ async def run(args: argparse.Namespace) -> int:
 
     device.on("advertisement", on_advertisement)
     await device.start_scanning(legacy=False, active=False, filter_duplicates=False)
-    emit({"ready": True, "port": port})
+    emit({"ready": True, "port": host_side.port})
 
     async def connect():  # type: ignore[no-untyped-def]
         await advertised.wait()

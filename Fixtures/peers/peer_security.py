@@ -22,6 +22,7 @@ encryption with.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 from typing import Any
@@ -35,6 +36,34 @@ log = logging.getLogger("virtual_radio")
 
 class ScenarioKeyError(ValueError):
     """A malformed "storedBond"."""
+
+
+class BondKeepingSession(smp.Session):
+    """A pairing session whose keys the peripheral keeps once the central's last key has
+    arrived, also when the link ends right behind it: a Security Manager has the bond when
+    key distribution ends (Vol 3, Part H, 3.6.1). Bumble stores the keys in a task that it
+    cancels when the link ends; a central whose HCI Disconnect follows its last key
+    distribution PDU at once (both in one read of the H4 stream, as on a loaded machine)
+    left the peripheral without the bond, and the next link's encryption failed with PIN or
+    Key Missing (0x06)."""
+
+    # The tasks storing keys, held until they end (the event loop keeps only weak references).
+    storing: set[asyncio.Task] = set()
+
+    def on_peer_key_distribution_complete(self) -> None:
+        if self.is_initiator:
+            self.distribute_keys()
+        task = asyncio.ensure_future(self.on_pairing())
+        BondKeepingSession.storing.add(task)
+        task.add_done_callback(self.stored)
+
+    @staticmethod
+    def stored(task: asyncio.Task) -> None:
+        BondKeepingSession.storing.discard(task)
+        # After a link that ended, waiting for its packets to drain fails once the keys
+        # are stored: nothing to report.
+        if not task.cancelled() and task.exception() is not None:
+            log.info("pairing ended after its link: %s", task.exception())
 
 
 class PeerSecurity:

@@ -23,8 +23,6 @@ import asyncio
 import json
 import logging
 import os
-import signal
-import socket
 import struct
 import sys
 from dataclasses import dataclass, field
@@ -41,10 +39,10 @@ from bumble.smp import OobContext, OobLegacyContext, OobSharedData
 from bumble.crypto import aes_cmac
 from bumble.profiles.gap import GenericAccessService
 from bumble.transport.common import AsyncPipeSink
-from bumble.transport.tcp_server import open_tcp_server_transport_with_socket
 
 import l2cap_servers
-from peer_security import PeerSecurity, ScenarioKeyError
+from central_bed import emit, host_controller, stop_on_signals
+from peer_security import BondKeepingSession, PeerSecurity, ScenarioKeyError
 
 log = logging.getLogger("virtual_radio")
 
@@ -388,6 +386,7 @@ class Peripheral:
         )
         self.security = PeerSecurity(self.device, self.spec.id)
         self.security.install_key_lookup()
+        self.device.smp_manager.session_proxy = BondKeepingSession
         if appearance is not None:
             self.device.add_service(GenericAccessService(self.spec.name, int(appearance)))
             self.device.add_default_services(add_gap_service=False, add_gatt_service=True)
@@ -756,7 +755,7 @@ class Peripheral:
         started, six digits entered, entry completed."""
         peripheral = self
 
-        class KeypressSession(smp.Session):
+        class KeypressSession(BondKeepingSession):
             def __init__(self, *args: Any, **kwargs: Any) -> None:
                 super().__init__(*args, **kwargs)
                 self.keypress = True
@@ -994,12 +993,7 @@ def advertising_payloads(spec: DeviceSpec, adv: dict[str, Any]) -> tuple[bytes, 
 
 async def run(args: argparse.Namespace) -> int:
     loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
-    # A parent may spawn us with these signals blocked (the mask is inherited through
-    # posix_spawn); unblock them so SIGTERM and SIGINT always end the radio.
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
+    stop = stop_on_signals(loop)
     if args.exit_on_stdin_eof:
         fd = sys.stdin.fileno()
 
@@ -1029,23 +1023,7 @@ async def run(args: argparse.Namespace) -> int:
     specs = expand_devices(scenario)
 
     link = LocalLink()
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", args.port))
-    port = sock.getsockname()[1]
-    transport = await open_tcp_server_transport_with_socket(sock)
-    host_controller = Controller(
-        "host",
-        host_source=transport.source,
-        host_sink=transport.sink,
-        link=link,
-        public_address=args.host_address,
-    )
-    # Bumble's LocalLink labels ACL data with the sender's *random* address whatever own
-    # address type the host connected with; a host that connects with its public address
-    # would see its data dropped ("no connection for 00:00:00:00:00:00"). Give the
-    # host-facing controller the same value as its random address so both kinds route.
-    host_controller.random_address = host_controller.public_address
+    host_side = await host_controller(link, args.port, args.host_address)
 
     peripherals += [Peripheral(spec, link) for spec in specs]
     for p in peripherals:
@@ -1056,15 +1034,14 @@ async def run(args: argparse.Namespace) -> int:
 
     ready = {
         "ready": True,
-        "port": port,
+        "port": host_side.port,
         "hostAddress": args.host_address,
         "devices": [
             {"id": p.spec.id, "name": p.spec.name, "address": p.spec.address, "addressType": "random"}
             for p in peripherals
         ],
     }
-    sys.stdout.write(json.dumps(ready) + "\n")
-    sys.stdout.flush()
+    emit(ready)
 
     await stop.wait()
     log.info("stopping")

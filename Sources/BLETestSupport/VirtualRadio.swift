@@ -38,26 +38,29 @@ public final class VirtualRadio: Sendable {
     /// Process id of the radio.
     public let processIdentifier: Int32
 
-    private let process: Process
+    private let process: ChildProcess
+    private let watch: ExitWatch
     private let output: VirtualRadioOutput
     private let exited: DispatchGroup
-    private let stdinPipe: Pipe
+    /// The write end of the radio's stdin, -1 once closed.
+    private let input: Mutex<Int32>
 
     /// The radio's recent stderr (its log), for diagnostics in failing tests.
     public var recentLog: String { output.stderrTail }
 
     private init(
-        ready: VirtualRadioReadyLine, process: Process, output: VirtualRadioOutput,
-        exited: DispatchGroup, stdinPipe: Pipe
+        ready: VirtualRadioReadyLine, process: ChildProcess, watch: ExitWatch, output: VirtualRadioOutput,
+        exited: DispatchGroup
     ) {
         port = ready.port
         devices = ready.devices
         hostAddress = ready.hostAddress
-        processIdentifier = process.processIdentifier
+        processIdentifier = watch.pid
         self.process = process
+        self.watch = watch
         self.output = output
         self.exited = exited
-        self.stdinPipe = stdinPipe
+        input = Mutex(process.input ?? -1)
     }
 
     deinit { stop() }
@@ -83,48 +86,35 @@ public final class VirtualRadio: Sendable {
         let script = try VirtualRadioPaths.script()
         let scenarioPath = try VirtualRadioPaths.scenario(scenario)
 
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: python)
-        process.arguments = [
-            script, "--scenario", scenarioPath, "--port", String(port), "--exit-on-stdin-eof",
-        ]
-        let stdinPipe = Pipe()
-        let stdoutPipe = Pipe()
-        let stderrPipe = Pipe()
-        process.standardInput = stdinPipe
-        process.standardOutput = stdoutPipe
-        process.standardError = stderrPipe
-        // Radios started later must not inherit this one's stdin, or it would outlive us.
-        _ = fcntl(stdinPipe.fileHandleForWriting.fileDescriptor, F_SETFD, FD_CLOEXEC)
-
+        let process: ChildProcess
+        do {
+            // stdin is a pipe this process holds: the radio exits at its end of file, so it
+            // dies with us; the ends are close-on-exec, so no later child inherits them.
+            process = try ChildProcess(
+                path: python, [script, "--scenario", scenarioPath, "--port", String(port), "--exit-on-stdin-eof"],
+                stdin: .pipe, stdout: .pipe, stderr: .secondPipe)
+        } catch {
+            throw VirtualRadioError.launchFailed(executable: python, detail: "\(error)")
+        }
         let output = VirtualRadioOutput()
         let exited = DispatchGroup()
         exited.enter()
-        process.terminationHandler = { finished in
-            output.processDidTerminate(status: finished.terminationStatus)
+        let watch = ExitWatch(process.pid)
+        Thread.detachNewThread {
+            output.processDidTerminate(status: watch.wait())
             exited.leave()
         }
-        do {
-            try process.run()
-        } catch {
-            exited.leave()
-            throw VirtualRadioError.launchFailed(executable: python, detail: "\(error)")
-        }
-        output.attach(stdout: stdoutPipe.fileHandleForReading, stderr: stderrPipe.fileHandleForReading)
-        // The child holds its own copies of these ends now.
-        try? stdoutPipe.fileHandleForWriting.close()
-        try? stderrPipe.fileHandleForWriting.close()
-        try? stdinPipe.fileHandleForReading.close()
+        output.attach(stdout: FileHandle(fileDescriptor: process.pipe ?? -1), stderr: FileHandle(fileDescriptor: process.secondPipe ?? -1))
 
         DispatchQueue.global().asyncAfter(deadline: .now() + timeout.timeInterval) {
             output.timeOut(after: timeout)
         }
         do {
             let ready = try await output.ready()
-            return VirtualRadio(ready: ready, process: process, output: output, exited: exited, stdinPipe: stdinPipe)
+            return VirtualRadio(ready: ready, process: process, watch: watch, output: output, exited: exited)
         } catch {
-            terminate(process, exited: exited)
-            try? stdinPipe.fileHandleForWriting.close()
+            terminate(watch, exited: exited)
+            if let input = process.input { close(input) }
             throw error
         }
     }
@@ -153,32 +143,38 @@ public final class VirtualRadio: Sendable {
     ///
     ///     radio.send("passkey keyboard 123456")
     public func send(_ line: String) {
-        try? stdinPipe.fileHandleForWriting.write(contentsOf: Array((line + "\n").utf8))
+        input.withLock { fd in
+            guard fd >= 0 else { return }
+            _ = try? process.send(Array((line + "\n").utf8))
+        }
     }
 
     /// Stops the radio: SIGTERM, up to 2 s for it to exit, then SIGKILL. Returns once the
     /// process is gone. Safe to call more than once.
     public func stop() {
-        Self.terminate(process, exited: exited)
-        try? stdinPipe.fileHandleForWriting.close()
+        Self.terminate(watch, exited: exited)
+        closeInput()
     }
 
     /// Kills the radio at once with SIGKILL (a crashed peer, for fault tests) and returns
     /// once the process is gone.
     public func kill() {
-        if exited.wait(timeout: .now()) == .timedOut {
-            _ = Glibc.kill(processIdentifier, SIGKILL)
-            _ = exited.wait(timeout: .now() + 2)
-        }
-        try? stdinPipe.fileHandleForWriting.close()
+        watch.send(SIGKILL)
+        _ = exited.wait(timeout: .now() + 2)
+        closeInput()
     }
 
-    private static func terminate(_ process: Process, exited: DispatchGroup) {
-        guard exited.wait(timeout: .now()) == .timedOut else { return }
-        let pid = process.processIdentifier
-        _ = Glibc.kill(pid, SIGTERM)
+    private func closeInput() {
+        input.withLock { fd in
+            if fd >= 0 { close(fd) }
+            fd = -1
+        }
+    }
+
+    private static func terminate(_ watch: ExitWatch, exited: DispatchGroup) {
+        watch.send(SIGTERM)
         if exited.wait(timeout: .now() + 2) == .timedOut {
-            _ = Glibc.kill(pid, SIGKILL)
+            watch.send(SIGKILL)
             _ = exited.wait(timeout: .now() + 2)
         }
     }

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Synchronization
 import Testing
+import BLETestSupport
 @testable import BLECore
 @testable import BLETransport
 import BLEWire
@@ -215,10 +216,10 @@ private let yeelock = "captures/real/cnrd__yeelock.btsnoop"
         let path = "/tmp/ble-tee-\(getpid())-b.btsnoop"
         defer { unlink(path) }
         let session = try await teeSession(path: path)
-        let all = try run("/usr/bin/tshark", ["-r", path])
+        let all = try await run("/usr/bin/tshark", ["-r", path])
         #expect(all.status == 0)
         #expect(all.output.split(separator: "\n").count == session.count)
-        let malformed = try run("/usr/bin/tshark", ["-r", path, "-Y", "_ws.malformed"])
+        let malformed = try await run("/usr/bin/tshark", ["-r", path, "-Y", "_ws.malformed"])
         #expect(malformed.status == 0)
         #expect(malformed.output.isEmpty)
     }
@@ -228,24 +229,22 @@ private let yeelock = "captures/real/cnrd__yeelock.btsnoop"
         let path = "/tmp/ble-tee-\(getpid())-c.btsnoop"
         defer { unlink(path) }
         _ = try await teeSession(path: path)
-        let result = try run("/usr/bin/btmon", ["-r", path])
+        let result = try await run("/usr/bin/btmon", ["-r", path])
         #expect(result.status == 0)
         #expect(!result.output.isEmpty)
         #expect(!result.output.lowercased().contains("malformed"))
         #expect(!result.output.lowercased().contains("invalid"))
     }
 
-    /// Runs a tool; `output` is its standard output (tshark notes running as root on stderr).
-    func run(_ tool: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: tool)
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    /// Runs a tool (killed after 2 minutes); `output` is its standard output (tshark notes
+    /// running as root on stderr).
+    func run(_ tool: String, _ arguments: [String]) async throws -> (status: Int32, output: String) {
+        let process = try ChildProcess(path: tool, arguments, stdout: .pipe)
+        let exit = Task { await process.exitStatus(killingAfter: .seconds(120)) }
+        let (chunks, feed) = AsyncStream<[UInt8]>.makeStream()
+        PipeReader.start(process.pipe ?? -1) { feed.yield($0) } end: { feed.finish() }
+        var output: [UInt8] = []
+        for await chunk in chunks { output += chunk }
+        return (await exit.value, String(decoding: output, as: UTF8.self))
     }
 }

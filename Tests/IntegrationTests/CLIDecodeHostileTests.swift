@@ -1,3 +1,4 @@
+import BLETestSupport
 import Foundation
 import Testing
 
@@ -109,12 +110,10 @@ import Testing
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         let fifo = dir.appendingPathComponent("capture.fifo").path
         #expect(mkfifo(fifo, 0o600) == 0)
-        let writer = Process()
-        writer.executableURL = URL(fileURLWithPath: "/bin/sh")
-        writer.arguments = ["-c", "cat \"$0\" > \"$1\"", CLIDecodeTests.capture, fifo]
-        try writer.run()
+        let writer = try ChildProcess(path: "/bin/sh", ["-c", "cat \"$0\" > \"$1\"", CLIDecodeTests.capture, fifo])
+        let written = Task { await writer.exitStatus(killingAfter: .seconds(60)) }
         let run = try await BLETool.run(["decode", fifo])
-        writer.waitUntilExit()
+        #expect(await written.value == 0)
         #expect(run.status == 0)
         #expect(run.stdoutLines.count == 690)
     }

@@ -66,15 +66,9 @@ import Testing
 
     @Test func closedStdoutEndsTheTool() async throws {
         // 690 lines are more than a pipe buffer holds: the tool meets EPIPE once head exits.
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/bin/bash")
-        p.arguments = ["-c", "\"$0\" decode \"$1\" | head -1 >/dev/null; echo ${PIPESTATUS[0]}", BLETool.executable.path, Self.capture]
-        let out = Pipe()
-        p.standardOutput = out
-        try p.run()
-        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        p.waitUntilExit()
-        #expect(text == "141\n")
+        let run = try await Subprocess.run(URL(fileURLWithPath: "/bin/bash"), ["-c", "\"$0\" decode \"$1\" | head -1 >/dev/null; echo ${PIPESTATUS[0]}", BLETool.executable.path, Self.capture], killAfter: .seconds(60))
+        #expect(run.status == 0)
+        #expect(run.stdout == "141\n")
     }
 
     @Test func notACaptureIsARuntimeError() async throws {

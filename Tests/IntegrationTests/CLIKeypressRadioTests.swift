@@ -92,7 +92,7 @@ import BLETestSupport
             _ = await killed.stderr(until: prompt)
             killed.type(Array("1".utf8))
             _ = await killed.stderr(until: prompt + "1")
-            kill(killed.process.processIdentifier, SIGTERM)
+            kill(killed.process.pid, SIGTERM)
             #expect(await killed.finish().status == 128 + SIGTERM)
             #expect(killed.localModes == modes)
         }

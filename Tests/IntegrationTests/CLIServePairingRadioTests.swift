@@ -18,41 +18,39 @@ struct CLIServePairingRadioTests {
 
     /// `ble serve` as a process on the peer's controller, with a bond directory of its own.
     final class Server {
-        let process: Process
-        let input: Pipe
+        let process: ChildProcess
         let lines: AsyncStream<String>
         let bondDirectory: URL
-        let watchdog: Task<Void, any Error>
+        /// The exit status; the tool is killed 90 s after its start whatever happens.
+        let exit: Task<Int32, Never>
 
         /// `bondDirectory`: an earlier server's, as after a restart (a new one by default).
         init(port: Int, _ options: [String], bondDirectory: URL? = nil) throws {
             self.bondDirectory = bondDirectory ?? FileManager.default.temporaryDirectory.appendingPathComponent("ble-serve-bonds-\(UUID().uuidString)")
-            process = Process()
-            process.executableURL = BLETool.executable
-            process.arguments = ["-d", "tcp:127.0.0.1:\(port)", "--bond-dir", self.bondDirectory.path,
-                                 "serve", BLETool.fixture("gatt/serve-secure.yaml").path] + options
             var environment = ProcessInfo.processInfo.environment
             environment["NO_COLOR"] = "1"
             environment.removeValue(forKey: "BLE_LOG")
-            process.environment = environment
-            input = Pipe()
-            let output = Pipe()
-            process.standardInput = input
-            process.standardOutput = output
-            process.standardError = FileHandle.nullDevice
+            let process = try ChildProcess(
+                path: BLETool.executable.path,
+                ["-d", "tcp:127.0.0.1:\(port)", "--bond-dir", self.bondDirectory.path, "serve", BLETool.fixture("gatt/serve-secure.yaml").path] + options,
+                environment: environment, stdin: .pipe, stdout: .pipe)
+            self.process = process
             let (stream, feed) = AsyncStream<String>.makeStream()
             let pending = PeripheralRadioTests.PendingText()
-            PipeReader.start(taking: output.fileHandleForReading, chunk: { for line in pending.append($0) { feed.yield(line) } }, end: { feed.finish() })
+            PipeReader.start(process.pipe ?? -1, chunk: { for line in pending.append($0) { feed.yield(line) } }, end: { feed.finish() })
             lines = stream
-            try process.run()
-            let pid = process.processIdentifier
-            // The bound: the tool is killed 90 s after its start whatever happens.
-            watchdog = Task { try await Task.sleep(for: .seconds(90)); kill(pid, SIGKILL) }
+            exit = Task { await process.exitStatus(killingAfter: .seconds(90)) }
         }
 
+        /// Writes one line to the tool's stdin.
+        func send(_ line: String) throws {
+            try process.send(Array((line + "\n").utf8))
+        }
+
+        /// SIGTERM; the exit task's bound still holds should the tool not end.
         func stop() {
-            watchdog.cancel()
-            process.terminate()
+            kill(process.pid, SIGTERM)
+            if let input = process.input { close(input) }
             try? FileManager.default.removeItem(at: bondDirectory)
         }
 
@@ -63,12 +61,13 @@ struct CLIServePairingRadioTests {
         }
     }
 
-    /// Sends SIGTERM and waits for the tool's stdout to end (it exits; the watchdog bounds the
-    /// wait), leaving its bond directory for the next server.
+    /// Sends SIGTERM and waits for the tool to exit (the bound of its exit task holds), leaving
+    /// its bond directory for the next server.
     static func restart(_ server: Server, printed: inout AsyncStream<String>.Iterator) async {
-        server.process.terminate()
+        kill(server.process.pid, SIGTERM)
+        _ = await server.exit.value
         while await printed.next() != nil {}
-        server.watchdog.cancel()
+        if let input = server.process.input { close(input) }
     }
 
     /// The next lines with `first` and with `second`, whichever comes first.
@@ -156,7 +155,7 @@ struct CLIServePairingRadioTests {
         _ = try await ResponderRadioTests.next("listening", in: &lines)
         // The server reports the restored subscription: the same line, from the bond.
         #expect(try await Server.next("subscribe ", in: &printed) == first)
-        server.input.fileHandleForWriting.write(Data("hello\n".utf8))
+        try server.send("hello")
         let notification = try await ResponderRadioTests.next("notification", in: &lines)
         #expect(notification["value"] as? String == "68656c6c6f")
     }
@@ -198,7 +197,7 @@ struct CLIServePairingRadioTests {
         _ = try await ResponderRadioTests.next("listening", in: &lines)
         // The new process reports the subscription it restored from the bond file.
         #expect(try await Server.next("subscribe ", in: &printedAgain) == subscribed)
-        second.input.fileHandleForWriting.write(Data("hello\n".utf8))
+        try second.send("hello")
         let notification = try await ResponderRadioTests.next("notification", in: &lines)
         #expect(notification["value"] as? String == "68656c6c6f")
     }

@@ -18,28 +18,22 @@ struct CLIServeRadioTests {
         let peer = try await GATTCentralPeer(scenario: "serve")
         defer { peer.stop() }
         var lines = peer.lines.makeAsyncIterator()
-        let process = Process()
-        process.executableURL = BLETool.executable
-        process.arguments = ["-d", "tcp:127.0.0.1:\(peer.port)", "serve", BLETool.fixture("gatt/serve.yaml").path, "--name", "serve-test", "--notify", "2A19"]
         var environment = ProcessInfo.processInfo.environment
         environment["NO_COLOR"] = "1"
         environment.removeValue(forKey: "BLE_LOG")
-        process.environment = environment
-        let input = Pipe(), output = Pipe(), errors = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        process.standardError = errors
-        let (exits, exited) = AsyncStream.makeStream(of: Int32.self)
-        process.terminationHandler = { exited.yield($0.terminationStatus); exited.finish() }
-        try process.run()
-        let pid = process.processIdentifier
+        let process = try ChildProcess(
+            path: BLETool.executable.path,
+            ["-d", "tcp:127.0.0.1:\(peer.port)", "serve", BLETool.fixture("gatt/serve.yaml").path, "--name", "serve-test", "--notify", "2A19"],
+            environment: environment, stdin: .pipe, stdout: .pipe, stderr: .secondPipe)
+        defer { if let input = process.input { close(input) } }
         // The bound: the tool is killed 90 s after its start whatever happens.
-        let watchdog = Task { try await Task.sleep(for: .seconds(90)); kill(pid, SIGKILL) }
-        defer { watchdog.cancel() }
+        let exit = Task { await process.exitStatus(killingAfter: .seconds(90)) }
+        defer { exit.cancel() } // a test that fails early kills it at once
         let (printedLines, feed) = AsyncStream<String>.makeStream()
         let pending = PeripheralRadioTests.PendingText()
-        PipeReader.start(taking: output.fileHandleForReading, chunk: { for line in pending.append($0) { feed.yield(line) } }, end: { feed.finish() })
-        let stderrChunks = PipeReader.chunks(taking: errors.fileHandleForReading)
+        PipeReader.start(process.pipe ?? -1, chunk: { for line in pending.append($0) { feed.yield(line) } }, end: { feed.finish() })
+        let (stderrChunks, stderrFeed) = AsyncStream<[UInt8]>.makeStream()
+        PipeReader.start(process.secondPipe ?? -1, chunk: { stderrFeed.yield($0) }, end: { stderrFeed.finish() })
         var printed: [String] = []
         var toolLines = printedLines.makeAsyncIterator()
 
@@ -52,7 +46,7 @@ struct CLIServeRadioTests {
         #expect(GATTCentralPeer.handle(of: Self.command, in: characteristics) == long + 3) // after long's User Description
         #expect((try await GATTCentralPeer.next("read", in: &lines) as? [String: Any])?["value"] as? String == "64")
         #expect(try await GATTCentralPeer.next("subscribed", in: &lines) as? Bool == true)
-        input.fileHandleForWriting.write(Data("hello\n".utf8))
+        try process.send(Array("hello\n".utf8))
         #expect((try await GATTCentralPeer.next("notification", in: &lines) as? [String: Any])?["value"] as? String == "68656c6c6f")
         // The second link reads what the first wrote.
         #expect((try await GATTCentralPeer.next("read_again", in: &lines) as? [String: Any])?["value"] as? String
@@ -60,11 +54,10 @@ struct CLIServeRadioTests {
         _ = try await GATTCentralPeer.next("done", in: &lines)
         // The tool reports the second link's end before it is stopped.
         while printed.filter({ $0.hasPrefix("disconnected ") }).count < 2, let line = await toolLines.next() { printed.append(line) }
-        process.terminate() // SIGTERM
-        var status: Int32 = -1
-        for await code in exits { status = code }
+        kill(process.pid, SIGTERM)
+        let status = await exit.value
         while let line = await toolLines.next() { printed.append(line) }
-        var stderrBytes = Data()
+        var stderrBytes: [UInt8] = []
         for await chunk in stderrChunks { stderrBytes += chunk }
         let stderr = String(decoding: stderrBytes, as: UTF8.self)
         #expect(status == 0, "\(stderr)")
@@ -96,13 +89,13 @@ struct CLIServeRadioTests {
         let process = try ChildProcess(path: BLETool.executable.path, [
             "-d", "tcp:127.0.0.1:\(peer.port)", "--btsnoop", snoop.path, "serve", BLETool.fixture("gatt/serve.yaml").path, "--name", "serve-test",
         ])
-        let pid = process.pid
-        let watchdog = Task { try await Task.sleep(for: .seconds(60)); kill(pid, SIGKILL) }
-        defer { watchdog.cancel() }
+        // The bound: the tool is killed 60 s after its start whatever happens.
+        let exit = Task { await process.exitStatus(killingAfter: .seconds(60)) }
+        defer { exit.cancel() }
         let seen = try await PeripheralRadioTests.next("advertisement", in: &lines)
         #expect(seen["data"] as? String == "020106" + "0b09" + "73657276652d74657374" + "03030f18")
-        kill(pid, SIGINT)
-        #expect(await process.exitStatus() == 130)
+        kill(process.pid, SIGINT)
+        #expect(await exit.value == 130)
         let records = try BTSnoopReader(bytes: Array(try Data(contentsOf: snoop))).records
         // LE Set Advertising Enable (Vol 4, Part E, 7.8.9, opcode 0x200A): 0x01, then 0x00 at the end.
         let enables: [[UInt8]] = records.compactMap {

@@ -62,36 +62,34 @@ enum BLETool {
     }
 
     /// Runs `ble arguments` and sends it SIGINT (Ctrl-C) once its stdout satisfies `ready`.
-    /// Bounded by the tool itself: its connect and scan steps time out, ending the output.
-    static func interrupt(_ arguments: [String], when ready: @escaping (String) -> Bool) async throws -> Run {
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
+    /// Bounded by the tool itself (its connect and scan steps time out, ending the output)
+    /// and by `timeout` seconds, after which it is killed (its status is then 128 + 9).
+    static func interrupt(_ arguments: [String], timeout: Double = 60, when ready: @escaping (String) -> Bool) async throws -> Run {
         var env = ProcessInfo.processInfo.environment
         env["NO_COLOR"] = "1"
         let bonds = try isolateBonds(arguments, &env)
         defer { bonds.map { try? FileManager.default.removeItem(at: $0) } }
         let cache = isolateGATTCache(&env)
         defer { cache.map { try? FileManager.default.removeItem(at: $0) } }
-        process.environment = env
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        let (exits, exitFeed) = AsyncStream<Int32>.makeStream()
-        process.terminationHandler = { exitFeed.yield($0.terminationStatus); exitFeed.finish() }
-        try process.run()
+        let process = try ChildProcess(path: executable.path, arguments, environment: env, stdout: .pipe, stderr: .secondPipe)
+        let exit = Task { await process.exitStatus(killingAfter: .milliseconds(Int64(timeout * 1000))) }
+        defer { exit.cancel() }
+        let (errors, errorFeed) = AsyncStream<[UInt8]>.makeStream()
+        PipeReader.start(process.secondPipe ?? -1) { errorFeed.yield($0) } end: { errorFeed.finish() }
+        let (outputs, outputFeed) = AsyncStream<[UInt8]>.makeStream()
+        PipeReader.start(process.pipe ?? -1) { outputFeed.yield($0) } end: { outputFeed.finish() }
         var text = ""
-        var iterator = PipeReader.chunks(taking: out.fileHandleForReading).makeAsyncIterator()
+        var iterator = outputs.makeAsyncIterator()
         while let chunk = await iterator.next() {
             text += String(decoding: chunk, as: UTF8.self)
             if ready(text) { break }
         }
-        kill(process.processIdentifier, SIGINT)
+        kill(process.pid, SIGINT)
         while let chunk = await iterator.next() { text += String(decoding: chunk, as: UTF8.self) }
-        var exitIterator = exits.makeAsyncIterator()
-        let status = await exitIterator.next() ?? -1
-        let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        return Run(status: status, stdout: text, stderr: stderr)
+        let status = await exit.value
+        var stderr: [UInt8] = []
+        for await chunk in errors { stderr += chunk }
+        return Run(status: status, stdout: text, stderr: String(decoding: stderr, as: UTF8.self))
     }
 
     /// Each stdout line parsed as a JSON object.

@@ -548,7 +548,7 @@ enum KernelTierGuest {
                            stdin: String? = nil, stdout: String? = nil,
                            onLine: @escaping @Sendable (String, pid_t) -> Void = { _, _ in }) async throws -> Child {
         let child = try ChildProcess(path: arguments[0], Array(arguments.dropFirst()), environment: environment,
-                                     stdin: stdin, stdout: stdout.map { .file($0) } ?? .pipe, stderr: .pipe)
+                                     stdin: stdin.map { .file($0) } ?? .null, stdout: stdout.map { .file($0) } ?? .pipe, stderr: .pipe)
         let (childPID, readEnd) = (child.pid, try #require(child.pipe))
         let watchdog = Task {
             try await Task.sleep(for: .seconds(120))

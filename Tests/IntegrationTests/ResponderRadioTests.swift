@@ -19,27 +19,19 @@ struct ResponderRadioTests {
     /// The IRK Bumble distributes (its configuration, octets as on the air).
     static let centralIRK = "00112233445566778899aabbccddeeff"
 
-    /// The Bumble central process: its JSON lines, and its stdin (a FIFO) for commands.
+    /// The Bumble central process: its JSON lines, and its stdin (a pipe) for commands.
     final class PairingCentral: Sendable {
         let process: ChildProcess
         let lines: AsyncStream<String>
         let port: Int
-        let commands: Int32
 
         init(_ options: [String]) async throws {
             let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
             let python = ProcessInfo.processInfo.environment["BLE_PYTHON"].flatMap { $0.isEmpty ? nil : $0 }
                 ?? root.appendingPathComponent(".venv/bin/python").path
             let script = root.appendingPathComponent("Fixtures/peers/pairing_central.py").path
-            // stdin is a FIFO held open here read-write first, so the child's open does not
-            // wait for a writer.
-            let fifo = FileManager.default.temporaryDirectory.appendingPathComponent("pairing-central-\(getpid())-\(UInt32.random(in: 0 ... .max))").path
-            guard mkfifo(fifo, 0o600) == 0 else { throw PeerFailure("mkfifo \(fifo) failed: errno \(errno)") }
-            defer { unlink(fifo) }
-            commands = open(fifo, O_RDWR | O_CLOEXEC)
-            guard commands >= 0 else { throw PeerFailure("open \(fifo) failed: errno \(errno)") }
             process = try ChildProcess(path: python, [script, "--host-address", ResponderRadioTests.hostAddress, "--irk", ResponderRadioTests.centralIRK] + options,
-                                       stdin: fifo, stdout: .pipe)
+                                       stdin: .pipe, stdout: .pipe)
             let (stream, feed) = AsyncStream<String>.makeStream()
             let pending = PeripheralRadioTests.PendingText()
             PipeReader.start(process.pipe!, chunk: { bytes in
@@ -59,15 +51,12 @@ struct ResponderRadioTests {
 
         /// Writes one command line to the peer's stdin.
         func send(_ command: [String: Any]) throws {
-            var data = try JSONSerialization.data(withJSONObject: command)
-            data.append(0x0A)
-            let written = data.withUnsafeBytes { write(commands, $0.baseAddress, $0.count) }
-            guard written == data.count else { throw PeerFailure("writing to pairing_central.py failed: errno \(errno)") }
+            try process.send(Array(try JSONSerialization.data(withJSONObject: command)) + [0x0A])
         }
 
         func stop() {
             _ = process.stop()
-            close(commands)
+            if let input = process.input { close(input) }
         }
     }
 

@@ -103,6 +103,11 @@ extension Scanner {
         var isNew = false
         var index = devices.index(forKey: key)
         if index == nil {
+            // A scan response alone is no sighting: it answers an advertisement the controller
+            // reported first (Vol 6, Part B, 4.4.3.2), which the table did not take (it came
+            // before a subscriber joined, as between two scans). A record made from it would
+            // call the device not connectable; its next advertisement brings it in.
+            guard !eventType.contains(.scanResponse) else { return }
             // The cheap gate: a device nobody could want is dropped before anything is decoded.
             let admitted = subscribers.values.contains { sub in sub.admission.contains { $0.matches(advertisingData: data, rssi: rssi) } }
             guard admitted else { return }

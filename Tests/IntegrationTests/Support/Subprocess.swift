@@ -28,21 +28,13 @@ enum Subprocess {
         // coreutils' env changes into `directory` and executes the program.
         let (path, argv) = directory.map { ("/usr/bin/env", ["--chdir=\($0.path)", executable.path] + arguments) } ?? (executable.path, arguments)
         let process = try ChildProcess(path: path, argv, environment: environment, stdout: .file(stdoutURL.path), stderr: .file(stderrURL.path))
-        let pid = process.pid
-        // The watchdog holds the pid only and is cancelled as soon as the child has exited.
-        let watchdog = Task { () -> Bool in
-            do { try await Task.sleep(for: limit) } catch { return false }
-            kill(pid, SIGKILL)
-            return true
-        }
-        let status = await process.exitStatus()
-        watchdog.cancel()
-        let killed = await watchdog.value && status == 128 + SIGKILL
+        let status = await process.exitStatus(killingAfter: limit)
+        let elapsed = ContinuousClock.now - start
         return Result(
             status: status,
             stdout: (try? String(contentsOf: stdoutURL, encoding: .utf8)) ?? "",
             stderr: (try? String(contentsOf: stderrURL, encoding: .utf8)) ?? "",
-            elapsed: ContinuousClock.now - start,
-            killed: killed)
+            elapsed: elapsed,
+            killed: status == 128 + SIGKILL && elapsed >= limit)
     }
 }

@@ -1,5 +1,4 @@
 import BLETestSupport
-import CHCI
 import Foundation
 import Testing
 
@@ -15,72 +14,48 @@ import Testing
 final class TerminalSession {
     enum Input { case terminal, pipe, none }
 
-    let process = Process()
-    /// The test's end of stdin (the terminal's master side, or the pipe's write end).
+    let process: ChildProcess
+    /// The test's end of stdin (the terminal's master side, or the pipe's write end), -1
+    /// once closed or without one.
     private var input: Int32
-    /// The tool's end of the terminal, -1 without one.
-    let terminal: Int32
+    /// True when stdin is the pseudo-terminal.
+    private let onTerminal: Bool
     private var outputs: AsyncStream<Data>.Iterator
     private var errors: AsyncStream<Data>.Iterator
-    private let exits: AsyncStream<Int32>
-    private let out = Pipe(), err = Pipe()
+    /// The exit status; the tool is killed if it runs 2 minutes, or once the session is gone.
+    private let exit: Task<Int32, Never>
     private(set) var stdoutText = ""
     private(set) var stderrText = ""
 
-    struct TerminalError: Error, CustomStringConvertible {
-        var step: String
-        var errno: Int32
-        var description: String { "\(step) failed: errno \(errno)" }
-    }
-
     init(_ arguments: [String], stdin: Input = .terminal) throws {
-        switch stdin {
-        case .terminal:
-            var path = [CChar](repeating: 0, count: 64)
-            var slave: Int32 = -1
-            input = chci_open_pty(&path, path.count, &slave)
-            guard input >= 0 else { throw TerminalError(step: "opening a pseudo-terminal", errno: errno) }
-            terminal = slave
-            // The shim leaves it raw (for H4); a person's terminal is in line mode with echo.
-            var t = termios()
-            guard tcgetattr(slave, &t) == 0 else { throw TerminalError(step: "reading the terminal's settings", errno: errno) }
-            t.c_iflag |= tcflag_t(ICRNL)
-            t.c_oflag |= tcflag_t(OPOST | ONLCR)
-            t.c_lflag |= tcflag_t(ICANON | ECHO | ECHOE | ECHOK | ISIG | IEXTEN)
-            guard tcsetattr(slave, TCSANOW, &t) == 0 else { throw TerminalError(step: "setting line mode", errno: errno) }
-            process.standardInput = FileHandle(fileDescriptor: slave, closeOnDealloc: false)
-        case .pipe:
-            let pipe = Pipe()
-            input = dup(pipe.fileHandleForWriting.fileDescriptor)
-            terminal = -1
-            process.standardInput = pipe
-        case .none:
-            input = -1
-            terminal = -1
-            process.standardInput = FileHandle.nullDevice
-        }
-        process.executableURL = BLETool.executable
-        process.arguments = arguments
         var env = ProcessInfo.processInfo.environment
         env.removeValue(forKey: "BLE_DEVICE")
         env.removeValue(forKey: "BLE_LOG")
         env["NO_COLOR"] = "1"
-        process.environment = env
-        process.standardOutput = out
-        process.standardError = err
-        let (exits, exited) = AsyncStream<Int32>.makeStream()
-        self.exits = exits
-        process.terminationHandler = { exited.yield($0.terminationStatus); exited.finish() }
-        try process.run()
-        outputs = PipeReader.chunks(taking: out.fileHandleForReading).makeAsyncIterator()
-        errors = PipeReader.chunks(taking: err.fileHandleForReading).makeAsyncIterator()
-        if case .pipe = stdin { try? (process.standardInput as? Pipe)?.fileHandleForWriting.close() }
+        // A new pseudo-terminal starts in line mode with echo, as a person's does.
+        let input: ChildProcess.Input = switch stdin {
+        case .terminal: .terminal
+        case .pipe: .pipe
+        case .none: .null
+        }
+        let process = try ChildProcess(path: BLETool.executable.path, arguments, environment: env, stdin: input, stdout: .pipe, stderr: .secondPipe)
+        self.process = process
+        self.input = process.input ?? -1
+        onTerminal = stdin == .terminal
+        exit = Task { await process.exitStatus(killingAfter: .seconds(120)) }
+        outputs = Self.chunks(process.pipe)
+        errors = Self.chunks(process.secondPipe)
+    }
+
+    private static func chunks(_ fd: Int32?) -> AsyncStream<Data>.Iterator {
+        let (stream, feed) = AsyncStream<Data>.makeStream()
+        PipeReader.start(fd ?? -1) { feed.yield(Data($0)) } end: { feed.finish() }
+        return stream.makeAsyncIterator()
     }
 
     deinit {
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        exit.cancel()
         if input >= 0 { close(input) }
-        if terminal >= 0 { close(terminal) }
     }
 
     /// Everything on stderr so far, once it satisfies `done` (or stderr ended).
@@ -101,34 +76,33 @@ final class TerminalSession {
         return stdoutText
     }
 
-    /// Types `keys` on the terminal (or writes them to the pipe).
+    /// Types `keys` on the terminal (or writes them to the pipe); a failure is recorded.
     func type(_ keys: [UInt8]) {
-        _ = keys.withUnsafeBytes { write(input, $0.baseAddress, $0.count) }
+        do { try process.send(keys) } catch { Issue.record("typing on the tool's stdin: \(error)") }
     }
 
     /// Ends stdin (a pipe's end of file).
     func closeInput() {
-        guard terminal < 0, input >= 0 else { return }
+        guard !onTerminal, input >= 0 else { return }
         close(input)
         input = -1
     }
 
     /// Ctrl-C, as the terminal's driver delivers it to the foreground program.
-    func interrupt() { kill(process.processIdentifier, SIGINT) }
+    func interrupt() { kill(process.pid, SIGINT) }
 
     /// The exit status, and all of stdout and stderr, once the tool ended.
     func finish() async -> BLETool.Run {
-        var statuses = exits.makeAsyncIterator()
-        let status = await statuses.next() ?? -1
+        let status = await exit.value
         await stdout { _ in false }
         await stderr { _ in false }
         return BLETool.Run(status: status, stdout: stdoutText, stderr: stderrText)
     }
 
-    /// The terminal's local modes now (ICANON, ECHO, ISIG...).
+    /// The terminal's local modes now (ICANON, ECHO, ISIG...), read on its master side.
     var localModes: tcflag_t {
         var t = termios()
-        _ = tcgetattr(terminal, &t)
+        _ = tcgetattr(onTerminal ? input : -1, &t)
         return t.c_lflag
     }
 }
