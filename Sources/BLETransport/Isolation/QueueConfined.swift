@@ -6,14 +6,14 @@ import Dispatch
 /// mutable state in a `QueueConfined` and hold it in a `let`, so the class itself is `Sendable`
 /// without `@unchecked`. Every read and write goes through ``value``, which in debug builds checks
 /// that the caller runs on ``queue`` or on a queue that targets it (`dispatchPrecondition`);
-/// release builds skip the check, so the data path pays nothing for it.
+/// release builds skip the check, and the accessors inline, so the data path pays nothing for it.
 ///
 ///     let state = QueueConfined(State(), on: executor.queue)
 ///     executor.queue.async { state.value.count += 1 }
 package final class QueueConfined<Value>: @unchecked Sendable { // `storage` is reached only through `value`, which checks `queue` in debug builds: the proof for every type built on it
     /// The serial queue that owns the value.
     package let queue: DispatchQueue
-    private var storage: Value
+    @usableFromInline var storage: Value
 
     /// Confines `value` to `queue`.
     package init(_ value: Value, on queue: DispatchQueue) {
@@ -22,7 +22,7 @@ package final class QueueConfined<Value>: @unchecked Sendable { // `storage` is 
     }
 
     /// The confined value; read or modify it only on ``queue``.
-    package var value: Value {
+    @inlinable package var value: Value {
         _read {
             assertOnQueue()
             yield storage
@@ -33,8 +33,8 @@ package final class QueueConfined<Value>: @unchecked Sendable { // `storage` is 
         }
     }
 
-    @inline(__always)
-    private func assertOnQueue() {
+    @inlinable @inline(__always)
+    func assertOnQueue() {
         #if DEBUG
         dispatchPrecondition(condition: .onQueue(queue))
         #endif
