@@ -38,9 +38,7 @@ import BLEWire
     }
 
     static func restoring(_ reason: HCIStatus, attempts: Int = 0, _ step: Link.Step) -> Link.Phase {
-        var r = Link.Restore(reason: reason, step: step)
-        r.attempts = attempts
-        return .restoring(r)
+        .restoring(Link.Restore(reason: reason, attempts: attempts, step: step))
     }
 
     static let disconnecting: [Link.Event] = [.disconnectRequested(ifRestoring: closeWhy)]

@@ -54,6 +54,12 @@ package struct LinkLifecycle<Timer: Sendable, Attempt: Sendable>: Sendable {
         /// Reconnect attempts started since the drop.
         package var attempts = 0
         package var step: Step
+
+        package init(reason: HCIStatus, attempts: Int = 0, step: Step) {
+            self.reason = reason
+            self.attempts = attempts
+            self.step = step
+        }
     }
 
     package enum Step: Sendable {
@@ -183,6 +189,9 @@ package struct LinkLifecycle<Timer: Sendable, Attempt: Sendable>: Sendable {
             return []
         case (.backoffEnded(let adapter), .restoring(var r)):
             guard case .backoff = r.step else { return [.ignored(event)] }
+            // The timer fired: nothing left to stop.
+            r.step = .backoff(nil)
+            phase = .restoring(r)
             guard adapter == .poweredOn else {
                 if adapter == .resetting {
                     r.step = .waitingForAdapter
@@ -201,6 +210,9 @@ package struct LinkLifecycle<Timer: Sendable, Attempt: Sendable>: Sendable {
             return []
         case (.attemptEnded(let id, let result, let adapter), .restoring(var r)):
             guard case .attempting(id, _) = r.step else { return unwanted(event) }
+            // The attempt's task is over: nothing left to cancel.
+            r.step = .attempting(id: id, nil)
+            phase = .restoring(r)
             switch result {
             case .success(let link):
                 return [.linkRestored(link)] + enter(.connected(handle: link.handle))
