@@ -28,7 +28,7 @@ extension Connection {
             if case .closed = state { central?.enter(on: executor) { $0.forget(self) } }
         case .emit(let event):
             emit(event)
-        case .sendDisconnect, .awaitDisconnection:
+        case .sendDisconnect:
             break  // the caller of disconnect() does it
         case .failPendingWork(let reason):
             linkSecurityEnded(reason: reason)

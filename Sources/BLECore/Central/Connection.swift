@@ -83,7 +83,7 @@ public actor Connection {
     /// Connection_Handle while connected (or disconnecting).
     public var handle: UInt16? {
         switch lifecycle.phase {
-        case .connected(let h), .disconnecting(let h): return h
+        case .connected(let h), .disconnecting(let h, _, _): return h
         case .restoring, .closed: return nil
         }
     }
@@ -152,8 +152,8 @@ public actor Connection {
     }
 
     /// Ends the link; the reconnect policy does not apply. Returns once Disconnection Complete
-    /// arrived (or the link was already gone); a second call while the first waits waits for
-    /// the same Disconnection Complete. While the link is being restored it stops the restore
+    /// arrived (or the link was already gone); a second call while the first waits sends HCI
+    /// Disconnect again and waits for the same Disconnection Complete. While the link is being restored it stops the restore
     /// (a pending attempt is cancelled) and emits `.reconnectFailed`. Cancelling the calling
     /// task throws `.command(peer:, .cancelled)` at once when the HCI Disconnect was not sent
     /// yet (the link stays up, as if not called), and `.command(peer:, .cancelledAfterSending)`
@@ -165,15 +165,8 @@ public actor Connection {
         // Down and being restored: the restore ends here, and observers (a Peripheral's
         // waiting calls and streams) learn that the link will not come back.
         let actions = advance(.disconnectRequested(ifRestoring: "disconnect() was called while the link was being restored"))
-        for action in actions {
-            switch action {
-            case .sendDisconnect(let handle):
-                guard try await sendDisconnect(HCICommand.disconnect(handle: handle, reason: reason)) else { return }
-            case .awaitDisconnection:
-                break
-            default:
-                continue
-            }
+        for case .sendDisconnect(let handle) in actions {
+            guard try await sendDisconnect(HCICommand.disconnect(handle: handle, reason: reason)) else { return }
             return try await awaitDisconnection(timeout: timeout)
         }
     }
@@ -206,6 +199,7 @@ public actor Connection {
             }
             throw .command(peer: peer, error)
         }
+        advance(.disconnectAcknowledged)
         return true
     }
 

@@ -27,7 +27,9 @@ package struct LinkLifecycle<Timer: Sendable, Attempt: Sendable>: Sendable {
     package enum Phase: Sendable {
         case connected(handle: UInt16)
         /// HCI Disconnect for `handle` is going out or out; Disconnection Complete ends the link.
-        case disconnecting(handle: UInt16)
+        /// `unanswered`: HCI Disconnects whose Command Status has not come; `acknowledged`: the
+        /// controller took one (Command Status Success, 7.7.15).
+        case disconnecting(handle: UInt16, unanswered: Int, acknowledged: Bool)
         /// Down; the reconnect policy restores it.
         case restoring(Restore)
         /// Ended for good; `reason` is the HCI reason of the last drop, when there was one.
@@ -37,7 +39,7 @@ package struct LinkLifecycle<Timer: Sendable, Attempt: Sendable>: Sendable {
         package var state: LinkState {
             switch self {
             case .connected(let h): return .connected(handle: h)
-            case .disconnecting(let h): return .disconnecting(handle: h)
+            case .disconnecting(let h, _, _): return .disconnecting(handle: h)
             case .restoring(let r):
                 // The connect that made the link was attempt 1.
                 if case .attempting = r.step { return .connecting(attempt: r.attempts + 1) }
@@ -77,6 +79,8 @@ package struct LinkLifecycle<Timer: Sendable, Attempt: Sendable>: Sendable {
         case disconnectRequested(ifRestoring: String)
         /// The HCI Disconnect asked for was never sent (its caller was cancelled first).
         case disconnectNotSent
+        /// The Command Status of HCI Disconnect carried Success: Disconnection Complete follows.
+        case disconnectAcknowledged
         /// The Command Status of HCI Disconnect carried `status` (7.1.6): Unknown Connection
         /// Identifier (0x02) when the controller has no such link any more.
         case disconnectRefused(HCIStatus)
@@ -107,10 +111,9 @@ package struct LinkLifecycle<Timer: Sendable, Attempt: Sendable>: Sendable {
         /// closed link).
         case stateChanged(LinkState)
         case emit(ConnectionEvent)
-        /// Send HCI Disconnect for `handle`, then wait for Disconnection Complete.
+        /// Send HCI Disconnect for `handle`, feed its Command Status, then wait for
+        /// Disconnection Complete.
         case sendDisconnect(handle: UInt16)
-        /// HCI Disconnect is out already: wait for its Disconnection Complete.
-        case awaitDisconnection
         /// The link is gone: fail its pending work (encryption) with `reason`.
         case failPendingWork(reason: HCIStatus)
         /// The callers of `disconnect()` return: the link ended (or will not come back).
@@ -138,24 +141,38 @@ package struct LinkLifecycle<Timer: Sendable, Attempt: Sendable>: Sendable {
         switch (event, phase) {
         // Connected and disconnecting.
         case (.disconnectRequested, .connected(let h)):
-            return enter(.disconnecting(handle: h)) + [.sendDisconnect(handle: h)]
-        case (.disconnectRequested, .disconnecting):
-            // A second disconnect() waits for the same Disconnection Complete.
-            return [.awaitDisconnection]
-        case (.disconnectNotSent, .disconnecting(let h)):
-            return enter(.connected(handle: h))
-        case (.disconnectRefused(.unknownConnectionIdentifier), .disconnecting):
-            // The controller has no such link: its Disconnection Complete is on its way (or the
-            // link ended without one): nothing to wait for.
-            return [.resumeDisconnectWaiters]
-        case (.disconnectRefused(let status), .disconnecting(let h)):
-            return enter(.connected(handle: h)) + [.failDisconnectWaiters(status)]
+            return enter(.disconnecting(handle: h, unanswered: 1, acknowledged: false)) + [.sendDisconnect(handle: h)]
+        case (.disconnectRequested, .disconnecting(let h, let unanswered, let acknowledged)):
+            // A second disconnect() asks again (the first one's Disconnection Complete may be
+            // lost); every caller waits for the one Disconnection Complete.
+            phase = .disconnecting(handle: h, unanswered: unanswered + 1, acknowledged: acknowledged)
+            return [.sendDisconnect(handle: h)]
+        case (.disconnectAcknowledged, .disconnecting(let h, let unanswered, _)):
+            phase = .disconnecting(handle: h, unanswered: max(0, unanswered - 1), acknowledged: true)
+            return []
+        case (.disconnectNotSent, .disconnecting(let h, let unanswered, let acknowledged)):
+            if unanswered <= 1 && !acknowledged { return enter(.connected(handle: h)) }
+            // Another HCI Disconnect is out: its Disconnection Complete ends the link.
+            phase = .disconnecting(handle: h, unanswered: max(0, unanswered - 1), acknowledged: acknowledged)
+            return []
+        case (.disconnectRefused(let status), .disconnecting(let h, let unanswered, let acknowledged)):
+            if status == .unknownConnectionIdentifier {
+                // The controller has no such link: its Disconnection Complete is on its way (or
+                // the link ended without one): nothing to wait for.
+                phase = .disconnecting(handle: h, unanswered: max(0, unanswered - 1), acknowledged: acknowledged)
+                return [.resumeDisconnectWaiters]
+            }
+            if unanswered <= 1 && !acknowledged { return enter(.connected(handle: h)) + [.failDisconnectWaiters(status)] }
+            // Another HCI Disconnect is out or was taken (a second one refused with Command
+            // Disallowed while the first is under way): its Disconnection Complete ends the link.
+            phase = .disconnecting(handle: h, unanswered: max(0, unanswered - 1), acknowledged: acknowledged)
+            return [.ignored(event)]
         case (.disconnectionComplete(.success, let reason, let adapter), .connected):
             return dropped(reason: reason, adapter: adapter, asked: false)
         case (.disconnectionComplete(.success, let reason, _), .disconnecting):
             // Ours, or the peer's racing ours (its reason wins): no restore follows.
             return dropped(reason: reason, adapter: .poweredOn, asked: true)
-        case (.disconnectionComplete(let status, _, _), .disconnecting(let h)):
+        case (.disconnectionComplete(let status, _, _), .disconnecting(let h, _, _)):
             // 7.7.5: a Status other than Success means the disconnection failed; the link is up.
             return enter(.connected(handle: h)) + [.failDisconnectWaiters(status)]
         case (.controllerReset(let reason), .connected):
@@ -300,6 +317,7 @@ extension LinkLifecycle.Event {
         switch self {
         case .disconnectRequested: return "disconnect requested"
         case .disconnectNotSent: return "HCI Disconnect not sent"
+        case .disconnectAcknowledged: return "HCI Disconnect acknowledged"
         case .disconnectRefused(let status): return "HCI Disconnect refused (\(status))"
         case .disconnectionComplete(let status, let reason, _): return "Disconnection Complete (status \(status), reason \(reason))"
         case .controllerReset(let reason): return "controller reset (\(reason))"
