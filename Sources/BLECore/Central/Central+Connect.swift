@@ -5,15 +5,17 @@ import BLEWire
 extension Central {
     /// What a connection attempt ends with.
     typealias ConnectResult = Result<(UInt16, ConnectionParameters), ConnectionError>
-    /// What the caller's wait ends with: the result, and whether the caller left the attempt
+    /// The machine of the one attempt pending at the controller.
+    typealias Attempt = ConnectAttempt<Waiters<ConnectWaitOutcome, Never>.ID, MadeLink>
+    /// What the caller's wait ends with: the outcome, and whether the caller left the attempt
     /// (cancelled) so that it ends in the background and releases the connect turn itself.
-    typealias ConnectWaitOutcome = (result: ConnectResult, handedOff: Bool)
+    typealias ConnectWaitOutcome = (result: Result<MadeLink, ConnectionError>, handedOff: Bool)
 
     /// The one attempt pending at the controller: its machine (ConnectAttempt.swift) and the
     /// timer of its phase (the connect timeout while the caller waits, the limit of LE Create
     /// Connection Cancel while it is being cancelled).
     struct PendingConnect {
-        var attempt: ConnectAttempt<Waiters<ConnectWaitOutcome, Never>.ID, ConnectResult>
+        var attempt: Attempt
         var timer: (any ScheduledTimer)?
 
         init(peer: LEAddress, pausedScan: Bool, usesAcceptList: Bool = false) {
@@ -26,7 +28,7 @@ extension Central {
             get { attempt.usesAcceptList }
             set { attempt.usesAcceptList = newValue }
         }
-        var phase: ConnectAttempt<Waiters<ConnectWaitOutcome, Never>.ID, ConnectResult>.Phase { attempt.phase }
+        var phase: Attempt.Phase { attempt.phase }
         /// The error to report once an attempt being cancelled ends.
         var abortError: ConnectionError? { attempt.abortError }
         /// The caller waiting for the completion, if one waits.
@@ -83,7 +85,7 @@ extension Central {
     /// Creates the link and waits for LE (Enhanced) Connection Complete. The connect turn is
     /// held from here until the attempt has ended at the controller: it is released here, or,
     /// when the caller was cancelled after the create command went out, once the cancelled
-    /// attempt completed (`finishPendingConnect`).
+    /// attempt completed (`advanceConnect`).
     func establish(_ peer: LEAddress, timeout: Duration, parameters: ConnectionRequestParameters,
                    usesAcceptList: Bool = false) async throws(ConnectionError) -> (UInt16, ConnectionParameters) {
         try await acquireConnectTurn(peer)
@@ -127,7 +129,8 @@ extension Central {
         if case .completedEarly(let early)? = pendingConnect?.phase {
             pendingConnect = nil
             endConnectAttempt(peer, pausedScan: pausedScan)
-            return try early.get()
+            let link = try early.get()
+            return (link.handle, link.parameters)
         }
         if pendingConnect == nil { pendingConnect = PendingConnect(peer: peer, pausedScan: pausedScan, usesAcceptList: usesAcceptList) }
         let outcome = await connectWaiters.wait(cancelled: { [weak self, executor] _ in
@@ -145,7 +148,8 @@ extension Central {
             if usesAcceptList, backgroundConnect?.preempted == true { abortPendingConnect(.cancelled(peer: peer)) }
         }.get()
         if !outcome.handedOff { endConnectAttempt(peer, pausedScan: pausedScan) }
-        return try outcome.result.get()
+        let link = try outcome.result.get()
+        return (link.handle, link.parameters)
     }
 
     /// LE Extended Create Connection where the controller has it, else LE Create Connection;
@@ -178,7 +182,7 @@ extension Central {
     /// Feeds the pending attempt `event` and carries out what it asks (`ConnectAttempt.Action`);
     /// true when its caller was handed off (it returned, and the attempt ends without it).
     @discardableResult
-    func advanceConnect(_ event: ConnectAttempt<Waiters<ConnectWaitOutcome, Never>.ID, ConnectResult>.Event) -> Bool {
+    func advanceConnect(_ event: Attempt.Event) -> Bool {
         guard var pending = pendingConnect else { return false }
         let actions = pending.attempt.handle(event)
         pendingConnect = pending.attempt.isEnded ? nil : pending
@@ -194,12 +198,13 @@ extension Central {
                 handedOff = true
             case .resume(let waiter, let result):
                 connectWaiters.resume(waiter, with: .success((result, false)))
-            case .dropCompleted(let result):
-                guard case .success((let handle, _)) = result else { break }
-                options.logger.log(.info, "disconnecting \(handle.hex) to \(pending.peer): its connect call was cancelled")
-                host.enter(on: executor) { $0.background { _ = try? await $0.send(HCICommand.disconnect(handle: handle, reason: .remoteUserTerminatedConnection)) } }
+            case .dropLink(let link):
+                options.logger.log(.info, "disconnecting \(link.handle.hex) to \(pending.peer): its connect attempt was cancelled")
+                host.enter(on: executor) { $0.background { _ = try? await $0.send(HCICommand.disconnect(handle: link.handle, reason: .remoteUserTerminatedConnection)) } }
             case .endAttempt:
                 endConnectAttempt(pending.peer, pausedScan: pending.pausedScan)
+            case .ignored(let event):
+                options.logger.log(.debug, "connection attempt to \(pending.peer): \(event.name) ignored while \(pending.attempt.phaseName)")
             }
         }
         return handedOff
@@ -227,7 +232,7 @@ extension Central {
         pendingConnect?.timer = scheduler.schedule(after: waitLimit) { [weak self, executor] in
             self?.enter(on: executor) { central in
                 central.options.logger.log(.warning, "the controller never completed the cancelled connection attempt to \(peer) within \(Int(waitLimit.nanoseconds / 1_000_000)) ms; giving up on it")
-                central.finishPendingConnect(.failure(error))
+                central.failPendingConnect(error)
             }
         }
         let logger = options.logger
@@ -241,14 +246,11 @@ extension Central {
         } }
     }
 
-    /// The pending attempt ended with `result`: its caller gets it (or keeps it until it
-    /// waits); an attempt its caller left releases the connect turn.
-    func finishPendingConnect(_ result: ConnectResult) {
-        advanceConnect(.completed(result))
-    }
-
+    /// The pending attempt ended without a completion (the cancel's limit passed, the adapter
+    /// or the transport went away): its caller gets `error` (or keeps it until it waits); an
+    /// attempt its caller left releases the connect turn.
     func failPendingConnect(_ error: ConnectionError) {
-        finishPendingConnect(.failure(error))
+        advanceConnect(.abandoned(error))
     }
 
     /// The attempt is over at the controller: the next one may start, and a scan paused for
@@ -288,9 +290,7 @@ extension Central {
     func connectionCompleted(status: HCIStatus, handle: UInt16, role: UInt8, peer: LEAddress?, parameters: ConnectionParameters,
                              localPrivateAddress: BluetoothAddress? = nil, advertisingHandle: UInt8? = nil) {
         guard status == .success else {
-            if let pending = pendingConnect {
-                finishPendingConnect(.failure(pending.abortError ?? .failed(peer: pending.peer, status: status)))
-            }
+            advanceConnect(.connectionFailed(status))
             return
         }
         let peerAddress = peer ?? LEAddress(.zero, type: .public)
@@ -307,26 +307,28 @@ extension Central {
         if role == LinkRole.peripheral.rawValue {
             return acceptPeripheralLink(handle: handle, peer: peerAddress, parameters: parameters, advertisingHandle: advertisingHandle)
         }
-        guard role == 0x00, let pending = pendingConnect, pending.abortError == nil else {
-            // A connection nobody waits for (an attempt that completed while being cancelled,
-            // or one we did not initiate): end it.
-            if let pending = pendingConnect, let abort = pending.abortError {
-                finishPendingConnect(.failure(abort))
-            }
+        guard role == 0x00, let pending = pendingConnect else {
+            // A connection we did not initiate: end it.
             options.logger.log(.info, "disconnecting unexpected connection \(handle.hex) to \(peerAddress)")
             host.enter(on: executor) { $0.background { _ = try? await $0.send(HCICommand.disconnect(handle: handle, reason: .remoteUserTerminatedConnection)) } }
             return
         }
-        if pending.usesAcceptList { backgroundConnect?.completedPeer = peerAddress }
-        finishPendingConnect(.success((handle, parameters)))
+        if pending.usesAcceptList, pending.abortError == nil { backgroundConnect?.completedPeer = peerAddress }
+        // An attempt being cancelled ends the link it made (`ConnectAttempt`).
+        advanceConnect(.connectionComplete(MadeLink(handle: handle, parameters: parameters)))
     }
 
-    /// Disconnection Complete: the link's connection decides what follows.
-    func disconnected(handle: UInt16, reason: HCIStatus) {
+    /// Disconnection Complete (Vol 4, Part E, 7.7.5): the link's connection decides what
+    /// follows. With a Status other than Success the disconnection failed and the link stays.
+    func disconnectionCompleted(handle: UInt16, status: HCIStatus, reason: HCIStatus) {
+        let adapter = state
+        guard status == .success else {
+            connectionsByHandle[handle]?.enter(on: executor) { $0.disconnectionComplete(status: status, reason: reason, adapter: adapter) }
+            return
+        }
         ownAddress.linkLocalPrivateAddresses[handle] = nil
         guard let connection = connectionsByHandle.removeValue(forKey: handle) else { return }
-        let adapter = state
-        connection.enter(on: executor) { $0.linkDropped(reason: reason, adapter: adapter) }
+        connection.enter(on: executor) { $0.disconnectionComplete(status: status, reason: reason, adapter: adapter) }
     }
 
     /// A reconnect attempt of `connection` created the link `handle`.

@@ -13,10 +13,8 @@ extension Central {
                                 localPrivateAddress: e.localResolvablePrivateAddress == .zero ? nil : e.localResolvablePrivateAddress,
                                 advertisingHandle: e.advertisingHandle)
         case .disconnectionComplete(let e):
-            if e.status == .success {
-                disconnected(handle: e.handle, reason: e.reason)
-                peripheralLinkEnded(handle: e.handle)
-            }
+            disconnectionCompleted(handle: e.handle, status: e.status, reason: e.reason)
+            if e.status == .success { peripheralLinkEnded(handle: e.handle) }
         case .leAdvertisingSetTerminated(let e):
             advertisingSetTerminated(e)
         case .leConnectionUpdateComplete(let e):

@@ -1,17 +1,20 @@
 import BLEWire
 
 /// The one connection attempt pending at the controller, as a value: LE (Extended) Create
-/// Connection going out, its completion (LE Connection Complete, Vol 4, Part E, 7.7.65.1),
-/// the connect timeout and the caller's cancellation (LE Create Connection Cancel, 7.8.13,
-/// after which the controller completes the attempt with Unknown Connection Identifier 0x02).
-/// It does no I/O: `Central` (Central+Connect.swift) feeds it what happened and carries out
-/// the actions (stop the running timer, send the cancel, resume the caller, end the attempt).
-/// `Waiter` names the caller's wait, `Completion` what the attempt ends with.
+/// Connection going out (Vol 4, Part E, 7.8.12, 7.8.66), its completion (LE Connection
+/// Complete, 7.7.65.1, or LE Enhanced Connection Complete, 7.7.65.10), the connect timeout and
+/// the caller's cancellation (LE Create Connection Cancel, 7.8.13, after which the controller
+/// completes the attempt with Unknown Connection Identifier 0x02, or with Success when the
+/// link was made first). It does no I/O: `Central` (Central+Connect.swift) feeds it what
+/// happened and carries out the actions (stop the running timer, send the cancel, resume the
+/// caller, end a link nobody takes, end the attempt). A link made is handed to the caller, whose
+/// `Connection` runs the rest of its life in `LinkLifecycle`. `Waiter` names the caller's
+/// wait, `Link` the link a successful attempt made.
 ///
 ///     var attempt = ConnectAttempt<Int, String>(peer: peer, pausedScan: false)
 ///     _ = attempt.handle(.waitStarted(waiter: 1))
 ///     let actions = attempt.handle(.timedOut(.timeout(peer: peer, milliseconds: 15000)))  // [.stopTimer, .sendCancel]
-package struct ConnectAttempt<Waiter: Hashable & Sendable, Completion: Sendable>: Sendable {
+package struct ConnectAttempt<Waiter: Hashable & Sendable, Link: Sendable>: Sendable {
     package let peer: LEAddress
     /// The scan was paused for this attempt: it resumes when the attempt ends.
     package let pausedScan: Bool
@@ -26,12 +29,15 @@ package struct ConnectAttempt<Waiter: Hashable & Sendable, Completion: Sendable>
         self.usesAcceptList = usesAcceptList
     }
 
+    /// What the attempt ends with for its caller.
+    package typealias Outcome = Result<Link, ConnectionError>
+
     package enum Phase: Sendable {
         /// The create command is going out; its caller does not wait yet.
         case sending
-        /// The completion arrived before the caller started waiting (a fast controller can
-        /// send it right behind the Command Status).
-        case completedEarly(Completion)
+        /// The attempt ended before the caller started waiting (a fast controller can send the
+        /// completion right behind the Command Status).
+        case completedEarly(Outcome)
         /// The caller waits for the completion or its connect timeout.
         case waiting(waiter: Waiter)
         /// LE Create Connection Cancel is out: `error` is reported when the attempt ends.
@@ -54,25 +60,33 @@ package struct ConnectAttempt<Waiter: Hashable & Sendable, Completion: Sendable>
         /// The caller's task was cancelled after the create command went out, before its
         /// Command Status.
         case callerLeftBeforeStatus
-        /// The attempt ended at the controller (LE Connection Complete of any status, or the
-        /// cancel's limit passed, or the adapter went away).
-        case completed(Completion)
+        /// LE (Enhanced) Connection Complete with status Success: the attempt made `Link`.
+        case connectionComplete(Link)
+        /// LE (Enhanced) Connection Complete with an error status: Unknown Connection
+        /// Identifier (0x02) after a cancel, Connection Failed to be Established (0x3E), ...
+        case connectionFailed(HCIStatus)
+        /// The attempt ended without a completion: the cancel's limit passed, or the adapter
+        /// or the transport went away.
+        case abandoned(ConnectionError)
     }
 
     package enum Action: Sendable {
         /// Stop the running timer (the connect timeout, or the cancel's limit).
         case stopTimer
         /// Send LE Create Connection Cancel and arm its limit; when it passes, the attempt
-        /// completes with `error`.
+        /// is abandoned with `error`.
         case sendCancel(ConnectionError)
         /// The caller returned and the attempt goes on without it (it ends the attempt itself).
         case handOff
-        /// Hand `completion` to the waiting caller.
-        case resume(Waiter, Completion)
-        /// A completion nobody takes any more: end the link it made, if it made one.
-        case dropCompleted(Completion)
+        /// Hand the outcome to the waiting caller.
+        case resume(Waiter, Outcome)
+        /// A link nobody takes (its attempt was cancelled): end it with HCI Disconnect.
+        case dropLink(Link)
         /// The attempt is over at the controller: release the connect turn, resume a paused scan.
         case endAttempt
+        /// An event with nothing to do in this phase (log it): a timeout after the wait ended,
+        /// a cancellation of a caller already gone, a failure after the first completion.
+        case ignored(Event)
     }
 
     /// The error to report once an attempt being cancelled ends.
@@ -112,26 +126,82 @@ package struct ConnectAttempt<Waiter: Hashable & Sendable, Completion: Sendable>
         case (.callerLeft, .aborting(let error, _?)), (.callerLeftBeforeStatus, .aborting(let error, _?)):
             phase = .aborting(error: error, waiter: nil)
             return [.handOff]
-        case (.callerLeftBeforeStatus, .completedEarly(let completion)):
+        case (.callerLeftBeforeStatus, .completedEarly(let outcome)):
             phase = .ended
-            return [.dropCompleted(completion), .endAttempt]
-        case (.completed(let completion), .sending):
-            phase = .completedEarly(completion)
+            if case .success(let link) = outcome { return [.dropLink(link), .endAttempt] }
+            return [.endAttempt]
+        case (.connectionComplete, .sending), (.connectionFailed, .sending), (.abandoned, .sending):
+            phase = .completedEarly(outcome(of: event, aborted: nil))
             return []
-        case (.completed(let completion), .waiting(let waiter)), (.completed(let completion), .aborting(_, let waiter?)):
+        case (.connectionComplete, .waiting(let waiter)), (.connectionFailed, .waiting(let waiter)), (.abandoned, .waiting(let waiter)):
             phase = .ended
-            return [.stopTimer, .resume(waiter, completion)]
-        case (.completed, .aborting(_, nil)):
+            return [.stopTimer, .resume(waiter, outcome(of: event, aborted: nil))]
+        case (.connectionComplete(let link), .aborting(let error, let waiter)):
+            // The link was made before the cancel took effect: nobody takes it.
             phase = .ended
-            return [.stopTimer, .endAttempt]
+            return [.stopTimer, .dropLink(link), waiter.map { .resume($0, .failure(error)) } ?? .endAttempt]
+        case (.connectionFailed, .aborting(let error, let waiter)), (.abandoned, .aborting(let error, let waiter)):
+            phase = .ended
+            return [.stopTimer, waiter.map { .resume($0, outcome(of: event, aborted: error)) } ?? .endAttempt]
+        case (.connectionComplete(let link), .completedEarly):
+            // A second link for one attempt: nobody takes it.
+            return [.dropLink(link), .ignored(event)]
         default:
-            // Nothing to do: a completion after the first, a timeout after the wait ended,
-            // a cancellation of a caller already gone.
-            return []
+            return [.ignored(event)]
+        }
+    }
+
+    /// What a completion (or the attempt's end without one) means for the caller; an attempt
+    /// being cancelled reports `aborted`, unless it was abandoned for a reason of its own.
+    private func outcome(of event: Event, aborted: ConnectionError?) -> Outcome {
+        switch event {
+        case .connectionComplete(let link): return .success(link)
+        case .connectionFailed(let status): return .failure(aborted ?? .failed(peer: peer, status: status))
+        case .abandoned(let error): return .failure(error)
+        default: return .failure(aborted ?? .cancelled(peer: peer))
+        }
+    }
+
+    /// The phase's name for a log line.
+    package var phaseName: String {
+        switch phase {
+        case .sending: return "sending"
+        case .completedEarly: return "completed early"
+        case .waiting: return "waiting"
+        case .aborting: return "aborting"
+        case .ended: return "ended"
         }
     }
 }
 
-extension ConnectAttempt.Phase: Equatable where Completion: Equatable {}
-extension ConnectAttempt.Action: Equatable where Completion: Equatable {}
-extension ConnectAttempt: Equatable where Completion: Equatable {}
+/// What a connect attempt hands over when it made a link: the Connection_Handle and the
+/// parameters of LE (Enhanced) Connection Complete. The link's life goes on in `LinkLifecycle`.
+package struct MadeLink: Sendable, Hashable {
+    package var handle: UInt16
+    package var parameters: ConnectionParameters
+
+    package init(handle: UInt16, parameters: ConnectionParameters) {
+        self.handle = handle
+        self.parameters = parameters
+    }
+}
+
+extension ConnectAttempt.Event {
+    /// The event's name for a log line.
+    package var name: String {
+        switch self {
+        case .waitStarted: return "wait started"
+        case .timedOut(let error): return "timed out (\(error))"
+        case .callerLeft: return "caller left"
+        case .callerLeftBeforeStatus: return "caller left before the Command Status"
+        case .connectionComplete: return "LE Connection Complete"
+        case .connectionFailed(let status): return "LE Connection Complete (\(status))"
+        case .abandoned(let error): return "abandoned (\(error))"
+        }
+    }
+}
+
+extension ConnectAttempt.Phase: Equatable where Link: Equatable {}
+extension ConnectAttempt.Event: Equatable where Link: Equatable {}
+extension ConnectAttempt.Action: Equatable where Link: Equatable {}
+extension ConnectAttempt: Equatable where Link: Equatable {}

@@ -22,11 +22,11 @@ public actor Connection {
     /// The peer's LE features (bit mask of Vol 6, Part B, 4.6) once read.
     public internal(set) var remoteFeatures: UInt64?
     /// What the application asked for when connecting; reconnect attempts reuse all of it.
-    public private(set) var reconnectPolicy: ReconnectPolicy
+    public var reconnectPolicy: ReconnectPolicy { lifecycle.policy }
     public private(set) var requestParameters: ConnectionRequestParameters
     /// The connect timeout, which bounds every reconnect attempt too.
     public private(set) var connectTimeout: Duration
-    /// The one state of the link; only `Connection+Lifecycle.swift` changes it.
+    /// The one state machine of the link (`LinkLifecycle`); only `advance` (Connection+Lifecycle.swift) feeds it.
     var lifecycle: Lifecycle
     /// Observers of `linkState` (the GATT layer), called on the executor at each transition.
     var linkStateObservers: [@Sendable (LinkState) -> Void] = []
@@ -35,8 +35,6 @@ public actor Connection {
     /// `linkStateHistoryLimit` of them (`linkStates()` replays them to each subscriber).
     var linkStateHistory: [LinkState]
     static let linkStateHistoryLimit = 32
-    /// Numbers the restore's attempts, so a late end of an old one is told apart.
-    var attemptCounter: UInt64 = 0
     let eventStream: Broadcaster<ConnectionEvent>
     /// This side's address on the link as the central made it (its random address when it
     /// connected with one); nil: the controller's public address.
@@ -45,15 +43,25 @@ public actor Connection {
     public internal(set) var securityLevel: SecurityLevel = .none
     var security = ConnectionSecurity()
     var reconnectHooks: [@Sendable (Connection) async -> Void] = []
-    /// Callers of `disconnect()` waiting for Disconnection Complete (true: the link ended or
-    /// the wait timed out; false: the caller was cancelled).
-    let disconnectWaiters: Waiters<Bool, Never>
+    /// Callers of `disconnect()` waiting for Disconnection Complete.
+    let disconnectWaiters: Waiters<DisconnectWait, Never>
+
+    /// How a wait for Disconnection Complete ended.
+    enum DisconnectWait: Sendable, Equatable {
+        /// The link ended (or the wait's bound passed).
+        case ended
+        /// The waiting task was cancelled.
+        case cancelled
+        /// Disconnection Complete or the Command Status of HCI Disconnect carried `status`:
+        /// the link is still up.
+        case refused(HCIStatus)
+    }
 
     init(central: Central, host: HCIHost, peer: LEAddress, handle: UInt16, parameters: ConnectionParameters, options: ConnectOptions,
          role: LinkRole = .central) {
         self.requestParameters = options.parameters
         self.connectTimeout = options.timeout
-        self.lifecycle = .connected(handle: handle)
+        self.lifecycle = Lifecycle(handle: handle, policy: options.reconnect)
         self.role = role
         // The first attempt ran before the connection existed (`Central.connect`): it is
         // the story's first state. A peripheral-role link starts connected.
@@ -63,7 +71,6 @@ public actor Connection {
         self.central = central
         self.peer = peer
         self.parameters = parameters
-        self.reconnectPolicy = options.reconnect
         self.eventStream = Broadcaster(executor: host.executor)
         self.linkStateStream = Broadcaster(executor: host.executor)
         self.disconnectWaiters = Waiters(executor: host.executor, scheduler: host.scheduler)
@@ -75,8 +82,8 @@ public actor Connection {
 
     /// Connection_Handle while connected (or disconnecting).
     public var handle: UInt16? {
-        switch lifecycle {
-        case .connected(let h), .disconnecting(let h): return h
+        switch lifecycle.phase {
+        case .connected(let h), .disconnecting(let h, _, _): return h
         case .restoring, .closed: return nil
         }
     }
@@ -84,20 +91,20 @@ public actor Connection {
     public var isConnected: Bool { handle != nil }
 
     var isDisconnecting: Bool {
-        if case .disconnecting = lifecycle { return true }
+        if case .disconnecting = lifecycle.phase { return true }
         return false
     }
 
     /// True while the link is down and its reconnect policy is restoring it; false once it is
     /// back (`.connected`) or the restore ended (`.reconnectFailed`).
     public var isReconnecting: Bool {
-        if case .restoring = lifecycle { return true }
+        if case .restoring = lifecycle.phase { return true }
         return false
     }
 
     /// The reason of the last drop, when not connected.
     public var lastDisconnectReason: HCIStatus? {
-        switch lifecycle {
+        switch lifecycle.phase {
         case .connected, .disconnecting: return nil
         case .restoring(let r): return r.reason
         case .closed(_, let reason): return reason
@@ -105,7 +112,7 @@ public actor Connection {
     }
 
     /// The state of the link now.
-    public var linkState: LinkState { lifecycle.state }
+    public var linkState: LinkState { lifecycle.phase.state }
 
     /// The story of the link from its first connect attempt (`.connecting(attempt: 1)`,
     /// `.connected`, and every state since, the last 32 of them), then every change as it
@@ -145,55 +152,70 @@ public actor Connection {
     }
 
     /// Ends the link; the reconnect policy does not apply. Returns once Disconnection Complete
-    /// arrived (or the link was already gone). While the link is being restored it stops the
-    /// restore (a pending attempt is cancelled) and emits `.reconnectFailed`. Cancelling the
-    /// calling task throws `.command(peer:, .cancelled)` at once when the HCI Disconnect was
-    /// not sent yet (the link stays up, as if not called), and
-    /// `.command(peer:, .cancelledAfterSending)` once it was (the link still ends).
+    /// arrived (or the link was already gone); a second call while the first waits sends HCI
+    /// Disconnect again and waits for the same Disconnection Complete. While the link is being restored it stops the restore
+    /// (a pending attempt is cancelled) and emits `.reconnectFailed`. Cancelling the calling
+    /// task throws `.command(peer:, .cancelled)` at once when the HCI Disconnect was not sent
+    /// yet (the link stays up, as if not called), and `.command(peer:, .cancelledAfterSending)`
+    /// once it was (the link still ends). A controller that keeps the link (an error status in
+    /// the Command Status or the Disconnection Complete) throws `.command(peer:, .commandFailed)`.
+    ///
+    ///     try await link.disconnect()
     public func disconnect(reason: HCIStatus = .remoteUserTerminatedConnection, timeout: Duration = .seconds(5)) async throws(ConnectionError) {
-        guard let handle else {
-            // Down and being restored: the restore ends here, and observers (a Peripheral's
-            // waiting calls and streams) learn that the link will not come back.
-            endRestore(lastError: "disconnect() was called while the link was being restored")
-            return
-        }
-        let command = HCICommand.disconnect(handle: handle, reason: reason)
-        guard try await sendDisconnect(command, handle: handle) else { return }
-        if !(await waitForDisconnectionComplete(timeout: timeout)) {
-            throw .command(peer: peer, .cancelledAfterSending(opcode: command.opcode))
+        // Down and being restored: the restore ends here, and observers (a Peripheral's
+        // waiting calls and streams) learn that the link will not come back.
+        let actions = advance(.disconnectRequested(ifRestoring: "disconnect() was called while the link was being restored"))
+        for case .sendDisconnect(let handle) in actions {
+            guard try await sendDisconnect(HCICommand.disconnect(handle: handle, reason: reason)) else { return }
+            return try await awaitDisconnection(timeout: timeout)
         }
     }
 
-    /// Sends HCI Disconnect (`command`, for `handle`) and waits for its Command Status; false
-    /// when the controller no longer knows the handle (the link is gone already).
-    func sendDisconnect(_ command: HCICommandPacket, handle: UInt16, timeout: Duration? = nil) async throws(ConnectionError) -> Bool {
-        let wasConnected = !isDisconnecting
-        startDisconnecting(handle)
+    /// Waits for Disconnection Complete of the HCI Disconnect out, at most `timeout`.
+    private func awaitDisconnection(timeout: Duration) async throws(ConnectionError) {
+        let opcode = HCICommand.Disconnect.opcode
+        switch await waitForDisconnectionComplete(timeout: timeout) {
+        case .ended: return
+        case .cancelled: throw .command(peer: peer, .cancelledAfterSending(opcode: opcode))
+        case .refused(let status): throw .command(peer: peer, .commandFailed(opcode: opcode, status: status))
+        }
+    }
+
+    /// Sends HCI Disconnect (`command`) and waits for its Command Status; false when the
+    /// controller no longer knows the handle (the link is gone already).
+    func sendDisconnect(_ command: HCICommandPacket, timeout: Duration? = nil) async throws(ConnectionError) -> Bool {
         do throws(HCIError) {
             try await host.send(command, timeout: timeout)
         } catch {
-            if case .commandFailed(_, .unknownConnectionIdentifier) = error { return false }
-            // Never sent: the link is up and nothing changed.
-            if case .cancelled = error, wasConnected { disconnectNotSent(handle) }
+            switch error {
+            case .commandFailed(_, let status):
+                advance(.disconnectRefused(status))
+                if status == .unknownConnectionIdentifier { return false }
+            case .cancelled:
+                // Never sent: the link is up and nothing changed.
+                advance(.disconnectNotSent)
+            default:
+                break
+            }
             throw .command(peer: peer, error)
         }
+        advance(.disconnectAcknowledged)
         return true
     }
 
-    /// Waits for Disconnection Complete: true once the link is down or `timeout` passed,
-    /// false when the calling task was cancelled first.
-    func waitForDisconnectionComplete(timeout: Duration) async -> Bool {
-        if handle == nil { return true }
-        return await disconnectWaiters.wait(deadline: (timeout, .success(true)), cancelled: { _ in .success(false) }).get()
+    /// Waits for Disconnection Complete: `.ended` once the link is down or `timeout` passed.
+    func waitForDisconnectionComplete(timeout: Duration) async -> DisconnectWait {
+        if handle == nil { return .ended }
+        return await disconnectWaiters.wait(deadline: (timeout, .success(.ended)), cancelled: { _ in .success(.cancelled) }).get()
     }
 
     /// For `Central.close()`: ends a restore under way, or sends HCI Disconnect for the link
     /// and waits at most `timeout` for its Command Status (not for the link to go down).
     func startClosing(reason: HCIStatus, timeout: Duration) async {
-        guard let handle else {
-            return endRestore(lastError: "the central was closed while the link was being restored")
+        let actions = advance(.disconnectRequested(ifRestoring: "the central was closed while the link was being restored"))
+        for case .sendDisconnect(let handle) in actions {
+            _ = try? await sendDisconnect(HCICommand.disconnect(handle: handle, reason: reason), timeout: timeout)
         }
-        _ = try? await sendDisconnect(HCICommand.disconnect(handle: handle, reason: reason), handle: handle, timeout: timeout)
     }
 
     /// Reads the RSSI of the link (HCI_Read_RSSI), in dBm.
