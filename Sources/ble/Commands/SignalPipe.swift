@@ -36,23 +36,33 @@ enum SignalPipe {
         return (fds[0], fds[1])
     }()
 
-    private static let watchers = Mutex<(next: Int, list: [Watcher])>((0, []))
+    private struct State {
+        var next = 0
+        var list: [Watcher] = []
+        /// Kept here for the life of the process: a released source stops reading.
+        var source: (any DispatchSourceRead)?
+    }
+
+    private static let watchers = Mutex(State())
 
     /// The one read source, made on first use; false when no pipe could be made.
     private static let reading: Bool = {
         let fd = ends.read
         guard fd >= 0 else { return false }
-        let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: .main)
-        source.setEventHandler {
-            var bytes = [UInt8](repeating: 0, count: 16)
-            let n = read(fd, &bytes, bytes.count)
-            guard n > 0 else { return }  // EAGAIN or EINTR: the source fires again while bytes wait
-            for number in bytes[..<n].map(Int32.init) {
-                let handlers = watchers.withLock { $0.list.filter { $0.signals.contains(number) }.map(\.handle) }
-                for handle in handlers { handle(number) }
+        watchers.withLock { state in
+            let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: .main)
+            source.setEventHandler {
+                var bytes = [UInt8](repeating: 0, count: 16)
+                let n = read(fd, &bytes, bytes.count)
+                guard n > 0 else { return }  // EAGAIN or EINTR: the source fires again while bytes wait
+                for number in bytes[..<n].map(Int32.init) {
+                    let handlers = watchers.withLock { $0.list.filter { $0.signals.contains(number) }.map(\.handle) }
+                    for handle in handlers { handle(number) }
+                }
             }
+            source.resume()
+            state.source = source
         }
-        source.resume()
         return true
     }()
 
