@@ -12,11 +12,7 @@ import Testing
         let broker = try await Broker.start()
         defer { broker.stop() }
         let watcher = try await Watcher.start(broker, "ble/#")
-        var options = VirtualController.Options()
-        options.time = .immediate
-        let vc = VirtualController(options: options)
-        let address = LEAddress(BluetoothAddress(rawValue: 0xC3_DD_00_00_00_01), type: .random)
-        vc.addPeripheral(SimulatedPeripheral(address: address, advertisingData: [0x02, 0x01, 0x06]))
+        let vc = GatewayBed.controller(advertiser: 0xC3_DD_00_00_00_01, [0x02, 0x01, 0x06])
         let gateway = try Child(path: GatewayProcessTests.ble, ["-d", try vc.servePseudoTerminal(), "gateway", "--mqtt", broker.url, "--id", "gwstop"])
         #expect(try await watcher.next("ble/gwstop/status").text == "online")
         // The device's message: the scan runs.

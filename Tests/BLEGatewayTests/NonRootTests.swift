@@ -20,12 +20,8 @@ import BLEWire
         let broker = try await Broker.start()
         defer { broker.stop() }
         let watcher = try await Watcher.start(broker, "ble/#")
-        var options = VirtualController.Options()
-        options.time = .immediate
-        let vc = VirtualController(options: options)
-        let address = LEAddress(BluetoothAddress(rawValue: 0xC3_00_00_00_00_01), type: .random)
         // Flags; Complete Local Name "nr".
-        vc.addPeripheral(SimulatedPeripheral(address: address, advertisingData: [0x02, 0x01, 0x06, 0x03, 0x09, 0x6E, 0x72]))
+        let vc = GatewayBed.controller(advertiser: 0xC3_00_00_00_00_01, [0x02, 0x01, 0x06, 0x03, 0x09, 0x6E, 0x72])
         let spec = try vc.servePseudoTerminal()
         let pty = String(spec.dropFirst("serial:".count).prefix { $0 != "@" })
         #expect(chown(pty, Self.nobody, Self.nobody) == 0)

@@ -32,12 +32,8 @@ import BLEWire
         let broker = try await Broker.start()
         defer { broker.stop() }
         let watcher = try await Watcher.start(broker, "ble/#")
-        var options = VirtualController.Options()
-        options.time = .immediate
-        let vc = VirtualController(options: options)
-        let address = LEAddress(BluetoothAddress(rawValue: 0xC3_00_00_00_00_02), type: .random)
         // Flags; Complete Local Name "ro".
-        vc.addPeripheral(SimulatedPeripheral(address: address, advertisingData: [0x02, 0x01, 0x06, 0x03, 0x09, 0x72, 0x6F]))
+        let vc = GatewayBed.controller(advertiser: 0xC3_00_00_00_00_02, [0x02, 0x01, 0x06, 0x03, 0x09, 0x72, 0x6F])
         let spec = try vc.servePseudoTerminal()
 
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("ble-readonly-\(UUID().uuidString)")

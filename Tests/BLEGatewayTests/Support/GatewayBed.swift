@@ -5,6 +5,7 @@ import Foundation
 import SMP
 import Synchronization
 import BLETransport
+import BLEWire
 
 /// A `Gateway` on a `Central` over the in-process virtual controller, publishing to `broker`.
 /// In immediate time (the default) each simulated peripheral advertises once when the scan
@@ -43,6 +44,15 @@ struct GatewayBed {
         var options = VirtualController.Options()
         options.time = .immediate
         return options
+    }
+
+    /// A virtual controller in immediate time with one advertiser at the random address `raw`,
+    /// for a test that runs `ble gateway` as a process on it (`vc.servePseudoTerminal()`).
+    static func controller(advertiser raw: UInt64, _ advertisingData: [UInt8]) -> VirtualController {
+        let vc = VirtualController(options: immediate)
+        let address = LEAddress(BluetoothAddress(rawValue: raw), type: .random)
+        vc.addPeripheral(SimulatedPeripheral(address: address, advertisingData: advertisingData))
+        return vc
     }
 
     /// Cancels the gateway (it publishes `offline` and leaves the broker) and closes the central.
