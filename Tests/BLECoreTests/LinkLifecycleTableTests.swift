@@ -217,4 +217,72 @@ import BLEWire
         _ = link.handle(.disconnectionComplete(status: e.status, reason: e.reason, adapter: .poweredOn))
         #expect(link.phase == .closed(.disconnected(reason: Self.remoteUserTerminated), reason: Self.remoteUserTerminated))
     }
+
+    /// One Disconnection Complete from its bytes (7.7.5: event code 0x05, length 4, Status,
+    /// Connection_Handle, Reason), taken by both sides of the link: the host's
+    /// (`HCIFlowControl`: the link's queue, its channels, its buffers in the controller) and the
+    /// connection's (`LinkLifecycle`). The host holds the link 0x0040 alone, with `inFlight`
+    /// packets in the controller's 8 buffers.
+    struct WireRow: Sendable, CustomTestStringConvertible {
+        let name: String
+        var policy = ReconnectPolicy.never
+        let before: [Link.Event]
+        let packet: [UInt8]
+        let inFlight: Int
+        let actions: [Link.Action]
+        let after: Link.Phase
+        let hostActions: [HCIFlowControl.Action]
+        var testDescription: String { name }
+    }
+
+    static let hostEnds: [HCIFlowControl.Action] = [.failQueuedPDUs(handle: handle), .endChannels(handle: handle)]
+
+    static let wireRows: [WireRow] = [
+        WireRow(name: "05 04 00 40 00 13 while connected: the peer ended the link; its 2 buffers come back",
+                before: [], packet: [0x05, 0x04, 0x00, 0x40, 0x00, 0x13], inFlight: 2,
+                actions: [.stateChanged(.closed(.disconnected(reason: remoteUserTerminated))),
+                          .emit(.disconnected(reason: remoteUserTerminated, willReconnect: false)),
+                          .resumeDisconnectWaiters, .failPendingWork(reason: remoteUserTerminated)],
+                after: .closed(.disconnected(reason: remoteUserTerminated), reason: remoteUserTerminated),
+                hostActions: hostEnds + [.creditsReturned(handle: handle, count: 2)]),
+        WireRow(name: "05 04 00 40 00 16 after our HCI Disconnect: closed, nothing in flight",
+                before: disconnecting + [.disconnectAcknowledged], packet: [0x05, 0x04, 0x00, 0x40, 0x00, 0x16], inFlight: 0,
+                actions: [.stateChanged(.closed(.disconnected(reason: localHostTerminated))),
+                          .emit(.disconnected(reason: localHostTerminated, willReconnect: false)),
+                          .resumeDisconnectWaiters, .failPendingWork(reason: localHostTerminated)],
+                after: .closed(.disconnected(reason: localHostTerminated), reason: localHostTerminated),
+                hostActions: hostEnds),
+        WireRow(name: "05 04 00 40 00 08 (Connection Timeout) with a policy: the connection restores, the host ends the old link",
+                policy: twice, before: [], packet: [0x05, 0x04, 0x00, 0x40, 0x00, 0x08], inFlight: 5,
+                actions: [.stateChanged(.reconnecting(attempt: 1)), .emit(.disconnected(reason: connectionTimeout, willReconnect: true)),
+                          .scheduleAttempt(after: .milliseconds(500)), .emit(.reconnecting(attempt: 1, delay: .milliseconds(500))),
+                          .resumeDisconnectWaiters, .failPendingWork(reason: connectionTimeout)],
+                after: restoring(connectionTimeout, .backoff(nil)),
+                hostActions: hostEnds + [.creditsReturned(handle: handle, count: 5)]),
+        WireRow(name: "05 04 0C 40 00 16 (Status Command Disallowed): the link is up on both sides, the disconnect() callers fail",
+                before: disconnecting + [.disconnectAcknowledged], packet: [0x05, 0x04, 0x0C, 0x40, 0x00, 0x16], inFlight: 3,
+                actions: [.stateChanged(.connected(handle: handle)), .failDisconnectWaiters(commandDisallowed)],
+                after: .connected(handle: handle), hostActions: []),
+    ]
+
+    @Test(arguments: wireRows) func wireRow(_ row: WireRow) throws {
+        guard case .event(let raw) = try HCIPacket(type: .event, body: row.packet),
+              case .disconnectionComplete(let e) = try HCIEvent(raw) else {
+            Issue.record("not a Disconnection Complete: \(row.packet)")
+            return
+        }
+        #expect(e.handle == Self.handle)
+        var link = Link(handle: Self.handle, policy: row.policy)
+        for event in row.before { _ = link.handle(event) }
+        #expect(link.handle(.disconnectionComplete(status: e.status, reason: e.reason, adapter: .poweredOn)) == row.actions)
+        #expect(link.phase == row.after)
+
+        var flow = HCIFlowControl(aclPacketLength: 27, aclPacketCount: 8, aclCredits: 8 - row.inFlight, inFlight: [Self.handle: row.inFlight])
+        var hostActions: [HCIFlowControl.Action] = []
+        for event in try HCIFlowControlTests.flowEvents(row.packet) { hostActions += flow.handle(event) }
+        #expect(hostActions == row.hostActions)
+        let ended = row.hostActions.isEmpty == false
+        #expect(flow.aclCredits == (ended ? 8 : 8 - row.inFlight))
+        #expect(flow.inFlight == (ended ? [:] : [Self.handle: row.inFlight]))
+    }
 }

@@ -179,4 +179,26 @@ struct LinkLifecycleTests {
         #expect(vc.aclReceived.count == 1)
         await #expect(throws: LinkError.self) { try await channel.send([0x52, 0x03, 0x00, 0x03]) }
     }
+
+    /// Disconnection Complete (Vol 4, Part E, 7.7.5) with a packet in the controller's one
+    /// buffer and a PDU queued behind it: the queued send fails with the reason, the buffer
+    /// comes back (4.3), the link leaves the host's tables, and the ATT channel is closed.
+    @Test func disconnectionCompleteFailsQueuedSendsAndFreesTheLinksBuffer() async throws {
+        let (vc, central) = try await VC.stack { o in o.aclPacketCount = 1; o.packetCompletion = .manual }
+        let link = try await central.connect(VC.peer, parameters: Self.quiet())
+        let channel = try await link.attChannel()
+        try await channel.send([0x52, 0x03, 0x00, 0x01]) // holds the one controller buffer
+        let queued = Task { try await channel.send([0x52, 0x03, 0x00, 0x02]) }
+        await vc.settle()
+        #expect(await central.host.aclCredits == 0)
+        let handle = try #require(vc.handle(of: VC.peer))
+        try vc.disconnect(VC.peer, reason: .remoteUserTerminatedConnection)
+        let error = LinkError.disconnected(peer: VC.peer.address, reason: .remoteUserTerminatedConnection)
+        await #expect(throws: error) { try await queued.value }
+        #expect(await central.host.aclCredits == 1)
+        #expect(await central.host.readyLinks.isEmpty)
+        #expect(await central.host.hasLink(handle) == false)
+        #expect(vc.aclReceived.count == 1)
+        await #expect(throws: error) { try await channel.send([0x52, 0x03, 0x00, 0x03]) }
+    }
 }

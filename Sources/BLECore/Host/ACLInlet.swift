@@ -162,8 +162,4 @@ final class ACLInlet: @unchecked Sendable { // `links` and its table are touched
             return true
         }
     }
-
-    func forget(_ link: HCIHost.Link) {
-        links.removeValue(forKey: link.handle)
-    }
 }

@@ -1,9 +1,10 @@
 /// The credits between the host and its controller, as one value: HCI command flow control
 /// (Num_HCI_Command_Packets, Core Spec Vol 4, Part E, 4.4) and LE ACL data flow control
 /// (Total_Num_LE_ACL_Data_Packets from LE Read Buffer Size, Number Of Completed Packets per
-/// Connection_Handle; 4.1, 4.3 and 7.7.19). It does no I/O: `HCIHost` feeds it what happened and
-/// carries out the actions it returns (send queued commands or fragments, log a controller
-/// that miscounts).
+/// Connection_Handle; 4.1, 4.3 and 7.7.19), and the host's side of each link's end (its queued
+/// PDUs fail, its channels end, its buffers come back). It does no I/O: `HCIHost` feeds it what
+/// happened and carries out the actions it returns (send queued commands or fragments, end a
+/// link's traffic, log a controller that miscounts).
 ///
 ///     var flow = HCIFlowControl()
 ///     _ = flow.handle(.bufferSizeRead(packetLength: 251, packetCount: 8))
@@ -52,16 +53,19 @@ package struct HCIFlowControl: Hashable, Sendable {
         /// LE Read Buffer Size (or Read Buffer Size when LE shares the BR/EDR buffers):
         /// every buffer is free.
         case bufferSizeRead(packetLength: Int, packetCount: Int)
-        /// LE Connection Complete: a link that may send.
+        /// LE Connection Complete: a link that may send. A link on the same handle whose
+        /// Disconnection Complete never came ends first, as with `linkClosed`.
         case linkOpened(handle: UInt16)
         /// An ACL packet of `handle` went to the controller: it fills one buffer.
         case aclSent(handle: UInt16)
         /// One entry of Number Of Completed Packets.
         case completedPackets(handle: UInt16, count: Int)
-        /// Disconnection Complete (or the link ended with the transport): its packets in the
-        /// controller are flushed and their buffers free (4.3).
+        /// Disconnection Complete with Status 0x00 (7.7.5), or the link ended with the
+        /// transport: its queued PDUs fail, its channels end, and its packets in the controller
+        /// are flushed, their buffers free (4.3).
         case linkClosed(handle: UInt16)
-        /// Hardware Error or HCI_Reset: the controller lost every link, all buffers are free.
+        /// Hardware Error or HCI_Reset: the controller lost every link (each ends as with
+        /// `linkClosed`), all buffers are free.
         case controllerCleared
     }
 
@@ -76,6 +80,13 @@ package struct HCIFlowControl: Hashable, Sendable {
         /// The controller reported more completed packets for a link than the host had sent
         /// it; only the packets in flight were credited (log it: the controller miscounts).
         case excessCompletedPackets(handle: UInt16, reported: Int, inFlight: Int)
+        /// The link ended: fail the PDUs it queued and take it out of the ACL round-robin.
+        case failQueuedPDUs(handle: UInt16)
+        /// The link ended: end its fixed and credit-based channels and its signaling requests.
+        case endChannels(handle: UInt16)
+        /// The link ended with `count` packets in the controller: flushed with it, their
+        /// buffers are free again and already counted in `aclCredits` (log it).
+        case creditsReturned(handle: UInt16, count: Int)
     }
 
     /// The most packets one link may have in the controller at once: an equal share of the buffers.
@@ -128,12 +139,19 @@ package struct HCIFlowControl: Hashable, Sendable {
             guard let held = inFlight.removeValue(forKey: handle) else { return [] }
             aclCredits += held
             // Fewer links: each remaining one's share grew.
-            return [.resumeAllLinks]
+            return ended(handle, held: held) + (inFlight.isEmpty ? [] : [.resumeAllLinks])
         case .controllerCleared:
+            let actions = inFlight.sorted { $0.key < $1.key }.flatMap { ended($0.key, held: $0.value) }
             inFlight.removeAll()
             aclCredits = aclPacketCount
-            return [.resumeAllLinks]
+            return actions
         }
+    }
+
+    /// The link's end, in order: its queue fails before its channels end (a channel's close
+    /// handler finds nothing of its own still queued), then its buffers are reported back.
+    private func ended(_ handle: UInt16, held: Int) -> [Action] {
+        [.failQueuedPDUs(handle: handle), .endChannels(handle: handle)] + (held > 0 ? [.creditsReturned(handle: handle, count: held)] : [])
     }
 
     /// Number Of Completed Packets for one handle. The count is of packets completed since

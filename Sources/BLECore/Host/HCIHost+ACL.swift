@@ -68,10 +68,13 @@ extension HCIHost {
     /// Registers a new connection so its data can flow. The central calls this on LE
     /// Connection Complete, before any data for the handle can arrive.
     public func addLink(handle: UInt16, peer: LEAddress) {
-        if links[handle] != nil { linkLost(handle: handle, error: .closed(peer: links[handle]?.peer.address, handle: handle)) }
         safeguards.foreignHandles.remove(handle & 0x0FFF)
+        // A link still on this handle (its Disconnection Complete never came) ends first.
+        let old = links.removeValue(forKey: handle)
+        let ending = old.map { [handle: EndingLink(link: $0, error: .closed(peer: $0.peer.address, handle: handle))] } ?? [:]
+        apply(flow.handle(.linkOpened(handle: handle)), ending: ending)
         links[handle] = Link(handle: handle, peer: peer)
-        apply(flow.handle(.linkOpened(handle: handle)))
+        if old != nil { pumpACL() }
     }
 
     public func hasLink(_ handle: UInt16) -> Bool { links[handle] != nil }
@@ -281,8 +284,9 @@ extension HCIHost {
     }
 
     /// Carries out what the flow control asks for. Resuming links only puts them in the
-    /// round-robin; the caller pumps (`pumpACL`) once it has taken every event.
-    func apply(_ actions: [HCIFlowControl.Action]) {
+    /// round-robin; the caller pumps (`pumpACL`) once it has taken every event. `ending` holds
+    /// the links the event ended (already out of `links`), with the error their work fails with.
+    func apply(_ actions: [HCIFlowControl.Action], ending: [UInt16: EndingLink] = [:]) {
         for action in actions {
             switch action {
             case .sendCommands:
@@ -293,6 +297,12 @@ extension HCIHost {
                 for link in links.values { markReady(link) }
             case .excessCompletedPackets(let handle, let reported, let inFlight):
                 logLimited(.controllerMiscount, .warning, "the controller reported \(reported) completed packets for handle \(handle.hex) with \(inFlight) in flight (Vol 4, Part E, 7.7.19); only \(inFlight) credited")
+            case .failQueuedPDUs(let handle):
+                if let ended = ending[handle] { failQueuedPDUs(ended) }
+            case .endChannels(let handle):
+                if let ended = ending[handle] { endChannels(ended) }
+            case .creditsReturned(let handle, let count):
+                logger.log(.debug, "handle \(handle.hex) ended with \(count) packet(s) in the controller; their buffers are free again (Vol 4, Part E, 4.3)")
             }
         }
     }
@@ -326,45 +336,9 @@ extension HCIHost {
     }
 
     /// Counts and logs a partial inbound PDU that reassembly threw away.
-    private func partialPDUDiscarded(_ link: Link, _ why: String) {
+    func partialPDUDiscarded(_ link: Link, _ why: String) {
         safeguards.inboundDrops += 1
         safeguards.partialPDUDiscards += 1
         logLimited(.reassembly, .warning, "handle \(link.handle.hex) (\(link.peer.address)): \(why)")
-    }
-
-    /// Disconnection Complete: return the link's credits, fail its queue and close its channels.
-    func linkDisconnected(handle: UInt16, reason: HCIStatus) {
-        safeguards.foreignHandles.remove(handle)
-        guard let link = links[handle] else { return }
-        linkLost(handle: handle, error: .disconnected(peer: link.peer.address, reason: reason))
-    }
-
-    func linkLost(handle: UInt16, error: LinkError) {
-        guard let link = links[handle] else { return }
-        inlet.forget(link)
-        let flowActions = flow.handle(.linkClosed(handle: handle))
-        readyLinks.removeAll { $0 == handle }
-        link.isReady = false
-        link.sendDeadline?.cancel()
-        link.sendDeadline = nil
-        for entry in link.queue[link.queueHead...] {
-            if let done = entry.done { sendWaiters.resume(done, with: .failure(error)) }
-        }
-        link.queue.removeAll()
-        link.queueHead = 0
-        link.queuedBytes = 0
-        link.queuedPDUs = 0
-        link.roomWaiters = []
-        if let why = link.reassembler.discardPartial() { partialPDUDiscarded(link, "link closed while \(why)") }
-        for channel in link.channels.values { channel.closed(error) }
-        creditBasedLinkLost(link, error: error)
-        parameterUpdateLinkLost(link)
-        parameterRequestLinkLost(link, error: error)
-        link.channels.removeAll()
-        link.att = nil
-        link.attRawReceiver = nil
-        // Fewer links: each remaining one's share grew.
-        apply(flowActions)
-        pumpACL()
     }
 }

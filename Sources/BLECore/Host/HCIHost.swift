@@ -246,11 +246,8 @@ public actor HCIHost {
     /// link ends here (its queued PDUs and channels fail with `LinkError.controllerReset`)
     /// and every ACL buffer is free again.
     func clearControllerState(hardwareError code: UInt8?) {
-        for (handle, link) in links { linkLost(handle: handle, error: .controllerReset(peer: link.peer.address, hardwareError: code)) }
-        links.removeAll()
-        readyLinks.removeAll()
+        allLinksLost { .controllerReset(peer: $0.peer.address, hardwareError: code) }
         safeguards.foreignHandles.removeAll()
-        apply(flow.handle(.controllerCleared))
     }
 
     func deliver(_ event: HCIEvent) {
