@@ -45,7 +45,7 @@ extension HCIHost {
     }
 
     /// Sends `command` and decodes its return parameters as `R`.
-    public func read<R: HCIReturnParameters>(_ type: R.Type, _ command: HCICommandPacket) async throws(HCIError) -> R {
+    package func read<R: HCIReturnParameters>(_ type: R.Type, _ command: HCICommandPacket) async throws(HCIError) -> R {
         let rp = try await send(command)
         do {
             switch try HCIReturn.decode(type, from: rp) {

@@ -3,15 +3,15 @@
 ///
 ///     var r = ByteReader(bytes, context: "LE Connection Complete")
 ///     let status = try r.u8(); let handle = try r.u16()
-public struct ByteReader: Sendable {
-    public let bytes: [UInt8]
-    public var offset: Int
-    public let end: Int
+package struct ByteReader: Sendable {
+    package let bytes: [UInt8]
+    package var offset: Int
+    package let end: Int
     /// Names the structure being decoded, for error messages.
-    public let context: StaticString
+    package let context: StaticString
 
     @inlinable
-    public init(_ bytes: [UInt8], context: StaticString) {
+    package init(_ bytes: [UInt8], context: StaticString) {
         self.bytes = bytes
         self.offset = 0
         self.end = bytes.count
@@ -20,47 +20,47 @@ public struct ByteReader: Sendable {
 
     /// A reader over `bytes[range]` (the range must lie within `bytes`).
     @inlinable
-    public init(_ bytes: [UInt8], range: Range<Int>, context: StaticString) {
+    package init(_ bytes: [UInt8], range: Range<Int>, context: StaticString) {
         self.bytes = bytes
         self.offset = max(0, min(range.lowerBound, bytes.count))
         self.end = max(self.offset, min(range.upperBound, bytes.count))
         self.context = context
     }
 
-    @inlinable public var remaining: Int { end - offset }
-    @inlinable public var isAtEnd: Bool { offset >= end }
+    @inlinable package var remaining: Int { end - offset }
+    @inlinable package var isAtEnd: Bool { offset >= end }
 
     @inlinable
-    public mutating func need(_ n: Int) throws(DecodeError) {
+    package mutating func need(_ n: Int) throws(DecodeError) {
         if n < 0 || remaining < n { throw .truncated(what: "\(context)", needed: n - remaining) }
     }
 
     @inlinable
-    public mutating func u8() throws(DecodeError) -> UInt8 {
+    package mutating func u8() throws(DecodeError) -> UInt8 {
         try need(1)
         defer { offset += 1 }
         return bytes[offset]
     }
 
     @inlinable
-    public mutating func i8() throws(DecodeError) -> Int8 { Int8(bitPattern: try u8()) }
+    package mutating func i8() throws(DecodeError) -> Int8 { Int8(bitPattern: try u8()) }
 
     @inlinable
-    public mutating func u16() throws(DecodeError) -> UInt16 {
+    package mutating func u16() throws(DecodeError) -> UInt16 {
         try need(2)
         defer { offset += 2 }
         return UInt16(bytes[offset]) | UInt16(bytes[offset + 1]) << 8
     }
 
     @inlinable
-    public mutating func u24() throws(DecodeError) -> UInt32 {
+    package mutating func u24() throws(DecodeError) -> UInt32 {
         try need(3)
         defer { offset += 3 }
         return UInt32(bytes[offset]) | UInt32(bytes[offset + 1]) << 8 | UInt32(bytes[offset + 2]) << 16
     }
 
     @inlinable
-    public mutating func u32() throws(DecodeError) -> UInt32 {
+    package mutating func u32() throws(DecodeError) -> UInt32 {
         try need(4)
         defer { offset += 4 }
         var v: UInt32 = 0
@@ -69,7 +69,7 @@ public struct ByteReader: Sendable {
     }
 
     @inlinable
-    public mutating func u64() throws(DecodeError) -> UInt64 {
+    package mutating func u64() throws(DecodeError) -> UInt64 {
         try need(8)
         defer { offset += 8 }
         var v: UInt64 = 0
@@ -79,7 +79,7 @@ public struct ByteReader: Sendable {
 
     /// The next `count` bytes as a new array.
     @inlinable
-    public mutating func bytes(_ count: Int) throws(DecodeError) -> [UInt8] {
+    package mutating func bytes(_ count: Int) throws(DecodeError) -> [UInt8] {
         try need(count)
         defer { offset += count }
         return Array(bytes[offset..<offset + count])
@@ -87,21 +87,21 @@ public struct ByteReader: Sendable {
 
     /// Skips `count` bytes.
     @inlinable
-    public mutating func skip(_ count: Int) throws(DecodeError) {
+    package mutating func skip(_ count: Int) throws(DecodeError) {
         try need(count)
         offset += count
     }
 
     /// Everything not read yet.
     @inlinable
-    public mutating func rest() -> [UInt8] {
+    package mutating func rest() -> [UInt8] {
         defer { offset = end }
         return Array(bytes[offset..<end])
     }
 
     /// A 48-bit device address (little-endian on the wire).
     @inlinable
-    public mutating func address() throws(DecodeError) -> BluetoothAddress {
+    package mutating func address() throws(DecodeError) -> BluetoothAddress {
         try need(6)
         var v: UInt64 = 0
         for i in 0..<6 { v |= UInt64(bytes[offset + i]) << (8 * UInt64(i)) }
@@ -111,7 +111,7 @@ public struct ByteReader: Sendable {
 
     /// Throws unless every byte was consumed.
     @inlinable
-    public func expectEnd() throws(DecodeError) {
+    package func expectEnd() throws(DecodeError) {
         if remaining != 0 {
             throw .malformed(what: "\(context)", detail: "\(remaining) unexpected trailing byte\(remaining == 1 ? "" : "s")")
         }

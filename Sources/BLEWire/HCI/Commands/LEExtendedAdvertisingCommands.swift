@@ -228,27 +228,27 @@ extension HCICommand {
 
 extension HCIReturn {
     /// HCI_LE_Set_Extended_Advertising_Parameters (7.8.53): Selected_TX_Power in dBm.
-    public struct LESetExtendedAdvertisingParameters: HCIReturnParameters {
-        public static let context: StaticString = "HCI_LE_Set_Extended_Advertising_Parameters return parameters"
-        public var selectedTxPower: Int8
-        public init(selectedTxPower: Int8) { self.selectedTxPower = selectedTxPower }
-        public init(afterStatus r: inout ByteReader) throws(DecodeError) { selectedTxPower = try r.i8() }
+    package struct LESetExtendedAdvertisingParameters: HCIReturnParameters {
+        package static let context: StaticString = "HCI_LE_Set_Extended_Advertising_Parameters return parameters"
+        package var selectedTxPower: Int8
+        package init(selectedTxPower: Int8) { self.selectedTxPower = selectedTxPower }
+        package init(afterStatus r: inout ByteReader) throws(DecodeError) { selectedTxPower = try r.i8() }
     }
 
     /// HCI_LE_Read_Maximum_Advertising_Data_Length (7.8.57): 31 to 1650 octets.
-    public struct LEReadMaximumAdvertisingDataLength: HCIReturnParameters {
-        public static let context: StaticString = "HCI_LE_Read_Maximum_Advertising_Data_Length return parameters"
-        public var maximumLength: UInt16
-        public init(maximumLength: UInt16) { self.maximumLength = maximumLength }
-        public init(afterStatus r: inout ByteReader) throws(DecodeError) { maximumLength = try r.u16() }
+    package struct LEReadMaximumAdvertisingDataLength: HCIReturnParameters {
+        package static let context: StaticString = "HCI_LE_Read_Maximum_Advertising_Data_Length return parameters"
+        package var maximumLength: UInt16
+        package init(maximumLength: UInt16) { self.maximumLength = maximumLength }
+        package init(afterStatus r: inout ByteReader) throws(DecodeError) { maximumLength = try r.u16() }
     }
 
     /// HCI_LE_Read_Number_of_Supported_Advertising_Sets (7.8.58).
-    public struct LEReadNumberOfSupportedAdvertisingSets: HCIReturnParameters {
-        public static let context: StaticString = "HCI_LE_Read_Number_of_Supported_Advertising_Sets return parameters"
-        public var count: UInt8
-        public init(count: UInt8) { self.count = count }
-        public init(afterStatus r: inout ByteReader) throws(DecodeError) { count = try r.u8() }
+    package struct LEReadNumberOfSupportedAdvertisingSets: HCIReturnParameters {
+        package static let context: StaticString = "HCI_LE_Read_Number_of_Supported_Advertising_Sets return parameters"
+        package var count: UInt8
+        package init(count: UInt8) { self.count = count }
+        package init(afterStatus r: inout ByteReader) throws(DecodeError) { count = try r.u8() }
     }
 }
 

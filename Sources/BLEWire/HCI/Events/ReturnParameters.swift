@@ -17,7 +17,7 @@ package enum HCICommandOutcome<Value: Hashable & Sendable>: Hashable, Sendable {
 }
 
 /// Return parameters that follow the Status octet of a Command Complete event.
-public protocol HCIReturnParameters: Hashable, Sendable {
+package protocol HCIReturnParameters: Hashable, Sendable {
     /// Names the command in error texts.
     static var context: StaticString { get }
     /// Decodes the fields after Status; the reader must be left at the end.
