@@ -56,15 +56,15 @@ extension Central {
             guard let self else { return }
             queue.async { self.enter(on: executor) { central in central.leaveBackgroundConnect(subscription, bg) } }
         }
-        if grew || bg.loop == nil { refreshBackgroundConnect(bg) }
+        if grew || bg.state.value.loop == nil { refreshBackgroundConnect(bg) }
         return stream
     }
 
     /// A caller's set ended: its devices leave the list unless another set wants them; the
     /// last set stops the background connections.
     private func leaveBackgroundConnect(_ subscription: BackgroundConnect.Subscription, _ bg: BackgroundConnect) {
-        guard backgroundConnect === bg, bg.remove(subscription) || bg.subscriptions.isEmpty else { return }
-        if bg.subscriptions.isEmpty { return stopBackgroundConnect(error: nil) }
+        guard backgroundConnect === bg, bg.remove(subscription) || bg.state.value.subscriptions.isEmpty else { return }
+        if bg.state.value.subscriptions.isEmpty { return stopBackgroundConnect(error: nil) }
         refreshBackgroundConnect(bg)
     }
 
@@ -72,22 +72,22 @@ extension Central {
     func stopBackgroundConnect(error: (any Error)?) {
         guard let bg = backgroundConnect else { return }
         backgroundConnect = nil
-        bg.loop?.cancel()
-        bg.overflowScan?.cancel()
+        bg.state.value.loop?.cancel()
+        bg.state.value.overflowScan?.cancel()
         bg.finishAll(error: error)
     }
 
     private func startBackgroundLoop(_ bg: BackgroundConnect) {
-        guard bg.loop == nil else { return }
-        bg.loop = Task { await self.runBackgroundConnect(bg) }
+        guard bg.state.value.loop == nil else { return }
+        bg.state.value.loop = Task { await self.runBackgroundConnect(bg) }
     }
 
     /// The devices to connect changed (a set came or went, a known device lost its link): the
     /// list is made again.
     func refreshBackgroundConnect(_ bg: BackgroundConnect) {
-        guard bg.loop != nil else { return startBackgroundLoop(bg) }
+        guard bg.state.value.loop != nil else { return startBackgroundLoop(bg) }
         // An attempt about to go out with the old list is cancelled as soon as it is sent.
-        bg.preempted = true
+        bg.state.value.preempted = true
         preemptBackgroundConnect()
     }
 
@@ -95,31 +95,31 @@ extension Central {
     /// tried again after whoever asked).
     func preemptBackgroundConnect() {
         guard let pending = pendingConnect, pending.usesAcceptList, let bg = backgroundConnect else { return }
-        bg.preempted = true
+        bg.state.value.preempted = true
         if case .waiting = pending.phase { abortPendingConnect(.cancelled(peer: pending.peer)) }
     }
 
     /// The devices for the list now (those without a link, as many as it holds) and those past it.
     private func listing(_ bg: BackgroundConnect) -> (listed: [LEAddress], overflow: Set<LEAddress>) {
         let waiting = bg.ordered.filter { connectionsByPeer[$0] == nil }
-        let listed = Array(waiting.prefix(bg.capacity ?? 0))
+        let listed = Array(waiting.prefix(bg.state.value.capacity ?? 0))
         return (listed, Set(waiting.dropFirst(listed.count)))
     }
 
     private func runBackgroundConnect(_ bg: BackgroundConnect) async {
-        defer { bg.loop = nil }
+        defer { bg.state.value.loop = nil }
         while backgroundConnect === bg, !Task.isCancelled {
             guard state == .poweredOn else { return end(bg, ConnectionError.adapterNotReady(state)) }
-            if bg.capacity == nil { bg.capacity = await readFilterAcceptListSize() }
+            if bg.state.value.capacity == nil { bg.state.value.capacity = await readFilterAcceptListSize() }
             let (listed, overflow) = listing(bg)
-            bg.overflow = overflow
+            bg.state.value.overflow = overflow
             updateOverflowScan(bg)
             guard let first = listed.first else { return }
             // The list changes only while no attempt is pending at the controller (it refuses
             // them meanwhile): an earlier attempt, cancelled, may still be ending; the connect
             // turn is free once it has.
             do throws(ConnectionError) { try await acquireConnectTurn(first) } catch { return end(bg, error) }
-            bg.preempted = false
+            bg.state.value.preempted = false
             do throws(HCIError) {
                 try await loadFilterAcceptList(listed, bg)
                 releaseConnectTurn()
@@ -129,12 +129,12 @@ extension Central {
             }
             // Memory Capacity Exceeded made the list shorter, or the sets changed while it
             // was loaded: share the devices out again.
-            if bg.loaded?.count != listed.count || listing(bg).listed != listed { continue }
+            if bg.state.value.loaded?.count != listed.count || listing(bg).listed != listed { continue }
             do throws(ConnectionError) {
                 guard let made = try await backgroundAttempt(first, bg) else { continue }
                 let (handle, params) = made
-                guard let peer = bg.completedPeer else { continue }
-                bg.completedPeer = nil
+                guard let peer = bg.state.value.completedPeer else { continue }
+                bg.state.value.completedPeer = nil
                 let options = ConnectOptions(timeout: Self.backgroundAttemptLifetime, reconnect: .never, parameters: bg.parameters)
                 deliver(adopt(peer, handle: handle, parameters: params, options: options), bg)
             } catch {
@@ -183,8 +183,8 @@ extension Central {
     /// then one LE Add Device To Filter Accept List each). An add refused with Memory Capacity
     /// Exceeded (0x07) shrinks `capacity` to what fit.
     private func loadFilterAcceptList(_ devices: [LEAddress], _ bg: BackgroundConnect) async throws(HCIError) {
-        guard bg.loaded != devices else { return }
-        bg.loaded = nil
+        guard bg.state.value.loaded != devices else { return }
+        bg.state.value.loaded = nil
         try await host.send(HCICommand.leClearFilterAcceptList())
         var loaded: [LEAddress] = []
         for device in devices {
@@ -194,23 +194,23 @@ extension Central {
             } catch {
                 guard case .commandFailed(_, let status) = error, status.rawValue == 0x07 else { throw error }
                 options.logger.log(.info, "the Filter Accept List is full after \(loaded.count) devices (Memory Capacity Exceeded adding \(device)); the others are connected when a scan sees them")
-                bg.capacity = loaded.count
+                bg.state.value.capacity = loaded.count
                 break
             }
         }
-        bg.loaded = loaded
+        bg.state.value.loaded = loaded
     }
 
     /// Runs the passive scan that connects the known devices past the list, while there are any.
     private func updateOverflowScan(_ bg: BackgroundConnect) {
-        guard !bg.overflow.isEmpty else {
-            bg.overflowScan?.cancel()
-            bg.overflowScan = nil
+        guard !bg.state.value.overflow.isEmpty else {
+            bg.state.value.overflowScan?.cancel()
+            bg.state.value.overflowScan = nil
             return
         }
-        guard bg.overflowScan == nil else { return }
+        guard bg.state.value.overflowScan == nil else { return }
         let events = scan(options: ScanOptions(mode: .passive, allowDuplicates: true, duplicateInterval: .seconds(1)))
-        bg.overflowScan = Task {
+        bg.state.value.overflowScan = Task {
             do {
                 for try await event in events {
                     switch event {
@@ -228,7 +228,7 @@ extension Central {
 
     /// A known device past the list was seen: a direct connect to it.
     private func connectOverflow(_ peer: LEAddress, _ bg: BackgroundConnect) async {
-        guard backgroundConnect === bg, bg.overflow.contains(peer), connectionsByPeer[peer] == nil else { return }
+        guard backgroundConnect === bg, bg.state.value.overflow.contains(peer), connectionsByPeer[peer] == nil else { return }
         do throws(ConnectionError) {
             deliver(try await connect(peer, timeout: .seconds(5), parameters: bg.parameters), bg)
         } catch {

@@ -28,15 +28,15 @@ extension Central {
     /// before the next one. Nil: the attempt's time passed with no link.
     func backgroundAttempt(_ first: LEAddress, _ bg: BackgroundConnect) async throws(ConnectionError) -> (UInt16, ConnectionParameters)? {
         let windows = options.backgroundScanWindows
-        if bg.scanTurnDue, scanWanted {
-            bg.scanTurnDue = false
+        if bg.state.value.scanTurnDue, scanWanted {
+            bg.state.value.scanTurnDue = false
             await waitForScanTurn(windows.scanning)
             // The sets changed meanwhile: the list is made again first.
-            if bg.preempted || Task.isCancelled { return nil }
+            if bg.state.value.preempted || Task.isCancelled { return nil }
         }
-        bg.scanTurnDue = false
+        bg.state.value.scanTurnDue = false
         let scanning = scanWanted
-        let lifetime = scanning && bg.initiatesWhileScanning != true ? windows.initiating : Self.backgroundAttemptLifetime
+        let lifetime = scanning && bg.state.value.initiatesWhileScanning != true ? windows.initiating : Self.backgroundAttemptLifetime
         let result: ConnectResult
         do throws(ConnectionError) {
             result = .success(try await establish(first, timeout: lifetime, parameters: bg.parameters, usesAcceptList: true))
@@ -46,13 +46,13 @@ extension Central {
         // A refused create command made `establish` pause the scan; the resume it queued runs
         // after this job, so the scanner still says paused here.
         if scanning, scanner.enter(on: executor, { $0.paused }) {
-            if bg.initiatesWhileScanning != false {
+            if bg.state.value.initiatesWhileScanning != false {
                 options.logger.log(.info, "the controller cannot scan and initiate at once: background connections and the scan take turns (\(Self.seconds(windows.initiating)) s initiating at most, then \(Self.seconds(windows.scanning)) s scanning)")
             }
-            bg.initiatesWhileScanning = false
-            bg.scanTurnDue = true
-        } else if scanning, bg.initiatesWhileScanning == nil {
-            bg.initiatesWhileScanning = true
+            bg.state.value.initiatesWhileScanning = false
+            bg.state.value.scanTurnDue = true
+        } else if scanning, bg.state.value.initiatesWhileScanning == nil {
+            bg.state.value.initiatesWhileScanning = true
         }
         if case .failure(.timeout) = result { return nil }
         return try result.get()
@@ -64,8 +64,8 @@ extension Central {
     /// attempt. False when no background attempt is pending (the refusal is the scan's error).
     func backgroundAttemptMakesWayForScan() -> Bool {
         guard let pending = pendingConnect, pending.usesAcceptList, let bg = backgroundConnect else { return false }
-        bg.initiatesWhileScanning = false
-        bg.scanTurnDue = true
+        bg.state.value.initiatesWhileScanning = false
+        bg.state.value.scanTurnDue = true
         preemptBackgroundConnect()
         return true
     }

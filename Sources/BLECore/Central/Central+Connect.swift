@@ -145,7 +145,7 @@ extension Central {
             advanceConnect(.waitStarted(waiter: id))
             // A background attempt a direct connect asked to make way while it was being sent
             // is cancelled at once.
-            if usesAcceptList, backgroundConnect?.preempted == true { abortPendingConnect(.cancelled(peer: peer)) }
+            if usesAcceptList, backgroundConnect?.state.value.preempted == true { abortPendingConnect(.cancelled(peer: peer)) }
         }.get()
         if !outcome.handedOff { endConnectAttempt(peer, pausedScan: pausedScan) }
         let link = try outcome.result.get()
@@ -313,7 +313,7 @@ extension Central {
             host.enter(on: executor) { $0.background { _ = try? await $0.send(HCICommand.disconnect(handle: handle, reason: .remoteUserTerminatedConnection)) } }
             return
         }
-        if pending.usesAcceptList, pending.abortError == nil { backgroundConnect?.completedPeer = peerAddress }
+        if pending.usesAcceptList, pending.abortError == nil { backgroundConnect?.state.value.completedPeer = peerAddress }
         // An attempt being cancelled ends the link it made (`ConnectAttempt`).
         advanceConnect(.connectionComplete(MadeLink(handle: handle, parameters: parameters)))
     }
@@ -342,7 +342,7 @@ extension Central {
         if connectionsByPeer[connection.peer] === connection { connectionsByPeer[connection.peer] = nil }
         for (handle, c) in connectionsByHandle where c === connection { connectionsByHandle[handle] = nil }
         // A known device's link ended: it goes back on the Filter Accept List.
-        if let bg = backgroundConnect, bg.peers.contains(connection.peer) { refreshBackgroundConnect(bg) }
+        if let bg = backgroundConnect, bg.state.value.peers.contains(connection.peer) { refreshBackgroundConnect(bg) }
     }
 
     /// After connecting: read the peer's features, then ask for data length extension and the
