@@ -11,7 +11,7 @@ public enum HostEvent: Sendable {
 
 /// The host side of HCI for one controller: it reads the transport and routes what arrives.
 /// Each job has its own file: command flow control (`HCIHost+Commands.swift`), ACL credits,
-/// fragmentation and reassembly (`HCIHost+ACL.swift`), the L2CAP fixed channels
+/// fragmentation and reassembly (`HCIHost+ACL.swift`), a link's end (`HCIHost+LinkEnd.swift`), the L2CAP fixed channels
 /// (`HCIHost+L2CAP.swift`), controller bring-up (`HCIHost+Setup.swift`). Runs on the adapter
 /// executor; the transport delivers every packet on that executor's queue and it is handled
 /// right there.
