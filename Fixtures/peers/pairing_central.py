@@ -55,13 +55,13 @@ import sys
 from bumble import hci, smp
 from bumble.att import ATT_Error
 from bumble.core import UUID
-from bumble.crypto import aes_cmac
 from bumble.device import Peer
 from bumble.keys import MemoryKeyStore
 from bumble.link import LocalLink
 from bumble.pairing import PairingConfig, PairingDelegate
 
 from central_bed import bed_arguments, central_device, emit, host_controller, spawn, stop_on_signals
+from peer_security import signature_mac
 
 IO = {
     "none": PairingDelegate.NO_OUTPUT_NO_INPUT,
@@ -108,12 +108,9 @@ ATT_CID = 0x0004
 
 def signature(message: bytes, counter: int, csrk: bytes) -> bytes:
     """The 12 octets after a Signed Write Command's value (Vol 3, Part H, 2.4.5): SignCounter,
-    then the MAC, the 64 most significant bits of AES-CMAC with the CSRK over
-    m || SignCounter. The CMAC takes its key and message most significant octet first; on the
-    air the message, the counter and the MAC go least significant octet first."""
+    then the MAC over m || SignCounter."""
     count = counter.to_bytes(4, "little")
-    mac = aes_cmac((message + count)[::-1], csrk[::-1])
-    return count + mac[:8][::-1]
+    return count + signature_mac(message + count, csrk)
 
 
 def key_hex(key) -> str | None:  # type: ignore[no-untyped-def]
