@@ -18,6 +18,8 @@ encryption with.
   before (for a bond a central imports from elsewhere): `{"central": "00:00:5E:00:53:01",
   "ltk": "32 hex digits, most significant first", "ediv": N, "rand": N, "authenticated": bool}`.
   EDIV and Rand 0 stand for a Secure Connections key (2.4.4.1).
+- The helpers the peer scripts share for keys: `scenario_key` (a key as a scenario writes it)
+  and `signature_mac` (the MAC of a Signed Write Command, 2.4.5).
 """
 
 from __future__ import annotations
