@@ -226,12 +226,7 @@ async def run(args: argparse.Namespace) -> int:
         if not state.get("down"):
             await connection.disconnect()
         await device.stop_scanning()
-        connection = await device.connect(state["target"], own_address_type=hci.OwnAddressType.RANDOM)
-        state["connection"] = connection
-        state["down"] = False
-        connection.on("disconnection", on_disconnection)
-        emit({"connected": {"handle": connection.handle, "address": str(state["target"])}})
-        connected.set()
+        await connect()
 
     async def resolve() -> None:
         await state["connection"].disconnect()
