@@ -1,12 +1,8 @@
 """The set-up the Bumble scripts that face the stack under test share (central_peer.py,
-gatt_central.py and virtual_radio.py): JSON lines on stdout, an end on SIGTERM or SIGINT,
-and a LocalLink on which one virtual controller is exposed to the stack as H4 over TCP and
-another carries a Bumble Device as the central.
-
-pairing_central.py keeps its own copy: with this module imported, the `ble serve` pairing
-tests lose the central's ATT requests after pairing. Bumble's LocalLink picks a link's
-controller by address from a set ordered by object identity, so the allocation order of a
-script can change which controller a packet reaches where two match.
+gatt_central.py, pairing_central.py and virtual_radio.py): JSON lines on stdout, an end on
+SIGTERM or SIGINT, tasks held while they run, and a LocalLink on which one virtual
+controller is exposed to the stack as H4 over TCP and another carries a Bumble Device as the
+central.
 """
 
 from __future__ import annotations
@@ -18,7 +14,7 @@ import signal
 import socket
 import sys
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Coroutine
 
 from bumble import hci
 from bumble.controller import Controller
@@ -43,6 +39,25 @@ def stop_on_signals(loop: asyncio.AbstractEventLoop) -> asyncio.Event:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     return stop
+
+
+# Every task spawn() started that has not ended yet.
+_running: set[asyncio.Task] = set()
+
+
+def spawn(coroutine: Coroutine[Any, Any, Any]) -> asyncio.Task:
+    """Runs `coroutine` as a task held here until it ends. The event loop keeps only weak
+    references to tasks: a task nothing else holds, waiting on a future that only its own
+    frame holds (a StreamReader's, whose protocol holds the reader weakly), is garbage to the
+    cycle collector and is destroyed pending whenever a collection runs ("Task was destroyed
+    but it is pending!"), so the work it had left is silently lost.
+
+        spawn(connection.pair())
+    """
+    task = asyncio.ensure_future(coroutine)
+    _running.add(task)
+    task.add_done_callback(_running.discard)
+    return task
 
 
 @dataclass

@@ -23,7 +23,7 @@ import sys
 from bumble import hci
 from bumble.link import LocalLink
 
-from central_bed import bed_arguments, central_device, emit, host_controller, stop_on_signals
+from central_bed import bed_arguments, central_device, emit, host_controller, spawn, stop_on_signals
 
 
 async def run(args: argparse.Namespace) -> int:
@@ -78,7 +78,7 @@ async def run(args: argparse.Namespace) -> int:
             }})
         if args.connect and advertisement.is_connectable and not state["connecting"]:
             state["connecting"] = True
-            asyncio.ensure_future(connect_and_hold())
+            spawn(connect_and_hold())
 
     device.on("advertisement", on_advertisement)
     await device.start_scanning(legacy=False, active=False, filter_duplicates=False)

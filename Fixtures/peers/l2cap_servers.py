@@ -45,6 +45,8 @@ from typing import Any, Awaitable, Callable
 
 from bumble import hci, l2cap
 
+from central_bed import spawn
+
 log = logging.getLogger("virtual_radio.l2cap")
 
 GRANTS = ("window", "one", "never")
@@ -133,7 +135,7 @@ def install_security(device: Any, required: dict[int, tuple[str, int | None]],
                 if result is None:
                     return handler(connection, cid, request)
                 manager.send_control_frame(connection, cid, response(request, result))
-            asyncio.get_running_loop().create_task(check())
+            spawn(check())
         return on_request
 
     on_le_request = checked(
@@ -217,7 +219,7 @@ class StrictChannel:
         if self.closed:
             return
         self.closed = True
-        asyncio.get_running_loop().create_task(self.channel.disconnect())
+        spawn(self.channel.disconnect())
 
     def give_credits(self, credits: int) -> None:
         channel = self.channel
@@ -267,8 +269,7 @@ class StrictChannel:
     def drop_link(self, why: str) -> None:
         self.closed = True
         log.info("PSM 0x%04X: dropping the link %s", self.server.psm, why)
-        asyncio.get_running_loop().create_task(
-            self.channel.connection.disconnect(hci.HCI_REMOTE_USER_TERMINATED_CONNECTION_ERROR))
+        spawn(self.channel.connection.disconnect(hci.HCI_REMOTE_USER_TERMINATED_CONNECTION_ERROR))
 
     def send_half_sdu(self, frames: int, length: int) -> None:
         """Sends the first `frames` K-frames of an SDU of `length` bytes (Vol 3, Part A, 3.4.3)."""
@@ -290,9 +291,9 @@ class StrictChannel:
         limit = self.server.close_after_bytes
         if limit is not None and self.bytes_received >= limit and not self.closed:
             self.closed = True
-            asyncio.get_running_loop().create_task(self.close_when_drained())
+            spawn(self.close_when_drained())
         elif self.server.mode == "dial" and self.sdus == 1:
-            asyncio.get_running_loop().create_task(self.dial_back())
+            spawn(self.dial_back())
 
     async def close_when_drained(self) -> None:
         await self.channel.drain()
@@ -390,5 +391,5 @@ def install_connector(device: Any, spec: Any, where: str) -> None:
         for text in texts:
             channel.write(text.encode())
 
-    device.on("connection", lambda connection: asyncio.get_running_loop().create_task(connect(connection)))
+    device.on("connection", lambda connection: spawn(connect(connection)))
     log.info("%s: opens a channel to the central's LE_PSM 0x%04X on each link", where, channel_spec.psm)

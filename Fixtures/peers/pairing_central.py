@@ -50,23 +50,18 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import signal
-import socket
 import sys
 
 from bumble import hci, smp
 from bumble.att import ATT_Error
 from bumble.core import UUID
-from bumble.crypto import aes_cmac
 from bumble.device import Peer
-from bumble.controller import Controller
-from bumble.device import Device, DeviceConfiguration
-from bumble.host import Host
 from bumble.keys import MemoryKeyStore
 from bumble.link import LocalLink
 from bumble.pairing import PairingConfig, PairingDelegate
-from bumble.transport.common import AsyncPipeSink
-from bumble.transport.tcp_server import open_tcp_server_transport_with_socket
+
+from central_bed import bed_arguments, central_device, emit, host_controller, spawn, stop_on_signals
+from peer_security import signature_mac
 
 IO = {
     "none": PairingDelegate.NO_OUTPUT_NO_INPUT,
@@ -75,11 +70,6 @@ IO = {
     "yesno": PairingDelegate.DISPLAY_OUTPUT_AND_YES_NO_INPUT,
     "keyboarddisplay": PairingDelegate.DISPLAY_OUTPUT_AND_KEYBOARD_INPUT,
 }
-
-
-def emit(obj: dict) -> None:
-    sys.stdout.write(json.dumps(obj) + "\n")
-    sys.stdout.flush()
 
 
 class Delegate(PairingDelegate):
@@ -118,12 +108,9 @@ ATT_CID = 0x0004
 
 def signature(message: bytes, counter: int, csrk: bytes) -> bytes:
     """The 12 octets after a Signed Write Command's value (Vol 3, Part H, 2.4.5): SignCounter,
-    then the MAC, the 64 most significant bits of AES-CMAC with the CSRK over
-    m || SignCounter. The CMAC takes its key and message most significant octet first; on the
-    air the message, the counter and the MAC go least significant octet first."""
+    then the MAC over m || SignCounter."""
     count = counter.to_bytes(4, "little")
-    mac = aes_cmac((message + count)[::-1], csrk[::-1])
-    return count + mac[:8][::-1]
+    return count + signature_mac(message + count, csrk)
 
 
 def key_hex(key) -> str | None:  # type: ignore[no-untyped-def]
@@ -132,39 +119,23 @@ def key_hex(key) -> str | None:  # type: ignore[no-untyped-def]
 
 async def run(args: argparse.Namespace) -> int:
     loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
+    stop = stop_on_signals(loop)
 
     link = LocalLink()
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", args.port))
-    port = sock.getsockname()[1]
-    transport = await open_tcp_server_transport_with_socket(sock)
-    host_controller = Controller(
-        "host", host_source=transport.source, host_sink=transport.sink, link=link,
-        public_address=args.host_address,
-    )
-    # LocalLink routes by the sender's random address (see virtual_radio.py).
-    host_controller.random_address = host_controller.public_address
+    host_side = await host_controller(link, args.port, args.host_address)
+    host = host_side.controller
+    port = host_side.port
     # An extended advertising set's random address is the one its links send from: the link
     # routes by the controller's random address, so it follows the set's.
-    set_random = host_controller.on_hci_le_set_advertising_set_random_address_command
+    set_random = host.on_hci_le_set_advertising_set_random_address_command
 
     def on_set_random(command):  # type: ignore[no-untyped-def]
-        host_controller.random_address = command.random_address
+        host.random_address = command.random_address
         return set_random(command)
 
-    host_controller.on_hci_le_set_advertising_set_random_address_command = on_set_random
+    host.on_hci_le_set_advertising_set_random_address_command = on_set_random
 
-    controller = Controller("central", link=link)
-    config = DeviceConfiguration()
-    config.name = "bumble-central"
-    config.address = hci.Address(args.central_address, hci.Address.RANDOM_DEVICE_ADDRESS)
-    config.irk = bytes.fromhex(args.irk)
-    device = Device(config=config, host=Host(controller, AsyncPipeSink(controller)))
+    device = central_device(link, args.central_address, irk=bytes.fromhex(args.irk))
     device.keystore = MemoryKeyStore()
     await device.power_on()
 
@@ -210,17 +181,17 @@ async def run(args: argparse.Namespace) -> int:
             state["resolving"] = False
             state["target"] = advertisement.address
             emit({"resolved": {"address": advertisement.address.to_string(False), "identity": identity.to_string(False)}})
-            asyncio.ensure_future(connect())
+            spawn(connect())
             return
         if args.any_advertiser:
-            if advertisement.address.to_string(False) == config.address.to_string(False):
+            if advertisement.address.to_string(False) == device.random_address.to_string(False):
                 return
         elif advertisement.address.to_string(False) != target.to_string(False):
             return
         if not state["connecting"]:
             state["connecting"] = True
             state["target"] = advertisement.address
-            asyncio.ensure_future(connect())
+            spawn(connect())
 
     device.on("advertisement", on_advertisement)
     await device.start_scanning(legacy=False, active=False, filter_duplicates=False)
@@ -255,12 +226,7 @@ async def run(args: argparse.Namespace) -> int:
         if not state.get("down"):
             await connection.disconnect()
         await device.stop_scanning()
-        connection = await device.connect(state["target"], own_address_type=hci.OwnAddressType.RANDOM)
-        state["connection"] = connection
-        state["down"] = False
-        connection.on("disconnection", on_disconnection)
-        emit({"connected": {"handle": connection.handle, "address": str(state["target"])}})
-        connected.set()
+        await connect()
 
     async def resolve() -> None:
         await state["connection"].disconnect()
@@ -328,28 +294,28 @@ async def run(args: argparse.Namespace) -> int:
             command = json.loads(line)
             await connected.wait()
             if "pair" in command:
-                asyncio.ensure_future(pair(command["pair"]))
+                spawn(pair(command["pair"]))
             elif "passkey" in command:
                 passkeys.put_nowait(int(command["passkey"]))
             elif "reconnect" in command:
                 # Later commands wait for the new link.
                 connected.clear()
-                asyncio.ensure_future(reconnect())
+                spawn(reconnect())
             elif "resolve" in command:
                 connected.clear()
-                asyncio.ensure_future(resolve())
+                spawn(resolve())
             elif "encrypt" in command:
-                asyncio.ensure_future(encrypt())
+                spawn(encrypt())
             elif "read" in command:
-                asyncio.ensure_future(read(command["read"]))
+                spawn(read(command["read"]))
             elif "subscribe" in command:
-                asyncio.ensure_future(subscribe(command["subscribe"]))
+                spawn(subscribe(command["subscribe"]))
             elif "signedWrite" in command:
-                asyncio.ensure_future(signed_write(command["signedWrite"]))
+                spawn(signed_write(command["signedWrite"]))
             elif "listen" in command:
                 listen(command["listen"])
 
-    asyncio.ensure_future(commands())
+    spawn(commands())
     emit({"ready": True, "port": port})
     await stop.wait()
     return 0
@@ -357,9 +323,7 @@ async def run(args: argparse.Namespace) -> int:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--port", type=int, default=0)
-    parser.add_argument("--host-address", default="00:1B:DC:0F:00:0A")
-    parser.add_argument("--central-address", default="C0:00:00:00:00:02")
+    bed_arguments(parser, host_address="00:1B:DC:0F:00:0A", central_address="C0:00:00:00:00:02")
     parser.add_argument("--io", choices=sorted(IO), default="none")
     parser.add_argument("--legacy", action="store_true")
     parser.add_argument("--mitm", action="store_true")

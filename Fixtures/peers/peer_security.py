@@ -18,6 +18,8 @@ encryption with.
   before (for a bond a central imports from elsewhere): `{"central": "00:00:5E:00:53:01",
   "ltk": "32 hex digits, most significant first", "ediv": N, "rand": N, "authenticated": bool}`.
   EDIV and Rand 0 stand for a Secure Connections key (2.4.4.1).
+- The helpers the peer scripts share for keys: `scenario_key` (a key as a scenario writes it)
+  and `signature_mac` (the MAC of a Signed Write Command, 2.4.5).
 """
 
 from __future__ import annotations
@@ -28,14 +30,44 @@ import os
 from typing import Any
 
 from bumble import att, hci, smp
+from bumble.crypto import aes_cmac
 from bumble.device import Connection, Device
 from bumble.keys import PairingKeys
+
+from central_bed import spawn
 
 log = logging.getLogger("virtual_radio")
 
 
 class ScenarioKeyError(ValueError):
-    """A malformed "storedBond"."""
+    """A malformed key or "storedBond" in a scenario; the message names the device and field."""
+
+
+def scenario_key(text: Any, where: str) -> bytes:
+    """A 128-bit key as the specification prints keys (32 hex digits, most significant octet
+    first, spaces allowed), in the order Bumble keeps it (least significant octet first).
+
+        config.irk = scenario_key(raw["irk"], "device hrm: 'irk'")
+    """
+    digits = text.replace(" ", "") if isinstance(text, str) else ""
+    try:
+        key = bytes.fromhex(digits)
+    except ValueError:
+        key = b""
+    if len(key) != 16:
+        raise ScenarioKeyError(f"{where} must be 32 hex digits, not {text!r}")
+    return key[::-1]
+
+
+def signature_mac(message: bytes, csrk: bytes) -> bytes:
+    """The MAC that ends a Signed Write Command (Vol 3, Part H, 2.4.5): the 64 most
+    significant bits of AES-CMAC with the CSRK over `message` (opcode, handle, value and
+    SignCounter, as on the air), least significant octet first as on the air. `csrk` is in
+    Bumble's order (least significant octet first); the CMAC takes both most significant first.
+
+        valid = signature_mac(pdu[:-8], csrk) == pdu[-8:]
+    """
+    return aes_cmac(message[::-1], csrk[::-1])[:8][::-1]
 
 
 class BondKeepingSession(smp.Session):
@@ -47,19 +79,13 @@ class BondKeepingSession(smp.Session):
     left the peripheral without the bond, and the next link's encryption failed with PIN or
     Key Missing (0x06)."""
 
-    # The tasks storing keys, held until they end (the event loop keeps only weak references).
-    storing: set[asyncio.Task] = set()
-
     def on_peer_key_distribution_complete(self) -> None:
         if self.is_initiator:
             self.distribute_keys()
-        task = asyncio.ensure_future(self.on_pairing())
-        BondKeepingSession.storing.add(task)
-        task.add_done_callback(self.stored)
+        spawn(self.on_pairing()).add_done_callback(self.stored)
 
     @staticmethod
     def stored(task: asyncio.Task) -> None:
-        BondKeepingSession.storing.discard(task)
         # After a link that ended, waiting for its packets to drain fails once the keys
         # are stored: nothing to report.
         if not task.cancelled() and task.exception() is not None:
@@ -127,8 +153,7 @@ class PeerSecurity:
             return
         if not isinstance(rule, dict) or not isinstance(rule.get("central"), str) or not isinstance(rule.get("ltk"), str):
             raise ScenarioKeyError(f"device {self.device_id}: 'storedBond' needs \"central\" and \"ltk\"")
-        if len(rule["ltk"].replace(" ", "")) != 32:
-            raise ScenarioKeyError(f"device {self.device_id}: 'storedBond' ltk must be 32 hex digits")
+        scenario_key(rule["ltk"], f"device {self.device_id}: 'storedBond' ltk")
         self.stored_bond = rule
 
     async def load_stored_bond(self) -> None:
@@ -140,7 +165,7 @@ class PeerSecurity:
             return
         ediv = int(rule.get("ediv", 0))
         rand = int(rule.get("rand", 0)).to_bytes(8, "little")
-        key = PairingKeys.Key(value=bytes.fromhex(rule["ltk"].replace(" ", ""))[::-1],
+        key = PairingKeys.Key(value=scenario_key(rule["ltk"], f"device {self.device_id}: 'storedBond' ltk"),
                               authenticated=bool(rule.get("authenticated", False)), ediv=ediv, rand=rand)
         for kind in (hci.Address.PUBLIC_DEVICE_ADDRESS, hci.Address.RANDOM_DEVICE_ADDRESS):
             address = hci.Address(rule["central"], kind)

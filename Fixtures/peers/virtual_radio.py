@@ -36,13 +36,12 @@ from bumble.host import Host
 from bumble.link import LocalLink
 from bumble.pairing import PairingConfig, PairingDelegate
 from bumble.smp import OobContext, OobLegacyContext, OobSharedData
-from bumble.crypto import aes_cmac
 from bumble.profiles.gap import GenericAccessService
 from bumble.transport.common import AsyncPipeSink
 
 import l2cap_servers
-from central_bed import emit, host_controller, stop_on_signals
-from peer_security import BondKeepingSession, PeerSecurity, ScenarioKeyError
+from central_bed import emit, host_controller, spawn, stop_on_signals
+from peer_security import BondKeepingSession, PeerSecurity, ScenarioKeyError, scenario_key, signature_mac
 
 log = logging.getLogger("virtual_radio")
 
@@ -343,7 +342,6 @@ class Peripheral:
     # once the test wrote it to the "oobData": "peer" characteristic.
     oob_context: OobContext | None = None
     peer_oob: OobSharedData | None = None
-    drops: set[asyncio.Task] = field(default_factory=set)
     security: PeerSecurity = field(init=False)
 
     def build(self) -> None:
@@ -356,11 +354,7 @@ class Peripheral:
         config.irk = config.irk[:16]
         irk = raw.get("irk")
         if irk is not None:
-            # As the specification prints keys (most significant octet first); Bumble keeps
-            # them least significant first.
-            if not isinstance(irk, str) or len(irk.replace(" ", "")) != 32:
-                raise ScenarioError(f"device {self.spec.id}: 'irk' must be 32 hex digits")
-            config.irk = bytes.fromhex(irk.replace(" ", ""))[::-1]
+            config.irk = scenario_key(irk, f"device {self.spec.id}: 'irk'")
         # "eatt": true serves ATT on enhanced bearers too (PSM 0x0027, Vol 3, Part G, 5.3).
         config.eatt_enabled = bool(raw.get("eatt", False))
         adv = raw.get("advertising", {})
@@ -661,13 +655,10 @@ class Peripheral:
         oob = None
         tk = rule.get("legacyOOBTK")
         if tk is not None:
-            # The TK of LE legacy OOB pairing (Vol 3, Part H, 2.3.5.4) as the specification
-            # prints keys (most significant octet first); Bumble keeps it least significant first.
-            if not isinstance(tk, str) or len(tk.replace(" ", "")) != 32:
-                raise ScenarioError(f"device {self.spec.id}: 'legacyOOBTK' must be 32 hex digits")
+            # The TK of LE legacy OOB pairing (Vol 3, Part H, 2.3.5.4).
             oob = PairingConfig.OobConfig(
                 our_context=None, peer_data=None,
-                legacy_context=OobLegacyContext(bytes.fromhex(tk.replace(" ", ""))[::-1]),
+                legacy_context=OobLegacyContext(scenario_key(tk, f"device {self.spec.id}: 'legacyOOBTK'")),
             )
         self.delegate = delegate
         if rule.get("typesShownPasskey", False):
@@ -696,10 +687,7 @@ class Peripheral:
         if rule.get("securityRequest", False):
             self.install_security_request()
         self.forget_bonds = bool(rule.get("forgetBonds", False))
-        try:
-            self.security.parse_stored_bond(rule.get("storedBond"))
-        except ScenarioKeyError as error:
-            raise ScenarioError(str(error)) from None
+        self.security.parse_stored_bond(rule.get("storedBond"))
 
     def pairing_config(self, config: PairingConfig) -> PairingConfig:
         """The config of the pairing about to start: with "scOOB", OOB with this device's
@@ -815,18 +803,14 @@ class Peripheral:
                 log.info("%s: disconnect failed: %s", self.spec.id, error)
 
         # Not one of the link's tasks: on_disconnection cancels those, and this one must
-        # outlive the link it ends (held here so it is not collected while it runs).
-        task = asyncio.get_running_loop().create_task(drop())
-        self.drops.add(task)
-        task.add_done_callback(self.drops.discard)
+        # outlive the link it ends.
+        spawn(drop())
 
     def on_disconnection(self, handle: int, reason: int) -> None:
         log.info("%s: disconnected (handle 0x%04X, reason 0x%02X)", self.spec.id, handle, reason)
         if self.forget_bonds and self.device.keystore is not None:
             log.info("%s: forgetting its bonds", self.spec.id)
-            task = asyncio.get_running_loop().create_task(self.device.keystore.delete_all())
-            self.drops.add(task)
-            task.add_done_callback(self.drops.discard)
+            spawn(self.device.keystore.delete_all())
         for key in [k for k in self.tasks if k[0] == handle]:
             self.tasks.pop(key).cancel()
         self.att_requests.pop(handle, None)
@@ -888,10 +872,7 @@ class Peripheral:
             keys = getattr(self.device.keystore, "all_keys", {}).values()
             csrks = [k.csrk.value for k in keys if k.csrk is not None]
             for csrk in csrks:
-                # AES-CMAC takes the key and message most significant octet first; the MAC on
-                # the air is its 64 most significant bits, least significant octet first.
-                mac = aes_cmac(message[::-1], csrk[::-1])[:8][::-1]
-                if mac == signature[4:] and counter > last_counter.get(csrk, -1):
+                if signature_mac(message, csrk) == signature[4:] and counter > last_counter.get(csrk, -1):
                     last_counter[csrk] = counter
                     attribute = server.get_attribute(pdu.attribute_handle)
                     if attribute is not None:
@@ -1075,7 +1056,7 @@ def main() -> None:
     )
     try:
         status = asyncio.run(run(args))
-    except (ScenarioError, OSError, json.JSONDecodeError) as error:
+    except (ScenarioError, ScenarioKeyError, OSError, json.JSONDecodeError) as error:
         log.error("%s", error)
         status = 2
     sys.stderr.flush()
