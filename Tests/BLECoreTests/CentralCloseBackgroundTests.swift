@@ -51,7 +51,7 @@ struct CentralCloseBackgroundTests {
             let scan = await central.scan()
             let subscriber = Task { for try await _ in scan {} }
             _ = try await vc.waitForCommand(Self.leSetScanEnable)
-            await central.scanner.settled()
+            await central.withScanner { await $0.settled() }
             // LE Create Connection gets Command Disallowed once: the central stops the scan,
             // connects, then resumes the scan; the resumed scan's LE Set Scan Parameters is
             // never answered.

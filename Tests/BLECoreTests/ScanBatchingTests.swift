@@ -20,7 +20,7 @@ struct ScanBatchingTests {
         let bed = try await ScanBed.make()
         let stream = await bed.central.scan(options: ScanOptions(allowDuplicates: true, bufferingPolicy: .unbounded))
         _ = await bed.controller.scanCommands { $0.count >= 2 }
-        await bed.central.scanner.settled()
+        await bed.central.withScanner { await $0.settled() }
         bed.controller.sendLEMeta(Self.fiveReports(round: 0))
         var iterator = stream.makeAsyncIterator()
         let first = try await iterator.next()
@@ -36,7 +36,7 @@ struct ScanBatchingTests {
         let bed = try await ScanBed.make()
         let sub = Collected(await bed.central.scan(options: ScanOptions(allowDuplicates: true, bufferingPolicy: .unbounded)))
         _ = await bed.controller.scanCommands { $0.count >= 2 }
-        await bed.central.scanner.settled()
+        await bed.central.withScanner { await $0.settled() }
         let rounds = 200
         for round in 0..<rounds { bed.controller.sendLEMeta(Self.fiveReports(round: round)) }
         let events = await sub.first(5 * rounds)
@@ -60,11 +60,11 @@ struct ScanBatchingTests {
         let slow = await bed.central.scan(options: ScanOptions(allowDuplicates: true, bufferingPolicy: .bufferingNewest(3)))
         let witness = Collected(await bed.central.scan(options: ScanOptions(allowDuplicates: true, bufferingPolicy: .unbounded)))
         _ = await bed.controller.scanCommands { $0.count >= 2 }
-        await bed.central.scanner.settled()
+        await bed.central.withScanner { await $0.settled() }
         for round in 0..<4 { bed.controller.sendLEMeta(Self.fiveReports(round: round)) }
         #expect(await witness.first(20).count == 20)
         #expect(slow.droppedCount == 17)
-        await bed.central.scanner.stopAll(error: nil)
+        await bed.central.withScanner { await $0.stopAll(error: nil) }
         var kept: [String] = []
         for try await event in slow { kept.append(event.peripheral.address.address.description) }
         // Round 3's last three devices: the newest three of twenty.
@@ -77,7 +77,7 @@ struct ScanBatchingTests {
         let bed = try await ScanBed.make()
         let slow = await bed.central.scan(options: ScanOptions(allowDuplicates: true, bufferingPolicy: .endingWhenFull(2)))
         _ = await bed.controller.scanCommands { $0.count >= 2 }
-        await bed.central.scanner.settled()
+        await bed.central.withScanner { await $0.settled() }
         bed.controller.sendLEMeta(Self.fiveReports(round: 0))
         let stopped = await bed.controller.scanCommands { $0.count >= 3 }
         #expect(stopped.last == Spec.setScanEnable(false))

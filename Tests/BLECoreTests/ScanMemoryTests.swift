@@ -75,7 +75,7 @@ struct ScanMemoryTests {
         let timed = Collected(await bed.central.scan(options: ScanOptions(lostTimeout: .seconds(2))))
         let forever = Collected(await bed.central.scan())
         _ = await bed.controller.scanCommands { $0.count >= 2 }
-        await bed.central.scanner.settled()
+        await bed.central.withScanner { await $0.settled() }
         bed.controller.sendLEMeta(Self.report(Self.a))
         _ = await forever.first(1)
         await bed.clock.advance(by: .seconds(5))
@@ -124,11 +124,11 @@ struct ScanMemoryTests {
         let slow = await bed.central.scan(options: ScanOptions(allowDuplicates: true, bufferingPolicy: .bufferingNewest(4)))
         let witness = Collected(await bed.central.scan(options: ScanOptions(allowDuplicates: true, bufferingPolicy: .unbounded)))
         _ = await bed.controller.scanCommands { $0.count >= 2 }
-        await bed.central.scanner.settled()
+        await bed.central.withScanner { await $0.settled() }
         for i in 0..<50 { bed.controller.sendLEMeta(Self.report(Self.a, rssi: Int8(-20 - i))) }
         #expect(await witness.first(50).count == 50)
         // Ending the streams hands the slow reader what it kept, then the end.
-        await bed.central.scanner.stopAll(error: nil)
+        await bed.central.withScanner { await $0.stopAll(error: nil) }
         var kept: [Int8] = []
         for try await event in slow { kept.append(event.peripheral.rssi) }
         #expect(kept == [-66, -67, -68, -69])

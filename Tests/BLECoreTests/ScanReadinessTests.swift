@@ -53,7 +53,7 @@ import BLESeed
         let bed = try await ScanBed.make(poweredOn: false)
         #expect(await bed.central.state == .unknown)
         let sub = Collected(await bed.central.scan())
-        await bed.central.scanner.settled()
+        await bed.central.withScanner { await $0.settled() }
         #expect(await bed.central.snapshot.isScanning == false)
         try await bed.central.powerOn()
         let commands = await bed.controller.scanCommands { $0.last == Spec.setScanEnable(true) }
@@ -163,7 +163,7 @@ import BLESeed
         try await bed.report(.poweredOn)
         _ = await bed.controller.scanCommands { $0.last == Spec.setScanEnable(true) }
         try await bed.report(.unknown)
-        await bed.central.scanner.settled()
+        await bed.central.withScanner { await $0.settled() }
         #expect(await bed.central.snapshot.isScanning == false)
         #expect(await waiting.log.ended == false)
         try await bed.report(.unauthorized)

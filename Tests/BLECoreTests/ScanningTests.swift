@@ -23,7 +23,7 @@ struct ScanningTests {
             let stream = await bed.central.scan()
             let started = await bed.controller.scanCommands { $0.count >= 2 }
             #expect(started == [Spec.setScanParameters(active: true, interval: 0x0060, window: 0x0030), Spec.setScanEnable(true)])
-            await bed.central.scanner.settled()
+            await bed.central.withScanner { await $0.settled() }
             #expect(await bed.central.snapshot.isScanning)
 
             bed.controller.sendLEMeta(Spec.legacyReports([.init(eventType: 0x00, address: Self.hrm, data: Self.hrmAdvertisement, rssi: -60)]))
@@ -52,7 +52,7 @@ struct ScanningTests {
 
         let stopped = await bed.controller.scanCommands { $0.count >= 3 }
         #expect(stopped.last == Spec.setScanEnable(false))
-        await bed.central.scanner.settled()
+        await bed.central.withScanner { await $0.settled() }
         #expect(await bed.central.snapshot.isScanning == false)
         await bed.central.close()
     }
@@ -76,7 +76,7 @@ struct ScanningTests {
 
         active.cancel()
         await active.task.value
-        await bed.central.scanner.settled()
+        await bed.central.withScanner { await $0.settled() }
         let afterSecondLeft = await bed.controller.scanCommands { $0.count >= 8 }
         // Back to what the remaining subscriber asked for; the scan keeps running.
         #expect(Array(afterSecondLeft.dropFirst(5)) == [
@@ -104,7 +104,7 @@ struct ScanningTests {
         await withTaskGroup(of: Void.self) { group in
             for s in subs { group.addTask { s.cancel(); await s.task.value } }
         }
-        await central.scanner.settled()
+        await central.withScanner { await $0.settled() }
         #expect(await central.snapshot.isScanning == false)
         #expect(await bed.controller.scanCommands { _ in true }.last == Spec.setScanEnable(false))
 
@@ -113,7 +113,7 @@ struct ScanningTests {
         a.cancel()
         let b = Collected(await central.scan())
         await a.task.value
-        await central.scanner.settled()
+        await central.withScanner { await $0.settled() }
         #expect(await central.snapshot.isScanning)
         #expect(await bed.controller.scanCommands { _ in true }.last == Spec.setScanEnable(true))
         bed.controller.sendLEMeta(Spec.legacyReports([.init(address: Self.hrm, data: Self.hrmAdvertisement, rssi: -60)]))
@@ -133,7 +133,7 @@ struct ScanningTests {
         let byManufacturer = Collected(await c.scan(filter: ScanFilter(manufacturerID: 0x004C)))
         let all = [byService, byServiceData, byName, byRSSI, byManufacturer]
         _ = await bed.controller.scanCommands { $0.last == Spec.setScanEnable(true) }
-        await c.scanner.settled()
+        await c.withScanner { await $0.settled() }
 
         let a = Self.hrm                  // 180D in the UUID list, name "Polar H10 sim", -60 dBm
         let b = "F0:5E:B1:00:00:0B"       // service data for 181A (Environmental Sensing), -70 dBm
@@ -187,7 +187,7 @@ struct ScanningTests {
         let deduped = Collected(await bed.central.scan())
         let everything = Collected(await bed.central.scan(options: ScanOptions(allowDuplicates: true)))
         _ = await bed.controller.scanCommands { $0.last == Spec.setScanEnable(true) }
-        await bed.central.scanner.settled()
+        await bed.central.withScanner { await $0.settled() }
         let report = Spec.legacyReports([.init(address: Self.hrm, data: Self.hrmAdvertisement, rssi: -60)])
         for _ in 0..<3 { bed.controller.sendLEMeta(report) }
         bed.controller.sendLEMeta(Spec.legacyReports([.init(address: Self.hrm, data: Self.hrmAdvertisement, rssi: -52)]))
@@ -213,7 +213,7 @@ struct ScanningTests {
         let bed = try await ScanBed.make()
         let sub = Collected(await bed.central.scan(options: ScanOptions(allowDuplicates: true, duplicateInterval: .seconds(10))))
         _ = await bed.controller.scanCommands { $0.last == Spec.setScanEnable(true) }
-        await bed.central.scanner.settled()
+        await bed.central.withScanner { await $0.settled() }
         func report(_ data: [UInt8], rssi: Int8, from address: String = Self.hrm) {
             bed.controller.sendLEMeta(Spec.legacyReports([.init(address: address, data: data, rssi: rssi)]))
         }
@@ -257,7 +257,7 @@ struct ScanningTests {
         let bed = try await ScanBed.make()
         let sub = Collected(await bed.central.scan(options: ScanOptions(allowDuplicates: true)))
         _ = await bed.controller.scanCommands { $0.last == Spec.setScanEnable(true) }
-        await bed.central.scanner.settled()
+        await bed.central.withScanner { await $0.settled() }
         let good = Spec.legacyReports([.init(address: Self.hrm, data: Self.hrmAdvertisement, rssi: -60)])
         // Two reports announced, one present: the whole event is dropped and counted, as a
         // decoded event would be; the report before the missing one is not delivered alone.
@@ -479,7 +479,7 @@ struct ScanningTests {
         let end = await sub.end()
         #expect(end.ended)
         #expect(end.error as? HCIError == .commandFailed(opcode: HCIOpcode(rawValue: 0x200C), status: .commandDisallowed))
-        await bed.central.scanner.settled()
+        await bed.central.withScanner { await $0.settled() }
         #expect(await bed.central.snapshot.isScanning == false)
         await bed.central.close()
     }
@@ -502,7 +502,7 @@ struct ScanningTests {
         let bed = try await ScanBed.make()
         let a = Collected(await bed.central.scan()), b = Collected(await bed.central.scan())
         _ = await bed.controller.scanCommands { $0.last == Spec.setScanEnable(true) }
-        await bed.central.scanner.stopAll(error: Stop())
+        await bed.central.withScanner { await $0.stopAll(error: Stop()) }
         #expect(await a.end().error as? Stop == Stop())
         #expect(await b.end().error as? Stop == Stop())
         #expect(await bed.controller.scanCommands { _ in true }.last == Spec.setScanEnable(false))
@@ -514,11 +514,11 @@ struct ScanningTests {
         let bed = try await ScanBed.make()
         let sub = Collected(await bed.central.scan())
         _ = await bed.controller.scanCommands { $0.count >= 2 }
-        await bed.central.scanner.settled()
-        await bed.central.scanner.pause()
+        await bed.central.withScanner { await $0.settled() }
+        await bed.central.withScanner { await $0.pause() }
         #expect(await bed.central.snapshot.isScanning == false)
         #expect(await bed.controller.scanCommands { _ in true }.last == Spec.setScanEnable(false))
-        await bed.central.scanner.resume()
+        await bed.central.withScanner { await $0.resume() }
         #expect(await bed.central.snapshot.isScanning)
         #expect(Array(await bed.controller.scanCommands { _ in true }.suffix(2)) == [Spec.setScanParameters(active: true, interval: 0x0060, window: 0x0030), Spec.setScanEnable(true)])
         #expect(await sub.log.ended == false)
@@ -532,7 +532,7 @@ struct ScanningTests {
         let lists = Collected(await bed.central.discoveredPeripherals(interval: .milliseconds(250)))
         let witness = Collected(await bed.central.scan())
         _ = await bed.controller.scanCommands { $0.last == Spec.setScanEnable(true) }
-        await bed.central.scanner.settled()
+        await bed.central.withScanner { await $0.settled() }
         #expect(await lists.first(1) == [[]])
         bed.controller.sendLEMeta(Spec.legacyReports([
             .init(address: Self.hrm, data: Self.hrmAdvertisement, rssi: -80),
@@ -557,7 +557,7 @@ struct ScanningTests {
     @Test("The device table is bounded: the least recently heard device is evicted and reported lost")
     func boundedTable() async throws {
         let bed = try await ScanBed.make()
-        await bed.central.scanner.setDeviceLimit(2)
+        await bed.central.withScanner { $0.setDeviceLimit(2) }
         let sub = Collected(await bed.central.scan())
         _ = await bed.controller.scanCommands { $0.count >= 2 }
         bed.controller.sendLEMeta(Spec.legacyReports([.init(address: Self.hrm, data: Spec.flags, rssi: -60)]))
@@ -575,7 +575,7 @@ struct ScanningTests {
         } else {
             Issue.record("got \(events)")
         }
-        #expect(await bed.central.scanner.knownCount() == 2)
+        #expect(await bed.central.withScanner { $0.knownCount() } == 2)
         sub.cancel()
         await bed.central.close()
     }
@@ -591,7 +591,7 @@ struct ScanningTests {
         })
         let sub = Collected(await bed.central.scan())
         _ = await bed.controller.scanCommands { $0.count >= 2 }
-        await bed.central.scanner.settled()
+        await bed.central.withScanner { await $0.settled() }
         let peer = LEAddress(BluetoothAddress(rawValue: 0xF05EB1000001), type: .random)
         let central = bed.central
         async let link = central.connect(peer, timeout: .seconds(30))

@@ -70,7 +70,7 @@ struct HardwareErrorTests {
         #expect(await bed.central.host.sentCommands.isEmpty)
         #expect(await bed.central.connectionsByHandle.isEmpty)
         #expect(await !bed.central.snapshot.isScanning)
-        #expect(await bed.central.scanner.subscriberCount == 1, "the scan subscriber stays")
+        #expect(await bed.central.withScanner { $0.subscriberCount } == 1, "the scan subscriber stays")
         // New work waits for the reset: a connect fails at once; the scan subscriber stays.
         await #expect(throws: ConnectionError.adapterNotReady(.resetting)) { try await bed.central.connect(Self.second) }
         #expect(await bed.peripheral.linkDown)
@@ -94,7 +94,7 @@ struct HardwareErrorTests {
         guard case .connected? = await second.nextLifecycle() else { Issue.record("the second link was not restored"); return }
         #expect(bed.vc.connections.count == 2)
         #expect(await bed.central.state == .poweredOn)
-        #expect(await bed.central.scanner.subscriberCount == 1)
+        #expect(await bed.central.withScanner { $0.subscriberCount } == 1)
         #expect(await bed.central.snapshot.isScanning)
 
         // The peripheral carries on over the restored link.

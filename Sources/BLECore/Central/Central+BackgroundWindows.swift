@@ -45,7 +45,7 @@ extension Central {
         }
         // A refused create command made `establish` pause the scan; the resume it queued runs
         // after this job, so the scanner still says paused here.
-        if scanning, scanner.enter(on: executor, { $0.paused }) {
+        if scanning, scanner.paused {
             if bg.state.value.initiatesWhileScanning != false {
                 options.logger.log(.info, "the controller cannot scan and initiate at once: background connections and the scan take turns (\(Self.seconds(windows.initiating)) s initiating at most, then \(Self.seconds(windows.scanning)) s scanning)")
             }
@@ -72,17 +72,15 @@ extension Central {
 
     /// The scanner asks `backgroundAttemptMakesWayForScan` when the controller refuses a scan.
     func letBackgroundAttemptsMakeWayForScans() {
-        scanner.enter(on: executor) { scanner in
-            guard scanner.yieldInitiator == nil else { return }
-            scanner.yieldInitiator = { [weak self, executor] in
-                self?.enter(on: executor) { $0.backgroundAttemptMakesWayForScan() } ?? false
-            }
+        guard scanner.yieldInitiator == nil else { return }
+        scanner.yieldInitiator = { [weak self, executor] in
+            self?.enter(on: executor) { $0.backgroundAttemptMakesWayForScan() } ?? false
         }
     }
 
     /// A scan has subscribers on a controller that is up.
     private var scanWanted: Bool {
-        scanner.enter(on: executor) { !$0.subscribers.isEmpty && !$0.controllerDown }
+        !scanner.subscribers.isEmpty && !scanner.controllerDown
     }
 
     /// Lets the scan run for `duration` (virtual time under a manual scheduler); returns

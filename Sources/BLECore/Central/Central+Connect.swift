@@ -114,7 +114,7 @@ extension Central {
                     throw .cancelled(peer: peer)
                 }
                 pendingConnect = nil
-                if case .commandFailed(_, .commandDisallowed) = error, !pausedScan, scanner.enter(on: executor, { $0.isScanning }) {
+                if case .commandFailed(_, .commandDisallowed) = error, !pausedScan, scanner.isScanning {
                     options.logger.log(.info, "the controller cannot scan and initiate at once: pausing the scan to connect to \(peer)")
                     await scanner.pause()
                     pausedScan = true
@@ -258,11 +258,11 @@ extension Central {
     func endConnectAttempt(_ peer: LEAddress, pausedScan: Bool) {
         if pausedScan {
             options.logger.log(.info, "resuming the scan paused for the connection to \(peer)")
-            let scanner = self.scanner
+            let reference = scanner.reference
             // A task of the host's: `close()` waits for it.
-            host.enter(on: executor) { $0.background { _ in await scanner.resume() } }
+            host.enter(on: executor) { $0.background { _ in await reference.scanner?.resume() } }
         }
-        scanner.enter(on: executor) { $0.initiatorEnded() }
+        scanner.initiatorEnded()
         releaseConnectTurn()
     }
 

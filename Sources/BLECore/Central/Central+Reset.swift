@@ -32,7 +32,7 @@ extension Central {
             host.enter(on: executor) { $0.clearControllerState(hardwareError: nil) }
             failPendingConnect(.adapterNotReady(.resetting))
         }
-        scanner.enter(on: executor) { $0.controllerReset() }
+        scanner.controllerReset()
         advertisingLost(reason)
         setState(.resetting, reason: reason)
         connectionsByHandle.removeAll()

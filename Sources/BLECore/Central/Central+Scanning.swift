@@ -24,7 +24,7 @@ extension Central {
     public func scan(filter: ScanFilter = .all, options: ScanOptions = ScanOptions()) -> ScanStream {
         if let refusal = scanRefusal(options) { return .ended(refusal, executor: executor) }
         letBackgroundAttemptsMakeWayForScans()
-        return scanner.enter(on: executor) { $0.subscribe(filter: filter, options: options) }
+        return scanner.subscribe(filter: filter, options: options)
     }
 
     /// The devices found so far, strongest (smoothed RSSI) first, for list UIs: an empty list
@@ -42,7 +42,7 @@ extension Central {
                                       interval: Duration = .milliseconds(250)) -> AsyncStream<[DiscoveredPeripheral]> {
         guard scanRefusal(options) == nil else { return AsyncStream { $0.finish() } }
         letBackgroundAttemptsMakeWayForScans()
-        return scanner.enter(on: executor) { $0.subscribeSnapshots(filter: filter, options: options, interval: interval) }
+        return scanner.subscribeSnapshots(filter: filter, options: options, interval: interval)
     }
 
     /// Why a scan asked for now ends at once, or nil when it starts or waits for the adapter.
@@ -51,7 +51,7 @@ extension Central {
         case .poweredOn, .unknown, .resetting:
             return nil
         case .poweredOff:
-            let waits = options.whenPoweredOff == .wait && !scanner.enter(on: executor) { $0.closed }
+            let waits = options.whenPoweredOff == .wait && !scanner.closed
             return waits ? nil : .adapterNotReady(.poweredOff)
         case .unauthorized, .unsupported, .transportLost:
             return .adapterNotReady(state)

@@ -124,14 +124,14 @@ public actor Central {
 
     /// A snapshot for UI code.
     public var snapshot: AdapterSnapshot {
-        AdapterSnapshot(state: state, isScanning: scanner.enter(on: executor) { $0.isScanning }, connectionCount: connectionsByHandle.count, reason: stateReason)
+        AdapterSnapshot(state: state, isScanning: scanner.isScanning, connectionCount: connectionsByHandle.count, reason: stateReason)
     }
 
     func setState(_ new: AdapterState, reason: String? = nil) {
         stateReason = reason
         guard new != state else { return }
         state = new
-        scanner.enter(on: executor) { $0.adapterState = new }
+        scanner.adapterState = new
         stateStream.yield(new)
     }
 
@@ -150,9 +150,8 @@ public actor Central {
             await host.addEventHandler { [weak self, executor] event in
                 self?.enter(on: executor) { $0.handle(event) }
             }
-            await host.setAdvertisingReportReader { [weak scanner, executor] parameters in
-                guard let scanner else { return false }
-                return executor.runIsolated(scanner, parameters) { scanner, parameters in scanner.takeAdvertisingReports(parameters) }
+            await host.setAdvertisingReportReader { [reference = scanner.reference] parameters in
+                reference.scanner?.takeAdvertisingReports(parameters) ?? false
             }
             do {
                 try await host.start()
@@ -173,7 +172,7 @@ public actor Central {
                 throw HCIError.commandFailed(opcode: HCIOpcode(rawValue: 0x2003), status: HCIStatus(rawValue: 0x11))
             }
             await restoreOwnAddress()
-            scanner.enter(on: executor) { $0.configure(info: info) }
+            scanner.configure(info: info)
             setState(.poweredOn)
             adapterPoweredOn()
             return info
@@ -225,7 +224,7 @@ public actor Central {
     func handle(_ event: HostEvent) {
         switch event {
         case .transportLost(let why):
-            scanner.enter(on: executor) { $0.transportLost(why) }
+            scanner.transportLost(why)
             failPendingConnect(.command(peer: pendingConnect?.peer ?? LEAddress(.zero, type: .public), .transportLost(why)))
             // No link survives its controller: every connection ends now (no reconnect, the
             // adapter is gone), so its events, disconnect waiters and GATT users learn it.
@@ -239,7 +238,7 @@ public actor Central {
     }
 
     func handle(_ event: HCIEvent) {
-        if scanner.enter(on: executor, { $0.handle(event) }) { return }
+        if scanner.handle(event) { return }
         handleConnectionEvent(event)
     }
 }

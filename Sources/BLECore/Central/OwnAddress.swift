@@ -145,8 +145,7 @@ extension Central {
         } catch {
             failure = .command(error)
         }
-        let type = ownAddress.scanAndConnectType
-        scanner.enter(on: executor) { $0.ownAddressType = type }
+        scanner.ownAddressType = ownAddress.scanAndConnectType
         await scanner.resume()
         releaseConnectTurn()
         if let failure { throw failure }
@@ -187,8 +186,7 @@ extension Central {
     /// Own_Address_Type follows from the next scan on.
     func setControllerGeneratesPrivateAddresses(_ on: Bool) {
         ownAddress.controllerGeneratesPrivateAddresses = on
-        let type = ownAddress.scanAndConnectType
-        scanner.enter(on: executor) { $0.ownAddressType = type }
+        scanner.ownAddressType = ownAddress.scanAndConnectType
     }
 
     /// The rotation timer fired: a new resolvable private address.
@@ -218,7 +216,6 @@ extension Central {
             ownAddress.policy = .public
             ownAddress.randomAddress = nil
         }
-        let type = ownAddress.scanAndConnectType
-        scanner.enter(on: executor) { $0.ownAddressType = type }
+        scanner.ownAddressType = ownAddress.scanAndConnectType
     }
 }

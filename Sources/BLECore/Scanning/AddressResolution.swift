@@ -41,7 +41,7 @@ extension Central {
     ///
     ///     await central.setAddressResolver(bonds.addressResolver)
     public func setAddressResolver(_ resolver: AddressResolver?) {
-        scanner.enter(on: executor) { $0.setAddressResolver(resolver) }
+        scanner.setAddressResolver(resolver)
     }
 
     /// Loads `entries` into the controller's resolving list and turns address resolution on

@@ -16,8 +16,6 @@ extension Central {
     ///
     ///     let s = await central.scanStatistics()
     public func scanStatistics() -> ScanStatistics {
-        scanner.enter(on: executor) {
-            ScanStatistics(deviceCount: $0.devices.count, reassemblyCount: $0.fragments.count, subscriberCount: $0.subscribers.count)
-        }
+        ScanStatistics(deviceCount: scanner.devices.count, reassemblyCount: scanner.fragments.count, subscriberCount: scanner.subscribers.count)
     }
 }

@@ -15,10 +15,9 @@ extension Scanner {
         guard sub.readyTimer == nil else { return }
         let id = sub.id
         let waited = sub.options.readyTimeout
-        sub.readyTimer = scheduler.schedule(after: waited) { [weak self, executor] in
-            self?.enter(on: executor) { scanner in
-                scanner.finish(id, error: ScanError.notReadyInTime(scanner.adapterState, waited: waited))
-            }
+        sub.readyTimer = scheduler.schedule(after: waited) { [reference] in
+            guard let scanner = reference.scanner else { return }
+            scanner.finish(id, error: ScanError.notReadyInTime(scanner.adapterState, waited: waited))
         }
     }
 
@@ -33,7 +32,7 @@ extension Scanner {
     /// The adapter went to `state`, not powered on, with its transport still open: the scan
     /// stops at the controller, and each subscriber ends or waits (see the type's comment).
     /// Returns once the controller scan is stopped.
-    func adapterDown(_ state: AdapterState) async {
+    nonisolated(nonsending) func adapterDown(_ state: AdapterState) async {
         adapterState = state
         controllerDown = true
         for (id, sub) in subscribers {
@@ -52,7 +51,7 @@ extension Scanner {
     }
 
     /// The central is closing: every stream ends (without error) and nothing waits any more.
-    func close() async {
+    nonisolated(nonsending) func close() async {
         closed = true
         await stopAll(error: nil)
     }

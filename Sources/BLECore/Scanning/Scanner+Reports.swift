@@ -242,7 +242,7 @@ extension Scanner {
         buffer.hold(event)
         guard !releaseQueued else { return }
         releaseQueued = true
-        executor.queue.async { [executor] in self.enter(on: executor) { $0.releaseEvents() } }
+        executor.queue.async { [reference] in reference.scanner?.releaseEvents() }
     }
 
     /// Hands each subscriber's consumer the events held for it.
@@ -292,8 +292,8 @@ extension Scanner {
         expiryTimer?.cancel()
         // Checks at most eight times per expiry: devices due close together go in one pass.
         let wait = max(delay ?? expiry, expiry / 8)
-        expiryTimer = scheduler.schedule(after: wait) { [weak self, executor] in
-            self?.enter(on: executor) { $0.expireDevices() }
+        expiryTimer = scheduler.schedule(after: wait) { [reference] in
+            reference.scanner?.expireDevices()
         }
     }
 
@@ -320,8 +320,8 @@ extension Scanner {
 
     private func scheduleLostCheck(_ id: UInt64, after delay: Duration? = nil) {
         guard let sub = subscribers[id], let timeout = sub.options.lostTimeout else { return }
-        sub.lostTimer = scheduler.schedule(after: delay ?? timeout) { [weak self, executor] in
-            self?.enter(on: executor) { $0.checkLost(id) }
+        sub.lostTimer = scheduler.schedule(after: delay ?? timeout) { [reference] in
+            reference.scanner?.checkLost(id)
         }
     }
 
@@ -359,8 +359,8 @@ extension Scanner {
         if sub.snapshotTimer == nil {
             let now = scheduler.now()
             let wait = sub.lastSnapshot.map { last in max(.zero, now.duration(to: last + interval)) } ?? .zero
-            sub.snapshotTimer = scheduler.schedule(after: wait) { [weak self, executor] in
-                self?.enter(on: executor) { $0.emitSnapshot(id) }
+            sub.snapshotTimer = scheduler.schedule(after: wait) { [reference] in
+                reference.scanner?.emitSnapshot(id)
             }
         }
     }

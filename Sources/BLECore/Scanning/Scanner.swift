@@ -17,9 +17,15 @@ import BLETransport
 /// too (`tableExpiry`), so rotating private addresses do not pile up. Reports are filtered
 /// on their raw bytes before any advertising data is decoded, and a report whose bytes repeat
 /// the previous one is not decoded again.
-actor Scanner {
-    nonisolated let executor: AdapterExecutor
-    nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+///
+/// State confined to the adapter executor, not an actor: the `Central` owns it and calls it
+/// from its isolated code; callbacks that run on the adapter queue (timers, the end of a
+/// stream, the report reader, the reconciliation task) reach it through `reference`.
+///
+///     let scanner = Scanner(host: host, scheduler: scheduler, logger: logger)   // in Central.init
+///     let stream = scanner.subscribe(filter: .all, options: ScanOptions())      // on the executor
+final class Scanner {
+    let executor: AdapterExecutor
     let host: HCIHost
     let scheduler: any TimerScheduler
     let logger: BLELogger
@@ -79,6 +85,10 @@ actor Scanner {
     /// Whether the controller is scanning now.
     var isScanning: Bool { applied != nil }
 
+    /// What the adapter queue's callbacks hold: this scanner, weakly (the central owns it).
+    /// Made on first use, on the queue (the central's init may run anywhere).
+    private(set) lazy var reference = ScannerReference(WeakScanner(scanner: self), on: executor.queue)
+
     init(host: HCIHost, scheduler: any TimerScheduler, logger: BLELogger) {
         self.executor = host.executor
         self.host = host
@@ -133,12 +143,12 @@ actor Scanner {
         }
         // The consumer stopped iterating: the stream's buffer (MulticastBuffer, or Broadcaster
         // for snapshots) calls this on the adapter queue.
-        watch { [weak self, executor] count in
-            if count == 0 { self?.enter(on: executor) { $0.finish(id, error: nil) } }
+        watch { [reference] count in
+            if count == 0 { reference.scanner?.finish(id, error: nil) }
         }
         if let timeout = options.timeout {
-            sub.timeoutTimer = scheduler.schedule(after: timeout) { [weak self, executor] in
-                self?.enter(on: executor) { $0.finish(id, error: nil) }
+            sub.timeoutTimer = scheduler.schedule(after: timeout) { [reference] in
+                reference.scanner?.finish(id, error: nil)
             }
         }
         subscribers[id] = sub
@@ -170,7 +180,7 @@ actor Scanner {
     }
 
     /// Ends every stream (with `error` when not nil) and waits until the scan is stopped.
-    func stopAll(error: (any Error)?) async {
+    nonisolated(nonsending) func stopAll(error: (any Error)?) async {
         finishAll(error: error)
         await settled()
     }
@@ -183,7 +193,7 @@ actor Scanner {
     }
 
     /// Stops the controller scan (for a connection attempt) and waits until it is stopped.
-    func pause() async {
+    nonisolated(nonsending) func pause() async {
         paused = true
         reconcile()
         await settled()
@@ -197,7 +207,7 @@ actor Scanner {
     }
 
     /// Lets the scan run again after `pause()`.
-    func resume() async {
+    nonisolated(nonsending) func resume() async {
         paused = false
         reconcile()
         await settled()
@@ -218,17 +228,17 @@ actor Scanner {
         guard applied != target else { return }
         reconciling = true
         // A task of the host's: `Central.close()` waits for it.
-        host.enter(on: executor) { $0.background { _ in await self.runReconciliation() } }
+        host.enter(on: executor) { [reference] in $0.background { _ in await reference.scanner?.runReconciliation() } }
     }
 
     /// Returns once no reconciliation is running, or at once when the calling task is
     /// cancelled (the reconciliation goes on).
-    func settled() async {
+    nonisolated(nonsending) func settled() async {
         guard reconciling, !Task.isCancelled else { return }
         await settledWaiters.wait(cancelled: { _ in .success(()) }).get()
     }
 
-    private func runReconciliation() async {
+    private nonisolated(nonsending) func runReconciliation() async {
         var retriedAfterDisallowed = false
         while lostReason == nil, applied != target {
             if let current = applied {
@@ -279,7 +289,7 @@ actor Scanner {
         settledWaiters.resumeAll(with: .success(()))
     }
 
-    private func setParameters(_ p: ControllerScanParameters) async throws(HCIError) {
+    private nonisolated(nonsending) func setParameters(_ p: ControllerScanParameters) async throws(HCIError) {
         let type: UInt8 = p.active ? 0x01 : 0x00
         if p.phys.contains(.leCoded), !codedScanning {
             logger.log(.info, "scanning on LE 1M: the controller has no \(useExtended ? "LE Coded PHY" : "extended scanning") for LE Coded")
@@ -296,7 +306,7 @@ actor Scanner {
         }
     }
 
-    private func setEnable(_ on: Bool) async throws(HCIError) {
+    private nonisolated(nonsending) func setEnable(_ on: Bool) async throws(HCIError) {
         // Duplicate filtering stays off: subscribers de-duplicate themselves, and a filtering
         // controller would hide RSSI changes and the returns of lost devices.
         if useExtended {
@@ -315,4 +325,14 @@ extension Scanner {
 extension Scanner {
     /// Devices in the table now.
     func knownCount() -> Int { devices.count }
+}
+
+extension Central {
+    /// Runs `body` with the scanner on the central's executor: the way in for code outside
+    /// the central (tests).
+    ///
+    ///     await central.withScanner { await $0.settled() }
+    func withScanner<T: Sendable>(_ body: nonisolated(nonsending) (Scanner) async -> T) async -> T {
+        await body(scanner)
+    }
 }
