@@ -218,7 +218,7 @@ actor Scanner {
         guard applied != target else { return }
         reconciling = true
         // A task of the host's: `Central.close()` waits for it.
-        host.enter(on: executor) { $0.background { _ in await self.runReconciliation() } }
+        host.background { _ in await self.runReconciliation() }
     }
 
     /// Returns once no reconciliation is running, or at once when the calling task is
