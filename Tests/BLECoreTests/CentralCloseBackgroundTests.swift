@@ -217,4 +217,27 @@ struct CentralCloseBackgroundTests {
         #expect(await central.host.backgroundTasks.isEmpty)
     }
 
+
+    /// Background tasks keep the order they were started in, ahead of work queued on the
+    /// executor after them: each task's first job is queued during the call that starts it.
+    @Test func backgroundTasksRunInTheOrderTheyWereStarted() async throws {
+        let (_, central) = try await VC.stack()
+        final class Order: Sendable { let names = Mutex<[String]>([]) }
+        let order = Order()
+        let tasks = await Self.startTwoThenQueue(central.host) { name in order.names.withLock { $0.append(name) } }
+        for task in tasks { await task.value }
+        // A hop onto the executor: it runs after the work queued there before it.
+        _ = await central.host.backgroundTasks
+        let names = order.names.withLock { $0 }
+        #expect(names == ["first", "second", "queued after"])
+        await central.close()
+    }
+
+    static func startTwoThenQueue(_ host: isolated HCIHost, _ record: @escaping @Sendable (String) -> Void) -> [Task<Void, Never>] {
+        let first = host.backgroundTask { _ in record("first") }
+        let second = host.backgroundTask { _ in record("second") }
+        host.executor.queue.async { record("queued after") }
+        return [first, second]
+    }
+
 }
