@@ -145,4 +145,99 @@ struct CentralCloseBackgroundTests {
         await vc.advance(by: .seconds(60))
         #expect(weakCentral == nil)
     }
+
+    /// What a background task saw: that it ran, whether it was cancelled, and how its command ended.
+    final class Seen: Sendable {
+        let ran = Atomic<Bool>(false)
+        let cancelled = Atomic<Bool>(false)
+        let ended = Atomic<Bool>(false)
+        let error = Mutex<HCIError?>(nil)
+    }
+
+    /// Starts a background task of `host` from the host's executor, as the stack's actors do.
+    static func startBackground(_ host: isolated HCIHost, _ work: @escaping @Sendable (isolated HCIHost) async -> Void) -> Task<Void, Never> {
+        host.backgroundTask(work)
+    }
+
+    /// A task started after `close()` is neither lost nor kept: its work runs, cancelled from
+    /// its start; its command fails at once with the lost transport and never reaches the
+    /// controller; it leaves the host's registry when it ends.
+    @Test func aTaskStartedAfterCloseRunsCancelledAndLeavesTheRegistry() async throws {
+        let (vc, central) = try await VC.stack()
+        await central.close()
+        let sent = vc.commandsReceived.count
+        let seen = Seen()
+        let task = await Self.startBackground(central.host) { host in
+            seen.ran.store(true, ordering: .relaxed)
+            seen.cancelled.store(Task.isCancelled, ordering: .relaxed)
+            do throws(HCIError) {
+                // HCI_LE_Read_Remote_Features (OGF 0x08, OCF 0x0016) on handle 0x0040.
+                _ = try await host.send(HCICommand.leReadRemoteFeatures(handle: 0x0040))
+            } catch {
+                seen.error.withLock { $0 = error }
+            }
+        }
+        await task.value
+        let ran = seen.ran.load(ordering: .relaxed)
+        #expect(ran)
+        let cancelled = seen.cancelled.load(ordering: .relaxed)
+        #expect(cancelled)
+        guard case .transportLost? = seen.error.withLock({ $0 }) else {
+            Issue.record("expected the command of a task started after close to fail with .transportLost, got \(String(describing: seen.error.withLock { $0 }))")
+            return
+        }
+        #expect(await central.host.backgroundTasks.isEmpty)
+        await vc.settle()
+        #expect(vc.commandsReceived.count == sent)
+    }
+
+    /// A task that a background task starts while `close()` ends them (here, after its
+    /// unanswered command failed with the closed transport) starts cancelled, and `close()`
+    /// waits for it too.
+    @Test func closeWaitsForATaskStartedWhileItEndsTheOthers() async throws {
+        let (vc, central) = try await VC.stack { $0.numHCICommandPackets = 2 }
+        let readRemoteFeatures = HCIOpcode(rawValue: 0x2016)
+        vc.answer(readRemoteFeatures, with: .none, times: 1)
+        let seen = Seen()
+        _ = await Self.startBackground(central.host) { host in
+            _ = try? await host.send(HCICommand.leReadRemoteFeatures(handle: 0x0040))
+            host.background { _ in
+                seen.ran.store(true, ordering: .relaxed)
+                seen.cancelled.store(Task.isCancelled, ordering: .relaxed)
+                seen.ended.store(true, ordering: .relaxed)
+            }
+        }
+        _ = try await vc.waitForCommand(readRemoteFeatures)
+        #expect(await central.host.backgroundTasks.count == 1)
+        await central.close()
+        let ended = seen.ended.load(ordering: .relaxed)
+        #expect(ended)
+        let cancelled = seen.cancelled.load(ordering: .relaxed)
+        #expect(cancelled)
+        #expect(await central.host.backgroundTasks.isEmpty)
+    }
+
+
+    /// Background tasks keep the order they were started in, ahead of work queued on the
+    /// executor after them: each task's first job is queued during the call that starts it.
+    @Test func backgroundTasksRunInTheOrderTheyWereStarted() async throws {
+        let (_, central) = try await VC.stack()
+        final class Order: Sendable { let names = Mutex<[String]>([]) }
+        let order = Order()
+        let tasks = await Self.startTwoThenQueue(central.host) { name in order.names.withLock { $0.append(name) } }
+        for task in tasks { await task.value }
+        // A hop onto the executor: it runs after the work queued there before it.
+        _ = await central.host.backgroundTasks
+        let names = order.names.withLock { $0 }
+        #expect(names == ["first", "second", "queued after"])
+        await central.close()
+    }
+
+    static func startTwoThenQueue(_ host: isolated HCIHost, _ record: @escaping @Sendable (String) -> Void) -> [Task<Void, Never>] {
+        let first = host.backgroundTask { _ in record("first") }
+        let second = host.backgroundTask { _ in record("second") }
+        host.executor.queue.async { record("queued after") }
+        return [first, second]
+    }
+
 }

@@ -154,7 +154,7 @@ extension Central {
     private func deliver(_ connection: Connection, _ bg: BackgroundConnect) {
         guard !bg.deliver(connection) else { return }
         options.logger.log(.info, "disconnecting \(connection.peer): its background connection set ended while it connected")
-        host.enter(on: executor) { $0.background { _ in try? await connection.disconnect() } }
+        host.background { _ in try? await connection.disconnect() }
     }
 
     /// Ends `bg` with `error` unless it was stopped meanwhile (its loop, cancelled, must not

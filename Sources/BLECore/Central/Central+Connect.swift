@@ -200,7 +200,7 @@ extension Central {
                 connectWaiters.resume(waiter, with: .success((result, false)))
             case .dropLink(let link):
                 options.logger.log(.info, "disconnecting \(link.handle.hex) to \(pending.peer): its connect attempt was cancelled")
-                host.enter(on: executor) { $0.background { _ = try? await $0.send(HCICommand.disconnect(handle: link.handle, reason: .remoteUserTerminatedConnection)) } }
+                host.background { _ = try? await $0.send(HCICommand.disconnect(handle: link.handle, reason: .remoteUserTerminatedConnection)) }
             case .endAttempt:
                 endConnectAttempt(pending.peer, pausedScan: pending.pausedScan)
             case .ignored(let event):
@@ -236,14 +236,14 @@ extension Central {
             }
         }
         let logger = options.logger
-        host.enter(on: executor) { $0.background { host in
+        host.background { host in
             do {
                 try await host.send(HCICommand.leCreateConnectionCancel())
             } catch {
                 // Command Disallowed: no attempt is pending any more (the completion is on its way).
                 logger.log(.info, "LE Create Connection Cancel: \(error)")
             }
-        } }
+        }
     }
 
     /// The pending attempt ended without a completion (the cancel's limit passed, the adapter
@@ -260,7 +260,7 @@ extension Central {
             options.logger.log(.info, "resuming the scan paused for the connection to \(peer)")
             let reference = scanner.reference
             // A task of the host's: `close()` waits for it.
-            host.enter(on: executor) { $0.background { _ in await reference.scanner?.resume() } }
+            host.background { _ in await reference.scanner?.resume() }
         }
         scanner.initiatorEnded()
         releaseConnectTurn()
@@ -310,7 +310,7 @@ extension Central {
         guard role == 0x00, let pending = pendingConnect else {
             // A connection we did not initiate: end it.
             options.logger.log(.info, "disconnecting unexpected connection \(handle.hex) to \(peerAddress)")
-            host.enter(on: executor) { $0.background { _ = try? await $0.send(HCICommand.disconnect(handle: handle, reason: .remoteUserTerminatedConnection)) } }
+            host.background { _ = try? await $0.send(HCICommand.disconnect(handle: handle, reason: .remoteUserTerminatedConnection)) }
             return
         }
         if pending.usesAcceptList, pending.abortError == nil { backgroundConnect?.state.value.completedPeer = peerAddress }
@@ -351,7 +351,7 @@ extension Central {
     func startLinkSetup(_ connection: Connection, handle: UInt16, parameters: ConnectionRequestParameters) {
         guard let info = controllerInfo else { return }
         let logger = options.logger
-        host.enter(on: executor) { $0.background { host in
+        host.background { host in
             do {
                 try await host.send(HCICommand.leReadRemoteFeatures(handle: handle), timeout: .seconds(1))
             } catch {
@@ -364,7 +364,7 @@ extension Central {
                     logger.log(.debug, "LE Set Data Length on \(handle.hex) refused: \(error)")
                 }
             }
-        } }
+        }
     }
 
     func remoteFeaturesRead(handle: UInt16, features: LEFeatures) {
@@ -375,13 +375,13 @@ extension Central {
         }
         guard let command = Self.setPHYCommand(handle: handle, phy: phy, local: info.leFeatures, remote: features), info.supports(.leSetPHY) else { return }
         let logger = options.logger
-        host.enter(on: executor) { $0.background { host in
+        host.background { host in
             do {
                 try await host.send(command, timeout: .seconds(1))
             } catch {
                 logger.log(.debug, "LE Set PHY on \(handle.hex) refused: \(error)")
             }
-        } }
+        }
     }
 
     /// LE Set PHY (7.8.49) for `phy` on `handle` when both sides support it; nil for LE 1M.

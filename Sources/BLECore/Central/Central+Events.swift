@@ -39,7 +39,7 @@ extension Central {
             let command = accept
                 ? HCICommand.leRemoteConnectionParameterRequestReply(handle: e.handle, range.hciParameters)
                 : HCICommand.leRemoteConnectionParameterRequestNegativeReply(handle: e.handle, reason: HCIStatus(rawValue: 0x3B))
-            host.enter(on: executor) { $0.background { _ = try? await $0.send(command) } }
+            host.background { _ = try? await $0.send(command) }
         case .leLongTermKeyRequest(let e):
             answerLongTermKeyRequest(e)
         case .encryptionChange(let e):

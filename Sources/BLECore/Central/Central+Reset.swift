@@ -41,13 +41,13 @@ extension Central {
         }
         if case .hardwareError = cause, options.resetAfterHardwareError {
             // A task of the host's: `close()` waits for it.
-            host.enter(on: executor) { $0.background { [weak self] _ in
+            host.background { [weak self] _ in
                 do {
                     _ = try await self?.powerOn()
                 } catch {
                     self?.options.logger.log(.error, "resetting the controller after its Hardware Error failed: \(error)")
                 }
-            } }
+            }
         }
     }
 

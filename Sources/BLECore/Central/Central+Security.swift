@@ -17,9 +17,9 @@ extension Central {
         let link = connectionsByHandle[e.handle]
         let own = link?.enter(on: executor) { $0.longTermKeyRequested(ediv: e.ediv, rand: e.random) }
         if let key = own ?? link.flatMap({ longTermKeyProvider?($0.peer, e.ediv, e.random) }) {
-            host.enter(on: executor) { $0.background { _ = try? await $0.send(HCICommand.leLongTermKeyRequestReply(handle: e.handle, longTermKey: key)) } }
+            host.background { _ = try? await $0.send(HCICommand.leLongTermKeyRequestReply(handle: e.handle, longTermKey: key)) }
         } else {
-            host.enter(on: executor) { $0.background { _ = try? await $0.send(HCICommand.leLongTermKeyRequestNegativeReply(handle: e.handle)) } }
+            host.background { _ = try? await $0.send(HCICommand.leLongTermKeyRequestNegativeReply(handle: e.handle)) }
         }
     }
 }

@@ -57,7 +57,7 @@ extension Connection {
             ownLinkAddress = central?.enter(on: executor) { $0.linkOwnAddress(handle: link.handle) }
         case .disconnectUnwanted(let handle):
             central?.options.logger.log(.info, "disconnecting \(handle.hex) to \(peer): the connection was closed while it was being restored")
-            host.enter(on: executor) { $0.background { _ = try? await $0.send(HCICommand.disconnect(handle: handle, reason: .remoteUserTerminatedConnection)) } }
+            host.background { _ = try? await $0.send(HCICommand.disconnect(handle: handle, reason: .remoteUserTerminatedConnection)) }
         case .ignored(let event):
             central?.options.logger.log(.debug, "link to \(peer): \(event.name) ignored while \(lifecycle.phase.state)")
         }
@@ -95,7 +95,7 @@ extension Connection {
             return
         }
         let timeout = connectTimeout, request = requestParameters
-        let task = host.enter(on: executor) { $0.backgroundTask { [weak self, peer] _ in
+        let task = host.backgroundTask { [weak self, peer] _ in
             let result: Result<MadeLink, ConnectionError>
             do throws(ConnectionError) {
                 let (handle, parameters) = try await central.establish(peer, timeout: timeout, parameters: request)
@@ -104,7 +104,7 @@ extension Connection {
                 result = .failure(error)
             }
             await self?.attemptEnded(id: id, result)
-        } }
+        }
         advance(.attemptStarted(id: id, task))
     }
 

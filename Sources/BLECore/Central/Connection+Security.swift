@@ -29,13 +29,13 @@ extension Connection {
         return try await awaitEncryptionChange(timeout: timeout) { id in
             security.pending = .init(id: id, level: level, keySize: keySize)
             // A task of the host's: `Central.close()` waits for it.
-            host.enter(on: executor) { $0.background { host in
+            host.background { host in
                 do throws(HCIError) {
                     try await host.send(HCICommand.leEnableEncryption(handle: handle, random: rand, ediv: ediv, longTermKey: longTermKey))
                 } catch {
                     await self.finishEncryption(id: id, .failure(.command(peer: peer, error)))
                 }
-            } }
+            }
         }
     }
 
@@ -164,7 +164,7 @@ extension Connection {
             if let given { setEncryptionKeySize(Int(given)) }
             return finishEncryption(id: id, .success(given))
         }
-        host.enter(on: executor) { $0.background { host in
+        host.background { host in
             let size: UInt8?
             do throws(HCIError) {
                 size = try await host.read(HCIReturn.ReadEncryptionKeySize.self, HCICommand.readEncryptionKeySize(handle: handle)).keySize
@@ -172,7 +172,7 @@ extension Connection {
                 size = nil
             }
             await self.encryptionKeySizeRead(size ?? given, handle: handle, id: id)
-        } }
+        }
     }
 
     private func encryptionKeySizeRead(_ size: UInt8?, handle: UInt16, id: UInt64?) {

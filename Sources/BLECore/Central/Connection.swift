@@ -1,4 +1,5 @@
 import BLEWire
+import BLETransport
 
 /// One LE link to a peer, on the adapter's executor. It outlives drops when a reconnect
 /// policy restores it: `handle` changes, `events()` keeps flowing, and hooks registered with
@@ -14,7 +15,7 @@ public actor Connection {
     /// links a remote central opened to one of our advertising sets.
     public nonisolated let role: LinkRole
     let host: HCIHost
-    weak var central: Central?
+    nonisolated weak let central: Central?
 
     public internal(set) var parameters: ConnectionParameters
     public internal(set) var dataLength = DataLength()
@@ -37,8 +38,14 @@ public actor Connection {
     static let linkStateHistoryLimit = 32
     let eventStream: Broadcaster<ConnectionEvent>
     /// This side's address on the link as the central made it (its random address when it
-    /// connected with one); nil: the controller's public address.
-    var ownLinkAddress: LEAddress?
+    /// connected with one); nil: the controller's public address. The central sets it on the
+    /// adapter queue (a peripheral link's comes from its advertising set), with no claim on
+    /// this actor's isolation.
+    nonisolated var ownLinkAddress: LEAddress? {
+        get { ownLinkAddressState.value }
+        set { ownLinkAddressState.value = newValue }
+    }
+    private nonisolated let ownLinkAddressState: QueueConfined<LEAddress?>
     /// Encryption of the link (see Connection+Security.swift).
     public internal(set) var securityLevel: SecurityLevel = .none
     var security = ConnectionSecurity()
@@ -72,6 +79,7 @@ public actor Connection {
         self.peer = peer
         self.parameters = parameters
         self.eventStream = Broadcaster(executor: host.executor)
+        self.ownLinkAddressState = QueueConfined(nil, on: host.executor.queue)
         self.linkStateStream = Broadcaster(executor: host.executor)
         self.disconnectWaiters = Waiters(executor: host.executor, scheduler: host.scheduler)
     }
@@ -250,9 +258,11 @@ public actor Connection {
         try await host.requestConnectionParameterUpdate(handle: handle, range, timeout: timeout)
     }
 
-    func emit(_ event: ConnectionEvent) {
+    /// Tells the link's subscribers and the central's `connectionEvents()` `event`. Called on
+    /// the adapter queue.
+    nonisolated func emit(_ event: ConnectionEvent) {
         eventStream.yield(event)
-        central?.enter(on: executor) { $0.connectionEventStream.yield(PeerConnectionEvent(peer: peer, event: event)) }
+        central?.connectionEventStream.yield(PeerConnectionEvent(peer: peer, event: event))
     }
 
     func runReconnectHooks() async {

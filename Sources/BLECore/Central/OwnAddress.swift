@@ -178,7 +178,7 @@ extension Central {
     func controllerRandomAddressChanged(to address: BluetoothAddress) {
         if ownAddress.policy.ownAddressType == 0x01 { ownAddress.randomAddress = address }
         for set in advertising.sets.values where !set.usesExtendedCommands && set.parameters.ownAddress.ownAddressType == 0x01 {
-            set.enter(on: executor) { $0.address = LEAddress(address, type: .random) }
+            set.status.value.address = LEAddress(address, type: .random)
         }
     }
 
@@ -193,13 +193,13 @@ extension Central {
     private func rotateOwnAddress() {
         guard state == .poweredOn, case .resolvablePrivate = ownAddress.policy else { return }
         let logger = options.logger
-        host.enter(on: executor) { $0.background { [weak self] _ in
+        host.background { [weak self] _ in
             do throws(OwnAddressError) {
                 try await self?.applyOwnAddress()
             } catch {
                 logger.log(.warning, "rotating the resolvable private address: \(error)")
             }
-        } }
+        }
     }
 
     /// At power-on, before the scan runs: the policy's random address again (the controller

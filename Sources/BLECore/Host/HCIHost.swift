@@ -90,9 +90,9 @@ public actor HCIHost {
 
     /// Set once the transport is gone; every later call fails with it.
     @exclusivity(unchecked) public internal(set) var lostReason: String?
-    /// Work with no caller waiting (HCIHost+Background.swift), by id.
-    var backgroundTasks: [UInt64: Task<Void, Never>] = [:]
-    var nextBackgroundTask: UInt64 = 0
+    /// Work with no caller waiting (HCIHost+Background.swift), by id: started from any actor
+    /// of the adapter, so confined to its queue rather than to this actor.
+    nonisolated let backgroundRegistry: QueueConfined<BackgroundTasks>
     /// Decides on a peripheral's Connection Parameter Update Request (handle, requested range);
     /// nil accepts every valid request.
     var parameterUpdatePolicy: (@Sendable (UInt16, ConnectionParameterRange) -> Bool)?
@@ -105,6 +105,7 @@ public actor HCIHost {
         self.scheduler = scheduler ?? DispatchTimerScheduler(queue: executor.queue)
         self.logger = logger
         self.inlet = ACLInlet(queue: executor.queue)
+        self.backgroundRegistry = QueueConfined(BackgroundTasks(), on: executor.queue)
         self.commandWaiters = Waiters(executor: executor, scheduler: self.scheduler)
         self.sendWaiters = Waiters(executor: executor, scheduler: self.scheduler)
         self.channelRequestWaiters = Waiters(executor: executor, scheduler: self.scheduler)

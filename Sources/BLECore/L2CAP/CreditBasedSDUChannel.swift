@@ -29,7 +29,7 @@ public final class CreditBasedSDUChannel: L2CAPChannel {
     /// cancels and awaits: an enhanced ATT bearer's transmissions run there.
     public func adoptTask(_ work: @escaping @Sendable () async -> Void) -> Bool {
         guard let host = channel.enter(on: executor, { $0.host }) else { return false }
-        host.enter(on: executor) { $0.background { _ in await work() } }
+        host.background { _ in await work() }
         return true
     }
 

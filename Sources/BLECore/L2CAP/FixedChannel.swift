@@ -66,7 +66,7 @@ public final class FixedChannel: L2CAPChannel, @unchecked Sendable { // state to
     /// A background task of the host (`HCIHost.background`).
     public func adoptTask(_ work: @escaping @Sendable () async -> Void) -> Bool {
         guard let host else { return false }
-        host.enter(on: executor) { $0.background { _ in await work() } }
+        host.background { _ in await work() }
         return true
     }
 

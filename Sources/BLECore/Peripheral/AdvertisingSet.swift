@@ -1,4 +1,5 @@
 import BLEWire
+import BLETransport
 
 /// What happens to an advertising set (`AdvertisingSet.events()`).
 public enum AdvertisingEvent: Sendable, CustomStringConvertible {
@@ -62,15 +63,19 @@ public actor AdvertisingSet {
     public nonisolated let selectedTxPower: Int8?
     weak var central: Central?
     let eventStream: Broadcaster<AdvertisingEvent>
+    /// What the central changes on the set (its address, its end), confined to the adapter
+    /// queue: the central's code, its timers and its tasks change it there without this
+    /// actor's isolation.
+    nonisolated let status: QueueConfined<AdvertisingSetStatus>
     /// Why the set ended; nil while it is alive.
-    public private(set) var endReason: AdvertisingEndReason?
+    public var endReason: AdvertisingEndReason? { status.value.endReason }
     /// The address the set advertises with now: the controller's public address, its static
     /// random address, or the current resolvable private address (a new one every rotation).
     /// When `controllerMakesAddresses`, the host's address the controller falls back to (it
     /// uses it only without the local IRK on its resolving list); a link's own address then
     /// comes from LE Enhanced Connection Complete (`Connection.localAddress`). Nil only while
     /// the controller's public address is not known.
-    public internal(set) var address: LEAddress?
+    public var address: LEAddress? { status.value.address }
     /// True when the controller makes the set's resolvable private addresses from the local
     /// IRK on its resolving list (Own_Address_Type 0x03, Vol 4, Part E, 7.8.53; LL Privacy,
     /// Vol 6, Part B, 6.4) and rotates them itself; false when the host makes and rotates
@@ -86,7 +91,7 @@ public actor AdvertisingSet {
         self.parameters = parameters
         self.usesExtendedCommands = usesExtendedCommands
         self.selectedTxPower = selectedTxPower
-        self.address = address
+        self.status = QueueConfined(AdvertisingSetStatus(address: address), on: central.executor.queue)
         self.controllerMakesAddresses = controllerMakesAddresses
         self.eventStream = Broadcaster(executor: central.executor)
     }
@@ -109,12 +114,21 @@ public actor AdvertisingSet {
         try await central.stopAdvertising(handle)
     }
 
-    func emit(_ event: AdvertisingEvent) {
-        guard endReason == nil else { return }
+    /// Tells the set's subscribers `event`; `.ended` is the last one. Called on the adapter queue.
+    nonisolated func emit(_ event: AdvertisingEvent) {
+        guard status.value.endReason == nil else { return }
         eventStream.yield(event)
         if case .ended(let reason) = event {
-            endReason = reason
+            status.value.endReason = reason
             eventStream.finish()
         }
     }
+}
+
+/// The state of an `AdvertisingSet` that the central changes (`AdvertisingSet.status`).
+struct AdvertisingSetStatus {
+    /// The address the set advertises with now (`AdvertisingSet.address`).
+    var address: LEAddress?
+    /// Why the set ended; nil while it is alive.
+    var endReason: AdvertisingEndReason?
 }

@@ -280,32 +280,36 @@ extension Central {
         advertising.legacyTimers.removeValue(forKey: handle)?.cancel()
         advertising.rotationTimers.removeValue(forKey: handle)?.cancel()
         for (link, h) in advertising.resumeAfterLink where h == handle { advertising.resumeAfterLink[link] = nil }
-        set.enter(on: executor) { $0.emit(.ended(reason)) }
+        set.emit(.ended(reason))
     }
 
     private func removeSetInBackground(_ handle: UInt8) {
         let logger = options.logger
-        host.enter(on: executor) { $0.background { host in
+        host.background { host in
             do {
                 try await host.send(HCICommand.leRemoveAdvertisingSet(handle: handle))
             } catch {
                 logger.log(.debug, "LE Remove Advertising Set \(handle): \(error)")
             }
-        } }
+        }
     }
 
     /// Legacy commands have no duration: a host timer disables the set.
     private func startLegacyDuration(_ set: AdvertisingSet) {
         guard let duration = set.parameters.duration else { return }
         let handle = set.handle
-        advertising.legacyTimers[handle] = scheduler.schedule(after: duration) { [weak self, executor] in
-            self?.enter(on: executor) { central in
-                guard central.advertising.sets[handle] != nil else { return }
-                central.advertising.legacyTimers[handle] = nil
-                central.endSet(handle, .durationElapsed)
-                central.host.enter(on: central.executor) { $0.background { _ = try? await $0.send(HCICommand.leSetAdvertisingEnable(false)) } }
-            }
+        // The timer starts a task of the host's (`close()` waits for it), which runs on this
+        // executor: it claims no isolation.
+        advertising.legacyTimers[handle] = scheduler.schedule(after: duration) { [weak self, host] in
+            host.background { [weak self] _ in await self?.legacyDurationElapsed(handle) }
         }
+    }
+
+    private func legacyDurationElapsed(_ handle: UInt8) async {
+        guard advertising.sets[handle] != nil else { return }
+        advertising.legacyTimers[handle] = nil
+        endSet(handle, .durationElapsed)
+        _ = try? await host.send(HCICommand.leSetAdvertisingEnable(false))
     }
 
     // MARK: - Events
@@ -339,7 +343,8 @@ extension Central {
         options.logger.log(.info, "\(peer) connected to us on handle \(handle.hex)")
         // Before anything can pair on the link: SMP takes this side's address from it.
         let own = peripheralLinkOwnAddress(handle: handle, advertisingHandle: advertisingHandle)
-        link.enter(on: executor) { $0.ownLinkAddress = own; $0.emit(.connected(handle: handle, parameters: parameters)) }
+        link.ownLinkAddress = own
+        link.emit(.connected(handle: handle, parameters: parameters))
         peripheralLinkSetup?(link)
         advertising.incoming.yield(link)
         if let legacy = advertising.sets.values.first(where: { !$0.usesExtendedCommands && $0.parameters.kind == .connectable }) {
@@ -350,11 +355,11 @@ extension Central {
 
     private func linkMade(on setHandle: UInt8, _ link: Connection, handle: UInt16) {
         guard let set = advertising.sets[setHandle] else { return }
-        if ownAddress.linkLocalPrivateAddresses[handle] == nil, let own = set.enter(on: executor, { $0.address }) {
-            link.enter(on: executor) { $0.ownLinkAddress = own }
+        if ownAddress.linkLocalPrivateAddresses[handle] == nil, let own = set.status.value.address {
+            link.ownLinkAddress = own
         }
         advertising.legacyTimers.removeValue(forKey: setHandle)?.cancel()
-        set.enter(on: executor) { $0.emit(.connected(link)) }
+        set.emit(.connected(link))
         if set.parameters.resumeAfterDisconnect {
             advertising.resumeAfterLink[handle] = setHandle
         } else {
@@ -367,20 +372,20 @@ extension Central {
     func peripheralLinkEnded(handle: UInt16) {
         guard let setHandle = advertising.resumeAfterLink.removeValue(forKey: handle), let set = advertising.sets[setHandle] else { return }
         let command = set.usesExtendedCommands ? enableCommand(setHandle, set.parameters) : HCICommand.leSetAdvertisingEnable(true)
-        host.enter(on: executor) { $0.background { [weak self, executor] host in
+        host.background { [weak self] host in
             do throws(HCIError) {
                 try await host.send(command)
-                self?.enter(on: executor) { $0.advertisingResumed(setHandle) }
+                await self?.advertisingResumed(setHandle)
             } catch {
-                self?.enter(on: executor) { $0.advertisingResumeFailed(setHandle, error) }
+                await self?.advertisingResumeFailed(setHandle, error)
             }
-        } }
+        }
     }
 
     private func advertisingResumed(_ handle: UInt8) {
         guard let set = advertising.sets[handle] else { return }
         if !set.usesExtendedCommands { startLegacyDuration(set) }
-        set.enter(on: executor) { $0.emit(.resumed) }
+        set.emit(.resumed)
     }
 
     func advertisingResumeFailed(_ handle: UInt8, _ error: HCIError) {

@@ -14,8 +14,10 @@ extension Central {
               case .resolvablePrivate(let rotation, _) = set.parameters.ownAddress,
               set.parameters.duration == nil, set.parameters.maximumEvents == nil else { return }
         advertising.rotationTimers[handle]?.cancel()
-        advertising.rotationTimers[handle] = scheduler.schedule(after: rotation) { [weak self, executor] in
-            self?.enter(on: executor) { $0.rotateAdvertisingAddress(handle) }
+        // The timer starts a task of the host's (`close()` waits for it), which runs on this
+        // executor: it claims no isolation.
+        advertising.rotationTimers[handle] = scheduler.schedule(after: rotation) { [weak self, host] in
+            host.background { [weak self] _ in await self?.rotateAdvertisingAddress(handle) }
         }
     }
 
@@ -24,7 +26,7 @@ extension Central {
     /// Random Address while legacy advertising is on), then enabled again unless it ended or
     /// a central connected meanwhile. A refused change keeps the old address until the next
     /// rotation.
-    private func rotateAdvertisingAddress(_ handle: UInt8) {
+    private func rotateAdvertisingAddress(_ handle: UInt8) async {
         advertising.rotationTimers[handle] = nil
         guard state == .poweredOn, let set = advertising.sets[handle], case .resolvablePrivate(_, let generate) = set.parameters.ownAddress else { return }
         let address = generate()
@@ -32,28 +34,25 @@ extension Central {
         let disable = extended ? HCICommand.LESetExtendedAdvertisingEnable(enable: false, sets: [.init(handle: handle)]).packet : HCICommand.leSetAdvertisingEnable(false)
         let change = extended ? HCICommand.leSetAdvertisingSetRandomAddress(handle: handle, address: address) : HCICommand.leSetRandomAddress(address)
         let enable = extended ? enableCommand(handle, set.parameters) : HCICommand.leSetAdvertisingEnable(true)
-        let logger = options.logger
-        host.enter(on: executor) { $0.background { [weak self, executor] host in
-            // A set waiting for its link to end is not advertising: only its address changes.
-            let advertisingNow = self?.enter(on: executor) { $0.isAdvertising(handle) } ?? false
+        // A set waiting for its link to end is not advertising: only its address changes.
+        let advertisingNow = isAdvertising(handle)
+        do throws(HCIError) {
+            if advertisingNow { try await host.send(disable) }
+            try await host.send(change)
+            advertisingAddressChanged(handle, to: address)
+        } catch {
+            options.logger.log(.warning, "advertising set \(handle) keeps its address until the next rotation: \(error)")
+        }
+        if advertisingNow {
+            guard isAdvertising(handle) else { return }
             do throws(HCIError) {
-                if advertisingNow { try await host.send(disable) }
-                try await host.send(change)
-                self?.enter(on: executor) { $0.advertisingAddressChanged(handle, to: address) }
+                try await host.send(enable)
             } catch {
-                logger.log(.warning, "advertising set \(handle) keeps its address until the next rotation: \(error)")
+                advertisingResumeFailed(handle, error)
+                return
             }
-            if advertisingNow {
-                guard self?.enter(on: executor, { $0.isAdvertising(handle) }) == true else { return }
-                do throws(HCIError) {
-                    try await host.send(enable)
-                } catch {
-                    self?.enter(on: executor) { $0.advertisingResumeFailed(handle, error) }
-                    return
-                }
-            }
-            self?.enter(on: executor) { $0.scheduleAddressRotation(handle) }
-        } }
+        }
+        scheduleAddressRotation(handle)
     }
 
     /// The set is live and not waiting for its link to end.
@@ -64,7 +63,7 @@ extension Central {
     private func advertisingAddressChanged(_ handle: UInt8, to address: BluetoothAddress) {
         guard let set = advertising.sets[handle] else { return }
         if set.usesExtendedCommands {
-            set.enter(on: executor) { $0.address = LEAddress(address, type: .random) }
+            set.status.value.address = LEAddress(address, type: .random)
         } else {
             controllerRandomAddressChanged(to: address)
         }
@@ -79,9 +78,9 @@ extension Central {
     func peripheralLinkOwnAddress(handle: UInt16, advertisingHandle: UInt8?) -> LEAddress? {
         if let made = ownAddress.linkLocalPrivateAddresses[handle] { return LEAddress(made, type: .random) }
         if let advertisingHandle, advertisingHandle != 0xFF, let set = advertising.sets[advertisingHandle] {
-            return set.enter(on: executor) { $0.address }
+            return set.status.value.address
         }
-        let addresses = Set(advertising.sets.values.filter { $0.parameters.kind == .connectable }.compactMap { set in set.enter(on: executor) { $0.address } })
+        let addresses = Set(advertising.sets.values.filter { $0.parameters.kind == .connectable }.compactMap { $0.status.value.address })
         return addresses.count == 1 ? addresses.first : nil
     }
 }

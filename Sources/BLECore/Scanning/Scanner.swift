@@ -228,7 +228,7 @@ final class Scanner {
         guard applied != target else { return }
         reconciling = true
         // A task of the host's: `Central.close()` waits for it.
-        host.enter(on: executor) { [reference] in $0.background { _ in await reference.scanner?.runReconciliation() } }
+        host.background { [reference] _ in await reference.scanner?.runReconciliation() }
     }
 
     /// Returns once no reconciliation is running, or at once when the calling task is
