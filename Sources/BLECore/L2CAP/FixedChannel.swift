@@ -1,3 +1,4 @@
+import BLETransport
 import BLEWire
 
 /// An L2CAP fixed channel of one link over the host's own ACL path (the ATT channel 0x0004).
