@@ -82,10 +82,8 @@ public final class VirtualController: Sendable {
             transport = controller
             do {
                 // Strong on purpose: the controller lives while its link is open, even when the
-                // test keeps only the transport; closing either end breaks the cycle. Started
-                // on the adapter queue, which owns the end's state: the virtual clock's work
-                // runs there directly and sends on this end.
-                try controller.start(on: adapterExecutor.queue) { event in self.handleTransport(event) }
+                // test keeps only the transport; closing either end breaks the cycle.
+                try controller.start(on: queue) { event in self.handleTransport(event) }
             } catch {
                 transport = nil // a fresh pair always starts; nothing to recover
             }
