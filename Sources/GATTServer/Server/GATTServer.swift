@@ -212,6 +212,20 @@ public final class GATTServer: Sendable {
         self.scheduler = scheduler ?? DispatchTimerScheduler(queue: queue)
     }
 
+    /// A server whose test instrumentation is there from the start (BLETestSupport's faults
+    /// and records), before the server is shared: `hooks` is confined to `queue` like the rest.
+    package init(database: GATTDatabase, queue: DispatchQueue, serverMTU: UInt16, prepareQueueLimit: Int, hooks: any GATTServerHooks) {
+        self.logger = .silent
+        self.state = QueueConfined(State(table: AttributeTable(database), hooks: hooks), on: queue)
+        self.queue = queue
+        self.serverMTU = max(23, serverMTU)
+        self.prepareQueueLimit = prepareQueueLimit
+        self.prepareQueueBytes = 4096
+        self.indicationTimeout = .seconds(30)
+        self.notificationQueueLimit = 32
+        self.scheduler = DispatchTimerScheduler(queue: queue)
+    }
+
     /// The activity streams end with the server (on its queue: the last reference may go anywhere).
     deinit {
         let state = self.state
