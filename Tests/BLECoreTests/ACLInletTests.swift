@@ -18,7 +18,7 @@ struct ACLInletTests {
         let connection = try await central.connect(VC.peer)
         let channel = try await connection.attChannel()
         let (stream, continuation) = AsyncStream.makeStream(of: (bytes: [UInt8], start: Int).self)
-        channel.setSliceHandlers(receive: { continuation.yield((Array($0), $0.startIndex)) }, close: { _ in continuation.finish() })
+        await channel.executor.hop { channel.setSliceHandlers(receive: { continuation.yield((Array($0), $0.startIndex)) }, close: { _ in continuation.finish() }) }
         // Read Request (3.4.4.3) for handle 0x0007: the echo server answers a Read Response
         // (0x0B) of 40 x 0x07. Exchange MTU Request (3.4.2.1) with Client Rx MTU 0x0017: it
         // answers Exchange MTU Response (0x03) with Server Rx MTU 0x00F7.
@@ -39,7 +39,7 @@ struct ACLInletTests {
         let connection = try await central.connect(VC.peer)
         let channel = try await connection.attChannel()
         let (stream, continuation) = AsyncStream.makeStream(of: [UInt8].self)
-        channel.setSliceHandlers(receive: { continuation.yield(Array($0)) }, close: { _ in continuation.finish() })
+        await channel.executor.hop { channel.setSliceHandlers(receive: { continuation.yield(Array($0)) }, close: { _ in continuation.finish() }) }
         try vc.disconnect(VC.peer, reason: .remoteUserTerminatedConnection)
         // The channel closes with the link and nothing was delivered on it.
         var received = stream.makeAsyncIterator()
@@ -58,8 +58,8 @@ struct ACLInletTests {
         let att = try await connection.attChannel()
         let smp = try #require(await host.fixedChannel(handle: handle, channelID: L2CAPChannelID.securityManager))
         let received = Mutex<[(UInt16, [UInt8])]>([])
-        att.setSliceHandlers(receive: { sdu in received.withLock { $0.append((0x0004, Array(sdu))) } }, close: { _ in })
-        smp.setSliceHandlers(receive: { sdu in received.withLock { $0.append((0x0006, Array(sdu))) } }, close: { _ in })
+        await att.executor.hop { att.setSliceHandlers(receive: { sdu in received.withLock { $0.append((0x0004, Array(sdu))) } }, close: { _ in }) }
+        await smp.executor.hop { smp.setSliceHandlers(receive: { sdu in received.withLock { $0.append((0x0006, Array(sdu))) } }, close: { _ in }) }
 
         func fragments(_ pdu: [UInt8], cut: Int) -> [ACLDataPacket] {
             [ACLDataPacket(handle: handle, boundary: .firstFlushable, data: Array(pdu[..<cut])),

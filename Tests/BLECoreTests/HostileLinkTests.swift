@@ -233,7 +233,7 @@ struct HostileLinkTests {
         let host = central.host
         let channel = try await connection.attChannel()
         let (stream, continuation) = AsyncStream.makeStream(of: [UInt8].self)
-        channel.setHandlers(receive: { continuation.yield($0) }, close: { _ in continuation.finish() })
+        await channel.executor.hop { channel.setHandlers(receive: { continuation.yield($0) }, close: { _ in continuation.finish() }) }
 
         // An ATT PDU of 600 bytes, more than the 517 the link accepts, in 23 fragments.
         try vc.sendL2CAP(from: VC.peer, channelID: L2CAPChannelID.att, payload: [0x1B, 0x03, 0x00] + Array(repeating: 0xEE, count: 597))
@@ -281,7 +281,7 @@ struct HostileLinkTests {
         await vc.settle()
         let received = Mutex<[[UInt8]]>([])
         let channel = try await connection.attChannel()
-        channel.setHandlers(receive: { sdu in received.withLock { $0.append(sdu) } }, close: { _ in })
+        await channel.executor.hop { channel.setHandlers(receive: { sdu in received.withLock { $0.append(sdu) } }, close: { _ in }) }
         await vc.settle()
         #expect(received.withLock { $0.count } == 16)
         #expect(received.withLock { $0.map { $0[3] } } == (0..<16).map { UInt8($0) }, "the oldest are kept, in order")

@@ -26,7 +26,7 @@ struct PartialPDUDiscardTests {
         let h = try #require(vc.handle(of: VC.peer))
         let channel = try await connection.attChannel()
         let (stream, continuation) = AsyncStream.makeStream(of: [UInt8].self)
-        channel.setHandlers(receive: { continuation.yield($0) }, close: { _ in continuation.finish() })
+        await channel.executor.hop { channel.setHandlers(receive: { continuation.yield($0) }, close: { _ in continuation.finish() }) }
         var received = stream.makeAsyncIterator()
         func send(_ boundary: ACLPacketBoundary, _ data: [UInt8]) { vc.inject(.acl(ACLDataPacket(handle: h, boundary: boundary, data: data))) }
 

@@ -141,7 +141,7 @@ struct PeripheralRoleTests {
         // The ATT channel is there for a GATT server: a Read Request from the remote central reaches it.
         let channel = try await link.attChannel()
         let (stream, continuation) = AsyncStream.makeStream(of: [UInt8].self)
-        channel.setHandlers(receive: { continuation.yield($0) }, close: { _ in continuation.finish() })
+        await channel.executor.hop { channel.setHandlers(receive: { continuation.yield($0) }, close: { _ in continuation.finish() }) }
         try vc.sendL2CAP(from: Self.remoteCentral, channelID: L2CAPChannelID.att, payload: [0x0A, 0x03, 0x00])
         var received = stream.makeAsyncIterator()
         #expect(await received.next() == [0x0A, 0x03, 0x00])

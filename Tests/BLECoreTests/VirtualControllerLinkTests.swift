@@ -53,7 +53,7 @@ struct VirtualControllerLinkTests {
         let connection = try await central.connect(VC.peer)
         let channel = try await connection.attChannel()
         let (stream, continuation) = AsyncStream.makeStream(of: [UInt8].self)
-        channel.setHandlers(receive: { continuation.yield($0) }, close: { _ in continuation.finish() })
+        await channel.executor.hop { channel.setHandlers(receive: { continuation.yield($0) }, close: { _ in continuation.finish() }) }
         // Read Request (0x0A) for handle 0x0007: the echo server answers 0x0B + 40 x 0x07.
         try await channel.send([0x0A, 0x07, 0x00])
         var received = stream.makeAsyncIterator()

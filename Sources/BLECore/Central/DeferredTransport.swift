@@ -1,4 +1,5 @@
 import Dispatch
+import Synchronization
 import BLEWire
 import BLETransport
 
@@ -6,35 +7,56 @@ import BLETransport
 /// start: `Central.reopen` can open an adapter again after it went away, and `Central()`
 /// (module BLESeed) can be created without `try` and report a failure to open through its
 /// state.
-package final class DeferredTransport: HCITransport, @unchecked Sendable { // `first`, `inner` and `receiver` are touched only on the start queue (HCITransport contract)
+///
+/// Every start comes on the same queue (the adapter's), and `send`, `close` and
+/// `whenReleased` come there too (HCITransport contract): the open endpoint is confined to
+/// that queue from the first start on. What comes before the queue is known (the endpoint
+/// the caller opened already, the raw receiver) waits behind a lock, on the control path.
+package final class DeferredTransport: HCITransport {
     package let name: String
     private let open: @Sendable () throws(TransportError) -> any HCITransport
-    /// Already opened by the caller: used by the first start instead of opening.
-    private var first: (any HCITransport)?
-    private var inner: (any HCITransport)?
-    private var receiver: (@Sendable (UnsafeRawBufferPointer) -> Bool)?
+    /// What the next start takes up: set at creation and by `setACLReceiver`, before the start queue is known.
+    private let setup: Mutex<Setup>
+    /// The open endpoint, confined to the start queue; made by the first start.
+    private let running = AtomicLazyReference<QueueConfined<Running>>()
+
+    private struct Setup {
+        /// Already opened by the caller: used by the first start instead of opening.
+        var first: (any HCITransport)?
+        var receiver: (@Sendable (UnsafeRawBufferPointer) -> Bool)?
+    }
+
+    private struct Running {
+        var inner: (any HCITransport)?
+    }
 
     package init(spec: String) {
         name = spec
         open = { () throws(TransportError) in try TransportSpec.parse(spec).open() }
+        setup = Mutex(Setup())
     }
 
     init(name: String, first: (any HCITransport)? = nil, open: @escaping @Sendable () throws(TransportError) -> any HCITransport) {
         self.name = name
-        self.first = first
+        self.setup = Mutex(Setup(first: first))
         self.open = open
     }
 
     package func start(on queue: DispatchQueue, handler: @escaping @Sendable (TransportEvent) -> Void) throws(TransportError) {
+        let running = self.running.storeIfNil(QueueConfined(Running(), on: queue))
+        let (first, receiver) = setup.withLock { setup in
+            defer { setup.first = nil }
+            return (setup.first, setup.receiver)
+        }
         let transport: any HCITransport
         if let first {
-            self.first = nil
             transport = first
         } else {
             transport = try open()
         }
-        inner?.close()
-        inner = nil
+        let previous = running.value.inner
+        running.value.inner = nil
+        previous?.close()
         if let receiver { transport.setACLReceiver(receiver) }
         do {
             try transport.start(on: queue, handler: handler)
@@ -42,25 +64,29 @@ package final class DeferredTransport: HCITransport, @unchecked Sendable { // `f
             transport.close()
             throw error
         }
-        inner = transport
+        running.value.inner = transport
     }
 
     package func send(_ packet: HCIPacket) throws(TransportError) {
-        guard let inner else { throw .closed(endpoint: name) }
+        guard let inner = running.load()?.value.inner else { throw .closed(endpoint: name) }
         try inner.send(packet)
     }
 
     package func close() {
+        let inner = running.load()?.value.inner
         inner?.close()
+        let first = setup.withLock { setup in
+            defer { setup.first = nil }
+            return setup.first
+        }
         first?.close()
-        first = nil
     }
 
     package func whenReleased(_ completion: @escaping @Sendable () -> Void) {
-        if let inner { inner.whenReleased(completion) } else { completion() }
+        if let inner = running.load()?.value.inner { inner.whenReleased(completion) } else { completion() }
     }
 
     package func setACLReceiver(_ receiver: @escaping @Sendable (UnsafeRawBufferPointer) -> Bool) {
-        self.receiver = receiver
+        setup.withLock { $0.receiver = receiver }
     }
 }

@@ -1,27 +1,33 @@
+import BLETransport
 import BLEWire
 
 /// An L2CAP fixed channel of one link over the host's own ACL path (the ATT channel 0x0004).
-/// Lives on the adapter executor: the host calls `deliver` and `closed` there, and the
-/// handlers run there.
-public final class FixedChannel: L2CAPChannel, @unchecked Sendable { // state touched only on the adapter executor
+/// Lives on the adapter executor: the host calls `deliver` and `closed` there, the handlers
+/// run there, and its state is confined to the executor's queue.
+public final class FixedChannel: L2CAPChannel {
     public nonisolated let executor: AdapterExecutor
     public let handle: UInt16
     public let channelID: UInt16
     public let peer: LEAddress
-    private weak var host: HCIHost?
-    // Unchecked: set and called only on the adapter executor.
-    @exclusivity(unchecked) private var receive: (@Sendable (ArraySlice<UInt8>) -> Void)?
-    private var close: (@Sendable (LinkError) -> Void)?
-    /// Told of each PDU the host refused as longer than `limitInboundSDUs` allows.
-    private var refused: (@Sendable ([UInt8], Int) -> Void)?
-    /// Inbound SDUs that arrived before handlers were installed: at most 64, of at most
-    /// `earlyByteLimit` bytes in all (copied, so a view never pins a larger buffer).
-    private var early: [ArraySlice<UInt8>] = []
-    private var earlyBytes = 0
-    /// Bytes of the SDUs held until handlers are installed (at most `earlyByteLimit`).
-    var earlyByteCount: Int { earlyBytes }
+    private weak let host: HCIHost?
+    /// The handlers and what arrived or happened before them, on the executor's queue.
+    private let state: QueueConfined<State>
+
+    private struct State {
+        var receive: (@Sendable (ArraySlice<UInt8>) -> Void)?
+        var close: (@Sendable (LinkError) -> Void)?
+        /// Told of each PDU the host refused as longer than `limitInboundSDUs` allows.
+        var refused: (@Sendable ([UInt8], Int) -> Void)?
+        /// Inbound SDUs that arrived before handlers were installed: at most 64, of at most
+        /// `earlyByteLimit` bytes in all (copied, so a view never pins a larger buffer).
+        var early: [ArraySlice<UInt8>] = []
+        var earlyBytes = 0
+        var closedError: LinkError?
+    }
+
+    /// Bytes of the SDUs held until handlers are installed (at most `earlyByteLimit`; on the executor).
+    var earlyByteCount: Int { state.value.earlyBytes }
     static let earlyByteLimit = 8 * 1024
-    private var closedError: LinkError?
 
     init(host: HCIHost, handle: UInt16, channelID: UInt16, peer: LEAddress) {
         self.host = host
@@ -29,15 +35,19 @@ public final class FixedChannel: L2CAPChannel, @unchecked Sendable { // state to
         self.handle = handle
         self.channelID = channelID
         self.peer = peer
+        self.state = QueueConfined(State(), on: host.executor.queue)
     }
 
     public var peerDescription: String { "\(peer.address)" }
 
+    /// Sends the SDU on the link; the host checks on its executor that the channel is still open.
     public func send(_ sdu: [UInt8]) async throws(LinkError) {
-        if let closedError { throw closedError }
         guard let host else { throw .closed(peer: peer.address, handle: handle) }
-        try await host.sendL2CAP(handle: handle, channelID: channelID, payload: sdu)
+        try await host.sendSDU(sdu, on: self)
     }
+
+    /// Why the channel ended (nil while open). On the executor.
+    fileprivate var closedError: LinkError? { state.value.closedError }
 
     /// Queues the SDU on the link at once, ahead of anything enqueued on the executor later.
     public func enqueue(_ sdu: [UInt8]) {
@@ -77,11 +87,11 @@ public final class FixedChannel: L2CAPChannel, @unchecked Sendable { // state to
     /// The SDUs arrive as views of the reassembled bytes: no copy between the ACL packet and
     /// the handler.
     public func setSliceHandlers(receive: @escaping @Sendable (ArraySlice<UInt8>) -> Void, close: @escaping @Sendable (LinkError) -> Void) {
-        self.receive = receive
-        self.close = close
-        let pending = early
-        early.removeAll()
-        earlyBytes = 0
+        let pending = state.value.early
+        state.value.receive = receive
+        state.value.close = close
+        state.value.early.removeAll()
+        state.value.earlyBytes = 0
         for sdu in pending { receive(sdu) }
         if let closedError { close(closedError) }
     }
@@ -100,28 +110,36 @@ public final class FixedChannel: L2CAPChannel, @unchecked Sendable { // state to
     /// sets it, the link takes ATT PDUs of up to 517 bytes.
     public func limitInboundSDUs(to maximum: Int, refused: @escaping @Sendable (_ head: [UInt8], _ size: Int) -> Void) {
         guard closedError == nil, channelID == L2CAPChannelID.att, let host else { return }
-        self.refused = refused
+        state.value.refused = refused
         let handle = self.handle, channelID = self.channelID
         host.enter(on: executor) { $0.setMaximumInboundPDULength(handle: handle, channelID: channelID, maximum) }
     }
 
     /// The host refused a PDU of `size` bytes whose first fragment carried `head`.
     func refusedPDU(head: ArraySlice<UInt8>, size: Int) {
-        refused?(Array(head.prefix(8)), size)
+        state.value.refused?(Array(head.prefix(8)), size)
     }
 
     func deliver(_ sdu: ArraySlice<UInt8>) {
-        if let receive {
+        if let receive = state.value.receive {
             receive(sdu)
-        } else if early.count < 64, earlyBytes + sdu.count <= Self.earlyByteLimit {
-            early.append(ArraySlice(Array(sdu)))
-            earlyBytes += sdu.count
+        } else if state.value.early.count < 64, state.value.earlyBytes + sdu.count <= Self.earlyByteLimit {
+            state.value.early.append(ArraySlice(Array(sdu)))
+            state.value.earlyBytes += sdu.count
         }
     }
 
     func closed(_ error: LinkError) {
         guard closedError == nil else { return }
-        closedError = error
-        close?(error)
+        state.value.closedError = error
+        state.value.close?(error)
+    }
+}
+
+extension HCIHost {
+    /// `FixedChannel.send`: on the executor, where the channel's end is known.
+    fileprivate func sendSDU(_ sdu: [UInt8], on channel: FixedChannel) async throws(LinkError) {
+        if let closedError = channel.closedError { throw closedError }
+        try await sendL2CAP(handle: channel.handle, channelID: channel.channelID, payload: sdu)
     }
 }

@@ -131,7 +131,7 @@ actor SocketChannelInbox {
 
     /// Becomes the channel's receiver.
     func attach() {
-        channel.inbox = self
+        _ = channel.inboxReference.storeIfNil(self)
         let executor = self.executor
         channel.io?.onDrained = { [weak self] in self?.enter(on: executor) { $0.drains.resumeAll(with: .success(())) } }
         channel.setHandlers(

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import CHCI
 import Dispatch
+import Synchronization
 import BLETransport
 import BLEWire
 
@@ -109,7 +110,10 @@ public enum L2CAPSocketError: Error, Sendable, Equatable, CustomStringConvertibl
 ///
 ///     let channel = try await L2CAPSocketChannel.connect(peer: LEAddress("F0:00:00:00:48:52", type: .random)!, executor: executor)
 ///     let bearer = ATTBearer(channel: channel, scheduler: DispatchTimerScheduler(queue: executor.queue))
-public final class L2CAPSocketChannel: L2CAPChannel, @unchecked Sendable { // state touched only on the executor's queue
+///
+/// The socket's I/O state is confined to the executor's queue; `send`, `enqueue` and `close`
+/// hop there from elsewhere.
+public final class L2CAPSocketChannel: L2CAPChannel {
     public nonisolated let executor: AdapterExecutor
     /// The peer the socket is connected to.
     public let peer: LEAddress
@@ -124,17 +128,30 @@ public final class L2CAPSocketChannel: L2CAPChannel, @unchecked Sendable { // st
     /// The link's security level when the channel came up (BT_SECURITY), nil if unknown.
     public let securityLevel: SecurityLevel?
     let fd: Int32
-    var io: DispatchFD?
-    /// The SDU queue behind `receive(timeout:)` and `send(_:timeout:)` (credit-based channels).
-    var inbox: SocketChannelInbox?
-    /// The kernel reported the end of the channel without an error (the peer disconnected it).
-    var peerEnded = false
-    private var receive: (@Sendable ([UInt8]) -> Void)?
-    private var closeHandler: (@Sendable (LinkError) -> Void)?
-    /// Inbound SDUs that arrived before handlers were installed (bounded).
-    private var early: [[UInt8]] = []
-    private var closedError: LinkError?
-    private var readBuffer: UnsafeMutableRawBufferPointer
+    /// The SDU queue behind `receive(timeout:)` and `send(_:timeout:)` (credit-based
+    /// channels), set once when the channel is made, before anyone else has it.
+    let inboxReference = AtomicLazyReference<SocketChannelInbox>()
+    /// The socket's I/O, the handlers and the end, on the executor's queue.
+    private let state: QueueConfined<State>
+
+    private struct State {
+        var io: DispatchFD?
+        /// The kernel reported the end of the channel without an error (the peer disconnected it).
+        var peerEnded = false
+        var receive: (@Sendable ([UInt8]) -> Void)?
+        var closeHandler: (@Sendable (LinkError) -> Void)?
+        /// Inbound SDUs that arrived before handlers were installed (bounded).
+        var early: [[UInt8]] = []
+        var closedError: LinkError?
+        let readBuffer = ReadBuffer(byteCount: L2CAPSocketChannel.readBufferSize)
+    }
+
+    /// The SDU queue of a credit-based channel (nil for the ATT fixed channel).
+    var inbox: SocketChannelInbox? { inboxReference.load() }
+    /// The socket's reader and writer once reading started (on the executor's queue).
+    var io: DispatchFD? { state.value.io }
+    /// The kernel reported the end of the channel without an error (on the executor's queue).
+    var peerEnded: Bool { state.value.peerEnded }
 
     /// The L2CAP SDU length field is 16 bits (Vol 3, Part A, 3.3.1): no SDU is longer.
     static let readBufferSize = 65_535
@@ -154,12 +171,13 @@ public final class L2CAPSocketChannel: L2CAPChannel, @unchecked Sendable { // st
         peerMTU = Int(max(0, chci_get_bt_mtu(fd, BT_SNDMTU)))
         securityLevel = Self.level(kernel: chci_get_bt_security(fd))
         self.executor = executor
-        readBuffer = .allocate(byteCount: Self.readBufferSize, alignment: 8)
+        state = QueueConfined(State(), on: executor.queue)
     }
 
     deinit {
-        readBuffer.deallocate()
-        if let io { io.queue.async { io.cancel() } }
+        // The last reference may go on any thread: the sources are cancelled on their queue.
+        let state = self.state
+        executor.queue.async { state.value.io?.cancel() }
     }
 
     public var peerDescription: String { "\(peer.address)" }
@@ -363,8 +381,8 @@ public final class L2CAPSocketChannel: L2CAPChannel, @unchecked Sendable { // st
     /// On the queue: the write, or why the channel cannot take it (ending the channel when
     /// the socket failed).
     private func writeOnQueue(_ sdu: [UInt8]) -> LinkError? {
-        if let closedError { return closedError }
-        guard let io else { return .closed(peer: peer.address, handle: nil) }
+        if let closedError = state.value.closedError { return closedError }
+        guard let io = state.value.io else { return .closed(peer: peer.address, handle: nil) }
         guard let err = io.write(sdu) else { return nil }
         if err == EMSGSIZE { return .tooLarge(size: sdu.count, maximum: outgoingMTU() ?? 0) }
         let error = linkError(err)
@@ -373,12 +391,12 @@ public final class L2CAPSocketChannel: L2CAPChannel, @unchecked Sendable { // st
     }
 
     public func setHandlers(receive: @escaping @Sendable ([UInt8]) -> Void, close: @escaping @Sendable (LinkError) -> Void) {
-        self.receive = receive
-        self.closeHandler = close
-        let pending = early
-        early.removeAll()
+        let pending = state.value.early
+        state.value.receive = receive
+        state.value.closeHandler = close
+        state.value.early.removeAll()
         for sdu in pending { receive(sdu) }
-        if let closedError { close(closedError) }
+        if let closedError = state.value.closedError { close(closedError) }
     }
 
     /// Closes the socket (the kernel then ends the link if nothing else uses it). The close
@@ -393,7 +411,7 @@ public final class L2CAPSocketChannel: L2CAPChannel, @unchecked Sendable { // st
 
     package func startReading() {
         let io = DispatchFD(fd: fd, queue: executor.queue, packetMode: true, isSocket: true)
-        self.io = io
+        state.value.io = io
         do {
             try io.start(
                 onReadable: { [weak self] in self?.readAvailable() },
@@ -412,8 +430,9 @@ public final class L2CAPSocketChannel: L2CAPChannel, @unchecked Sendable { // st
     /// Disconnection Request would be lost; after an end this reads on until nothing is left,
     /// then ends with the first reason.
     func readAvailable() {
+        let readBuffer = state.value.readBuffer.bytes
         var ending: Int32?  // the end seen first: its errno, 0 for end of stream
-        while closedError == nil {
+        while state.value.closedError == nil {
             let err: Int32
             do {
                 guard let n = try FileDescriptorIO.retryingInterrupts("recv", { recv(fd, readBuffer.baseAddress, readBuffer.count, Int32(MSG_DONTWAIT)) }) else {
@@ -422,10 +441,10 @@ public final class L2CAPSocketChannel: L2CAPChannel, @unchecked Sendable { // st
                 }
                 if n > 0 {
                     let sdu = [UInt8](UnsafeRawBufferPointer(rebasing: readBuffer[..<n]))
-                    if let receive {
+                    if let receive = state.value.receive {
                         receive(sdu)
-                    } else if early.count < 64 {
-                        early.append(sdu)
+                    } else if state.value.early.count < 64 {
+                        state.value.early.append(sdu)
                     }
                     continue
                 }
@@ -443,7 +462,7 @@ public final class L2CAPSocketChannel: L2CAPChannel, @unchecked Sendable { // st
 
     /// Ends the channel: `err` 0 is the end of stream (the peer or the kernel closed it).
     private func end(_ err: Int32) {
-        peerEnded = err == 0
+        state.value.peerEnded = err == 0
         fail(err != 0 ? linkError(err) : .transportLost("the kernel ended the L2CAP channel to \(peerDescription) (end of stream)"))
     }
 
@@ -466,12 +485,12 @@ public final class L2CAPSocketChannel: L2CAPChannel, @unchecked Sendable { // st
     }
 
     func fail(_ error: LinkError) {
-        guard closedError == nil else { return }
-        closedError = error
-        let handler = closeHandler
-        closeHandler = nil
-        receive = nil
-        if let io { io.cancel() } else { _ = Glibc.close(fd) }
+        guard state.value.closedError == nil else { return }
+        state.value.closedError = error
+        let handler = state.value.closeHandler
+        state.value.closeHandler = nil
+        state.value.receive = nil
+        if let io = state.value.io { io.cancel() } else { _ = Glibc.close(fd) }
         handler?(error)
     }
 }

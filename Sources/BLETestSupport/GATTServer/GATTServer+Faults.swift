@@ -25,8 +25,8 @@ extension GATTServer {
     ///
     ///     let server = GATTServer(database: .lab(), queue: executor.queue, faults: .init(stopAnsweringAfter: 2))
     public convenience init(database: GATTDatabase, queue: DispatchQueue, serverMTU: UInt16 = 517, prepareQueueLimit: Int = 64, faults: Faults) {
-        self.init(database: database, queue: queue, serverMTU: serverMTU, prepareQueueLimit: prepareQueueLimit)
-        hooks = GATTServerRecords(faults: faults)
+        self.init(database: database, queue: queue, serverMTU: serverMTU, prepareQueueLimit: prepareQueueLimit,
+                  hooks: GATTServerRecords(faults: faults))
     }
 
     /// The records of this server, kept from its first link on (installed on the queue).

@@ -10,7 +10,8 @@ import BLETransport
 /// and can be scripted to fail in the ways real controllers do.
 ///
 /// Threading: its state is owned by the queue of `adapterExecutor` (checked in debug builds),
-/// and its own serial `queue` targets that queue. A `Central` built with `centralOptions()`
+/// which is also its `queue`: the end of the memory link, the virtual clock's work and the
+/// simulated peripherals' servers made on `queue` all run there. A `Central` built with `centralOptions()`
 /// runs on that same executor, so controller and stack take turns on one thread and every run
 /// is deterministic. Public methods may be called from any task (not from inside a
 /// `waitUntil` condition of another controller).
@@ -31,7 +32,7 @@ public final class VirtualController: Sendable {
     public let options: Options
     /// The executor the stack under test should run on (see `centralOptions()`).
     public let adapterExecutor: AdapterExecutor
-    /// The controller's serial queue; it targets `adapterExecutor.queue`.
+    /// The controller's serial queue: `adapterExecutor.queue`.
     public let queue: DispatchQueue
     /// The shared virtual clock in `.manual` time; nil in `.immediate` time.
     public let clock: ManualScheduler?
@@ -47,7 +48,7 @@ public final class VirtualController: Sendable {
         self.address = address
         self.options = options
         adapterExecutor = executor ?? AdapterExecutor(label: "virtual-\(address)")
-        queue = DispatchQueue(label: "ble.virtual-controller.\(address)", target: adapterExecutor.queue)
+        queue = adapterExecutor.queue
         clock = options.time == .manual ? ManualScheduler(queue: adapterExecutor.queue) : nil
         state = QueueConfined(State(reportedCommandCredits: options.numHCICommandPackets), on: adapterExecutor.queue)
         queue.setSpecific(key: queueKey, value: true)
@@ -233,7 +234,7 @@ public final class VirtualController: Sendable {
             work(self)
             return nil
         }
-        // The clock runs work on the adapter queue, which this queue targets: state is safe there.
+        // The clock runs work on the adapter queue, this controller's queue: state is safe there.
         return clock.schedule(after: delay) { [weak self] in if let self { work(self) } }
     }
 }

@@ -3,10 +3,10 @@
 ///
 ///     let buffer = ReadBuffer(byteCount: 65_536)
 ///     let n = read(fd, buffer.bytes.baseAddress, buffer.bytes.count)
-final class ReadBuffer {
-    let bytes: UnsafeMutableRawBufferPointer
+package final class ReadBuffer {
+    package let bytes: UnsafeMutableRawBufferPointer
 
-    init(byteCount: Int) {
+    package init(byteCount: Int) {
         bytes = .allocate(byteCount: byteCount, alignment: 8)
     }
 

@@ -11,13 +11,14 @@ import ATT
 /// and prepare queue per link (per bond for bonded clients, across links), serves values
 /// from the table or from async handlers, enforces permissions from the link's security,
 /// and sends notifications and indications. Every `ATTServerLink` call comes on `queue`;
-/// the async methods hop there.
+/// the async methods hop there. Everything the server changes is confined to `queue`
+/// (`QueueConfined`): debug builds check every access.
 ///
 ///     let server = GATTServer(database: db, queue: executor.queue)
 ///     server.connect(link)                         // on the queue, for each ATT bearer
 ///     server.receive(pdu, on: link)                // each PDU from the client
 ///     await server.notify(characteristic: level, value: [87])
-public final class GATTServer: @unchecked Sendable { // all state is touched only on `queue`
+public final class GATTServer: Sendable {
     /// One bearer's state, a class so that a request finds it with one dictionary lookup and
     /// changes it in place.
     package final class LinkState {
@@ -105,29 +106,91 @@ public final class GATTServer: @unchecked Sendable { // all state is touched onl
     let bondWrites = DispatchQueue(label: "ble.gatt-server.bonds")
     /// How many commands of one link may wait for a handler or the signature verifier.
     package let commandLimit = 8
-    package var table: AttributeTable
-    package var links: [ObjectIdentifier: LinkState] = [:]
-    package var bonds: [LEAddress: BondState] = [:]
+    /// Everything the server changes, on `queue`.
+    let state: QueueConfined<State>
+
+    struct State {
+        var table: AttributeTable
+        var links: [ObjectIdentifier: LinkState] = [:]
+        var bonds: [LEAddress: BondState] = [:]
+        var authorize: (@Sendable (GATTRequest) -> Bool)?
+        var signedWrites: (any SignedWriteVerifier)?
+        var hooks: (any GATTServerHooks)?
+        var responseBuffer: [UInt8] = []
+        var nextConfirmationWaiter: UInt64 = 0
+        var unaddedConfirmationWaiters: Set<UInt64> = []
+        var dropped = 0
+        var notificationsSent = 0
+        var notificationsDropped = 0
+        var activityObservers: [UInt64: AsyncStream<GATTServerActivity>.Continuation] = [:]
+        var nextActivityObserver: UInt64 = 0
+    }
+
+    package var table: AttributeTable {
+        get { state.value.table }
+        _modify { yield &state.value.table }
+    }
+    package var links: [ObjectIdentifier: LinkState] {
+        get { state.value.links }
+        _modify { yield &state.value.links }
+    }
+    package var bonds: [LEAddress: BondState] {
+        get { state.value.bonds }
+        _modify { yield &state.value.bonds }
+    }
     /// Decides `readAuthorized` / `writeAuthorized` attributes (on the queue); nil refuses them.
-    package var authorize: (@Sendable (GATTRequest) -> Bool)?
+    package var authorize: (@Sendable (GATTRequest) -> Bool)? {
+        get { state.value.authorize }
+        _modify { yield &state.value.authorize }
+    }
     /// Verifies Signed Write Commands; nil drops them.
-    package var signedWrites: (any SignedWriteVerifier)?
+    package var signedWrites: (any SignedWriteVerifier)? {
+        get { state.value.signedWrites }
+        _modify { yield &state.value.signedWrites }
+    }
     /// Test instrumentation (BLETestSupport).
-    package var hooks: (any GATTServerHooks)?
+    package var hooks: (any GATTServerHooks)? {
+        get { state.value.hooks }
+        _modify { yield &state.value.hooks }
+    }
     /// Where the direct read path writes its responses (`answerStoredRead`).
-    var responseBuffer: [UInt8] = []
-    var nextConfirmationWaiter: UInt64 = 0
+    var responseBuffer: [UInt8] {
+        get { state.value.responseBuffer }
+        _modify { yield &state.value.responseBuffer }
+    }
+    var nextConfirmationWaiter: UInt64 {
+        get { state.value.nextConfirmationWaiter }
+        _modify { yield &state.value.nextConfirmationWaiter }
+    }
     /// Confirmation waiters whose id was taken and that are not in line yet.
-    var unaddedConfirmationWaiters: Set<UInt64> = []
+    var unaddedConfirmationWaiters: Set<UInt64> {
+        get { state.value.unaddedConfirmationWaiters }
+        _modify { yield &state.value.unaddedConfirmationWaiters }
+    }
     /// PDUs dropped because they were malformed commands, unverified signed writes or came
     /// on an ended bearer.
-    package var dropped = 0
+    package var dropped: Int {
+        get { state.value.dropped }
+        _modify { yield &state.value.dropped }
+    }
     /// Notifications sent and dropped over every link since the server was made.
-    package var notificationsSent = 0
-    package var notificationsDropped = 0
+    package var notificationsSent: Int {
+        get { state.value.notificationsSent }
+        _modify { yield &state.value.notificationsSent }
+    }
+    package var notificationsDropped: Int {
+        get { state.value.notificationsDropped }
+        _modify { yield &state.value.notificationsDropped }
+    }
     /// The subscribers of `activity()`, by id.
-    var activityObservers: [UInt64: AsyncStream<GATTServerActivity>.Continuation] = [:]
-    var nextActivityObserver: UInt64 = 0
+    var activityObservers: [UInt64: AsyncStream<GATTServerActivity>.Continuation] {
+        get { state.value.activityObservers }
+        _modify { yield &state.value.activityObservers }
+    }
+    var nextActivityObserver: UInt64 {
+        get { state.value.nextActivityObserver }
+        _modify { yield &state.value.nextActivityObserver }
+    }
 
     /// - Parameters:
     ///   - serverMTU: this side's ATT_MTU (Exchange MTU answers with it).
@@ -139,7 +202,7 @@ public final class GATTServer: @unchecked Sendable { // all state is touched onl
                 prepareQueueBytes: Int = 4096, indicationTimeout: Duration = .seconds(30), notificationQueueLimit: Int = 32,
                 scheduler: (any TimerScheduler)? = nil, logger: BLELogger = .silent) {
         self.logger = logger
-        self.table = AttributeTable(database)
+        self.state = QueueConfined(State(table: AttributeTable(database)), on: queue)
         self.queue = queue
         self.serverMTU = max(23, serverMTU)
         self.prepareQueueLimit = prepareQueueLimit
@@ -149,9 +212,24 @@ public final class GATTServer: @unchecked Sendable { // all state is touched onl
         self.scheduler = scheduler ?? DispatchTimerScheduler(queue: queue)
     }
 
-    /// The activity streams end with the server.
+    /// A server whose test instrumentation is there from the start (BLETestSupport's faults
+    /// and records), before the server is shared: `hooks` is confined to `queue` like the rest.
+    package init(database: GATTDatabase, queue: DispatchQueue, serverMTU: UInt16, prepareQueueLimit: Int, hooks: any GATTServerHooks) {
+        self.logger = .silent
+        self.state = QueueConfined(State(table: AttributeTable(database), hooks: hooks), on: queue)
+        self.queue = queue
+        self.serverMTU = max(23, serverMTU)
+        self.prepareQueueLimit = prepareQueueLimit
+        self.prepareQueueBytes = 4096
+        self.indicationTimeout = .seconds(30)
+        self.notificationQueueLimit = 32
+        self.scheduler = DispatchTimerScheduler(queue: queue)
+    }
+
+    /// The activity streams end with the server (on its queue: the last reference may go anywhere).
     deinit {
-        for c in activityObservers.values { c.finish() }
+        let state = self.state
+        queue.async { for c in state.value.activityObservers.values { c.finish() } }
     }
 
     // MARK: Links (on the queue)
