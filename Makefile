@@ -42,9 +42,9 @@ build: apt
 
 # The whole suite: byte fixtures, replay, in-process virtual controller, Bumble virtual radio,
 # the CLI, fuzz smoke runs, the Examples package and the real-kernel tier under qemu.
-# scripts/test-all builds once, checks the public API against api/ and the runner itself, then
-# runs the lanes at the same time (units, gateway, radio, kernel, fuzz, examples; logs in
-# .build/test-logs). Within a lane tests run one at a time: on a 2-core machine the
+# scripts/test-all builds once, checks the runner itself, then runs the lanes at the same time
+# (fuzz, kernel, kernel2, radio, cli, examples, gateway, package, units, api: the public API
+# against api/; fuzz and examples start with the build; logs in .build/test-logs). Within a lane tests run one at a time: on a 2-core machine the
 # cooperative thread pool has two threads, and the tests that wait on subprocesses (Bumble,
 # qemu, the ble binary) would otherwise starve the rest; each lane is its own process.
 # scripts/run-tests kills a lane and names the test when one test runs longer than
