@@ -12,8 +12,7 @@ APT_PACKAGES += qemu-system-x86 linux-image-amd64 busybox-static cpio
 # BlueZ's own btgatt-client, the kernel tier's independent GATT client (scripts/btgatt-client-path).
 APT_PACKAGES += bluez-source
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-# Seconds each fuzz target runs in `make test` (make fuzz runs longer).
-FUZZ_SMOKE_SECONDS ?= 10
+# Seconds each fuzz target runs in `make fuzz` (make test runs each a fixed number of times: scripts/fuzz list).
 FUZZ_SECONDS ?= 300
 
 .PHONY: all deps apt venv build test test-swift test-fuzz test-examples test-vm demo bench fuzz soak clean docs install api-baseline dist deb
@@ -43,9 +42,9 @@ build: apt
 
 # The whole suite: byte fixtures, replay, in-process virtual controller, Bumble virtual radio,
 # the CLI, fuzz smoke runs, the Examples package and the real-kernel tier under qemu.
-# scripts/test-all builds once, checks the public API against api/ and the runner itself, then
-# runs the lanes at the same time (units, gateway, radio, kernel, fuzz, examples; logs in
-# .build/test-logs). Within a lane tests run one at a time: on a 2-core machine the
+# scripts/test-all builds once, checks the runner itself, then runs the lanes at the same time
+# (fuzz, kernel, kernel2, radio, cli, examples, gateway, package, units, api: the public API
+# against api/; fuzz and examples start with the build; logs in .build/test-logs). Within a lane tests run one at a time: on a 2-core machine the
 # cooperative thread pool has two threads, and the tests that wait on subprocesses (Bumble,
 # qemu, the ble binary) would otherwise starve the rest; each lane is its own process.
 # scripts/run-tests kills a lane and names the test when one test runs longer than
@@ -53,7 +52,7 @@ build: apt
 # day; default 300) or the lane longer than BLE_TEST_RUN_TIMEOUT (2400);
 # scripts/test-run-tests checks that it does (about 10 s).
 test: deps
-	BLE_PYTHON=$(abspath $(PY)) BLE_KERNEL_VM=1 BLE_TEST_TIMEOUT=600 SWIFT=$(SWIFT) FUZZ_SMOKE_SECONDS=$(FUZZ_SMOKE_SECONDS) scripts/test-all
+	BLE_PYTHON=$(abspath $(PY)) BLE_KERNEL_VM=1 BLE_TEST_TIMEOUT=600 SWIFT=$(SWIFT) scripts/test-all
 
 # The public API of every library module, rewritten into api/<Module>.txt from the build (make
 # test fails with a diff when the API and api/ differ; commit api/ with a meant change).
@@ -72,9 +71,9 @@ test-swift: deps
 test-examples: apt
 	cd Examples && $(SWIFT) build --build-tests $(SWIFTFLAGS) && $(SWIFT) test --skip-build
 
-# Every libFuzzer target for a short smoke run (make fuzz runs longer).
+# Every libFuzzer target for a short smoke run: its corpus and a fixed number of runs (make fuzz runs longer).
 test-fuzz: apt
-	scripts/fuzz run --seconds $(FUZZ_SMOKE_SECONDS)
+	scripts/fuzz smoke
 
 fuzz: apt
 	scripts/fuzz run --seconds $(FUZZ_SECONDS)
