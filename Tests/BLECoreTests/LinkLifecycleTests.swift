@@ -162,7 +162,10 @@ struct LinkLifecycleTests {
         #expect(await central.state == .poweredOn)
     }
 
-    @Test func hardwareErrorFailsQueuedSendsAndFreesEveryBuffer() async throws {
+    /// A link on a controller with one ACL buffer and completions held back: one ATT PDU holds
+    /// the buffer and a second send waits behind it.
+    static func oneBufferHeldOneSendQueued() async throws
+        -> (VirtualController, Central, any L2CAPChannel, Task<Void, any Error>) {
         let (vc, central) = try await VC.stack { o in o.aclPacketCount = 1; o.packetCompletion = .manual }
         let link = try await central.connect(VC.peer, parameters: Self.quiet())
         let channel = try await link.attChannel()
@@ -170,6 +173,11 @@ struct LinkLifecycleTests {
         let queued = Task { try await channel.send([0x52, 0x03, 0x00, 0x02]) }
         await vc.settle()
         #expect(await central.host.aclCredits == 0)
+        return (vc, central, channel, queued)
+    }
+
+    @Test func hardwareErrorFailsQueuedSendsAndFreesEveryBuffer() async throws {
+        let (vc, central, channel, queued) = try await Self.oneBufferHeldOneSendQueued()
         vc.hardwareError(code: 0x05)
         let error = LinkError.controllerReset(peer: VC.peer.address, hardwareError: 0x05)
         await #expect(throws: error) { try await queued.value }
@@ -184,13 +192,7 @@ struct LinkLifecycleTests {
     /// buffer and a PDU queued behind it: the queued send fails with the reason, the buffer
     /// comes back (4.3), the link leaves the host's tables, and the ATT channel is closed.
     @Test func disconnectionCompleteFailsQueuedSendsAndFreesTheLinksBuffer() async throws {
-        let (vc, central) = try await VC.stack { o in o.aclPacketCount = 1; o.packetCompletion = .manual }
-        let link = try await central.connect(VC.peer, parameters: Self.quiet())
-        let channel = try await link.attChannel()
-        try await channel.send([0x52, 0x03, 0x00, 0x01]) // holds the one controller buffer
-        let queued = Task { try await channel.send([0x52, 0x03, 0x00, 0x02]) }
-        await vc.settle()
-        #expect(await central.host.aclCredits == 0)
+        let (vc, central, channel, queued) = try await Self.oneBufferHeldOneSendQueued()
         let handle = try #require(vc.handle(of: VC.peer))
         try vc.disconnect(VC.peer, reason: .remoteUserTerminatedConnection)
         let error = LinkError.disconnected(peer: VC.peer.address, reason: .remoteUserTerminatedConnection)
