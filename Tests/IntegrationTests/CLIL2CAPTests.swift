@@ -22,11 +22,13 @@ struct CLIL2CAPTests {
         return (BLETool.Run(status: run.status, stdout: run.stdout, stderr: run.stderr), output)
     }
 
+    // `--idle 3` where Bumble echoes: the command ends once no K-frame came for that long, and
+    // a Python peer beside the qemu lanes was seen to pause over a second between echoes.
     @Test func copiesAFileThroughTheEchoServer() async throws {
         try await VirtualRadio.with(scenario: "l2cap") { radio in
             var g = SystemRandomNumberGenerator()
             let data = (0..<200_000).map { _ in UInt8.random(in: 0...255, using: &g) }
-            let (run, output) = try await Self.runWithFiles(["-d", radio.transportSpec, "l2cap", "F0:5E:B1:00:00:21", "--psm", "0x0080", "--mtu", "65535", "--idle", "1"], input: data)
+            let (run, output) = try await Self.runWithFiles(["-d", radio.transportSpec, "l2cap", "F0:5E:B1:00:00:21", "--psm", "0x0080", "--mtu", "65535", "--idle", "3"], input: data)
             #expect(run.status == 0, "\(run.stderr)")
             #expect(output.count == data.count)
             let same = output == data
@@ -39,7 +41,7 @@ struct CLIL2CAPTests {
 
     @Test func jsonPrintsSDUsAsHex() async throws {
         try await VirtualRadio.with(scenario: "l2cap") { radio in
-            let (run, output) = try await Self.runWithFiles(["-d", radio.transportSpec, "l2cap", "F0:5E:B1:00:00:21", "--psm", "130", "--json", "--idle", "1"], input: Array("hello\n".utf8))
+            let (run, output) = try await Self.runWithFiles(["-d", radio.transportSpec, "l2cap", "F0:5E:B1:00:00:21", "--psm", "130", "--json", "--idle", "3"], input: Array("hello\n".utf8))
             #expect(run.status == 0, "\(run.stderr)")
             let line = try #require(String(decoding: output, as: UTF8.self).split(separator: "\n").first)
             let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
@@ -56,7 +58,7 @@ struct CLIL2CAPTests {
             let dir = FileManager.default.temporaryDirectory.appendingPathComponent("ble-l2cap-bonds-\(UUID().uuidString)")
             defer { try? FileManager.default.removeItem(at: dir) }
             let input = Array("over an encrypted link\n".utf8)
-            let d = ["-d", radio.transportSpec, "--bond-dir", dir.path, "l2cap", "F0:5E:B1:00:00:51", "--psm", "0x0090", "--idle", "1"]
+            let d = ["-d", radio.transportSpec, "--bond-dir", dir.path, "l2cap", "F0:5E:B1:00:00:51", "--psm", "0x0090", "--idle", "3"]
             let (run, output) = try await Self.runWithFiles(d, input: input)
             #expect(run.status == 0, "\(run.stderr)")
             #expect(output == input)
@@ -130,7 +132,7 @@ struct CLIL2CAPTests {
             let data = (0..<10_000).map { _ in UInt8.random(in: 0...255, using: &g) }
             // PSM 130 starts with one credit and grants one per K-frame (MPS 100): every SDU
             // of up to 2048 bytes waits for credits.
-            let (run, output) = try await Self.runWithFiles(["-d", radio.transportSpec, "l2cap", "F0:5E:B1:00:00:21", "--psm", "130", "--idle", "1"], input: data)
+            let (run, output) = try await Self.runWithFiles(["-d", radio.transportSpec, "l2cap", "F0:5E:B1:00:00:21", "--psm", "130", "--idle", "3"], input: data)
             #expect(run.status == 0, "\(run.stderr)")
             let same = output == data
             #expect(same, "the bytes that came back differ")
