@@ -2,8 +2,10 @@ import BLECore
 import Dispatch
 import Testing
 
-/// `AdapterExecutor.runIsolated` (behind `enter(on:)`) trusts one fact, checked by its
-/// precondition: the caller runs on the executor's queue.
+/// The two ways code on the adapter queue runs isolated to an actor of the adapter:
+/// `assumeIsolated` (the runtime asks the actor's own executor, which answers from its
+/// queue), and `AdapterExecutor.runIsolated` for the per-packet entry, which trusts one fact,
+/// checked by its precondition: the caller runs on the executor's queue.
 @Suite struct AdapterExecutorTests {
     actor Counter {
         nonisolated let executor: AdapterExecutor
@@ -11,6 +13,15 @@ import Testing
         var value = 0
         init(executor: AdapterExecutor) { self.executor = executor }
         func bump() -> Int { value += 1; return value }
+    }
+
+    /// A second actor of the same executor, reaching into a `Counter` synchronously.
+    actor Neighbour {
+        nonisolated let executor: AdapterExecutor
+        nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+        let counter: Counter
+        init(executor: AdapterExecutor, counter: Counter) { self.executor = executor; self.counter = counter }
+        func bumpTwice() -> [Int] { [counter.assumeIsolated { $0.bump() }, counter.assumeIsolated { $0.bump() }] }
     }
 
     @Test func isOnQueueIsTrueOnTheQueueOnlyAndOnlyForItsOwnExecutor() async {
@@ -23,24 +34,62 @@ import Testing
         #expect(seen == (true, false))
     }
 
-    @Test func enterRunsIsolatedOnTheQueue() async {
+    @Test func runIsolatedRunsIsolatedOnTheQueue() async {
         let executor = AdapterExecutor(label: "executor-test")
         let counter = Counter(executor: executor)
         let values = await withCheckedContinuation { c in
             executor.queue.async {
-                let first = counter.enter(on: executor) { $0.bump() }
-                executor.runIsolated(counter, 1) { counter, n in for _ in 0..<n { _ = counter.bump() } }
-                c.resume(returning: (first, counter.enter(on: executor) { $0.value }))
+                let first = executor.runIsolated(counter, 1) { counter, n in counter.bump() * n }
+                executor.runIsolated(counter, 2) { counter, n in for _ in 0..<n { _ = counter.bump() } }
+                c.resume(returning: (first, executor.runIsolated(counter, ()) { counter, _ in counter.value }))
             }
         }
-        #expect(values == (1, 2))
+        #expect(values == (1, 3))
     }
 
-    @Test func enterOffTheQueueTraps() async {
+    @Test func runIsolatedOffTheQueueTraps() async {
         await #expect(processExitsWith: .failure) {
             let executor = AdapterExecutor(label: "executor-test")
             let counter = Counter(executor: executor)
-            _ = counter.enter(on: executor) { $0.bump() }
+            _ = executor.runIsolated(counter, ()) { counter, _ in counter.bump() }
+        }
+    }
+
+    @Test func assumeIsolatedHoldsInAPlainBlockOnTheQueue() async {
+        let executor = AdapterExecutor(label: "executor-test")
+        let counter = Counter(executor: executor)
+        let values = await withCheckedContinuation { c in
+            executor.queue.async {
+                let first = counter.assumeIsolated { $0.bump() }
+                c.resume(returning: (first, counter.assumeIsolated { $0.bump() }))
+            }
+        }
+        #expect(values == (1, 2))
+        #expect(await counter.value == 2)
+    }
+
+    @Test func assumeIsolatedHoldsFromAnotherActorOfTheSameExecutor() async {
+        let executor = AdapterExecutor(label: "executor-test")
+        let counter = Counter(executor: executor)
+        let neighbour = Neighbour(executor: executor, counter: counter)
+        #expect(await neighbour.bumpTwice() == [1, 2])
+        #expect(await counter.value == 2)
+    }
+
+    @Test func assumeIsolatedOffTheQueueTraps() async {
+        await #expect(processExitsWith: .failure) {
+            let counter = Counter(executor: AdapterExecutor(label: "executor-test"))
+            _ = counter.assumeIsolated { $0.bump() }
+        }
+    }
+
+    /// What `enter(on:)` could not see: on the queue of one adapter, an actor of another
+    /// adapter is not isolated, and `assumeIsolated` says so.
+    @Test func assumeIsolatedOnAnotherAdaptersQueueTraps() async {
+        await #expect(processExitsWith: .failure) {
+            let here = AdapterExecutor(label: "executor-test")
+            let counter = Counter(executor: AdapterExecutor(label: "executor-test-other"))
+            here.queue.sync { _ = counter.assumeIsolated { $0.bump() } }
         }
     }
 }

@@ -233,8 +233,8 @@ extension HCIHost {
         guard link.hasQueued else { return }
         let handle = link.handle
         let delay = max(.zero, link.queue[link.queueHead].deadline.instant - scheduler.now())
-        link.sendDeadline = scheduler.schedule(after: delay) { [weak self, executor] in
-            self?.enter(on: executor) { $0.sendDeadlinePassed(handle: handle) }
+        link.sendDeadline = scheduler.schedule(after: delay) { [weak self] in
+            self?.assumeIsolated { $0.sendDeadlinePassed(handle: handle) }
         }
     }
 

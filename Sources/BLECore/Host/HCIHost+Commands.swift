@@ -52,8 +52,8 @@ extension HCIHost {
         if let lostReason { throw .transportLost(lostReason) }
         let timeout = timeout ?? defaultCommandTimeout
         if command.opcode == Self.resetOpcode { failCommandsBeforeReset() }
-        let result = await commandWaiters.wait(cancelled: { [weak self, executor] id in
-            .failure(self?.enter(on: executor) { $0.commandCancelled(id, opcode: command.opcode) } ?? .cancelled(opcode: command.opcode))
+        let result = await commandWaiters.wait(cancelled: { [weak self] id in
+            .failure(self?.assumeIsolated { $0.commandCancelled(id, opcode: command.opcode) } ?? .cancelled(opcode: command.opcode))
         }) { id in
             waitingCommands.append(PendingCommand(packet: command, timeout: timeout, waiter: id))
             pumpCommands()
@@ -67,8 +67,8 @@ extension HCIHost {
     /// Starts the timeout of `waitingCommands[index]`'s wait for a credit.
     func armCreditDeadline(_ index: Int) {
         let id = waitingCommands[index].waiter
-        waitingCommands[index].timer = scheduler.schedule(after: waitingCommands[index].timeout) { [weak self, executor] in
-            self?.enter(on: executor) { $0.queuedCommandExpired(id) }
+        waitingCommands[index].timer = scheduler.schedule(after: waitingCommands[index].timeout) { [weak self] in
+            self?.assumeIsolated { $0.queuedCommandExpired(id) }
         }
     }
 
@@ -110,8 +110,8 @@ extension HCIHost {
             if command.packet.opcode == Self.resetOpcode { unansweredResets += 1 }
             let id = command.waiter
             command.timer?.cancel()
-            command.timer = scheduler.schedule(after: command.timeout) { [weak self, executor] in
-                self?.enter(on: executor) { $0.commandTimedOut(id) }
+            command.timer = scheduler.schedule(after: command.timeout) { [weak self] in
+                self?.assumeIsolated { $0.commandTimedOut(id) }
             }
             sentCommands.append(command)
         }
@@ -168,8 +168,8 @@ extension HCIHost {
         let opcode = command.packet.opcode
         if !Self.handleEchoingOpcodes.contains(opcode.rawValue) {
             lateAnswerHolds[opcode]?.cancel()
-            lateAnswerHolds[opcode] = scheduler.schedule(after: Self.lateAnswerGrace) { [weak self, executor] in
-                self?.enter(on: executor) { host in
+            lateAnswerHolds[opcode] = scheduler.schedule(after: Self.lateAnswerGrace) { [weak self] in
+                self?.assumeIsolated { host in
                     host.lateAnswerHolds[opcode] = nil
                     host.pumpCommands()
                 }

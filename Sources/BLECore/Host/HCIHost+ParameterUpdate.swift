@@ -33,8 +33,8 @@ extension HCIHost {
         safeguards.parameterUpdateAttempts &+= 1
         let attempt = safeguards.parameterUpdateAttempts
         let handle = link.handle
-        let timer = scheduler.schedule(after: Self.parameterUpdateTimeout) { [weak self, executor] in
-            self?.enter(on: executor) { $0.parameterUpdateFinished(handle: handle, attempt: attempt) }
+        let timer = scheduler.schedule(after: Self.parameterUpdateTimeout) { [weak self] in
+            self?.assumeIsolated { $0.parameterUpdateFinished(handle: handle, attempt: attempt) }
         }
         link.parameterUpdate = .applying(attempt: attempt, next: nil, timer: timer)
         background { await $0.sendParameterUpdate(handle: handle, range, attempt: attempt) }

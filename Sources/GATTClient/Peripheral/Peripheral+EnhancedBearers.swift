@@ -119,7 +119,7 @@ extension Peripheral {
     private static func enhancedCloseHandler(_ peripheral: Peripheral) -> @Sendable (ObservedChannel, LinkError) -> Void {
         { [weak peripheral] channel, _ in
             guard let peripheral else { return }
-            peripheral.enter(on: channel.executor) { $0.enhancedBearerClosed(channel) }
+            peripheral.assumeIsolated { $0.enhancedBearerClosed(channel) }
         }
     }
 }

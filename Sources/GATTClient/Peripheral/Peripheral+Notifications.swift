@@ -140,8 +140,8 @@ extension Peripheral {
     func route(for handle: UInt16) -> NotificationRoutes.Route {
         if let r = routes.route(handle) { return r }
         let r = NotificationRoutes.Route(executor: executor, handle: handle, peer: peerDescription)
-        let change: @Sendable (Int) -> Void = { [weak self, executor] _ in
-            self?.enter(on: executor) { $0.subscribersChanged(handle) }
+        let change: @Sendable (Int) -> Void = { [weak self] _ in
+            self?.assumeIsolated { $0.subscribersChanged(handle) }
         }
         r.notifications.onSubscriberCountChange = change
         r.indications.onSubscriberCountChange = change

@@ -130,7 +130,7 @@ public actor Peripheral {
     private static func closeHandler(_ peripheral: Peripheral) -> @Sendable (ObservedChannel, LinkError) -> Void {
         { [weak peripheral] channel, error in
             guard let peripheral else { return }
-            peripheral.enter(on: channel.executor) { $0.channelClosed(channel, error) }
+            peripheral.assumeIsolated { $0.channelClosed(channel, error) }
         }
     }
 
@@ -179,8 +179,8 @@ public actor Peripheral {
 
     private func prepare() async throws(GATTError) {
         await routeValues(of: bearer)
-        routes.serviceChanged = { [weak self, executor] value in
-            self?.enter(on: executor) { $0.serviceChanged(value) }
+        routes.serviceChanged = { [weak self] value in
+            self?.assumeIsolated { $0.serviceChanged(value) }
         }
         do throws(ATTError) {
             _ = try await bearer.exchangeMTU()
@@ -227,13 +227,12 @@ public actor Peripheral {
     /// signal comes on the adapter queue in the same turn as the transition, and first with
     /// the state now, so nothing the connection does from here on is missed.
     private func installConnectionHooks(_ connection: Connection) {
-        let executor = self.executor
-        connection.enter(on: executor) { c in
+        connection.assumeIsolated { c in
             // Weak: the connection keeps its observers for its whole life, so a strong
             // capture of it here would be a cycle that outlives the Central's close().
             c.observeLinkState { [weak self, weak connection] state in
                 guard let connection else { return }
-                self?.enter(on: executor) { $0.linkStateChanged(state, of: connection) }
+                self?.assumeIsolated { $0.linkStateChanged(state, of: connection) }
             }
         }
     }

@@ -237,9 +237,9 @@ public actor Restoration {
         let run = RestoreRun(wanted: Set(links.keys), output: output, queue: executor.queue)
         self.run = run
         let queue = executor.queue
-        output.onTermination = { [weak self, executor] _ in
+        output.onTermination = { [weak self] _ in
             guard let self else { return }
-            queue.async { self.enter(on: executor) { r in if r.run === run { r.stop() } } }
+            queue.async { self.assumeIsolated { r in if r.run === run { r.stop() } } }
         }
         await startBackground(run)
         return stream

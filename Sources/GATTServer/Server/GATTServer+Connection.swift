@@ -266,16 +266,20 @@ final class ConnectionATTLink: ATTServerLink, ATTServerLinkSecurity, ATTServerLi
     }
 
     /// The connection's security, read on its executor (a server on another queue sees the
-    /// link as unencrypted, so protected attributes are refused rather than served).
+    /// link as unencrypted, so protected attributes are refused rather than served). Read at
+    /// each request that checks permissions: the per-packet claim, `runIsolated`.
     private var level: SecurityLevel {
-        connection.executor.isOnQueue ? connection.enter(on: connection.executor) { $0.securityLevel } : .none
+        let executor = connection.executor
+        guard executor.isOnQueue else { return .none }
+        return executor.runIsolated(connection, ()) { connection, _ in connection.securityLevel }
     }
 
     var isEncrypted: Bool { level >= .encrypted }
     var isAuthenticated: Bool { level >= .authenticated }
     var encryptionKeySize: Int {
-        guard connection.executor.isOnQueue else { return 0 }
-        return connection.enter(on: connection.executor) { $0.encryptionKeySize } ?? 16
+        let executor = connection.executor
+        guard executor.isOnQueue else { return 0 }
+        return executor.runIsolated(connection, ()) { connection, _ in connection.encryptionKeySize } ?? 16
     }
 
     /// The host's queue for the link is at most half full (read on the adapter's queue; a

@@ -22,7 +22,7 @@ extension Connection {
         }
         let sm = try securityManager()
         let responder = PairingResponder(options: options, agent: agent, store: store, onResult: onResult)
-        sm.enter(on: executor) { $0.setResponder(responder) }
+        sm.assumeIsolated { $0.setResponder(responder) }
         if let store {
             let peer = self.peer
             setLongTermKeySource { ediv, rand in
@@ -58,7 +58,7 @@ extension Central {
         guard let options else { return setPeripheralLinkSetup(nil) }
         setPeripheralLinkSetup { link in
             let report = onResult.map { onResult in { @Sendable (result: Result<Bond, PairingError>) in onResult(link, result) } }
-            link.enter(on: link.executor) { link in
+            link.assumeIsolated { link in
                 do throws(PairingError) {
                     try link.acceptPairing(options: options, agent: agent, store: store, onResult: report)
                 } catch {

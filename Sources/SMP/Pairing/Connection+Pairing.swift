@@ -6,14 +6,14 @@ extension Connection {
     /// the link's SMP PDUs from then on.
     public func securityManager() throws(PairingError) -> SecurityManager {
         guard let handle else { throw PairingError(peer: peer, .link(.disconnected(peer: peer, reason: lastDisconnectReason ?? .connectionTerminatedByLocalHost))) }
-        if let sm = securityManagerState as? SecurityManager, sm.handle == handle, sm.enter(on: executor, { $0.isUsable }) { return sm }
+        if let sm = securityManagerState as? SecurityManager, sm.handle == handle, sm.isUsable { return sm }
         let channel: any L2CAPChannel
         do throws(ConnectionError) { channel = try securityManagerChannel() } catch { throw PairingError(peer: peer, .link(error)) }
         guard let local = localAddress else {
             throw PairingError(peer: peer, .localFailed(.unspecifiedReason, detail: "the controller's address is not known yet"))
         }
         let sm = SecurityManager(connection: self, channel: channel, handle: handle, local: local)
-        sm.enter(on: executor) { $0.start() }
+        sm.assumeIsolated { $0.start() }
         securityManagerState = sm
         return sm
     }
@@ -83,8 +83,7 @@ extension Connection {
     public func acceptSecurityRequests(options: PairingOptions = PairingOptions(), agent: any PairingAgent = JustWorksAgent(),
                                        store: (any BondStore)? = nil) throws(PairingError) {
         let sm = try securityManager()
-        let executor = self.executor
-        sm.enter(on: executor) {
+        sm.assumeIsolated {
             $0.onSecurityRequest { [weak self] authReq in
                 guard let self else { return }
                 let level: SecurityLevel = authReq.contains(.mitm) ? (authReq.contains(.secureConnections) ? .secureConnections : .authenticated) : .encrypted

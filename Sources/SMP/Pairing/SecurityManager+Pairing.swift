@@ -109,7 +109,7 @@ extension SecurityManager {
     /// The central's record of failed attempts (2.3.6), shared by all its links.
     func repeatedAttempts() -> RepeatedAttempts? {
         guard let connection else { return nil }
-        return connection.enter(on: executor) { $0.centralSecurityState { RepeatedAttempts() } } as? RepeatedAttempts
+        return connection.assumeIsolated { $0.centralSecurityState { RepeatedAttempts() } } as? RepeatedAttempts
     }
 
     func unexpected(_ pdu: SMPPDU, expecting: String) -> PairingError.Kind {

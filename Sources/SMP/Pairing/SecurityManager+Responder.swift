@@ -129,9 +129,8 @@ extension SecurityManager {
         }
         awaitingEncryption = true
         defer { awaitingEncryption = false }
-        let executor = self.executor
         do throws(ConnectionError) {
-            try await acceptLinkEncryption(key) { [weak self] in self?.enter(on: executor) { $0.send(last) } }
+            try await acceptLinkEncryption(key) { [weak self] in self?.assumeIsolated { $0.send(last) } }
         } catch {
             if let reason = failedDuringEncryption { throw .peerFailed(reason) }
             if timedOut { throw .timeout }

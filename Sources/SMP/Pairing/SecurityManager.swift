@@ -1,5 +1,6 @@
 import BLECore
 import BLEWire
+import Synchronization
 
 /// The Security Manager of one link (Vol 3, Part H): the SMP channel 0x0006, its 30-second
 /// timer, and the pairing procedures, as the initiator (this side is the central) or as the
@@ -33,6 +34,9 @@ public actor SecurityManager {
     /// Set when the SMP timer expired: no SMP PDU may be sent on this link again (3.4).
     public private(set) var timedOut = false
     var closedError: LinkError?
+    /// False from the moment the channel closed (with `closedError`): the connection reads it
+    /// without entering this actor (`Connection.securityManager()`).
+    private nonisolated let channelOpen = Atomic<Bool>(true)
     /// A failure found while no procedure step was waiting (a malformed PDU, too many PDUs).
     var pendingFailure: PairingError.Kind?
     var running = false
@@ -96,16 +100,15 @@ public actor SecurityManager {
 
     /// Starts taking PDUs from the channel. Called once, on the executor.
     func start() {
-        let executor = self.executor
         channel.setHandlers(receive: { [weak self] bytes in
-            self?.enter(on: executor) { $0.received(bytes) }
+            self?.assumeIsolated { $0.received(bytes) }
         }, close: { [weak self] error in
-            self?.enter(on: executor) { $0.channelClosed(error) }
+            self?.assumeIsolated { $0.channelClosed(error) }
         })
     }
 
     /// Whether the channel still carries this link's PDUs.
-    var isUsable: Bool { closedError == nil }
+    nonisolated var isUsable: Bool { channelOpen.load(ordering: .relaxed) }
 
     /// What to do when the peer sends a Security Request while no pairing runs; without a
     /// handler it is refused with Pairing Not Supported.
@@ -195,6 +198,7 @@ public actor SecurityManager {
 
     func channelClosed(_ error: LinkError) {
         closedError = error
+        channelOpen.store(false, ordering: .relaxed)
         timer?.cancel()
         resumeWaiter(.failure(.channelClosed(error)))
         // A responder waiting for its agent or for encryption stops too.
@@ -212,9 +216,8 @@ public actor SecurityManager {
     func restartTimer() {
         guard running else { return }
         timer?.cancel()
-        let executor = self.executor
         timer = scheduler.schedule(after: timeout) { [weak self] in
-            self?.enter(on: executor) { $0.timerExpired() }
+            self?.assumeIsolated { $0.timerExpired() }
         }
     }
 
