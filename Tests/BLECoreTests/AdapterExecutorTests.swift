@@ -13,6 +13,8 @@ import Testing
         var value = 0
         init(executor: AdapterExecutor) { self.executor = executor }
         func bump() -> Int { value += 1; return value }
+        /// `assumeIsolated` from synchronous code (it is unavailable in an async body).
+        nonisolated func bumpAssumingIsolation() -> Int { assumeIsolated { $0.bump() } }
     }
 
     /// A second actor of the same executor, reaching into a `Counter` synchronously.
@@ -79,7 +81,7 @@ import Testing
     @Test func assumeIsolatedOffTheQueueTraps() async {
         await #expect(processExitsWith: .failure) {
             let counter = Counter(executor: AdapterExecutor(label: "executor-test"))
-            _ = counter.assumeIsolated { $0.bump() }
+            _ = counter.bumpAssumingIsolation()
         }
     }
 
@@ -89,7 +91,7 @@ import Testing
         await #expect(processExitsWith: .failure) {
             let here = AdapterExecutor(label: "executor-test")
             let counter = Counter(executor: AdapterExecutor(label: "executor-test-other"))
-            here.queue.sync { _ = counter.assumeIsolated { $0.bump() } }
+            here.queue.sync { _ = counter.bumpAssumingIsolation() }
         }
     }
 }
