@@ -85,7 +85,7 @@ import Testing
         }
     }
 
-    /// What `enter(on:)` could not see: on the queue of one adapter, an actor of another
+    /// What a check of the queue alone cannot see: on the queue of one adapter, an actor of another
     /// adapter is not isolated, and `assumeIsolated` says so.
     @Test func assumeIsolatedOnAnotherAdaptersQueueTraps() async {
         await #expect(processExitsWith: .failure) {
