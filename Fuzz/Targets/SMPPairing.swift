@@ -37,11 +37,11 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
                                   acceptEncryption: { _, armed throws(ConnectionError) in armed() }) { _ throws(ConnectionError) in }
     let done = DispatchSemaphore(value: 0)
     FuzzHarness.executor.queue.sync {
-        manager.enter(on: FuzzHarness.executor) { $0.startReceiving() }
+        manager.assumeIsolated { $0.startReceiving() }
     }
     if responder {
         FuzzHarness.executor.queue.sync {
-            manager.enter(on: FuzzHarness.executor) { $0.acceptPairingRequests(options: options, agent: agent) { _ in done.signal() } }
+            manager.assumeIsolated { $0.acceptPairingRequests(options: options, agent: agent) { _ in done.signal() } }
         }
     } else {
         Task {
@@ -60,7 +60,7 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     // Past the SMP timeout: whatever step the pairing waits in, it ends. A step still
     // computing (P-256) arms its timer later, so the clock moves on a few times.
     // A responder whose input never started a pairing has nothing to end.
-    var ended = responder && !FuzzHarness.executor.queue.sync { manager.enter(on: FuzzHarness.executor) { $0.isPairing } }
+    var ended = responder && !FuzzHarness.executor.queue.sync { manager.assumeIsolated { $0.isPairing } }
     for _ in 0..<10 where !ended {
         clock.advance(by: .seconds(31))
         ended = done.wait(timeout: .now() + .seconds(2)) == .success
