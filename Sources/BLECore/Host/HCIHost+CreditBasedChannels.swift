@@ -183,7 +183,7 @@ extension HCIHost {
         case .flowControlCreditIndication(let cid, let credits):
             // The peer's Source CID: our destination (Vol 3, Part A, 4.24).
             if let channel = state.channel(remoteCID: cid) {
-                channel.enter(on: executor) { $0.peerGranted(Int(credits)) }
+                channel.assumeIsolated { $0.peerGranted(Int(credits)) }
             }
         case .disconnectionRequest(let dcid, let scid):
             guard let channel = state.channels[dcid], channel.remoteCID == scid else {
@@ -195,10 +195,10 @@ extension HCIHost {
             }
             sendSignaling(link: link, L2CAPSignalingCommand(identifier: command.identifier, body: .disconnectionResponse(destinationCID: dcid, sourceCID: scid)))
             state.channels[dcid] = nil
-            channel.enter(on: executor) { $0.end(.closedByPeer(peer: $0.peerName, cid: dcid), sendDisconnect: false) }
+            channel.assumeIsolated { $0.end(.closedByPeer(peer: $0.peerName, cid: dcid), sendDisconnect: false) }
         case .disconnectionResponse(_, let scid):
             if let channel = state.channels.removeValue(forKey: scid) {
-                channel.enter(on: executor) { $0.disconnectAnswered() }
+                channel.assumeIsolated { $0.disconnectAnswered() }
             }
         case .commandReject(let reason, _):
             if let request = waitingRequest(link, identifier: command.identifier) {
@@ -267,7 +267,7 @@ extension HCIHost {
         guard let channel = link.creditBased.channels.values.first(where: { $0.remoteCID == remoteCID }) else { return }
         safeguards.timedOutChannels += 1
         let error = sendTimeoutError(link: link, channelID: remoteCID)
-        channel.enter(on: executor) { $0.kFramesTimedOut(error) }
+        channel.assumeIsolated { $0.kFramesTimedOut(error) }
     }
 
     /// The link is gone: fail every pending request and every channel at once.
@@ -279,6 +279,6 @@ extension HCIHost {
         let channels = Array(state.channels.values)
         state.channels.removeAll()
         state.servers.removeAll()
-        for channel in channels { channel.enter(on: executor) { $0.linkLost(error) } }
+        for channel in channels { channel.assumeIsolated { $0.linkLost(error) } }
     }
 }

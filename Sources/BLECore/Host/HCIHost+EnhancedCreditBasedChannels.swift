@@ -39,22 +39,29 @@ extension HCIHost {
             throw .invalidChannelCount(localCIDs.count)
         }
         guard let link = links[handle] else { throw .notConnected(peer: "handle \(handle.hex)") }
+        let (psm, newMPS) = try reconfigurationToAsk(link: link, localCIDs: localCIDs, mtu: mtu, mps: mps)
+        _ = try await channelRequest(
+            link: link, .reconfigure(psm: psm, localCIDs: localCIDs, mtu: mtu, mps: newMPS), timeout: timeout, cid: localCIDs[0],
+            body: .creditBasedReconfigureRequest(mtu: UInt16(mtu), mps: UInt16(newMPS), destinationCIDs: localCIDs)).get()
+    }
+
+    /// The checks before this side's Reconfigure Request: every channel of `localCIDs` open and
+    /// enhanced, and the new MTU and MPS allowed against their current ones (4.27). Returns the
+    /// PSM of the first channel and the MPS to ask for (`mps` nil: the first channel's).
+    func reconfigurationToAsk(link: Link, localCIDs: [UInt16], mtu: Int, mps: Int?) throws(L2CAPChannelError) -> (psm: UInt16, mps: Int) {
         let peer = "\(link.peer.address)"
         var channels: [CreditBasedChannel] = []
         for cid in localCIDs {
             guard let channel = link.creditBased.channels[cid] else { throw .closed(peer: peer, cid: cid) }
             guard channel.isEnhanced else { throw .notEnhanced(cid: cid) }
-            if let error = channel.enter(on: executor, { $0.endError }) { throw error }
+            if let error = channel.assumeIsolated({ $0.endError }) { throw error }
             channels.append(channel)
         }
-        let current = channels.map { channel in channel.enter(on: executor) { (mtu: $0.mtu, mps: $0.mps) } }
+        let current = channels.map { channel in channel.assumeIsolated { (mtu: $0.mtu, mps: $0.mps) } }
         let newMPS = mps ?? current[0].mps
         let result = Self.reconfigureResult(mtu: mtu, mps: newMPS, current: current)
         guard result == .success else { throw .reconfigurationRefused(peer: peer, result: result) }
-        let psm = channels[0].psm
-        _ = try await channelRequest(
-            link: link, .reconfigure(psm: psm, localCIDs: localCIDs, mtu: mtu, mps: newMPS), timeout: timeout, cid: localCIDs[0],
-            body: .creditBasedReconfigureRequest(mtu: UInt16(mtu), mps: UInt16(newMPS), destinationCIDs: localCIDs)).get()
+        return (channels[0].psm, newMPS)
     }
 
     // MARK: - From routing
@@ -77,7 +84,7 @@ extension HCIHost {
                 return
             }
             let channels = cids.compactMap { link.creditBased.channels[$0] }
-            for channel in channels { channel.enter(on: executor) { $0.reconfigured(mtu: mtu, mps: mps) } }
+            for channel in channels { channel.assumeIsolated { $0.reconfigured(mtu: mtu, mps: mps) } }
             finishRequest(link, identifier: command.identifier, .success(channels))
         default:
             break
@@ -174,10 +181,10 @@ extension HCIHost {
             guard let channel = state.channel(remoteCID: cid), channel.isEnhanced else { return .invalidDestinationCID }
             channels.append(channel)
         }
-        let current = channels.map { channel in channel.enter(on: executor) { (mtu: $0.peerMTU, mps: $0.peerMPS) } }
+        let current = channels.map { channel in channel.assumeIsolated { (mtu: $0.peerMTU, mps: $0.peerMPS) } }
         let result = Self.reconfigureResult(mtu: mtu, mps: mps, current: current)
         guard result == .success else { return result }
-        for channel in channels { channel.enter(on: executor) { $0.peerReconfigured(mtu: mtu, mps: mps) } }
+        for channel in channels { channel.assumeIsolated { $0.peerReconfigured(mtu: mtu, mps: mps) } }
         return .success
     }
 

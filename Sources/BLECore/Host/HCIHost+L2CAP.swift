@@ -131,7 +131,7 @@ extension HCIHost {
             sendSignaling(link: link, L2CAPSignalingCommand(identifier: head[head.startIndex + 1], body: .commandReject(reason: 0x0001, data: [UInt8(mtu & 0xFF), UInt8(mtu >> 8)])))
         default:
             if let channel = link.creditBased.channels[channelID] {
-                channel.enter(on: executor) { $0.protocolViolation(.exceedsMPS(size: length, mps: $0.mps)) }
+                channel.assumeIsolated { $0.protocolViolation(.exceedsMPS(size: length, mps: $0.mps)) }
             }
         }
     }

@@ -134,7 +134,7 @@ public actor CreditBasedChannel {
     ///     try await channel.send(bytes, timeout: .seconds(10))
     public nonisolated(nonsending) func send(_ sdu: [UInt8], timeout: Duration = .seconds(30)) async throws(L2CAPChannelError) {
         if let first = writer.hand(sdu) {
-            if first { executor.queue.async { [executor] in self.enter(on: executor) { $0.pumpSend() } } }
+            if first { executor.queue.async { [executor] in executor.runIsolated(self, ()) { channel, _ in channel.pumpSend() } } }
             return
         }
         try await sendWaiting(sdu, timeout: timeout)
@@ -260,9 +260,9 @@ public actor CreditBasedChannel {
         guard !awaitsLinkRoom, let host else { return }
         awaitsLinkRoom = true
         linkQueueStalls += 1
-        host.enter(on: executor) { [handle] host in
-            host.whenLinkQueueHasRoom(handle: handle) { [weak self, executor] in
-                self?.enter(on: executor) { channel in
+        host.assumeIsolated { [handle] host in
+            host.whenLinkQueueHasRoom(handle: handle) { [weak self] in
+                self?.assumeIsolated { channel in
                     channel.awaitsLinkRoom = false
                     channel.pumpSend()
                 }
@@ -360,7 +360,7 @@ public actor CreditBasedChannel {
     /// Credits the K-frames of SDUs the reader took, from its thread: one job on the executor.
     nonisolated func reportTaken(_ frames: Int) {
         let executor = self.executor
-        executor.queue.async { self.enter(on: executor) { $0.taken(frames) } }
+        executor.queue.async { executor.runIsolated(self, frames) { channel, frames in channel.taken(frames) } }
     }
 
     /// The reader took SDUs of `frames` K-frames.
@@ -503,7 +503,7 @@ public actor CreditBasedChannel {
 
     /// The peer sent a K-frame or credit count that breaks the rules: close this channel only.
     func protocolViolation(_ error: KFrameError) {
-        host?.enter(on: executor) { [peerName, localCID] in $0.logger.log(.warning, "\(peerName): closing L2CAP channel \(localCID.hex): \(error)") }
+        host?.assumeIsolated { [peerName, localCID] in $0.logger.log(.warning, "\(peerName): closing L2CAP channel \(localCID.hex): \(error)") }
         end(.malformedKFrame(peer: peerName, cid: localCID, error), sendDisconnect: true)
     }
 
@@ -518,7 +518,7 @@ public actor CreditBasedChannel {
         let unsent = sendQueue.count { pending in pending.waiter.map { !senders.contains($0) } ?? true }
         if unsent > 0 {
             unsentSDUs += unsent
-            host?.enter(on: executor) { [peerName, localCID] in
+            host?.assumeIsolated { [peerName, localCID] in
                 $0.logger.log(.warning, "\(peerName): L2CAP channel \(localCID.hex) ended (\(error)) with \(unsent) accepted SDU(s) not fully sent; they were dropped")
             }
         }
@@ -548,7 +548,7 @@ public actor CreditBasedChannel {
         }
         let handle = self.handle, local = localCID, remote = remoteCID
         disconnectSent = sendDisconnect
-        host?.enter(on: executor) { host in
+        host?.assumeIsolated { host in
             host.creditBasedChannelEnded(handle: handle, localCID: local, remoteCID: remote, sendDisconnect: sendDisconnect)
         }
         if !sendDisconnect { disconnectAnswered() }

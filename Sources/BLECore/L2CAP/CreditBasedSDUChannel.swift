@@ -22,13 +22,13 @@ public final class CreditBasedSDUChannel: L2CAPChannel {
     }
 
     public func enqueue(_ sdu: [UInt8]) {
-        channel.enter(on: executor) { $0.enqueue(sdu) }
+        executor.runIsolated(channel, sdu) { channel, sdu in channel.enqueue(sdu) }
     }
 
     /// A background task of the link's host (`HCIHost.background`), which `Central.close()`
     /// cancels and awaits: an enhanced ATT bearer's transmissions run there.
     public func adoptTask(_ work: @escaping @Sendable () async -> Void) -> Bool {
-        guard let host = channel.enter(on: executor, { $0.host }) else { return false }
+        guard let host = channel.assumeIsolated({ $0.host }) else { return false }
         host.background { _ in await work() }
         return true
     }
@@ -38,7 +38,7 @@ public final class CreditBasedSDUChannel: L2CAPChannel {
     }
 
     public func setSliceHandlers(receive: @escaping @Sendable (ArraySlice<UInt8>) -> Void, close: @escaping @Sendable (LinkError) -> Void) {
-        channel.enter(on: executor) { $0.consume(receive: receive, end: close) }
+        channel.assumeIsolated { $0.consume(receive: receive, end: close) }
     }
 }
 

@@ -53,7 +53,7 @@ public final class FixedChannel: L2CAPChannel {
     public func enqueue(_ sdu: [UInt8]) {
         guard closedError == nil, let host else { return }
         let handle = self.handle, channelID = self.channelID
-        host.enter(on: executor) { $0.enqueueIfLinked(handle: handle, channelID: channelID, payload: sdu) }
+        executor.runIsolated(host, (handle, channelID, sdu)) { host, a in host.enqueueIfLinked(handle: a.0, channelID: a.1, payload: a.2) }
     }
 
     /// True while the link's send queue is at or below half its bounds (on the executor): a
@@ -62,7 +62,7 @@ public final class FixedChannel: L2CAPChannel {
     package var hasSendRoom: Bool {
         guard closedError == nil, let host else { return true }
         let handle = self.handle
-        return host.enter(on: executor) { $0.linkQueueIsHalfEmpty(handle: handle) }
+        return executor.runIsolated(host, handle) { host, handle in host.linkQueueIsHalfEmpty(handle: handle) }
     }
 
     /// Calls `body` once, on the executor, when `hasSendRoom` turns true again, or the link
@@ -70,7 +70,7 @@ public final class FixedChannel: L2CAPChannel {
     package func whenSendRoom(_ body: @escaping @Sendable () -> Void) {
         guard closedError == nil, let host else { return body() }
         let handle = self.handle
-        host.enter(on: executor) { $0.whenLinkQueueHasRoom(handle: handle, body) }
+        host.assumeIsolated { $0.whenLinkQueueHasRoom(handle: handle, body) }
     }
 
     /// A background task of the host (`HCIHost.background`).
@@ -112,7 +112,7 @@ public final class FixedChannel: L2CAPChannel {
         guard closedError == nil, channelID == L2CAPChannelID.att, let host else { return }
         state.value.refused = refused
         let handle = self.handle, channelID = self.channelID
-        host.enter(on: executor) { $0.setMaximumInboundPDULength(handle: handle, channelID: channelID, maximum) }
+        host.assumeIsolated { $0.setMaximumInboundPDULength(handle: handle, channelID: channelID, maximum) }
     }
 
     /// The host refused a PDU of `size` bytes whose first fragment carried `head`.

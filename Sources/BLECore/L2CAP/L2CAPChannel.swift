@@ -65,8 +65,8 @@ public enum LinkQueueBound: Sendable, Equatable, CustomStringConvertible {
 /// channel (CID 0x0004) over our own ACL path, or a kernel L2CAP socket. All calls happen
 /// on the adapter's executor, and so do the handlers.
 ///
-///     channel.setHandlers(receive: { sdu in bearer.enter(on: executor) { $0.receive(sdu) } },
-///                         close: { error in bearer.enter(on: executor) { $0.close(error) } })
+///     channel.setHandlers(receive: { sdu in bearer.assumeIsolated { $0.receive(sdu) } },
+///                         close: { error in bearer.assumeIsolated { $0.close(error) } })
 public protocol L2CAPChannel: AnyObject, Sendable {
     /// The executor every call and handler runs on.
     var executor: AdapterExecutor { get }

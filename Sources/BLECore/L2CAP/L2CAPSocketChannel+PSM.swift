@@ -133,10 +133,13 @@ actor SocketChannelInbox {
     func attach() {
         _ = channel.inboxReference.storeIfNil(self)
         let executor = self.executor
-        channel.io?.onDrained = { [weak self] in self?.enter(on: executor) { $0.drains.resumeAll(with: .success(())) } }
+        channel.io?.onDrained = { [weak self] in self?.assumeIsolated { $0.drains.resumeAll(with: .success(())) } }
         channel.setHandlers(
-            receive: { [weak self] sdu in self?.enter(on: executor) { $0.push(sdu) } },
-            close: { [weak self] error in self?.enter(on: executor) { $0.ended(error) } })
+            receive: { [weak self] sdu in
+                guard let self else { return }
+                executor.runIsolated(self, sdu) { inbox, sdu in inbox.push(sdu) }
+            },
+            close: { [weak self] error in self?.assumeIsolated { $0.ended(error) } })
     }
 
     private var peerName: String { channel.peerDescription }

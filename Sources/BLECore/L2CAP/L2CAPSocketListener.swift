@@ -122,9 +122,9 @@ public actor L2CAPSocketListener: AsyncSequence {
     ///     listener.close()
     public nonisolated func close() {
         if executor.isOnQueue {
-            enter(on: executor) { $0.finish(.listenerClosed(psm: $0.psm)) }
+            assumeIsolated { $0.finish(.listenerClosed(psm: $0.psm)) }
         } else {
-            executor.queue.async { self.enter(on: self.executor) { $0.finish(.listenerClosed(psm: $0.psm)) } }
+            executor.queue.async { self.assumeIsolated { $0.finish(.listenerClosed(psm: $0.psm)) } }
         }
     }
 
@@ -136,9 +136,8 @@ public actor L2CAPSocketListener: AsyncSequence {
         }
         let io = DispatchFD(fd: fd, queue: executor.queue, packetMode: true, isSocket: true)
         self.io = io
-        let executor = self.executor
         do {
-            try io.start(onReadable: { [weak self] in self?.enter(on: executor) { $0.acceptWaiting() } }, onWriteError: { _ in })
+            try io.start(onReadable: { [weak self] in self?.assumeIsolated { $0.acceptWaiting() } }, onWriteError: { _ in })
         } catch {
             finish(.system(operation: error.operation, peer: "PSM \(psm)", errno: error.errno))
         }
@@ -170,7 +169,7 @@ public actor L2CAPSocketListener: AsyncSequence {
                 continue
             }
             channel.startReading()
-            SocketChannelInbox(channel: channel).enter(on: executor) { $0.attach() }
+            SocketChannelInbox(channel: channel).assumeIsolated { $0.attach() }
             waiters.resumeFirst(with: .success(channel))
         }
         if end == nil { io?.pauseReading() }
