@@ -33,9 +33,8 @@ struct CentralCloseBehindUnansweredCommandTests {
         // When `connect` returns, the one waiter may still be LE Read Remote Features (its
         // Command Status not handled yet); LE Set PHY is queued after it. The condition reads
         // the host's queue on the executor, at each change of the count.
-        let executor = central.executor
         try await host.commandWaiters.waitForCount("LE Set PHY queued") { _ in
-            host.enter(on: executor) { $0.waitingCommands.map(\.packet.opcode) == [Self.leSetPHY] }
+            host.assumeIsolated { $0.waitingCommands.map(\.packet.opcode) == [Self.leSetPHY] }
         }
         #expect(await host.waitingCommands.map(\.packet.opcode) == [Self.leSetPHY])
 
