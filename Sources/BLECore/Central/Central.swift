@@ -47,11 +47,9 @@ public actor Central {
     nonisolated let scheduler: any TimerScheduler
     nonisolated let spec: String
 
-    /// The adapter's state (kept in `facts`, where its connections read it).
-    public internal(set) var state: AdapterState {
-        get { facts.value.state }
-        set { facts.value.state = newValue }
-    }
+    /// The adapter's state (kept in `facts`, where its connections read it; `setState`
+    /// changes it).
+    public var state: AdapterState { facts.value.state }
     /// The state and the controller's description, confined to the adapter queue
     /// (AdapterFacts.swift).
     nonisolated let facts: QueueConfined<AdapterFacts>
@@ -62,10 +60,7 @@ public actor Central {
     let reopenEventStream: Broadcaster<AdapterReopenEvent>
     var reopening = ReopenState()
     /// What the controller said about itself during bring-up.
-    public internal(set) var controllerInfo: ControllerInfo? {
-        get { facts.value.controllerInfo }
-        set { facts.value.controllerInfo = newValue }
-    }
+    public var controllerInfo: ControllerInfo? { facts.value.controllerInfo }
     var started = false
 
     /// Live connections by handle, and every connection object (also those reconnecting) by peer.
@@ -141,7 +136,7 @@ public actor Central {
     func setState(_ new: AdapterState, reason: String? = nil) {
         stateReason = reason
         guard new != state else { return }
-        state = new
+        facts.value.state = new
         scanner.adapterState = new
         stateStream.yield(new)
     }
@@ -180,7 +175,7 @@ public actor Central {
         setState(.resetting)
         do {
             let info = try await host.initializeController(reset: reset)
-            controllerInfo = info
+            facts.value.controllerInfo = info
             guard info.supportsLE else {
                 setState(.unsupported, reason: "the controller does not support LE")
                 throw HCIError.commandFailed(opcode: HCIOpcode(rawValue: 0x2003), status: HCIStatus(rawValue: 0x11))
