@@ -52,9 +52,9 @@ extension Central {
         let subscription = BackgroundConnect.Subscription(peers: peers, parameters: parameters, output: output)
         let grew = bg.add(subscription)
         let queue = executor.queue
-        output.onTermination = { [weak self, executor] _ in
+        output.onTermination = { [weak self] _ in
             guard let self else { return }
-            queue.async { self.enter(on: executor) { central in central.leaveBackgroundConnect(subscription, bg) } }
+            queue.async { self.assumeIsolated { central in central.leaveBackgroundConnect(subscription, bg) } }
         }
         if grew || bg.state.value.loop == nil { refreshBackgroundConnect(bg) }
         return stream

@@ -73,8 +73,8 @@ extension Central {
     /// The scanner asks `backgroundAttemptMakesWayForScan` when the controller refuses a scan.
     func letBackgroundAttemptsMakeWayForScans() {
         guard scanner.yieldInitiator == nil else { return }
-        scanner.yieldInitiator = { [weak self, executor] in
-            self?.enter(on: executor) { $0.backgroundAttemptMakesWayForScan() } ?? false
+        scanner.yieldInitiator = { [weak self] in
+            self?.assumeIsolated { $0.backgroundAttemptMakesWayForScan() } ?? false
         }
     }
 

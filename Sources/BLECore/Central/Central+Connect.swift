@@ -59,25 +59,29 @@ extension Central {
         guard state == .poweredOn else { throw .adapterNotReady(state) }
         let options = ConnectOptions(timeout: timeout, reconnect: reconnect, parameters: parameters)
         if let existing = connectionsByPeer[peer] {
-            let had = existing.enter(on: executor) { ConnectOptions(timeout: $0.connectTimeout, reconnect: $0.reconnectPolicy, parameters: $0.requestParameters) }
-            let differences = options.differences(from: had)
+            let differences = options.differences(from: existing.connectOptions)
             if !differences.isEmpty { throw .alreadyConnected(peer: peer, differing: differences) }
-            if existing.enter(on: executor, { $0.isConnected || $0.isReconnecting }) { return existing }
+            if isUpOrRestoring(existing) { return existing }
         }
         connectionEventStream.yield(PeerConnectionEvent(peer: peer, event: .connecting(attempt: 1)))
         let (handle, params) = try await establish(peer, timeout: timeout, parameters: parameters)
         return adopt(peer, handle: handle, parameters: params, options: options)
     }
 
+    /// Whether `connection` is connected or being restored by its reconnect policy.
+    private func isUpOrRestoring(_ connection: Connection) -> Bool {
+        connection.assumeIsolated { $0.isConnected || $0.isReconnecting }
+    }
+
     /// The `Connection` of a link just made to `peer`: registered, announced and set up.
     func adopt(_ peer: LEAddress, handle: UInt16, parameters params: ConnectionParameters, options: ConnectOptions) -> Connection {
         let connection = Connection(central: self, host: host, peer: peer, handle: handle, parameters: params, options: options)
         // A link created on LE Coded runs on it from the start (no PHY Update Complete says so).
-        if initiatesOnCoded(options.parameters) { connection.enter(on: executor) { $0.phy = (.leCoded, .leCoded) } }
+        if initiatesOnCoded(options.parameters) { connection.assumeIsolated { $0.phy = (.leCoded, .leCoded) } }
         connectionsByPeer[peer] = connection
         connectionsByHandle[handle] = connection
-        let own = linkOwnAddress(handle: handle)
-        connection.enter(on: executor) { $0.ownLinkAddress = own; $0.emit(.connected(handle: handle, parameters: params)) }
+        connection.ownLinkAddress = linkOwnAddress(handle: handle)
+        connection.emit(.connected(handle: handle, parameters: params))
         startLinkSetup(connection, handle: handle, parameters: options.parameters)
         return connection
     }
@@ -133,13 +137,13 @@ extension Central {
             return (link.handle, link.parameters)
         }
         if pendingConnect == nil { pendingConnect = PendingConnect(peer: peer, pausedScan: pausedScan, usesAcceptList: usesAcceptList) }
-        let outcome = await connectWaiters.wait(cancelled: { [weak self, executor] _ in
-            let handedOff = self?.enter(on: executor) { $0.advanceConnect(.callerLeft) } ?? false
+        let outcome = await connectWaiters.wait(cancelled: { [weak self] _ in
+            let handedOff = self?.assumeIsolated { $0.advanceConnect(.callerLeft) } ?? false
             return .success((.failure(.cancelled(peer: peer)), handedOff))
         }) { id in
             let ms = Int(timeout.nanoseconds / 1_000_000)
-            let timer = scheduler.schedule(after: timeout) { [weak self, executor] in
-                self?.enter(on: executor) { $0.abortPendingConnect(.timeout(peer: peer, milliseconds: ms)) }
+            let timer = scheduler.schedule(after: timeout) { [weak self] in
+                self?.assumeIsolated { $0.abortPendingConnect(.timeout(peer: peer, milliseconds: ms)) }
             }
             pendingConnect?.timer = timer
             advanceConnect(.waitStarted(waiter: id))
@@ -229,8 +233,8 @@ extension Central {
     private func sendConnectCancel(_ error: ConnectionError) {
         guard let peer = pendingConnect?.peer else { return }
         let waitLimit = options.connectCancelTimeout
-        pendingConnect?.timer = scheduler.schedule(after: waitLimit) { [weak self, executor] in
-            self?.enter(on: executor) { central in
+        pendingConnect?.timer = scheduler.schedule(after: waitLimit) { [weak self] in
+            self?.assumeIsolated { central in
                 central.options.logger.log(.warning, "the controller never completed the cancelled connection attempt to \(peer) within \(Int(waitLimit.nanoseconds / 1_000_000)) ms; giving up on it")
                 central.failPendingConnect(error)
             }
@@ -298,11 +302,11 @@ extension Central {
         // kernel's: the host leaves it alone (no link, nothing ever sent on it).
         if options.resetController == false, role != 0x00 || (pendingConnect?.peer.address != peerAddress.address && pendingConnect?.usesAcceptList != true) {
             options.logger.log(.debug, "connection \(handle.hex) to \(peerAddress) belongs to the kernel; leaving it alone")
-            host.enter(on: executor) { $0.addForeignLink(handle: handle) }
+            host.assumeIsolated { $0.addForeignLink(handle: handle) }
             return
         }
         // Register the link before anything else so its first ACL packet finds it.
-        host.enter(on: executor) { $0.addLink(handle: handle, peer: peerAddress) }
+        host.assumeIsolated { $0.addLink(handle: handle, peer: peerAddress) }
         if let localPrivateAddress { ownAddress.linkLocalPrivateAddresses[handle] = localPrivateAddress }
         if role == LinkRole.peripheral.rawValue {
             return acceptPeripheralLink(handle: handle, peer: peerAddress, parameters: parameters, advertisingHandle: advertisingHandle)
@@ -323,18 +327,20 @@ extension Central {
     func disconnectionCompleted(handle: UInt16, status: HCIStatus, reason: HCIStatus) {
         let adapter = state
         guard status == .success else {
-            connectionsByHandle[handle]?.enter(on: executor) { $0.disconnectionComplete(status: status, reason: reason, adapter: adapter) }
+            connectionsByHandle[handle]?.assumeIsolated { $0.disconnectionComplete(status: status, reason: reason, adapter: adapter) }
             return
         }
         ownAddress.linkLocalPrivateAddresses[handle] = nil
         guard let connection = connectionsByHandle.removeValue(forKey: handle) else { return }
-        connection.enter(on: executor) { $0.disconnectionComplete(status: status, reason: reason, adapter: adapter) }
+        connection.assumeIsolated { $0.disconnectionComplete(status: status, reason: reason, adapter: adapter) }
     }
 
-    /// A reconnect attempt of `connection` created the link `handle`.
+    /// A reconnect attempt of `connection` created the link `handle`: the link gets this
+    /// side's address on it.
     func linkRestored(_ connection: Connection, handle: UInt16) {
         connectionsByHandle[handle] = connection
-        startLinkSetup(connection, handle: handle, parameters: connection.enter(on: executor) { $0.requestParameters })
+        startLinkSetup(connection, handle: handle, parameters: connection.connectOptions.parameters)
+        connection.ownLinkAddress = linkOwnAddress(handle: handle)
     }
 
     /// `connection` ended for good: the central forgets it.
@@ -369,10 +375,8 @@ extension Central {
 
     func remoteFeaturesRead(handle: UInt16, features: LEFeatures) {
         guard let connection = connectionsByHandle[handle], let info = controllerInfo else { return }
-        let phy = connection.enter(on: executor) { c in
-            c.remoteFeatures = features.rawValue
-            return c.requestParameters.phy
-        }
+        connection.assumeIsolated { $0.remoteFeatures = features.rawValue }
+        let phy = connection.connectOptions.parameters.phy
         guard let command = Self.setPHYCommand(handle: handle, phy: phy, local: info.leFeatures, remote: features), info.supports(.leSetPHY) else { return }
         let logger = options.logger
         host.background { host in

@@ -20,15 +20,15 @@ extension Central {
         case .leConnectionUpdateComplete(let e):
             guard e.status == .success, let c = connectionsByHandle[e.handle] else { return }
             let p = ConnectionParameters(hciInterval: e.connectionInterval, peripheralLatency: e.peripheralLatency, hciSupervisionTimeout: e.supervisionTimeout)
-            c.enter(on: executor) { $0.parameters = p; $0.emit(.parametersUpdated(p)) }
+            c.assumeIsolated { $0.parameters = p; $0.emit(.parametersUpdated(p)) }
         case .leDataLengthChange(let e):
             guard let c = connectionsByHandle[e.handle] else { return }
             let d = DataLength(maxTxOctets: e.maxTxOctets, maxTxTime: e.maxTxTime, maxRxOctets: e.maxRxOctets, maxRxTime: e.maxRxTime)
-            c.enter(on: executor) { $0.dataLength = d; $0.emit(.dataLengthChanged(d)) }
+            c.assumeIsolated { $0.dataLength = d; $0.emit(.dataLengthChanged(d)) }
         case .lePHYUpdateComplete(let e):
             guard e.status == .success, let c = connectionsByHandle[e.handle] else { return }
             let tx = LEPHY(rawValue: e.txPHY) ?? .le1M, rx = LEPHY(rawValue: e.rxPHY) ?? .le1M
-            c.enter(on: executor) { $0.phy = (tx, rx); $0.emit(.phyChanged(tx: tx, rx: rx)) }
+            c.assumeIsolated { $0.phy = (tx, rx); $0.emit(.phyChanged(tx: tx, rx: rx)) }
         case .leReadRemoteFeaturesComplete(let e):
             if e.status == .success { remoteFeaturesRead(handle: e.handle, features: e.features) }
         case .leRemoteConnectionParameterRequest(let e):
@@ -44,10 +44,10 @@ extension Central {
             answerLongTermKeyRequest(e)
         case .encryptionChange(let e):
             guard let c = connectionsByHandle[e.handle] else { return }
-            c.enter(on: executor) { $0.encryptionChanged(e) }
+            c.assumeIsolated { $0.encryptionChanged(e) }
         case .encryptionKeyRefreshComplete(let status, let handle):
             guard let c = connectionsByHandle[handle] else { return }
-            c.enter(on: executor) { $0.keyRefreshCompleted(status: status) }
+            c.assumeIsolated { $0.keyRefreshCompleted(status: status) }
         case .hardwareError(let code):
             // Vol 4, Part E, 7.7.16: the controller failed and needs a reset.
             controllerWasReset(.hardwareError(code: code))

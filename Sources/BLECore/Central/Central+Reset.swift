@@ -29,7 +29,7 @@ extension Central {
             reason = "the controller is being reset"
             linkReason = .connectionTerminatedByLocalHost
             // After a Hardware Error the host has done this itself before passing the event on.
-            host.enter(on: executor) { $0.clearControllerState(hardwareError: nil) }
+            host.assumeIsolated { $0.clearControllerState(hardwareError: nil) }
             failPendingConnect(.adapterNotReady(.resetting))
         }
         scanner.controllerReset()
@@ -37,7 +37,7 @@ extension Central {
         setState(.resetting, reason: reason)
         connectionsByHandle.removeAll()
         for connection in Array(connectionsByPeer.values) {
-            connection.enter(on: executor) { $0.controllerReset(reason: linkReason) }
+            connection.assumeIsolated { $0.controllerReset(reason: linkReason) }
         }
         if case .hardwareError = cause, options.resetAfterHardwareError {
             // A task of the host's: `close()` waits for it.
@@ -54,7 +54,7 @@ extension Central {
     /// The controller is set up again: restores that waited for it go on.
     func adapterPoweredOn() {
         for connection in Array(connectionsByPeer.values) {
-            connection.enter(on: executor) { $0.adapterPoweredOn() }
+            connection.assumeIsolated { $0.adapterPoweredOn() }
         }
     }
 }

@@ -15,7 +15,7 @@ extension Central {
 
     func answerLongTermKeyRequest(_ e: HCIEvent.LELongTermKeyRequest) {
         let link = connectionsByHandle[e.handle]
-        let own = link?.enter(on: executor) { $0.longTermKeyRequested(ediv: e.ediv, rand: e.random) }
+        let own = link?.assumeIsolated { $0.longTermKeyRequested(ediv: e.ediv, rand: e.random) }
         if let key = own ?? link.flatMap({ longTermKeyProvider?($0.peer, e.ediv, e.random) }) {
             host.background { _ = try? await $0.send(HCICommand.leLongTermKeyRequestReply(handle: e.handle, longTermKey: key)) }
         } else {

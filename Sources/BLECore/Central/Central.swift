@@ -47,7 +47,12 @@ public actor Central {
     nonisolated let scheduler: any TimerScheduler
     nonisolated let spec: String
 
-    public internal(set) var state: AdapterState = .unknown
+    /// The adapter's state (kept in `facts`, where its connections read it; `setState`
+    /// changes it).
+    public var state: AdapterState { facts.value.state }
+    /// The state and the controller's description, confined to the adapter queue
+    /// (AdapterFacts.swift).
+    nonisolated let facts: QueueConfined<AdapterFacts>
     var stateReason: String?
     let stateStream: Broadcaster<AdapterState>
     let connectionEventStream: Broadcaster<PeerConnectionEvent>
@@ -55,7 +60,7 @@ public actor Central {
     let reopenEventStream: Broadcaster<AdapterReopenEvent>
     var reopening = ReopenState()
     /// What the controller said about itself during bring-up.
-    public internal(set) var controllerInfo: ControllerInfo?
+    public var controllerInfo: ControllerInfo? { facts.value.controllerInfo }
     var started = false
 
     /// Live connections by handle, and every connection object (also those reconnecting) by peer.
@@ -102,6 +107,7 @@ public actor Central {
         self.host = HCIHost(transport: transport, executor: executor, scheduler: scheduler, logger: options.logger)
         self.options = options
         self.spec = transport.name
+        self.facts = QueueConfined(AdapterFacts(), on: executor.queue)
         self.stateStream = Broadcaster(executor: executor, replay: .latest)
         self.connectionEventStream = Broadcaster(executor: executor)
         self.reopenEventStream = Broadcaster(executor: executor)
@@ -130,7 +136,7 @@ public actor Central {
     func setState(_ new: AdapterState, reason: String? = nil) {
         stateReason = reason
         guard new != state else { return }
-        state = new
+        facts.value.state = new
         scanner.adapterState = new
         stateStream.yield(new)
     }
@@ -147,8 +153,11 @@ public actor Central {
         if !started {
             started = true
             await host.setParameterUpdatePolicyIfAny(options.parameterUpdatePolicy)
+            // Once per HCI event the host passes on (an extended advertising report among
+            // them): the per-packet entry, which captures nothing.
             await host.addEventHandler { [weak self, executor] event in
-                self?.enter(on: executor) { $0.handle(event) }
+                guard let self else { return }
+                executor.runIsolated(self, event) { central, event in central.handle(event) }
             }
             await host.setAdvertisingReportReader { [reference = scanner.reference] parameters in
                 reference.scanner?.takeAdvertisingReports(parameters) ?? false
@@ -166,7 +175,7 @@ public actor Central {
         setState(.resetting)
         do {
             let info = try await host.initializeController(reset: reset)
-            controllerInfo = info
+            facts.value.controllerInfo = info
             guard info.supportsLE else {
                 setState(.unsupported, reason: "the controller does not support LE")
                 throw HCIError.commandFailed(opcode: HCIOpcode(rawValue: 0x2003), status: HCIStatus(rawValue: 0x11))
@@ -215,7 +224,7 @@ public actor Central {
         connectionsByPeer.removeAll()
         connectionsByHandle.removeAll()
         for connection in connections {
-            connection.enter(on: executor) { $0.transportLost(reason) }
+            connection.assumeIsolated { $0.transportLost(reason) }
         }
     }
 

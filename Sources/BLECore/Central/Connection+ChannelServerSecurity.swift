@@ -9,10 +9,10 @@ extension Connection {
     func channelServerSecurity(_ security: SecurityLevel, minimumKeySize: Int) -> (@Sendable () -> CreditBasedConnectionResult?)? {
         let minimum = min(max(minimumKeySize, CreditBasedConnectionResult.smallestKeySize), 16)
         guard security > .none || minimum > CreditBasedConnectionResult.smallestKeySize else { return nil }
-        return { [weak self, executor] in
+        return { [weak self] in
             // A connection gone with its link refuses like a plain link would.
             guard let self else { return .channelServerRefusal(link: .none, keySize: nil, needed: security, minimumKeySize: minimum) }
-            return self.enter(on: executor) {
+            return self.assumeIsolated {
                 .channelServerRefusal(link: $0.securityLevel, keySize: $0.encryptionKeySize, needed: security, minimumKeySize: minimum)
             }
         }

@@ -73,7 +73,7 @@ extension Connection {
         guard let handle else { throw .notConnected(peer: "\(peer.address)") }
         let (stream, continuation) = AsyncStream.makeStream(of: CreditBasedChannel.self)
         let refusal = channelServerSecurity(security, minimumKeySize: minimumKeySize)
-        try host.enter(on: executor) { host in
+        try host.assumeIsolated { host in
             Result { () throws(L2CAPChannelError) in
                 try host.registerCreditBasedServer(handle: handle, psm: psm, mtu: mtu, mps: mps, credits: credits,
                                                    securityRefusal: refusal) { continuation.yield($0) }
@@ -81,7 +81,7 @@ extension Connection {
         }.get()
         let host = self.host
         continuation.onTermination = { [executor] _ in
-            executor.queue.async { host.enter(on: executor) { $0.unregisterCreditBasedServer(handle: handle, psm: psm) } }
+            executor.queue.async { host.assumeIsolated { $0.unregisterCreditBasedServer(handle: handle, psm: psm) } }
         }
         return stream
     }

@@ -25,7 +25,7 @@ extension Connection {
             linkStateHistory.append(state)
             linkStateStream.yield(state)
             for observer in linkStateObservers { observer(state) }
-            if case .closed = state { central?.enter(on: executor) { $0.forget(self) } }
+            if case .closed = state { central?.assumeIsolated { $0.forget(self) } }
         case .emit(let event):
             emit(event)
         case .sendDisconnect:
@@ -37,11 +37,8 @@ extension Connection {
         case .failDisconnectWaiters(let status):
             disconnectWaiters.resumeAll(with: .success(.refused(status)))
         case .scheduleAttempt(let delay):
-            let timer = scheduler.schedule(after: delay) { [weak self, executor] in
-                self?.enter(on: executor) { c in
-                    let adapter = c.central?.enter(on: executor) { $0.state } ?? .poweredOff
-                    c.advance(.backoffEnded(adapter: adapter))
-                }
+            let timer = scheduler.schedule(after: delay) { [weak self] in
+                self?.assumeIsolated { c in _ = c.advance(.backoffEnded(adapter: c.adapterState)) }
             }
             advance(.backoffArmed(timer))
         case .startAttempt(let id):
@@ -53,8 +50,12 @@ extension Connection {
             task.cancel()
         case .linkRestored(let link):
             parameters = link.parameters
-            central?.enter(on: executor) { $0.linkRestored(self, handle: link.handle) }
-            ownLinkAddress = central?.enter(on: executor) { $0.linkOwnAddress(handle: link.handle) }
+            // The central registers the link and gives it this side's address on it.
+            if let central {
+                central.assumeIsolated { $0.linkRestored(self, handle: link.handle) }
+            } else {
+                ownLinkAddress = nil
+            }
         case .disconnectUnwanted(let handle):
             central?.options.logger.log(.info, "disconnecting \(handle.hex) to \(peer): the connection was closed while it was being restored")
             host.background { _ = try? await $0.send(HCICommand.disconnect(handle: handle, reason: .remoteUserTerminatedConnection)) }
@@ -108,9 +109,11 @@ extension Connection {
         advance(.attemptStarted(id: id, task))
     }
 
+    /// The state of the central's adapter (`.poweredOff` once the central is gone).
+    private nonisolated var adapterState: AdapterState { central?.facts.value.state ?? .poweredOff }
+
     private func attemptEnded(id: UInt64, _ result: Result<MadeLink, ConnectionError>) async {
-        let adapter = central?.enter(on: executor) { $0.state } ?? .poweredOff
-        let actions = advance(.attemptEnded(id: id, result, adapter: adapter))
+        let actions = advance(.attemptEnded(id: id, result, adapter: adapterState))
         if actions.contains(where: { if case .linkRestored = $0 { true } else { false } }) { await runReconnectHooks() }
     }
 }

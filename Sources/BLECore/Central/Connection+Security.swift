@@ -98,7 +98,7 @@ extension Connection {
     /// every SMP PDU; without it the host refuses pairing (Pairing Not Supported).
     public func securityManagerChannel() throws(ConnectionError) -> any L2CAPChannel {
         guard let handle else { throw .disconnected(peer: peer, reason: lastDisconnectReason ?? .connectionTerminatedByLocalHost) }
-        guard let channel = host.enter(on: executor, { $0.fixedChannel(handle: handle, channelID: L2CAPChannelID.securityManager) }) else {
+        guard let channel = host.assumeIsolated({ $0.fixedChannel(handle: handle, channelID: L2CAPChannelID.securityManager) }) else {
             throw .disconnected(peer: peer, reason: lastDisconnectReason ?? .connectionTerminatedByLocalHost)
         }
         return channel
@@ -108,7 +108,7 @@ extension Connection {
     /// (`Central.setOwnAddress`), else the controller's public address once it reported it.
     public var localAddress: LEAddress? {
         if let ownLinkAddress { return ownLinkAddress }
-        guard let address = central?.enter(on: executor, { $0.controllerInfo?.address }) else { return nil }
+        guard let address = central?.facts.value.controllerInfo?.address else { return nil }
         return LEAddress(address, type: .public)
     }
 
@@ -157,7 +157,7 @@ extension Connection {
     /// as unsupported) leaves it at the size `startEncryption` was given, or nil.
     private func readEncryptionKeySize(for id: UInt64?) {
         let opcode = HCIOpcode(rawValue: 0x1408)
-        let listed = central?.enter(on: executor) { $0.controllerInfo?.supportedCommands.supports(opcode) } ?? nil
+        let listed = central?.facts.value.controllerInfo?.supportedCommands.supports(opcode)
         let given = (security.pending?.keySize ?? security.answered?.keySize).map { UInt8(clamping: $0) }
         security.answered = nil
         guard let handle, listed != false else {
@@ -252,7 +252,7 @@ extension Connection {
     /// The central's Security Manager state that outlives links (module SMP), made by
     /// `make` on first use; nil once the central is gone.
     package func centralSecurityState(make: @Sendable () -> any AnyObject & Sendable) -> (any AnyObject & Sendable)? {
-        central?.enter(on: executor) { c in
+        central?.assumeIsolated { c in
             if let s = c.securityState { return s }
             let s = make()
             c.securityState = s

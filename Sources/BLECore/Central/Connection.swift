@@ -24,9 +24,12 @@ public actor Connection {
     public internal(set) var remoteFeatures: UInt64?
     /// What the application asked for when connecting; reconnect attempts reuse all of it.
     public var reconnectPolicy: ReconnectPolicy { lifecycle.policy }
-    public private(set) var requestParameters: ConnectionRequestParameters
+    public var requestParameters: ConnectionRequestParameters { connectOptions.parameters }
     /// The connect timeout, which bounds every reconnect attempt too.
-    public private(set) var connectTimeout: Duration
+    public var connectTimeout: Duration { connectOptions.timeout }
+    /// The options of `Central.connect`, set once: the central compares a second connect's
+    /// with them, with no claim on this actor's isolation.
+    nonisolated let connectOptions: ConnectOptions
     /// The one state machine of the link (`LinkLifecycle`); only `advance` (Connection+Lifecycle.swift) feeds it.
     var lifecycle: Lifecycle
     /// Observers of `linkState` (the GATT layer), called on the executor at each transition.
@@ -66,8 +69,7 @@ public actor Connection {
 
     init(central: Central, host: HCIHost, peer: LEAddress, handle: UInt16, parameters: ConnectionParameters, options: ConnectOptions,
          role: LinkRole = .central) {
-        self.requestParameters = options.parameters
-        self.connectTimeout = options.timeout
+        self.connectOptions = options
         self.lifecycle = Lifecycle(handle: handle, policy: options.reconnect)
         self.role = role
         // The first attempt ran before the connection existed (`Central.connect`): it is
@@ -147,7 +149,7 @@ public actor Connection {
     /// The ATT fixed channel (CID 0x0004) of the current link.
     public func attChannel() throws(ConnectionError) -> any L2CAPChannel {
         guard let handle else { throw .disconnected(peer: peer, reason: lastDisconnectReason ?? .connectionTerminatedByLocalHost) }
-        guard let channel = host.enter(on: executor, { $0.fixedChannel(handle: handle, channelID: L2CAPChannelID.att) }) else {
+        guard let channel = host.assumeIsolated({ $0.fixedChannel(handle: handle, channelID: L2CAPChannelID.att) }) else {
             throw .disconnected(peer: peer, reason: lastDisconnectReason ?? .connectionTerminatedByLocalHost)
         }
         return channel

@@ -163,8 +163,8 @@ extension Central {
         case .resolvablePrivate(let rotation, let generate):
             address = generate()
             ownAddress.rotationTimer?.cancel()
-            ownAddress.rotationTimer = scheduler.schedule(after: rotation) { [weak self, executor] in
-                self?.enter(on: executor) { central in central.rotateOwnAddress() }
+            ownAddress.rotationTimer = scheduler.schedule(after: rotation) { [weak self] in
+                self?.assumeIsolated { central in central.rotateOwnAddress() }
             }
         }
         try await host.send(HCICommand.leSetRandomAddress(address))
