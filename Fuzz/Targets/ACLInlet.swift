@@ -117,7 +117,7 @@ final class InletHarness: @unchecked Sendable { // used by the fuzzer's thread a
     }
 
     func onQueue<T: Sendable>(_ work: @Sendable (isolated HCIHost) -> T) -> T {
-        executor.queue.sync { host.enter(on: executor) { work($0) } }
+        executor.queue.sync { host.assumeIsolated { work($0) } }
     }
 
     func run(_ input: inout FuzzInput) {

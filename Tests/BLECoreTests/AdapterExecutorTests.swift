@@ -7,7 +7,7 @@ import Testing
 /// queue), and `AdapterExecutor.runIsolated` for the per-packet entry, which trusts one fact,
 /// checked by its precondition: the caller runs on the executor's queue.
 @Suite struct AdapterExecutorTests {
-    actor Counter {
+    actor Counter: AdapterIsolated {
         nonisolated let executor: AdapterExecutor
         nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
         var value = 0
@@ -41,9 +41,9 @@ import Testing
         let counter = Counter(executor: executor)
         let values = await withCheckedContinuation { c in
             executor.queue.async {
-                let first = executor.runIsolated(counter, 1) { counter, n in counter.bump() * n }
-                executor.runIsolated(counter, 2) { counter, n in for _ in 0..<n { _ = counter.bump() } }
-                c.resume(returning: (first, executor.runIsolated(counter, ()) { counter, _ in counter.value }))
+                let first = counter.runIsolated(1) { counter, n in counter.bump() * n }
+                counter.runIsolated(2) { counter, n in for _ in 0..<n { _ = counter.bump() } }
+                c.resume(returning: (first, counter.runIsolated(()) { counter, _ in counter.value }))
             }
         }
         #expect(values == (1, 3))
@@ -53,7 +53,7 @@ import Testing
         await #expect(processExitsWith: .failure) {
             let executor = AdapterExecutor(label: "executor-test")
             let counter = Counter(executor: executor)
-            _ = executor.runIsolated(counter, ()) { counter, _ in counter.bump() }
+            _ = counter.runIsolated(()) { counter, _ in counter.bump() }
         }
     }
 

@@ -7,7 +7,7 @@ import BLETransport
 ///     let central = try await Central.open("tcp:127.0.0.1:9000")
 ///     for await state in await central.stateEvents() where state == .poweredOn { break }
 ///     let link = try await central.connect(LEAddress("F0:F1:F2:F3:F4:F5", type: .random)!)
-public actor Central {
+public actor Central: AdapterIsolated {
     /// How the central opens and drives its controller.
     public struct Options: Sendable {
         /// Send HCI_Reset and configure the controller (true for user-channel and H4 transports;
@@ -155,9 +155,9 @@ public actor Central {
             await host.setParameterUpdatePolicyIfAny(options.parameterUpdatePolicy)
             // Once per HCI event the host passes on (an extended advertising report among
             // them): the per-packet entry, which captures nothing.
-            await host.addEventHandler { [weak self, executor] event in
+            await host.addEventHandler { [weak self] event in
                 guard let self else { return }
-                executor.runIsolated(self, event) { central, event in central.handle(event) }
+                runIsolated(event) { central, event in central.handle(event) }
             }
             await host.setAdvertisingReportReader { [reference = scanner.reference] parameters in
                 reference.scanner?.takeAdvertisingReports(parameters) ?? false

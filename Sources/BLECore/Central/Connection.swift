@@ -7,7 +7,7 @@ import BLETransport
 ///
 ///     let link = try await central.connect(peer)
 ///     for await event in await link.events() { print(event) }
-public actor Connection {
+public actor Connection: AdapterIsolated {
     public nonisolated let executor: AdapterExecutor
     public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
     public nonisolated let peer: LEAddress

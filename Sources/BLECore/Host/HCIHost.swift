@@ -19,7 +19,7 @@ public enum HostEvent: Sendable {
 ///     let host = HCIHost(transport: try TransportSpec.parse("tcp:127.0.0.1:9000").open(), executor: AdapterExecutor(label: "tcp"))
 ///     try await host.start()
 ///     let params = try await host.send(HCICommand.reset())
-public actor HCIHost {
+public actor HCIHost: AdapterIsolated {
     public nonisolated let executor: AdapterExecutor
     public nonisolated let transport: any HCITransport
     public nonisolated let scheduler: any TimerScheduler
@@ -133,14 +133,14 @@ public actor HCIHost {
 
     /// What the inlet left of an ACL packet, handled on the host (see `receiveOnQueue(_:)`).
     nonisolated func receiveOnQueue(_ leftover: ACLInlet.Leftover) {
-        executor.runIsolated(self, leftover) { host, leftover in host.handleLeftover(leftover) }
+        runIsolated(leftover) { host, leftover in host.handleLeftover(leftover) }
     }
 
     /// The per-packet entry from the transport callback, on the adapter queue: through a
     /// function value that captures nothing, so a packet costs no heap allocation here (the
     /// capturing closure that `enter` converts cost two).
     nonisolated func receiveOnQueue(_ event: TransportEvent) {
-        executor.runIsolated(self, event) { host, event in host.handleTransport(event) }
+        runIsolated(event) { host, event in host.handleTransport(event) }
     }
 
     /// Adds an observer of events the host does not consume (all but Command Complete/Status

@@ -9,7 +9,7 @@ import BLEWire
 ///     let channel = try await connection.openL2CAPChannel(psm: 0x0080, mtu: 2048)
 ///     try await channel.send(Array("hello".utf8))
 ///     for try await sdu in channel.sdus { print(sdu) }
-public actor CreditBasedChannel {
+public actor CreditBasedChannel: AdapterIsolated {
     public nonisolated let executor: AdapterExecutor
     public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
     public nonisolated let peer: LEAddress
@@ -134,7 +134,7 @@ public actor CreditBasedChannel {
     ///     try await channel.send(bytes, timeout: .seconds(10))
     public nonisolated(nonsending) func send(_ sdu: [UInt8], timeout: Duration = .seconds(30)) async throws(L2CAPChannelError) {
         if let first = writer.hand(sdu) {
-            if first { executor.queue.async { [executor] in executor.runIsolated(self, ()) { channel, _ in channel.pumpSend() } } }
+            if first { executor.queue.async { self.runIsolated(()) { channel, _ in channel.pumpSend() } } }
             return
         }
         try await sendWaiting(sdu, timeout: timeout)
@@ -196,11 +196,11 @@ public actor CreditBasedChannel {
         let host = self.host, handle = self.handle, cid = remoteCID
         while true {
             // A gone host takes everything: the channel is ending and its K-frames go nowhere.
-            var room = host.map { executor.runIsolated($0, handle) { host, handle in host.linkQueueRoom(handle: handle) } } ?? .unbounded
+            var room = host.map { $0.runIsolated(handle) { host, handle in host.linkQueueRoom(handle: handle) } } ?? .unbounded
             var frames: [[UInt8]] = []
             let stop = segmentQueued(into: &frames, room: &room)
             if let host, !frames.isEmpty {
-                executor.runIsolated(host, (frames, handle, cid)) { host, k in host.enqueueKFrames(k.0, handle: k.1, channelID: k.2) }
+                host.runIsolated((frames, handle, cid)) { host, k in host.enqueueKFrames(k.0, handle: k.1, channelID: k.2) }
             }
             switch stop {
             case .credits: return
@@ -289,7 +289,7 @@ public actor CreditBasedChannel {
                 pumpSend()
             case .grantCredits(let n):
                 guard let host else { continue }
-                executor.runIsolated(host, (handle, localCID, UInt16(n))) { host, c in
+                host.runIsolated((handle, localCID, UInt16(n))) { host, c in
                     host.sendCreditIndication(handle: c.0, cid: c.1, credits: c.2)
                 }
             case .peerStarved(let value):
@@ -360,7 +360,7 @@ public actor CreditBasedChannel {
     /// Credits the K-frames of SDUs the reader took, from its thread: one job on the executor.
     nonisolated func reportTaken(_ frames: Int) {
         let executor = self.executor
-        executor.queue.async { executor.runIsolated(self, frames) { channel, frames in channel.taken(frames) } }
+        executor.queue.async { self.runIsolated(frames) { channel, frames in channel.taken(frames) } }
     }
 
     /// The reader took SDUs of `frames` K-frames.
@@ -408,12 +408,12 @@ public actor CreditBasedChannel {
     /// `deliver` from the link's inlet or the host's routing, on the adapter queue: the payload
     /// is passed, not captured, so a K-frame costs no closure context.
     nonisolated func deliverOnQueue(_ payload: ArraySlice<UInt8>) {
-        executor.runIsolated(self, payload) { channel, payload in payload.withUnsafeBytes { channel.deliver($0) } }
+        runIsolated(payload) { channel, payload in payload.withUnsafeBytes { channel.deliver($0) } }
     }
 
     /// The same for a K-frame read in place from a transport's buffer (`ACLInlet.deliverRawPDU`).
     nonisolated func deliverOnQueue(_ payload: UnsafeRawBufferPointer) {
-        executor.runIsolated(self, payload) { channel, payload in channel.deliver(payload) }
+        runIsolated(payload) { channel, payload in channel.deliver(payload) }
     }
 
     /// One K-frame's information payload for this channel, valid only during the call.

@@ -22,7 +22,7 @@ public final class CreditBasedSDUChannel: L2CAPChannel {
     }
 
     public func enqueue(_ sdu: [UInt8]) {
-        executor.runIsolated(channel, sdu) { channel, sdu in channel.enqueue(sdu) }
+        channel.runIsolated(sdu) { channel, sdu in channel.enqueue(sdu) }
     }
 
     /// A background task of the link's host (`HCIHost.background`), which `Central.close()`

@@ -53,7 +53,7 @@ public final class FixedChannel: L2CAPChannel {
     public func enqueue(_ sdu: [UInt8]) {
         guard closedError == nil, let host else { return }
         let handle = self.handle, channelID = self.channelID
-        executor.runIsolated(host, (handle, channelID, sdu)) { host, a in host.enqueueIfLinked(handle: a.0, channelID: a.1, payload: a.2) }
+        host.runIsolated((handle, channelID, sdu)) { host, a in host.enqueueIfLinked(handle: a.0, channelID: a.1, payload: a.2) }
     }
 
     /// True while the link's send queue is at or below half its bounds (on the executor): a
@@ -62,7 +62,7 @@ public final class FixedChannel: L2CAPChannel {
     package var hasSendRoom: Bool {
         guard closedError == nil, let host else { return true }
         let handle = self.handle
-        return executor.runIsolated(host, handle) { host, handle in host.linkQueueIsHalfEmpty(handle: handle) }
+        return host.runIsolated(handle) { host, handle in host.linkQueueIsHalfEmpty(handle: handle) }
     }
 
     /// Calls `body` once, on the executor, when `hasSendRoom` turns true again, or the link

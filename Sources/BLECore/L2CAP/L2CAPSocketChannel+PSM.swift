@@ -109,7 +109,7 @@ extension L2CAPSocketChannel {
 /// The SDUs a kernel credit-based channel received and the app has not taken, and the tasks
 /// waiting to receive or for the kernel to take what they sent. At most `limit` SDUs wait:
 /// then the socket is not read, so the kernel stops granting the peer credits.
-actor SocketChannelInbox {
+actor SocketChannelInbox: AdapterIsolated {
     nonisolated let executor: AdapterExecutor
     nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
     let channel: L2CAPSocketChannel
@@ -132,12 +132,11 @@ actor SocketChannelInbox {
     /// Becomes the channel's receiver.
     func attach() {
         _ = channel.inboxReference.storeIfNil(self)
-        let executor = self.executor
         channel.io?.onDrained = { [weak self] in self?.assumeIsolated { $0.drains.resumeAll(with: .success(())) } }
         channel.setHandlers(
             receive: { [weak self] sdu in
                 guard let self else { return }
-                executor.runIsolated(self, sdu) { inbox, sdu in inbox.push(sdu) }
+                runIsolated(sdu) { inbox, sdu in inbox.push(sdu) }
             },
             close: { [weak self] error in self?.assumeIsolated { $0.ended(error) } })
     }

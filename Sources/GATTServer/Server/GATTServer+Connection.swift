@@ -271,7 +271,7 @@ final class ConnectionATTLink: ATTServerLink, ATTServerLinkSecurity, ATTServerLi
     private var level: SecurityLevel {
         let executor = connection.executor
         guard executor.isOnQueue else { return .none }
-        return executor.runIsolated(connection, ()) { connection, _ in connection.securityLevel }
+        return connection.runIsolated(()) { connection, _ in connection.securityLevel }
     }
 
     var isEncrypted: Bool { level >= .encrypted }
@@ -279,7 +279,7 @@ final class ConnectionATTLink: ATTServerLink, ATTServerLinkSecurity, ATTServerLi
     var encryptionKeySize: Int {
         let executor = connection.executor
         guard executor.isOnQueue else { return 0 }
-        return executor.runIsolated(connection, ()) { connection, _ in connection.encryptionKeySize } ?? 16
+        return connection.runIsolated(()) { connection, _ in connection.encryptionKeySize } ?? 16
     }
 
     /// The host's queue for the link is at most half full (read on the adapter's queue; a
