@@ -46,7 +46,7 @@ let package = Package(
         .target(name: "BLETransport", dependencies: ["BLEWire", "CHCI"]),
         .target(name: "BLECore", dependencies: ["BLEWire", "BLETransport", "CHCI"]),
         .target(name: "SMP", dependencies: ["BLECore", "CCrypto", "BLETransport", "BLEWire"]),
-        .target(name: "ATT", dependencies: ["BLECore", "BLEWire"]),
+        .target(name: "ATT", dependencies: ["BLECore", "BLEWire", "BLETransport"]),
         .target(name: "GATTClient", dependencies: ["ATT", "BLECore", "BLETransport", "BLEWire"]),
         .target(name: "GATTServer", dependencies: ["ATT", "BLECore", "GATTClient", "SMP", "BLEWire", "BLETransport"]),
         // The seed facade: BLESwift's forms (`Central()`, `Central(backend:queue:)`, `scan(services:)`,

@@ -13,8 +13,10 @@ struct LoggingTests {
         #expect(Central.Options().logger.isSilent)
         #expect(BLELogger.silent.isSilent)
         #expect(!BLELogger.silent.isEnabled(.critical))
-        let buffer = MulticastBuffer<Int>(executor: AdapterExecutor(label: "log-test"), name: "test")
-        #expect(buffer.logger.isSilent)
+        let executor = AdapterExecutor(label: "log-test")
+        let buffer = MulticastBuffer<Int>(executor: executor, name: "test")
+        // The buffer's state belongs to the adapter queue.
+        #expect(executor.onQueue { buffer.logger.isSilent })
     }
 
     @Test func aRecordCarriesLevelMessageMetadataAndSource() {

@@ -1,5 +1,7 @@
+import Dispatch
 import BLEWire
 import BLECore
+import BLETransport
 
 /// The ATT bearer of one link, client side (Core Spec 5.4, Vol 3, Part F, 3.3): sends
 /// requests one at a time (others queue behind in FIFO order), matches responses, enforces
@@ -43,7 +45,7 @@ public actor ATTBearer {
     public private(set) var oversizedPDUCount = 0
 
     /// Read by the channel's receive handler for notifications without entering the actor.
-    private nonisolated let route = ValueRoute.make()
+    private nonisolated let route: ValueRoute
     private var valueHandler: (@Sendable (ATTValueEvent) -> Void)? { route.handler }
     private var indicationHandler: (@Sendable (ATTValueEvent, _ confirm: @escaping @Sendable () -> Void) -> Void)?
     /// True from an indication handed to `indicationHandler` until it confirms it.
@@ -88,6 +90,7 @@ public actor ATTBearer {
         self.scheduler = scheduler
         self.clientMTU = max(clientMTU, ATTBearer.defaultMTU)
         self.transactionTimeout = transactionTimeout
+        self.route = ValueRoute(queue: channel.executor.queue)
         self.requests = Waiters(executor: channel.executor, scheduler: scheduler)
         self.mtuWaiters = Waiters(executor: channel.executor, scheduler: scheduler)
         let install = ATTBearer.handlerInstaller(channel: channel, bearer: self, route: route)
@@ -548,23 +551,43 @@ public actor ATTBearer {
     }
 }
 
-/// The value handler, shared by the actor and the channel's receive handler.
-final class ValueRoute: @unchecked Sendable { // only read and written on the adapter queue: by the bearer's isolated code and by the channel's handlers, which both run there
-    // Unchecked: confined to the adapter queue (see above).
-    @exclusivity(unchecked) var handler: (@Sendable (ATTValueEvent) -> Void)?
+/// The value handler, shared by the actor and the channel's receive handler. Its state is
+/// confined to the adapter queue, where both run (checked in debug builds).
+final class ValueRoute: Sendable {
+    struct State {
+        var handler: (@Sendable (ATTValueEvent) -> Void)?
+        var maximumPDULength = Int(ATTBearer.defaultMTU)
+        /// Set with a notification handler; nil hands notifications to `handler`.
+        var receiver: (@Sendable (UnsafeRawBufferPointer) -> Bool)?
+    }
+    private let state: QueueConfined<State>
+    /// The receiver until a notification handler is set: notifications go to `handler`.
+    private let handlerReceiver: @Sendable (UnsafeRawBufferPointer) -> Bool
+
+    /// A route confined to `queue` (made anywhere; used only there).
+    init(queue: DispatchQueue) {
+        let state = QueueConfined(State(), on: queue)
+        self.state = state
+        handlerReceiver = ValueRoute.receiver { handle, value in
+            guard let handler = state.value.handler else { return }
+            handler(ATTValueEvent(handle: handle, value: Array(value), isIndication: false))
+        }
+    }
+
+    var handler: (@Sendable (ATTValueEvent) -> Void)? {
+        get { state.value.handler }
+        set { state.value.handler = newValue }
+    }
     /// ATT_MTU: longer inbound PDUs are rejected before anything reads their content.
-    @exclusivity(unchecked) var maximumPDULength = Int(ATTBearer.defaultMTU)
+    var maximumPDULength: Int {
+        get { state.value.maximumPDULength }
+        set { state.value.maximumPDULength = newValue }
+    }
     /// Takes Handle Value Notifications; the rest goes to the bearer. Until a notification
     /// handler is set, it hands them to `handler`.
-    @exclusivity(unchecked) var receiver: @Sendable (UnsafeRawBufferPointer) -> Bool = { _ in false }
-
-    /// A route whose receiver hands notifications to `handler`.
-    static func make() -> ValueRoute {
-        let route = ValueRoute()
-        route.receiver = ValueRoute.receiver { [unowned route] handle, value in
-            route.handler?(ATTValueEvent(handle: handle, value: Array(value), isIndication: false))
-        }
-        return route
+    var receiver: @Sendable (UnsafeRawBufferPointer) -> Bool {
+        get { state.value.receiver ?? handlerReceiver }
+        set { state.value.receiver = newValue }
     }
 
     /// The channel's raw receiver: `receiver` for PDUs no longer than ATT_MTU; a longer one

@@ -1,6 +1,7 @@
 import Dispatch
 import Synchronization
 import BLEWire
+import BLETransport
 
 /// The host's per-link receive state and the one way in for inbound ACL data: every ACL
 /// packet goes from the transport callback to its link's reassembler here, and every PDU
@@ -12,34 +13,48 @@ import BLEWire
 /// packet. What the inlet does not take (`Leftover`: the host's own channels, K-frames of a
 /// CID with no open channel, unknown handles, drops to count and log) it hands to the host.
 ///
-/// Owned by the host, mutated by it and read by the callback, both on the adapter queue.
-final class ACLInlet: @unchecked Sendable { // `links` and its table are touched only on the adapter queue; `isOpen` is atomic
-    let queue: DispatchQueue
-    // Unchecked: confined to the adapter queue; the dynamic checks showed in the per-packet profile.
-    @exclusivity(unchecked) var links: [UInt16: HCIHost.Link] = [:] {
-        didSet { rebuildTable() }
+/// Owned by the host, mutated by it and read by the callback, both on the adapter queue: the
+/// links are confined to it (checked in debug builds).
+final class ACLInlet: Sendable {
+    /// The links and their table, on the adapter queue.
+    struct Links {
+        var byHandle: [UInt16: HCIHost.Link] = [:] {
+            didSet { rebuildTable() }
+        }
+        /// `byHandle` indexed by the 12-bit connection handle: a packet's link without hashing,
+        /// whatever the interleaving of links (4096 entries, rebuilt when a link comes or goes).
+        /// Unretained: `byHandle` owns them, and a lookup costs no reference count.
+        private(set) var table: [Unmanaged<HCIHost.Link>?] = []
+
+        private mutating func rebuildTable() {
+            var t = [Unmanaged<HCIHost.Link>?](repeating: nil, count: 0x1000)
+            for (handle, link) in byHandle { t[Int(handle & 0x0FFF)] = Unmanaged.passUnretained(link) }
+            table = byHandle.isEmpty ? [] : t
+        }
     }
-    /// `links` indexed by the 12-bit connection handle: a packet's link without hashing,
-    /// whatever the interleaving of links (4096 entries, rebuilt when a link comes or goes).
-    /// Unretained: `links` owns them, and a lookup costs no reference count.
-    @exclusivity(unchecked) private var table: [Unmanaged<HCIHost.Link>?] = []
+    private let state: QueueConfined<Links>
     /// Cleared when the host goes away: its links' packets are then dropped, as the host's own
     /// path drops them.
     let isOpen = Atomic<Bool>(true)
 
-    init(queue: DispatchQueue) { self.queue = queue }
+    init(queue: DispatchQueue) { state = QueueConfined(Links(), on: queue) }
 
-    private func rebuildTable() {
-        var t = [Unmanaged<HCIHost.Link>?](repeating: nil, count: 0x1000)
-        for (handle, link) in links { t[Int(handle & 0x0FFF)] = Unmanaged.passUnretained(link) }
-        table = links.isEmpty ? [] : t
+    /// The links by handle (the host's `links`).
+    var links: [UInt16: HCIHost.Link] {
+        get { state.value.byHandle }
+        _modify { yield &state.value.byHandle }
+    }
+
+    /// The table entry of the link with connection handle index `i`, if any.
+    @inline(__always)
+    private func entry(_ i: Int) -> Unmanaged<HCIHost.Link>? {
+        i < state.value.table.count ? state.value.table[i] : nil
     }
 
     /// The link with `handle`.
     @inline(__always)
     func link(_ handle: UInt16) -> HCIHost.Link? {
-        let i = Int(handle & 0x0FFF)
-        return i < table.count ? table[i]?.takeUnretainedValue() : nil
+        entry(Int(handle & 0x0FFF))?.takeUnretainedValue()
     }
 
     /// The inlet's one test (Vol 4, Part E, 5.4.2 and Vol 3, Part A, 3.1): `l2cap`, the data of
@@ -79,7 +94,6 @@ final class ACLInlet: @unchecked Sendable { // `links` and its table are touched
     /// for every ACL packet value.
     @inline(__always)
     func receive(_ packet: ACLDataPacket) -> Leftover {
-        dispatchPrecondition(condition: .onQueue(queue))
         guard isOpen.load(ordering: .relaxed) else { return .none }
         guard let link = link(packet.handle) else { return .unknownHandle(packet.handle, dataLength: packet.data.count) }
         if let cid = link.reassembler.singleFragmentChannel(packet), cid != L2CAPChannelID.att || packet.data.count - 4 <= link.attMaximumPDU {
@@ -138,13 +152,9 @@ final class ACLInlet: @unchecked Sendable { // `links` and its table are touched
     /// false leaves the packet to be built and handled as usual, by `receive`.
     @inline(__always)
     func deliverRawPDU(_ acl: UnsafeRawBufferPointer) -> Bool {
-        #if DEBUG
-        dispatchPrecondition(condition: .onQueue(queue))
-        #endif
         // The ACL header: handle and flags, data total length (checked by the transport).
         guard acl.count >= 8, isOpen.load(ordering: .relaxed) else { return false }
-        let i = Int(acl[0]) | Int(acl[1] & 0x0F) << 8
-        guard i < table.count, let entry = table[i] else { return false }
+        guard let entry = entry(Int(acl[0]) | Int(acl[1] & 0x0F) << 8) else { return false }
         let continuing = (acl[1] >> 4) & 0b11 == ACLPacketBoundary.continuing.rawValue
         // Unretained: `links` owns the link, removals happen only on this queue, and the link
         // is read only before the receiver runs (the receiver itself is retained for its call).

@@ -1,3 +1,4 @@
+import Dispatch
 import Synchronization
 import BLETransport
 
@@ -22,46 +23,70 @@ import BLETransport
 ///     let subscription = values.subscribe(bufferingPolicy: .bufferingNewest(16))   // on the adapter queue
 ///     values.yield([0x01])                                                          // on the adapter queue
 ///     while let v = try await subscription.next() { print(v) }                      // anywhere
-package final class MulticastBuffer<Element: Sendable>: @unchecked Sendable { // mutated only on the adapter queue
+///
+/// `@usableFromInline`, as `QueueConfined` is: without it no other module inlines or specialises
+/// `yield` and `subscriberCount`, and each call looks up the buffer's generic metadata.
+@usableFromInline package final class MulticastBuffer<Element: Sendable>: Sendable {
     public let executor: AdapterExecutor
     /// Names the stream in log lines.
     public let name: String
-    /// Where drops are reported (silent by default).
-    public var logger: BLELogger
-    // Unchecked exclusivity here and in SubscriberQueue: the state is confined to the adapter
-    // queue, and the dynamic checks were a measurable part of a delivered value's cost.
-    @usableFromInline @exclusivity(unchecked) var queues: [SubscriberQueue] = [] {
-        didSet { single = queues.count == 1 ? Unmanaged.passUnretained(queues[0]) : nil }
+
+    /// The producer's side, confined to the adapter queue (checked in debug builds).
+    @usableFromInline
+    struct State {
+        var logger: BLELogger
+        @usableFromInline var queues: [SubscriberQueue] = [] {
+            didSet { single = queues.count == 1 ? Unmanaged.passUnretained(queues[0]) : nil }
+        }
+        /// `queues[0]` when it is the only subscriber, unretained (`queues` holds it): one
+        /// subscriber's value then costs no reference count on the way to its queue.
+        @usableFromInline var single: Unmanaged<SubscriberQueue>?
+        var ended: (any Error)??
+        var droppedCount = 0
+        var onSubscriberCountChange: (@Sendable (Int) -> Void)?
+
+        init(logger: BLELogger) { self.logger = logger }
     }
-    /// `queues[0]` when it is the only subscriber, unretained (`queues` holds it): one
-    /// subscriber's value then costs no reference count on the way to its queue.
-    @usableFromInline @exclusivity(unchecked) var single: Unmanaged<SubscriberQueue>?
-    private var ended: (any Error)??
+    @usableFromInline let state: QueueConfined<State>
+
+    /// Where drops are reported (silent by default).
+    public var logger: BLELogger {
+        get { state.value.logger }
+        set { state.value.logger = newValue }
+    }
     /// Values dropped by subscribers' buffering policies since the buffer was made.
-    public internal(set) var droppedCount = 0
+    public var droppedCount: Int { state.value.droppedCount }
     /// Called on the adapter queue when the number of subscribers changes (e.g. to clear a
     /// CCCD when the last subscriber leaves).
-    public var onSubscriberCountChange: (@Sendable (Int) -> Void)?
+    public var onSubscriberCountChange: (@Sendable (Int) -> Void)? {
+        get { state.value.onSubscriberCountChange }
+        set { state.value.onSubscriberCountChange = newValue }
+    }
 
     public init(executor: AdapterExecutor, name: String, logger: BLELogger = .silent) {
         self.executor = executor
         self.name = name
-        self.logger = logger
+        self.state = QueueConfined(State(logger: logger), on: executor.queue)
     }
 
-    public var subscriberCount: Int { queues.count }
+    @inlinable public var subscriberCount: Int { state.value.queues.count }
     /// True once `finish` was called: later subscribers get an ended subscription.
-    public var isFinished: Bool { ended != nil }
+    public var isFinished: Bool { state.value.ended != nil }
+
+    /// Tells the observer the number of subscribers, now `count`.
+    private func subscriberCountChanged(_ count: Int) {
+        if let onSubscriberCountChange = state.value.onSubscriberCountChange { onSubscriberCountChange(count) }
+    }
 
     /// A new subscriber of the values yielded from now on. Call on the adapter queue.
     public func subscribe(bufferingPolicy: StreamBufferingPolicy = .unbounded) -> MulticastSubscription<Element> {
-        let queue = SubscriberQueue(bufferingPolicy)
-        if let ended {
-            queue.end = ended
+        let queue = SubscriberQueue(bufferingPolicy, on: executor.queue)
+        if let ended = state.value.ended {
+            queue.state.value.end = ended
         } else {
-            queue.owner = self
-            queues.append(queue)
-            onSubscriberCountChange?(queues.count)
+            queue.state.value.owner = self
+            state.value.queues.append(queue)
+            subscriberCountChanged(state.value.queues.count)
         }
         return MulticastSubscription(queue: queue, executor: executor)
     }
@@ -70,7 +95,7 @@ package final class MulticastBuffer<Element: Sendable>: @unchecked Sendable { //
     /// as their buffering policy allows. Call on the adapter queue.
     @inlinable
     public func yield(_ value: consuming Element) {
-        if let single {
+        if let single = state.value.single {
             // One subscriber (the common case) takes the value itself: moved, not copied,
             // and its queue borrowed without a reference count.
             var moved: Element? = consume value
@@ -78,6 +103,7 @@ package final class MulticastBuffer<Element: Sendable>: @unchecked Sendable { //
             if !accepted { dropped(single.takeUnretainedValue()) }
             return
         }
+        let queues = state.value.queues
         for queue in queues where !queue.push(copy value) {
             dropped(queue)
         }
@@ -93,12 +119,13 @@ package final class MulticastBuffer<Element: Sendable>: @unchecked Sendable { //
     ///     for e in events { buffer.hold(e) }
     ///     buffer.release()
     func hold(_ value: consuming Element) {
-        if let single {
+        if let single = state.value.single {
             var moved: Element? = consume value
             let accepted = single._withUnsafeGuaranteedRef { $0.hold(moved.take()!) }
             if !accepted { dropped(single.takeUnretainedValue()) }
             return
         }
+        let queues = state.value.queues
         for queue in queues where !queue.hold(copy value) {
             dropped(queue)
         }
@@ -106,6 +133,7 @@ package final class MulticastBuffer<Element: Sendable>: @unchecked Sendable { //
 
     /// Resumes every consumer that waits with what `hold` queued for it. Call on the adapter queue.
     func release() {
+        let queues = state.value.queues
         for queue in queues { queue.release() }
     }
 
@@ -117,18 +145,20 @@ package final class MulticastBuffer<Element: Sendable>: @unchecked Sendable { //
     ///     buffer.yield(value, whenAccepted: { bearer.confirm() })   // an indication
     public func yield(_ value: Element, whenAccepted accepted: @escaping @Sendable () -> Void) {
         let acceptance = Acceptance(accepted)
+        let queues = state.value.queues
         for queue in queues {
-            if queue.parked.isEmpty, queue.hasRoom {
+            if queue.state.value.parked.isEmpty, queue.hasRoom {
                 _ = queue.push(value)
             } else {
                 acceptance.remaining += 1
-                queue.parked.append((value, acceptance))
+                queue.state.value.parked.append((value, acceptance))
             }
         }
         acceptance.release(0)
     }
 
     /// A value held back by full subscribers: `done` runs once all of them have taken it.
+    /// Lives in the subscribers' confined state, on the adapter queue.
     final class Acceptance {
         var remaining = 0
         private var done: (@Sendable () -> Void)?
@@ -144,6 +174,7 @@ package final class MulticastBuffer<Element: Sendable>: @unchecked Sendable { //
 
     @usableFromInline
     func dropped(_ queue: SubscriberQueue) {
+        let logger = state.value.logger
         if queue.endsWhenFull {
             // `endingWhenFull`: the iteration ends after what is queued; the subscriber leaves.
             logger.log(.warning, "\(name): a subscriber fell \(queue.limit) values behind; its stream ends (policy \(queue.policy))",
@@ -152,7 +183,7 @@ package final class MulticastBuffer<Element: Sendable>: @unchecked Sendable { //
             remove(queue)
             return
         }
-        droppedCount += 1
+        state.value.droppedCount += 1
         let n = queue.dropped.add(1, ordering: .relaxed).newValue
         // 1, 10, 100, ...: every drop is counted, the log is not flooded.
         var p = 1
@@ -166,24 +197,24 @@ package final class MulticastBuffer<Element: Sendable>: @unchecked Sendable { //
     /// Ends every subscription once its queued values are consumed: with `error` thrown, or
     /// normally when nil. Later subscribers get an ended subscription.
     public func finish(throwing error: (any Error)? = nil) {
-        guard ended == nil else { return }
-        ended = .some(error)
+        guard state.value.ended == nil else { return }
+        state.value.ended = .some(error)
         finishCurrent(throwing: error)
     }
 
     /// Ends the current subscriptions (with `error`, or normally when nil) but accepts new
     /// subscribers afterwards: a link that will be restored. Call on the adapter queue.
     public func finishCurrent(throwing error: (any Error)? = nil) {
-        let all = queues
-        queues.removeAll()
+        let all = state.value.queues
+        state.value.queues.removeAll()
         for queue in all { queue.finish(error) }
-        if !all.isEmpty { onSubscriberCountChange?(0) }
+        if !all.isEmpty { subscriberCountChanged(0) }
     }
 
     func remove(_ queue: SubscriberQueue) {
-        guard let i = queues.firstIndex(where: { $0 === queue }) else { return }
-        queues.remove(at: i)
-        onSubscriberCountChange?(queues.count)
+        guard let i = state.value.queues.firstIndex(where: { $0 === queue }) else { return }
+        state.value.queues.remove(at: i)
+        subscriberCountChanged(state.value.queues.count)
     }
 
     /// What a consumer gets from one hop: a batch (from `start`) or the end.
@@ -193,62 +224,78 @@ package final class MulticastBuffer<Element: Sendable>: @unchecked Sendable { //
         case end((any Error)?)
     }
 
-    /// One subscriber's side on the adapter queue.
+    /// One subscriber's side: its queue, confined to the adapter queue (checked in debug
+    /// builds), and the slot through which its consumer arms itself from any thread.
     @usableFromInline
-    final class SubscriberQueue: @unchecked Sendable { // touched only on the adapter queue
+    final class SubscriberQueue: Sendable {
         /// Most values queued at once; `Int.max` when unbounded.
         @usableFromInline let limit: Int
         /// When full: drop the oldest queued value (true) or the new one (false).
         @usableFromInline let keepNewest: Bool
         /// When full: end the subscriber's iteration (`endingWhenFull`).
         @usableFromInline let endsWhenFull: Bool
-        /// Queued values are `pending[head...]`.
-        @usableFromInline @exclusivity(unchecked) var pending: [Element] = []
-        @usableFromInline @exclusivity(unchecked) var head = 0
-        /// An emptied array given back by the consumer, reused for the next batch.
-        @usableFromInline @exclusivity(unchecked) var spare: [Element] = []
-        @usableFromInline @exclusivity(unchecked) var waiter: UnsafeContinuation<Delivery, Never>?
-        /// Set by a consumer that finished its batch and waits for the next one, without a hop
-        /// onto the adapter queue (which may be busy with a burst of packets): the producer
-        /// hands it what is queued at its next `push`, or the job the consumer queued does.
-        /// `armedContinuation` and `returned` are written before `armed` is set (releasing)
-        /// and read by whoever clears it (acquiring).
+
+        @usableFromInline
+        struct State {
+            /// Queued values are `pending[head...]`.
+            @usableFromInline var pending: [Element] = []
+            @usableFromInline var head = 0
+            /// An emptied array given back by the consumer, reused for the next batch.
+            @usableFromInline var spare: [Element] = []
+            @usableFromInline var waiter: UnsafeContinuation<Delivery, Never>?
+            var end: (any Error)??
+            var cancelled = false
+            /// Values of `yield(_:whenAccepted:)` waiting for room, in order.
+            var parked: [(value: Element, acceptance: Acceptance)] = []
+            /// Strong while subscribed (a cycle with `queues` that `leave` and `finish` break):
+            /// a weak reference would give the buffer a side table, and every retain of it on the
+            /// per-value path would take the slow route.
+            var owner: MulticastBuffer?
+        }
+        @usableFromInline let state: QueueConfined<State>
+
+        /// A consumer that finished its batch and waits for the next one, without a hop onto
+        /// the adapter queue (which may be busy with a burst of packets): its continuation and
+        /// the emptied array it gives back.
+        struct Armed: Sendable {
+            let continuation: UnsafeContinuation<Delivery, Never>
+            let returned: [Element]
+        }
+        /// Set by the consumer, from its own thread, before `armed`: the producer hands it what
+        /// is queued at its next `push`, or the job the consumer queued does. Locked once per
+        /// batch on each side, never per value.
+        let armedSlot = Mutex<Armed?>(nil)
+        /// True while `armedSlot` holds a consumer: the one test a value pays.
         @usableFromInline let armed = Atomic<Bool>(false)
-        @exclusivity(unchecked) var armedContinuation: UnsafeContinuation<Delivery, Never>?
-        @exclusivity(unchecked) var returned: [Element] = []
-        var end: (any Error)??
-        var cancelled = false
         /// Values the policy dropped for this subscriber; read from any thread.
         @usableFromInline let dropped = Atomic<Int>(0)
-        /// Values of `yield(_:whenAccepted:)` waiting for room, in order.
-        var parked: [(value: Element, acceptance: Acceptance)] = []
-        /// Strong while subscribed (a cycle with `queues` that `leave` and `finish` break):
-        /// a weak reference would give the buffer a side table, and every retain of it on the
-        /// per-value path would take the slow route.
-        var owner: MulticastBuffer?
 
         let policy: StreamBufferingPolicy
 
-        init(_ policy: StreamBufferingPolicy) {
+        init(_ policy: StreamBufferingPolicy, on queue: DispatchQueue) {
             self.policy = policy
             limit = policy.limit ?? .max
             if case .bufferingNewest = policy { keepNewest = true } else { keepNewest = false }
             if case .endingWhenFull = policy { endsWhenFull = true } else { endsWhenFull = false }
+            state = QueueConfined(State(), on: queue)
         }
 
         /// True when a value pushed now would be neither dropped nor refused.
-        var hasRoom: Bool { pending.count - head < limit || (waiter != nil && pending.count == head) }
+        var hasRoom: Bool {
+            let queued = state.value.pending.count - state.value.head
+            return queued < limit || (state.value.waiter != nil && queued == 0)
+        }
 
         /// Queues or hands over `value`; false when the policy dropped a value.
         @inlinable
         func push(_ value: consuming Element) -> Bool {
             if armed.load(ordering: .relaxed) { return handOver(value) }
-            if let waiter, pending.count == head {
+            if let waiter = state.value.waiter, state.value.pending.count == state.value.head {
                 // Nothing is queued while a consumer waits (unless values are held for
                 // `release`, which hands them over in order).
-                self.waiter = nil
-                var batch = spare
-                spare = []
+                state.value.waiter = nil
+                var batch = state.value.spare
+                state.value.spare = []
                 batch.append(value)
                 waiter.resume(returning: .values(batch, start: 0))
                 return true
@@ -260,17 +307,18 @@ package final class MulticastBuffer<Element: Sendable>: @unchecked Sendable { //
         /// policy dropped a value.
         @inlinable
         func hold(_ value: consuming Element) -> Bool {
-            if pending.count - head < limit {
-                pending.append(value)
+            if state.value.pending.count - state.value.head < limit {
+                state.value.pending.append(value)
                 return true
             }
             if keepNewest, limit > 0 {
                 // Drop the oldest.
-                pending.append(value)
-                head += 1
-                if head >= 32, head * 2 >= pending.count {
-                    pending.removeFirst(head)
-                    head = 0
+                state.value.pending.append(value)
+                state.value.head += 1
+                let head = state.value.head
+                if head >= 32, head * 2 >= state.value.pending.count {
+                    state.value.pending.removeFirst(head)
+                    state.value.head = 0
                 }
             }
             return false
@@ -278,9 +326,9 @@ package final class MulticastBuffer<Element: Sendable>: @unchecked Sendable { //
 
         /// Hands what is queued to a consumer waiting (or armed) for it.
         func release() {
-            guard pending.count > head else { return }
-            if let waiter {
-                self.waiter = nil
+            guard state.value.pending.count > state.value.head else { return }
+            if let waiter = state.value.waiter {
+                state.value.waiter = nil
                 take(returning: [], waiter)
             } else if let c = claimArmed() {
                 take(returning: [], c)
@@ -291,7 +339,7 @@ package final class MulticastBuffer<Element: Sendable>: @unchecked Sendable { //
         @usableFromInline
         func handOver(_ value: consuming Element) -> Bool {
             guard let c = claimArmed() else { return push(value) }
-            pending.append(value)
+            state.value.pending.append(value)
             take(returning: [], c)
             return true
         }
@@ -299,11 +347,16 @@ package final class MulticastBuffer<Element: Sendable>: @unchecked Sendable { //
         /// The armed consumer's continuation, once (nil when another claimed it first), with
         /// the array it gave back kept for reuse. On the adapter queue.
         func claimArmed() -> UnsafeContinuation<Delivery, Never>? {
-            guard armed.exchange(false, ordering: .acquiring), let c = armedContinuation else { return nil }
-            armedContinuation = nil
-            if spare.capacity < returned.capacity { spare = returned }
-            returned = []
-            return c
+            guard armed.exchange(false, ordering: .acquiring), let slot = armedSlot.withLock({ $0.take() }) else { return nil }
+            if state.value.spare.capacity < slot.returned.capacity { state.value.spare = slot.returned }
+            return slot.continuation
+        }
+
+        /// Called by the consumer, on its own thread: `c` waits for the next batch and `drained`
+        /// is its emptied array. Served by the producer's next `push` or by `takeIfArmed`.
+        func arm(_ c: UnsafeContinuation<Delivery, Never>, returning drained: [Element]) {
+            armedSlot.withLock { $0 = Armed(continuation: c, returned: drained) }
+            armed.store(true, ordering: .releasing)
         }
 
         /// The job an arming consumer queues: serves it unless a `push` already did.
@@ -313,63 +366,66 @@ package final class MulticastBuffer<Element: Sendable>: @unchecked Sendable { //
 
         /// The consumer's hop: everything queued, the end, or a wait for the next value.
         func take(returning drained: [Element], _ c: UnsafeContinuation<Delivery, Never>) {
-            if spare.capacity < drained.capacity { spare = drained }
-            if pending.count > head {
-                let batch = pending, start = head
-                pending = spare
-                spare = []
-                head = 0
+            if state.value.spare.capacity < drained.capacity { state.value.spare = drained }
+            if state.value.pending.count > state.value.head {
+                let batch = state.value.pending, start = state.value.head
+                state.value.pending = state.value.spare
+                state.value.spare = []
+                state.value.head = 0
                 admitParked()
                 c.resume(returning: .values(batch, start: start))
-            } else if !parked.isEmpty {
+            } else if !state.value.parked.isEmpty {
                 // No room at all (a zero limit): the waiting consumer takes the oldest held value.
-                let (value, acceptance) = parked.removeFirst()
-                var batch = spare
-                spare = []
+                let (value, acceptance) = state.value.parked.removeFirst()
+                var batch = state.value.spare
+                state.value.spare = []
                 batch.append(value)
                 acceptance.release(1)
                 admitParked()
                 c.resume(returning: .values(batch, start: 0))
-            } else if cancelled {
+            } else if state.value.cancelled {
                 c.resume(returning: .end(nil))
-            } else if let end {
+            } else if let end = state.value.end {
                 c.resume(returning: .end(end))
             } else {
-                pending.removeAll(keepingCapacity: true)
-                head = 0
-                waiter = c
+                state.value.pending.removeAll(keepingCapacity: true)
+                state.value.head = 0
+                state.value.waiter = c
             }
         }
 
         /// Moves held values into the queue while it has room.
         func admitParked() {
-            while !parked.isEmpty, pending.count - head < limit {
-                let (value, acceptance) = parked.removeFirst()
-                pending.append(value)
+            while !state.value.parked.isEmpty, state.value.pending.count - state.value.head < limit {
+                let (value, acceptance) = state.value.parked.removeFirst()
+                state.value.pending.append(value)
                 acceptance.release(1)
             }
         }
 
         /// Lets go of the held values: they no longer wait for this subscriber.
         func releaseParked() {
-            let all = parked
-            parked.removeAll()
+            let all = state.value.parked
+            state.value.parked.removeAll()
             for (_, acceptance) in all { acceptance.release(1) }
         }
 
         func finish(_ error: (any Error)?) {
-            owner = nil
-            if let c = claimArmed() { waiter = c }
+            state.value.owner = nil
+            if let c = claimArmed() { state.value.waiter = c }
             // Held values are delivered before the end (at most one per held indication).
-            if !cancelled { for (value, _) in parked { pending.append(value) } }
+            if !state.value.cancelled {
+                let parked = state.value.parked
+                for (value, _) in parked { state.value.pending.append(value) }
+            }
             releaseParked()
-            if end == nil { end = .some(error) }
-            if let waiter {
-                self.waiter = nil
-                if pending.count > head {
-                    let batch = pending, start = head
-                    pending = []
-                    head = 0
+            if state.value.end == nil { state.value.end = .some(error) }
+            if let waiter = state.value.waiter {
+                state.value.waiter = nil
+                if state.value.pending.count > state.value.head {
+                    let batch = state.value.pending, start = state.value.head
+                    state.value.pending = []
+                    state.value.head = 0
                     waiter.resume(returning: .values(batch, start: start))
                 } else {
                     waiter.resume(returning: .end(error))
@@ -379,13 +435,13 @@ package final class MulticastBuffer<Element: Sendable>: @unchecked Sendable { //
 
         /// The consuming task was cancelled: end the iteration and leave.
         func cancel() {
-            cancelled = true
-            if let c = claimArmed() { waiter = c }
-            pending.removeAll()
-            head = 0
+            state.value.cancelled = true
+            if let c = claimArmed() { state.value.waiter = c }
+            state.value.pending.removeAll()
+            state.value.head = 0
             releaseParked()
-            if let waiter {
-                self.waiter = nil
+            if let waiter = state.value.waiter {
+                state.value.waiter = nil
                 waiter.resume(returning: .end(nil))
             }
             leave()
@@ -393,8 +449,9 @@ package final class MulticastBuffer<Element: Sendable>: @unchecked Sendable { //
 
         func leave() {
             releaseParked()
+            let owner = state.value.owner
+            state.value.owner = nil
             owner?.remove(self)
-            owner = nil
         }
     }
 }
@@ -404,7 +461,7 @@ package final class MulticastBuffer<Element: Sendable>: @unchecked Sendable { //
 ///
 ///     let subscription = buffer.subscribe()
 ///     while let value = try await subscription.next() { handle(value) }
-public final class MulticastSubscription<Element: Sendable>: @unchecked Sendable { // `batch`, `index` and `finished` belong to the one iterating task (`busy` traps on concurrent use); `queue` is touched only on the adapter queue
+public final class MulticastSubscription<Element: Sendable>: @unchecked Sendable { // `batch`, `index` and `finished` belong to the one iterating task (`busy` traps on concurrent use); a lock would cost one per value
     typealias Buffer = MulticastBuffer<Element>
     let queue: Buffer.SubscriberQueue
     let executor: AdapterExecutor
@@ -469,9 +526,7 @@ public final class MulticastSubscription<Element: Sendable>: @unchecked Sendable
         // the consumer works on one batch while the next one fills.
         let delivery = await withTaskCancellationHandler {
             await withUnsafeContinuation { (c: UnsafeContinuation<Buffer.Delivery, Never>) in
-                queue.returned = drained
-                queue.armedContinuation = c
-                queue.armed.store(true, ordering: .releasing)
+                queue.arm(c, returning: drained)
                 adapterQueue.async { queue.takeIfArmed() }
             }
         } onCancel: {

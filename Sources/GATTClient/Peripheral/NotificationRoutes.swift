@@ -1,12 +1,16 @@
+import Dispatch
 import BLECore
+import BLETransport
 import Synchronization
 import ATT
 
 /// The notification table: value handle -> the multicast buffers of its subscribers. The
 /// bearer's value handler runs on the adapter queue and calls `deliver` directly: a scan of a
-/// small flat table and a yield, no actor hop, no hashing.
-final class NotificationRoutes: @unchecked Sendable { // read and written only on the adapter queue (the Peripheral's executor, where the bearer's value handler also runs)
-    final class Route {
+/// small flat table and a yield, no actor hop, no hashing. The table is confined to the adapter
+/// queue (the Peripheral's executor, where the bearer's value handler also runs), checked in
+/// debug builds.
+final class NotificationRoutes: Sendable {
+    final class Route: Sendable {
         let notifications: MulticastBuffer<[UInt8]>
         let indications: MulticastBuffer<[UInt8]>
         init(executor: AdapterExecutor, handle: UInt16, peer: String) {
@@ -19,38 +23,53 @@ final class NotificationRoutes: @unchecked Sendable { // read and written only o
         }
     }
 
-    /// Value handles and their routes, in parallel (a peripheral has few subscribed
-    /// characteristics: a linear scan of `handles` beats hashing).
-    // Unchecked: confined to the adapter queue; the dynamic checks showed in the per-value profile.
-    @exclusivity(unchecked) private(set) var handles: [UInt16] = []
-    @exclusivity(unchecked) private var entries: [Route] = []
-    /// The Service Changed value handle, when configured, and what to do with its indications.
-    var serviceChangedHandle: UInt16?
-    var serviceChanged: (@Sendable ([UInt8]) -> Void)?
+    struct Table {
+        /// Value handles and their routes, in parallel (a peripheral has few subscribed
+        /// characteristics: a linear scan of `handles` beats hashing).
+        var handles: [UInt16] = []
+        var entries: [Route] = []
+        /// The Service Changed value handle, when configured, and what to do with its indications.
+        var serviceChangedHandle: UInt16?
+        var serviceChanged: (@Sendable ([UInt8]) -> Void)?
+    }
+    private let table: QueueConfined<Table>
+
+    /// An empty table confined to `queue`.
+    init(queue: DispatchQueue) { table = QueueConfined(Table(), on: queue) }
+
+    var handles: [UInt16] { table.value.handles }
+    var serviceChangedHandle: UInt16? {
+        get { table.value.serviceChangedHandle }
+        set { table.value.serviceChangedHandle = newValue }
+    }
+    var serviceChanged: (@Sendable ([UInt8]) -> Void)? {
+        get { table.value.serviceChanged }
+        set { table.value.serviceChanged = newValue }
+    }
 
     func route(_ handle: UInt16) -> Route? {
-        guard let i = handles.firstIndex(of: handle) else { return nil }
-        return entries[i]
+        guard let i = table.value.handles.firstIndex(of: handle) else { return nil }
+        return table.value.entries[i]
     }
 
     func add(_ route: Route, for handle: UInt16) {
-        if let i = handles.firstIndex(of: handle) { entries[i] = route; return }
-        handles.append(handle)
-        entries.append(route)
+        if let i = table.value.handles.firstIndex(of: handle) { table.value.entries[i] = route; return }
+        table.value.handles.append(handle)
+        table.value.entries.append(route)
     }
 
     func remove(_ handle: UInt16) -> Route? {
-        guard let i = handles.firstIndex(of: handle) else { return nil }
-        handles.remove(at: i)
-        return entries.remove(at: i)
+        guard let i = table.value.handles.firstIndex(of: handle) else { return nil }
+        table.value.handles.remove(at: i)
+        return table.value.entries.remove(at: i)
     }
 
     /// A Handle Value Notification whose bytes are valid only during the call (the bearer's
     /// notification handler).
     @inline(__always)
     func deliverNotification(handle: UInt16, value: UnsafeRawBufferPointer) {
-        guard let i = handles.firstIndex(of: handle) else { return }
-        let buffer = entries[i].notifications
+        guard let i = table.value.handles.firstIndex(of: handle) else { return }
+        let buffer = table.value.entries[i].notifications
         // The value is copied out of the received bytes only when someone listens.
         if buffer.subscriberCount > 0 { buffer.yield(Array(value)) }
     }
@@ -58,16 +77,20 @@ final class NotificationRoutes: @unchecked Sendable { // read and written only o
     /// A Handle Value Indication (the bearer's indication handler): `confirm` runs once every
     /// subscriber's buffer holds the value, at once when none is full.
     func deliverIndication(_ event: ATTValueEvent, confirm: @escaping @Sendable () -> Void) {
-        if let i = handles.firstIndex(of: event.handle), entries[i].indications.subscriberCount > 0 {
-            entries[i].indications.yield(event.value, whenAccepted: confirm)
-            return
+        if let i = table.value.handles.firstIndex(of: event.handle) {
+            let buffer = table.value.entries[i].indications
+            if buffer.subscriberCount > 0 {
+                buffer.yield(event.value, whenAccepted: confirm)
+                return
+            }
         }
-        if event.handle == serviceChangedHandle { serviceChanged?(event.value) }
+        if event.handle == table.value.serviceChangedHandle, let serviceChanged = table.value.serviceChanged { serviceChanged(event.value) }
         confirm()
     }
 
     /// Ends every stream with `error`.
     func finishAll(_ error: GATTError) {
+        let entries = table.value.entries
         for r in entries {
             r.notifications.finish(throwing: error)
             r.indications.finish(throwing: error)

@@ -35,7 +35,7 @@ public actor Peripheral {
     var database = GATTDatabaseSnapshot()
     /// A cache store after Service Changed is queued and has not run yet.
     var cacheStoreScheduled = false
-    nonisolated let routes = NotificationRoutes()
+    nonisolated let routes: NotificationRoutes
     /// The open enhanced bearers, which the peripheral's procedures run on
     /// (Peripheral+Bearers.swift); kept while the link lives.
     var enhanced: [EnhancedBearer] = []
@@ -114,6 +114,7 @@ public actor Peripheral {
         self.peerAddress = peer?.address ?? BluetoothAddress(channel.peerDescription) ?? BluetoothAddress(rawValue: 0)
         self.procedureTimeout = procedureTimeout
         self.executor = channel.executor
+        self.routes = NotificationRoutes(queue: channel.executor.queue)
         self.connection = connection
         self.cache = cache
         self.clientMTU = clientMTU
