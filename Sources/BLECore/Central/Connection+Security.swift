@@ -11,7 +11,7 @@ extension Connection {
     /// Change v1 or Encryption Key Refresh Complete; `startEncryption` returns once it is known.
     ///
     ///     if let size = await link.encryptionKeySize, size < 16 { try await link.requireSecurity(.encrypted, keySize: 16) }
-    public var encryptionKeySize: Int? { security.keySize }
+    public var encryptionKeySize: Int? { linkSecurity.value.keySize }
 
     /// Starts encryption with a key (HCI LE Enable Encryption) and returns once the controller
     /// reports Encryption Change (or Key Refresh Complete when the link was encrypted already).
@@ -146,8 +146,7 @@ extension Connection {
     }
 
     func linkSecurityEnded(reason: HCIStatus) {
-        securityLevel = .none
-        security.keySize = nil
+        linkSecurity.value = LinkSecurity()
         security.answered = nil
         finishEncryption(id: security.pending?.id, .failure(.disconnected(peer: peer, reason: reason)))
     }
@@ -183,14 +182,14 @@ extension Connection {
 
     private func setSecurityLevel(_ level: SecurityLevel) {
         guard level != securityLevel else { return }
-        securityLevel = level
+        linkSecurity.value.level = level
         security.levelToRestore = level
         emit(.securityChanged(level))
     }
 
     private func setEncryptionKeySize(_ size: Int?) {
-        guard size != security.keySize else { return }
-        security.keySize = size
+        guard size != linkSecurity.value.keySize else { return }
+        linkSecurity.value.keySize = size
         emit(.encryptionKeySizeChanged(size))
     }
 
@@ -199,6 +198,15 @@ extension Connection {
         security.pending = nil
         security.waiters?.resume(pending.id, with: result)
     }
+}
+
+/// A link's security as a GATT server checks it (`Connection.linkSecurity`): the level and
+/// the key size in octets, once the controller said (`Connection.encryptionKeySize`).
+///
+///     let level = connection.linkSecurity.value.level  // on the adapter queue
+package struct LinkSecurity: Sendable {
+    package var level = SecurityLevel.none
+    package var keySize: Int?
 }
 
 /// What a `Connection` keeps about its encryption.
@@ -214,8 +222,6 @@ package struct ConnectionSecurity {
     /// The Enable Encryption under way: its waiter and the level its key gives.
     var pending: Pending?
     var waiters: Waiters<UInt8?, ConnectionError>?
-    /// The link's key size in octets, once the controller said (`Connection.encryptionKeySize`).
-    var keySize: Int?
     /// The Security Manager's per-link state (module SMP), kept with the link it belongs to.
     package var manager: (any AnyObject & Sendable)?
     /// The level the link had when it dropped (a drop does not clear it).

@@ -50,7 +50,11 @@ public actor Connection: AdapterIsolated {
     }
     private nonisolated let ownLinkAddressState: QueueConfined<LEAddress?>
     /// Encryption of the link (see Connection+Security.swift).
-    public internal(set) var securityLevel: SecurityLevel = .none
+    public var securityLevel: SecurityLevel { linkSecurity.value.level }
+    /// The link's security level and key size, confined to the adapter queue, where a GATT
+    /// server reads them at each request that checks permissions without a claim on this
+    /// actor's isolation.
+    package nonisolated let linkSecurity: QueueConfined<LinkSecurity>
     var security = ConnectionSecurity()
     var reconnectHooks: [@Sendable (Connection) async -> Void] = []
     /// Callers of `disconnect()` waiting for Disconnection Complete.
@@ -82,6 +86,7 @@ public actor Connection: AdapterIsolated {
         self.parameters = parameters
         self.eventStream = Broadcaster(executor: host.executor)
         self.ownLinkAddressState = QueueConfined(nil, on: host.executor.queue)
+        self.linkSecurity = QueueConfined(LinkSecurity(), on: host.executor.queue)
         self.linkStateStream = Broadcaster(executor: host.executor)
         self.disconnectWaiters = Waiters(executor: host.executor, scheduler: host.scheduler)
     }

@@ -265,21 +265,17 @@ final class ConnectionATTLink: ATTServerLink, ATTServerLinkSecurity, ATTServerLi
         }
     }
 
-    /// The connection's security, read on its executor (a server on another queue sees the
-    /// link as unencrypted, so protected attributes are refused rather than served). Read at
-    /// each request that checks permissions: the per-packet claim, `runIsolated`.
+    /// The connection's security, read on the adapter queue where the connection publishes it
+    /// (`Connection.linkSecurity`); a server on a queue of its own sees the link as
+    /// unencrypted, so protected attributes are refused rather than served.
     private var level: SecurityLevel {
-        let executor = connection.executor
-        guard executor.isOnQueue else { return .none }
-        return connection.runIsolated(()) { connection, _ in connection.securityLevel }
+        connection.executor.isOnQueue ? connection.linkSecurity.value.level : .none
     }
 
     var isEncrypted: Bool { level >= .encrypted }
     var isAuthenticated: Bool { level >= .authenticated }
     var encryptionKeySize: Int {
-        let executor = connection.executor
-        guard executor.isOnQueue else { return 0 }
-        return connection.runIsolated(()) { connection, _ in connection.encryptionKeySize } ?? 16
+        connection.executor.isOnQueue ? connection.linkSecurity.value.keySize ?? 16 : 0
     }
 
     /// The host's queue for the link is at most half full (read on the adapter's queue; a
