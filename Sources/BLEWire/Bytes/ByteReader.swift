@@ -3,12 +3,16 @@
 ///
 ///     var r = ByteReader(bytes, context: "LE Connection Complete")
 ///     let status = try r.u8(); let handle = try r.u16()
-package struct ByteReader: Sendable {
-    package let bytes: [UInt8]
-    package var offset: Int
-    package let end: Int
+///
+/// `@usableFromInline` (with its stored properties) so that the decoders of the other modules
+/// inline its reads: a `package` type without it keeps its `@inlinable` members' bodies to
+/// itself (Swift 6.3), and every `u8()` from another module is then a call.
+@usableFromInline package struct ByteReader: Sendable {
+    @usableFromInline package let bytes: [UInt8]
+    @usableFromInline package var offset: Int
+    @usableFromInline package let end: Int
     /// Names the structure being decoded, for error messages.
-    package let context: StaticString
+    @usableFromInline package let context: StaticString
 
     @inlinable
     package init(_ bytes: [UInt8], context: StaticString) {

@@ -32,7 +32,9 @@ public enum KFrameError: Error, Hashable, Sendable, CustomStringConvertible {
 /// starts with the 2-octet SDU Length (Vol 3, Part A, 3.4.2 and 7.3).
 ///
 ///     for payload in KFrameSegmenter.segments(of: sdu, mps: 23) { send(payload) }
-package enum KFrameSegmenter {
+///
+/// `@usableFromInline` so that `frameCount` inlines into the senders of other modules.
+@usableFromInline package enum KFrameSegmenter {
     /// How many K-frames (and so credits) an SDU of `size` bytes takes at `mps`.
     @inlinable
     public static func frameCount(sduSize size: Int, mps: Int) -> Int {
@@ -188,18 +190,23 @@ package struct KFrameReassembler: Sendable {
 ///     var flow = CreditBasedFlow(sendCredits: 5, receiveCredits: 10)
 ///     try flow.received()            // a K-frame arrived
 ///     let back = flow.grant(2)       // credits to return in a Flow Control Credit Indication
-package struct CreditBasedFlow: Hashable, Sendable {
+///
+/// `@usableFromInline` with `@inlinable` members: the channels of BLECore count every K-frame
+/// here, and a `package` type without it is called out of line from other modules (Swift 6.3).
+@usableFromInline package struct CreditBasedFlow: Hashable, Sendable {
     /// K-frames this side may send now.
-    package private(set) var sendCredits: Int
+    @usableFromInline package internal(set) var sendCredits: Int
     /// K-frames the peer may send now (granted and not used).
-    package private(set) var receiveCredits: Int
+    @usableFromInline package internal(set) var receiveCredits: Int
 
+    @inlinable
     package init(sendCredits: Int, receiveCredits: Int) {
         self.sendCredits = sendCredits
         self.receiveCredits = receiveCredits
     }
 
     /// A Flow Control Credit Indication from the peer: more credits to send with.
+    @inlinable
     package mutating func peerGranted(_ credits: Int) throws(KFrameError) {
         let total = sendCredits + credits
         guard total <= 65535 else { throw .creditOverflow(credits: total) }
@@ -208,17 +215,20 @@ package struct CreditBasedFlow: Hashable, Sendable {
 
     /// Takes every send credit (lent to senders off the executor); `restoreSendCredits` gives
     /// back those not used.
+    @inlinable
     package mutating func lendSendCredits() -> Int {
         defer { sendCredits = 0 }
         return sendCredits
     }
 
     /// Send credits that were lent and not used.
+    @inlinable
     package mutating func restoreSendCredits(_ credits: Int) {
         sendCredits += credits
     }
 
     /// Uses one credit to send a K-frame; false when none is left (do not send).
+    @inlinable
     package mutating func takeSendCredit() -> Bool {
         guard sendCredits > 0 else { return false }
         sendCredits -= 1
@@ -226,6 +236,7 @@ package struct CreditBasedFlow: Hashable, Sendable {
     }
 
     /// A K-frame arrived: it uses one of the peer's credits.
+    @inlinable
     package mutating func received() throws(KFrameError) {
         guard receiveCredits > 0 else { throw .noCredit }
         receiveCredits -= 1
@@ -233,6 +244,7 @@ package struct CreditBasedFlow: Hashable, Sendable {
 
     /// Gives the peer `credits` more (as the application consumes what arrived); returns the
     /// number to put in the Flow Control Credit Indication (0: send none).
+    @inlinable
     package mutating func grant(_ credits: Int) -> Int {
         let n = max(0, min(credits, 65535 - receiveCredits))
         receiveCredits += n
