@@ -43,7 +43,7 @@ public final class AdapterExecutor: SerialExecutor {
 /// actor's jobs run.
 ///
 ///     actor Host: AdapterIsolated { nonisolated let executor: AdapterExecutor }
-package protocol AdapterIsolated: Actor {
+@usableFromInline package protocol AdapterIsolated: Actor {
     nonisolated var executor: AdapterExecutor { get }
 }
 
