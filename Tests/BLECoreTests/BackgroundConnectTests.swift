@@ -109,6 +109,8 @@ import BLEWire
         // LE Set Scan Parameters (7.8.10): LE_Scan_Type 0x00, passive.
         let scan = try await vc.waitForCommand(HCIOpcode(rawValue: 0x200B))
         #expect(scan.parameters.first == 0x00)
+        // Time moves only once the scan runs: c advertises one interval after it starts.
+        try await vc.waitUntil("the scan on") { $0.isScanning }
         vc.addPeripheral(Self.peripheral(Self.c))
         await vc.advance(by: .milliseconds(200))
         let link = try #require(try await links.next())

@@ -93,6 +93,8 @@ import BLEWire
         // LE Set Scan Parameters (7.8.10) with LE_Scan_Type 0x00: the passive scan for c.
         let scan = try await vc.waitForCommand(HCIOpcode(rawValue: 0x200B))
         #expect(scan.parameters.first == 0x00)
+        // Time moves only once the scan runs: c advertises one interval after it starts.
+        try await vc.waitUntil("the scan on") { $0.isScanning }
         vc.addPeripheral(BackgroundConnectTests.peripheral(Self.c))
         await vc.advance(by: .milliseconds(200))
         #expect(try await second.next()?.peer == Self.c)
