@@ -108,7 +108,8 @@ struct SecurityRetryTests {
     }
 
     /// A control-point exchange on a server that needs encryption for both: the subscription
-    /// raises the link's security once, the write then goes through as it is.
+    /// raises the link's security once, the write then goes through as it is, and the
+    /// subscription ends with the exchange.
     @Test func writeAndAwaitNotificationRaisesSecurityOnce() async throws {
         let t = Bed()
         await t.setEncryptingRaiser()
@@ -117,7 +118,10 @@ struct SecurityRetryTests {
         #expect(await t.bed.server.waitUntil("the write applied") { $0.writes.contains { $0.handle == 0x0003 } })
         #expect(await t.bed.server.notify(characteristic: BluetoothUUID("FFF2")!, value: [0x81]) == 1)
         #expect(try await reply == [0x81])
-        #expect(t.requests() == [[0x12, 0x06, 0x00, 0x01, 0x00], [0x12, 0x06, 0x00, 0x01, 0x00], [0x12, 0x03, 0x00, 0x01]])
+        // The exchange over, its subscription ends: the CCCD is written back to 0 (now encrypted, once).
+        #expect(await t.bed.server.waitUntil("CCCD cleared") { $0.cccdValues(of: BluetoothUUID("FFF2")!) == [0] })
+        #expect(t.requests() == [[0x12, 0x06, 0x00, 0x01, 0x00], [0x12, 0x06, 0x00, 0x01, 0x00], [0x12, 0x03, 0x00, 0x01],
+                                 [0x12, 0x06, 0x00, 0x00, 0x00]])
         #expect(t.raised.all == [.encrypted])
     }
 
