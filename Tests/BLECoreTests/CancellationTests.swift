@@ -56,7 +56,7 @@ struct CancellationTests {
         // The command is still the controller's: it holds the one command credit.
         #expect(await host.commandCredits == 0)
         #expect(await host.sentCommands.map(\.packet.opcode) == [Self.readBDADDR])
-        let next = Task { try await host.send(HCICommand.readBDADDR()) }
+        let next = vc.task { try await host.send(HCICommand.readBDADDR()) }
         try await host.commandWaiters.waitForCount("the next command queued") { $0 == 1 }
         #expect(await host.waitingCommands.count == 1)
         await vc.settle()
@@ -128,7 +128,7 @@ struct CancellationTests {
         try await vc.waitForCommand(Self.leCreateConnectionCancel)
         #expect(await central.pendingConnect?.callerGone == true)
 
-        let next = Task { try await central.connect(VC.peer, parameters: Self.quiet) }
+        let next = vc.task { try await central.connect(VC.peer, parameters: Self.quiet) }
         try await central.connectTurns.waitForCount("the next attempt waiting for its turn") { $0 == 1 }
         await vc.settle()
         #expect(vc.commandsReceived.filter { $0.opcode == .leCreateConnection }.count == 1, "the next attempt waits")

@@ -63,7 +63,7 @@ struct CentralCloseBackgroundTests {
             #expect(await central.host.backgroundTasks.count >= 2)
             // `close()` stops the scan first, so it waits for that command until its 2 s
             // timeout passes on the virtual clock.
-            let closing = Task { await central.close() }
+            let closing = vc.task { await central.close() }
             await vc.advance(by: .seconds(2))
             await closing.value
             #expect(await central.host.backgroundTasks.isEmpty)

@@ -38,7 +38,7 @@ struct CentralCloseBehindUnansweredCommandTests {
         }
         #expect(await host.waitingCommands.map(\.packet.opcode) == [Self.leSetPHY])
 
-        let closing = Task { await central.close() }
+        let closing = vc.task { await central.close() }
         try await host.commandWaiters.waitForCount("HCI Disconnect queued behind LE Set PHY") { $0 == 2 }
         // The credit comes 10 ms later: LE Set PHY goes out first and holds it for its 1 s timeout.
         await vc.advance(by: .milliseconds(10))

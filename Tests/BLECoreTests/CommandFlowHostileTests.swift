@@ -17,12 +17,12 @@ struct CommandFlowHostileTests {
         let (vc, central) = try await VC.stack()
         let host = central.host
         vc.answer(Self.readRSSI, with: .events { _ in [] }, times: 2)
-        let first = Task { try await host.send(HCICommand.readRSSI(handle: 0x0040), timeout: .seconds(2)) }
+        let first = vc.task { try await host.send(HCICommand.readRSSI(handle: 0x0040), timeout: .seconds(2)) }
         try await vc.waitForCommand(Self.readRSSI)
         await vc.advance(by: .seconds(2))
         await #expect(throws: HCIError.commandTimeout(opcode: Self.readRSSI, milliseconds: 2000)) { try await first.value }
 
-        let second = Task { try await host.send(HCICommand.readRSSI(handle: 0x0041), timeout: .seconds(2)) }
+        let second = vc.task { try await host.send(HCICommand.readRSSI(handle: 0x0041), timeout: .seconds(2)) }
         try await vc.waitForCommand(Self.readRSSI, count: 2)
         await vc.settle()
         // Command Complete: Num_HCI_Command_Packets 1, opcode 0x1405, Status 0, Handle 0x0040,
@@ -72,7 +72,7 @@ struct CommandFlowHostileTests {
         #expect(await host.commandCredits == 0)
         let sentBefore = vc.commandsReceived.count
 
-        let stuck = Task { try await host.send(HCICommand.readBDADDR(), timeout: .seconds(2)) }
+        let stuck = vc.task { try await host.send(HCICommand.readBDADDR(), timeout: .seconds(2)) }
         try await host.commandWaiters.waitForCount("Read BD_ADDR queued for a credit") { $0 == 1 }
         #expect(await host.waitingCommands.count == 1)
         await vc.advance(by: .milliseconds(1999))
@@ -123,7 +123,7 @@ struct CommandFlowHostileTests {
         let reads: @Sendable () -> Int = { vc.commandsReceived.filter { $0.opcode == Self.readBDADDR }.count }
         let readsBefore = reads()
         vc.answer(Self.readBDADDR, with: .none, times: 1)
-        let first = Task { try await host.send(HCICommand.readBDADDR(), timeout: .seconds(2)) }
+        let first = vc.task { try await host.send(HCICommand.readBDADDR(), timeout: .seconds(2)) }
         try await vc.waitForCommand(Self.readBDADDR, count: readsBefore + 1)
         await vc.advance(by: .seconds(2))
         await #expect(throws: HCIError.commandTimeout(opcode: Self.readBDADDR, milliseconds: 2000)) { try await first.value }

@@ -151,7 +151,7 @@ struct CreditBasedChannelEndTests {
         try await channel.send(CreditBasedLinkQueueTests.sdu(0x78, size: 5000))
         await vc.settle()
         // The controller never acknowledges: the close waits 2 s for the SDU, then drops it.
-        let closing = Task { await channel.close(timeout: .seconds(2)) }
+        let closing = vc.task { await channel.close(timeout: .seconds(2)) }
         try await channel.drainers.waitForCount("the close waiting for the accepted SDU") { $0 == 1 }
         await vc.advance(by: .seconds(2))
         try await channel.closers.waitForCount("the close waiting for the Disconnection Response") { $0 == 1 }

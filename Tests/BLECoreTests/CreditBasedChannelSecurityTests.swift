@@ -107,7 +107,7 @@ struct CreditBasedChannelSecurityTests {
         await #expect(throws: L2CAPChannelError.refused(peer: Self.peerName, psm: 0x0080, result: .insufficientEncryptionKeySize)) { try await task.result.get() }
         #expect(raiser.asked.withLock { $0 } == [sixteen])
         // Authorization (0x0006) is the peer's decision: no raise, no second request.
-        let other = Task { () async throws(L2CAPChannelError) -> CreditBasedChannel in try await connection.openL2CAPChannel(psm: 0x0082) }
+        let other = vc.task { () async throws(L2CAPChannelError) -> CreditBasedChannel in try await connection.openL2CAPChannel(psm: 0x0082) }
         _ = try await Self.answer(vc, count: 3, result: 0x0006)
         await #expect(throws: L2CAPChannelError.refused(peer: Self.peerName, psm: 0x0082, result: .insufficientAuthorization)) { try await other.result.get() }
         await vc.settle()

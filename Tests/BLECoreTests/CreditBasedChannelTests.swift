@@ -46,7 +46,7 @@ struct CreditBasedChannelTests {
         #expect(channel.localCID == 0x0040 && channel.remoteCID == Self.dcid)
         #expect(await channel.peerMPS == 23)
         let sdu = (0..<100).map { UInt8($0) }
-        let send = Task { try await channel.send(sdu) }
+        let send = vc.task { try await channel.send(sdu) }
         try await vc.waitForL2CAP(channelID: Self.dcid, count: 3)
         await vc.settle()
         // Three credits: three of the five K-frames, then the send waits.
@@ -143,7 +143,7 @@ struct CreditBasedChannelTests {
         let (vc, central) = try await VC.stack()
         let connection = try await central.connect(VC.peer)
         let (channel, _) = try await Self.open(vc, connection, peerCredits: 0)
-        let send = Task { try await channel.send([1, 2, 3], timeout: .seconds(10)) }
+        let send = vc.task { try await channel.send([1, 2, 3], timeout: .seconds(10)) }
         await vc.settle()
         await vc.advance(by: .seconds(10))
         await #expect(throws: L2CAPChannelError.creditTimeout(peer: "\(VC.peer.address)", cid: 0x0040, after: .seconds(10))) { try await send.value }
@@ -158,7 +158,7 @@ struct CreditBasedChannelTests {
         let (vc, central) = try await VC.stack()
         let connection = try await central.connect(VC.peer)
         let (channel, _) = try await Self.open(vc, connection, peerCredits: 0)
-        let send = Task { try await channel.send([1, 2, 3]) }
+        let send = vc.task { try await channel.send([1, 2, 3]) }
         await vc.settle()
         send.cancel()
         await #expect(throws: L2CAPChannelError.cancelled(peer: "\(VC.peer.address)", cid: 0x0040)) { try await send.value }
@@ -177,7 +177,7 @@ struct CreditBasedChannelTests {
     @Test func unansweredRequestTimesOut() async throws {
         let (vc, central) = try await VC.stack()
         let connection = try await central.connect(VC.peer)
-        let task = Task { try await connection.openL2CAPChannel(psm: 0x0080, timeout: .seconds(20)) }
+        let task = vc.task { try await connection.openL2CAPChannel(psm: 0x0080, timeout: .seconds(20)) }
         try await vc.waitForL2CAP(channelID: L2CAPChannelID.leSignaling)
         await vc.advance(by: .seconds(20))
         await #expect(throws: L2CAPChannelError.responseTimeout(peer: "\(VC.peer.address)", psm: 0x0080, after: .seconds(20))) { try await task.value }
@@ -187,8 +187,8 @@ struct CreditBasedChannelTests {
         let (vc, central) = try await VC.stack()
         let connection = try await central.connect(VC.peer)
         let (channel, _) = try await Self.open(vc, connection, peerCredits: 0)
-        let send = Task { try await channel.send([1]) }
-        let receive = Task { try await channel.receive() }
+        let send = vc.task { try await channel.send([1]) }
+        let receive = vc.task { try await channel.receive() }
         await vc.settle()
         try vc.disconnect(VC.peer, reason: .connectionTimeout)
         let error = L2CAPChannelError.link(.disconnected(peer: VC.peer.address, reason: .connectionTimeout))

@@ -52,7 +52,7 @@ struct CreditBasedLinkQueueTests {
         let sdus = [Self.sdu(0x00), Self.sdu(0x5A), Self.sdu(0xA5)]
         // 798 K-frames with credit for all. A send returns once its SDU holds its credits (handed
         // over) or, when the link's queue filled first, once its K-frames are on the link.
-        let sending = Task { for sdu in sdus { try await channel.send(sdu) } }
+        let sending = vc.task { for sdu in sdus { try await channel.send(sdu) } }
         try await vc.waitForL2CAP(channelID: Self.dcid, count: 6)
         await vc.settle()
         // The controller holds 7 packets (one of its 8 buffers stays free): the unacknowledged
@@ -128,7 +128,7 @@ struct CreditBasedLinkQueueTests {
         // The first SDU is started and waits for room; a third waits behind the second and
         // times out, unsent.
         let waiting = await channel.isolated { $0.senders.count }
-        let third = Task { try await channel.send(Self.sdu(0x33), timeout: .seconds(5)) }
+        let third = vc.task { try await channel.send(Self.sdu(0x33), timeout: .seconds(5)) }
         try await channel.senders.waitForCount("the third send waiting") { $0 == waiting + 1 }
         await vc.settle()
         await vc.advance(by: .seconds(5))

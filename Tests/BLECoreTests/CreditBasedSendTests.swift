@@ -21,7 +21,7 @@ struct CreditBasedSendTests {
         let large1 = (0..<100).map { UInt8($0) }, large3 = (0..<100).map { UInt8(200 - $0) }
         let sdus: [[UInt8]] = [[0xA0], large1, [0xA2], large3]
         // 1 + 5 + 1 K-frames take 7 of the 10 credits; the second large SDU needs 5: 3 go, then it waits.
-        let sending = Task { for sdu in sdus { try await channel.send(sdu) } }
+        let sending = vc.task { for sdu in sdus { try await channel.send(sdu) } }
         try await vc.waitForL2CAP(channelID: Self.dcid, count: 10)
         await vc.settle()
         #expect(Self.frames(vc).count == 10)
@@ -47,7 +47,7 @@ struct CreditBasedSendTests {
         let (vc, central) = try await VC.stack()
         let connection = try await central.connect(VC.peer)
         let (channel, _) = try await CreditBasedChannelTests.open(vc, connection, peerMPS: 23, peerCredits: 2)
-        let sending = Task { for i in 1...4 { try await channel.send([UInt8(i)]) } }
+        let sending = vc.task { for i in 1...4 { try await channel.send([UInt8(i)]) } }
         try await vc.waitForL2CAP(channelID: Self.dcid, count: 2)
         await vc.settle()
         // The third SDU waits for a credit: cancelled, it leaves the queue unsent; the fourth never comes.

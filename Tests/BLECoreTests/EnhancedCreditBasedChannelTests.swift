@@ -122,7 +122,7 @@ struct EnhancedCreditBasedChannelTests {
     @Test func unansweredRequestTimesOutAndCancelStops() async throws {
         let (vc, central) = try await VC.stack()
         let connection = try await central.connect(VC.peer)
-        let task = Task { try await connection.openL2CAPChannels(psm: 0x0080, count: 2, timeout: .seconds(20)) }
+        let task = vc.task { try await connection.openL2CAPChannels(psm: 0x0080, count: 2, timeout: .seconds(20)) }
         _ = try await Self.signaling(vc, code: 0x17)
         await vc.advance(by: .seconds(20))
         await #expect(throws: L2CAPChannelError.responseTimeout(peer: Self.peerName, psm: 0x0080, after: .seconds(20))) { try await task.value }

@@ -156,7 +156,7 @@ struct HostileLinkTests {
         // A third link connects: its first Write Command goes out on the buffer left free.
         _ = try await central.connect(peerC)
         let c = try #require(vc.handle(of: peerC))
-        let first = Task { try await host.sendL2CAP(handle: c, channelID: att, payload: Self.writeCommand(1)) }
+        let first = vc.task { try await host.sendL2CAP(handle: c, channelID: att, payload: Self.writeCommand(1)) }
         await vc.settle()
         #expect(serverC.pdus == [Self.writeCommand(1)], "the new link found no controller buffer")
         #expect(await host.aclLinkStatus(handle: c)?.inFlight == 1)

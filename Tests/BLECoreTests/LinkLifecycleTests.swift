@@ -170,7 +170,7 @@ struct LinkLifecycleTests {
         let link = try await central.connect(VC.peer, parameters: Self.quiet())
         let channel = try await link.attChannel()
         try await channel.send([0x52, 0x03, 0x00, 0x01]) // holds the one controller buffer
-        let queued = Task { try await channel.send([0x52, 0x03, 0x00, 0x02]) }
+        let queued = vc.task { try await channel.send([0x52, 0x03, 0x00, 0x02]) }
         await vc.settle()
         #expect(await central.host.aclCredits == 0)
         return (vc, central, channel, queued)

@@ -61,7 +61,7 @@ import BLEWire
         let addresses = [BluetoothAddress(rawValue: 0x70_81_94_0D_FB_AA), BluetoothAddress(rawValue: 0x4A_11_22_33_44_55)]
         let counter = Counter()
         try await central.setOwnAddress(.resolvablePrivate(rotation: .seconds(900)) { addresses[counter.next() % 2] })
-        let scan = Task { for try await _ in await central.scan() {} }
+        let scan = vc.task { for try await _ in await central.scan() {} }
         _ = try await vc.waitForCommand(HCIOpcode(rawValue: 0x200C))
         await vc.advance(by: .seconds(900))
         let second = try await vc.waitForCommand(HCIOpcode(rawValue: 0x2005), count: 2)

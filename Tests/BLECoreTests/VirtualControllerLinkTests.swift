@@ -67,7 +67,7 @@ struct VirtualControllerLinkTests {
         let connection = try await central.connect(VC.peer)
         let channel = try await connection.attChannel()
         try await channel.send([0x52, 0x03, 0x00, 0x01]) // handed to the one controller buffer
-        let second = Task { try await channel.send([0x52, 0x03, 0x00, 0x02]) }
+        let second = vc.task { try await channel.send([0x52, 0x03, 0x00, 0x02]) }
         await vc.settle()
         #expect(vc.aclReceived.count == 1)
         vc.completePackets()
@@ -82,7 +82,7 @@ struct VirtualControllerLinkTests {
         let connection = try await central.connect(VC.peer)
         let channel = try await connection.attChannel()
         try await channel.send([0x52, 0x03, 0x00, 0x01])
-        let queued = Task { try await channel.send([0x52, 0x03, 0x00, 0x02]) }
+        let queued = vc.task { try await channel.send([0x52, 0x03, 0x00, 0x02]) }
         await vc.settle()
         try vc.disconnect(VC.peer, reason: .connectionTimeout)
         await #expect(throws: LinkError.disconnected(peer: VC.peer.address, reason: .connectionTimeout)) { try await queued.value }

@@ -44,7 +44,7 @@ struct VirtualControllerTests {
         options.numHCICommandPackets = 0
         let vc = VirtualController(options: options)
         let central = Central(transport: vc.makeTransport(), options: vc.centralOptions())
-        let powerOn = Task { try await central.powerOn() }
+        let powerOn = vc.task { try await central.powerOn() }
         try await vc.waitForCommand(HCIOpcode(rawValue: 0x0C03))
         await vc.settle()
         // Command Complete for Reset carried Num_HCI_Command_Packets = 0: nothing else may come.
@@ -107,7 +107,7 @@ struct VirtualControllerTests {
     @Test func connectTimeoutCancelsThenConnectsAgain() async throws {
         let absent = LEAddress(BluetoothAddress(rawValue: 0xC0_00_00_00_00_01), type: .random)
         let (vc, central) = try await VC.stack()
-        let attempt = Task { try await central.connect(absent, timeout: .seconds(2)) }
+        let attempt = vc.task { try await central.connect(absent, timeout: .seconds(2)) }
         try await vc.waitForCommand(.leCreateConnection)
         await vc.advance(by: .seconds(2))
         await #expect(throws: ConnectionError.timeout(peer: absent, milliseconds: 2000)) { _ = try await attempt.value }

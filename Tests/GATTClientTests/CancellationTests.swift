@@ -94,7 +94,7 @@ struct GATTCancellationTests {
         let bearer = await peripheral.bearer
         #expect(await bearer.hasRequestInFlight)
 
-        let next = Task { try await peripheral.read(Lab.scratch) }
+        let next = bed.vc.task { try await peripheral.read(Lab.scratch) }
         try await bearer.requests.waitForCount("the next read queued behind the one in flight") { $0 == 1 }
         #expect(await bearer.queuedRequestCount == 1)
         await bed.vc.settle()
@@ -154,7 +154,7 @@ struct GATTCancellationTests {
         _ = try await bounded { try await peripheral.descriptors(of: Lab.notifyCounter) }
         let handle = try #require(await bed.server.valueHandle(of: Lab.notifyCounter.uuid))
         bed.gate.close()
-        let first = Task { try await peripheral.subscribe(to: Lab.notifyCounter) }
+        let first = bed.vc.task { try await peripheral.subscribe(to: Lab.notifyCounter) }
         try await bed.held(1)
         #expect(bed.allATTPDUs.last?.first == 0x12)
         // The peripheral's own follow-up of the subscriber count may wait for the write too.
@@ -179,7 +179,7 @@ struct GATTCancellationTests {
         let bed = try await LabBed.cancellation()
         let peripheral = bed.peripheral
         let scratch = try #require(await bed.server.valueHandle(of: Lab.scratch.uuid))
-        let call = Task { try await peripheral.writeAndAwaitNotification([0x05], to: Lab.scratch, response: Lab.notifyCounter) }
+        let call = bed.vc.task { try await peripheral.writeAndAwaitNotification([0x05], to: Lab.scratch, response: Lab.notifyCounter) }
         let server = bed.server
         try await bed.vc.waitUntil("the write applied") { _ in server.writes.contains { $0.handle == scratch } }
         await bed.vc.settle()

@@ -179,7 +179,7 @@ struct EATTRequestTests {
         let peripheral = bed.peripheral
         try await Self.openForced(bed, peerCIDs: [0x0050, 0x0051])
         let pattern = try #require(await bed.server.valueHandle(of: Lab.uuid(2)))
-        let silent = Task { try await peripheral.read(Lab.pattern) }
+        let silent = bed.vc.task { try await peripheral.read(Lab.pattern) }
         #expect(try await bed.vc.waitForL2CAP(channelID: 0x0050).payload == Self.readRequestKFrame(pattern))
         await bed.vc.advance(by: .seconds(30))
         await #expect {

@@ -25,7 +25,7 @@ import GATTServer
 
         // Scan for the Heart Rate service; advertising happens as virtual time moves.
         let scan = await central.scan(filter: ScanFilter(services: [BluetoothUUID(uuid16: 0x180D)]))
-        let finder = Task { () -> DiscoveredPeripheral? in
+        let finder = vc.task { () -> DiscoveredPeripheral? in
             for try await event in scan { if case .discovered(let p) = event { return p } }
             return nil
         }

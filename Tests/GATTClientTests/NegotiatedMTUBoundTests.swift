@@ -97,7 +97,7 @@ struct NegotiatedMTUBoundTests {
     @Test func aReadWhoseOversizedResponseIsRefusedBeforeItsOpcodeFailsAtOnce() async throws {
         let bed = try await Self.paddedReadFailsAtOnce(
             fragmentSize: 4, detail: "Read Request failed: while it waited the peer sent a PDU of 600 octets, longer than the ATT_MTU of 247")
-        let next = Task { try await bed.peripheral.read(Lab.pattern) }
+        let next = bed.vc.task { try await bed.peripheral.read(Lab.pattern) }
         await bed.vc.advance(by: .seconds(30))
         let error = await #expect(throws: GATTError.self) { try await next.value }
         guard case .timeout? = error else { Issue.record("the queued read ended with \(String(describing: error))"); return }

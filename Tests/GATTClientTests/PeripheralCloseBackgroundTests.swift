@@ -28,7 +28,7 @@ struct PeripheralCloseBackgroundTests {
         let bed = try await LabBed()
         let peripheral = bed.peripheral
         try await EATTRequestTests.openForced(bed, peerCIDs: [0x0050, 0x0051])
-        let silent = Task { try await peripheral.read(Lab.pattern) }
+        let silent = bed.vc.task { try await peripheral.read(Lab.pattern) }
         _ = try await bed.vc.waitForL2CAP(channelID: 0x0050)
         await bed.vc.advance(by: .seconds(30))
         _ = await silent.result
@@ -47,7 +47,7 @@ struct PeripheralCloseBackgroundTests {
         // The peer accepts with no initial credits (Part A, 4.26) and never grants any.
         #expect(try await EATTRequestTests.openForced(bed, peerCIDs: [0x0050], credits: 0).isEnhanced)
         let before = Set(await bed.central.host.backgroundTasks.keys)
-        let reading = Task { try await peripheral.read(Lab.pattern) }
+        let reading = bed.vc.task { try await peripheral.read(Lab.pattern) }
         // The Read Request's transmission waits for a credit, in a task of the host.
         await bed.vc.settle()
         #expect(!Set(await bed.central.host.backgroundTasks.keys).subtracting(before).isEmpty)
@@ -65,7 +65,7 @@ struct PeripheralCloseBackgroundTests {
         _ = try await peripheral.resolve(Lab.scratch)
         let mtu = Int(await peripheral.mtu)
         bed.gate.close()
-        let writing = Task { try await peripheral.write([UInt8](repeating: 0x5A, count: mtu + 10), to: Lab.scratch) }
+        let writing = bed.vc.task { try await peripheral.write([UInt8](repeating: 0x5A, count: mtu + 10), to: Lab.scratch) }
         let handle = try #require(bed.vc.handle(of: bed.peer))
         try await bed.vc.waitUntil("Prepare Write Request") { vc in vc.framesReceived.contains { $0.handle == handle && $0.channelID == 0x0004 && $0.payload.first == 0x16 } }
         await bed.vc.settle()
@@ -98,7 +98,7 @@ struct PeripheralCloseBackgroundTests {
             let handle = try #require(bed.vc.handle(of: bed.peer))
             let peripheral = bed.peripheral
             // The lab server never notifies Lab.notifyCounter on a write to Lab.scratch.
-            let call = Task { try await peripheral.writeAndAwaitNotification([0x01], to: Lab.scratch, response: Lab.notifyCounter) }
+            let call = bed.vc.task { try await peripheral.writeAndAwaitNotification([0x01], to: Lab.scratch, response: Lab.notifyCounter) }
             try await bed.vc.waitUntil("Write Request") { vc in vc.framesReceived.contains { $0.handle == handle && $0.channelID == 0x0004 && $0.payload.count == 4 && $0.payload.first == 0x12 } }
             await bed.vc.settle()
             await Self.closeAndCheck(bed)

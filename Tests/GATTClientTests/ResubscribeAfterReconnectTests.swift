@@ -108,7 +108,7 @@ struct ResubscribeAfterReconnectTests {
             vc.l2capReceived.contains { $0.handle == secondHandle && $0.channelID == L2CAPChannelID.att && $0.payload.first == 0x02 }
         }
 
-        let reader = Task { () -> Result<[UInt8]?, any Error> in
+        let reader = bed.vc.task { () -> Result<[UInt8]?, any Error> in
             var values = stream.makeAsyncIterator()
             do { return .success(try await values.next()) } catch { return .failure(error) }
         }

@@ -50,7 +50,7 @@ import GATTServer
 
         // Link A: ten Write Commands, each 20 bytes (0x52, handle, value: Vol 3, Part F, 3.4.5.3).
         let values: [[UInt8]] = (0..<10).map { n in [UInt8](repeating: UInt8(0xA0 + n), count: 20) }
-        let writer = Task { () async throws -> Void in
+        let writer = vc.task { () async throws -> Void in
             for value in values { try await pa.write(value, to: Lab.scratch, type: .withoutResponse) }
         }
         try await vc.waitForACL(count: before + 1) // the first write took the only buffer
