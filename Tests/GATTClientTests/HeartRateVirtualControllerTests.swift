@@ -29,6 +29,8 @@ import GATTServer
             for try await event in scan { if case .discovered(let p) = event { return p } }
             return nil
         }
+        // Time moves once the scan runs: advertising events come one interval after it starts.
+        try await vc.waitUntil("the scan on") { $0.isScanning }
         await vc.advance(by: .milliseconds(500))
         let found = try #require(try await finder.value)
         #expect(found.address == peer)

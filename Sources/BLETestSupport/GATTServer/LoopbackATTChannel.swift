@@ -25,6 +25,9 @@ public final class LoopbackATTChannel: L2CAPChannel {
         var receiveHandler: (@Sendable ([UInt8]) -> Void)?
         var closeHandler: (@Sendable (LinkError) -> Void)?
         var closed: LinkError?
+        /// The client's tasks on this channel still running (`adoptTask`), by number.
+        var tasks: [UInt64: Task<Void, Never>] = [:]
+        var nextTask: UInt64 = 0
     }
     private let state: QueueConfined<State>
 
@@ -41,6 +44,26 @@ public final class LoopbackATTChannel: L2CAPChannel {
             server.linkConnected(link)
         }
         if executor.isOnQueue { connect() } else { executor.queue.async(execute: connect) }
+    }
+
+    /// Runs the client's background work (a cache store, a CCCD write after the last
+    /// subscriber left) in tasks that `adoptedTasksEnded()` waits for. Called on the executor.
+    public func adoptTask(_ work: @escaping @Sendable () async -> Void) -> Bool {
+        let id = state.value.nextTask
+        state.value.nextTask += 1
+        state.value.tasks[id] = Task { [executor, state] in
+            await work()
+            executor.queue.async { state.value.tasks[id] = nil }
+        }
+        return true
+    }
+
+    /// Returns once every task adopted so far has ended.
+    ///
+    ///     await bed.channel.adoptedTasksEnded() // the cache store the error scheduled is done
+    package func adoptedTasksEnded() async {
+        let tasks = await withCheckedContinuation { c in executor.queue.async { c.resume(returning: Array(self.state.value.tasks.values)) } }
+        for task in tasks { await task.value }
     }
 
     public func send(_ sdu: [UInt8]) async throws(LinkError) {

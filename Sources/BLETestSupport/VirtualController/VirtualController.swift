@@ -117,7 +117,7 @@ public final class VirtualController: Sendable {
     public func settle() async {
         for _ in 0..<1000 where !Task.isCancelled {
             let before = onQueue { activity }
-            for _ in 0..<4 {
+            for _ in 0..<16 {
                 await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in queue.async { c.resume() } }
             }
             if onQueue({ activity }) == before { return }

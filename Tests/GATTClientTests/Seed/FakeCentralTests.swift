@@ -1,7 +1,7 @@
 import Testing
 import BLETestSupport
 import BLEWire
-import BLECore
+@testable import BLECore
 import ATT
 import GATTClient
 import BLESeed
@@ -234,7 +234,11 @@ import BLESeed
         #expect(await central.snapshot.isScanning == false)
         fake.add(Self.batteryPeripheral())
         let scanningWhileSubscribed = try await bounded { () throws -> Bool in
-            for try await _ in await central.scan() { return await central.snapshot.isScanning }
+            for try await _ in await central.scan() {
+                // The first report may be handled before the scan's enable completes.
+                await central.withScanner { await $0.settled() }
+                return await central.snapshot.isScanning
+            }
             return false
         }
         #expect(scanningWhileSubscribed)
