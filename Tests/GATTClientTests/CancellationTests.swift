@@ -179,7 +179,7 @@ struct GATTCancellationTests {
         let bed = try await LabBed.cancellation()
         let peripheral = bed.peripheral
         let scratch = try #require(await bed.server.valueHandle(of: Lab.scratch.uuid))
-        let call = bed.vc.task { try await peripheral.writeAndAwaitNotification([0x05], to: Lab.scratch, response: Lab.notifyCounter) }
+        let call = Task { try await peripheral.writeAndAwaitNotification([0x05], to: Lab.scratch, response: Lab.notifyCounter) }
         let server = bed.server
         try await bed.vc.waitUntil("the write applied") { _ in server.writes.contains { $0.handle == scratch } }
         await bed.vc.settle()
